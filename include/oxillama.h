@@ -1,0 +1,145 @@
+/* oxillama — public C API.
+ *
+ * Conventions
+ * - Every function that can fail takes an `oxl_error *err` (may be NULL) and reports failure by its
+ *   return value (NULL, or a negative int); `err->msg` then names the file, field and value at fault.
+ *   The library never calls exit() or abort() on input it is given.
+ * - Tensor shapes are written in ggml order: ne0 is the contiguous dimension.
+ * - Objects returned by `*_new` / `*_load` are owned by the caller and released by the matching `*_free`.
+ *
+ * Behaviour reproduced: llama.cpp (include/llama.h) for model loading, decoding, tokenization and
+ * sampling, so that the same GGUF file gives the same tokens and logits.
+ */
+#ifndef OXILLAMA_H
+#define OXILLAMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OXL_ERROR_MSG_MAX 512
+
+/* An error message; empty when no error happened. */
+typedef struct oxl_error {
+    char msg[OXL_ERROR_MSG_MAX];
+} oxl_error;
+
+typedef int32_t oxl_token;
+typedef struct oxl_model oxl_model;
+typedef struct oxl_ctx oxl_ctx;
+typedef struct oxl_sampler oxl_sampler;
+
+/* ---------------------------------------------------------------------------------------------
+ * Model
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct oxl_model_params {
+    bool use_mmap; /* map the file read-only and use tensor data in place (default true) */
+} oxl_model_params;
+
+oxl_model_params oxl_model_default_params(void);
+
+/* Loads a GGUF model: validates the file, the architecture (`general.architecture`, which must be in
+ * the architecture registry), its hyper-parameters and tensors, and the vocabulary.
+ * Returns NULL on any error, with err naming what is wrong. */
+oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_error *err);
+void oxl_model_free(oxl_model *model);
+
+int32_t oxl_model_n_vocab(const oxl_model *model);
+int32_t oxl_model_n_ctx_train(const oxl_model *model);
+int32_t oxl_model_n_embd(const oxl_model *model);
+/* A one-line description: architecture, parameter count, file type. Owned by the model. */
+const char *oxl_model_desc(const oxl_model *model);
+
+/* ---------------------------------------------------------------------------------------------
+ * Context: KV cache, threads, scratch buffers
+ * ------------------------------------------------------------------------------------------- */
+
+/* KV cache element types, named as llama.cpp's -ctk/-ctv values. */
+typedef enum oxl_kv_type {
+    OXL_KV_F32 = 0,
+    OXL_KV_F16 = 1,
+} oxl_kv_type;
+
+typedef struct oxl_ctx_params {
+    int32_t n_ctx;     /* KV cache length in tokens; 0 = the model's training context */
+    int32_t n_batch;   /* most tokens per internal forward pass (default 512) */
+    int32_t n_threads; /* worker threads including the caller; 0 = number of physical cores */
+    oxl_kv_type type_k;
+    oxl_kv_type type_v;
+} oxl_ctx_params;
+
+oxl_ctx_params oxl_ctx_default_params(void);
+
+oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_error *err);
+void oxl_ctx_free(oxl_ctx *ctx);
+int32_t oxl_ctx_n_ctx(const oxl_ctx *ctx);
+/* Number of tokens held in the KV cache (the position of the next token). */
+int32_t oxl_ctx_n_past(const oxl_ctx *ctx);
+/* Drops cached positions >= n_past (0 clears the cache). */
+void oxl_ctx_truncate(oxl_ctx *ctx, int32_t n_past);
+
+/* Evaluates n tokens at positions n_past .. n_past+n-1 and appends them to the KV cache.
+ * With all_logits, the logits of every token are kept (n_vocab × n floats, ne0 = n_vocab);
+ * otherwise only those of the last token. Fails if the cache would overflow or a token id is
+ * out of range. Returns 0, or -1 with err set. */
+int oxl_decode(oxl_ctx *ctx, const oxl_token *tokens, int32_t n, bool all_logits, oxl_error *err);
+/* Logits (n_vocab floats) of token i of the last oxl_decode call; i = -1 means the last token.
+ * Owned by ctx, valid until the next oxl_decode. NULL if i was not kept. */
+const float *oxl_get_logits(const oxl_ctx *ctx, int32_t i);
+
+/* ---------------------------------------------------------------------------------------------
+ * Tokenizer (matches llama.cpp src/llama-vocab.cpp)
+ * ------------------------------------------------------------------------------------------- */
+
+/* Tokenizes len bytes of UTF-8 text. add_special adds BOS/EOS as the vocabulary asks
+ * (tokenizer.ggml.add_bos_token / add_eos_token); parse_special turns the text of control and
+ * user-defined tokens into those tokens. Returns the number of tokens written, or, when cap is too
+ * small, minus the number needed (llama.cpp's convention); INT32_MIN on invalid arguments. */
+int32_t oxl_tokenize(const oxl_model *model, const char *text, size_t len, oxl_token *out, int32_t cap,
+                     bool add_special, bool parse_special);
+/* Writes the bytes of one token (not NUL-terminated). special: render control tokens' text.
+ * Returns bytes written, or minus the number needed when cap is too small. */
+int32_t oxl_token_to_piece(const oxl_model *model, oxl_token tok, char *buf, int32_t cap, bool special);
+oxl_token oxl_token_bos(const oxl_model *model); /* -1 if the vocabulary has none */
+oxl_token oxl_token_eos(const oxl_model *model);
+bool oxl_token_is_eog(const oxl_model *model, oxl_token tok); /* end of generation (EOS, EOT, …) */
+
+/* Streaming detokenizer: holds back an incomplete UTF-8 sequence so that output never splits a
+ * character. Zero-initialise, then push tokens; each push writes only complete characters. */
+typedef struct oxl_detok {
+    char pending[8];
+    int32_t n_pending;
+} oxl_detok;
+/* Appends the text of tok to out (cap bytes); returns bytes written or a negative size needed. */
+int32_t oxl_detok_push(oxl_detok *d, const oxl_model *model, oxl_token tok, char *out, int32_t cap);
+
+/* ---------------------------------------------------------------------------------------------
+ * Sampling (matches llama.cpp src/llama-sampling.cpp: top-k → top-p → min-p → temperature → dist)
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct oxl_sampler_params {
+    float temp;    /* <= 0: greedy (argmax) */
+    int32_t top_k; /* <= 0: off */
+    float top_p;   /* >= 1: off */
+    float min_p;   /* <= 0: off */
+    uint32_t seed; /* OXL_SEED_RANDOM draws one from the clock */
+} oxl_sampler_params;
+
+#define OXL_SEED_RANDOM 0xFFFFFFFFu
+
+/* llama.cpp's defaults: temp 0.8, top_k 40, top_p 0.95, min_p 0.05, random seed. */
+oxl_sampler_params oxl_sampler_default_params(void);
+oxl_sampler *oxl_sampler_new(const oxl_sampler_params *params);
+void oxl_sampler_free(oxl_sampler *s);
+/* Picks a token from n_vocab logits (not modified). */
+oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_vocab);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,12 @@
+/* The `oxillama <verb>` subcommands. Each takes the arguments after the verb (argv[0] = verb) and
+ * returns the process exit status. Registered in the verb table of main.c. */
+#ifndef OXL_CLI_H
+#define OXL_CLI_H
+
+int oxl_cmd_run(int argc, char **argv);
+int oxl_cmd_info(int argc, char **argv);
+int oxl_cmd_golden(int argc, char **argv);
+int oxl_cmd_perplexity(int argc, char **argv);
+int oxl_cmd_tokenize(int argc, char **argv);
+
+#endif

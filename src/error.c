@@ -1,0 +1,29 @@
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int oxl_err_set(oxl_error *err, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int oxl_err_prefix(oxl_error *err, const char *fmt, ...) {
+    if (err) {
+        char prefix[OXL_ERROR_MSG_MAX];
+        char old[OXL_ERROR_MSG_MAX];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(prefix, sizeof prefix, fmt, ap);
+        va_end(ap);
+        memcpy(old, err->msg, sizeof old);
+        snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+    }
+    return -1;
+}

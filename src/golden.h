@@ -1,0 +1,37 @@
+/* Golden parity checks: compare oxillama against reference files written by llama.cpp
+ * (layouts in golden/README.md). One runner, `oxillama golden`, dispatches on the file's
+ * `golden.kind` through a table of checkers; tests call the same checkers.
+ */
+#ifndef OXL_GOLDEN_H
+#define OXL_GOLDEN_H
+
+#include "gguf.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Tally of checks; every check prints one line "PASS|FAIL  <what>  <measured error>" to out. */
+typedef struct oxl_golden_report {
+    FILE *out;      /* NULL: print nothing */
+    int n_pass;
+    int n_fail;
+} oxl_golden_report;
+
+/* Records one check and prints its line (printf-style description). */
+void oxl_golden_line(oxl_golden_report *r, bool pass, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* golden.kind = quant: dequantization (bit-exact), reference quantization (byte-identical),
+ * activation quantization and vec_dot (relative 1e-5 of sum |terms|), for every ISA cell this CPU
+ * supports. Returns 0 when it could run (failures are counted in r), -1 with err on unusable files. */
+int oxl_golden_quant(const oxl_gguf *g, oxl_golden_report *r, oxl_error *err);
+
+/* golden.kind = logits: runs model_path on `tokens`, compares `logits` (argmax at every position,
+ * max |Δ| relative to the logit range) and the greedy continuation `greedy`. */
+int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err);
+
+/* Opens path, reads golden.kind and runs the matching checker. model_path may be NULL where the
+ * kind needs no model (or names it in golden.model, looked up beside the golden file). */
+int oxl_golden_run_file(const char *path, const char *model_path, oxl_golden_report *r, oxl_error *err);
+
+#endif

@@ -1,0 +1,45 @@
+/* Kernel dispatch: the best kernel per (op, format) for this CPU, chosen once at start-up by a loop
+ * over the generated kernel list (generated/oxl_kernel_list.inc, best ISA first, scalar last),
+ * capped by OXILLAMA_ISA=<isa name>.
+ *
+ * Kernel signatures (ggml's, from ggml/src/ggml-cpu/ggml-cpu.h type traits):
+ *   dequant:  y[0..n) = to_float(x), n a multiple of the format's block size
+ *   quant:    activation quantizer, y = from_float(x) in the format (Q8_0, F16, BF16, F32 copy)
+ *   vec_dot:  *s = dot(x, y) over n elements, x in the weight format, y in its vec_dot_type
+ */
+#ifndef OXL_KERNELS_H
+#define OXL_KERNELS_H
+
+#include "oxl_types.h" /* generated: oxl_type enum, oxl_type_traits, oxl_isa enum */
+
+#include <stdint.h>
+
+typedef void (*oxl_dequant_fn)(const void *restrict x, float *restrict y, int64_t n);
+typedef void (*oxl_quant_fn)(const float *restrict x, void *restrict y, int64_t n);
+typedef void (*oxl_vec_dot_fn)(int64_t n, float *restrict s, const void *restrict x, const void *restrict y);
+
+/* The chosen kernel per format (indexed by oxl_type; NULL where the format has no such op). */
+typedef struct oxl_kernels {
+    oxl_dequant_fn dequant[OXL_TYPE_COUNT];
+    oxl_quant_fn quant[OXL_TYPE_COUNT];     /* for formats that are an activation type */
+    oxl_vec_dot_fn vec_dot[OXL_TYPE_COUNT]; /* indexed by the weight format */
+    oxl_isa dequant_isa[OXL_TYPE_COUNT];
+    oxl_isa quant_isa[OXL_TYPE_COUNT];
+    oxl_isa vec_dot_isa[OXL_TYPE_COUNT];
+} oxl_kernels;
+
+/* The process-wide table, built on first use (thread-safe). */
+const oxl_kernels *oxl_kernels_get(void);
+/* Builds a table using only ISAs <= cap that the CPU supports (tests pin every ISA this way). */
+void oxl_kernels_build(oxl_kernels *k, oxl_isa cap);
+
+/* CPU support for an ISA level (CPUID + XGETBV on x86). */
+bool oxl_cpu_has_isa(oxl_isa isa);
+/* The cap from OXILLAMA_ISA, or the best ISA when unset; unknown names are reported on stderr once
+ * and ignored. */
+oxl_isa oxl_isa_cap(void);
+const char *oxl_isa_name(oxl_isa isa);
+/* -1 when name is not an ISA of the spec. */
+int oxl_isa_from_name(const char *name);
+
+#endif
