@@ -1,0 +1,247 @@
+"""The one spec table: every ggml format, every ISA, every kernel op.
+
+Everything the generator writes (type enum and traits, block structs, the kernel list, the CMake
+sources with per-file flags, the tests) comes from the tables below. `validate()` stops the
+generator on any inconsistency instead of letting it reach the C compiler.
+"""
+
+from dataclasses import dataclass, field
+
+# C storage of a block field: (C type, bytes).
+FIELD_TYPES = {
+    "f16": ("uint16_t", 2),   # IEEE half, stored as bits
+    "f32": ("float", 4),
+    "u8": ("uint8_t", 1),
+    "i8": ("int8_t", 1),
+    "u16": ("uint16_t", 2),
+    "i16": ("int16_t", 2),
+}
+
+
+@dataclass(frozen=True)
+class Format:
+    """One ggml type. `fields` is the block layout [(name, field type, count)] in memory order;
+    scalar element types (f32, i8, …) have an empty layout and `elem` instead."""
+    id: int
+    name: str                 # ggml spelling: "q4_K"
+    blck: int                 # elements per block
+    size: int                 # bytes per block
+    partner: str              # vec_dot_type (activation format paired in vec_dot)
+    quantized: bool
+    fields: tuple = ()
+    elem: str = ""            # C type of one element, for block size 1 formats
+    ops: tuple = ()           # kernel ops this format has: dequant, quant, vec_dot
+    isas: tuple = ()          # ISAs with cells for this format (empty: every ISA)
+
+
+# ggml's type ids (ggml.h enum ggml_type); ids not listed here (4, 5, 31..33, 36..38) were
+# removed from ggml and are not valid.
+FORMATS = (
+    Format(0, "f32", 1, 4, "f32", False, elem="float", ops=("dequant", "quant", "vec_dot")),
+    Format(1, "f16", 1, 2, "f16", False, elem="uint16_t", ops=("dequant", "quant", "vec_dot")),
+    Format(2, "q4_0", 32, 18, "q8_0", True, (("d", "f16", 1), ("qs", "u8", 16)),
+           ops=("dequant", "vec_dot")),
+    Format(3, "q4_1", 32, 20, "q8_1", True, (("d", "f16", 1), ("m", "f16", 1), ("qs", "u8", 16))),
+    Format(6, "q5_0", 32, 22, "q8_0", True, (("d", "f16", 1), ("qh", "u8", 4), ("qs", "u8", 16))),
+    Format(7, "q5_1", 32, 24, "q8_1", True,
+           (("d", "f16", 1), ("m", "f16", 1), ("qh", "u8", 4), ("qs", "u8", 16))),
+    Format(8, "q8_0", 32, 34, "q8_0", True, (("d", "f16", 1), ("qs", "i8", 32)),
+           ops=("dequant", "quant", "vec_dot")),
+    Format(9, "q8_1", 32, 36, "q8_1", True, (("d", "f16", 1), ("s", "f16", 1), ("qs", "i8", 32))),
+    Format(10, "q2_K", 256, 84, "q8_K", True,
+           (("scales", "u8", 16), ("qs", "u8", 64), ("d", "f16", 1), ("dmin", "f16", 1))),
+    Format(11, "q3_K", 256, 110, "q8_K", True,
+           (("hmask", "u8", 32), ("qs", "u8", 64), ("scales", "u8", 12), ("d", "f16", 1))),
+    Format(12, "q4_K", 256, 144, "q8_K", True,
+           (("d", "f16", 1), ("dmin", "f16", 1), ("scales", "u8", 12), ("qs", "u8", 128))),
+    Format(13, "q5_K", 256, 176, "q8_K", True,
+           (("d", "f16", 1), ("dmin", "f16", 1), ("scales", "u8", 12), ("qh", "u8", 32),
+            ("qs", "u8", 128))),
+    Format(14, "q6_K", 256, 210, "q8_K", True,
+           (("ql", "u8", 128), ("qh", "u8", 64), ("scales", "i8", 16), ("d", "f16", 1))),
+    Format(15, "q8_K", 256, 292, "q8_K", True,
+           (("d", "f32", 1), ("qs", "i8", 256), ("bsums", "i16", 16))),
+    Format(16, "iq2_xxs", 256, 66, "q8_K", True, (("d", "f16", 1), ("qs", "u16", 32))),
+    Format(17, "iq2_xs", 256, 74, "q8_K", True,
+           (("d", "f16", 1), ("qs", "u16", 32), ("scales", "u8", 8))),
+    Format(18, "iq3_xxs", 256, 98, "q8_K", True, (("d", "f16", 1), ("qs", "u8", 96))),
+    Format(19, "iq1_s", 256, 50, "q8_K", True,
+           (("d", "f16", 1), ("qs", "u8", 32), ("qh", "u16", 8))),
+    Format(20, "iq4_nl", 32, 18, "q8_0", True, (("d", "f16", 1), ("qs", "u8", 16))),
+    Format(21, "iq3_s", 256, 110, "q8_K", True,
+           (("d", "f16", 1), ("qs", "u8", 64), ("qh", "u8", 8), ("signs", "u8", 32),
+            ("scales", "u8", 4))),
+    Format(22, "iq2_s", 256, 82, "q8_K", True,
+           (("d", "f16", 1), ("qs", "u8", 64), ("qh", "u8", 8), ("scales", "u8", 8))),
+    Format(23, "iq4_xs", 256, 136, "q8_K", True,
+           (("d", "f16", 1), ("scales_h", "u16", 1), ("scales_l", "u8", 4), ("qs", "u8", 128))),
+    Format(24, "i8", 1, 1, "f32", False, elem="int8_t"),
+    Format(25, "i16", 1, 2, "f32", False, elem="int16_t"),
+    Format(26, "i32", 1, 4, "f32", False, elem="int32_t"),
+    Format(27, "i64", 1, 8, "f32", False, elem="int64_t"),
+    Format(28, "f64", 1, 8, "f32", False, elem="double"),
+    Format(29, "iq1_m", 256, 56, "q8_K", True,
+           (("qs", "u8", 32), ("qh", "u8", 16), ("scales", "u8", 8))),
+    Format(30, "bf16", 1, 2, "bf16", False, elem="uint16_t", ops=("dequant", "quant", "vec_dot")),
+    Format(34, "tq1_0", 256, 54, "q8_K", True,
+           (("qs", "u8", 48), ("qh", "u8", 4), ("d", "f16", 1))),
+    Format(35, "tq2_0", 256, 66, "q8_K", True, (("qs", "u8", 64), ("d", "f16", 1))),
+    Format(39, "mxfp4", 32, 17, "q8_0", True, (("e", "u8", 1), ("qs", "u8", 16))),
+    Format(40, "nvfp4", 64, 36, "q8_0", True, (("d", "u8", 4), ("qs", "u8", 32))),
+    Format(41, "q1_0", 128, 18, "q8_0", True, (("d", "f16", 1), ("qs", "u8", 16))),
+    Format(42, "q2_0", 64, 18, "q8_0", True, (("d", "f16", 1), ("qs", "u8", 16))),
+)
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A CPU feature bit: CPUID (leaf, subleaf, register, bit) or, for "xcr0", the XCR0 state
+    bits that must all be set (the OS saves those registers on context switch)."""
+    name: str
+    leaf: object              # int CPUID leaf, or "xcr0"
+    subleaf: int = 0
+    reg: str = ""             # eax, ebx, ecx, edx
+    bit: int = 0
+    xcr0_mask: int = 0
+
+
+FEATURES = (
+    Feature("osxsave", 1, 0, "ecx", 27),
+    Feature("fma", 1, 0, "ecx", 12),
+    Feature("f16c", 1, 0, "ecx", 29),
+    Feature("avx", 1, 0, "ecx", 28),
+    Feature("avx2", 7, 0, "ebx", 5),
+    Feature("avx512f", 7, 0, "ebx", 16),
+    Feature("avx512dq", 7, 0, "ebx", 17),
+    Feature("avx512bw", 7, 0, "ebx", 30),
+    Feature("avx512vl", 7, 0, "ebx", 31),
+    Feature("os_ymm", "xcr0", xcr0_mask=0x6),      # SSE + AVX state
+    Feature("os_zmm", "xcr0", xcr0_mask=0xE6),     # + opmask, ZMM0-15 high, ZMM16-31
+)
+
+
+@dataclass(frozen=True)
+class Isa:
+    """An instruction-set level. rank orders capability (higher = better); `base` is the ISA whose
+    per-format overrides this one reuses when it has none of its own."""
+    name: str
+    rank: int
+    cflags: tuple
+    features: tuple           # Feature names, all required
+    arch: str = ""            # "x86" or "" (any)
+    base: str = ""
+
+
+ISAS = (
+    Isa("scalar", 0, (), ()),
+    Isa("avx2", 1, ("-mavx2", "-mfma", "-mf16c"),
+        ("osxsave", "avx", "avx2", "fma", "f16c", "os_ymm"), arch="x86"),
+    Isa("avx512bw", 2,
+        ("-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq"),
+        ("osxsave", "avx", "avx2", "fma", "f16c", "os_ymm", "avx512f", "avx512bw", "avx512vl",
+         "avx512dq", "os_zmm"), arch="x86", base="avx2"),
+)
+
+# Architecture guards: the C preprocessor test and the CMake processor regex for each arch.
+ARCHES = {
+    "x86": ("defined(__x86_64__) || defined(__i386__)", "x86_64|AMD64|amd64|i[3-6]86"),
+}
+
+# Kernel ops, with the function name pattern (XNNPACK style: what, then __isa).
+OPS = ("dequant", "quant", "vec_dot")
+
+
+def kernel_name(op, fmt, isa):
+    f = FORMAT_BY_NAME[fmt]
+    if op == "vec_dot":
+        return f"oxl_vec_dot_{f.name}_{f.partner}__{isa}"
+    return f"oxl_{op}_{f.name}__{isa}"
+
+
+FORMAT_BY_NAME = {f.name: f for f in FORMATS}
+ISA_BY_NAME = {i.name: i for i in ISAS}
+FEATURE_BY_NAME = {f.name: f for f in FEATURES}
+
+
+class SpecError(Exception):
+    pass
+
+
+def field_bytes(fmt):
+    return sum(FIELD_TYPES[t][1] * n for _, t, n in fmt.fields)
+
+
+def validate(template_formats):
+    """Fails loudly on any inconsistency. template_formats: the format names that have a kernel
+    template in templates/formats/."""
+    errors = []
+    ids, names = set(), set()
+    for f in FORMATS:
+        if f.id in ids:
+            errors.append(f"format id {f.id} ({f.name}) is not unique")
+        if f.name.lower() in names:
+            errors.append(f"format name {f.name} is not unique")
+        ids.add(f.id)
+        names.add(f.name.lower())
+        if f.fields:
+            if field_bytes(f) != f.size:
+                errors.append(f"{f.name}: bytes per block {f.size} != sum of fields {field_bytes(f)}")
+            for fname, t, _ in f.fields:
+                if t not in FIELD_TYPES:
+                    errors.append(f"{f.name}.{fname}: unknown field type {t}")
+        elif f.blck != 1 or not f.elem:
+            errors.append(f"{f.name}: a format without block fields must have block size 1 and elem")
+        if f.partner not in FORMAT_BY_NAME:
+            errors.append(f"{f.name}: activation partner {f.partner} is not a format")
+        elif "vec_dot" in f.ops:
+            p = FORMAT_BY_NAME[f.partner]
+            if "quant" not in p.ops:
+                errors.append(f"{f.name}: partner {p.name} has no activation quantizer")
+            if f.blck % p.blck:
+                errors.append(f"{f.name}: block {f.blck} is not a multiple of partner {p.name}'s")
+        for op in f.ops:
+            if op not in OPS:
+                errors.append(f"{f.name}: unknown op {op}")
+        for i in f.isas:
+            if i not in ISA_BY_NAME:
+                errors.append(f"{f.name}: unknown ISA {i}")
+        if f.ops and f.isas and "scalar" not in f.isas:
+            errors.append(f"{f.name}: no scalar cell (every (format, op) needs one)")
+    with_kernels = {f.name for f in FORMATS if f.ops}
+    for n in sorted(with_kernels - set(template_formats)):
+        errors.append(f"{n}: has kernel ops but no template templates/formats/{n}.c.j2")
+    for n in sorted(set(template_formats) - with_kernels):
+        errors.append(f"templates/formats/{n}.c.j2: no format with kernel ops named {n}")
+    ranks = [i.rank for i in ISAS]
+    if ranks != list(range(len(ISAS))):
+        errors.append(f"ISA ranks must be 0..n-1 in table order, got {ranks}")
+    if ISAS[0].name != "scalar":
+        errors.append("the first ISA must be scalar")
+    for i in ISAS:
+        for ft in i.features:
+            if ft not in FEATURE_BY_NAME:
+                errors.append(f"ISA {i.name}: unknown CPU feature {ft}")
+        if i.base and (i.base not in ISA_BY_NAME or ISA_BY_NAME[i.base].rank >= i.rank):
+            errors.append(f"ISA {i.name}: base {i.base} must be a lower ISA")
+        if i.arch and i.arch not in ARCHES:
+            errors.append(f"ISA {i.name}: unknown arch {i.arch}")
+    if errors:
+        raise SpecError("spec errors:\n  " + "\n  ".join(errors))
+
+
+def removed_ids():
+    """The ids below the largest that ggml no longer uses, as "4, 5, 31-33"."""
+    used = {f.id for f in FORMATS}
+    gaps = [i for i in range(FORMATS[-1].id) if i not in used]
+    runs = []
+    for i in gaps:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ", ".join(str(a) if a == b else f"{a}, {b}" if b == a + 1 else f"{a}-{b}" for a, b in runs)
+
+
+def cell_isas(fmt):
+    """The ISAs a format has kernels for, in rank order."""
+    return [i for i in ISAS if not fmt.isas or i.name in fmt.isas]
