@@ -1,0 +1,112 @@
+/* CPU feature detection and the ISA cap (OXILLAMA_ISA).
+ *
+ * x86: CPUID bits, plus XGETBV's XCR0 to see that the OS saves the YMM/ZMM registers (a CPU with
+ * AVX2 under an OS that does not enable its state must not run AVX2 code). The features each ISA
+ * needs come from the generated spec table (oxl_isa_infos, oxl_cpu_features.inc).
+ */
+#include "kernels.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+static uint64_t oxl_xgetbv0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+static uint32_t oxl_cpu_detect(void) {
+    uint32_t features = 0;
+    const unsigned max_leaf = __get_cpuid_max(0, NULL);
+    unsigned regs[4] = {0};
+    bool osxsave = __get_cpuid(1, &regs[0], &regs[1], &regs[2], &regs[3]) && (regs[2] & (1u << 27));
+    const uint64_t xcr0 = osxsave ? oxl_xgetbv0() : 0;
+#define OXL_REG_eax 0
+#define OXL_REG_ebx 1
+#define OXL_REG_ecx 2
+#define OXL_REG_edx 3
+#define OXL_CPU_FEATURE_CPUID(bit, leaf, subleaf, reg, regbit)                                       \
+    if ((leaf) <= max_leaf) {                                                                        \
+        unsigned r[4];                                                                               \
+        __cpuid_count((leaf), (subleaf), r[0], r[1], r[2], r[3]);                                    \
+        if (r[OXL_REG_##reg] & (1u << (regbit))) {                                                   \
+            features |= (bit);                                                                       \
+        }                                                                                            \
+    }
+#define OXL_CPU_FEATURE_XCR0(bit, mask)                                                              \
+    if ((xcr0 & (mask)) == (mask)) {                                                                 \
+        features |= (bit);                                                                           \
+    }
+#include "oxl_cpu_features.inc"
+#undef OXL_CPU_FEATURE_CPUID
+#undef OXL_CPU_FEATURE_XCR0
+    return features;
+}
+#else
+static uint32_t oxl_cpu_detect(void) {
+    return 0;
+}
+#endif
+
+static pthread_once_t oxl_cpu_once = PTHREAD_ONCE_INIT;
+static uint32_t oxl_cpu_features;
+static oxl_isa oxl_cpu_cap;
+
+static oxl_isa oxl_cpu_best_isa(void) {
+    oxl_isa best = OXL_ISA_SCALAR;
+    for (int i = 0; i < OXL_ISA_COUNT; i++) {
+        if ((oxl_cpu_features & oxl_isa_infos[i].features) == oxl_isa_infos[i].features) {
+            best = (oxl_isa)i;
+        }
+    }
+    return best;
+}
+
+static void oxl_cpu_init(void) {
+    oxl_cpu_features = oxl_cpu_detect();
+    oxl_cpu_cap = oxl_cpu_best_isa();
+    const char *env = getenv("OXILLAMA_ISA");
+    if (env != NULL && env[0] != '\0') {
+        const int isa = oxl_isa_from_name(env);
+        if (isa < 0) {
+            fprintf(stderr, "oxillama: OXILLAMA_ISA=%s is not an ISA (", env);
+            for (int i = 0; i < OXL_ISA_COUNT; i++) {
+                fprintf(stderr, "%s%s", i ? ", " : "", oxl_isa_infos[i].name);
+            }
+            fprintf(stderr, "); ignored\n");
+        } else if (isa < (int)oxl_cpu_cap) {
+            oxl_cpu_cap = (oxl_isa)isa;
+        }
+    }
+}
+
+bool oxl_cpu_has_isa(oxl_isa isa) {
+    if ((unsigned)isa >= OXL_ISA_COUNT) {
+        return false;
+    }
+    pthread_once(&oxl_cpu_once, oxl_cpu_init);
+    return (oxl_cpu_features & oxl_isa_infos[isa].features) == oxl_isa_infos[isa].features;
+}
+
+oxl_isa oxl_isa_cap(void) {
+    pthread_once(&oxl_cpu_once, oxl_cpu_init);
+    return oxl_cpu_cap;
+}
+
+const char *oxl_isa_name(oxl_isa isa) {
+    return (unsigned)isa < OXL_ISA_COUNT ? oxl_isa_infos[isa].name : "unknown";
+}
+
+int oxl_isa_from_name(const char *name) {
+    for (int i = 0; i < OXL_ISA_COUNT; i++) {
+        if (strcasecmp(oxl_isa_infos[i].name, name) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}

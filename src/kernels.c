@@ -1,0 +1,70 @@
+/* Kernel dispatch: a loop over the generated kernel list (best ISA first within each (op, format)),
+ * keeping the first kernel per (op, format) whose ISA is within the cap and supported by the CPU. */
+#include "kernels.h"
+
+#include "oxl_kernel_decls.h"
+
+#include <pthread.h>
+#include <string.h>
+
+typedef enum oxl_kernel_op { OXL_KERNEL_OP_dequant, OXL_KERNEL_OP_quant, OXL_KERNEL_OP_vec_dot } oxl_kernel_op;
+
+typedef struct oxl_kernel_entry {
+    oxl_kernel_op op;
+    oxl_type type;
+    oxl_isa isa;
+    union {
+        oxl_dequant_fn dequant;
+        oxl_quant_fn quant;
+        oxl_vec_dot_fn vec_dot;
+    } fn;
+} oxl_kernel_entry;
+
+static const oxl_kernel_entry oxl_kernel_entries[] = {
+#define OXL_KERNEL(op, type, isa, fn) {OXL_KERNEL_OP_##op, type, isa, {.op = fn}},
+#include "oxl_kernel_list.inc"
+#undef OXL_KERNEL
+};
+
+void oxl_kernels_build(oxl_kernels *k, oxl_isa cap) {
+    memset(k, 0, sizeof *k);
+    const size_t n = sizeof oxl_kernel_entries / sizeof oxl_kernel_entries[0];
+    for (size_t i = 0; i < n; i++) {
+        const oxl_kernel_entry *e = &oxl_kernel_entries[i];
+        if (e->isa > cap || !oxl_cpu_has_isa(e->isa)) {
+            continue;
+        }
+        switch (e->op) {
+        case OXL_KERNEL_OP_dequant:
+            if (k->dequant[e->type] == NULL) {
+                k->dequant[e->type] = e->fn.dequant;
+                k->dequant_isa[e->type] = e->isa;
+            }
+            break;
+        case OXL_KERNEL_OP_quant:
+            if (k->quant[e->type] == NULL) {
+                k->quant[e->type] = e->fn.quant;
+                k->quant_isa[e->type] = e->isa;
+            }
+            break;
+        case OXL_KERNEL_OP_vec_dot:
+            if (k->vec_dot[e->type] == NULL) {
+                k->vec_dot[e->type] = e->fn.vec_dot;
+                k->vec_dot_isa[e->type] = e->isa;
+            }
+            break;
+        }
+    }
+}
+
+static pthread_once_t oxl_kernels_once = PTHREAD_ONCE_INIT;
+static oxl_kernels oxl_kernels_table;
+
+static void oxl_kernels_init(void) {
+    oxl_kernels_build(&oxl_kernels_table, oxl_isa_cap());
+}
+
+const oxl_kernels *oxl_kernels_get(void) {
+    pthread_once(&oxl_kernels_once, oxl_kernels_init);
+    return &oxl_kernels_table;
+}

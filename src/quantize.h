@@ -1,0 +1,28 @@
+/* Reference (weight) quantization: what ggml_quantize_chunk (ggml/src/ggml.c) writes, byte for byte.
+ * Scalar C, run once per tensor at conversion time; the activation quantizers used during
+ * inference are the generated per-ISA kernels (src/kernels.h). */
+#ifndef OXL_QUANTIZE_H
+#define OXL_QUANTIZE_H
+
+#include "oxillama.h"
+#include "oxl_types.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Whether oxl_quantize_rows can write format t, and whether it then uses an importance matrix
+ * (formats that ignore one, as ggml's q8_0 does, answer false). */
+bool oxl_quantize_supported(oxl_type t);
+bool oxl_quantize_uses_imatrix(oxl_type t);
+
+/* Quantizes nrows rows of ne0 floats x (row-major, ne0 contiguous) into y, which holds
+ * nrows * oxl_row_size(t, ne0) bytes. imatrix: NULL, or ne0 importance weights (one per column)
+ * used by the formats that take one (ggml's quantize_<type> with quant_weights).
+ * Reproduces ggml/src/ggml-quants.c: quantize_row_q8_0_ref, quantize_row_q4_0_ref and
+ * quantize_row_q4_0_impl (imatrix), ggml_fp32_to_fp16_row, ggml_fp32_to_bf16_row_ref, f32 copy.
+ * Returns 0, or -1 with err set when t is not supported, ne0 is not a multiple of the block size,
+ * or a row holds NaN/Inf (named by row and column). */
+int oxl_quantize_rows(oxl_type t, const float *x, void *y, int64_t nrows, int64_t ne0,
+                      const float *imatrix, oxl_error *err);
+
+#endif
