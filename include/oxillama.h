@@ -65,12 +65,22 @@ typedef enum oxl_kv_type {
     OXL_KV_F16 = 1,
 } oxl_kv_type;
 
+/* Attention evaluation, as llama.cpp's -fa: flash attention (one fused pass with an online softmax,
+ * ggml_flash_attn_ext; with an f16 V cache the weighted sum accumulates in f16) or the unfused
+ * softmax(K·q)·V of separate ops. The two round differently; llama.cpp's defaults use flash. */
+typedef enum oxl_flash_attn {
+    OXL_FLASH_ATTN_AUTO = -1,
+    OXL_FLASH_ATTN_OFF = 0,
+    OXL_FLASH_ATTN_ON = 1,
+} oxl_flash_attn;
+
 typedef struct oxl_ctx_params {
     int32_t n_ctx;     /* KV cache length in tokens; 0 = the model's training context */
     int32_t n_batch;   /* most tokens per internal forward pass (default 512) */
     int32_t n_threads; /* worker threads including the caller; 0 = number of physical cores */
-    oxl_kv_type type_k;
+    oxl_kv_type type_k; /* default f16, as llama.cpp */
     oxl_kv_type type_v;
+    oxl_flash_attn flash_attn; /* default auto (= on, as llama.cpp's CPU backend) */
 } oxl_ctx_params;
 
 oxl_ctx_params oxl_ctx_default_params(void);
@@ -117,6 +127,9 @@ typedef struct oxl_detok {
 } oxl_detok;
 /* Appends the text of tok to out (cap bytes); returns bytes written or a negative size needed. */
 int32_t oxl_detok_push(oxl_detok *d, const oxl_model *model, oxl_token tok, char *out, int32_t cap);
+/* At the end of a stream: writes the bytes d still holds back (an unfinished UTF-8 sequence, passed
+ * through as llama.cpp's output would) and clears d. Returns bytes written or a negative size needed. */
+int32_t oxl_detok_flush(oxl_detok *d, char *out, int32_t cap);
 
 /* ---------------------------------------------------------------------------------------------
  * Sampling (matches llama.cpp src/llama-sampling.cpp: top-k → top-p → min-p → temperature → dist)

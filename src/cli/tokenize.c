@@ -1,0 +1,128 @@
+/* oxillama tokenize: the token ids of a text, printed as llama.cpp's llama-tokenize prints them
+ * (tools/tokenize/tokenize.cpp): one "%6d -> '<piece>'" line per token, or "[1, 2, 3]" with --ids.
+ * Only the vocabulary is read from the GGUF file. */
+#include "args.h"
+#include "cli.h"
+#include "error.h"
+#include "gguf.h"
+#include "vocab.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Backslash escapes in -p, as llama.cpp applies them to prompts (common.cpp string_process_escapes):
+ * \n \r \t \' \" \\ and \xHH; any other escape is kept as written. Works in place; returns the new
+ * length. */
+static size_t process_escapes(char *s, size_t len) {
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] != '\\' || i + 1 >= len) {
+            s[o++] = s[i];
+            continue;
+        }
+        char c = s[++i];
+        switch (c) {
+        case 'n': s[o++] = '\n'; break;
+        case 'r': s[o++] = '\r'; break;
+        case 't': s[o++] = '\t'; break;
+        case '\'': case '"': case '\\': s[o++] = c; break;
+        default:
+            if (c == 'x' && i + 2 < len) {
+                char hex[3] = {s[i + 1], s[i + 2], 0}, *end;
+                long val = strtol(hex, &end, 16);
+                if (end == hex + 2) {
+                    s[o++] = (char)val;
+                    i += 2;
+                    break;
+                }
+            }
+            s[o++] = '\\';
+            s[o++] = c;
+        }
+    }
+    return o;
+}
+
+int oxl_cmd_tokenize(int argc, char **argv) {
+    oxl_opts o;
+    if (oxl_opts_parse(&o, argc, argv) != 0)
+        return 1;
+    if (o.help) {
+        oxl_opts_usage("tokenize", "[-m FILE] (-p TEXT | -f FILE) [--ids] [--no-bos] [--parse-special]");
+        return 0;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    if (o.prompt) {
+        len = strlen(o.prompt);
+        text = malloc(len + 1);
+        if (!text) {
+            fprintf(stderr, "error: out of memory\n");
+            return 1;
+        }
+        memcpy(text, o.prompt, len + 1);
+        len = process_escapes(text, len);
+    } else if (o.file) {
+        text = oxl_read_text_file(o.file, &len);
+        if (!text)
+            return 1;
+    } else {
+        fprintf(stderr, "error: must specify one of: --file or --prompt\n");
+        return 1;
+    }
+
+    int status = 1;
+    oxl_error err = {0};
+    oxl_token *toks = NULL;
+    oxl_vocab *v = NULL;
+    oxl_gguf *g = oxl_gguf_open(oxl_opts_model(&o), &err);
+    if (g)
+        v = oxl_vocab_load(g, &err);
+    if (!v) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        goto done;
+    }
+
+    /* add_special adds BOS only as the vocabulary asks; --no-bos turns it off (llama-tokenize). */
+    const bool add_special = !o.no_bos;
+    int32_t n = oxl_vocab_tokenize(v, text, len, NULL, 0, add_special, o.parse_special);
+    if (n == INT32_MIN || (n < 0 && !(toks = malloc((size_t)-n * sizeof *toks)))) {
+        fprintf(stderr, "error: cannot tokenize %zu bytes\n", len);
+        goto done;
+    }
+    n = n < 0 ? oxl_vocab_tokenize(v, text, len, toks, -n, add_special, o.parse_special) : 0;
+
+    char small[256];
+    if (o.ids)
+        printf("[");
+    for (int32_t i = 0; i < n; i++) {
+        if (o.ids) {
+            printf(i ? ", %d" : "%d", toks[i]);
+            continue;
+        }
+        int32_t np = oxl_vocab_token_to_piece(v, toks[i], small, sizeof small, true);
+        char *piece = small;
+        if (np < 0) {
+            piece = malloc((size_t)-np);
+            np = piece ? oxl_vocab_token_to_piece(v, toks[i], piece, -np, true) : 0;
+        }
+        /* llama-tokenize prints the piece with %s, so it ends at a NUL byte. */
+        size_t shown = piece ? strnlen(piece, (size_t)np) : 0;
+        printf("%6d -> '", toks[i]);
+        if (shown)
+            fwrite(piece, 1, shown, stdout);
+        printf("'\n");
+        if (piece != small)
+            free(piece);
+    }
+    if (o.ids)
+        printf("]\n");
+    status = 0;
+done:
+    free(toks);
+    oxl_vocab_free(v);
+    oxl_gguf_close(g);
+    free(text);
+    return status;
+}

@@ -1,0 +1,59 @@
+/* Vocabulary and tokenizer read from a GGUF file's tokenizer.ggml.* metadata.
+ *
+ * Supported: tokenizer.ggml.model = "llama" (SentencePiece BPE with byte fallback, llama.cpp's SPM
+ * path). Behaviour reproduced: llama.cpp src/llama-vocab.cpp (llama_vocab::impl::load, tokenize,
+ * tokenizer_st_partition, token_to_piece and the SPM tokenizer session), so that the same text gives
+ * the same token ids. The public oxl_tokenize/oxl_token_* wrappers in include/oxillama.h forward here.
+ */
+#ifndef OXL_VOCAB_H
+#define OXL_VOCAB_H
+
+#include "gguf.h"
+#include "oxillama.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct oxl_vocab oxl_vocab;
+
+/* Builds the vocabulary from g's metadata: tokenizer.ggml.tokens (required), .scores and .token_type
+ * (optional; when present, arrays of the same length as the tokens), the special token ids
+ * (bos/eos/eot/eom/unknown/seperator/padding/mask/fim_*; 0xFFFFFFFF or -1 means none, any other id
+ * outside the vocabulary is an error naming the key), add_bos_token / add_eos_token /
+ * add_space_prefix (SPM defaults: true / false / true). Copies everything it needs: g may be closed
+ * afterwards. Returns NULL with err set (naming file, key, index and value) on any invalid input. */
+oxl_vocab *oxl_vocab_load(const oxl_gguf *g, oxl_error *err);
+void oxl_vocab_free(oxl_vocab *v);
+
+int32_t oxl_vocab_n_tokens(const oxl_vocab *v);
+
+/* As oxl_tokenize in include/oxillama.h: writes at most cap ids to out and returns their number, or
+ * minus the number needed when cap is too small (out then holds the first cap ids); INT32_MIN when an
+ * argument is invalid (v NULL, text NULL with len > 0, cap < 0, out NULL with cap > 0) or memory runs
+ * out. */
+int32_t oxl_vocab_tokenize(const oxl_vocab *v, const char *text, size_t len, oxl_token *out, int32_t cap,
+                           bool add_special, bool parse_special);
+
+/* As oxl_token_to_piece: the bytes of tok (U+2581 rendered as a space, byte tokens as their raw byte);
+ * control and unknown tokens are empty unless special. Returns bytes written, minus the size needed
+ * when cap is too small, 0 for an id outside the vocabulary. */
+int32_t oxl_vocab_token_to_piece(const oxl_vocab *v, oxl_token tok, char *buf, int32_t cap, bool special);
+
+oxl_token oxl_vocab_bos(const oxl_vocab *v); /* -1 when none */
+oxl_token oxl_vocab_eos(const oxl_vocab *v); /* -1 when none */
+/* End of generation: EOS, EOT, EOM, FIM pad/repo/file-separator, and the tokens llama.cpp recognises
+ * by text ("<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", …). */
+bool oxl_vocab_is_eog(const oxl_vocab *v, oxl_token tok);
+
+/* Streaming detokenizer step (oxl_detok_push): appends the piece of tok (special = false, as
+ * llama.cpp's generation output) to what d holds back, writes everything up to the last complete
+ * UTF-8 character to out and keeps an incomplete trailing sequence (at most 3 bytes) in d. Bytes that
+ * can never form a character are written as they are. Returns bytes written, or minus the size needed
+ * when cap is too small (d is then unchanged). */
+int32_t oxl_vocab_detok_push(oxl_detok *d, const oxl_vocab *v, oxl_token tok, char *out, int32_t cap);
+
+/* tokenizer.ggml.model: "llama". Owned by v. */
+const char *oxl_vocab_model_name(const oxl_vocab *v);
+
+#endif
