@@ -9,15 +9,16 @@
  * representable in size_t; a known type whose block size divides ne0; the data section at the
  * first aligned offset after the tensor infos (right after them when there are no tensors).
  *
- * Differences, all on the strict side except one:
+ * Differences from ggml: two rules are looser, where the specification allows more than ggml
+ * reads, and the rest stricter, where ggml would hand out unusable data:
  * - arrays of arrays are accepted (the specification allows them; ggml refuses), nested at most
  *   OXL_GGUF_MAX_NESTING deep;
- * - n_dims must be 1..4 (ggml accepts 0, which no writer produces);
- * - keys and tensor names must not contain NUL bytes (they could not be looked up);
- * - tensor data must lie inside the file (llama.cpp's model loader checks this later);
  * - ggml wants tensor offsets to be exactly the running sum of the padded tensor sizes; this
  *   reader only requires each offset to be aligned, inside the file and not overlapping another
- *   tensor, which every file ggml accepts satisfies.
+ *   tensor, which every file ggml accepts satisfies;
+ * - n_dims must be 1..4 (ggml also accepts 0, a scalar);
+ * - keys and tensor names must not contain NUL bytes (they could not be looked up);
+ * - tensor data must lie inside the file (llama.cpp's model loader checks this later).
  *
  * Counts are checked against the bytes that remain before anything proportional to them is
  * allocated: a key-value pair needs at least 13 bytes, a tensor info 32, an array element at
@@ -36,8 +37,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
+#if !defined(__wasi__)
+#include <sys/mman.h>
+#endif
 #include <unistd.h>
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -80,7 +83,7 @@ struct oxl_gguf {
     char *path;
     const uint8_t *base;
     size_t size;
-    void *map; /* non-NULL when the file was mapped by oxl_gguf_open */
+    void *map; /* the file's bytes when oxl_gguf_open loaded them (mapped, or read on WASI) */
     uint32_t version;
     size_t alignment;
     size_t data_offset;
@@ -597,6 +600,38 @@ oxl_gguf *oxl_gguf_open_memory(const void *data, size_t size, const char *name, 
     return g;
 }
 
+#if !defined(__wasi__)
+/* Maps size bytes of fd read-only. */
+static int file_load(int fd, size_t size, const char *path, void **out, oxl_error *err) {
+    void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) return oxl_err_set(err, "%s: cannot map %zu bytes: %s", path, size, strerror(errno));
+    *out = p;
+    return 0;
+}
+
+static void file_unload(void *p, size_t size) {
+    if (p) munmap(p, size);
+}
+#else
+/* WASI has no mmap: the file is read into memory. */
+static int file_load(int fd, size_t size, const char *path, void **out, oxl_error *err) {
+    uint8_t *p = malloc(size);
+    if (!p) return oxl_err_set(err, "%s: out of memory reading %zu bytes", path, size);
+    for (size_t done = 0; done < size;) {
+        ssize_t n = read(fd, p + done, size - done);
+        if (n <= 0) {
+            free(p);
+            return oxl_err_set(err, "%s: read failed at byte %zu: %s", path, done, n < 0 ? strerror(errno) : "end of file");
+        }
+        done += (size_t)n;
+    }
+    *out = p;
+    return 0;
+}
+
+static void file_unload(void *p, size_t size) { free(p); }
+#endif
+
 oxl_gguf *oxl_gguf_open(const char *path, oxl_error *err) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -616,19 +651,15 @@ oxl_gguf *oxl_gguf_open(const char *path, oxl_error *err) {
     }
     size_t size = (size_t)st.st_size;
     void *map = NULL;
-    if (size > 0) {
-        map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED) {
-            oxl_err_set(err, "%s: cannot map %zu bytes: %s", path, size, strerror(errno));
-            close(fd);
-            return NULL;
-        }
+    if (size > 0 && file_load(fd, size, path, &map, err)) {
+        close(fd);
+        return NULL;
     }
     close(fd);
     static const uint8_t empty[1];
     oxl_gguf *g = gguf_new(map ? map : empty, size, path, err);
     if (!g) {
-        if (map) munmap(map, size);
+        file_unload(map, size);
         return NULL;
     }
     g->map = map;
@@ -651,7 +682,7 @@ void oxl_gguf_close(oxl_gguf *g) {
     for (int64_t i = 0; i < g->n_tensors; i++) free((char *)g->tensors[i].name);
     free(g->tensors);
     free(g->tensor_names.slot);
-    if (g->map) munmap(g->map, g->size);
+    file_unload(g->map, g->size);
     free(g->path);
     free(g);
 }
