@@ -23,7 +23,10 @@ int oxl_err_prefix(oxl_error *err, const char *fmt, ...) {
         vsnprintf(prefix, sizeof prefix, fmt, ap);
         va_end(ap);
         memcpy(old, err->msg, sizeof old);
-        snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+        int n = snprintf(err->msg, sizeof err->msg, "%s", prefix);
+        if (n >= 0 && (size_t)n + 2 < sizeof err->msg) {
+            snprintf(err->msg + n, sizeof err->msg - (size_t)n, ": %s", old);
+        }
     }
     return -1;
 }

@@ -1,0 +1,30 @@
+/* The architecture registry: one entry per `general.architecture` value, each a file in arch/ that
+ * describes its graph with the shared blocks of blocks.h. */
+#ifndef OXL_ARCH_H
+#define OXL_ARCH_H
+
+#include "context.h"
+#include "model.h"
+
+typedef struct oxl_arch {
+    const char *name; /* general.architecture */
+    /* Reads hyper-parameters (m->hp) and binds and shape-checks every tensor (m->weights).
+     * Returns 0, or -1 with err naming the missing key, tensor or shape. */
+    int (*load)(oxl_model *m, oxl_error *err);
+    void (*free_weights)(void *weights);
+    /* Bytes of activations one forward pass of up to n_batch tokens needs with n_threads threads. */
+    size_t (*work_size)(const oxl_model *m, int32_t n_batch, int32_t n_ctx, int n_threads);
+    /* Runs n tokens at positions pos0.., appends them to the KV cache, and writes the logits
+     * (n_vocab floats each) of tokens first_out .. n-1 to logits. */
+    void (*forward)(oxl_ctx *ctx, const oxl_token *tokens, int32_t n, int32_t pos0, int32_t first_out,
+                    float *logits);
+} oxl_arch;
+
+/* NULL when the architecture is not in the registry. */
+const oxl_arch *oxl_arch_find(const char *name);
+/* Comma-separated list of supported architecture names, for error messages. */
+const char *oxl_arch_names(void);
+
+extern const oxl_arch oxl_arch_llama;
+
+#endif

@@ -1,0 +1,30 @@
+/* The architecture table: add a family by adding its file and one line here. */
+#include "arch.h"
+
+#include <string.h>
+
+static const oxl_arch *const registry[] = {
+    &oxl_arch_llama,
+};
+
+#define N_ARCH (sizeof registry / sizeof registry[0])
+
+const oxl_arch *oxl_arch_find(const char *name) {
+    for (size_t i = 0; i < N_ARCH; i++) {
+        if (strcmp(registry[i]->name, name) == 0) {
+            return registry[i];
+        }
+    }
+    return NULL;
+}
+
+const char *oxl_arch_names(void) {
+    static char names[512];
+    if (!names[0]) {
+        for (size_t i = 0; i < N_ARCH; i++) {
+            strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
+            strncat(names, registry[i]->name, sizeof names - strlen(names) - 1);
+        }
+    }
+    return names;
+}

@@ -1,0 +1,42 @@
+/* oxillama: the command line. One verb per subcommand, each in its own file. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct verb {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *help;
+} verb;
+
+static const verb verbs[] = {
+    {"run", oxl_cmd_run, "generate text from a prompt"},
+    {"info", oxl_cmd_info, "show a GGUF file's metadata and tensors"},
+    {"tokenize", oxl_cmd_tokenize, "show the tokens of a text"},
+    {"perplexity", oxl_cmd_perplexity, "perplexity and KL divergence over a text file"},
+    {"golden", oxl_cmd_golden, "check parity with llama.cpp reference files"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: oxillama <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+        fprintf(f, "  %-12s %s\n", verbs[i].name, verbs[i].help);
+    }
+    fprintf(f, "\n`oxillama <command> --help` shows a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 1 : 0;
+    }
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+        if (!strcmp(argv[1], verbs[i].name)) {
+            return verbs[i].fn(argc - 1, argv + 1);
+        }
+    }
+    fprintf(stderr, "oxillama: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 1;
+}

@@ -1,0 +1,139 @@
+/* oxillama run: prompt in, prompt + continuation out on stdout; logs and speed on stderr. */
+#include "args.h"
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int oxl_cmd_run(int argc, char **argv) {
+    oxl_opts o;
+    if (oxl_opts_parse(&o, argc, argv) != 0) {
+        return 1;
+    }
+    if (o.help) {
+        oxl_opts_usage("run", "[-m FILE] -p PROMPT [-n N] [-t N] [-c N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S]");
+        return 0;
+    }
+    char *file_text = NULL;
+    size_t prompt_len = 0;
+    const char *prompt = o.prompt;
+    if (!prompt && o.file) {
+        file_text = oxl_read_text_file(o.file, &prompt_len);
+        if (!file_text) {
+            return 1;
+        }
+        prompt = file_text;
+    } else if (prompt) {
+        prompt_len = strlen(prompt);
+    } else {
+        prompt = "";
+    }
+
+    oxl_error err = {0};
+    int status = 1;
+    oxl_model *model = NULL;
+    oxl_ctx *ctx = NULL;
+    oxl_sampler *smpl = NULL;
+    oxl_token *toks = NULL;
+
+    double t0 = now_s();
+    oxl_model_params mp = oxl_model_default_params();
+    model = oxl_model_load(oxl_opts_model(&o), &mp, &err);
+    if (!model) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        goto done;
+    }
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = o.n_ctx;
+    cp.n_batch = o.n_batch;
+    cp.n_threads = o.n_threads;
+    cp.type_k = o.type_k;
+    cp.type_v = o.type_v;
+    cp.flash_attn = o.flash_attn;
+    ctx = oxl_ctx_new(model, &cp, &err);
+    if (!ctx) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        goto done;
+    }
+    fprintf(stderr, "oxillama: %s; loaded in %.1f ms; n_ctx %d\n", oxl_model_desc(model), (now_s() - t0) * 1e3,
+            oxl_ctx_n_ctx(ctx));
+
+    int32_t n_ctx = oxl_ctx_n_ctx(ctx);
+    int32_t n_tok = oxl_tokenize(model, prompt, prompt_len, NULL, 0, true, false);
+    if (n_tok == INT32_MIN) {
+        fprintf(stderr, "error: cannot tokenize the prompt\n");
+        goto done;
+    }
+    n_tok = n_tok < 0 ? -n_tok : n_tok;
+    toks = malloc(sizeof(oxl_token) * (size_t)(n_tok > 0 ? n_tok : 1));
+    if (!toks || oxl_tokenize(model, prompt, prompt_len, toks, n_tok, true, false) != n_tok) {
+        fprintf(stderr, "error: cannot tokenize the prompt\n");
+        goto done;
+    }
+    if (n_tok == 0) {
+        fprintf(stderr, "error: the prompt is empty and the model adds no BOS token\n");
+        goto done;
+    }
+    if (n_tok >= n_ctx) {
+        fprintf(stderr, "error: the prompt is %d tokens, the context only %d (-c)\n", n_tok, n_ctx);
+        goto done;
+    }
+    smpl = oxl_sampler_new(&o.sampling);
+    if (!smpl) {
+        fprintf(stderr, "error: cannot create the sampler\n");
+        goto done;
+    }
+
+    fwrite(prompt, 1, prompt_len, stdout);
+    fflush(stdout);
+
+    double t1 = now_s();
+    if (oxl_decode(ctx, toks, n_tok, false, &err) != 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        goto done;
+    }
+    double t2 = now_s();
+    int32_t n_vocab = oxl_model_n_vocab(model);
+    oxl_detok detok = {0};
+    char piece[4096];
+    int n_gen = 0;
+    for (; o.n_predict < 0 || n_gen < o.n_predict; n_gen++) {
+        oxl_token next = oxl_sampler_sample(smpl, oxl_get_logits(ctx, -1), n_vocab);
+        if (oxl_token_is_eog(model, next)) {
+            break;
+        }
+        int32_t w = oxl_detok_push(&detok, model, next, piece, (int32_t)sizeof piece);
+        if (w > 0) {
+            fwrite(piece, 1, (size_t)w, stdout);
+            fflush(stdout);
+        }
+        if (oxl_ctx_n_past(ctx) >= n_ctx) {
+            n_gen++;
+            break;
+        }
+        if (oxl_decode(ctx, &next, 1, false, &err) != 0) {
+            fprintf(stderr, "\nerror: %s\n", err.msg);
+            goto done;
+        }
+    }
+    double t3 = now_s();
+    fputc('\n', stderr);
+    fprintf(stderr, "oxillama: prompt %d tokens in %.1f ms (%.1f t/s); generated %d tokens in %.1f ms (%.1f t/s)\n",
+            n_tok, (t2 - t1) * 1e3, n_tok / (t2 - t1), n_gen, (t3 - t2) * 1e3, n_gen > 0 ? n_gen / (t3 - t2) : 0.0);
+    status = 0;
+done:
+    free(toks);
+    free(file_text);
+    oxl_sampler_free(smpl);
+    oxl_ctx_free(ctx);
+    oxl_model_free(model);
+    return status;
+}

@@ -1,0 +1,182 @@
+/* The golden runner: one table from golden.kind to its checker, and the logits checker. */
+#include "golden.h"
+
+#include "error.h"
+#include "oxl_types.h"
+
+#include <libgen.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void oxl_golden_line(oxl_golden_report *r, bool pass, const char *fmt, ...) {
+    if (pass) {
+        r->n_pass++;
+    } else {
+        r->n_fail++;
+    }
+    if (r->out) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(r->out, "%s  ", pass ? "PASS" : "FAIL");
+        vfprintf(r->out, fmt, ap);
+        fputc('\n', r->out);
+        va_end(ap);
+    }
+}
+
+/* A tensor of the golden file with the expected type and element count (ne1 = 0: any). */
+static const oxl_gguf_tensor *need_tensor(const oxl_gguf *g, const char *name, uint32_t type, int64_t ne0, int64_t ne1,
+                                          oxl_error *err) {
+    const oxl_gguf_tensor *t = oxl_gguf_find_tensor(g, name);
+    if (!t) {
+        oxl_err_set(err, "%s: missing tensor '%s'", oxl_gguf_path(g), name);
+        return NULL;
+    }
+    if (t->type != type || (ne0 && t->ne[0] != ne0) || (ne1 && t->ne[1] != ne1) || t->ne[2] != 1 || t->ne[3] != 1) {
+        oxl_err_set(err, "%s: tensor '%s' has an unexpected type or shape", oxl_gguf_path(g), name);
+        return NULL;
+    }
+    return t;
+}
+
+static int32_t argmax(const float *x, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++) {
+        if (x[i] > x[best]) {
+            best = i;
+        }
+    }
+    return best;
+}
+
+int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err) {
+    oxl_model_params mp = oxl_model_default_params();
+    oxl_model *model = oxl_model_load(model_path, &mp, err);
+    if (!model) {
+        return -1;
+    }
+    const int32_t n_vocab = oxl_model_n_vocab(model);
+    int rc = -1;
+    oxl_ctx *ctx = NULL;
+    const oxl_gguf_tensor *tt = need_tensor(g, "tokens", OXL_TYPE_I32, 0, 0, err);
+    const oxl_gguf_tensor *tl = tt ? need_tensor(g, "logits", OXL_TYPE_F32, n_vocab, tt->ne[0], err) : NULL;
+    const oxl_gguf_tensor *tg = tl ? need_tensor(g, "greedy", OXL_TYPE_I32, 0, 0, err) : NULL;
+    if (!tg) {
+        oxl_err_prefix(err, "logits golden for %s (n_vocab %d)", model_path, n_vocab);
+        goto done;
+    }
+    const int32_t n_tok = (int32_t)tt->ne[0], n_greedy = (int32_t)tg->ne[0];
+    oxl_token *tokens = malloc(sizeof(oxl_token) * (size_t)(n_tok + n_greedy));
+    if (!tokens) {
+        oxl_err_set(err, "out of memory");
+        goto done;
+    }
+    memcpy(tokens, tt->data, sizeof(oxl_token) * (size_t)n_tok);
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = n_tok + n_greedy + 1;
+    cp.n_batch = n_tok;
+    cp.type_k = cp.type_v = OXL_KV_F32; /* as the reference run: f32 KV cache, no flash attention */
+    cp.flash_attn = OXL_FLASH_ATTN_OFF;
+    ctx = oxl_ctx_new(model, &cp, err);
+    if (!ctx || oxl_decode(ctx, tokens, n_tok, true, err) != 0) {
+        free(tokens);
+        goto done;
+    }
+    /* logits of every prompt position: argmax and max |Δ| relative to the reference's range */
+    const float *ref = tl->data;
+    int n_argmax_diff = 0;
+    double max_rel = 0.0;
+    for (int32_t j = 0; j < n_tok; j++) {
+        const float *ours = oxl_get_logits(ctx, j);
+        const float *want = ref + (size_t)j * n_vocab;
+        float lo = want[0], hi = want[0];
+        double max_abs = 0.0;
+        for (int32_t i = 0; i < n_vocab; i++) {
+            lo = fminf(lo, want[i]);
+            hi = fmaxf(hi, want[i]);
+            double d = fabs((double)ours[i] - (double)want[i]);
+            max_abs = d > max_abs || isnan(d) ? d : max_abs;
+        }
+        const double rel = max_abs / fmax((double)(hi - lo), 1e-30);
+        max_rel = rel > max_rel || isnan(rel) ? rel : max_rel;
+        n_argmax_diff += argmax(ours, n_vocab) != argmax(want, n_vocab);
+    }
+    oxl_golden_line(r, n_argmax_diff == 0, "logits argmax  %d/%d positions differ", n_argmax_diff, n_tok);
+    oxl_golden_line(r, max_rel <= 1e-3, "logits max|Δ|/range = %.3g over %d positions (tolerance 1e-3)", max_rel, n_tok);
+    /* greedy continuation, one token per decode step */
+    const int32_t *want_greedy = tg->data;
+    int32_t first_diff = -1;
+    oxl_token next = argmax(oxl_get_logits(ctx, -1), n_vocab);
+    for (int32_t s = 0; s < n_greedy; s++) {
+        if (next != want_greedy[s]) {
+            first_diff = s;
+            break;
+        }
+        if (s + 1 < n_greedy && oxl_decode(ctx, &next, 1, false, err) != 0) {
+            free(tokens);
+            goto done;
+        }
+        next = argmax(oxl_get_logits(ctx, -1), n_vocab);
+    }
+    if (first_diff < 0) {
+        oxl_golden_line(r, true, "greedy  %d/%d tokens equal", n_greedy, n_greedy);
+    } else {
+        oxl_golden_line(r, false, "greedy  first difference at step %d: got %d, want %d", first_diff, next,
+                        want_greedy[first_diff]);
+    }
+    free(tokens);
+    rc = 0;
+done:
+    oxl_ctx_free(ctx);
+    oxl_model_free(model);
+    return rc;
+}
+
+/* The model a logits golden names (golden.model), looked up beside the golden file and in the
+ * models/ folders next to it. */
+static int find_model(const oxl_gguf *g, const char *golden_path, char *out, size_t cap, oxl_error *err) {
+    const char *name = NULL;
+    if (oxl_gguf_get_str(g, "golden.model", &name, err) != 1) {
+        return oxl_err_set(err, "%s: no -m given and no golden.model key", golden_path);
+    }
+    if (strchr(name, '/')) {
+        return oxl_err_set(err, "%s: golden.model '%s' must be a file name", golden_path, name);
+    }
+    char dir_buf[4096];
+    snprintf(dir_buf, sizeof dir_buf, "%s", golden_path);
+    const char *dir = dirname(dir_buf);
+    const char *places[] = {"%s/%s", "%s/../models/%s", "%s/../../models/%s"};
+    for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
+        snprintf(out, cap, places[i], dir, name);
+        if (access(out, R_OK) == 0) {
+            return 0;
+        }
+    }
+    return oxl_err_set(err, "%s: model '%s' not found beside it or in ../models; pass -m", golden_path, name);
+}
+
+int oxl_golden_run_file(const char *path, const char *model_path, oxl_golden_report *r, oxl_error *err) {
+    oxl_gguf *g = oxl_gguf_open(path, err);
+    if (!g) {
+        return -1;
+    }
+    const char *kind = NULL;
+    int rc = -1;
+    if (oxl_gguf_get_str(g, "golden.kind", &kind, err) != 1) {
+        oxl_err_set(err, "%s: missing string key 'golden.kind'", path);
+    } else if (!strcmp(kind, "quant")) {
+        rc = oxl_golden_quant(g, r, err);
+    } else if (!strcmp(kind, "logits")) {
+        char found[4096];
+        if (model_path || find_model(g, path, found, sizeof found, err) == 0) {
+            rc = oxl_golden_logits(g, model_path ? model_path : found, r, err);
+        }
+    } else {
+        oxl_err_set(err, "%s: golden.kind '%s' is not one oxillama checks yet (quant, logits)", path, kind);
+    }
+    oxl_gguf_close(g);
+    return rc;
+}

@@ -1,0 +1,74 @@
+#include "matmul.h"
+
+#include <string.h>
+
+size_t oxl_matmul_scratch_size(oxl_type t, int64_t k, int64_t n) {
+    oxl_type vt = oxl_type_traits_get(t)->vec_dot_type;
+    return vt == OXL_TYPE_F32 ? 0 : oxl_row_size(vt, k) * (size_t)n;
+}
+
+typedef struct matmul_task {
+    const oxl_kernels *kern;
+    const oxl_tensor *w;
+    const float *x;
+    int64_t n;
+    float *y;
+    int64_t ldy;
+    const void *xq; /* converted columns */
+    size_t xq_row;  /* bytes per converted column */
+    void *scratch;
+} matmul_task;
+
+/* Phase 1: convert the activation columns to the vec_dot_type, split by column. */
+static void convert_columns(void *arg, int ith, int nth) {
+    matmul_task *t = arg;
+    oxl_type vt = oxl_type_traits_get(t->w->type)->vec_dot_type;
+    int64_t lo, hi;
+    oxl_split_range(t->n, ith, nth, &lo, &hi);
+    int64_t k = t->w->ne[0];
+    for (int64_t j = lo; j < hi; j++) {
+        t->kern->quant[vt](t->x + j * k, (char *)t->scratch + (size_t)j * t->xq_row, k);
+    }
+}
+
+/* Phase 2: one vec_dot per output, split by weight row so each thread streams its own rows once. */
+static void dot_rows(void *arg, int ith, int nth) {
+    matmul_task *t = arg;
+    oxl_vec_dot_fn dot = t->kern->vec_dot[t->w->type];
+    int64_t lo, hi;
+    oxl_split_range(t->w->ne[1], ith, nth, &lo, &hi);
+    int64_t k = t->w->ne[0];
+    const char *wrow = (const char *)t->w->data + (size_t)lo * t->w->row_size;
+    for (int64_t r = lo; r < hi; r++, wrow += t->w->row_size) {
+        const char *xcol = t->xq;
+        for (int64_t j = 0; j < t->n; j++, xcol += t->xq_row) {
+            dot(k, &t->y[j * t->ldy + r], wrow, xcol);
+        }
+    }
+}
+
+void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy,
+                void *scratch) {
+    oxl_type vt = oxl_type_traits_get(w->type)->vec_dot_type;
+    matmul_task t = {
+        .kern = oxl_kernels_get(), .w = w, .x = x, .n = n, .y = y, .ldy = ldy, .scratch = scratch,
+    };
+    if (vt == OXL_TYPE_F32) {
+        t.xq = x;
+        t.xq_row = (size_t)w->ne[0] * sizeof(float);
+    } else {
+        t.xq = scratch;
+        t.xq_row = oxl_row_size(vt, w->ne[0]);
+        oxl_pool_run(pool, convert_columns, &t);
+    }
+    oxl_pool_run(pool, dot_rows, &t);
+}
+
+void oxl_tensor_get_row(const oxl_tensor *w, int64_t r, float *out) {
+    const char *row = (const char *)w->data + (size_t)r * w->row_size;
+    if (w->type == OXL_TYPE_F32) {
+        memcpy(out, row, (size_t)w->ne[0] * sizeof(float));
+    } else {
+        oxl_kernels_get()->dequant[w->type](row, out, w->ne[0]);
+    }
+}

@@ -1,0 +1,35 @@
+/* Matrix products of weights with activations through the kernel dispatch table.
+ *
+ * As ggml's CPU mul_mat (ggml/src/ggml-cpu/ggml-cpu.c): each activation column is first converted
+ * to the weight format's vec_dot_type (Q8_0 for Q4_0/Q8_0, F16 for F16, …), then every output is one
+ * vec_dot of a weight row with a converted column. */
+#ifndef OXL_MATMUL_H
+#define OXL_MATMUL_H
+
+#include "kernels.h"
+#include "threads.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A read-only 2-D weight (or a 1-D vector with ne[1] = 1), usually pointing into the GGUF file. */
+typedef struct oxl_tensor {
+    const char *name;
+    oxl_type type;
+    int64_t ne[2];  /* ne0 = row length (contiguous), ne1 = rows */
+    size_t row_size; /* bytes per row */
+    const void *data;
+} oxl_tensor;
+
+/* Bytes of scratch oxl_matmul needs for n columns of length k against weights of type t. */
+size_t oxl_matmul_scratch_size(oxl_type t, int64_t k, int64_t n);
+
+/* y = W x for n columns: W (k = ne0, m = ne1), x (k, n) f32 with column stride k, y (m, n) f32 with
+ * column stride ldy (>= m). scratch holds oxl_matmul_scratch_size(W->type, k, n) bytes. */
+void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy,
+                void *scratch);
+
+/* Dequantizes row r of W into out (ne0 floats): embedding look-ups. */
+void oxl_tensor_get_row(const oxl_tensor *w, int64_t r, float *out);
+
+#endif

@@ -1,0 +1,42 @@
+/* The loaded model: GGUF file, vocabulary, architecture and its weights. Internal to the library. */
+#ifndef OXL_MODEL_H
+#define OXL_MODEL_H
+
+#include "gguf.h"
+#include "matmul.h"
+#include "oxillama.h"
+#include "vocab.h"
+
+struct oxl_arch;
+
+/* Hyper-parameters shared by the decoder families; an architecture fills the ones it uses from
+ * `<arch>.*` GGUF keys (names as llama.cpp's src/llama-arch.cpp). */
+typedef struct oxl_hparams {
+    int32_t n_vocab;
+    int32_t n_ctx_train;  /* <arch>.context_length */
+    int32_t n_embd;       /* <arch>.embedding_length */
+    int32_t n_layer;      /* <arch>.block_count */
+    int32_t n_head;       /* <arch>.attention.head_count */
+    int32_t n_head_kv;    /* <arch>.attention.head_count_kv (default n_head) */
+    int32_t head_dim;     /* <arch>.attention.key_length (default n_embd / n_head) */
+    int32_t n_ff;         /* <arch>.feed_forward_length */
+    int32_t n_rot;        /* <arch>.rope.dimension_count (default head_dim) */
+    float norm_eps;       /* <arch>.attention.layer_norm_rms_epsilon */
+    float rope_freq_base; /* <arch>.rope.freq_base (default 10000) */
+    float rope_freq_scale; /* 1 / <arch>.rope.scaling.factor for linear scaling (default 1) */
+} oxl_hparams;
+
+struct oxl_model {
+    oxl_gguf *gguf;                /* owns the mapped file that weights point into */
+    oxl_vocab *vocab;
+    const struct oxl_arch *arch;
+    oxl_hparams hp;
+    void *weights;                 /* the architecture's weight struct (arch->free_weights) */
+    int64_t n_params;
+    char desc[160];
+};
+
+/* Takes ownership of g (closed on failure too). */
+oxl_model *oxl_model_from_gguf(oxl_gguf *g, oxl_error *err);
+
+#endif

@@ -1,0 +1,33 @@
+# Command-line parity checks against llama.cpp's reference outputs in golden/, run once per ISA cap
+# (OXILLAMA_ISA) so every kernel cell the CPU has is exercised end to end. The ISA names come from
+# the generated spec header, so a new ISA is tested without touching this file.
+file(STRINGS ${CMAKE_SOURCE_DIR}/generated/oxl_types.h oxl_isa_lines REGEX "^ *OXL_ISA_[A-Z0-9_]+ = [0-9]+,")
+set(OXL_TEST_ISAS "")
+foreach(line IN LISTS oxl_isa_lines)
+  string(REGEX REPLACE "^ *OXL_ISA_([A-Z0-9_]+) = .*" "\\1" isa "${line}")
+  string(TOLOWER "${isa}" isa)
+  list(APPEND OXL_TEST_ISAS ${isa})
+endforeach()
+
+set(OXL_BIN $<TARGET_FILE:oxillama-cli>)
+set(G ${CMAKE_SOURCE_DIR}/golden)
+set(M ${CMAKE_SOURCE_DIR}/models)
+
+# Model logits goldens for the weight formats oxillama computes with.
+set(OXL_LOGITS_GOLDENS
+  ${G}/models/stories260K.once.gguf ${G}/models/stories260K.lily.gguf ${G}/models/stories260K.dog.gguf)
+foreach(t F16 BF16 Q8_0 Q4_0)
+  list(APPEND OXL_LOGITS_GOLDENS ${G}/models/stories260K-${t}.once.gguf)
+endforeach()
+
+foreach(isa IN LISTS OXL_TEST_ISAS)
+  add_test(NAME golden-quant-${isa} COMMAND ${OXL_BIN} golden ${G}/quant/f16.gguf ${G}/quant/bf16.gguf
+           ${G}/quant/q8_0.gguf ${G}/quant/q4_0.gguf)
+  add_test(NAME golden-logits-${isa} COMMAND ${OXL_BIN} golden ${OXL_LOGITS_GOLDENS})
+  add_test(NAME run-greedy-${isa} COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run_greedy.sh ${OXL_BIN} ${G}/run)
+  set_tests_properties(golden-quant-${isa} golden-logits-${isa} run-greedy-${isa}
+                       PROPERTIES ENVIRONMENT "OXILLAMA_ISA=${isa}")
+endforeach()
+
+add_test(NAME perplexity-kld COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_perplexity.sh ${OXL_BIN}
+         ${M}/stories260K.gguf ${G}/perplexity)

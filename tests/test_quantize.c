@@ -1,0 +1,74 @@
+/* Reference quantizers against golden/quant (ggml_quantize_chunk's bytes: q without and q_imatrix
+ * with the importance matrix), the whole quant golden runner on each file, and refusal of
+ * non-finite input and bad row lengths. */
+#include "golden_quant.h"
+#include "oxl_blocks.h"
+#include "quantize.h"
+
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const quant_golden_files[] = {"f16", "bf16", "q8_0", "q4_0"};
+
+static oxl_gguf *open_quant_golden(const char *fmt) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/golden/quant/%s.gguf", OXL_SOURCE_DIR, fmt);
+    oxl_error err = {{0}};
+    oxl_gguf *g = oxl_gguf_open(path, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    return g;
+}
+
+Test(quantize, reference_bytes_equal_golden_q_and_q_imatrix) {
+    for (size_t i = 0; i < sizeof quant_golden_files / sizeof quant_golden_files[0]; i++) {
+        oxl_gguf *g = open_quant_golden(quant_golden_files[i]);
+        oxl_quant_golden qg;
+        oxl_error err = {{0}};
+        cr_assert_eq(oxl_quant_golden_read(g, &qg, &err), 0, "%s", err.msg);
+        oxl_golden_report r = {stderr, 0, 0};
+        oxl_golden_check_reference_quant(&qg, &r);
+        cr_expect(r.n_pass == 2 && r.n_fail == 0, "%s: %d of 2 reference checks failed", quant_golden_files[i],
+                  r.n_fail);
+        oxl_gguf_close(g);
+    }
+}
+
+Test(quantize, golden_runner_passes_every_file) {
+    for (size_t i = 0; i < sizeof quant_golden_files / sizeof quant_golden_files[0]; i++) {
+        oxl_gguf *g = open_quant_golden(quant_golden_files[i]);
+        oxl_error err = {{0}};
+        oxl_golden_report r = {NULL, 0, 0};
+        cr_assert_eq(oxl_golden_quant(g, &r, &err), 0, "%s", err.msg);
+        cr_expect(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", quant_golden_files[i], r.n_fail);
+        oxl_gguf_close(g);
+    }
+}
+
+Test(quantize, non_finite_input_names_row_and_column) {
+    float x[2 * 32];
+    for (int i = 0; i < 64; i++) {
+        x[i] = (float)i / 7.0f;
+    }
+    x[32 + 5] = NAN;
+    oxl_block_q4_0 y[2];
+    oxl_error err = {{0}};
+    cr_assert_eq(oxl_quantize_rows(OXL_TYPE_Q4_0, x, y, 2, 32, NULL, &err), -1);
+    cr_expect(strstr(err.msg, "row 1") && strstr(err.msg, "column 5"), "message: %s", err.msg);
+    x[32 + 5] = INFINITY;
+    cr_assert_eq(oxl_quantize_rows(OXL_TYPE_Q8_0, x, y, 2, 32, NULL, &err), -1);
+    cr_expect(strstr(err.msg, "q8_0") != NULL, "message: %s", err.msg);
+}
+
+Test(quantize, refuses_partial_blocks_and_unsupported_types) {
+    float x[48] = {0};
+    uint8_t y[64];
+    oxl_error err = {{0}};
+    cr_assert_eq(oxl_quantize_rows(OXL_TYPE_Q8_0, x, y, 1, 48, NULL, &err), -1);
+    cr_expect(strstr(err.msg, "48") != NULL, "message: %s", err.msg);
+    cr_assert_eq(oxl_quantize_rows(OXL_TYPE_Q4_K, x, y, 1, 256, NULL, &err), -1);
+    cr_expect(strstr(err.msg, "q4_K") != NULL, "message: %s", err.msg);
+}
