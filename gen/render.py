@@ -54,6 +54,9 @@ class Generator:
             if fmt not in self.base_templates or isa not in spec.ISA_BY_NAME:
                 raise spec.SpecError(f"templates/formats/{fmt}__{isa}.c.j2: no such format template or ISA")
         spec.validate(self.base_templates)
+        for i in spec.ISAS:
+            if not os.path.exists(os.path.join(TEMPLATES, "isa", f"{i.name}.h.j2")):
+                raise spec.SpecError(f"ISA {i.name}: no primitives template templates/isa/{i.name}.h.j2")
 
     # --- which template renders a (format, ISA) translation unit, and what it overrides ---------
     def kernel_template(self, fmt, isa):
