@@ -1,0 +1,233 @@
+/* Samplers: greedy and top-k = 1 pick the argmax; a seed fixes the sequence; draw frequencies follow
+ * softmax(logits / temp) over the tokens the filters keep (chi-square against probabilities computed
+ * here in double precision); top-k / top-p / min-p never pick an excluded token; the generator is the
+ * standard's MT19937 and libstdc++'s uniform double. */
+#include "oxillama.h"
+#include "sampler.h"
+
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NV 64
+
+/* Deterministic pseudo-random logits in [-4, 4) (a 64-bit LCG; the values only need to be varied). */
+static void make_logits(float *l, int n, uint64_t seed) {
+    for (int i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        l[i] = (float)((double)(seed >> 11) / 9007199254740992.0 * 8.0 - 4.0);
+    }
+}
+
+static int argmax(const float *l, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (l[i] > l[b])
+            b = i;
+    return b;
+}
+
+static oxl_sampler *new_sampler(float temp, int top_k, float top_p, float min_p, uint32_t seed) {
+    oxl_sampler_params p = {.temp = temp, .top_k = top_k, .top_p = top_p, .min_p = min_p, .seed = seed};
+    oxl_sampler *s = oxl_sampler_new(&p);
+    cr_assert_not_null(s);
+    return s;
+}
+
+Test(sampler, defaults_are_llama_cpp_s) {
+    oxl_sampler_params p = oxl_sampler_default_params();
+    cr_expect_float_eq(p.temp, 0.8f, 0.0f);
+    cr_expect_eq(p.top_k, 40);
+    cr_expect_float_eq(p.top_p, 0.95f, 0.0f);
+    cr_expect_float_eq(p.min_p, 0.05f, 0.0f);
+    cr_expect_eq(p.seed, OXL_SEED_RANDOM);
+}
+
+Test(sampler, greedy_is_argmax_lowest_id_on_ties) {
+    oxl_sampler *s = new_sampler(0.0f, 40, 0.95f, 0.05f, 1);
+    float l[NV];
+    for (uint64_t k = 0; k < 20; k++) {
+        make_logits(l, NV, k);
+        cr_expect_eq(oxl_sampler_sample(s, l, NV), argmax(l, NV));
+    }
+    make_logits(l, NV, 99);
+    l[10] = l[20] = l[30] = 9.0f;
+    cr_expect_eq(oxl_sampler_sample(s, l, NV), 10);
+    oxl_sampler_free(s);
+    s = new_sampler(-1.0f, 0, 1.0f, 0.0f, 1);
+    cr_expect_eq(oxl_sampler_sample(s, l, NV), 10);
+    oxl_sampler_free(s);
+}
+
+Test(sampler, top_k_1_is_greedy) {
+    float l[NV];
+    for (uint32_t seed = 1; seed < 30; seed++) {
+        oxl_sampler *s = new_sampler(1.5f, 1, 0.95f, 0.05f, seed);
+        make_logits(l, NV, seed);
+        cr_expect_eq(oxl_sampler_sample(s, l, NV), argmax(l, NV));
+        oxl_sampler_free(s);
+    }
+}
+
+Test(sampler, same_seed_same_sequence) {
+    float l[NV];
+    make_logits(l, NV, 7);
+    for (int i = 0; i < NV; i++)
+        l[i] *= 0.25f; /* flat enough that many tokens are drawn */
+    oxl_token a[300], b[300], c[300];
+    oxl_sampler *s1 = new_sampler(0.8f, 0, 1.0f, 0.0f, 1234), *s2 = new_sampler(0.8f, 0, 1.0f, 0.0f, 1234),
+                *s3 = new_sampler(0.8f, 0, 1.0f, 0.0f, 1235);
+    for (int i = 0; i < 300; i++) {
+        a[i] = oxl_sampler_sample(s1, l, NV);
+        b[i] = oxl_sampler_sample(s2, l, NV);
+        c[i] = oxl_sampler_sample(s3, l, NV);
+    }
+    cr_expect_eq(memcmp(a, b, sizeof a), 0);
+    cr_expect_neq(memcmp(a, c, sizeof a), 0, "another seed gave the same 300 draws");
+    oxl_sampler_free(s1);
+    oxl_sampler_free(s2);
+    oxl_sampler_free(s3);
+}
+
+/* Draws n times and returns the chi-square statistic of the counts against softmax(logits / temp)
+ * restricted to `allowed` (computed here in double); any draw outside `allowed` fails the test. */
+static double chi_square(oxl_sampler *s, const float *l, int nv, const bool *allowed, float temp, int n) {
+    double w[NV], total = 0.0, mx = -INFINITY;
+    for (int i = 0; i < nv; i++)
+        if (allowed[i] && l[i] > mx)
+            mx = l[i];
+    for (int i = 0; i < nv; i++) {
+        w[i] = allowed[i] ? exp(((double)l[i] - mx) / temp) : 0.0;
+        total += w[i];
+    }
+    int count[NV] = {0};
+    for (int k = 0; k < n; k++) {
+        oxl_token t = oxl_sampler_sample(s, l, nv);
+        cr_assert(t >= 0 && t < nv && allowed[t], "draw %d picked excluded token %d", k, t);
+        count[t]++;
+    }
+    double chi = 0.0;
+    for (int i = 0; i < nv; i++) {
+        if (!allowed[i])
+            continue;
+        double e = n * w[i] / total;
+        chi += (count[i] - e) * (count[i] - e) / e;
+    }
+    return chi;
+}
+
+Test(sampler, frequencies_follow_softmax) {
+    /* 8 tokens, no filter: 7 degrees of freedom; 40 lies far beyond the 1e-5 tail (about 33.4). */
+    const float l[8] = {1.0f, 0.5f, 0.0f, -0.5f, 2.0f, 1.5f, -1.0f, 0.2f};
+    const bool all[8] = {true, true, true, true, true, true, true, true};
+    oxl_sampler *s = new_sampler(0.7f, 0, 1.0f, 0.0f, 42);
+    double chi = chi_square(s, l, 8, all, 0.7f, 40000);
+    cr_expect_lt(chi, 40.0, "chi-square %.2f over 7 degrees of freedom", chi);
+    oxl_sampler_free(s);
+}
+
+Test(sampler, top_k_keeps_the_k_largest) {
+    float l[NV];
+    make_logits(l, NV, 3);
+    bool allowed[NV] = {false};
+    float sorted[NV];
+    memcpy(sorted, l, sizeof sorted);
+    for (int i = 0; i < 5; i++) { /* the 5 largest, by repeated argmax */
+        int b = argmax(sorted, NV);
+        allowed[b] = true;
+        sorted[b] = -INFINITY;
+    }
+    oxl_sampler *s = new_sampler(1.0f, 5, 1.0f, 0.0f, 9);
+    double chi = chi_square(s, l, NV, allowed, 1.0f, 20000);
+    /* 4 degrees of freedom: 1e-5 tail at about 25.4 */
+    cr_expect_lt(chi, 32.0, "chi-square %.2f over 4 degrees of freedom", chi);
+    oxl_sampler_free(s);
+}
+
+Test(sampler, top_p_keeps_the_smallest_sufficient_prefix) {
+    /* probabilities (temp-independent filter on softmax(logits)): 0.5, 0.25, 0.125, … — cumulative
+     * 0.5, 0.75, 0.875: p = 0.7 keeps the first two, p = 0.8 the first three */
+    float l[NV];
+    for (int i = 0; i < NV; i++)
+        l[i] = -0.6931472f * (float)((i * 7) % NV) - 1e-4f * (float)i; /* permuted ids, no ties */
+    for (int k = 0; k < 2; k++) {
+        const float p = k ? 0.8f : 0.7f;
+        bool allowed[NV] = {false};
+        for (int i = 0; i < NV; i++)
+            allowed[i] = ((i * 7) % NV) < (k ? 3 : 2);
+        oxl_sampler *s = new_sampler(1.0f, 0, p, 0.0f, 77);
+        double chi = chi_square(s, l, NV, allowed, 1.0f, 20000);
+        cr_expect_lt(chi, 30.0, "p = %.1f: chi-square %.2f", p, chi);
+        oxl_sampler_free(s);
+    }
+}
+
+Test(sampler, min_p_drops_tokens_below_p_times_the_max) {
+    float l[NV];
+    make_logits(l, NV, 11);
+    const float min_p = 0.2f;
+    const double cut = l[argmax(l, NV)] + log(min_p);
+    bool allowed[NV];
+    int n_allowed = 0;
+    for (int i = 0; i < NV; i++) {
+        cr_assert(fabs(l[i] - cut) > 1e-3, "logit %d too close to the cut for a clean test", i);
+        allowed[i] = l[i] >= cut;
+        n_allowed += allowed[i];
+    }
+    cr_assert(n_allowed > 2 && n_allowed < NV - 2);
+    oxl_sampler *s = new_sampler(1.0f, 0, 1.0f, min_p, 5);
+    double chi = chi_square(s, l, NV, allowed, 1.0f, 20000);
+    cr_expect_lt(chi, 3.0 * n_allowed + 20.0, "chi-square %.2f over %d degrees of freedom", chi, n_allowed - 1);
+    oxl_sampler_free(s);
+}
+
+Test(sampler, default_chain_never_leaves_the_filters) {
+    /* top-k 40, top-p 0.95, min-p 0.05 together: every draw is among the 40 largest and within min-p */
+    float l[NV];
+    make_logits(l, NV, 21);
+    const double cut = l[argmax(l, NV)] + log(0.05);
+    float sorted[NV];
+    memcpy(sorted, l, sizeof sorted);
+    bool top40[NV] = {false};
+    for (int i = 0; i < 40; i++) {
+        int b = argmax(sorted, NV);
+        top40[b] = true;
+        sorted[b] = -INFINITY;
+    }
+    oxl_sampler_params p = oxl_sampler_default_params();
+    p.seed = 3;
+    oxl_sampler *s = oxl_sampler_new(&p);
+    for (int k = 0; k < 5000; k++) {
+        oxl_token t = oxl_sampler_sample(s, l, NV);
+        cr_assert(t >= 0 && t < NV && top40[t] && l[t] >= cut, "draw %d picked %d", k, t);
+    }
+    oxl_sampler_free(s);
+}
+
+Test(sampler, bad_arguments) {
+    float l[4] = {0};
+    oxl_sampler *s = new_sampler(0.8f, 40, 0.95f, 0.05f, 1);
+    cr_expect_eq(oxl_sampler_sample(s, NULL, 4), -1);
+    cr_expect_eq(oxl_sampler_sample(s, l, 0), -1);
+    cr_expect_eq(oxl_sampler_sample(NULL, l, 4), -1);
+    cr_expect_null(oxl_sampler_new(NULL));
+    oxl_sampler_free(s);
+    oxl_sampler_free(NULL);
+}
+
+Test(sampler, rng_is_mt19937_with_libstdcxx_uniform) {
+    /* The C++ standard ([rand.predef]): the 10000th output of a default-constructed std::mt19937
+     * (seed 5489) is 4123659995. */
+    oxl_mt19937 r;
+    oxl_mt19937_seed(&r, 5489);
+    uint32_t x = 0;
+    for (int i = 0; i < 10000; i++)
+        x = oxl_mt19937_next(&r);
+    cr_expect_eq(x, 4123659995u);
+    /* libstdc++'s std::uniform_real_distribution<double>(0, 1) on std::mt19937(42): first value
+     * 0.79654298428784598 (two 32-bit draws combined into 64 bits, then scaled). */
+    oxl_mt19937_seed(&r, 42);
+    cr_expect_eq(oxl_mt19937_uniform(&r), 0.79654298428784598);
+}
