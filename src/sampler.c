@@ -105,49 +105,43 @@ static bool cand_before(const oxl_cand *a, const oxl_cand *b) {
     return a->id < b->id;
 }
 
-static int cmp_cand(const void *a, const void *b) {
-    return cand_before(a, b) ? -1 : cand_before(b, a) ? 1 : 0;
+/* Restores the heap order of c[0..n) below j: every parent ranks after its children (the worst
+ * candidate sits at the root). */
+static void sift_down(oxl_cand *c, int32_t n, int32_t j) {
+    for (;;) {
+        int32_t w = j, l = 2 * j + 1, r = l + 1;
+        if (l < n && cand_before(&c[w], &c[l]))
+            w = l;
+        if (r < n && cand_before(&c[w], &c[r]))
+            w = r;
+        if (w == j)
+            return;
+        oxl_cand t = c[j];
+        c[j] = c[w];
+        c[w] = t;
+        j = w;
+    }
 }
 
-/* Moves the k best of c[0..n) to c[0..k), sorted (llama_token_data_array_partial_sort_inplace):
- * a min-heap of the best k seen so far, then a sort of those k. */
+/* Moves the k best of c[0..n) to c[0..k), best first (llama.cpp's partial sort), in place and
+ * without allocating: a heap of the best k seen so far, worst at the root, then a heap sort of it. */
 static void select_top_k(oxl_cand *c, int32_t n, int32_t k) {
-    for (int32_t i = k / 2 - 1; i >= 0; i--) { /* heapify c[0..k): worst at the root */
-        for (int32_t j = i;;) {
-            int32_t w = j, l = 2 * j + 1, r = l + 1;
-            if (l < k && cand_before(&c[w], &c[l]))
-                w = l;
-            if (r < k && cand_before(&c[w], &c[r]))
-                w = r;
-            if (w == j)
-                break;
-            oxl_cand t = c[j];
-            c[j] = c[w];
-            c[w] = t;
-            j = w;
-        }
-    }
+    for (int32_t i = k / 2 - 1; i >= 0; i--)
+        sift_down(c, k, i);
     for (int32_t i = k; i < n; i++) {
-        if (!cand_before(&c[i], &c[0]))
-            continue;
-        oxl_cand t = c[0];
-        c[0] = c[i];
-        c[i] = t;
-        for (int32_t j = 0;;) {
-            int32_t w = j, l = 2 * j + 1, r = l + 1;
-            if (l < k && cand_before(&c[w], &c[l]))
-                w = l;
-            if (r < k && cand_before(&c[w], &c[r]))
-                w = r;
-            if (w == j)
-                break;
-            t = c[j];
-            c[j] = c[w];
-            c[w] = t;
-            j = w;
+        if (cand_before(&c[i], &c[0])) {
+            oxl_cand t = c[0];
+            c[0] = c[i];
+            c[i] = t;
+            sift_down(c, k, 0);
         }
     }
-    qsort(c, (size_t)k, sizeof *c, cmp_cand);
+    for (int32_t m = k - 1; m > 0; m--) { /* the worst goes to the end, so the best ends up first */
+        oxl_cand t = c[0];
+        c[0] = c[m];
+        c[m] = t;
+        sift_down(c, m, 0);
+    }
 }
 
 /* Largest logit: c[0] when sorted, else a scan (as llama.cpp). */
@@ -207,7 +201,7 @@ oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_voca
         for (int32_t i = 0; i < n; i++)
             c[i].p /= sum;
         if (!sorted)
-            qsort(c, (size_t)n, sizeof *c, cmp_cand);
+            select_top_k(c, n, n);
         sorted = true;
         float cum = 0.0f;
         for (int32_t i = 0; i < n; i++) {
@@ -239,7 +233,7 @@ oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_voca
         }
         if (!applied) {
             if (!sorted)
-                qsort(c, (size_t)n, sizeof *c, cmp_cand);
+                select_top_k(c, n, n);
             sorted = true;
             float lo = c[0].logit + logf(p->min_p);
             int32_t i = 1;
