@@ -330,6 +330,67 @@ Test(tokenizer, parse_special) {
     oxl_vocab_free(v);
 }
 
+Test(tokenizer, phi3_special_tokens_strip_following_whitespace) {
+    /* llama.cpp marks Phi-3's special tokens RSTRIP: the newline after "<|user|>" and "<|end|>"
+     * disappears when they are parsed */
+    const char *path = TOKDIR "ggml-vocab-phi-3.gguf";
+    const oxl_token user = file_token_id(path, "<|user|>"), end = file_token_id(path, "<|end|>"),
+                    assistant = file_token_id(path, "<|assistant|>");
+    cr_assert(user >= 0 && end >= 0 && assistant >= 0);
+    oxl_vocab *v = load_vocab(path);
+    oxl_token a[MAX_TOKS], b[MAX_TOKS];
+    const char *s = "<|user|>\nHello<|end|>\n<|assistant|>";
+    int32_t n = tokenize(v, s, strlen(s), a, false, true);
+    int32_t nh = tokenize(v, "Hello", 5, b, false, false);
+    cr_assert_eq(n, nh + 3);
+    cr_expect_eq(a[0], user);
+    cr_expect_eq(memcmp(a + 1, b, (size_t)nh * sizeof *a), 0);
+    cr_expect_eq(a[nh + 1], end);
+    cr_expect_eq(a[nh + 2], assistant);
+    cr_expect(oxl_vocab_is_eog(v, end), "<|end|> ends generation");
+    cr_expect(oxl_vocab_is_eog(v, oxl_vocab_eos(v)));
+    cr_expect(!oxl_vocab_is_eog(v, user));
+    oxl_vocab_free(v);
+}
+
+Test(tokenizer, roundtrip_random_text) {
+    /* text with stray continuation bytes and NULs survives tokenize → detokenize (byte fallback).
+     * Not every byte string does, in llama.cpp either: spaces are escaped to U+2581 before the text
+     * is cut into characters, so a lead byte before a space takes part of the escape into its
+     * character and those bytes come back as U+2581's; and a literal U+2581 comes back as a space. */
+    oxl_vocab *v = load_vocab(STORIES);
+    static oxl_token toks[MAX_TOKS];
+    static char text[4 * MAX_TOKS];
+    static const char *const parts[] = {"a", "b", " ", "  ", "\n", "<s>", "e", "\xc3\xa9", "\xe2\x82\xac", "x",
+                                        "\xf0\x9f\x98\x80", "\x80", "\xa9", "\xbf", "\t", "Once"};
+    uint64_t x = 12345;
+    for (int k = 0; k < 300; k++) {
+        char in[256];
+        size_t len = 0;
+        for (int i = 0; i < k % 40; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            const char *part = parts[(x >> 33) % (sizeof parts / sizeof *parts)];
+            memcpy(in + len, part, strlen(part));
+            len += strlen(part);
+        }
+        if (k % 7 == 0)
+            in[len++] = '\0';
+        int32_t n = tokenize(v, in, len, toks, false, false);
+        size_t dl = 0;
+        for (int32_t i = 0; i < n; i++) {
+            int32_t p = oxl_vocab_token_to_piece(v, toks[i], text + dl, (int32_t)(sizeof text - dl), false);
+            cr_assert_geq(p, 0);
+            if (i == 0 && p > 0 && text[0] == ' ') {
+                memmove(text, text + 1, (size_t)p - 1);
+                p--;
+            }
+            dl += (size_t)p;
+        }
+        cr_expect(dl == len && memcmp(text, in, len) == 0, "case %d (%zu bytes) did not round-trip", k, len);
+    }
+    oxl_vocab_free(v);
+}
+
 Test(tokenizer, special_pieces_and_ids) {
     oxl_vocab *v = load_vocab(STORIES);
     cr_expect_eq(oxl_vocab_n_tokens(v), 512);
