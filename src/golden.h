@@ -30,6 +30,12 @@ int oxl_golden_quant(const oxl_gguf *g, oxl_golden_report *r, oxl_error *err);
  * max |Δ| relative to the logit range) and the greedy continuation `greedy`. */
 int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err);
 
+/* llama.cpp's tokenizer fixtures (golden/tokenizer: <vocab>.gguf with <vocab>.gguf.inp and .out, the
+ * layout of llama.cpp tests/test-tokenizer-0.cpp): each string, tokenized without BOS/EOS and without
+ * parsing special tokens, must give the ids on its line; one check per string. Returns 0 when the
+ * files could be read (failures are counted in r), -1 with err otherwise. */
+int oxl_golden_tokenizer(const char *vocab_path, oxl_golden_report *r, oxl_error *err);
+
 /* Opens path, reads golden.kind and runs the matching checker. model_path may be NULL where the
  * kind needs no model (or names it in golden.model, looked up beside the golden file). */
 int oxl_golden_run_file(const char *path, const char *model_path, oxl_golden_report *r, oxl_error *err);
