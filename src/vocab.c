@@ -852,6 +852,8 @@ static size_t utf8_incomplete_tail(const unsigned char *s, size_t n) {
 }
 
 int32_t oxl_vocab_detok_push(oxl_detok *d, const oxl_vocab *v, oxl_token tok, char *out, int32_t cap) {
+    if (!d)
+        return INT32_MIN;
     size_t n;
     const char *p = piece_of(v, tok, false, &n);
     size_t np = d->n_pending >= 0 && d->n_pending <= 3 ? (size_t)d->n_pending : 0;
@@ -878,6 +880,8 @@ int32_t oxl_vocab_detok_push(oxl_detok *d, const oxl_vocab *v, oxl_token tok, ch
 }
 
 int32_t oxl_detok_flush(oxl_detok *d, char *out, int32_t cap) {
+    if (!d)
+        return INT32_MIN;
     int32_t np = d->n_pending >= 0 && d->n_pending <= 3 ? d->n_pending : 0;
     if (np > cap || (np && !out))
         return -np;

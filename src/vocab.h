@@ -28,10 +28,14 @@ void oxl_vocab_free(oxl_vocab *v);
 
 int32_t oxl_vocab_n_tokens(const oxl_vocab *v);
 
-/* As oxl_tokenize in include/oxillama.h: writes at most cap ids to out and returns their number, or
- * minus the number needed when cap is too small (out then holds the first cap ids); INT32_MIN when an
- * argument is invalid (v NULL, text NULL with len > 0, cap < 0, out NULL with cap > 0) or memory runs
- * out. */
+/* As oxl_tokenize in include/oxillama.h: writes the ids to out and returns their number, or minus the
+ * number needed when cap is too small (out untouched); INT32_MIN when an argument is invalid (v NULL,
+ * text NULL with len > 0, cap < 0, out NULL with cap > 0, len > INT32_MAX / 4) or memory runs out.
+ * Steps (llama_vocab::impl::tokenize, SPM): split on special-token texts; BOS when add_special and
+ * the vocabulary adds it; each text fragment gets a leading space if it starts the text or follows a
+ * special token (add_space_prefix), spaces become U+2581, characters merge pairwise by token score
+ * (ties: leftmost first), leftover characters become byte tokens <0xXX> (else the unknown token);
+ * EOS when add_special and the vocabulary adds it. Thread-safe: v is only read. */
 int32_t oxl_vocab_tokenize(const oxl_vocab *v, const char *text, size_t len, oxl_token *out, int32_t cap,
                            bool add_special, bool parse_special);
 
@@ -50,7 +54,8 @@ bool oxl_vocab_is_eog(const oxl_vocab *v, oxl_token tok);
  * llama.cpp's generation output) to what d holds back, writes everything up to the last complete
  * UTF-8 character to out and keeps an incomplete trailing sequence (at most 3 bytes) in d. Bytes that
  * can never form a character are written as they are. Returns bytes written, or minus the size needed
- * when cap is too small (d is then unchanged). */
+ * when cap is too small (d is then unchanged); INT32_MIN when d is NULL. oxl_detok_flush writes what
+ * is still held at the end of the stream. */
 int32_t oxl_vocab_detok_push(oxl_detok *d, const oxl_vocab *v, oxl_token tok, char *out, int32_t cap);
 
 /* tokenizer.ggml.model: "llama". Owned by v. */
