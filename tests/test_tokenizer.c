@@ -161,6 +161,34 @@ Test(tokenizer, stories260K_once) { check_golden_prompt(GOLDEN_MODELS "stories26
 Test(tokenizer, stories260K_lily) { check_golden_prompt(GOLDEN_MODELS "stories260K.lily.gguf"); }
 Test(tokenizer, stories260K_dog) { check_golden_prompt(GOLDEN_MODELS "stories260K.dog.gguf"); }
 
+Test(tokenizer, stories260K_perplexity_text) {
+    /* llama-perplexity stored the ids it got for stories.txt (read with -f, which drops one trailing
+     * newline; tokenized with BOS) in its KL-divergence base file: magic "_logits_", n_ctx, n_vocab,
+     * n_chunk (int32), then the first n_ctx * n_chunk ids */
+    size_t n_text, n_kld;
+    char *text = slurp(OXL_SOURCE_DIR "/golden/perplexity/stories.txt", &n_text);
+    char *kld = slurp(OXL_SOURCE_DIR "/golden/perplexity/stories260K.c128.kld", &n_kld);
+    cr_assert(n_kld > 20 && memcmp(kld, "_logits_", 8) == 0);
+    int32_t hdr[3];
+    memcpy(hdr, kld + 8, sizeof hdr);
+    const int32_t n_expect = hdr[0] * hdr[2];
+    cr_assert(n_expect > 0 && n_expect < MAX_TOKS && 20 + 4 * (size_t)n_expect <= n_kld);
+    if (n_text && text[n_text - 1] == '\n')
+        n_text--;
+    oxl_vocab *v = load_vocab(STORIES);
+    static oxl_token toks[MAX_TOKS];
+    int32_t n = tokenize(v, text, n_text, toks, true, false);
+    cr_assert_geq(n, n_expect);
+    for (int32_t i = 0; i < n_expect; i++) {
+        int32_t e;
+        memcpy(&e, kld + 20 + 4 * (size_t)i, 4);
+        cr_assert_eq(toks[i], e, "token %d: %d, llama.cpp %d", i, toks[i], e);
+    }
+    oxl_vocab_free(v);
+    free(text);
+    free(kld);
+}
+
 /* Id of the token with this text, found in the file's token list (not through the tokenizer). */
 static int32_t file_token_id(const char *path, const char *text) {
     oxl_error err = {{0}};

@@ -67,6 +67,8 @@ int oxl_cmd_tokenize(int argc, char **argv) {
         text = oxl_read_text_file(o.file, &len);
         if (!text)
             return 1;
+        if (len && text[len - 1] == '\n') /* llama.cpp's -f drops one trailing newline */
+            len--;
     } else {
         fprintf(stderr, "error: must specify one of: --file or --prompt\n");
         return 1;
