@@ -14,10 +14,9 @@ typedef struct oxl_arch {
     void (*free_weights)(void *weights);
     /* Bytes of activations one forward pass of up to n_batch tokens needs with n_threads threads. */
     size_t (*work_size)(const oxl_model *m, int32_t n_batch, int32_t n_ctx, int n_threads);
-    /* Runs n tokens at positions pos0.., appends them to the KV cache, and writes the logits
-     * (n_vocab floats each) of tokens first_out .. n-1 to logits. */
-    void (*forward)(oxl_ctx *ctx, const oxl_token *tokens, int32_t n, int32_t pos0, int32_t first_out,
-                    float *logits);
+    /* Runs one pass of ub->n tokens (each at its sequence and position), appends them to the KV
+     * cache, and writes the logits (n_vocab floats each) of the tokens ub->out_ids to logits. */
+    void (*forward)(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits);
 } oxl_arch;
 
 /* NULL when the architecture is not in the registry. */

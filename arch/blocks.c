@@ -153,20 +153,21 @@ static void store_row(oxl_type t, const float *src, void *dst, int64_t n) {
     }
 }
 
-void oxl_kv_store(oxl_ctx *ctx, int il, const float *k, const float *v, int32_t n, int32_t pos0) {
+void oxl_kv_store(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *k, const float *v) {
     oxl_kv_cache *kv = &ctx->kv;
-    for (int32_t j = 0; j < n; j++) {
-        store_row(kv->type_k, k + (size_t)j * kv->kv_dim, (char *)kv->k[il] + (size_t)(pos0 + j) * kv->k_row, kv->kv_dim);
-        store_row(kv->type_v, v + (size_t)j * kv->kv_dim, (char *)kv->v[il] + (size_t)(pos0 + j) * kv->v_row, kv->kv_dim);
+    for (int32_t j = 0; j < ub->n; j++) {
+        const size_t r = (size_t)ub->seq[j] * (size_t)ctx->n_ctx + (size_t)ub->pos[j];
+        store_row(kv->type_k, k + (size_t)j * kv->kv_dim, (char *)kv->k[il] + r * kv->k_row, kv->kv_dim);
+        store_row(kv->type_v, v + (size_t)j * kv->kv_dim, (char *)kv->v[il] + r * kv->v_row, kv->kv_dim);
     }
 }
 
 typedef struct attn_task {
     oxl_ctx *ctx;
     int il;
+    const oxl_ubatch *ub;
     const float *q;
     float *out;
-    int32_t n, pos0;
     int n_head, n_head_kv, head_dim;
     float scale;
     float *scores;
@@ -177,7 +178,8 @@ typedef struct attn_task {
 typedef struct attn_item {
     const void *q;
     size_t k_off, v_off;
-    int32_t n_kv; /* causal: positions 0 .. pos0+j */
+    size_t row0;  /* cache row of the sequence's position 0 */
+    int32_t n_kv; /* causal: positions 0 .. pos of the token */
     float *out;
 } attn_item;
 
@@ -191,7 +193,8 @@ static attn_item attn_item_at(const attn_task *t, int64_t item, uint16_t *qh) {
         .q = qj,
         .k_off = (size_t)hk * t->head_dim * (kv->type_k == OXL_TYPE_F16 ? 2 : 4),
         .v_off = (size_t)hk * t->head_dim * (kv->type_v == OXL_TYPE_F16 ? 2 : 4),
-        .n_kv = t->pos0 + j + 1,
+        .row0 = (size_t)t->ub->seq[j] * (size_t)t->ctx->n_ctx,
+        .n_kv = t->ub->pos[j] + 1,
         .out = t->out + ((size_t)j * t->n_head + h) * t->head_dim,
     };
     if (kv->type_k == OXL_TYPE_F16) {
@@ -203,7 +206,7 @@ static attn_item attn_item_at(const attn_task *t, int64_t item, uint16_t *qh) {
 
 static float attn_score(const attn_task *t, const attn_item *it, int32_t p) {
     const oxl_kv_cache *kv = &t->ctx->kv;
-    const char *kp = (const char *)kv->k[t->il] + (size_t)p * kv->k_row + it->k_off;
+    const char *kp = (const char *)kv->k[t->il] + (it->row0 + (size_t)p) * kv->k_row + it->k_off;
     float s;
     oxl_kernels_get()->vec_dot[kv->type_k](t->head_dim, &s, kp, it->q);
     return s * t->scale;
@@ -211,7 +214,7 @@ static float attn_score(const attn_task *t, const attn_item *it, int32_t p) {
 
 static const void *attn_value(const attn_task *t, const attn_item *it, int32_t p) {
     const oxl_kv_cache *kv = &t->ctx->kv;
-    return (const char *)kv->v[t->il] + (size_t)p * kv->v_row + it->v_off;
+    return (const char *)kv->v[t->il] + (it->row0 + (size_t)p) * kv->v_row + it->v_off;
 }
 
 /* Unfused attention, as llama.cpp's graph without -fa: kq = K·q, softmax(kq*scale) summing in double
@@ -224,7 +227,7 @@ static void attn_unfused(void *arg, int ith, int nth) {
     float *acc = sc + t->ctx->n_ctx;
     uint16_t qh[1024];
     int64_t lo, hi;
-    oxl_split_range((int64_t)t->n * t->n_head, ith, nth, &lo, &hi);
+    oxl_split_range((int64_t)t->ub->n * t->n_head, ith, nth, &lo, &hi);
     for (int64_t item = lo; item < hi; item++) {
         const attn_item it = attn_item_at(t, item, qh);
         float max = -INFINITY;
@@ -270,7 +273,7 @@ static void attn_flash(void *arg, int ith, int nth) {
     uint16_t acc16[1024];
     uint16_t qh[1024];
     int64_t lo, hi;
-    oxl_split_range((int64_t)t->n * t->n_head, ith, nth, &lo, &hi);
+    oxl_split_range((int64_t)t->ub->n * t->n_head, ith, nth, &lo, &hi);
     for (int64_t item = lo; item < hi; item++) {
         const attn_item it = attn_item_at(t, item, qh);
         const bool v16 = kv->type_v == OXL_TYPE_F16;
@@ -313,10 +316,10 @@ static void attn_flash(void *arg, int ith, int nth) {
     }
 }
 
-void oxl_attention(oxl_ctx *ctx, int il, const float *q, float *out, int32_t n, int32_t pos0, int n_head,
+void oxl_attention(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *q, float *out, int n_head,
                    int n_head_kv, int head_dim, float scale, float *scores) {
     attn_task t = {
-        .ctx = ctx, .il = il, .q = q, .out = out, .n = n, .pos0 = pos0, .n_head = n_head,
+        .ctx = ctx, .il = il, .ub = ub, .q = q, .out = out, .n_head = n_head,
         .n_head_kv = n_head_kv, .head_dim = head_dim, .scale = scale, .scores = scores,
     };
     oxl_pool_run(ctx->pool, ctx->params.flash_attn == OXL_FLASH_ATTN_OFF ? attn_unfused : attn_flash, &t);

@@ -38,15 +38,16 @@ void oxl_add(float *x, const float *y, int64_t n);
 
 /* ---- attention --------------------------------------------------------------------------- */
 
-/* Stores n tokens' keys and values (kv_dim floats each, column-major) at positions pos0.. of layer il. */
-void oxl_kv_store(oxl_ctx *ctx, int il, const float *k, const float *v, int32_t n, int32_t pos0);
+/* Stores the keys and values of the pass's tokens (kv_dim floats each, column-major) in layer il's
+ * cache, each at its sequence and position. */
+void oxl_kv_store(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *k, const float *v);
 
-/* Causal multi-head attention with grouped KV heads for n query tokens at positions pos0..:
- * q (n_head*head_dim, n) → out (n_head*head_dim, n), reading the layer's cache up to each token's
+/* Causal multi-head attention with grouped KV heads for the pass's tokens:
+ * q (n_head*head_dim, n) → out (n_head*head_dim, n), each token reading its sequence's cache up to its
  * position: fused with an online softmax (ggml_flash_attn_ext) unless ctx->params.flash_attn is off,
  * then softmax(q·k * scale) as ggml_soft_max_ext followed by the weighted sum. scores holds
  * n_ctx + head_dim floats per thread. */
-void oxl_attention(oxl_ctx *ctx, int il, const float *q, float *out, int32_t n, int32_t pos0, int n_head,
+void oxl_attention(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *q, float *out, int n_head,
                    int n_head_kv, int head_dim, float scale, float *scores);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct llama_layer {
     oxl_tensor attn_norm; /* (n_embd) */
@@ -122,6 +123,7 @@ typedef struct llama_acts {
     float *k;      /* (n_head_kv*head_dim, n) */
     float *v;      /* (n_head_kv*head_dim, n) */
     float *att;    /* (n_head*head_dim, n) attention output before Wo */
+    float *xout;   /* (n_embd, n) residual stream of the tokens whose logits are wanted */
     float *gate;   /* (n_ff, n) */
     float *up;     /* (n_ff, n) */
     float *scores; /* (n_ctx + head_dim) per thread */
@@ -134,9 +136,9 @@ static size_t llama_acts_layout(const oxl_model *m, int32_t n, int32_t n_ctx, in
     const size_t F = hp->n_ff;
     size_t widest = E > F ? E : F;
     widest = widest > Q ? widest : Q;
-    const size_t sizes[] = {E * n, E * n, Q * n, KV * n, KV * n, Q * n, F * n, F * n,
+    const size_t sizes[] = {E * n, E * n, Q * n, KV * n, KV * n, Q * n, E * n, F * n, F * n,
                             (size_t)(n_ctx + hp->head_dim) * n_threads, widest * n + 64};
-    float **slots[] = {&a->x, &a->xb, &a->q, &a->k, &a->v, &a->att, &a->gate, &a->up, &a->scores, &a->scratch};
+    float **slots[] = {&a->x, &a->xb, &a->q, &a->k, &a->v, &a->att, &a->xout, &a->gate, &a->up, &a->scores, &a->scratch};
     size_t off = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (base) {
@@ -152,19 +154,19 @@ static size_t llama_work_size(const oxl_model *m, int32_t n_batch, int32_t n_ctx
     return llama_acts_layout(m, n_batch, n_ctx, n_threads, NULL, &a);
 }
 
-static void llama_forward(oxl_ctx *ctx, const oxl_token *tokens, int32_t n, int32_t pos0, int32_t first_out,
-                          float *logits) {
+static void llama_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
     const oxl_model *m = ctx->model;
     const oxl_hparams *hp = &m->hp;
     const llama_weights *w = m->weights;
     oxl_pool *pool = ctx->pool;
+    const int32_t n = ub->n;
     llama_acts a;
     llama_acts_layout(m, n, ctx->n_ctx, oxl_pool_size(pool), ctx->work, &a);
     const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
     const float kq_scale = 1.0f / sqrtf((float)hp->head_dim);
 
     for (int32_t j = 0; j < n; j++) {
-        oxl_tensor_get_row(&w->token_embd, tokens[j], a.x + j * E);
+        oxl_tensor_get_row(&w->token_embd, ub->token[j], a.x + j * E);
     }
     for (int il = 0; il < hp->n_layer; il++) {
         const llama_layer *l = &w->layers[il];
@@ -174,11 +176,11 @@ static void llama_forward(oxl_ctx *ctx, const oxl_token *tokens, int32_t n, int3
         oxl_matmul(pool, &l->wk, a.xb, n, a.k, KV, a.scratch);
         oxl_matmul(pool, &l->wv, a.xb, n, a.v, KV, a.scratch);
         for (int32_t j = 0; j < n; j++) {
-            oxl_rope_norm(a.q + j * Q, hp->n_head, hp->head_dim, hp->n_rot, pos0 + j, hp->rope_freq_base, hp->rope_freq_scale);
-            oxl_rope_norm(a.k + j * KV, hp->n_head_kv, hp->head_dim, hp->n_rot, pos0 + j, hp->rope_freq_base, hp->rope_freq_scale);
+            oxl_rope_norm(a.q + j * Q, hp->n_head, hp->head_dim, hp->n_rot, ub->pos[j], hp->rope_freq_base, hp->rope_freq_scale);
+            oxl_rope_norm(a.k + j * KV, hp->n_head_kv, hp->head_dim, hp->n_rot, ub->pos[j], hp->rope_freq_base, hp->rope_freq_scale);
         }
-        oxl_kv_store(ctx, il, a.k, a.v, n, pos0);
-        oxl_attention(ctx, il, a.q, a.att, n, pos0, hp->n_head, hp->n_head_kv, hp->head_dim, kq_scale, a.scores);
+        oxl_kv_store(ctx, il, ub, a.k, a.v);
+        oxl_attention(ctx, il, ub, a.q, a.att, hp->n_head, hp->n_head_kv, hp->head_dim, kq_scale, a.scores);
         oxl_matmul(pool, &l->wo, a.att, n, a.xb, E, a.scratch);
         oxl_add(a.x, a.xb, E * n);
         /* feed-forward: SwiGLU */
@@ -190,12 +192,14 @@ static void llama_forward(oxl_ctx *ctx, const oxl_token *tokens, int32_t n, int3
         oxl_add(a.x, a.xb, E * n);
     }
     /* only the tokens whose logits are wanted go through the output head */
-    const int32_t n_out = n - first_out;
-    if (n_out <= 0) {
+    if (ub->n_out == 0) {
         return;
     }
-    oxl_rms_norm(a.x + (size_t)first_out * E, &w->output_norm, a.xb, E, n_out, hp->norm_eps);
-    oxl_matmul(pool, &w->output, a.xb, n_out, logits, hp->n_vocab, a.scratch);
+    for (int32_t o = 0; o < ub->n_out; o++) {
+        memcpy(a.xout + (size_t)o * E, a.x + (size_t)ub->out_ids[o] * E, (size_t)E * sizeof(float));
+    }
+    oxl_rms_norm(a.xout, &w->output_norm, a.xb, E, ub->n_out, hp->norm_eps);
+    oxl_matmul(pool, &w->output, a.xb, ub->n_out, logits, hp->n_vocab, a.scratch);
 }
 
 const oxl_arch oxl_arch_llama = {

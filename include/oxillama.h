@@ -75,8 +75,10 @@ typedef enum oxl_flash_attn {
 } oxl_flash_attn;
 
 typedef struct oxl_ctx_params {
-    int32_t n_ctx;     /* KV cache length in tokens; 0 = the model's training context */
+    int32_t n_ctx;     /* KV cache length in tokens, shared equally by the sequences;
+                          0 = the model's training context per sequence */
     int32_t n_batch;   /* most tokens per internal forward pass (default 512) */
+    int32_t n_seq_max; /* sequences with their own KV cache (default 1; a server's slots) */
     int32_t n_threads; /* worker threads including the caller; 0 = number of physical cores */
     oxl_kv_type type_k; /* default f16, as llama.cpp */
     oxl_kv_type type_v;
@@ -87,20 +89,39 @@ oxl_ctx_params oxl_ctx_default_params(void);
 
 oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_error *err);
 void oxl_ctx_free(oxl_ctx *ctx);
+/* KV cache length of one sequence, in tokens. */
 int32_t oxl_ctx_n_ctx(const oxl_ctx *ctx);
-/* Number of tokens held in the KV cache (the position of the next token). */
-int32_t oxl_ctx_n_past(const oxl_ctx *ctx);
-/* Drops cached positions >= n_past (0 clears the cache). */
-void oxl_ctx_truncate(oxl_ctx *ctx, int32_t n_past);
+int32_t oxl_ctx_n_seq_max(const oxl_ctx *ctx);
+/* Number of tokens sequence seq holds in the KV cache (the position of its next token). */
+int32_t oxl_seq_n_past(const oxl_ctx *ctx, int32_t seq);
+/* Drops sequence seq's cached positions >= n_past (0 clears it): prefix reuse keeps the rest. */
+void oxl_seq_truncate(oxl_ctx *ctx, int32_t seq, int32_t n_past);
 
-/* Evaluates n tokens at positions n_past .. n_past+n-1 and appends them to the KV cache.
- * With all_logits, the logits of every token are kept (n_vocab × n floats, ne0 = n_vocab);
- * otherwise only those of the last token. Fails if the cache would overflow or a token id is
- * out of range. Returns 0, or -1 with err set. */
-int oxl_decode(oxl_ctx *ctx, const oxl_token *tokens, int32_t n, bool all_logits, oxl_error *err);
-/* Logits (n_vocab floats) of token i of the last oxl_decode call; i = -1 means the last token.
- * Owned by ctx, valid until the next oxl_decode. NULL if i was not kept. */
+/* A batch of tokens from one or more sequences (llama.cpp's llama_batch): token i goes to sequence
+ * seq_id[i] at position pos[i], which must be that sequence's next position (tokens of a sequence
+ * appear in order). logits[i] != 0 keeps token i's logits. The arrays are the caller's. */
+typedef struct oxl_batch {
+    int32_t n_tokens;
+    const oxl_token *token;
+    const int32_t *pos;
+    const int32_t *seq_id;
+    const int8_t *logits;
+} oxl_batch;
+
+/* Evaluates a batch in passes of at most n_batch tokens (one set of matrix products per pass for
+ * all sequences together) and appends every token to its sequence's KV cache. Fails, before any
+ * work, when a token id, sequence id or position is invalid or a sequence would overflow.
+ * Returns 0, or -1 with err set. */
+int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *batch, oxl_error *err);
+/* Logits (n_vocab floats) of token i of the last decode, when kept; i = -1 means the last kept
+ * token. Owned by ctx, valid until the next decode; NULL when not kept. */
 const float *oxl_get_logits(const oxl_ctx *ctx, int32_t i);
+
+/* Sequence 0 helpers for single-stream use. oxl_decode evaluates n tokens at positions
+ * n_past .. n_past+n-1 keeping every token's logits (all_logits) or the last one's. */
+int oxl_decode(oxl_ctx *ctx, const oxl_token *tokens, int32_t n, bool all_logits, oxl_error *err);
+int32_t oxl_ctx_n_past(const oxl_ctx *ctx);
+void oxl_ctx_truncate(oxl_ctx *ctx, int32_t n_past);
 
 /* ---------------------------------------------------------------------------------------------
  * Tokenizer (matches llama.cpp src/llama-vocab.cpp)

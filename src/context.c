@@ -1,4 +1,6 @@
-/* Inference contexts: KV cache allocation, batching of oxl_decode, logits. */
+/* Inference contexts: per-sequence KV caches, batching of decode calls into forward passes, logits.
+ * Behaviour reproduced: llama.cpp src/llama-context.cpp (llama_decode splitting a batch into
+ * micro-batches of n_batch tokens; outputs only for tokens that ask for them). */
 #include "context.h"
 
 #include "arch.h"
@@ -8,8 +10,8 @@
 #include <string.h>
 
 oxl_ctx_params oxl_ctx_default_params(void) {
-    return (oxl_ctx_params){.n_ctx = 0, .n_batch = 512, .n_threads = 0, .type_k = OXL_KV_F16, .type_v = OXL_KV_F16,
-                            .flash_attn = OXL_FLASH_ATTN_AUTO};
+    return (oxl_ctx_params){.n_ctx = 0, .n_batch = 512, .n_seq_max = 1, .n_threads = 0,
+                            .type_k = OXL_KV_F16, .type_v = OXL_KV_F16, .flash_attn = OXL_FLASH_ATTN_AUTO};
 }
 
 static oxl_type kv_type(oxl_kv_type t) { return t == OXL_KV_F16 ? OXL_TYPE_F16 : OXL_TYPE_F32; }
@@ -28,6 +30,10 @@ void oxl_ctx_free(oxl_ctx *ctx) {
     free(ctx->kv.v);
     free(ctx->work);
     free(ctx->logits);
+    free(ctx->logit_row);
+    free(ctx->out_ids);
+    free(ctx->seq0_pos);
+    free(ctx->n_past);
     oxl_pool_free(ctx->pool);
     free(ctx);
 }
@@ -35,21 +41,26 @@ void oxl_ctx_free(oxl_ctx *ctx) {
 oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_error *err) {
     oxl_ctx_params p = params ? *params : oxl_ctx_default_params();
     const oxl_hparams *hp = &model->hp;
+    if (p.n_seq_max <= 0) {
+        p.n_seq_max = 1;
+    }
     if (p.n_ctx <= 0) {
-        p.n_ctx = hp->n_ctx_train;
+        p.n_ctx = hp->n_ctx_train * p.n_seq_max;
+    }
+    if (p.n_threads <= 0) {
+        p.n_threads = oxl_n_physical_cores();
+    }
+    const int32_t n_ctx_seq = p.n_ctx / p.n_seq_max;
+    if (p.n_seq_max > 256 || n_ctx_seq < 1 || n_ctx_seq > (1 << 24) || p.n_threads > 512) {
+        oxl_err_set(err, "context: n_ctx %d, n_seq_max %d or n_threads %d out of range", p.n_ctx, p.n_seq_max,
+                    p.n_threads);
+        return NULL;
     }
     if (p.n_batch <= 0) {
         p.n_batch = 512;
     }
     if (p.n_batch > p.n_ctx) {
         p.n_batch = p.n_ctx;
-    }
-    if (p.n_threads <= 0) {
-        p.n_threads = oxl_n_physical_cores();
-    }
-    if (p.n_ctx > (1 << 24) || p.n_threads > 512) {
-        oxl_err_set(err, "context: n_ctx %d or n_threads %d out of range", p.n_ctx, p.n_threads);
-        return NULL;
     }
     oxl_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) {
@@ -58,7 +69,8 @@ oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_e
     }
     ctx->model = model;
     ctx->params = p;
-    ctx->n_ctx = p.n_ctx;
+    ctx->n_ctx = n_ctx_seq;
+    ctx->n_seq_max = p.n_seq_max;
     ctx->pool = oxl_pool_new(p.n_threads, err);
     if (!ctx->pool) {
         free(ctx);
@@ -72,83 +84,155 @@ oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_e
     kv->v_row = oxl_row_size(kv->type_v, kv->kv_dim);
     kv->k = calloc((size_t)hp->n_layer, sizeof(void *));
     kv->v = calloc((size_t)hp->n_layer, sizeof(void *));
-    ctx->work_size = model->arch->work_size(model, p.n_batch, p.n_ctx, p.n_threads);
+    ctx->n_past = calloc((size_t)p.n_seq_max, sizeof(int32_t));
+    ctx->out_ids = malloc(sizeof(int32_t) * (size_t)p.n_batch);
+    ctx->work_size = model->arch->work_size(model, p.n_batch, n_ctx_seq, p.n_threads);
     ctx->work = malloc(ctx->work_size);
-    ctx->logits = malloc((size_t)hp->n_vocab * (size_t)p.n_batch * sizeof(float));
-    bool ok = kv->k && kv->v && ctx->work && ctx->logits;
+    ctx->logits_cap = p.n_batch;
+    ctx->logits = malloc((size_t)hp->n_vocab * (size_t)ctx->logits_cap * sizeof(float));
+    bool ok = kv->k && kv->v && ctx->n_past && ctx->out_ids && ctx->work && ctx->logits;
+    const size_t rows = (size_t)n_ctx_seq * (size_t)p.n_seq_max;
     for (int il = 0; ok && il < hp->n_layer; il++) {
-        kv->k[il] = malloc(kv->k_row * (size_t)p.n_ctx);
-        kv->v[il] = malloc(kv->v_row * (size_t)p.n_ctx);
+        kv->k[il] = malloc(kv->k_row * rows);
+        kv->v[il] = malloc(kv->v_row * rows);
         ok = kv->k[il] && kv->v[il];
     }
     if (!ok) {
         oxl_ctx_free(ctx);
-        oxl_err_set(err, "context: out of memory for a KV cache of %d tokens", p.n_ctx);
+        oxl_err_set(err, "context: out of memory for a KV cache of %d x %d tokens", p.n_seq_max, n_ctx_seq);
         return NULL;
     }
     return ctx;
 }
 
 int32_t oxl_ctx_n_ctx(const oxl_ctx *ctx) { return ctx->n_ctx; }
-int32_t oxl_ctx_n_past(const oxl_ctx *ctx) { return ctx->n_past; }
+int32_t oxl_ctx_n_seq_max(const oxl_ctx *ctx) { return ctx->n_seq_max; }
 
-void oxl_ctx_truncate(oxl_ctx *ctx, int32_t n_past) {
-    if (n_past >= 0 && n_past < ctx->n_past) {
-        ctx->n_past = n_past;
+int32_t oxl_seq_n_past(const oxl_ctx *ctx, int32_t seq) {
+    return seq >= 0 && seq < ctx->n_seq_max ? ctx->n_past[seq] : 0;
+}
+
+void oxl_seq_truncate(oxl_ctx *ctx, int32_t seq, int32_t n_past) {
+    if (seq >= 0 && seq < ctx->n_seq_max && n_past >= 0 && n_past < ctx->n_past[seq]) {
+        ctx->n_past[seq] = n_past;
     }
 }
 
-int oxl_decode(oxl_ctx *ctx, const oxl_token *tokens, int32_t n, bool all_logits, oxl_error *err) {
+int32_t oxl_ctx_n_past(const oxl_ctx *ctx) { return ctx->n_past[0]; }
+void oxl_ctx_truncate(oxl_ctx *ctx, int32_t n_past) { oxl_seq_truncate(ctx, 0, n_past); }
+
+/* Grows an int32 or logits buffer to hold n entries of elem bytes. */
+static bool grow(void **buf, int32_t *cap, int32_t n, size_t elem) {
+    if (n <= *cap) {
+        return true;
+    }
+    void *p = realloc(*buf, elem * (size_t)n);
+    if (!p) {
+        return false;
+    }
+    *buf = p;
+    *cap = n;
+    return true;
+}
+
+/* Checks every token before any work, so a bad batch changes nothing. */
+static int check_batch(const oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) {
+    const int32_t n_vocab = ctx->model->hp.n_vocab;
+    if (!b || b->n_tokens <= 0 || !b->token || !b->pos || !b->seq_id) {
+        return oxl_err_set(err, "decode: empty batch");
+    }
+    int32_t next[256];
+    memcpy(next, ctx->n_past, sizeof(int32_t) * (size_t)ctx->n_seq_max);
+    for (int32_t i = 0; i < b->n_tokens; i++) {
+        const int32_t s = b->seq_id[i];
+        if (b->token[i] < 0 || b->token[i] >= n_vocab) {
+            return oxl_err_set(err, "decode: token %d at index %d is outside the vocabulary of %d", b->token[i], i,
+                               n_vocab);
+        }
+        if (s < 0 || s >= ctx->n_seq_max) {
+            return oxl_err_set(err, "decode: sequence %d at index %d; the context has %d (n_seq_max)", s, i,
+                               ctx->n_seq_max);
+        }
+        if (b->pos[i] != next[s]) {
+            return oxl_err_set(err, "decode: token %d of sequence %d is at position %d; the sequence's next is %d", i,
+                               s, b->pos[i], next[s]);
+        }
+        if (next[s] >= ctx->n_ctx) {
+            return oxl_err_set(err, "decode: sequence %d is full: its context holds %d tokens (-c / n_seq_max)", s,
+                               ctx->n_ctx);
+        }
+        next[s]++;
+    }
+    return 0;
+}
+
+int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) {
+    if (check_batch(ctx, b, err) != 0) {
+        return -1;
+    }
     const oxl_model *m = ctx->model;
     const int32_t n_vocab = m->hp.n_vocab;
+    const int32_t n = b->n_tokens;
+    int32_t n_keep = 0;
+    for (int32_t i = 0; i < n; i++) {
+        n_keep += b->logits ? b->logits[i] != 0 : i == n - 1;
+    }
+    if (!grow((void **)&ctx->logit_row, &ctx->last_cap, n, sizeof(int32_t)) ||
+        !grow((void **)&ctx->logits, &ctx->logits_cap, n_keep, (size_t)n_vocab * sizeof(float))) {
+        return oxl_err_set(err, "decode: out of memory for %d rows of logits", n_keep);
+    }
+    /* Passes of at most n_batch tokens; each writes its kept rows after the previous ones. */
+    int32_t row = 0;
+    for (int32_t done = 0; done < n;) {
+        const int32_t nb = n - done < ctx->params.n_batch ? n - done : ctx->params.n_batch;
+        oxl_ubatch ub = {.n = nb, .token = b->token + done, .pos = b->pos + done, .seq = b->seq_id + done,
+                         .out_ids = ctx->out_ids};
+        for (int32_t j = 0; j < nb; j++) {
+            const int32_t i = done + j;
+            const bool keep = b->logits ? b->logits[i] != 0 : i == n - 1;
+            ctx->logit_row[i] = keep ? row + ub.n_out : -1;
+            if (keep) {
+                ctx->out_ids[ub.n_out++] = j;
+            }
+        }
+        m->arch->forward(ctx, &ub, ctx->logits + (size_t)row * n_vocab);
+        for (int32_t j = 0; j < nb; j++) {
+            ctx->n_past[ub.seq[j]]++;
+        }
+        row += ub.n_out;
+        done += nb;
+    }
+    ctx->last_n = n;
+    return 0;
+}
+
+int oxl_decode(oxl_ctx *ctx, const oxl_token *tokens, int32_t n, bool all_logits, oxl_error *err) {
     if (n <= 0) {
         return oxl_err_set(err, "decode: empty batch");
     }
-    if (n > ctx->n_ctx - ctx->n_past) {
-        return oxl_err_set(err, "decode: %d tokens at position %d overflow the context of %d tokens (-c)", n,
-                           ctx->n_past, ctx->n_ctx);
+    /* the batch arrays live in ctx, grown once: no allocation per generated token */
+    if (!grow((void **)&ctx->seq0_pos, &ctx->seq0_cap, n, sizeof(int32_t) + sizeof(int32_t) + 1)) {
+        return oxl_err_set(err, "decode: out of memory");
     }
+    int32_t *pos = ctx->seq0_pos;
+    int32_t *seq = pos + ctx->seq0_cap;
+    int8_t *keep = (int8_t *)(seq + ctx->seq0_cap);
     for (int32_t i = 0; i < n; i++) {
-        if (tokens[i] < 0 || tokens[i] >= n_vocab) {
-            return oxl_err_set(err, "decode: token %d at index %d is outside the vocabulary of %d", tokens[i], i, n_vocab);
-        }
+        pos[i] = ctx->n_past[0] + i;
+        seq[i] = 0;
+        keep[i] = all_logits || i == n - 1;
     }
-    if (all_logits && (size_t)n > (size_t)ctx->params.n_batch) {
-        /* keep every row: grow the logits buffer to n rows */
-        float *grown = realloc(ctx->logits, (size_t)n_vocab * (size_t)n * sizeof(float));
-        if (!grown) {
-            return oxl_err_set(err, "decode: out of memory for %d rows of logits", n);
-        }
-        ctx->logits = grown;
-    }
-    /* Split into passes of at most n_batch tokens; each pass keeps the logits it must. */
-    for (int32_t done = 0; done < n;) {
-        int32_t nb = n - done < ctx->params.n_batch ? n - done : ctx->params.n_batch;
-        bool last_pass = done + nb == n;
-        int32_t first_out = all_logits ? 0 : (last_pass ? nb - 1 : nb);
-        float *out = all_logits ? ctx->logits + (size_t)done * n_vocab : ctx->logits;
-        if (first_out < nb) {
-            m->arch->forward(ctx, tokens + done, nb, ctx->n_past, first_out, out);
-        } else {
-            m->arch->forward(ctx, tokens + done, nb, ctx->n_past, nb, NULL);
-        }
-        ctx->n_past += nb;
-        done += nb;
-    }
-    ctx->n_last = n;
-    ctx->n_logits = all_logits ? n : 1;
-    return 0;
+    oxl_batch b = {.n_tokens = n, .token = tokens, .pos = pos, .seq_id = seq, .logits = keep};
+    return oxl_decode_batch(ctx, &b, err);
 }
 
 const float *oxl_get_logits(const oxl_ctx *ctx, int32_t i) {
     if (i < 0) {
-        i = ctx->n_last - 1;
+        for (i = ctx->last_n - 1; i >= 0 && ctx->logit_row[i] < 0; i--) {
+        }
     }
-    if (ctx->n_logits == ctx->n_last && i < ctx->n_last) {
-        return ctx->logits + (size_t)i * ctx->model->hp.n_vocab;
+    if (i < 0 || i >= ctx->last_n || ctx->logit_row[i] < 0) {
+        return NULL;
     }
-    if (i == ctx->n_last - 1) {
-        return ctx->logits;
-    }
-    return NULL;
+    return ctx->logits + (size_t)ctx->logit_row[i] * ctx->model->hp.n_vocab;
 }

@@ -5,8 +5,9 @@
 #include "model.h"
 #include "threads.h"
 
-/* Per-layer key and value cache: n_ctx rows of kv_dim = n_head_kv * head_dim elements each,
- * position-major (row p holds the keys of position p, heads concatenated). */
+/* Per-layer key and value cache: for each sequence s, n_ctx rows of kv_dim = n_head_kv * head_dim
+ * elements, position-major: row s*n_ctx + p holds the keys of position p of sequence s, heads
+ * concatenated. */
 typedef struct oxl_kv_cache {
     oxl_type type_k;  /* OXL_TYPE_F32 or OXL_TYPE_F16 */
     oxl_type type_v;
@@ -17,18 +18,34 @@ typedef struct oxl_kv_cache {
     void **v;         /* [n_layer] */
 } oxl_kv_cache;
 
+/* One forward pass: at most n_batch tokens of a batch, with the tokens whose logits are wanted. */
+typedef struct oxl_ubatch {
+    int32_t n;
+    const oxl_token *token; /* [n] */
+    const int32_t *pos;     /* [n] position within its sequence */
+    const int32_t *seq;     /* [n] sequence id */
+    int32_t n_out;
+    const int32_t *out_ids; /* [n_out] indices into this ubatch, ascending */
+} oxl_ubatch;
+
 struct oxl_ctx {
     const oxl_model *model;
     oxl_ctx_params params;
     oxl_pool *pool;
-    int32_t n_ctx;
-    int32_t n_past;
+    int32_t n_ctx;      /* per sequence */
+    int32_t n_seq_max;
+    int32_t *n_past;    /* [n_seq_max] */
     oxl_kv_cache kv;
-    void *work;        /* the architecture's activations for one batch */
+    void *work;         /* the architecture's activations for one pass */
     size_t work_size;
-    float *logits;     /* (n_vocab, n_logits) */
-    int32_t n_logits;  /* rows kept by the last decode */
-    int32_t n_last;    /* tokens in the last decode */
+    float *logits;      /* (n_vocab, logits_cap) rows of kept logits */
+    int32_t logits_cap;
+    int32_t *logit_row; /* [last_n] row in logits of each token of the last decode, or -1 */
+    int32_t last_n;
+    int32_t last_cap;
+    int32_t *out_ids;   /* scratch for ubatch output indices, n_batch */
+    int32_t *seq0_pos;  /* oxl_decode's batch: pos[cap], seq[cap], keep[cap] in one block */
+    int32_t seq0_cap;
 };
 
 #endif

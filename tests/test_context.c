@@ -1,0 +1,112 @@
+/* Multi-sequence decoding: sequences decoded together in one batch give exactly the logits each
+ * gives alone (every matmul column and attention row is independent of the others), and bad
+ * batches are refused before any work. */
+#include "oxillama.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+static oxl_model *model;
+
+static void load(void) {
+    oxl_error err = {0};
+    oxl_model_params mp = oxl_model_default_params();
+    model = oxl_model_load(OXL_SOURCE_DIR "/models/stories260K.gguf", &mp, &err);
+    cr_assert_not_null(model, "%s", err.msg);
+}
+
+static void unload(void) { oxl_model_free(model); }
+
+static oxl_ctx *new_ctx(int n_seq) {
+    oxl_error err = {0};
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = 64 * n_seq;
+    cp.n_seq_max = n_seq;
+    cp.n_threads = 2;
+    oxl_ctx *ctx = oxl_ctx_new(model, &cp, &err);
+    cr_assert_not_null(ctx, "%s", err.msg);
+    return ctx;
+}
+
+static const oxl_token prompt_a[] = {1, 403, 407, 261, 378};
+static const oxl_token prompt_b[] = {1, 319, 286, 260, 292, 263, 402};
+
+TestSuite(context, .init = load, .fini = unload);
+
+Test(context, batched_sequences_equal_separate_runs) {
+    const int32_t n_vocab = oxl_model_n_vocab(model);
+    oxl_error err = {0};
+    /* alone */
+    float want_a[512], want_b[512];
+    oxl_ctx *solo = new_ctx(1);
+    cr_assert_eq(oxl_decode(solo, prompt_a, 5, false, &err), 0, "%s", err.msg);
+    memcpy(want_a, oxl_get_logits(solo, -1), sizeof(float) * (size_t)n_vocab);
+    oxl_ctx_truncate(solo, 0);
+    cr_assert_eq(oxl_decode(solo, prompt_b, 7, false, &err), 0, "%s", err.msg);
+    memcpy(want_b, oxl_get_logits(solo, -1), sizeof(float) * (size_t)n_vocab);
+    oxl_ctx_free(solo);
+
+    /* together, interleaved, in one batch */
+    oxl_token tok[12];
+    int32_t pos[12], seq[12];
+    int8_t keep[12] = {0};
+    int ia = 0, ib = 0;
+    for (int i = 0; i < 12; i++) {
+        bool take_a = (i % 2 == 0 && ia < 5) || ib == 7;
+        tok[i] = take_a ? prompt_a[ia] : prompt_b[ib];
+        pos[i] = take_a ? ia++ : ib++;
+        seq[i] = take_a ? 0 : 1;
+        keep[i] = (take_a && ia == 5) || (!take_a && ib == 7);
+    }
+    oxl_ctx *ctx = new_ctx(2);
+    oxl_batch b = {.n_tokens = 12, .token = tok, .pos = pos, .seq_id = seq, .logits = keep};
+    cr_assert_eq(oxl_decode_batch(ctx, &b, &err), 0, "%s", err.msg);
+    for (int i = 0; i < 12; i++) {
+        if (keep[i]) {
+            const float *got = oxl_get_logits(ctx, i);
+            cr_assert_not_null(got);
+            cr_assert_eq(memcmp(got, seq[i] == 0 ? want_a : want_b, sizeof(float) * (size_t)n_vocab), 0,
+                         "sequence %d: batched logits differ from a separate run", seq[i]);
+        } else {
+            cr_assert_null(oxl_get_logits(ctx, i));
+        }
+    }
+    cr_assert_eq(oxl_seq_n_past(ctx, 0), 5);
+    cr_assert_eq(oxl_seq_n_past(ctx, 1), 7);
+    oxl_ctx_free(ctx);
+}
+
+Test(context, bad_batches_change_nothing) {
+    oxl_error err = {0};
+    oxl_ctx *ctx = new_ctx(2);
+    const oxl_token tok[2] = {1, 403};
+    const int32_t seq_bad[2] = {0, 2}, seq_ok[2] = {0, 0};
+    const int32_t pos_gap[2] = {0, 2}, pos_ok[2] = {0, 1};
+    oxl_batch b = {.n_tokens = 2, .token = tok, .pos = pos_ok, .seq_id = seq_bad};
+    cr_assert_eq(oxl_decode_batch(ctx, &b, &err), -1);
+    cr_assert(strstr(err.msg, "sequence 2"), "%s", err.msg);
+    b.seq_id = seq_ok;
+    b.pos = pos_gap;
+    cr_assert_eq(oxl_decode_batch(ctx, &b, &err), -1);
+    cr_assert(strstr(err.msg, "position 2"), "%s", err.msg);
+    const oxl_token bad_tok[2] = {1, 100000};
+    b.pos = pos_ok;
+    b.token = bad_tok;
+    cr_assert_eq(oxl_decode_batch(ctx, &b, &err), -1);
+    cr_assert(strstr(err.msg, "outside the vocabulary"), "%s", err.msg);
+    cr_assert_eq(oxl_seq_n_past(ctx, 0), 0);
+    oxl_ctx_free(ctx);
+}
+
+Test(context, a_full_sequence_is_refused) {
+    oxl_error err = {0};
+    oxl_ctx *ctx = new_ctx(1);
+    oxl_token toks[65];
+    for (int i = 0; i < 65; i++) {
+        toks[i] = 1 + i;
+    }
+    cr_assert_eq(oxl_decode(ctx, toks, 65, false, &err), -1);
+    cr_assert(strstr(err.msg, "full"), "%s", err.msg);
+    cr_assert_eq(oxl_decode(ctx, toks, 64, false, &err), 0, "%s", err.msg);
+    oxl_ctx_free(ctx);
+}
