@@ -115,8 +115,9 @@ int oxl_golden_tokenizer(const char *vocab_path, oxl_golden_report *r, oxl_error
             n_same++;
         char shown[256];
         preview(s, len, shown, sizeof shown);
-        oxl_golden_line(r, n_got == n_want && n_same == n_want, "tokenize case %d '%s'  %d ids (llama.cpp %d), first %d equal",
-                        n_case + 1, shown, n_got, n_want, n_same);
+        oxl_golden_line(r, n_got == n_want && n_same == n_want,
+                        "tokenize case %d '%s'  %d ids (llama.cpp %d), first %d equal", n_case + 1, shown, n_got,
+                        n_want, n_same);
         line = nl ? nl + 1 : out_end;
         if (!e)
             break;

@@ -847,7 +847,10 @@ static size_t utf8_incomplete_tail(const unsigned char *s, size_t n) {
     if (cont == n)
         return 0;
     unsigned char lead = s[n - 1 - cont];
-    size_t need = lead >= 0xF0 && lead <= 0xF7 ? 4 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xC0 && lead <= 0xDF ? 2 : 1;
+    size_t need = lead >= 0xF0 && lead <= 0xF7   ? 4
+                  : lead >= 0xE0 && lead <= 0xEF ? 3
+                  : lead >= 0xC0 && lead <= 0xDF ? 2
+                                                 : 1;
     return need > cont + 1 ? cont + 1 : 0;
 }
 

@@ -1,8 +1,9 @@
 /* SPM tokenizer: llama.cpp's conformance fixtures (golden/tokenizer, read with the conventions of
- * llama.cpp's tests/test-tokenizer-0.cpp), the prompt ids llama.cpp gave stories260K
- * (golden/models/stories260K.*.gguf, tensor `tokens`), round trips, byte fallback checked against the ids the vocabulary
- * file itself gives the <0xXX> tokens, streaming detokenization, special-token parsing, and crafted
- * vocabularies for merge priority and load errors. */
+ * llama.cpp's tests/test-tokenizer-0.cpp), the prompt ids llama.cpp gave stories260K (tensor `tokens`
+ * of golden/models/stories260K.*.gguf) and the ids llama-perplexity stored for stories.txt, round
+ * trips, byte fallback checked against the ids the vocabulary file itself gives the <0xXX> tokens,
+ * streaming detokenization, special-token parsing, and crafted vocabularies for merge priority and
+ * load errors. */
 #include "gguf.h"
 #include "gguf_craft.h"
 #include "golden.h"
@@ -254,7 +255,11 @@ Test(tokenizer, roundtrip_stories260K) {
 /* True when s[0..n) is a sequence of complete, well-formed UTF-8 characters. */
 static bool utf8_complete(const unsigned char *s, size_t n) {
     for (size_t i = 0; i < n;) {
-        size_t k = s[i] < 0x80 ? 1 : (s[i] & 0xE0) == 0xC0 ? 2 : (s[i] & 0xF0) == 0xE0 ? 3 : (s[i] & 0xF8) == 0xF0 ? 4 : 0;
+        size_t k = s[i] < 0x80             ? 1
+                   : (s[i] & 0xE0) == 0xC0 ? 2
+                   : (s[i] & 0xF0) == 0xE0 ? 3
+                   : (s[i] & 0xF8) == 0xF0 ? 4
+                                           : 0;
         if (k == 0 || i + k > n)
             return false;
         for (size_t j = 1; j < k; j++)
