@@ -159,6 +159,12 @@ static int find_model(const oxl_gguf *g, const char *golden_path, char *out, siz
 }
 
 int oxl_golden_run_file(const char *path, const char *model_path, oxl_golden_report *r, oxl_error *err) {
+    /* a vocabulary with llama.cpp's tokenizer fixtures beside it (<vocab>.gguf.inp / .out) */
+    char inp[4096];
+    snprintf(inp, sizeof inp, "%s.inp", path);
+    if (access(inp, R_OK) == 0) {
+        return oxl_golden_tokenizer(path, r, err);
+    }
     oxl_gguf *g = oxl_gguf_open(path, err);
     if (!g) {
         return -1;

@@ -41,3 +41,10 @@ set_tests_properties(info-stories PROPERTIES
 add_test(NAME info-rejects-truncated COMMAND sh -c "head -c 100 '${M}/stories260K.gguf' > '${CMAKE_CURRENT_BINARY_DIR}/trunc.gguf' && '${OXL_BIN}' info '${CMAKE_CURRENT_BINARY_DIR}/trunc.gguf'")
 set_tests_properties(info-rejects-truncated PROPERTIES
   PASS_REGULAR_EXPRESSION "trunc\\.gguf: .*byte")
+
+# llama.cpp's tokenizer conformance fixtures, through the golden runner.
+file(GLOB OXL_TOKENIZER_GOLDENS ${G}/tokenizer/*.gguf)
+add_test(NAME golden-tokenizer COMMAND ${OXL_BIN} golden ${OXL_TOKENIZER_GOLDENS})
+# oxillama tokenize prints llama-tokenize's shapes; the ids are the golden prompt's (golden/models/stories260K.once.gguf).
+add_test(NAME tokenize-ids COMMAND ${OXL_BIN} tokenize -m ${M}/stories260K.gguf -p "Once upon a time" --ids)
+set_tests_properties(tokenize-ids PROPERTIES PASS_REGULAR_EXPRESSION "^\\[1, 403, 407, 261, 378\\]")

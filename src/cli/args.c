@@ -199,3 +199,36 @@ char *oxl_read_text_file(const char *path, size_t *len) {
     return buf;
 }
 
+
+/* Backslash escapes in -p, as llama.cpp applies them to prompts (common.cpp string_process_escapes):
+ * \n \r \t \' \" \\ and \xHH; any other escape is kept as written. Works in place; returns the new
+ * length. */
+size_t oxl_process_escapes(char *s, size_t len) {
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] != '\\' || i + 1 >= len) {
+            s[o++] = s[i];
+            continue;
+        }
+        char c = s[++i];
+        switch (c) {
+        case 'n': s[o++] = '\n'; break;
+        case 'r': s[o++] = '\r'; break;
+        case 't': s[o++] = '\t'; break;
+        case '\'': case '"': case '\\': s[o++] = c; break;
+        default:
+            if (c == 'x' && i + 2 < len) {
+                char hex[3] = {s[i + 1], s[i + 2], 0}, *end;
+                long val = strtol(hex, &end, 16);
+                if (end == hex + 2) {
+                    s[o++] = (char)val;
+                    i += 2;
+                    break;
+                }
+            }
+            s[o++] = '\\';
+            s[o++] = c;
+        }
+    }
+    return o;
+}

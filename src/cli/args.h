@@ -42,4 +42,8 @@ const char *oxl_opts_model(const oxl_opts *o);
 /* Reads a whole file into a NUL-terminated buffer (caller frees); NULL with a message on stderr. */
 char *oxl_read_text_file(const char *path, size_t *len);
 
+/* llama.cpp's prompt escapes (common.cpp string_process_escapes): \n \r \t \' \" \\ and \xHH,
+ * in place; returns the new length. */
+size_t oxl_process_escapes(char *s, size_t len);
+
 #endif

@@ -32,7 +32,13 @@ int oxl_cmd_run(int argc, char **argv) {
         }
         prompt = file_text;
     } else if (prompt) {
-        prompt_len = strlen(prompt);
+        /* -p text gets llama.cpp's escape processing; -f text is used as it is */
+        file_text = strdup(prompt);
+        if (!file_text) {
+            return 1;
+        }
+        prompt_len = oxl_process_escapes(file_text, strlen(file_text));
+        prompt = file_text;
     } else {
         prompt = "";
     }

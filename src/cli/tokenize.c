@@ -11,39 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Backslash escapes in -p, as llama.cpp applies them to prompts (common.cpp string_process_escapes):
- * \n \r \t \' \" \\ and \xHH; any other escape is kept as written. Works in place; returns the new
- * length. */
-static size_t process_escapes(char *s, size_t len) {
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] != '\\' || i + 1 >= len) {
-            s[o++] = s[i];
-            continue;
-        }
-        char c = s[++i];
-        switch (c) {
-        case 'n': s[o++] = '\n'; break;
-        case 'r': s[o++] = '\r'; break;
-        case 't': s[o++] = '\t'; break;
-        case '\'': case '"': case '\\': s[o++] = c; break;
-        default:
-            if (c == 'x' && i + 2 < len) {
-                char hex[3] = {s[i + 1], s[i + 2], 0}, *end;
-                long val = strtol(hex, &end, 16);
-                if (end == hex + 2) {
-                    s[o++] = (char)val;
-                    i += 2;
-                    break;
-                }
-            }
-            s[o++] = '\\';
-            s[o++] = c;
-        }
-    }
-    return o;
-}
-
 int oxl_cmd_tokenize(int argc, char **argv) {
     oxl_opts o;
     if (oxl_opts_parse(&o, argc, argv) != 0)
@@ -62,7 +29,7 @@ int oxl_cmd_tokenize(int argc, char **argv) {
             return 1;
         }
         memcpy(text, o.prompt, len + 1);
-        len = process_escapes(text, len);
+        len = oxl_process_escapes(text, len);
     } else if (o.file) {
         text = oxl_read_text_file(o.file, &len);
         if (!text)
