@@ -1,28 +1,16 @@
 /* Reference quantizers (ggml/src/ggml-quants.c and ggml.c): one row function per format in a
- * table; the arithmetic follows ggml's expression order so the bytes are identical. */
+ * table; the arithmetic follows ggml's expression order so the bytes are identical. The formats
+ * q8_0, q4_0, f16, bf16 are here; q4_1, q5_0, q5_1, q8_1 in quantize_legacy.c, the K-quants and
+ * q8_K in quantize_k.c, the shared scale searches in quantize_search.c. */
 #include "quantize.h"
 
 #include "error.h"
+#include "quantize_impl.h"
 #include "oxl_blocks.h"
 #include "oxl_fp16.h"
 
 #include <math.h>
 #include <string.h>
-
-/* One row of ne0 floats; imatrix is NULL or ne0 weights. */
-typedef void (*oxl_quantize_row_fn)(const float *x, void *y, int64_t ne0, const float *imatrix);
-
-/* ggml's MIN/MAX-free helpers */
-static inline int oxl_imin(int a, int b) { return a < b ? a : b; }
-static inline int oxl_imax(int a, int b) { return a > b ? a : b; }
-
-/* Round to nearest (ties to even) for |v| <= 2^22 by adding 1.5 * 2^23 (ggml's nearest_int). */
-static inline int oxl_nearest_int(float v) {
-    const float t = v + 12582912.0f;
-    int32_t i;
-    memcpy(&i, &t, sizeof i);
-    return (i & 0x007fffff) - 0x00400000;
-}
 
 /* quantize_row_q8_0_ref: d = amax/127, q = round(x / d) (roundf: ties away from zero) */
 static void oxl_quantize_row_q8_0(const float *x, void *vy, int64_t ne0, const float *imatrix) {
@@ -63,53 +51,6 @@ static void oxl_quantize_row_q4_0_plain(const float *x, oxl_block_q4_0 *y, int64
             y[ib].qs[j] = (uint8_t)(q0 | (q1 << 4));
         }
     }
-}
-
-/* make_qx_quants with rmse_type 1 and weights w: levels L in [0, 2 nmax) minimising the weighted
- * error over 19 candidate scales around -nmax/max; returns the scale. */
-static float oxl_make_qx_quants(int n, int nmax, const float *x, int8_t *L, const float *w) {
-    float max = 0.0f, amax = 0.0f;
-    for (int i = 0; i < n; i++) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < 1e-15f) { /* all zero */
-        memset(L, 0, (size_t)n);
-        return 0.0f;
-    }
-    float iscale = -nmax / max;
-    float sumlx = 0.0f, suml2 = 0.0f;
-    for (int i = 0; i < n; i++) {
-        const int l = oxl_imax(-nmax, oxl_imin(nmax - 1, oxl_nearest_int(iscale * x[i])));
-        L[i] = (int8_t)(l + nmax);
-        sumlx += w[i] * x[i] * l;
-        suml2 += w[i] * l * l;
-    }
-    float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
-    float best = scale * sumlx;
-    for (int is = -9; is <= 9; is++) {
-        if (is == 0) {
-            continue;
-        }
-        iscale = -(nmax + 0.1f * is) / max;
-        sumlx = suml2 = 0.0f;
-        for (int i = 0; i < n; i++) {
-            const int l = oxl_imax(-nmax, oxl_imin(nmax - 1, oxl_nearest_int(iscale * x[i])));
-            sumlx += w[i] * x[i] * l;
-            suml2 += w[i] * l * l;
-        }
-        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-            for (int i = 0; i < n; i++) {
-                L[i] = (int8_t)(nmax + oxl_imax(-nmax, oxl_imin(nmax - 1, oxl_nearest_int(iscale * x[i]))));
-            }
-            scale = sumlx / suml2;
-            best = scale * sumlx;
-        }
-    }
-    return scale;
 }
 
 /* quantize_row_q4_0_impl: with an imatrix, weights qw[j] * sqrt(sigma2 + x[j]^2) where sigma2 is
@@ -170,6 +111,16 @@ static const struct {
     [OXL_TYPE_BF16] = {oxl_quantize_row_bf16, false},
     [OXL_TYPE_Q8_0] = {oxl_quantize_row_q8_0, false},
     [OXL_TYPE_Q4_0] = {oxl_quantize_row_q4_0, true},
+    [OXL_TYPE_Q4_1] = {oxl_quantize_row_q4_1, true},
+    [OXL_TYPE_Q5_0] = {oxl_quantize_row_q5_0, true},
+    [OXL_TYPE_Q5_1] = {oxl_quantize_row_q5_1, true},
+    [OXL_TYPE_Q8_1] = {oxl_quantize_row_q8_1, false},
+    [OXL_TYPE_Q2_K] = {oxl_quantize_row_q2_K, true},
+    [OXL_TYPE_Q3_K] = {oxl_quantize_row_q3_K, true},
+    [OXL_TYPE_Q4_K] = {oxl_quantize_row_q4_K, true},
+    [OXL_TYPE_Q5_K] = {oxl_quantize_row_q5_K, true},
+    [OXL_TYPE_Q6_K] = {oxl_quantize_row_q6_K, true},
+    [OXL_TYPE_Q8_K] = {oxl_quantize_row_q8_K, false},
 };
 
 bool oxl_quantize_supported(oxl_type t) {

@@ -12,7 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Formats with kernels: the whole golden runner applies. */
 static const char *const quant_golden_files[] = {"f16", "bf16", "q8_0", "q4_0"};
+/* Every format with a reference quantizer. */
+static const char *const quant_reference_files[] = {"f16",  "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q8_1",
+                                                     "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_K"};
 
 static oxl_gguf *open_quant_golden(const char *fmt) {
     char path[4096];
@@ -24,14 +28,14 @@ static oxl_gguf *open_quant_golden(const char *fmt) {
 }
 
 Test(quantize, reference_bytes_equal_golden_q_and_q_imatrix) {
-    for (size_t i = 0; i < sizeof quant_golden_files / sizeof quant_golden_files[0]; i++) {
-        oxl_gguf *g = open_quant_golden(quant_golden_files[i]);
+    for (size_t i = 0; i < sizeof quant_reference_files / sizeof quant_reference_files[0]; i++) {
+        oxl_gguf *g = open_quant_golden(quant_reference_files[i]);
         oxl_quant_golden qg;
         oxl_error err = {{0}};
         cr_assert_eq(oxl_quant_golden_read(g, &qg, &err), 0, "%s", err.msg);
         oxl_golden_report r = {stderr, 0, 0};
         oxl_golden_check_reference_quant(&qg, &r);
-        cr_expect(r.n_pass == 2 && r.n_fail == 0, "%s: %d of 2 reference checks failed", quant_golden_files[i],
+        cr_expect(r.n_pass == 2 && r.n_fail == 0, "%s: %d of 2 reference checks failed", quant_reference_files[i],
                   r.n_fail);
         oxl_gguf_close(g);
     }
@@ -69,6 +73,35 @@ Test(quantize, refuses_partial_blocks_and_unsupported_types) {
     oxl_error err = {{0}};
     cr_assert_eq(oxl_quantize_rows(OXL_TYPE_Q8_0, x, y, 1, 48, NULL, &err), -1);
     cr_expect(strstr(err.msg, "48") != NULL, "message: %s", err.msg);
-    cr_assert_eq(oxl_quantize_rows(OXL_TYPE_Q4_K, x, y, 1, 256, NULL, &err), -1);
-    cr_expect(strstr(err.msg, "q4_K") != NULL, "message: %s", err.msg);
+    cr_assert_eq(oxl_quantize_rows(OXL_TYPE_IQ2_XXS, x, y, 1, 256, NULL, &err), -1);
+    cr_expect(strstr(err.msg, "iq2_xxs") != NULL, "message: %s", err.msg);
+}
+
+/* Finite input of any magnitude (the largest floats, subnormals, mixed signs, constant rows) must
+ * quantize without a crash in every format, with and without an importance matrix. */
+Test(quantize, extreme_finite_input_never_crashes) {
+    enum { NE0 = 256, NROWS = 6 };
+    static float x[NROWS * NE0];
+    float imatrix[NE0];
+    for (int j = 0; j < NE0; j++) {
+        x[0 * NE0 + j] = (j & 1) ? 3.4e38f : -3.4e38f;
+        x[1 * NE0 + j] = (j % 3) ? 1e-45f : -1e-44f;
+        x[2 * NE0 + j] = 7.0f;
+        x[3 * NE0 + j] = j == 17 ? 3e38f : 1e-30f * (float)j;
+        x[4 * NE0 + j] = 0.0f;
+        x[5 * NE0 + j] = -65504.0f * (float)(j % 5);
+        imatrix[j] = j % 4 ? 1e30f : 0.0f;
+    }
+    static uint8_t y[NROWS * NE0 * 4];
+    int n_types = 0;
+    for (int t = 0; t < OXL_TYPE_COUNT; t++) {
+        if (!oxl_quantize_supported((oxl_type)t)) {
+            continue;
+        }
+        n_types++;
+        oxl_error err = {{0}};
+        cr_expect_eq(oxl_quantize_rows((oxl_type)t, x, y, NROWS, NE0, NULL, &err), 0, "%s", err.msg);
+        cr_expect_eq(oxl_quantize_rows((oxl_type)t, x, y, NROWS, NE0, imatrix, &err), 0, "%s", err.msg);
+    }
+    cr_expect_geq(n_types, 15);
 }

@@ -1,0 +1,57 @@
+/* Internal to the reference quantizers (src/quantize*.c): ggml's rounding helper, the scale searches
+ * of ggml/src/ggml-quants.c, and the per-format row functions collected in quantize.c's table. */
+#ifndef OXL_QUANTIZE_IMPL_H
+#define OXL_QUANTIZE_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Below this, a group counts as all zero (ggml's GROUP_MAX_EPS). */
+#define OXL_GROUP_MAX_EPS 1e-15f
+
+static inline int oxl_imin(int a, int b) { return a < b ? a : b; }
+static inline int oxl_imax(int a, int b) { return a > b ? a : b; }
+
+/* Round to nearest (ties to even) by adding 1.5 * 2^23 (ggml's nearest_int). Exact for
+ * |v| <= 2^22; beyond that the result is wrong but defined, as in ggml (which only asserts). */
+static inline int oxl_nearest_int(float v) {
+    const float t = v + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &t, sizeof i);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+/* One row of ne0 floats into its blocks; imatrix is NULL or ne0 weights. */
+typedef void (*oxl_quantize_row_fn)(const float *x, void *y, int64_t ne0, const float *imatrix);
+
+/* make_qx_quants (rmse_type 1): signed levels in [-nmax, nmax) stored offset by nmax in L, the
+ * scale chosen among 19 candidates by weighted least squares; weights w, or x^2 when w is NULL.
+ * Returns the scale (0 for an all-zero group). */
+float oxl_make_qx_quants(int n, int nmax, const float *x, int8_t *L, const float *w);
+/* make_q3_quants with do_rmse: make_qx's first guess refined by up to 5 coordinate passes, x^2 weights. */
+float oxl_make_q3_quants(int n, int nmax, const float *x, int8_t *L);
+/* make_qkx2_quants: levels in [0, nmax] with a scale and a non-positive minimum (returned negated in
+ * *the_min), searching nstep+1 scales from (nmax + rmin)/(max - min) in steps of rdelta;
+ * use_mad: absolute instead of squared error. Laux: n bytes of scratch. */
+float oxl_make_qkx2_quants(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,
+                           uint8_t *Laux, float rmin, float rdelta, int nstep, bool use_mad);
+/* make_qkx3_quants: as qkx2, with x^2 weights when w is NULL and max <= min as the flat case. */
+float oxl_make_qkx3_quants(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,
+                           uint8_t *Laux, float rmin, float rdelta, int nstep, bool use_mad);
+/* make_qp_quants: non-negative x (block scales) to levels in [0, nmax] with weights w. */
+float oxl_make_qp_quants(int n, int nmax, const float *x, uint8_t *L, const float *w);
+
+/* Row functions of quantize_k.c (K-quants and q8_K) and quantize_legacy.c. */
+void oxl_quantize_row_q4_1(const float *x, void *y, int64_t ne0, const float *imatrix);
+void oxl_quantize_row_q5_0(const float *x, void *y, int64_t ne0, const float *imatrix);
+void oxl_quantize_row_q5_1(const float *x, void *y, int64_t ne0, const float *imatrix);
+void oxl_quantize_row_q8_1(const float *x, void *y, int64_t ne0, const float *imatrix);
+void oxl_quantize_row_q2_K(const float *x, void *y, int64_t ne0, const float *imatrix);
+void oxl_quantize_row_q3_K(const float *x, void *y, int64_t ne0, const float *imatrix);
+void oxl_quantize_row_q4_K(const float *x, void *y, int64_t ne0, const float *imatrix);
+void oxl_quantize_row_q5_K(const float *x, void *y, int64_t ne0, const float *imatrix);
+void oxl_quantize_row_q6_K(const float *x, void *y, int64_t ne0, const float *imatrix);
+void oxl_quantize_row_q8_K(const float *x, void *y, int64_t ne0, const float *imatrix);
+
+#endif
