@@ -52,6 +52,8 @@ void oxl_model_free(oxl_model *model);
 int32_t oxl_model_n_vocab(const oxl_model *model);
 int32_t oxl_model_n_ctx_train(const oxl_model *model);
 int32_t oxl_model_n_embd(const oxl_model *model);
+uint64_t oxl_model_n_params(const oxl_model *model); /* elements of all tensors */
+uint64_t oxl_model_size(const oxl_model *model);     /* bytes of all tensor data */
 /* A one-line description: architecture, parameter count, file type. Owned by the model. */
 const char *oxl_model_desc(const oxl_model *model);
 

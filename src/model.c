@@ -52,6 +52,7 @@ oxl_model *oxl_model_from_gguf(oxl_gguf *g, oxl_error *err) {
     for (int64_t i = 0; i < oxl_gguf_n_tensors(g); i++) {
         const oxl_gguf_tensor *t = oxl_gguf_tensor_at(g, i);
         m->n_params += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        m->n_bytes += t->nbytes;
     }
     snprintf(m->desc, sizeof m->desc, "%s %.2fM params, %d layers, n_embd %d", arch->name,
              (double)m->n_params / 1e6, m->hp.n_layer, m->hp.n_embd);
@@ -82,6 +83,8 @@ int32_t oxl_model_n_vocab(const oxl_model *m) { return m->hp.n_vocab; }
 int32_t oxl_model_n_ctx_train(const oxl_model *m) { return m->hp.n_ctx_train; }
 int32_t oxl_model_n_embd(const oxl_model *m) { return m->hp.n_embd; }
 const char *oxl_model_desc(const oxl_model *m) { return m->desc; }
+uint64_t oxl_model_n_params(const oxl_model *m) { return (uint64_t)m->n_params; }
+uint64_t oxl_model_size(const oxl_model *m) { return (uint64_t)m->n_bytes; }
 
 /* ---- tokenizer: the vocabulary does the work ---- */
 

@@ -33,6 +33,7 @@ struct oxl_model {
     oxl_hparams hp;
     void *weights;                 /* the architecture's weight struct (arch->free_weights) */
     int64_t n_params;
+    int64_t n_bytes;               /* tensor data */
     char desc[160];
 };
 

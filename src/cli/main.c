@@ -15,6 +15,7 @@ static const verb verbs[] = {
     {"info", oxl_cmd_info, "show a GGUF file's metadata and tensors"},
     {"tokenize", oxl_cmd_tokenize, "show the tokens of a text"},
     {"perplexity", oxl_cmd_perplexity, "perplexity and KL divergence over a text file"},
+    {"bench", oxl_cmd_bench, "speed, as llama-bench measures it"},
     {"golden", oxl_cmd_golden, "check parity with llama.cpp reference files"},
 };
 

@@ -1,0 +1,427 @@
+/* oxillama bench: llama.cpp's llama-bench tests and output columns (tools/llama-bench), so results
+ * read side by side with llama-bench's:
+ *   ppN    prompt processing: N random tokens (BOS first) decoded as one batch, from an empty cache
+ *   tgN    text generation: N tokens decoded one per call, from an empty cache
+ *   ppN+tgM  both, t/s over N+M tokens
+ * Each test runs once to warm up, then -r times; t/s is the mean ± sample standard deviation.
+ * --roofline adds, for generation, the share of the memory-bandwidth bound: bytes of weights read
+ * per token (every tensor but token_embd) × t/s ÷ the read bandwidth measured here with the same
+ * threads. */
+#include "cli.h"
+#include "gguf.h"
+#include "oxillama.h"
+#include "threads.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_LIST 16
+
+typedef struct bench_opts {
+    char *models[MAX_LIST];
+    int n_models;
+    int n_prompt[MAX_LIST], n_n_prompt;
+    int n_gen[MAX_LIST], n_n_gen;
+    int pg[MAX_LIST][2], n_pg;
+    int threads[MAX_LIST], n_threads;
+    int reps;
+    int n_batch;
+    oxl_kv_type type_k, type_v;
+    oxl_flash_attn flash_attn;
+    const char *output;
+    bool roofline;
+} bench_opts;
+
+typedef struct bench_test {
+    int n_prompt, n_gen;
+} bench_test;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Splits a comma-separated list of positive integers; -1 on a bad element. */
+static int parse_int_list(char *s, int *out, int cap) {
+    int n = 0;
+    for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+        char *end;
+        long v = strtol(tok, &end, 10);
+        if (*end || v < 0 || v > (1 << 24) || n == cap) {
+            return -1;
+        }
+        out[n++] = (int)v;
+    }
+    return n;
+}
+
+static int parse_kv(const char *v, oxl_kv_type *t) {
+    if (!strcmp(v, "f16")) {
+        *t = OXL_KV_F16;
+    } else if (!strcmp(v, "f32")) {
+        *t = OXL_KV_F32;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+static void usage(void) {
+    printf("usage: oxillama bench -m FILE[,FILE...] [-p 512] [-n 128] [-pg 512,128] [-t N[,N...]] [-r 5]\n"
+           "                      [-b 2048] [-o md|csv|json] [-ctk f16|f32] [-ctv f16|f32] [-fa on|off]\n"
+           "                      [--roofline]\n");
+}
+
+static int parse_opts(bench_opts *o, int argc, char **argv) {
+    memset(o, 0, sizeof *o);
+    o->reps = 5;
+    o->n_batch = 2048;
+    o->type_k = o->type_v = OXL_KV_F16;
+    o->flash_attn = OXL_FLASH_ATTN_AUTO;
+    o->output = "md";
+    bool set_p = false, set_n = false, set_pg = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--roofline")) {
+            o->roofline = true;
+            continue;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            exit(0);
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "error: %s needs a value\n", a);
+            return -1;
+        }
+        char *v = argv[++i];
+        int bad = 0;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            for (char *tok = strtok(v, ","); tok && !bad; tok = strtok(NULL, ",")) {
+                bad = o->n_models == MAX_LIST;
+                if (!bad) {
+                    o->models[o->n_models++] = tok;
+                }
+            }
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) {
+            set_p = true;
+            bad = (o->n_n_prompt = parse_int_list(v, o->n_prompt, MAX_LIST)) < 0;
+        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) {
+            set_n = true;
+            bad = (o->n_n_gen = parse_int_list(v, o->n_gen, MAX_LIST)) < 0;
+        } else if (!strcmp(a, "-pg")) {
+            int pair[2];
+            set_pg = true;
+            bad = parse_int_list(v, pair, 2) != 2 || o->n_pg == MAX_LIST;
+            if (!bad) {
+                o->pg[o->n_pg][0] = pair[0];
+                o->pg[o->n_pg][1] = pair[1];
+                o->n_pg++;
+            }
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            bad = (o->n_threads = parse_int_list(v, o->threads, MAX_LIST)) <= 0;
+        } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
+            o->reps = atoi(v);
+            bad = o->reps < 1 || o->reps > 1000;
+        } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
+            o->n_batch = atoi(v);
+            bad = o->n_batch < 1;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            o->output = v;
+            bad = strcmp(v, "md") && strcmp(v, "csv") && strcmp(v, "json");
+        } else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) {
+            bad = parse_kv(v, &o->type_k);
+        } else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) {
+            bad = parse_kv(v, &o->type_v);
+        } else if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
+            bad = strcmp(v, "on") && strcmp(v, "off") && strcmp(v, "1") && strcmp(v, "0");
+            o->flash_attn = (!strcmp(v, "off") || !strcmp(v, "0")) ? OXL_FLASH_ATTN_OFF : OXL_FLASH_ATTN_ON;
+        } else {
+            fprintf(stderr, "error: unknown option '%s'\n", a);
+            return -1;
+        }
+        if (bad) {
+            fprintf(stderr, "error: %s: invalid value '%s'\n", a, v);
+            return -1;
+        }
+    }
+    if (o->n_models == 0) {
+        fprintf(stderr, "error: bench needs a model (-m)\n");
+        return -1;
+    }
+    /* llama-bench's defaults: -p 512 -n 128, one thread count = physical cores */
+    if (!set_p && !set_pg) {
+        o->n_prompt[o->n_n_prompt++] = 512;
+    }
+    if (!set_n && !set_pg) {
+        o->n_gen[o->n_n_gen++] = 128;
+    }
+    if (o->n_threads == 0) {
+        o->threads[o->n_threads++] = oxl_n_physical_cores();
+    }
+    return 0;
+}
+
+/* Read bandwidth in bytes/s: a streaming sum over a 1 GiB buffer split over n threads. */
+typedef struct bw_task {
+    const float *buf;
+    size_t n;
+    double sums[64];
+} bw_task;
+
+static void bw_worker(void *arg, int ith, int nth) {
+    bw_task *t = arg;
+    int64_t lo, hi;
+    oxl_split_range((int64_t)t->n, ith, nth, &lo, &hi);
+    float acc[16] = {0};
+    for (int64_t i = lo; i + 16 <= hi; i += 16) {
+        for (int k = 0; k < 16; k++) {
+            acc[k] += t->buf[i + k];
+        }
+    }
+    double s = 0;
+    for (int k = 0; k < 16; k++) {
+        s += acc[k];
+    }
+    t->sums[ith % 64] = s;
+}
+
+static double measure_bandwidth(int n_threads) {
+    const size_t n = (size_t)1 << 28; /* 1 GiB of floats */
+    float *buf = malloc(n * sizeof(float));
+    oxl_error err = {0};
+    oxl_pool *pool = oxl_pool_new(n_threads, &err);
+    if (!buf || !pool) {
+        free(buf);
+        oxl_pool_free(pool);
+        return 0.0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        buf[i] = (float)(i & 7);
+    }
+    bw_task t = {.buf = buf, .n = n};
+    double best = 0.0;
+    for (int rep = 0; rep < 4; rep++) {
+        double t0 = now_s();
+        oxl_pool_run(pool, bw_worker, &t);
+        double bw = (double)(n * sizeof(float)) / (now_s() - t0);
+        best = bw > best ? bw : best;
+    }
+    oxl_pool_free(pool);
+    free(buf);
+    return best;
+}
+
+/* Bytes of weights a generated token reads: every tensor but the token embedding (a row look-up). */
+static double weight_bytes_per_token(const char *path) {
+    oxl_error err = {0};
+    oxl_gguf *g = oxl_gguf_open(path, &err);
+    if (!g) {
+        return 0.0;
+    }
+    double bytes = 0.0;
+    for (int64_t i = 0; i < oxl_gguf_n_tensors(g); i++) {
+        const oxl_gguf_tensor *t = oxl_gguf_tensor_at(g, i);
+        if (strcmp(t->name, "token_embd.weight") != 0) {
+            bytes += (double)t->nbytes;
+        }
+    }
+    oxl_gguf_close(g);
+    return bytes;
+}
+
+/* One timed run of a test from an empty cache; returns seconds, or -1 on a decode error. */
+static double run_test(oxl_ctx *ctx, const oxl_model *m, const bench_test *t, oxl_token *toks, int n_batch) {
+    const int32_t n_vocab = oxl_model_n_vocab(m);
+    const oxl_token bos = oxl_token_bos(m);
+    oxl_error err = {0};
+    oxl_ctx_truncate(ctx, 0);
+    for (int i = 0; i < t->n_prompt; i++) {
+        toks[i] = i == 0 && bos >= 0 ? bos : rand() % n_vocab;
+    }
+    double t0 = now_s();
+    for (int done = 0; done < t->n_prompt;) {
+        int nb = t->n_prompt - done < n_batch ? t->n_prompt - done : n_batch;
+        if (oxl_decode(ctx, toks + done, nb, false, &err) != 0) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            return -1.0;
+        }
+        done += nb;
+    }
+    oxl_token tok = t->n_prompt == 0 && bos >= 0 ? bos : rand() % n_vocab;
+    for (int i = 0; i < t->n_gen; i++) {
+        if (oxl_decode(ctx, &tok, 1, false, &err) != 0) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            return -1.0;
+        }
+        tok = rand() % n_vocab;
+    }
+    return now_s() - t0;
+}
+
+static void test_name(const bench_test *t, char *buf, size_t cap) {
+    if (t->n_prompt && t->n_gen) {
+        snprintf(buf, cap, "pp%d+tg%d", t->n_prompt, t->n_gen);
+    } else if (t->n_prompt) {
+        snprintf(buf, cap, "pp%d", t->n_prompt);
+    } else {
+        snprintf(buf, cap, "tg%d", t->n_gen);
+    }
+}
+
+static void print_json_string(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            printf("\\%c", c);
+        } else if (c < 0x20) {
+            printf("\\u%04x", c);
+        } else {
+            putchar(c);
+        }
+    }
+    putchar('"');
+}
+
+int oxl_cmd_bench(int argc, char **argv) {
+    bench_opts o;
+    if (parse_opts(&o, argc, argv) != 0) {
+        usage();
+        return 1;
+    }
+    bench_test tests[3 * MAX_LIST];
+    int n_tests = 0;
+    for (int i = 0; i < o.n_n_prompt; i++) {
+        if (o.n_prompt[i] > 0) {
+            tests[n_tests++] = (bench_test){o.n_prompt[i], 0};
+        }
+    }
+    for (int i = 0; i < o.n_n_gen; i++) {
+        if (o.n_gen[i] > 0) {
+            tests[n_tests++] = (bench_test){0, o.n_gen[i]};
+        }
+    }
+    for (int i = 0; i < o.n_pg; i++) {
+        tests[n_tests++] = (bench_test){o.pg[i][0], o.pg[i][1]};
+    }
+    const bool md = !strcmp(o.output, "md"), csv = !strcmp(o.output, "csv"), json = !strcmp(o.output, "json");
+    if (md) {
+        printf("| model                          |       size |     params | backend    | threads |            test |"
+               "                  t/s |%s\n",
+               o.roofline ? " bound % |" : "");
+        printf("| ------------------------------ | ---------: | ---------: | ---------- | ------: | --------------: |"
+               " -------------------: |%s\n",
+               o.roofline ? " ------: |" : "");
+    } else if (csv) {
+        printf("model_filename,model_desc,model_size,model_n_params,n_threads,n_prompt,n_gen,avg_ts,stddev_ts%s\n",
+               o.roofline ? ",bound_share" : "");
+    } else {
+        printf("[\n");
+    }
+    srand(1234);
+    int status = 0;
+    bool first_json = true;
+    for (int im = 0; im < o.n_models; im++) {
+        oxl_error err = {0};
+        oxl_model_params mp = oxl_model_default_params();
+        oxl_model *m = oxl_model_load(o.models[im], &mp, &err);
+        if (!m) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            status = 1;
+            continue;
+        }
+        const double bytes_tok = o.roofline ? weight_bytes_per_token(o.models[im]) : 0.0;
+        for (int it = 0; it < o.n_threads; it++) {
+            const double bw = o.roofline ? measure_bandwidth(o.threads[it]) : 0.0;
+            for (int k = 0; k < n_tests; k++) {
+                const bench_test *t = &tests[k];
+                oxl_ctx_params cp = oxl_ctx_default_params();
+                cp.n_ctx = t->n_prompt + t->n_gen + 1;
+                cp.n_batch = o.n_batch < cp.n_ctx ? o.n_batch : cp.n_ctx;
+                cp.n_threads = o.threads[it];
+                cp.type_k = o.type_k;
+                cp.type_v = o.type_v;
+                cp.flash_attn = o.flash_attn;
+                oxl_ctx *ctx = oxl_ctx_new(m, &cp, &err);
+                oxl_token *toks = malloc(sizeof(oxl_token) * (size_t)(t->n_prompt + 1));
+                if (!ctx || !toks) {
+                    fprintf(stderr, "error: %s\n", ctx ? "out of memory" : err.msg);
+                    oxl_ctx_free(ctx);
+                    free(toks);
+                    status = 1;
+                    continue;
+                }
+                double sum = 0.0, sum2 = 0.0;
+                bool ok = run_test(ctx, m, t, toks, cp.n_batch) >= 0; /* warm-up */
+                for (int r = 0; ok && r < o.reps; r++) {
+                    double s = run_test(ctx, m, t, toks, cp.n_batch);
+                    ok = s > 0;
+                    double ts = (t->n_prompt + t->n_gen) / s;
+                    sum += ts;
+                    sum2 += ts * ts;
+                }
+                oxl_ctx_free(ctx);
+                free(toks);
+                if (!ok) {
+                    status = 1;
+                    continue;
+                }
+                const double mean = sum / o.reps;
+                const double sd = o.reps > 1 ? sqrt(fmax(0.0, (sum2 - o.reps * mean * mean) / (o.reps - 1))) : 0.0;
+                const double bound = t->n_prompt == 0 && bw > 0 ? mean * bytes_tok / bw : 0.0;
+                char name[64];
+                test_name(t, name, sizeof name);
+                char desc[64];
+                snprintf(desc, sizeof desc, "%s", oxl_model_desc(m));
+                if (md) {
+                    char size[32], params[32], tps[48], bnd[16] = "";
+                    snprintf(size, sizeof size, "%.2f MiB", (double)oxl_model_size(m) / (1024.0 * 1024.0));
+                    snprintf(params, sizeof params, "%.2f M", (double)oxl_model_n_params(m) / 1e6);
+                    snprintf(tps, sizeof tps, "%.2f ± %.2f", mean, sd);
+                    if (o.roofline) {
+                        if (bound > 0) {
+                            snprintf(bnd, sizeof bnd, " %6.1f |", 100.0 * bound);
+                        } else {
+                            snprintf(bnd, sizeof bnd, "       |");
+                        }
+                    }
+                    printf("| %-30.30s | %10s | %10s | %-10s | %7d | %15s | %20s |%s\n", desc, size, params, "CPU",
+                           o.threads[it], name, tps, bnd);
+                } else if (csv) {
+                    printf("\"%s\",\"%s\",%llu,%llu,%d,%d,%d,%.6f,%.6f", o.models[im], desc,
+                           (unsigned long long)oxl_model_size(m), (unsigned long long)oxl_model_n_params(m),
+                           o.threads[it], t->n_prompt, t->n_gen, mean, sd);
+                    if (o.roofline) {
+                        printf(",%.4f", bound);
+                    }
+                    printf("\n");
+                } else if (json) {
+                    printf("%s  {\"model_filename\": ", first_json ? "" : ",\n");
+                    print_json_string(o.models[im]);
+                    printf(", \"model_desc\": ");
+                    print_json_string(desc);
+                    printf(", \"model_size\": %llu, \"model_n_params\": %llu, \"n_threads\": %d, \"n_prompt\": %d, "
+                           "\"n_gen\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f",
+                           (unsigned long long)oxl_model_size(m), (unsigned long long)oxl_model_n_params(m),
+                           o.threads[it], t->n_prompt, t->n_gen, mean, sd);
+                    if (o.roofline) {
+                        printf(", \"bound_share\": %.4f", bound);
+                    }
+                    printf("}");
+                    first_json = false;
+                }
+                fflush(stdout);
+            }
+        }
+        oxl_model_free(m);
+    }
+    if (json) {
+        printf("\n]\n");
+    }
+    return status;
+}
