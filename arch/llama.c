@@ -71,6 +71,11 @@ static int llama_load(oxl_model *m, oxl_error *err) {
                            path, hp->head_dim, hp->n_rot);
     }
 
+    /* each layer binds 9 tensors: refuse a block count the file cannot back before allocating per layer */
+    if (hp->n_layer > oxl_gguf_n_tensors(m->gguf) / 9) {
+        return oxl_err_set(err, "%s: llama.block_count = %d needs %lld tensors; the file has %lld", path, hp->n_layer,
+                           (long long)hp->n_layer * 9, (long long)oxl_gguf_n_tensors(m->gguf));
+    }
     llama_weights *w = calloc(1, sizeof *w);
     if (!w) {
         return oxl_err_set(err, "%s: out of memory", path);
