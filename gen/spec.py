@@ -30,15 +30,15 @@ class Format:
     quantized: bool
     fields: tuple = ()
     elem: str = ""            # C type of one element, for block size 1 formats
-    ops: tuple = ()           # kernel ops this format has: dequant, quant, vec_dot
+    ops: tuple = ()           # kernel ops this format has: dequant, quant, vec_dot, gemm
     isas: tuple = ()          # ISAs with cells for this format (empty: every ISA)
 
 
 # ggml's type ids (ggml.h enum ggml_type); ids not listed here (4, 5, 31..33, 36..38) were
 # removed from ggml and are not valid.
 FORMATS = (
-    Format(0, "f32", 1, 4, "f32", False, elem="float", ops=("dequant", "quant", "vec_dot")),
-    Format(1, "f16", 1, 2, "f16", False, elem="uint16_t", ops=("dequant", "quant", "vec_dot")),
+    Format(0, "f32", 1, 4, "f32", False, elem="float", ops=("dequant", "quant", "vec_dot", "gemm")),
+    Format(1, "f16", 1, 2, "f16", False, elem="uint16_t", ops=("dequant", "quant", "vec_dot", "gemm")),
     Format(2, "q4_0", 32, 18, "q8_0", True, (("d", "f16", 1), ("qs", "u8", 16)),
            ops=("dequant", "vec_dot")),
     Format(3, "q4_1", 32, 20, "q8_1", True, (("d", "f16", 1), ("m", "f16", 1), ("qs", "u8", 16))),
@@ -130,16 +130,17 @@ class Isa:
     features: tuple           # Feature names, all required
     arch: str = ""            # "x86" or "" (any)
     base: str = ""
+    gemm_tile: tuple = (1, 1)  # gemm register tile: (weight rows, activation columns)
 
 
 ISAS = (
     Isa("scalar", 0, (), ()),
     Isa("avx2", 1, ("-mavx2", "-mfma", "-mf16c"),
-        ("osxsave", "avx", "avx2", "fma", "f16c", "os_ymm"), arch="x86"),
+        ("osxsave", "avx", "avx2", "fma", "f16c", "os_ymm"), arch="x86", gemm_tile=(2, 2)),
     Isa("avx512bw", 2,
         ("-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq"),
         ("osxsave", "avx", "avx2", "fma", "f16c", "os_ymm", "avx512f", "avx512bw", "avx512vl",
-         "avx512dq", "os_zmm"), arch="x86", base="avx2"),
+         "avx512dq", "os_zmm"), arch="x86", base="avx2", gemm_tile=(4, 4)),
 )
 
 # Architecture guards: the C preprocessor test and the CMake processor regex for each arch.
@@ -147,14 +148,27 @@ ARCHES = {
     "x86": ("defined(__x86_64__) || defined(__i386__)", "x86_64|AMD64|amd64|i[3-6]86"),
 }
 
-# Kernel ops, with the function name pattern (XNNPACK style: what, then __isa).
-OPS = ("dequant", "quant", "vec_dot")
+# Kernel ops, with the function name pattern (XNNPACK style: what, then __isa). gemm computes a
+# block of outputs of a weight matrix times activation columns in the partner format, with the
+# register tile of the ISA in its name.
+OPS = ("dequant", "quant", "vec_dot", "gemm")
+
+# Formats whose f32 sums follow ggml's AVX-512 order exactly on every ISA (docs/kernels.md,
+# "Summation order"): vec_dot as ggml_vec_dot_f32/_f16, gemm as the llamafile tinyBLAS kernel.
+# The kernel tests compare these bit for bit with the scalar reference in tests/kernel_checker.c.
+# Other formats' dots only promise ggml's value to within summation noise.
+GGML_ORDER_FORMATS = ("f32", "f16")
+# gemm's reduction dimension must be a multiple of this (the lanes of one accumulator).
+GEMM_K_STEP = 16
 
 
 def kernel_name(op, fmt, isa):
     f = FORMAT_BY_NAME[fmt]
     if op == "vec_dot":
         return f"oxl_vec_dot_{f.name}_{f.partner}__{isa}"
+    if op == "gemm":
+        mr, nr = ISA_BY_NAME[isa].gemm_tile
+        return f"oxl_gemm_{f.name}_{f.partner}_{mr}x{nr}__{isa}"
     return f"oxl_{op}_{f.name}__{isa}"
 
 
@@ -202,6 +216,8 @@ def validate(template_formats):
         for op in f.ops:
             if op not in OPS:
                 errors.append(f"{f.name}: unknown op {op}")
+        if "gemm" in f.ops and f.name not in GGML_ORDER_FORMATS:
+            errors.append(f"{f.name}: gemm is only specified for the ggml-order formats {GGML_ORDER_FORMATS}")
         for i in f.isas:
             if i not in ISA_BY_NAME:
                 errors.append(f"{f.name}: unknown ISA {i}")
@@ -225,6 +241,8 @@ def validate(template_formats):
             errors.append(f"ISA {i.name}: base {i.base} must be a lower ISA")
         if i.arch and i.arch not in ARCHES:
             errors.append(f"ISA {i.name}: unknown arch {i.arch}")
+        if len(i.gemm_tile) != 2 or min(i.gemm_tile) < 1:
+            errors.append(f"ISA {i.name}: gemm_tile must be (rows >= 1, columns >= 1), got {i.gemm_tile}")
     if errors:
         raise SpecError("spec errors:\n  " + "\n  ".join(errors))
 

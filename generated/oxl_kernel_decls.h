@@ -6,12 +6,19 @@
 
 #include "oxl_types.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define OXL_KERNEL_SIG_dequant(fn) void fn(const void *restrict x, float *restrict y, int64_t n)
 #define OXL_KERNEL_SIG_quant(fn) void fn(const float *restrict x, void *restrict y, int64_t n)
 #define OXL_KERNEL_SIG_vec_dot(fn) \
     void fn(int64_t n, float *restrict s, const void *restrict x, const void *restrict y)
+#define OXL_KERNEL_SIG_gemm(fn)                                                                      \
+    void fn(int64_t k, int64_t m, int64_t n, const void *restrict a, size_t lda, const void *restrict b, \
+            size_t ldb, float *restrict c, int64_t ldc)
+
+/* gemm's k must be a multiple of this: the lanes of one accumulator */
+#define OXL_GEMM_K_STEP 16
 
 #define OXL_KERNEL(op, type, isa, fn) OXL_KERNEL_SIG_##op(fn);
 #include "oxl_kernel_list.inc"

@@ -183,11 +183,9 @@ static bool oxl_same_class(double a, double b) {
     return (isnan(a) && isnan(b)) || (isinf(a) && a == b);
 }
 
-void oxl_golden_check_vec_dot(const oxl_quant_golden *qg, oxl_vec_dot_fn fn, const char *name, oxl_golden_report *r) {
-    if (qg->dq == NULL || qg->yq == NULL || qg->dot == NULL) {
-        oxl_golden_line(r, false, "%s  %s has no tensors 'dq', 'yq' and 'dot'", name, qg->path);
-        return;
-    }
+/* got[row] (the kernel's dot of q row with yq row, computed by `what`) against the golden dot. */
+static void oxl_compare_dots(const oxl_quant_golden *qg, const float *got_rows, const char *what, const char *name,
+                             oxl_golden_report *r) {
     /* |terms| need yq as floats: its scalar dequantizer (checked bit-exact by its own cells) */
     oxl_kernels scalar;
     oxl_kernels_build(&scalar, OXL_ISA_SCALAR);
@@ -201,14 +199,13 @@ void oxl_golden_check_vec_dot(const oxl_quant_golden *qg, oxl_vec_dot_fn fn, con
         oxl_golden_line(r, false, "%s  out of memory", name);
         return;
     }
-    const size_t x_row = oxl_row_size(qg->type, qg->ne0), y_row = oxl_row_size(qg->yq_type, qg->ne0);
+    const size_t y_row = oxl_row_size(qg->yq_type, qg->ne0);
     double worst = 0.0, worst_f64 = 0.0;
     int bad_rows = 0;
     int64_t first_bad = -1;
     for (int64_t row = 0; row < qg->nrows; row++) {
         const void *yq = (const uint8_t *)qg->yq + row * y_row;
-        float got = 0.0f;
-        fn(qg->ne0, &got, (const uint8_t *)qg->q + row * x_row, yq);
+        const float got = got_rows[row];
         scalar.dequant[qg->yq_type](yq, yf, qg->ne0);
         double abs_terms = 0.0;
         for (int64_t i = 0; i < qg->ne0; i++) {
@@ -234,12 +231,58 @@ void oxl_golden_check_vec_dot(const oxl_quant_golden *qg, oxl_vec_dot_fn fn, con
     }
     free(yf);
     if (bad_rows == 0) {
-        oxl_golden_line(r, true, "%s  vec_dot vs dot: %lld rows, max |Δ|/Σ|terms| = %.3g (vs dot_f64: %.3g; tolerance %g)",
-                        name, (long long)qg->nrows, worst, worst_f64, OXL_DOT_TOLERANCE);
+        oxl_golden_line(r, true, "%s  %s vs dot: %lld rows, max |Δ|/Σ|terms| = %.3g (vs dot_f64: %.3g; tolerance %g)",
+                        name, what, (long long)qg->nrows, worst, worst_f64, OXL_DOT_TOLERANCE);
     } else {
-        oxl_golden_line(r, false, "%s  vec_dot vs dot: %d/%lld rows out of tolerance %g, first row %lld; max |Δ|/Σ|terms| = %.3g",
-                        name, bad_rows, (long long)qg->nrows, OXL_DOT_TOLERANCE, (long long)first_bad, worst);
+        oxl_golden_line(r, false, "%s  %s vs dot: %d/%lld rows out of tolerance %g, first row %lld; max |Δ|/Σ|terms| = %.3g",
+                        name, what, bad_rows, (long long)qg->nrows, OXL_DOT_TOLERANCE, (long long)first_bad, worst);
     }
+}
+
+void oxl_golden_check_vec_dot(const oxl_quant_golden *qg, oxl_vec_dot_fn fn, const char *name, oxl_golden_report *r) {
+    if (qg->dq == NULL || qg->yq == NULL || qg->dot == NULL) {
+        oxl_golden_line(r, false, "%s  %s has no tensors 'dq', 'yq' and 'dot'", name, qg->path);
+        return;
+    }
+    float *got = malloc((size_t)qg->nrows * sizeof(float));
+    if (got == NULL) {
+        oxl_golden_line(r, false, "%s  out of memory", name);
+        return;
+    }
+    const size_t x_row = oxl_row_size(qg->type, qg->ne0), y_row = oxl_row_size(qg->yq_type, qg->ne0);
+    for (int64_t row = 0; row < qg->nrows; row++) {
+        fn(qg->ne0, &got[row], (const uint8_t *)qg->q + row * x_row, (const uint8_t *)qg->yq + row * y_row);
+    }
+    oxl_compare_dots(qg, got, "vec_dot", name, r);
+    free(got);
+}
+
+void oxl_golden_check_gemm(const oxl_quant_golden *qg, oxl_gemm_fn fn, const char *name, oxl_golden_report *r) {
+    if (qg->dq == NULL || qg->yq == NULL || qg->dot == NULL) {
+        oxl_golden_line(r, false, "%s  %s has no tensors 'dq', 'yq' and 'dot'", name, qg->path);
+        return;
+    }
+    if (qg->ne0 % OXL_GEMM_K_STEP != 0) {
+        oxl_golden_line(r, false, "%s  rows of %lld are not a multiple of %d", name, (long long)qg->ne0, OXL_GEMM_K_STEP);
+        return;
+    }
+    /* every q row times every yq row; the diagonal holds the golden's row pairs */
+    float *c = malloc((size_t)qg->nrows * (size_t)qg->nrows * sizeof(float));
+    float *got = malloc((size_t)qg->nrows * sizeof(float));
+    if (c == NULL || got == NULL) {
+        free(c);
+        free(got);
+        oxl_golden_line(r, false, "%s  out of memory", name);
+        return;
+    }
+    fn(qg->ne0, qg->nrows, qg->nrows, qg->q, oxl_row_size(qg->type, qg->ne0), qg->yq,
+       oxl_row_size(qg->yq_type, qg->ne0), c, qg->nrows);
+    for (int64_t row = 0; row < qg->nrows; row++) {
+        got[row] = c[row * qg->nrows + row];
+    }
+    oxl_compare_dots(qg, got, "gemm", name, r);
+    free(c);
+    free(got);
 }
 
 void oxl_golden_check_reference_quant(const oxl_quant_golden *qg, oxl_golden_report *r) {
@@ -277,7 +320,7 @@ void oxl_golden_check_reference_quant(const oxl_quant_golden *qg, oxl_golden_rep
 
 /* ---- the runner: every kernel cell of the list whose format the file covers ---- */
 
-typedef enum oxl_cell_op { OXL_CELL_dequant, OXL_CELL_quant, OXL_CELL_vec_dot } oxl_cell_op;
+typedef enum oxl_cell_op { OXL_CELL_dequant, OXL_CELL_quant, OXL_CELL_vec_dot, OXL_CELL_gemm } oxl_cell_op;
 
 static const struct {
     oxl_cell_op op;
@@ -288,6 +331,7 @@ static const struct {
         oxl_dequant_fn dequant;
         oxl_quant_fn quant;
         oxl_vec_dot_fn vec_dot;
+        oxl_gemm_fn gemm;
     } fn;
 } oxl_cells[] = {
 #define OXL_KERNEL(op, type, isa, fn) {OXL_CELL_##op, type, isa, #fn, {.op = fn}},
@@ -325,6 +369,9 @@ int oxl_golden_quant(const oxl_gguf *g, oxl_golden_report *r, oxl_error *err) {
             break;
         case OXL_CELL_vec_dot:
             oxl_golden_check_vec_dot(&qg, oxl_cells[i].fn.vec_dot, oxl_cells[i].name, r);
+            break;
+        case OXL_CELL_gemm:
+            oxl_golden_check_gemm(&qg, oxl_cells[i].fn.gemm, oxl_cells[i].name, r);
             break;
         }
     }

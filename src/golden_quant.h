@@ -32,10 +32,12 @@ int oxl_quant_golden_read(const oxl_gguf *g, oxl_quant_golden *qg, oxl_error *er
  *   dequant: fn(q) == dq bit for bit (qg->type must be fn's format)
  *   quant:   fn(y) == yq byte for byte (qg->yq_type must be fn's format)
  *   vec_dot: |fn(q, yq) - dot| <= 1e-5 * sum |dq * dequant(yq)| per row; non-finite golden dots
- *            must match by class (both NaN, or the same infinity) */
+ *            must match by class (both NaN, or the same infinity)
+ *   gemm:    every q row times every yq row; the diagonal (row r with row r) checked as vec_dot */
 void oxl_golden_check_dequant(const oxl_quant_golden *qg, oxl_dequant_fn fn, const char *name, oxl_golden_report *r);
 void oxl_golden_check_quant(const oxl_quant_golden *qg, oxl_quant_fn fn, const char *name, oxl_golden_report *r);
 void oxl_golden_check_vec_dot(const oxl_quant_golden *qg, oxl_vec_dot_fn fn, const char *name, oxl_golden_report *r);
+void oxl_golden_check_gemm(const oxl_quant_golden *qg, oxl_gemm_fn fn, const char *name, oxl_golden_report *r);
 /* The reference quantizer (src/quantize.h) against q and q_imatrix, byte for byte. */
 void oxl_golden_check_reference_quant(const oxl_quant_golden *qg, oxl_golden_report *r);
 

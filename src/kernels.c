@@ -7,7 +7,12 @@
 #include <pthread.h>
 #include <string.h>
 
-typedef enum oxl_kernel_op { OXL_KERNEL_OP_dequant, OXL_KERNEL_OP_quant, OXL_KERNEL_OP_vec_dot } oxl_kernel_op;
+typedef enum oxl_kernel_op {
+    OXL_KERNEL_OP_dequant,
+    OXL_KERNEL_OP_quant,
+    OXL_KERNEL_OP_vec_dot,
+    OXL_KERNEL_OP_gemm,
+} oxl_kernel_op;
 
 typedef struct oxl_kernel_entry {
     oxl_kernel_op op;
@@ -17,6 +22,7 @@ typedef struct oxl_kernel_entry {
         oxl_dequant_fn dequant;
         oxl_quant_fn quant;
         oxl_vec_dot_fn vec_dot;
+        oxl_gemm_fn gemm;
     } fn;
 } oxl_kernel_entry;
 
@@ -51,6 +57,12 @@ void oxl_kernels_build(oxl_kernels *k, oxl_isa cap) {
             if (k->vec_dot[e->type] == NULL) {
                 k->vec_dot[e->type] = e->fn.vec_dot;
                 k->vec_dot_isa[e->type] = e->isa;
+            }
+            break;
+        case OXL_KERNEL_OP_gemm:
+            if (k->gemm[e->type] == NULL) {
+                k->gemm[e->type] = e->fn.gemm;
+                k->gemm_isa[e->type] = e->isa;
             }
             break;
         }

@@ -6,26 +6,35 @@
  *   dequant:  y[0..n) = to_float(x), n a multiple of the format's block size
  *   quant:    activation quantizer, y = from_float(x) in the format (Q8_0, F16, BF16, F32 copy)
  *   vec_dot:  *s = dot(x, y) over n elements, x in the weight format, y in its vec_dot_type
+ *   gemm:     c[j * ldc + i] = dot(row i of a, column j of b) for i < m, j < n: a holds m weight rows
+ *             of k elements (lda bytes apart), b n columns of k in the vec_dot_type (ldb bytes
+ *             apart), c floats; k % OXL_GEMM_K_STEP == 0 (generated/oxl_kernel_decls.h). f32 and
+ *             f16 only, summed as llamafile's tinyBLAS on AVX-512 (docs/kernels.md).
  */
 #ifndef OXL_KERNELS_H
 #define OXL_KERNELS_H
 
 #include "oxl_types.h" /* generated: oxl_type enum, oxl_type_traits, oxl_isa enum */
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef void (*oxl_dequant_fn)(const void *restrict x, float *restrict y, int64_t n);
 typedef void (*oxl_quant_fn)(const float *restrict x, void *restrict y, int64_t n);
 typedef void (*oxl_vec_dot_fn)(int64_t n, float *restrict s, const void *restrict x, const void *restrict y);
+typedef void (*oxl_gemm_fn)(int64_t k, int64_t m, int64_t n, const void *restrict a, size_t lda,
+                            const void *restrict b, size_t ldb, float *restrict c, int64_t ldc);
 
 /* The chosen kernel per format (indexed by oxl_type; NULL where the format has no such op). */
 typedef struct oxl_kernels {
     oxl_dequant_fn dequant[OXL_TYPE_COUNT];
     oxl_quant_fn quant[OXL_TYPE_COUNT];     /* for formats that are an activation type */
     oxl_vec_dot_fn vec_dot[OXL_TYPE_COUNT]; /* indexed by the weight format */
+    oxl_gemm_fn gemm[OXL_TYPE_COUNT];       /* indexed by the weight format */
     oxl_isa dequant_isa[OXL_TYPE_COUNT];
     oxl_isa quant_isa[OXL_TYPE_COUNT];
     oxl_isa vec_dot_isa[OXL_TYPE_COUNT];
+    oxl_isa gemm_isa[OXL_TYPE_COUNT];
 } oxl_kernels;
 
 /* The process-wide table, built on first use (thread-safe). */

@@ -1,6 +1,13 @@
 #include "matmul.h"
 
+#include "oxl_kernel_decls.h" /* generated: OXL_GEMM_K_STEP */
+
+#include <stdbool.h>
 #include <string.h>
+
+/* llamafile's tinyBLAS (ggml-cpu/llamafile/sgemm.cpp, tinyBLAS::matmul) takes only weight matrices
+ * whose row count is a multiple of its smallest row tile. */
+#define OXL_GEMM_M_STEP 4
 
 size_t oxl_matmul_scratch_size(oxl_type t, int64_t k, int64_t n) {
     oxl_type vt = oxl_type_traits_get(t)->vec_dot_type;
@@ -31,7 +38,31 @@ static void convert_columns(void *arg, int ith, int nth) {
     }
 }
 
-/* Phase 2: one vec_dot per output, split by weight row so each thread streams its own rows once. */
+/* ggml_compute_forward_mul_mat's choice on its AVX-512 build (ggml-cpu.c, llamafile_sgemm): the
+ * tinyBLAS kernel takes f32 weights with f32 columns and f16 weights with f16-converted columns
+ * when there are at least 2 columns, k % 16 == 0 and m % 4 == 0; everything else, decode steps
+ * included, is one vec_dot per output. The two sum in different orders, so the choice must be
+ * ggml's for the results to be its to the last bit. */
+static bool use_gemm(const oxl_kernels *kern, const oxl_tensor *w, int64_t n) {
+    return kern->gemm[w->type] != NULL && n >= 2 && w->ne[0] % OXL_GEMM_K_STEP == 0 &&
+           w->ne[1] % OXL_GEMM_M_STEP == 0;
+}
+
+/* Phase 2 (gemm): the kernel computes all n columns of a block of weight rows; blocks are whole
+ * row tiles, one per thread. */
+static void gemm_rows(void *arg, int ith, int nth) {
+    matmul_task *t = arg;
+    int64_t lo, hi;
+    oxl_split_range(t->w->ne[1] / OXL_GEMM_M_STEP, ith, nth, &lo, &hi);
+    lo *= OXL_GEMM_M_STEP;
+    hi *= OXL_GEMM_M_STEP;
+    if (hi > lo) {
+        t->kern->gemm[t->w->type](t->w->ne[0], hi - lo, t->n, (const char *)t->w->data + (size_t)lo * t->w->row_size,
+                                  t->w->row_size, t->xq, t->xq_row, t->y + lo, t->ldy);
+    }
+}
+
+/* Phase 2 (vec_dot): one vec_dot per output, split by weight row so each thread streams its own rows once. */
 static void dot_rows(void *arg, int ith, int nth) {
     matmul_task *t = arg;
     oxl_vec_dot_fn dot = t->kern->vec_dot[t->w->type];
@@ -61,7 +92,7 @@ void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, 
         t.xq_row = oxl_row_size(vt, w->ne[0]);
         oxl_pool_run(pool, convert_columns, &t);
     }
-    oxl_pool_run(pool, dot_rows, &t);
+    oxl_pool_run(pool, use_gemm(t.kern, w, n) ? gemm_rows : dot_rows, &t);
 }
 
 void oxl_tensor_get_row(const oxl_tensor *w, int64_t r, float *out) {

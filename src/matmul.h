@@ -2,7 +2,9 @@
  *
  * As ggml's CPU mul_mat (ggml/src/ggml-cpu/ggml-cpu.c): each activation column is first converted
  * to the weight format's vec_dot_type (Q8_0 for Q4_0/Q8_0, F16 for F16, …), then every output is one
- * vec_dot of a weight row with a converted column. */
+ * vec_dot of a weight row with a converted column, except where ggml's AVX-512 build hands the
+ * product to llamafile's tinyBLAS (f32 and f16 weights, n >= 2, k % 16 == 0, m % 4 == 0): there
+ * the gemm kernel computes it in tinyBLAS's order (docs/kernels.md, "Summation order"). */
 #ifndef OXL_MATMUL_H
 #define OXL_MATMUL_H
 

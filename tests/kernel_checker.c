@@ -2,11 +2,14 @@
 #include "kernel_checker.h"
 
 #include "golden_quant.h"
+#include "oxl_fp16.h"
+#include "oxl_kernel_decls.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The golden file whose q (dequant, vec_dot) or yq (quant) is in `type`. */
 typedef struct oxl_checker_golden {
@@ -78,6 +81,133 @@ static void oxl_check_vec_dot_f32(const oxl_quant_golden *qg, oxl_vec_dot_fn fn,
                     name, (long long)qg->nrows, worst);
 }
 
+
+/* ---- ggml's AVX-512 summation order, written out lane by lane ----------------------------------
+ * ggml_vec_dot_f32/_f16 (ggml-cpu/vec.cpp with simd-mappings.h, AVX-512 without FP16: STEP 64,
+ * EPR 16) keep 4 x 16 lane sums over the first n & ~63 elements, fold them 0+2, 1+3, 0+1 and reduce
+ * the 16 lanes with GCC's _mm512_reduce_add_ps tree; llamafile's tinyBLAS<16, __m512> keeps one 16
+ * lane sum per output over all k. Every product is added with one rounding (FMA). */
+
+static float oxl_ref_tree16(const float lane[16]) {
+    float half[8], quarter[4];
+    for (int i = 0; i < 8; i++) {
+        half[i] = lane[i + 8] + lane[i];
+    }
+    for (int i = 0; i < 4; i++) {
+        quarter[i] = half[i + 4] + half[i];
+    }
+    return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
+}
+
+/* the 64-lane part of ggml_vec_dot over x[0..np), np = n & ~63 */
+static float oxl_ref_dot64(int64_t np, const float *x, const float *y) {
+    float lanes[4][16] = {{0}};
+    for (int64_t i = 0; i < np; i++) {
+        const int64_t chunk = (i % 64) / 16, lane = i % 16;
+        lanes[chunk][lane] = fmaf(x[i], y[i], lanes[chunk][lane]);
+    }
+    float folded[16];
+    for (int l = 0; l < 16; l++) {
+        const float a = lanes[0][l] + lanes[2][l];
+        const float b = lanes[1][l] + lanes[3][l];
+        folded[l] = a + b;
+    }
+    return oxl_ref_tree16(folded);
+}
+
+float oxl_ref_dot_f32(int64_t n, const float *x, const float *y) {
+    const int64_t np = n & ~(int64_t)63;
+    float sum = oxl_ref_dot64(np, x, y);
+    /* leftovers: ggml's float `sumf += x[i]*y[i]`, contracted to one FMA each */
+    for (int64_t i = np; i < n; i++) {
+        sum = fmaf(x[i], y[i], sum);
+    }
+    return sum;
+}
+
+float oxl_ref_dot_f16(int64_t n, const uint16_t *x, const uint16_t *y) {
+    float *xf = malloc((size_t)(n + 1) * sizeof(float)), *yf = malloc((size_t)(n + 1) * sizeof(float));
+    cr_assert(xf != NULL && yf != NULL);
+    for (int64_t i = 0; i < n; i++) {
+        xf[i] = oxl_fp16_to_fp32(x[i]);
+        yf[i] = oxl_fp16_to_fp32(y[i]);
+    }
+    const int64_t np = n & ~(int64_t)63;
+    /* ggml_float (double) sum; leftover products rounded to float, then added in double */
+    double sum = oxl_ref_dot64(np, xf, yf);
+    for (int64_t i = np; i < n; i++) {
+        const float p = xf[i] * yf[i];
+        sum += (double)p;
+    }
+    free(xf);
+    free(yf);
+    return (float)sum;
+}
+
+float oxl_ref_gemm_one(int64_t k, const float *a, const float *b) {
+    float lane[16] = {0};
+    for (int64_t l = 0; l < k; l++) {
+        lane[l % 16] = fmaf(a[l], b[l], lane[l % 16]);
+    }
+    return oxl_ref_tree16(lane);
+}
+
+/* bit-identical, or both NaN (NaN payloads are not part of the order) */
+static bool oxl_same_float(float a, float b) {
+    uint32_t ua, ub;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    return ua == ub || (isnan(a) && isnan(b));
+}
+
+/* Lengths that reach every part of the order: no 64-block, leftovers only, whole blocks, both, the
+ * model shapes (8 = head dim, 64 = n_embd, 172 = n_ff of stories260K) and the full 512-row. */
+static const int64_t oxl_order_lengths[] = {0, 1, 3, 7, 8, 15, 16, 17, 44, 63, 64, 65, 100, 127, 128, 172, 200, 256, 300, 511, 512};
+
+/* fn against the reference on every golden row pair and every length (f32: x, y; f16: q, yq) */
+static void oxl_check_dot_order(const oxl_quant_golden *qg, oxl_type type, oxl_vec_dot_fn fn, const char *name,
+                                oxl_golden_report *r) {
+    const size_t es = oxl_type_traits_get(type)->type_size;
+    const uint8_t *xs = type == OXL_TYPE_F32 ? (const void *)qg->x : qg->q;
+    const uint8_t *ys = type == OXL_TYPE_F32 ? (const void *)qg->y : qg->yq;
+    int checks = 0, bad = 0;
+    for (int64_t row = 0; row < qg->nrows; row++) {
+        for (size_t li = 0; li < sizeof oxl_order_lengths / sizeof oxl_order_lengths[0]; li++) {
+            const int64_t n = oxl_order_lengths[li];
+            if (n > qg->ne0) {
+                continue;
+            }
+            const void *x = xs + (size_t)(row * qg->ne0) * es, *y = ys + (size_t)(row * qg->ne0) * es;
+            const float want = type == OXL_TYPE_F32 ? oxl_ref_dot_f32(n, x, y) : oxl_ref_dot_f16(n, x, y);
+            float got = -1.0f;
+            fn(n, &got, x, y);
+            checks++;
+            if (!oxl_same_float(got, want) && bad++ < 5) {
+                fprintf(stderr, "%s  row %lld, n %lld: %a, the ggml order gives %a\n", name, (long long)row,
+                        (long long)n, got, want);
+            }
+        }
+    }
+    oxl_golden_line(r, bad == 0, "%s  vec_dot vs ggml's AVX-512 order: %d/%d bit-identical", name, checks - bad, checks);
+}
+
+/* f16: at n = 512 the golden dot is ggml_vec_dot_f16 of the AVX-512 build with no leftovers, so
+ * the kernel must reproduce it to the bit */
+static void oxl_check_dot_golden_bits(const oxl_quant_golden *qg, oxl_vec_dot_fn fn, const char *name,
+                                      oxl_golden_report *r) {
+    const size_t row = oxl_row_size(qg->type, qg->ne0), yrow = oxl_row_size(qg->yq_type, qg->ne0);
+    int bad = 0;
+    for (int64_t i = 0; i < qg->nrows; i++) {
+        float got = -1.0f;
+        fn(qg->ne0, &got, (const uint8_t *)qg->q + i * row, (const uint8_t *)qg->yq + i * yrow);
+        if (!oxl_same_float(got, qg->dot[i]) && bad++ < 5) {
+            fprintf(stderr, "%s  row %lld: %a, llama.cpp's dot %a\n", name, (long long)i, got, qg->dot[i]);
+        }
+    }
+    oxl_golden_line(r, bad == 0, "%s  vec_dot vs dot bit for bit: %lld/%lld rows", name,
+                    (long long)(qg->nrows - bad), (long long)qg->nrows);
+}
+
 void oxl_check_vec_dot(oxl_type type, oxl_isa isa, oxl_vec_dot_fn fn, const char *name) {
     oxl_checker_golden cg;
     oxl_checker_open(&cg, type, isa);
@@ -86,6 +216,75 @@ void oxl_check_vec_dot(oxl_type type, oxl_isa isa, oxl_vec_dot_fn fn, const char
         oxl_check_vec_dot_f32(&cg.qg, fn, name, &r);
     } else {
         oxl_golden_check_vec_dot(&cg.qg, fn, name, &r);
+    }
+    if (type == OXL_TYPE_F32 || type == OXL_TYPE_F16) {
+        oxl_check_dot_order(&cg.qg, type, fn, name, &r);
+    }
+    if (type == OXL_TYPE_F16) {
+        oxl_check_dot_golden_bits(&cg.qg, fn, name, &r);
+    }
+    oxl_checker_finish(&cg, &r, name);
+}
+
+/* gemm against the reference for every output, on blocks whose m and n are and are not multiples
+ * of any register tile, with ldc > m; a: the golden's weight rows, b: its activation rows. */
+static void oxl_check_gemm_order(const oxl_quant_golden *qg, oxl_type type, oxl_gemm_fn fn, const char *name,
+                                 oxl_golden_report *r) {
+    static const int64_t ks[] = {16, 64, 176, 512};
+    static const int64_t shapes[][2] = {{16, 16}, {16, 2}, {5, 7}, {4, 3}, {1, 1}, {12, 16}};
+    const size_t es = oxl_type_traits_get(type)->type_size;
+    const uint8_t *a = type == OXL_TYPE_F32 ? (const void *)qg->x : qg->q;
+    const uint8_t *b = type == OXL_TYPE_F32 ? (const void *)qg->y : qg->yq;
+    const size_t ld = (size_t)qg->ne0 * es;
+    float *af = malloc((size_t)(qg->nrows * qg->ne0) * sizeof(float));
+    float *bf = malloc((size_t)(qg->nrows * qg->ne0) * sizeof(float));
+    const int64_t ldc = qg->nrows + 3;
+    float *c = malloc((size_t)(ldc * qg->nrows) * sizeof(float));
+    cr_assert(af != NULL && bf != NULL && c != NULL);
+    for (int64_t i = 0; i < qg->nrows * qg->ne0; i++) {
+        af[i] = type == OXL_TYPE_F32 ? qg->x[i] : oxl_fp16_to_fp32(((const uint16_t *)qg->q)[i]);
+        bf[i] = type == OXL_TYPE_F32 ? qg->y[i] : oxl_fp16_to_fp32(((const uint16_t *)qg->yq)[i]);
+    }
+    int checks = 0, bad = 0;
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            const int64_t k = ks[ki], m = shapes[si][0], n = shapes[si][1];
+            if (k > qg->ne0 || m > qg->nrows || n > qg->nrows) {
+                continue;
+            }
+            /* rows start at row 1 of a and column 2 of b so tiles see unaligned data */
+            const int64_t a0 = qg->nrows - m < 1 ? 0 : 1, b0 = qg->nrows - n < 2 ? 0 : 2;
+            for (int64_t i = 0; i < ldc * qg->nrows; i++) {
+                c[i] = -7.0f;
+            }
+            fn(k, m, n, a + (size_t)a0 * ld, ld, b + (size_t)b0 * ld, ld, c, ldc);
+            for (int64_t j = 0; j < n; j++) {
+                for (int64_t i = 0; i < ldc; i++) {
+                    const float got = c[j * ldc + i];
+                    const float want = i < m ? oxl_ref_gemm_one(k, af + (a0 + i) * qg->ne0, bf + (b0 + j) * qg->ne0)
+                                             : -7.0f; /* outside the block: untouched */
+                    checks++;
+                    if (!oxl_same_float(got, want) && bad++ < 5) {
+                        fprintf(stderr, "%s  k %lld, m %lld, n %lld, out (%lld, %lld): %a, the tinyBLAS order gives %a\n",
+                                name, (long long)k, (long long)m, (long long)n, (long long)i, (long long)j, got, want);
+                    }
+                }
+            }
+        }
+    }
+    free(af);
+    free(bf);
+    free(c);
+    oxl_golden_line(r, bad == 0, "%s  gemm vs tinyBLAS's AVX-512 order: %d/%d bit-identical", name, checks - bad, checks);
+}
+
+void oxl_check_gemm(oxl_type type, oxl_isa isa, oxl_gemm_fn fn, const char *name) {
+    oxl_checker_golden cg;
+    oxl_checker_open(&cg, type, isa);
+    oxl_golden_report r = {stderr, 0, 0};
+    oxl_check_gemm_order(&cg.qg, type, fn, name, &r);
+    if (type != OXL_TYPE_F32) {
+        oxl_golden_check_gemm(&cg.qg, fn, name, &r);
     }
     oxl_checker_finish(&cg, &r, name);
 }

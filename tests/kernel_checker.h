@@ -2,7 +2,12 @@
  * kernel list calls the function of its op, which skips when this CPU lacks the ISA and otherwise
  * compares the kernel against golden/quant/<format>.gguf (src/golden_quant.h). f32, which has no
  * golden file, is checked on the f32 tensors of golden/quant/f16.gguf: conversions must be exact
- * copies and the dot within tolerance of a double-precision sum. */
+ * copies and the dot within tolerance of a double-precision sum.
+ *
+ * The f32 and f16 dots and gemms must also equal, bit for bit, the scalar reference of ggml's
+ * AVX-512 summation order in kernel_checker.c (written independently of the generated kernels), on
+ * lengths that exercise every part of that order; every ISA is held to the same reference, so the
+ * ISAs agree with each other too. */
 #ifndef OXL_KERNEL_CHECKER_H
 #define OXL_KERNEL_CHECKER_H
 
@@ -11,5 +16,12 @@
 void oxl_check_dequant(oxl_type type, oxl_isa isa, oxl_dequant_fn fn, const char *name);
 void oxl_check_quant(oxl_type type, oxl_isa isa, oxl_quant_fn fn, const char *name);
 void oxl_check_vec_dot(oxl_type type, oxl_isa isa, oxl_vec_dot_fn fn, const char *name);
+void oxl_check_gemm(oxl_type type, oxl_isa isa, oxl_gemm_fn fn, const char *name);
+
+/* The references themselves (exported for the cross-ISA tests in test_kernels.c). */
+float oxl_ref_dot_f32(int64_t n, const float *x, const float *y);
+float oxl_ref_dot_f16(int64_t n, const uint16_t *x, const uint16_t *y);
+/* one output of the gemm: a and b are k floats (f16 inputs converted exactly), k % 16 == 0 */
+float oxl_ref_gemm_one(int64_t k, const float *a, const float *b);
 
 #endif

@@ -106,4 +106,31 @@ static inline oxl_vf oxl_vf_load_q4(const uint8_t *p, int hi) {
     return _mm256_cvtepi32_ps(_mm256_sub_epi32(b, _mm256_set1_epi32(8)));
 }
 
+/* oxl_f32x16: 16 f32 lanes as two YMM halves (lo: lanes 0..7, hi: 8..15), the same lane-wise
+ * arithmetic as the scalar and AVX-512 forms (see isa/oxl_isa_scalar.h). */
+typedef struct oxl_f32x16 {
+    __m256 lo, hi;
+} oxl_f32x16;
+
+static inline oxl_f32x16 oxl_f32x16_zero(void) { return (oxl_f32x16){_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+
+static inline oxl_f32x16 oxl_f32x16_load(const float *p) {
+    return (oxl_f32x16){_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)};
+}
+
+static inline oxl_f32x16 oxl_f32x16_load_f16(const uint16_t *p) {
+    return (oxl_f32x16){oxl_vf_load_f16(p), oxl_vf_load_f16(p + 8)};
+}
+
+static inline oxl_f32x16 oxl_f32x16_fma(oxl_f32x16 acc, oxl_f32x16 a, oxl_f32x16 b) {
+    return (oxl_f32x16){_mm256_fmadd_ps(a.lo, b.lo, acc.lo), _mm256_fmadd_ps(a.hi, b.hi, acc.hi)};
+}
+
+static inline oxl_f32x16 oxl_f32x16_add(oxl_f32x16 a, oxl_f32x16 b) {
+    return (oxl_f32x16){_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)};
+}
+
+/* halves, quarters, then (u0 + u2) + (u1 + u3): GCC's _mm512_reduce_add_ps */
+static inline float oxl_f32x16_reduce(oxl_f32x16 a) { return oxl_hsum_ps256(_mm256_add_ps(a.lo, a.hi)); }
+
 #endif

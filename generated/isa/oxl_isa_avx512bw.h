@@ -108,4 +108,18 @@ static inline oxl_vf oxl_vf_load_q4(const uint8_t *p, int hi) {
     return _mm512_cvtepi32_ps(_mm512_sub_epi32(b, _mm512_set1_epi32(8)));
 }
 
+/* oxl_f32x16: 16 f32 lanes, one ZMM register (see isa/oxl_isa_scalar.h). */
+typedef __m512 oxl_f32x16;
+
+static inline oxl_f32x16 oxl_f32x16_zero(void) { return _mm512_setzero_ps(); }
+static inline oxl_f32x16 oxl_f32x16_load(const float *p) { return _mm512_loadu_ps(p); }
+static inline oxl_f32x16 oxl_f32x16_load_f16(const uint16_t *p) { return oxl_vf_load_f16(p); }
+static inline oxl_f32x16 oxl_f32x16_fma(oxl_f32x16 acc, oxl_f32x16 a, oxl_f32x16 b) { return _mm512_fmadd_ps(a, b, acc); }
+static inline oxl_f32x16 oxl_f32x16_add(oxl_f32x16 a, oxl_f32x16 b) { return _mm512_add_ps(a, b); }
+
+/* halves, quarters, then (u0 + u2) + (u1 + u3): GCC's _mm512_reduce_add_ps, spelled out */
+static inline float oxl_f32x16_reduce(oxl_f32x16 a) {
+    return oxl_hsum_ps256(_mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1)));
+}
+
 #endif

@@ -35,6 +35,64 @@ static inline oxl_vf oxl_vf_load_q4(const uint8_t *p, int hi) {
     return (float)(((hi ? *p >> 4 : *p) & 0x0f) - 8);
 }
 
+/* oxl_f32x16: 16 f32 lanes on every ISA. The f32 and f16 dots and gemms sum in ggml's AVX-512
+ * order (ops.j2: dot_x16, gemm_x16), so their lane count is part of the op, not of the ISA. Lane i
+ * of a sum is only ever combined with lane i until oxl_f32x16_reduce. */
+typedef struct oxl_f32x16 {
+    float v[16];
+} oxl_f32x16;
+
+static inline oxl_f32x16 oxl_f32x16_zero(void) {
+    oxl_f32x16 r;
+    for (int j = 0; j < 16; j++) {
+        r.v[j] = 0.0f;
+    }
+    return r;
+}
+
+static inline oxl_f32x16 oxl_f32x16_load(const float *p) {
+    oxl_f32x16 r;
+    for (int j = 0; j < 16; j++) {
+        r.v[j] = p[j];
+    }
+    return r;
+}
+
+static inline oxl_f32x16 oxl_f32x16_load_f16(const uint16_t *p) {
+    oxl_f32x16 r;
+    for (int j = 0; j < 16; j++) {
+        r.v[j] = oxl_fp16_to_fp32(p[j]);
+    }
+    return r;
+}
+
+/* acc + a * b lane-wise, rounded once (fmaf is correctly rounded) */
+static inline oxl_f32x16 oxl_f32x16_fma(oxl_f32x16 acc, oxl_f32x16 a, oxl_f32x16 b) {
+    for (int j = 0; j < 16; j++) {
+        acc.v[j] = fmaf(a.v[j], b.v[j], acc.v[j]);
+    }
+    return acc;
+}
+
+static inline oxl_f32x16 oxl_f32x16_add(oxl_f32x16 a, oxl_f32x16 b) {
+    for (int j = 0; j < 16; j++) {
+        a.v[j] += b.v[j];
+    }
+    return a;
+}
+
+/* The lane sum as GCC's _mm512_reduce_add_ps: halves, then quarters, then (u0 + u2) + (u1 + u3). */
+static inline float oxl_f32x16_reduce(oxl_f32x16 a) {
+    float u[8];
+    for (int j = 0; j < 8; j++) {
+        u[j] = a.v[j] + a.v[j + 8];
+    }
+    for (int j = 0; j < 4; j++) {
+        u[j] += u[j + 4];
+    }
+    return (u[0] + u[2]) + (u[1] + u[3]);
+}
+
 typedef struct oxl_vi8x32 {
     int8_t v[32];
 } oxl_vi8x32;

@@ -6,7 +6,36 @@
 #include "oxl_fp16.h"
 #include "oxl_kernel_decls.h"
 
+#include <math.h>
+#include <stddef.h>
 #include <stdint.h>
+
+static inline void oxl_gemm_tile_f16(int64_t k, int mr, int nr, const char *a, size_t lda,
+                                    const char *b, size_t ldb, float *c, int64_t ldc) {
+    oxl_f32x16 acc[2][2];
+    for (int i = 0; i < mr; i++) {
+        for (int j = 0; j < nr; j++) {
+            acc[i][j] = oxl_f32x16_zero();
+        }
+    }
+    for (int64_t l = 0; l < k; l += 16) {
+        oxl_f32x16 bv[2];
+        for (int j = 0; j < nr; j++) {
+            bv[j] = oxl_f32x16_load_f16((const uint16_t *)(b + (size_t)j * ldb) + l);
+        }
+        for (int i = 0; i < mr; i++) {
+            const oxl_f32x16 av = oxl_f32x16_load_f16((const uint16_t *)(a + (size_t)i * lda) + l);
+            for (int j = 0; j < nr; j++) {
+                acc[i][j] = oxl_f32x16_fma(acc[i][j], av, bv[j]);
+            }
+        }
+    }
+    for (int j = 0; j < nr; j++) {
+        for (int i = 0; i < mr; i++) {
+            c[j * ldc + i] = oxl_f32x16_reduce(acc[i][j]);
+        }
+    }
+}
 
 /* y[0..n) = to_float(x), bit-exact */
 OXL_KERNEL_SIG_dequant(oxl_dequant_f16__avx2) {
@@ -32,24 +61,48 @@ OXL_KERNEL_SIG_quant(oxl_quant_f16__avx2) {
     }
 }
 
-/* *s = sum over n elements of x (f16) * y (f16) */
+/* *s = sum over n elements of x (f16) * y (f16), in ggml's AVX-512 order
+ * (ggml_vec_dot_f16): bit-identical on every ISA */
 OXL_KERNEL_SIG_vec_dot(oxl_vec_dot_f16_f16__avx2) {
     const uint16_t *xs = x;
     const uint16_t *ys = y;
-    oxl_vf acc0 = oxl_vf_zero(), acc1 = oxl_vf_zero(), acc2 = oxl_vf_zero(), acc3 = oxl_vf_zero();
-    int64_t i = 0;
-    for (; i + 4 * OXL_VF_LEN <= n; i += 4 * OXL_VF_LEN) {
-        acc0 = oxl_vf_fma(acc0, oxl_vf_load_f16(xs + i), oxl_vf_load_f16(ys + i));
-        acc1 = oxl_vf_fma(acc1, oxl_vf_load_f16(xs + i + OXL_VF_LEN), oxl_vf_load_f16(ys + i + OXL_VF_LEN));
-        acc2 = oxl_vf_fma(acc2, oxl_vf_load_f16(xs + i + 2 * OXL_VF_LEN), oxl_vf_load_f16(ys + i + 2 * OXL_VF_LEN));
-        acc3 = oxl_vf_fma(acc3, oxl_vf_load_f16(xs + i + 3 * OXL_VF_LEN), oxl_vf_load_f16(ys + i + 3 * OXL_VF_LEN));
+    const int64_t np = n & ~(int64_t)63;
+    oxl_f32x16 acc0 = oxl_f32x16_zero(), acc1 = oxl_f32x16_zero();
+    oxl_f32x16 acc2 = oxl_f32x16_zero(), acc3 = oxl_f32x16_zero();
+    for (int64_t i = 0; i < np; i += 64) {
+        acc0 = oxl_f32x16_fma(acc0, oxl_f32x16_load_f16(xs + i), oxl_f32x16_load_f16(ys + i));
+        acc1 = oxl_f32x16_fma(acc1, oxl_f32x16_load_f16(xs + i + 16), oxl_f32x16_load_f16(ys + i + 16));
+        acc2 = oxl_f32x16_fma(acc2, oxl_f32x16_load_f16(xs + i + 32), oxl_f32x16_load_f16(ys + i + 32));
+        acc3 = oxl_f32x16_fma(acc3, oxl_f32x16_load_f16(xs + i + 48), oxl_f32x16_load_f16(ys + i + 48));
     }
-    for (; i + OXL_VF_LEN <= n; i += OXL_VF_LEN) {
-        acc0 = oxl_vf_fma(acc0, oxl_vf_load_f16(xs + i), oxl_vf_load_f16(ys + i));
+    acc0 = oxl_f32x16_add(acc0, acc2);
+    acc1 = oxl_f32x16_add(acc1, acc3);
+    acc0 = oxl_f32x16_add(acc0, acc1);
+    double sum = oxl_f32x16_reduce(acc0);
+    for (int64_t i = np; i < n; i++) {
+        const float p = oxl_fp16_to_fp32(xs[i]) * oxl_fp16_to_fp32(ys[i]);
+        sum += p;
     }
-    float sum = oxl_vf_hsum(acc0) + oxl_vf_hsum(acc1) + oxl_vf_hsum(acc2) + oxl_vf_hsum(acc3);
-    for (; i < n; i++) {
-        sum += oxl_fp16_to_fp32(xs[i]) * oxl_fp16_to_fp32(ys[i]);
+    *s = (float)sum;
+}
+
+/* c[j * ldc + i] = dot(row i of a (f16), column j of b (f16)) for i < m, j < n, in the
+ * order of ggml's llamafile tinyBLAS on AVX-512: bit-identical on every ISA. k % 16 == 0. */
+OXL_KERNEL_SIG_gemm(oxl_gemm_f16_f16_2x2__avx2) {
+    const char *ab = a;
+    const char *bb = b;
+    for (int64_t i0 = 0; i0 < m; i0 += 2) {
+        const int mt = m - i0 < 2 ? (int)(m - i0) : 2;
+        for (int64_t j0 = 0; j0 < n; j0 += 2) {
+            const int nt = n - j0 < 2 ? (int)(n - j0) : 2;
+            const char *at = ab + (size_t)i0 * lda;
+            const char *bt = bb + (size_t)j0 * ldb;
+            float *ct = c + j0 * ldc + i0;
+            if (mt == 2 && nt == 2) {
+                oxl_gemm_tile_f16(k, 2, 2, at, lda, bt, ldb, ct, ldc);
+            } else {
+                oxl_gemm_tile_f16(k, mt, nt, at, lda, bt, ldb, ct, ldc);
+            }
+        }
     }
-    *s = sum;
 }

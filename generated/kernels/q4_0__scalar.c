@@ -6,6 +6,8 @@
 #include "oxl_fp16.h"
 #include "oxl_kernel_decls.h"
 
+#include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* y[0..n) = to_float(x), bit-exact */
