@@ -18,8 +18,10 @@ bool oxl_quantize_uses_imatrix(oxl_type t);
 /* Quantizes nrows rows of ne0 floats x (row-major, ne0 contiguous) into y, which holds
  * nrows * oxl_row_size(t, ne0) bytes. imatrix: NULL, or ne0 importance weights (one per column)
  * used by the formats that take one (ggml's quantize_<type> with quant_weights).
- * Reproduces ggml/src/ggml-quants.c: quantize_row_q8_0_ref, quantize_row_q4_0_ref and
- * quantize_row_q4_0_impl (imatrix), ggml_fp32_to_fp16_row, ggml_fp32_to_bf16_row_ref, f32 copy.
+ * Reproduces ggml_quantize_chunk (ggml/src/ggml.c, ggml-quants.c): f32 copy, ggml_fp32_to_fp16_row,
+ * ggml_fp32_to_bf16_row_ref, and for q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K
+ * quantize_row_<type>_ref without an imatrix, quantize_row_<type>_impl with one (q8_0 ignores it);
+ * the activation formats q8_1 and q8_K by quantize_row_<type>_ref (no imatrix).
  * Returns 0, or -1 with err set when t is not supported, ne0 is not a multiple of the block size,
  * or a row holds NaN/Inf (named by row and column). */
 int oxl_quantize_rows(oxl_type t, const float *x, void *y, int64_t nrows, int64_t ne0,

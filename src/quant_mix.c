@@ -1,0 +1,438 @@
+/* The ftype mixes of llama-quantize (llama.cpp src/llama-quant.cpp), as a table: one row per ftype
+ * with its default type and the rule it applies to each tensor category. The rules are named after
+ * what they do; oxl_quant_choose_types applies them in llama_tensor_get_type_impl's order. */
+#include "quant_mix.h"
+
+#include "error.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* attn_v rules (also for attn_qkv and attn_kv_b); i = index among those tensors, n = their count */
+typedef enum oxl_mix_v {
+    OXL_V_KEEP,
+    OXL_V_GQA4_Q4_K_ELSE_Q3_K, /* Q2_K: Q4_K with n_head/n_head_kv >= 4, else Q3_K */
+    OXL_V_GQA4_Q4_K,           /* Q2_K_S: Q4_K with n_head/n_head_kv >= 4 */
+    OXL_V_FIRST2_Q5_K_ELSE_Q4_K, /* Q3_K_M */
+    OXL_V_Q5_K,                /* Q3_K_L */
+    OXL_V_MORE_BITS_Q6_K,      /* Q4_K_M, Q5_K_M: Q6_K on the use_more_bits layers */
+    OXL_V_FIRST4_Q5_K,         /* Q4_K_S */
+} oxl_mix_v;
+
+/* ffn_down rules; i = layer (the running index of ffn_down tensors), n = n_layer */
+typedef enum oxl_mix_down {
+    OXL_DOWN_KEEP,
+    OXL_DOWN_Q3_K,              /* Q2_K */
+    OXL_DOWN_FIRST8TH_Q4_K,     /* Q2_K_S: Q4_K on the first n/8 layers */
+    OXL_DOWN_Q3_K_M,            /* Q5_K on the first n/16, else Q4_K (Falcon: Q4_K only with more bits, else Q3_K) */
+    OXL_DOWN_Q3_K_L,            /* Q5_K (Falcon: Q4_K) */
+    OXL_DOWN_Q4_K_M,            /* Q6_K with more bits (Falcon: Q6_K first n/16, Q5_K with more bits) */
+    OXL_DOWN_MORE_BITS_Q6_K,    /* Q5_K_M */
+    OXL_DOWN_FIRST8TH_Q5_K,     /* Q4_K_S: Q5_K on the first n/8 layers (not Falcon) */
+    OXL_DOWN_IMATRIX_FIRST8TH,  /* Q4_0, Q5_0: with an imatrix, the first n/8 layers get `down_type` */
+} oxl_mix_down;
+
+struct oxl_ftype_mix {
+    const char *name;
+    uint32_t id;               /* llama_ftype */
+    oxl_type type;             /* the default type (llama_ftype_get_default_type) */
+    oxl_mix_v attn_v;
+    oxl_mix_down ffn_down;
+    oxl_type down_type;        /* for OXL_DOWN_IMATRIX_FIRST8TH */
+    oxl_type attn_output;      /* attn_output, not Falcon, not 8 experts; COUNT: keep */
+    oxl_type attn_output_falcon;
+    bool attn_output_8exp_q5_K; /* 8 experts: attn_output Q5_K */
+};
+
+#define K OXL_TYPE_COUNT /* keep */
+static const oxl_ftype_mix oxl_ftypes[] = {
+    /* name      id  type            attn_v                       ffn_down                    down_type        attn_output      falcon           8exp */
+    {"F16",       1, OXL_TYPE_F16,  OXL_V_KEEP,                  OXL_DOWN_KEEP,              K,               K,               K,               false},
+    {"BF16",     32, OXL_TYPE_BF16, OXL_V_KEEP,                  OXL_DOWN_KEEP,              K,               K,               K,               false},
+    {"Q8_0",      7, OXL_TYPE_Q8_0, OXL_V_KEEP,                  OXL_DOWN_KEEP,              K,               K,               K,               false},
+    {"Q4_0",      2, OXL_TYPE_Q4_0, OXL_V_KEEP,                  OXL_DOWN_IMATRIX_FIRST8TH,  OXL_TYPE_Q4_1,   K,               K,               false},
+    {"Q4_1",      3, OXL_TYPE_Q4_1, OXL_V_KEEP,                  OXL_DOWN_KEEP,              K,               K,               K,               false},
+    {"Q5_0",      8, OXL_TYPE_Q5_0, OXL_V_KEEP,                  OXL_DOWN_IMATRIX_FIRST8TH,  OXL_TYPE_Q5_1,   K,               K,               false},
+    {"Q5_1",      9, OXL_TYPE_Q5_1, OXL_V_KEEP,                  OXL_DOWN_KEEP,              K,               K,               K,               false},
+    {"Q2_K",     10, OXL_TYPE_Q2_K, OXL_V_GQA4_Q4_K_ELSE_Q3_K,   OXL_DOWN_Q3_K,              K,               OXL_TYPE_Q3_K,   K,               true},
+    {"Q2_K_S",   21, OXL_TYPE_Q2_K, OXL_V_GQA4_Q4_K,             OXL_DOWN_FIRST8TH_Q4_K,     K,               K,               K,               false},
+    {"Q3_K_S",   11, OXL_TYPE_Q3_K, OXL_V_KEEP,                  OXL_DOWN_KEEP,              K,               K,               K,               true},
+    {"Q3_K_M",   12, OXL_TYPE_Q3_K, OXL_V_FIRST2_Q5_K_ELSE_Q4_K, OXL_DOWN_Q3_K_M,            K,               OXL_TYPE_Q4_K,   K,               true},
+    {"Q3_K_L",   13, OXL_TYPE_Q3_K, OXL_V_Q5_K,                  OXL_DOWN_Q3_K_L,            K,               OXL_TYPE_Q5_K,   OXL_TYPE_Q4_K,   false},
+    {"Q4_K_S",   14, OXL_TYPE_Q4_K, OXL_V_FIRST4_Q5_K,           OXL_DOWN_FIRST8TH_Q5_K,     K,               K,               K,               true},
+    {"Q4_K_M",   15, OXL_TYPE_Q4_K, OXL_V_MORE_BITS_Q6_K,        OXL_DOWN_Q4_K_M,            K,               K,               K,               true},
+    {"Q5_K_S",   16, OXL_TYPE_Q5_K, OXL_V_KEEP,                  OXL_DOWN_KEEP,              K,               K,               K,               false},
+    {"Q5_K_M",   17, OXL_TYPE_Q5_K, OXL_V_MORE_BITS_Q6_K,        OXL_DOWN_MORE_BITS_Q6_K,    K,               K,               K,               false},
+    {"Q6_K",     18, OXL_TYPE_Q6_K, OXL_V_KEEP,                  OXL_DOWN_KEEP,              K,               K,               K,               false},
+};
+#undef K
+
+/* llama-quantize's aliases */
+static const struct {
+    const char *alias, *name;
+} oxl_ftype_aliases[] = {{"Q3_K", "Q3_K_M"}, {"Q4_K", "Q4_K_M"}, {"Q5_K", "Q5_K_M"}};
+
+#define OXL_N_FTYPES (sizeof oxl_ftypes / sizeof oxl_ftypes[0])
+
+static bool oxl_iequal(const char *a, const char *b) {
+    for (; *a && *b; a++, b++) {
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) {
+            return false;
+        }
+    }
+    return *a == *b;
+}
+
+const oxl_ftype_mix *oxl_ftype_find(const char *name) {
+    for (size_t i = 0; i < sizeof oxl_ftype_aliases / sizeof oxl_ftype_aliases[0]; i++) {
+        if (oxl_iequal(name, oxl_ftype_aliases[i].alias)) {
+            name = oxl_ftype_aliases[i].name;
+        }
+    }
+    char *end = NULL;
+    const long id = strtol(name, &end, 10);
+    const bool numeric = end != name && *end == '\0';
+    for (size_t i = 0; i < OXL_N_FTYPES; i++) {
+        if (numeric ? (long)oxl_ftypes[i].id == id : oxl_iequal(name, oxl_ftypes[i].name)) {
+            return &oxl_ftypes[i];
+        }
+    }
+    return NULL;
+}
+
+const char *oxl_ftype_name(const oxl_ftype_mix *f) { return f->name; }
+uint32_t oxl_ftype_id(const oxl_ftype_mix *f) { return f->id; }
+
+const char *const *oxl_ftype_names(void) {
+    static const char *names[OXL_N_FTYPES + 1];
+    for (size_t i = 0; i < OXL_N_FTYPES; i++) {
+        names[i] = oxl_ftypes[i].name;
+    }
+    return names;
+}
+
+/* ---- tensor order and categories ---- */
+
+static int oxl_layer_of(const char *name) {
+    int layer = -1;
+    if (sscanf(name, "blk.%d.", &layer) != 1) {
+        layer = -1;
+    }
+    return layer;
+}
+
+static int oxl_tensor_order(const void *pa, const void *pb) {
+    const oxl_quant_tensor *a = pa, *b = pb;
+    const int la = oxl_layer_of(a->name), lb = oxl_layer_of(b->name);
+    if (la != lb) {
+        return la < lb ? -1 : 1;
+    }
+    return strcmp(a->name, b->name);
+}
+
+void oxl_quant_sort(oxl_quant_tensor *t, int64_t n) {
+    qsort(t, (size_t)n, sizeof *t, oxl_tensor_order);
+}
+
+typedef enum oxl_category {
+    OXL_CAT_TOKEN_EMBD,
+    OXL_CAT_ATTN_Q,
+    OXL_CAT_ATTN_V, /* attn_v, attn_qkv and attn_kv_b are all "attn_v-like" for the counters */
+    OXL_CAT_ATTN_K,
+    OXL_CAT_ATTN_QKV,
+    OXL_CAT_ATTN_KV_B,
+    OXL_CAT_ATTN_OUTPUT,
+    OXL_CAT_FFN_UP,
+    OXL_CAT_FFN_GATE,
+    OXL_CAT_FFN_DOWN,
+    OXL_CAT_OUTPUT,
+    OXL_CAT_OTHER,
+} oxl_category;
+
+static bool oxl_is_token_embd(const char *name) {
+    return strcmp(name, "token_embd.weight") == 0 || strcmp(name, "per_layer_token_embd.weight") == 0;
+}
+
+/* tensor_get_category: first match wins, in this order */
+static oxl_category oxl_category_of(const char *name) {
+    static const struct {
+        const char *part;
+        oxl_category cat;
+    } parts[] = {
+        {"attn_qkv.weight", OXL_CAT_ATTN_QKV}, {"attn_kv_b.weight", OXL_CAT_ATTN_KV_B},
+        {"attn_v.weight", OXL_CAT_ATTN_V},     {"attn_k.weight", OXL_CAT_ATTN_K},
+        {"attn_q.weight", OXL_CAT_ATTN_Q},     {"attn_output.weight", OXL_CAT_ATTN_OUTPUT},
+        {"ffn_up", OXL_CAT_FFN_UP},            {"ffn_gate", OXL_CAT_FFN_GATE},
+        {"ffn_down", OXL_CAT_FFN_DOWN},
+    };
+    if (strcmp(name, "output.weight") == 0) {
+        return OXL_CAT_OUTPUT;
+    }
+    if (oxl_is_token_embd(name)) {
+        return OXL_CAT_TOKEN_EMBD;
+    }
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (strstr(name, parts[i].part) != NULL) {
+            return parts[i].cat;
+        }
+    }
+    return OXL_CAT_OTHER;
+}
+
+static bool oxl_is_attn_v_like(oxl_category c) {
+    return c == OXL_CAT_ATTN_V || c == OXL_CAT_ATTN_QKV || c == OXL_CAT_ATTN_KV_B;
+}
+
+/* Dimensions up to the last that is not 1 (ggml_n_dims). */
+static int oxl_n_dims(const oxl_quant_tensor *t) {
+    for (int d = 3; d > 0; d--) {
+        if (t->ne[d] != 1) {
+            return d + 1;
+        }
+    }
+    return 1;
+}
+
+static bool oxl_ends_with(const char *s, const char *suffix) {
+    const size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* tensor_allows_quantization: 2-D and larger weights, except norms, router inputs and the small
+ * tensors of some architectures that llama.cpp keeps as they are. */
+static bool oxl_allows_quantization(const oxl_quant_tensor *t, const char *arch) {
+    static const char *const keep[] = {
+        "_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel", "per_layer_model_proj",
+        "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight", "indexer.q_proj.weight",
+        "time_mix_first.weight", "time_mix_w0.weight", "time_mix_w1.weight", "time_mix_w2.weight",
+        "time_mix_v0.weight", "time_mix_v1.weight", "time_mix_v2.weight", "time_mix_a0.weight",
+        "time_mix_a1.weight", "time_mix_a2.weight", "time_mix_g1.weight", "time_mix_g2.weight",
+        "time_mix_decay_w1.weight", "time_mix_decay_w2.weight", "time_mix_lerp_fused.weight", "attn_rel_b.weight",
+        ".position_embd", "sam.pos_embd", "sam.neck.", "sam.net_", ".rel_pos", ".patch_embd", ".patch_merger",
+        "a.rvq.codebook", "mm.a.code_embd",
+    };
+    (void)arch; /* position embeddings and token types have the same names in every architecture */
+    /* llama.cpp tests name.rfind("weight") == name.size() - 6, which a 5-byte name also passes */
+    if (oxl_n_dims(t) < 2 || !(oxl_ends_with(t->name, "weight") || strlen(t->name) == 5)) {
+        return false;
+    }
+    if (strcmp(t->name, "position_embd.weight") == 0 || strcmp(t->name, "token_types.weight") == 0) {
+        return false;
+    }
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
+        if (strstr(t->name, keep[i]) != NULL) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* use_more_bits: the first and last eighth of the layers and every third layer between */
+static bool oxl_use_more_bits(int i, int n) {
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+static bool oxl_is_quantized(oxl_type t) {
+    return t != OXL_TYPE_F32 && t != OXL_TYPE_F16 && t != OXL_TYPE_BF16 && t != OXL_TYPE_F64 &&
+           !(t >= OXL_TYPE_I8 && t <= OXL_TYPE_I64);
+}
+
+/* The running state of llama_tensor_get_type_impl across tensors. */
+typedef struct oxl_mix_state {
+    int n_attention_wv, i_attention_wv, i_ffn_down;
+    bool tied_embeddings;
+} oxl_mix_state;
+
+/* The ffn_down layer: its running index, or for mixture-of-experts models the N of "blk.N." */
+static int oxl_ffn_layer(const oxl_quant_model *m, const oxl_quant_tensor *t, int running, int *layer, oxl_error *err) {
+    *layer = running;
+    if (m->n_expert > 1) {
+        if (sscanf(t->name, "blk.%d.", layer) != 1) {
+            return oxl_err_set(err, "tensor '%s': cannot determine its layer", t->name);
+        }
+        if (*layer < 0 || *layer >= m->n_layer) {
+            return oxl_err_set(err, "tensor '%s': layer %d is not in [0, %d)", t->name, *layer, m->n_layer);
+        }
+    }
+    return 0;
+}
+
+static oxl_type oxl_mix_attn_v(const oxl_ftype_mix *f, const oxl_quant_model *m, int i, int n, oxl_type type) {
+    const bool gqa4 = m->n_head_kv > 0 && m->n_head / m->n_head_kv >= 4;
+    switch (f->attn_v) {
+    case OXL_V_KEEP: break;
+    case OXL_V_GQA4_Q4_K_ELSE_Q3_K: type = gqa4 ? OXL_TYPE_Q4_K : OXL_TYPE_Q3_K; break;
+    case OXL_V_GQA4_Q4_K: type = gqa4 ? OXL_TYPE_Q4_K : type; break;
+    case OXL_V_FIRST2_Q5_K_ELSE_Q4_K: type = i < 2 ? OXL_TYPE_Q5_K : OXL_TYPE_Q4_K; break;
+    case OXL_V_Q5_K: type = OXL_TYPE_Q5_K; break;
+    case OXL_V_MORE_BITS_Q6_K: type = oxl_use_more_bits(i, n) ? OXL_TYPE_Q6_K : type; break;
+    case OXL_V_FIRST4_Q5_K: type = i < 4 ? OXL_TYPE_Q5_K : type; break;
+    }
+    /* 70B: attn_v is 8x smaller than attn_q, so more bits cost little */
+    if (m->is_70b && (type == OXL_TYPE_Q3_K || type == OXL_TYPE_Q4_K)) {
+        type = OXL_TYPE_Q5_K;
+    }
+    if (m->n_expert == 8) {
+        type = OXL_TYPE_Q8_0;
+    }
+    return type;
+}
+
+static oxl_type oxl_mix_ffn_down(const oxl_ftype_mix *f, const oxl_quant_model *m, bool has_imatrix, int i, int n,
+                                 oxl_type type) {
+    const bool falcon = strcmp(m->arch, "falcon") == 0;
+    switch (f->ffn_down) {
+    case OXL_DOWN_KEEP: break;
+    case OXL_DOWN_Q3_K: type = OXL_TYPE_Q3_K; break;
+    case OXL_DOWN_FIRST8TH_Q4_K: type = i < n / 8 ? OXL_TYPE_Q4_K : type; break;
+    case OXL_DOWN_Q3_K_M:
+        type = i < n / 16 ? OXL_TYPE_Q5_K : !falcon || oxl_use_more_bits(i, n) ? OXL_TYPE_Q4_K : OXL_TYPE_Q3_K;
+        break;
+    case OXL_DOWN_Q3_K_L: type = falcon ? OXL_TYPE_Q4_K : OXL_TYPE_Q5_K; break;
+    case OXL_DOWN_Q4_K_M:
+        if (falcon) {
+            type = i < n / 16 ? OXL_TYPE_Q6_K : oxl_use_more_bits(i, n) ? OXL_TYPE_Q5_K : OXL_TYPE_Q4_K;
+        } else if (oxl_use_more_bits(i, n)) {
+            type = OXL_TYPE_Q6_K;
+        }
+        break;
+    case OXL_DOWN_MORE_BITS_Q6_K: type = oxl_use_more_bits(i, n) ? OXL_TYPE_Q6_K : type; break;
+    case OXL_DOWN_FIRST8TH_Q5_K: type = !falcon && i < n / 8 ? OXL_TYPE_Q5_K : type; break;
+    case OXL_DOWN_IMATRIX_FIRST8TH: type = has_imatrix && i < n / 8 ? f->down_type : type; break;
+    }
+    return type;
+}
+
+/* llama_tensor_get_type_impl for the ftypes of the table */
+static int oxl_mix_type(const oxl_quant_model *m, const oxl_quant_options *o, oxl_mix_state *s,
+                        const oxl_quant_tensor *t, oxl_category cat, oxl_type type, oxl_type *out, oxl_error *err) {
+    const oxl_ftype_mix *f = o->ftype;
+    const bool falcon = strcmp(m->arch, "falcon") == 0;
+    if (cat == OXL_CAT_OUTPUT || (s->tied_embeddings && cat == OXL_CAT_TOKEN_EMBD)) {
+        /* the output (and the token embeddings it shares weights with) */
+        if (o->output_type != OXL_TYPE_COUNT) {
+            type = o->output_type;
+        } else if (falcon || t->ne[0] % oxl_type_traits_get((uint32_t)type)->blck_size != 0) {
+            type = OXL_TYPE_Q8_0;
+        } else if (type != OXL_TYPE_Q8_0) {
+            type = OXL_TYPE_Q6_K;
+        }
+    } else if (cat == OXL_CAT_TOKEN_EMBD) {
+        if (o->token_embd_type != OXL_TYPE_COUNT) {
+            type = o->token_embd_type;
+        }
+    } else if (oxl_is_attn_v_like(cat)) {
+        type = oxl_mix_attn_v(f, m, s->i_attention_wv, s->n_attention_wv, type);
+        s->i_attention_wv++;
+    } else if (cat == OXL_CAT_ATTN_K) {
+        if (m->n_expert == 8) {
+            type = OXL_TYPE_Q8_0;
+        }
+    } else if (cat == OXL_CAT_FFN_DOWN) {
+        int layer;
+        if (oxl_ffn_layer(m, t, s->i_ffn_down, &layer, err) < 0) {
+            return -1;
+        }
+        type = oxl_mix_ffn_down(f, m, o->has_imatrix, layer, m->n_layer, type);
+        s->i_ffn_down++;
+    } else if (cat == OXL_CAT_ATTN_OUTPUT) {
+        if (falcon) {
+            type = f->attn_output_falcon != OXL_TYPE_COUNT ? f->attn_output_falcon : type;
+        } else if (m->n_expert == 8) {
+            type = f->attn_output_8exp_q5_K ? OXL_TYPE_Q5_K : type;
+        } else if (f->attn_output != OXL_TYPE_COUNT) {
+            type = f->attn_output;
+        }
+    }
+    /* llama.cpp also has attn_qkv rules, but attn_qkv is attn_v-like and takes the attn_v branch
+     * above first, so they never apply */
+    /* ffn_gate / ffn_up rules exist only for IQ ftypes; their layer checks still apply to MoE */
+    if (cat == OXL_CAT_FFN_GATE || cat == OXL_CAT_FFN_UP) {
+        int layer;
+        if (oxl_ffn_layer(m, t, 0, &layer, err) < 0) {
+            return -1;
+        }
+    }
+    *out = type;
+    return 0;
+}
+
+/* tensor_type_fallback: a type whose block fits a row length that is not a multiple of 256 */
+static int oxl_fallback(const oxl_quant_tensor *t, oxl_type type, oxl_type *out, bool *used, oxl_error *err) {
+    static const oxl_type from[][2] = {
+        {OXL_TYPE_Q2_K, OXL_TYPE_Q4_0}, {OXL_TYPE_Q3_K, OXL_TYPE_Q4_0}, {OXL_TYPE_Q4_K, OXL_TYPE_Q5_0},
+        {OXL_TYPE_Q5_K, OXL_TYPE_Q5_1}, {OXL_TYPE_Q6_K, OXL_TYPE_Q8_0},
+    };
+    *out = type;
+    *used = false;
+    if (t->ne[0] % oxl_type_traits_get((uint32_t)type)->blck_size == 0) {
+        return 0;
+    }
+    *used = true;
+    oxl_type fb = OXL_TYPE_COUNT;
+    for (size_t i = 0; i < sizeof from / sizeof from[0]; i++) {
+        if (from[i][0] == type) {
+            fb = from[i][1];
+        }
+    }
+    if (fb == OXL_TYPE_COUNT) {
+        return oxl_err_set(err, "tensor '%s': row length %lld is not a multiple of %s's block size and %s has no fallback type",
+                           t->name, (long long)t->ne[0], oxl_type_traits_get((uint32_t)type)->name,
+                           oxl_type_traits_get((uint32_t)type)->name);
+    }
+    if (t->ne[0] % oxl_type_traits_get((uint32_t)fb)->blck_size != 0) {
+        fb = OXL_TYPE_F16; /* not even a multiple of 32 */
+    }
+    *out = fb;
+    return 0;
+}
+
+int oxl_quant_choose_types(const oxl_quant_model *m, const oxl_quant_options *o, oxl_quant_tensor *t, int64_t n,
+                           oxl_error *err) {
+    oxl_mix_state s = {.tied_embeddings = true};
+    for (int64_t i = 0; i < n; i++) {
+        const oxl_category c = oxl_category_of(t[i].name);
+        s.n_attention_wv += oxl_is_attn_v_like(c);
+        if (c == OXL_CAT_OUTPUT) {
+            s.tied_embeddings = false;
+        }
+    }
+    const oxl_type def = o->ftype->type;
+    int n_fallback = 0;
+    for (int64_t i = 0; i < n; i++) {
+        oxl_quant_tensor *ti = &t[i];
+        const oxl_category c = oxl_category_of(ti->name);
+        ti->target = ti->type;
+        ti->fallback = false;
+        ti->requires_imatrix = false;
+        if (!oxl_allows_quantization(ti, m->arch)) {
+            continue;
+        }
+        if (o->token_embd_type != OXL_TYPE_COUNT && c == OXL_CAT_TOKEN_EMBD) {
+            ti->target = o->token_embd_type;
+        } else if (o->output_type != OXL_TYPE_COUNT && c == OXL_CAT_OUTPUT) {
+            ti->target = o->output_type;
+        } else if (!oxl_is_quantized(def)) {
+            ti->target = def;
+        } else {
+            oxl_type type = def;
+            if (!o->pure && oxl_mix_type(m, o, &s, ti, c, type, &type, err) < 0) {
+                return -1;
+            }
+            if (oxl_fallback(ti, type, &ti->target, &ti->fallback, err) < 0) {
+                return -1;
+            }
+            n_fallback += ti->fallback;
+        }
+        /* tensor_requires_imatrix: Q2_K in a Q2_K_S file, except the embeddings and the output */
+        ti->requires_imatrix = ti->target == OXL_TYPE_Q2_K && strcmp(o->ftype->name, "Q2_K_S") == 0 && c != OXL_CAT_TOKEN_EMBD &&
+                               c != OXL_CAT_OUTPUT;
+        if (ti->requires_imatrix && !o->has_imatrix) {
+            return oxl_err_set(err, "tensor '%s': %s needs an importance matrix for %s (--imatrix)", ti->name,
+                               o->ftype->name, oxl_type_traits_get((uint32_t)ti->target)->name);
+        }
+    }
+    return n_fallback;
+}

@@ -1,0 +1,393 @@
+/* oxl_quantize_model: llama-quantize's main loop (llama.cpp src/llama-quant.cpp
+ * llama_model_quantize_impl) on the project's reader, quantizers and writer. */
+#include "quantize_model.h"
+
+#include "error.h"
+#include "gguf.h"
+#include "gguf_write.h"
+#include "imatrix.h"
+#include "kernels.h"
+#include "oxl_fp16.h"
+#include "quantize.h"
+#include "threads.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define OXL_QNT_VERSION 2 /* GGML_QNT_VERSION */
+
+/* ---- the model's hyper-parameters the mix rules use ---- */
+
+/* <arch>.<suffix> as an integer: a scalar, or the first element of a per-layer array. 0 when
+ * absent (*found false). */
+static int oxl_arch_int(const oxl_gguf *g, const char *arch, const char *suffix, bool *found, int64_t *out,
+                        oxl_error *err) {
+    char key[256];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    *found = false;
+    *out = 0;
+    const int64_t i = oxl_gguf_find_key(g, key);
+    if (i < 0) {
+        return 0;
+    }
+    *found = true;
+    if (oxl_gguf_kv_type(g, i) != OXL_GGUF_ARRAY) {
+        if (!oxl_gguf_kv_int(g, i, out)) {
+            return oxl_err_set(err, "%s: key '%s' is a %s value, expected an integer", oxl_gguf_path(g), key,
+                               oxl_gguf_vtype_name(oxl_gguf_kv_type(g, i)));
+        }
+        return 0;
+    }
+    const oxl_gguf_vtype t = oxl_gguf_arr_type(g, i);
+    const uint8_t *p = oxl_gguf_arr_data(g, i);
+    if (oxl_gguf_arr_n(g, i) == 0 || p == NULL || (t != OXL_GGUF_INT32 && t != OXL_GGUF_UINT32)) {
+        return oxl_err_set(err, "%s: key '%s' is an array of %llu %s, expected 32-bit integers", oxl_gguf_path(g), key,
+                           (unsigned long long)oxl_gguf_arr_n(g, i), oxl_gguf_vtype_name(t));
+    }
+    uint32_t u;
+    memcpy(&u, p, 4);
+    *out = t == OXL_GGUF_INT32 ? (int64_t)(int32_t)u : (int64_t)u;
+    return 0;
+}
+
+static int oxl_read_model(const oxl_gguf *g, oxl_quant_model *m, oxl_error *err) {
+    const char *arch = NULL;
+    if (oxl_gguf_get_str(g, "general.architecture", &arch, err) <= 0) {
+        return arch ? -1 : oxl_err_set(err, "%s: missing key general.architecture", oxl_gguf_path(g));
+    }
+    bool found;
+    int64_t n_layer, n_head, n_head_kv, n_expert;
+    if (oxl_arch_int(g, arch, "block_count", &found, &n_layer, err) < 0 ||
+        oxl_arch_int(g, arch, "attention.head_count", &found, &n_head, err) < 0 ||
+        oxl_arch_int(g, arch, "attention.head_count_kv", &found, &n_head_kv, err) < 0) {
+        return -1;
+    }
+    if (!found) {
+        n_head_kv = n_head;
+    }
+    if (oxl_arch_int(g, arch, "expert_count", &found, &n_expert, err) < 0) {
+        return -1;
+    }
+    if (n_layer < 0 || n_layer > 1 << 20 || n_head < 0 || n_head > 1 << 20 || n_head_kv < 0 || n_head_kv > 1 << 20 ||
+        n_expert < 0 || n_expert > 1 << 20) {
+        return oxl_err_set(err, "%s: implausible hyper-parameters (block_count %lld, head_count %lld, head_count_kv %lld, expert_count %lld)",
+                           oxl_gguf_path(g), (long long)n_layer, (long long)n_head, (long long)n_head_kv,
+                           (long long)n_expert);
+    }
+    *m = (oxl_quant_model){
+        .arch = arch,
+        .n_layer = (int)n_layer,
+        .n_head = (int)n_head,
+        .n_head_kv = (int)n_head_kv,
+        .n_expert = (int)n_expert,
+        /* llama-model.cpp: an 80-layer llama with grouped-query attention is LLM_TYPE_70B */
+        .is_70b = strcmp(arch, "llama") == 0 && n_layer == 80 && n_head != n_head_kv,
+    };
+    return 0;
+}
+
+/* ---- conversion of one tensor ---- */
+
+typedef struct oxl_quant_job {
+    oxl_type type;
+    const float *x;
+    uint8_t *y;
+    int64_t nrows, ne0;
+    size_t row_size;
+    const float *imatrix;
+    int rc[64];
+} oxl_quant_job;
+
+static void oxl_quant_task(void *arg, int ith, int nth) {
+    oxl_quant_job *j = arg;
+    int64_t lo, hi;
+    oxl_split_range(j->nrows, ith, nth, &lo, &hi);
+    j->rc[ith] = hi > lo ? oxl_quantize_rows(j->type, j->x + lo * j->ne0, j->y + (size_t)lo * j->row_size, hi - lo,
+                                             j->ne0, j->imatrix, NULL)
+                         : 0;
+}
+
+/* The first non-finite value of n floats, as row and column of rows of ne0; false when none. */
+static bool oxl_find_non_finite(const float *x, int64_t n, int64_t ne0, int64_t *row, int64_t *col) {
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(x[i])) {
+            *row = i / ne0;
+            *col = i % ne0;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The tensor's weights as floats: the data itself (f32), or converted into *buf. */
+static const float *oxl_tensor_f32(const oxl_gguf_tensor *t, bool allow_requantize, float **buf, size_t *cap,
+                                   oxl_error *err) {
+    if (t->type == OXL_TYPE_F32) {
+        return t->data;
+    }
+    const int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+    if ((size_t)n > *cap) {
+        float *p = realloc(*buf, (size_t)n * sizeof(float));
+        if (p == NULL) {
+            oxl_err_set(err, "tensor '%s': out of memory for %lld floats", t->name, (long long)n);
+            return NULL;
+        }
+        *buf = p;
+        *cap = (size_t)n;
+    }
+    const oxl_type_traits *tr = oxl_type_traits_get(t->type);
+    const uint16_t *h = t->data;
+    if (t->type == OXL_TYPE_F16) {
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t v;
+            memcpy(&v, h + i, 2);
+            (*buf)[i] = oxl_fp16_to_fp32(v);
+        }
+    } else if (t->type == OXL_TYPE_BF16) {
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t v;
+            memcpy(&v, h + i, 2);
+            (*buf)[i] = oxl_bf16_to_fp32(v);
+        }
+    } else if (t->type == OXL_TYPE_F64 || (t->type >= OXL_TYPE_I8 && t->type <= OXL_TYPE_I64)) {
+        oxl_err_set(err, "tensor '%s': cannot convert type %s to floats", t->name, tr->name);
+        return NULL;
+    } else {
+        if (!allow_requantize) {
+            oxl_err_set(err, "tensor '%s': requantizing from type %s is disabled (--allow-requantize)", t->name,
+                        tr->name);
+            return NULL;
+        }
+        const oxl_dequant_fn dq = oxl_kernels_get()->dequant[t->type];
+        if (dq == NULL) {
+            oxl_err_set(err, "tensor '%s': cannot requantize from %s: no dequantization kernel for it", t->name,
+                        tr->name);
+            return NULL;
+        }
+        const size_t row_size = oxl_row_size((oxl_type)t->type, t->ne[0]);
+        for (int64_t r = 0; r < n / t->ne[0]; r++) {
+            dq((const uint8_t *)t->data + (size_t)r * row_size, *buf + r * t->ne[0], t->ne[0]);
+        }
+    }
+    return *buf;
+}
+
+static double oxl_now(void) {
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- the whole model ---- */
+
+typedef struct oxl_qm {
+    const oxl_quantize_params *p;
+    oxl_gguf *in;
+    oxl_imatrix *im;
+    oxl_gguf_writer *w;
+    oxl_pool *pool;
+    oxl_quant_tensor *plan;
+    float *fbuf;
+    size_t fcap;
+    uint8_t *qbuf;
+    size_t qcap;
+} oxl_qm;
+
+/* Output metadata: the input's key/values, the quantization version and file type, no split keys,
+ * and (with an imatrix) the keys llama-quantize records about it. */
+static int oxl_qm_metadata(oxl_qm *q, oxl_error *err) {
+    if (oxl_gguf_writer_copy_kvs(q->w, q->in, err) < 0 ||
+        oxl_gguf_writer_set_u32(q->w, "general.quantization_version", OXL_QNT_VERSION, err) < 0 ||
+        oxl_gguf_writer_set_u32(q->w, "general.file_type", oxl_ftype_id(q->p->ftype), err) < 0) {
+        return -1;
+    }
+    oxl_gguf_writer_remove(q->w, "split.no");
+    oxl_gguf_writer_remove(q->w, "split.count");
+    oxl_gguf_writer_remove(q->w, "split.tensors.count");
+    if (q->im == NULL) {
+        return 0;
+    }
+    if (oxl_gguf_writer_set_str(q->w, "quantize.imatrix.file", q->p->imatrix_path, err) < 0 ||
+        (oxl_imatrix_dataset(q->im) != NULL &&
+         oxl_gguf_writer_set_str(q->w, "quantize.imatrix.dataset", oxl_imatrix_dataset(q->im), err) < 0) ||
+        oxl_gguf_writer_set_u32(q->w, "quantize.imatrix.entries_count", (uint32_t)oxl_imatrix_n_entries(q->im), err) < 0 ||
+        (oxl_imatrix_chunk_count(q->im) > 0 &&
+         oxl_gguf_writer_set_u32(q->w, "quantize.imatrix.chunks_count", (uint32_t)oxl_imatrix_chunk_count(q->im), err) < 0)) {
+        return -1;
+    }
+    return 0;
+}
+
+/* The importance weights for tensor t: NULL when the file has none for it (or none was given);
+ * -1 with err when its size does not match (tolerated for token embeddings, as llama.cpp does) or
+ * the target requires one. */
+static int oxl_qm_imatrix(const oxl_qm *q, const oxl_quant_tensor *t, const float **out, oxl_error *err) {
+    *out = NULL;
+    if (q->im != NULL) {
+        size_t n = 0;
+        const float *w = oxl_imatrix_find(q->im, t->name, &n);
+        if (w != NULL && n == (size_t)(t->ne[0] * t->ne[2])) {
+            *out = w;
+        } else if (w != NULL && strcmp(t->name, "token_embd.weight") != 0 &&
+                   strcmp(t->name, "per_layer_token_embd.weight") != 0) {
+            return oxl_err_set(err, "%s: imatrix entry '%s' has %zu values, the tensor needs %lld",
+                               q->p->imatrix_path, t->name, n, (long long)(t->ne[0] * t->ne[2]));
+        }
+    }
+    if (*out == NULL && t->requires_imatrix) {
+        return oxl_err_set(err, "tensor '%s': no importance matrix entry, and %s needs one", t->name,
+                           oxl_type_traits_get((uint32_t)t->target)->name);
+    }
+    return 0;
+}
+
+/* Converts tensor t (input tensor src) and writes it. */
+static int oxl_qm_tensor(oxl_qm *q, const oxl_quant_tensor *t, const oxl_gguf_tensor *src, size_t nbytes,
+                         oxl_error *err) {
+    if (t->target == t->type) {
+        return oxl_gguf_writer_write_data(q->w, src->data, src->nbytes, err);
+    }
+    const float *imatrix = NULL;
+    if (oxl_qm_imatrix(q, t, &imatrix, err) < 0) {
+        return -1;
+    }
+    const float *x = oxl_tensor_f32(src, q->p->allow_requantize, &q->fbuf, &q->fcap, err);
+    if (x == NULL) {
+        return -1;
+    }
+    const int64_t ne0 = t->ne[0], nrows = t->ne[1], nslices = t->ne[2] * t->ne[3];
+    int64_t row, col;
+    if (oxl_find_non_finite(x, ne0 * nrows * nslices, ne0, &row, &col)) {
+        return oxl_err_set(err, "%s: tensor '%s' row %lld column %lld holds %g (not finite)", oxl_gguf_path(q->in),
+                           t->name, (long long)row, (long long)col, (double)x[row * ne0 + col]);
+    }
+    if (nbytes > q->qcap) {
+        uint8_t *p = realloc(q->qbuf, nbytes);
+        if (p == NULL) {
+            return oxl_err_set(err, "tensor '%s': out of memory for %zu bytes", t->name, nbytes);
+        }
+        q->qbuf = p;
+        q->qcap = nbytes;
+    }
+    const size_t row_size = oxl_row_size(t->target, ne0);
+    for (int64_t s = 0; s < nslices; s++) {
+        /* experts (ne2) are quantized separately, each with its own slice of the imatrix */
+        oxl_quant_job job = {
+            .type = t->target,
+            .x = x + s * nrows * ne0,
+            .y = q->qbuf + (size_t)(s * nrows) * row_size,
+            .nrows = nrows,
+            .ne0 = ne0,
+            .row_size = row_size,
+            .imatrix = imatrix ? imatrix + (s % t->ne[2]) * ne0 : NULL,
+        };
+        oxl_pool_run(q->pool, oxl_quant_task, &job);
+        for (int i = 0; i < oxl_pool_size(q->pool); i++) {
+            if (job.rc[i] != 0) {
+                return oxl_err_set(err, "tensor '%s': cannot quantize to %s", t->name,
+                                   oxl_type_traits_get((uint32_t)t->target)->name);
+            }
+        }
+    }
+    return oxl_gguf_writer_write_data(q->w, q->qbuf, nbytes, err);
+}
+
+static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_quantize_stats *st, oxl_error *err) {
+    const oxl_quantize_params *p = q->p;
+    if (p->ftype == NULL || p->n_threads < 1) {
+        return oxl_err_set(err, "quantize: no ftype, or %d threads", p->n_threads);
+    }
+    q->in = oxl_gguf_open(in_path, err);
+    if (q->in == NULL) {
+        return -1;
+    }
+    oxl_quant_model m;
+    if (oxl_read_model(q->in, &m, err) < 0) {
+        return -1;
+    }
+    if (p->imatrix_path != NULL && (q->im = oxl_imatrix_load(p->imatrix_path, err)) == NULL) {
+        return -1;
+    }
+    const int64_t n = oxl_gguf_n_tensors(q->in);
+    q->plan = calloc((size_t)(n > 0 ? n : 1), sizeof *q->plan);
+    if (q->plan == NULL) {
+        return oxl_err_set(err, "%s: out of memory for %lld tensors", in_path, (long long)n);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const oxl_gguf_tensor *t = oxl_gguf_tensor_at(q->in, i);
+        q->plan[i] = (oxl_quant_tensor){.name = t->name, .type = (oxl_type)t->type};
+        memcpy(q->plan[i].ne, t->ne, sizeof t->ne);
+    }
+    oxl_quant_sort(q->plan, n);
+    const oxl_quant_options o = {
+        .ftype = p->ftype,
+        .output_type = p->output_type,
+        .token_embd_type = p->token_embd_type,
+        .pure = p->pure,
+        .has_imatrix = q->im != NULL,
+    };
+    const int n_fallback = oxl_quant_choose_types(&m, &o, q->plan, n, err);
+    if (n_fallback < 0) {
+        return oxl_err_prefix(err, "%s", in_path);
+    }
+    q->w = oxl_gguf_writer_new(err);
+    if (q->w == NULL || oxl_qm_metadata(q, err) < 0) {
+        return -1;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const oxl_gguf_tensor *t = oxl_gguf_find_tensor(q->in, q->plan[i].name);
+        if (oxl_gguf_writer_add_tensor(q->w, t->name, q->plan[i].target, t->n_dims, t->ne, err) < 0) {
+            return -1;
+        }
+    }
+    if ((q->pool = oxl_pool_new(p->n_threads > 64 ? 64 : p->n_threads, err)) == NULL ||
+        oxl_gguf_writer_begin(q->w, out_path, err) < 0) {
+        return -1;
+    }
+    oxl_quantize_stats s = {.n_tensors = n, .n_fallback = n_fallback};
+    const double t0 = oxl_now();
+    for (int64_t i = 0; i < n; i++) {
+        const oxl_quant_tensor *t = &q->plan[i];
+        const oxl_gguf_tensor *src = oxl_gguf_find_tensor(q->in, t->name);
+        const size_t nbytes = oxl_gguf_writer_tensor_nbytes(q->w, i);
+        if (oxl_qm_tensor(q, t, src, nbytes, err) < 0) {
+            return -1;
+        }
+        s.bytes_in += src->nbytes;
+        s.bytes_out += nbytes;
+        s.n_elements += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+        if (p->progress != NULL) {
+            const double dt = oxl_now() - t0;
+            fprintf(p->progress, "\r[%4lld/%4lld] %-36s %6s -> %-6s %8.1f MB/s", (long long)(i + 1), (long long)n,
+                    t->name, oxl_type_traits_get((uint32_t)t->type)->name,
+                    oxl_type_traits_get((uint32_t)t->target)->name, dt > 0 ? (double)s.bytes_in / dt / 1e6 : 0.0);
+            fflush(p->progress);
+        }
+    }
+    if (p->progress != NULL) {
+        fputc('\n', p->progress);
+    }
+    if (oxl_gguf_writer_finish(q->w, err) < 0) {
+        return -1;
+    }
+    if (st != NULL) {
+        *st = s;
+    }
+    return 0;
+}
+
+int oxl_quantize_model(const char *in_path, const char *out_path, const oxl_quantize_params *p,
+                       oxl_quantize_stats *stats, oxl_error *err) {
+    oxl_qm q = {.p = p};
+    const int rc = oxl_qm_run(&q, in_path, out_path, stats, err);
+    oxl_gguf_writer_free(q.w); /* removes the temporary output unless finished */
+    oxl_pool_free(q.pool);
+    oxl_imatrix_free(q.im);
+    oxl_gguf_close(q.in);
+    free(q.plan);
+    free(q.fbuf);
+    free(q.qbuf);
+    return rc;
+}
