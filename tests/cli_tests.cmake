@@ -48,3 +48,7 @@ add_test(NAME golden-tokenizer COMMAND ${OXL_BIN} golden ${OXL_TOKENIZER_GOLDENS
 # oxillama tokenize prints llama-tokenize's shapes; the ids are the golden prompt's (golden/models/stories260K.once.gguf).
 add_test(NAME tokenize-ids COMMAND ${OXL_BIN} tokenize -m ${M}/stories260K.gguf -p "Once upon a time" --ids)
 set_tests_properties(tokenize-ids PROPERTIES PASS_REGULAR_EXPRESSION "^\\[1, 403, 407, 261, 378\\]")
+
+# oxillama quantize end to end: the Q4_K_M mix with a legacy imatrix (blk.1.attn_v gets q6_K).
+add_test(NAME quantize-q4_K_M COMMAND sh -c "'${OXL_BIN}' quantize --imatrix '${G}/quantize/synth-small.imatrix.dat' '${G}/quantize/synth-small-f32.gguf' '${CMAKE_CURRENT_BINARY_DIR}/synth-Q4_K_M.gguf' Q4_K_M 2 && '${OXL_BIN}' info '${CMAKE_CURRENT_BINARY_DIR}/synth-Q4_K_M.gguf'")
+set_tests_properties(quantize-q4_K_M PROPERTIES PASS_REGULAR_EXPRESSION "blk\\.1\\.attn_v\\.weight +q6_K")

@@ -1,0 +1,460 @@
+/* oxl_quantize_model (the engine of `oxillama quantize`) against llama-quantize: for every output in
+ * golden/quantize/expected.json (FTYPE, and FTYPE-imat made with --imatrix), each tensor's type,
+ * shape and sha256 must be equal. Also: the legacy .dat imatrix gives the same bytes, the ftype mix
+ * fallbacks, refusals that leave no output behind, and the GGUF writer's round trip. */
+#include "gguf.h"
+#include "gguf_write.h"
+#include "quant_mix.h"
+#include "quantize_model.h"
+
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define GOLDEN OXL_SOURCE_DIR "/golden/quantize/"
+
+/* ---- SHA-256 (FIPS 180-4) ---- */
+
+static const uint32_t sha_k[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
+    0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+    0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
+    0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
+    0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+    0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+    0xc67178f2};
+
+static uint32_t ror(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+static void sha_block(uint32_t h[8], const uint8_t *p) {
+    uint32_t w[64];
+    for (int i = 0; i < 16; i++) {
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+    }
+    for (int i = 16; i < 64; i++) {
+        const uint32_t s0 = ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        const uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    for (int i = 0; i < 64; i++) {
+        const uint32_t t1 = hh + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + sha_k[i] + w[i];
+        const uint32_t t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+        hh = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+    }
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
+}
+
+static void sha256_hex(const void *data, size_t n, char out[65]) {
+    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    const uint8_t *p = data;
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        sha_block(h, p + i);
+    }
+    uint8_t tail[128] = {0};
+    const size_t rem = n - i;
+    memcpy(tail, p + i, rem);
+    tail[rem] = 0x80;
+    const size_t tl = rem + 9 <= 64 ? 64 : 128;
+    const uint64_t bits = (uint64_t)n * 8;
+    for (int k = 0; k < 8; k++) {
+        tail[tl - 1 - k] = (uint8_t)(bits >> (8 * k));
+    }
+    sha_block(h, tail);
+    if (tl == 128) {
+        sha_block(h, tail + 64);
+    }
+    for (int k = 0; k < 8; k++) {
+        snprintf(out + 8 * k, 9, "%08x", h[k]);
+    }
+}
+
+Test(quantize_cli, sha256_known_answers) {
+    char hex[65];
+    sha256_hex("abc", 3, hex);
+    cr_expect_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    sha256_hex("", 0, hex);
+    cr_expect_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+/* ---- expected.json: {"<FTYPE>[-imat]": {"<tensor>": ["<TYPE>", [ne0, ...], "<sha256>"], ...}, ...} ---- */
+
+typedef struct exp_tensor {
+    char name[64], type[16], sha[65];
+    int64_t ne[4];
+    int n_dims;
+} exp_tensor;
+
+typedef struct exp_output {
+    char key[32];
+    exp_tensor t[64];
+    int n;
+} exp_output;
+
+typedef struct lex {
+    const char *p;
+} lex;
+
+static void skip_ws(lex *l) {
+    while (*l->p == ' ' || *l->p == '\n' || *l->p == '\r' || *l->p == '\t') {
+        l->p++;
+    }
+}
+
+static void expect_ch(lex *l, char c) {
+    skip_ws(l);
+    cr_assert_eq(*l->p, c, "expected.json: expected '%c' at '%.20s'", c, l->p);
+    l->p++;
+}
+
+static bool peek_ch(lex *l, char c) {
+    skip_ws(l);
+    return *l->p == c;
+}
+
+static void read_str(lex *l, char *out, size_t cap) {
+    expect_ch(l, '"');
+    size_t n = 0;
+    while (*l->p && *l->p != '"') {
+        cr_assert_lt(n + 1, cap, "expected.json: string too long");
+        out[n++] = *l->p++;
+    }
+    out[n] = '\0';
+    expect_ch(l, '"');
+}
+
+/* Reads the whole file; *n outputs into a calloc'd array the caller frees. */
+static exp_output *read_expected(int *n_out) {
+    FILE *f = fopen(GOLDEN "expected.json", "rb");
+    cr_assert_not_null(f, "cannot open " GOLDEN "expected.json");
+    static char text[1 << 18];
+    const size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    exp_output *outs = calloc(64, sizeof *outs);
+    int n = 0;
+    lex l = {text};
+    expect_ch(&l, '{');
+    while (!peek_ch(&l, '}')) {
+        cr_assert_lt(n, 64);
+        exp_output *o = &outs[n++];
+        read_str(&l, o->key, sizeof o->key);
+        expect_ch(&l, ':');
+        expect_ch(&l, '{');
+        while (!peek_ch(&l, '}')) {
+            cr_assert_lt(o->n, 64);
+            exp_tensor *t = &o->t[o->n++];
+            read_str(&l, t->name, sizeof t->name);
+            expect_ch(&l, ':');
+            expect_ch(&l, '[');
+            read_str(&l, t->type, sizeof t->type);
+            expect_ch(&l, ',');
+            expect_ch(&l, '[');
+            while (!peek_ch(&l, ']')) {
+                char *end;
+                cr_assert_lt(t->n_dims, 4);
+                t->ne[t->n_dims++] = strtoll(l.p, &end, 10);
+                l.p = end;
+                if (peek_ch(&l, ',')) {
+                    l.p++;
+                }
+            }
+            expect_ch(&l, ']');
+            expect_ch(&l, ',');
+            read_str(&l, t->sha, sizeof t->sha);
+            expect_ch(&l, ']');
+            if (peek_ch(&l, ',')) {
+                l.p++;
+            }
+        }
+        expect_ch(&l, '}');
+        if (peek_ch(&l, ',')) {
+            l.p++;
+        }
+    }
+    *n_out = n;
+    return outs;
+}
+
+/* ---- running and comparing ---- */
+
+static char tmp_dir[64];
+
+static void make_tmp_dir(void) {
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/oxl-quantize-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmp_dir));
+}
+
+static void remove_tmp_dir(void) {
+    rmdir(tmp_dir);
+}
+
+/* Quantizes the synthetic model to e's ftype (with imatrix file im, or none) and compares every
+ * tensor with e; returns the number of mismatching tensors. */
+static int check_output(const exp_output *e, const char *im) {
+    char ftype[32];
+    snprintf(ftype, sizeof ftype, "%s", e->key);
+    char *dash = strstr(ftype, "-imat");
+    if (dash) {
+        *dash = '\0';
+    }
+    char out[128];
+    snprintf(out, sizeof out, "%s/%s.gguf", tmp_dir, e->key);
+    oxl_quantize_params p = {
+        .ftype = oxl_ftype_find(ftype),
+        .imatrix_path = im,
+        .output_type = OXL_TYPE_COUNT,
+        .token_embd_type = OXL_TYPE_COUNT,
+        .n_threads = 1,
+    };
+    cr_assert_not_null(p.ftype, "ftype %s", ftype);
+    oxl_error err = {{0}};
+    cr_assert_eq(oxl_quantize_model(GOLDEN "synth-small-f32.gguf", out, &p, NULL, &err), 0, "%s: %s", e->key, err.msg);
+    oxl_gguf *g = oxl_gguf_open(out, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    int bad = 0;
+    cr_expect_eq(oxl_gguf_n_tensors(g), e->n, "%s: %lld tensors, expected %d", e->key, (long long)oxl_gguf_n_tensors(g), e->n);
+    for (int i = 0; i < e->n; i++) {
+        const exp_tensor *x = &e->t[i];
+        const oxl_gguf_tensor *t = oxl_gguf_find_tensor(g, x->name);
+        if (t == NULL) {
+            cr_expect_fail("%s: tensor %s missing", e->key, x->name);
+            bad++;
+            continue;
+        }
+        char sha[65];
+        sha256_hex(t->data, t->nbytes, sha);
+        const char *tname = oxl_type_traits_get(t->type)->name;
+        bool same_shape = (int)t->n_dims == x->n_dims;
+        for (int d = 0; d < x->n_dims; d++) {
+            same_shape &= t->ne[d] == x->ne[d];
+        }
+        const bool ok = strcasecmp(tname, x->type) == 0 && same_shape && strcmp(sha, x->sha) == 0;
+        cr_expect(ok, "%s: %s is %s (%lld x %lld) sha %.16s, expected %s sha %.16s", e->key, x->name, tname,
+                  (long long)t->ne[0], (long long)t->ne[1], sha, x->type, x->sha);
+        bad += !ok;
+    }
+    cr_expect_eq(oxl_gguf_get_int(g, "general.file_type", &(int64_t){0}, &err), 1);
+    oxl_gguf_close(g);
+    remove(out);
+    return bad;
+}
+
+/* Every output of expected.json whose key does (imat) or does not end in -imat. */
+static void check_all(bool imat, const char *im) {
+    int n = 0;
+    exp_output *outs = read_expected(&n);
+    cr_assert_geq(n, 33);
+    make_tmp_dir();
+    int checked = 0;
+    for (int i = 0; i < n; i++) {
+        if ((strstr(outs[i].key, "-imat") != NULL) == imat) {
+            cr_expect_eq(check_output(&outs[i], im), 0, "%s differs from llama-quantize", outs[i].key);
+            checked++;
+        }
+    }
+    cr_expect_geq(checked, imat ? 17 : 16);
+    remove_tmp_dir();
+    free(outs);
+}
+
+Test(quantize_cli, every_ftype_equals_llama_quantize, .timeout = 120) {
+    check_all(false, NULL);
+}
+
+Test(quantize_cli, every_ftype_with_gguf_imatrix_equals_llama_quantize, .timeout = 120) {
+    check_all(true, GOLDEN "synth-small.imatrix.gguf");
+}
+
+/* The legacy layout holds the same statistics: the same bytes for the ftypes whose formats use them. */
+Test(quantize_cli, legacy_dat_imatrix_gives_the_same_bytes, .timeout = 120) {
+    int n = 0;
+    exp_output *outs = read_expected(&n);
+    make_tmp_dir();
+    const char *keys[] = {"Q4_0-imat", "Q2_K_S-imat", "Q4_K_M-imat", "Q6_K-imat"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        for (int i = 0; i < n; i++) {
+            if (strcmp(outs[i].key, keys[k]) == 0) {
+                cr_expect_eq(check_output(&outs[i], GOLDEN "synth-small.imatrix.dat"), 0, "%s", keys[k]);
+            }
+        }
+    }
+    remove_tmp_dir();
+    free(outs);
+}
+
+/* ---- refusals leave nothing behind ---- */
+
+static bool file_exists(const char *path) {
+    return access(path, F_OK) == 0;
+}
+
+Test(quantize_cli, refusals_leave_no_output) {
+    make_tmp_dir();
+    char out[128], tmp[160];
+    snprintf(out, sizeof out, "%s/out.gguf", tmp_dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", out);
+    oxl_quantize_params p = {.ftype = oxl_ftype_find("Q2_K_S"), .output_type = OXL_TYPE_COUNT,
+                             .token_embd_type = OXL_TYPE_COUNT, .n_threads = 1};
+    oxl_error err = {{0}};
+    /* llama.cpp refuses Q2_K_S without an importance matrix */
+    cr_expect_eq(oxl_quantize_model(GOLDEN "synth-small-f32.gguf", out, &p, NULL, &err), -1);
+    cr_expect(strstr(err.msg, "importance matrix") != NULL, "message: %s", err.msg);
+    p.ftype = oxl_ftype_find("q4_k_m");
+    p.imatrix_path = GOLDEN "no-such-file.imatrix";
+    cr_expect_eq(oxl_quantize_model(GOLDEN "synth-small-f32.gguf", out, &p, NULL, &err), -1);
+    cr_expect(strstr(err.msg, "no-such-file") != NULL, "message: %s", err.msg);
+    cr_expect(!file_exists(out) && !file_exists(tmp));
+    remove_tmp_dir();
+}
+
+/* A small model written with the GGUF writer: one weight with a NaN at row 1, column 7. */
+static void write_model(const char *path, float bad) {
+    oxl_error err = {{0}};
+    oxl_gguf_writer *w = oxl_gguf_writer_new(&err);
+    cr_assert_not_null(w);
+    cr_assert_eq(oxl_gguf_writer_set_str(w, "general.architecture", "llama", &err), 0);
+    cr_assert_eq(oxl_gguf_writer_set_u32(w, "llama.block_count", 1, &err), 0);
+    cr_assert_eq(oxl_gguf_writer_set_u32(w, "llama.attention.head_count", 2, &err), 0);
+    static float x[3 * 256];
+    for (int i = 0; i < 3 * 256; i++) {
+        x[i] = sinf((float)i);
+    }
+    x[256 + 7] = bad;
+    const int64_t ne[2] = {256, 3};
+    cr_assert_eq(oxl_gguf_writer_add_tensor(w, "blk.0.attn_q.weight", OXL_TYPE_F32, 2, ne, &err), 0, "%s", err.msg);
+    cr_assert_eq(oxl_gguf_writer_begin(w, path, &err), 0, "%s", err.msg);
+    cr_assert_eq(oxl_gguf_writer_write_data(w, x, sizeof x, &err), 0, "%s", err.msg);
+    cr_assert_eq(oxl_gguf_writer_finish(w, &err), 0, "%s", err.msg);
+    oxl_gguf_writer_free(w);
+}
+
+Test(quantize_cli, non_finite_weight_names_tensor_row_and_column) {
+    make_tmp_dir();
+    char in[128], out[128], tmp[160];
+    snprintf(in, sizeof in, "%s/in.gguf", tmp_dir);
+    snprintf(out, sizeof out, "%s/out.gguf", tmp_dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", out);
+    write_model(in, NAN);
+    oxl_quantize_params p = {.ftype = oxl_ftype_find("Q8_0"), .output_type = OXL_TYPE_COUNT,
+                             .token_embd_type = OXL_TYPE_COUNT, .n_threads = 2};
+    oxl_error err = {{0}};
+    cr_expect_eq(oxl_quantize_model(in, out, &p, NULL, &err), -1);
+    cr_expect(strstr(err.msg, "blk.0.attn_q.weight") && strstr(err.msg, "row 1") && strstr(err.msg, "column 7"),
+              "message: %s", err.msg);
+    cr_expect(!file_exists(out) && !file_exists(tmp));
+    write_model(in, 1e30f); /* finite, however large: quantizes */
+    cr_expect_eq(oxl_quantize_model(in, out, &p, NULL, &err), 0, "%s", err.msg);
+    remove(in);
+    remove(out);
+    remove_tmp_dir();
+}
+
+/* ---- the mix: llama.cpp's fallback when a row is not a multiple of the K-quant block ---- */
+
+Test(quantize_cli, fallback_types_for_short_rows) {
+    oxl_quant_tensor t[] = {
+        {.name = "blk.0.attn_q.weight", .type = OXL_TYPE_F32, .ne = {96, 4, 1, 1}},   /* q4_K -> q5_0 */
+        {.name = "blk.0.attn_k.weight", .type = OXL_TYPE_F32, .ne = {48, 4, 1, 1}},   /* q5_0 needs 32: f16 */
+        {.name = "blk.0.attn_norm.weight", .type = OXL_TYPE_F32, .ne = {96, 1, 1, 1}}, /* 1-D: kept f32 */
+        {.name = "blk.0.ffn_up.weight", .type = OXL_TYPE_F32, .ne = {256, 4, 1, 1}},  /* fits: q4_K */
+    };
+    const oxl_quant_model m = {.arch = "llama", .n_layer = 1, .n_head = 4, .n_head_kv = 4};
+    const oxl_quant_options o = {.ftype = oxl_ftype_find("Q4_K_S"), .output_type = OXL_TYPE_COUNT,
+                                 .token_embd_type = OXL_TYPE_COUNT};
+    oxl_quant_sort(t, 4);
+    oxl_error err = {{0}};
+    cr_assert_eq(oxl_quant_choose_types(&m, &o, t, 4, &err), 2, "%s", err.msg);
+    for (int i = 0; i < 4; i++) {
+        const oxl_type want = strstr(t[i].name, "attn_q")      ? OXL_TYPE_Q5_0
+                              : strstr(t[i].name, "attn_k")    ? OXL_TYPE_F16
+                              : strstr(t[i].name, "attn_norm") ? OXL_TYPE_F32
+                                                               : OXL_TYPE_Q4_K;
+        cr_expect_eq(t[i].target, want, "%s: %s", t[i].name, oxl_type_traits_get(t[i].target)->name);
+    }
+}
+
+/* ---- the writer: every value type survives a round trip through the reader ---- */
+
+Test(quantize_cli, gguf_writer_round_trip) {
+    make_tmp_dir();
+    char path[128];
+    snprintf(path, sizeof path, "%s/rt.gguf", tmp_dir);
+    oxl_error err = {{0}};
+    oxl_gguf_writer *w = oxl_gguf_writer_new(&err);
+    const int16_t arr[3] = {-1, 2, -300};
+    const char *strs[2] = {"a", "bc"};
+    cr_assert_eq(oxl_gguf_writer_set_u32(w, "general.alignment", 64, &err), 0);
+    cr_assert_eq(oxl_gguf_writer_set_i32(w, "k.i32", -5, &err), 0);
+    cr_assert_eq(oxl_gguf_writer_set_f32(w, "k.f32", 0.25f, &err), 0);
+    cr_assert_eq(oxl_gguf_writer_set_bool(w, "k.bool", true, &err), 0);
+    cr_assert_eq(oxl_gguf_writer_set_str(w, "k.str", "hello", &err), 0);
+    cr_assert_eq(oxl_gguf_writer_set_arr(w, "k.arr", OXL_GGUF_INT16, arr, 3, &err), 0);
+    cr_assert_eq(oxl_gguf_writer_set_arr_str(w, "k.strs", strs, 2, &err), 0);
+    cr_assert_eq(oxl_gguf_writer_set_i32(w, "k.i32", 7, &err), 0); /* replaced, moved to the end */
+    const int64_t ne1[1] = {3}, ne2[2] = {32, 2};
+    cr_assert_eq(oxl_gguf_writer_add_tensor(w, "a", OXL_TYPE_F32, 1, ne1, &err), 0);
+    cr_assert_eq(oxl_gguf_writer_add_tensor(w, "b", OXL_TYPE_Q8_0, 2, ne2, &err), 0);
+    cr_expect_eq(oxl_gguf_writer_add_tensor(w, "a", OXL_TYPE_F32, 1, ne1, &err), -1); /* duplicate */
+    const float a[3] = {1, 2, 3};
+    uint8_t b[68];
+    for (int i = 0; i < 68; i++) {
+        b[i] = (uint8_t)i;
+    }
+    cr_assert_eq(oxl_gguf_writer_begin(w, path, &err), 0, "%s", err.msg);
+    cr_assert_eq(oxl_gguf_writer_write_data(w, a, sizeof a, &err), 0);
+    cr_assert_eq(oxl_gguf_writer_write_data(w, b, sizeof b, &err), 0);
+    cr_assert_eq(oxl_gguf_writer_finish(w, &err), 0, "%s", err.msg);
+    const uint64_t written = oxl_gguf_writer_bytes_written(w);
+    oxl_gguf_writer_free(w);
+
+    oxl_gguf *g = oxl_gguf_open(path, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    cr_expect_eq(oxl_gguf_file_size(g), written);
+    cr_expect_eq(oxl_gguf_alignment(g), 64);
+    cr_expect_eq(oxl_gguf_data_offset(g) % 64, 0);
+    cr_expect_str_eq(oxl_gguf_key(g, oxl_gguf_n_kv(g) - 1), "k.i32");
+    int64_t iv = 0;
+    float fv = 0;
+    bool bv = false;
+    const char *sv = NULL;
+    cr_expect(oxl_gguf_get_int(g, "k.i32", &iv, &err) == 1 && iv == 7);
+    cr_expect(oxl_gguf_get_float(g, "k.f32", &fv, &err) == 1 && fv == 0.25f);
+    cr_expect(oxl_gguf_get_bool(g, "k.bool", &bv, &err) == 1 && bv);
+    cr_expect(oxl_gguf_get_str(g, "k.str", &sv, &err) == 1 && strcmp(sv, "hello") == 0);
+    const int64_t ka = oxl_gguf_find_key(g, "k.arr"), ks = oxl_gguf_find_key(g, "k.strs");
+    cr_expect(oxl_gguf_arr_type(g, ka) == OXL_GGUF_INT16 && oxl_gguf_arr_n(g, ka) == 3 &&
+              memcmp(oxl_gguf_arr_data(g, ka), arr, sizeof arr) == 0);
+    size_t len = 0;
+    const char *s1 = oxl_gguf_arr_str(g, ks, 1, &len);
+    cr_expect(oxl_gguf_arr_n(g, ks) == 2 && len == 2 && memcmp(s1, "bc", 2) == 0);
+    const oxl_gguf_tensor *ta = oxl_gguf_find_tensor(g, "a"), *tb = oxl_gguf_find_tensor(g, "b");
+    cr_assert(ta && tb);
+    cr_expect(ta->n_dims == 1 && memcmp(ta->data, a, sizeof a) == 0);
+    cr_expect(tb->offset == 64 && tb->ne[1] == 2 && memcmp(tb->data, b, sizeof b) == 0);
+
+    /* a copy of every key/value through copy_kvs reads back the same */
+    char path2[128];
+    snprintf(path2, sizeof path2, "%s/rt2.gguf", tmp_dir);
+    w = oxl_gguf_writer_new(&err);
+    cr_assert_eq(oxl_gguf_writer_copy_kvs(w, g, &err), 0, "%s", err.msg);
+    cr_assert_eq(oxl_gguf_writer_begin(w, path2, &err), 0);
+    cr_assert_eq(oxl_gguf_writer_finish(w, &err), 0);
+    oxl_gguf_writer_free(w);
+    oxl_gguf *g2 = oxl_gguf_open(path2, &err);
+    cr_assert_not_null(g2, "%s", err.msg);
+    cr_expect_eq(oxl_gguf_n_kv(g2), oxl_gguf_n_kv(g));
+    cr_expect(oxl_gguf_get_int(g2, "k.i32", &iv, &err) == 1 && iv == 7);
+    cr_expect_eq(oxl_gguf_kv_type(g2, oxl_gguf_find_key(g2, "k.i32")), OXL_GGUF_INT32);
+    oxl_gguf_close(g2);
+    oxl_gguf_close(g);
+    remove(path);
+    remove(path2);
+    remove_tmp_dir();
+}
