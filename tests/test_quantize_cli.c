@@ -4,7 +4,9 @@
  * fallbacks, refusals that leave no output behind, and the GGUF writer's round trip. */
 #include "gguf.h"
 #include "gguf_write.h"
+#include "kernels.h"
 #include "quant_mix.h"
+#include "quantize.h"
 #include "quantize_model.h"
 
 #include <criterion/criterion.h>
@@ -456,5 +458,51 @@ Test(quantize_cli, gguf_writer_round_trip) {
     oxl_gguf_close(g);
     remove(path);
     remove(path2);
+    remove_tmp_dir();
+}
+
+/* ---- requantization: refused by default; with --allow-requantize it goes through the format's
+ * dequantization kernel, giving the bytes of quantizing the dequantized weights ---- */
+
+Test(quantize_cli, requantize_needs_the_flag_and_a_dequant_kernel) {
+    make_tmp_dir();
+    char q8[128], q4[128];
+    snprintf(q8, sizeof q8, "%s/q8.gguf", tmp_dir);
+    snprintf(q4, sizeof q4, "%s/q4.gguf", tmp_dir);
+    oxl_quantize_params p = {.ftype = oxl_ftype_find("Q8_0"), .output_type = OXL_TYPE_COUNT,
+                             .token_embd_type = OXL_TYPE_COUNT, .n_threads = 2};
+    oxl_error err = {{0}};
+    cr_assert_eq(oxl_quantize_model(GOLDEN "synth-small-f32.gguf", q8, &p, NULL, &err), 0, "%s", err.msg);
+    p.ftype = oxl_ftype_find("Q4_0");
+    cr_expect_eq(oxl_quantize_model(q8, q4, &p, NULL, &err), -1);
+    cr_expect(strstr(err.msg, "requantiz") != NULL, "message: %s", err.msg);
+    p.allow_requantize = true;
+    const oxl_dequant_fn dq = oxl_kernels_get()->dequant[OXL_TYPE_Q8_0];
+    const int rc = oxl_quantize_model(q8, q4, &p, NULL, &err);
+    if (dq == NULL) {
+        cr_expect_eq(rc, -1);
+        cr_expect(strstr(err.msg, "no dequantization kernel") != NULL, "message: %s", err.msg);
+    } else {
+        cr_assert_eq(rc, 0, "%s", err.msg);
+        oxl_gguf *g8 = oxl_gguf_open(q8, &err), *g4 = oxl_gguf_open(q4, &err);
+        cr_assert(g8 && g4);
+        const oxl_gguf_tensor *a = oxl_gguf_find_tensor(g8, "blk.0.attn_q.weight");
+        const oxl_gguf_tensor *b = oxl_gguf_find_tensor(g4, "blk.0.attn_q.weight");
+        cr_assert(a && b && a->type == OXL_TYPE_Q8_0 && b->type == OXL_TYPE_Q4_0);
+        const int64_t ne0 = a->ne[0], nr = a->ne[1];
+        float *x = malloc((size_t)(ne0 * nr) * sizeof *x);
+        uint8_t *y = malloc(b->nbytes);
+        for (int64_t r = 0; r < nr; r++) {
+            dq((const uint8_t *)a->data + (size_t)r * oxl_row_size(OXL_TYPE_Q8_0, ne0), x + r * ne0, ne0);
+        }
+        cr_assert_eq(oxl_quantize_rows(OXL_TYPE_Q4_0, x, y, nr, ne0, NULL, &err), 0);
+        cr_expect(memcmp(y, b->data, b->nbytes) == 0);
+        free(x);
+        free(y);
+        oxl_gguf_close(g8);
+        oxl_gguf_close(g4);
+    }
+    remove(q8);
+    remove(q4);
     remove_tmp_dir();
 }
