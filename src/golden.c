@@ -165,6 +165,11 @@ int oxl_golden_run_file(const char *path, const char *model_path, oxl_golden_rep
     if (access(inp, R_OK) == 0) {
         return oxl_golden_tokenizer(path, r, err);
     }
+    /* a chat-templates directory: cases.json beside <model>/template.jinja */
+    snprintf(inp, sizeof inp, "%s/cases.json", path);
+    if (access(inp, R_OK) == 0) {
+        return oxl_golden_chat_dir(path, r, err);
+    }
     oxl_gguf *g = oxl_gguf_open(path, err);
     if (!g) {
         return -1;

@@ -36,6 +36,10 @@ int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_repo
  * files could be read (failures are counted in r), -1 with err otherwise. */
 int oxl_golden_tokenizer(const char *vocab_path, oxl_golden_report *r, oxl_error *err);
 
+/* Chat templates (golden/README.md "chat-templates"): renders every <model>/template.jinja of dir
+ * with every conversation of dir/cases.json and compares with <model>/<case>.txt or .error. */
+int oxl_golden_chat_dir(const char *dir, oxl_golden_report *r, oxl_error *err);
+
 /* Opens path, reads golden.kind and runs the matching checker. model_path may be NULL where the
  * kind needs no model (or names it in golden.model, looked up beside the golden file). */
 int oxl_golden_run_file(const char *path, const char *model_path, oxl_golden_report *r, oxl_error *err);
