@@ -1,5 +1,6 @@
-/* Vocabulary, SPM tokenizer and detokenizer (behaviour of llama.cpp src/llama-vocab.cpp). */
-#include "vocab.h"
+/* Vocabulary loading, special-token splitting, the tokenize driver and detokenization (behaviour of
+ * llama.cpp src/llama-vocab.cpp); the tokenizers of each model are in src/tokenizer_*.c. */
+#include "vocab_internal.h"
 
 #include "error.h"
 
@@ -12,18 +13,6 @@
 
 // --- token attributes ----------------------------------------------------------------------------
 
-/* Attribute bits, as llama.cpp's llama_token_attr. */
-enum {
-    OXL_ATTR_UNKNOWN = 1 << 0,
-    OXL_ATTR_UNUSED = 1 << 1,
-    OXL_ATTR_NORMAL = 1 << 2,
-    OXL_ATTR_CONTROL = 1 << 3,
-    OXL_ATTR_USER_DEFINED = 1 << 4,
-    OXL_ATTR_BYTE = 1 << 5,
-    OXL_ATTR_LSTRIP = 1 << 7,
-    OXL_ATTR_RSTRIP = 1 << 8,
-};
-
 /* tokenizer.ggml.token_type values (GGUF / SentencePiece numbering) → attribute; other values are
  * "undefined" (no bit), which renders as an empty piece. */
 static const uint16_t k_type_attr[] = {
@@ -32,29 +21,6 @@ static const uint16_t k_type_attr[] = {
 };
 
 // --- the vocabulary ------------------------------------------------------------------------------
-
-struct oxl_vocab {
-    int32_t n;             /* number of tokens */
-    char *text;            /* token texts, each followed by a NUL */
-    size_t *text_off;      /* (n) byte offset of token i's text in `text` */
-    uint32_t *text_len;    /* (n) its length in bytes */
-    float *score;          /* (n) merge priority (tokenizer.ggml.scores; 0 when absent) */
-    uint16_t *attr;        /* (n) OXL_ATTR_* bits */
-    uint8_t *eog;          /* (n) 1 for end-of-generation tokens */
-    char *piece;           /* rendered pieces (special = true), concatenated */
-    size_t *piece_off;     /* (n) */
-    uint32_t *piece_len;   /* (n) */
-    int32_t *slot;         /* open-addressing hash of texts: token id + 1, 0 = empty */
-    size_t slot_mask;      /* number of slots - 1 (a power of two) */
-    int32_t *special;      /* control / user-defined / unknown ids, longest text first */
-    int32_t n_special;
-    oxl_token byte_tok[256]; /* byte fallback token of each byte value, -1 when none */
-
-    oxl_token bos, eos, eot, eom, unk, sep, pad, mask;
-    oxl_token fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
-    bool add_bos, add_eos, add_space_prefix;
-    char model[16];
-};
 
 /* Special-token keys and the field each sets; the deprecated prefix/suffix/middle keys come last so
  * they override the fim_* keys, as in llama.cpp. */
@@ -133,8 +99,7 @@ static uint64_t hash_bytes(const char *s, size_t n) {
     return h;
 }
 
-/* Id of the token whose text is exactly s[0..n), or -1. */
-static oxl_token vocab_find(const oxl_vocab *v, const char *s, size_t n) {
+oxl_token oxl_vocab_find(const oxl_vocab *v, const char *s, size_t n) {
     for (size_t i = hash_bytes(s, n) & v->slot_mask;; i = (i + 1) & v->slot_mask) {
         int32_t id = v->slot[i] - 1;
         if (id < 0)
@@ -143,8 +108,6 @@ static oxl_token vocab_find(const oxl_vocab *v, const char *s, size_t n) {
             return id;
     }
 }
-
-static const char *tok_text(const oxl_vocab *v, oxl_token id) { return v->text + v->text_off[id]; }
 
 /* v->n as a size (it is positive once loading has checked the token count). */
 static size_t n_tok(const oxl_vocab *v) { return (uint32_t)v->n; }
@@ -165,6 +128,8 @@ void oxl_vocab_free(oxl_vocab *v) {
     free(v->piece_len);
     free(v->slot);
     free(v->special);
+    oxl_bpe_free(v);
+    oxl_ugm_free(v);
     free(v);
 }
 
@@ -203,14 +168,16 @@ static int load_texts(oxl_vocab *v, const oxl_gguf *g, int64_t ki, const char *p
         v->text[pos + len] = '\0';
         v->text_off[i] = pos;
         v->text_len[i] = (uint32_t)len;
+        if (len > v->max_token_len)
+            v->max_token_len = (uint32_t)len;
         pos += len + 1;
 
-        size_t h = hash_bytes(tok_text(v, i), len) & v->slot_mask;
+        size_t h = hash_bytes(oxl_tok_text(v, i), len) & v->slot_mask;
         for (; v->slot[h]; h = (h + 1) & v->slot_mask) {
             int32_t other = v->slot[h] - 1;
-            if (v->text_len[other] == len && memcmp(tok_text(v, other), tok_text(v, i), len) == 0)
+            if (v->text_len[other] == len && memcmp(oxl_tok_text(v, other), oxl_tok_text(v, i), len) == 0)
                 return oxl_err_set(err, "%s: tokenizer.ggml.tokens[%d] = '%.*s' repeats token %d", path, i,
-                                   (int)(len < 64 ? len : 64), tok_text(v, i), other);
+                                   (int)(len < 64 ? len : 64), oxl_tok_text(v, i), other);
         }
         v->slot[h] = i + 1;
     }
@@ -262,7 +229,7 @@ static int load_bytes(oxl_vocab *v, const char *path, oxl_error *err) {
     for (int32_t i = 0; i < v->n; i++) {
         if (!(v->attr[i] & OXL_ATTR_BYTE))
             continue;
-        const char *s = tok_text(v, i);
+        const char *s = oxl_tok_text(v, i);
         if (v->text_len[i] != 6 || memcmp(s, "<0x", 3) != 0 || !isxdigit((unsigned char)s[3]) ||
             !isxdigit((unsigned char)s[4]) || s[5] != '>')
             return oxl_err_set(err, "%s: tokenizer.ggml.tokens[%d] = '%.*s' has type BYTE but is not <0xHH>", path, i,
@@ -272,18 +239,15 @@ static int load_bytes(oxl_vocab *v, const char *path, oxl_error *err) {
         char hex[7];
         snprintf(hex, sizeof hex, "<0x%02X>", b);
         char one = (char)b;
-        oxl_token t = vocab_find(v, hex, 6);
-        v->byte_tok[b] = t >= 0 ? t : (t = vocab_find(v, &one, 1)) >= 0 ? t : v->unk;
+        oxl_token t = oxl_vocab_find(v, hex, 6);
+        v->byte_tok[b] = t >= 0 ? t : (t = oxl_vocab_find(v, &one, 1)) >= 0 ? t : v->unk;
     }
     return 0;
 }
 
-/* Special ids: SPM defaults (bos 1, eos 2, unk 0; dropped when outside the vocabulary), then the
- * file's keys, where 0xFFFFFFFF or -1 mean "none". */
+/* Special ids: the model's defaults (set_model_defaults; dropped when outside the vocabulary), then
+ * the file's keys, where 0xFFFFFFFF or -1 mean "none". */
 static int load_special_ids(oxl_vocab *v, const oxl_gguf *g, const char *path, oxl_error *err) {
-    v->bos = 1, v->eos = 2, v->unk = 0;
-    v->eot = v->eom = v->sep = v->pad = v->mask = -1;
-    v->fim_pre = v->fim_suf = v->fim_mid = v->fim_pad = v->fim_rep = v->fim_sep = -1;
     for (size_t k = 0; k < sizeof k_special_keys / sizeof *k_special_keys; k++) {
         oxl_token *id = vocab_field(v, k_special_keys[k].field);
         if (*id >= v->n)
@@ -314,15 +278,15 @@ static void detect_specials(oxl_vocab *v) {
         if (*id >= 0)
             continue;
         for (const char *const *t = k_detect[k].texts; *t; t++) {
-            oxl_token c = vocab_find(v, *t, strlen(*t));
-            if (c >= 0 && (*id < 0 || strcmp(*t, tok_text(v, *id)) < 0))
+            oxl_token c = oxl_vocab_find(v, *t, strlen(*t));
+            if (c >= 0 && (*id < 0 || strcmp(*t, oxl_tok_text(v, *id)) < 0))
                 *id = c;
         }
         if (*id >= 0)
             v->attr[*id] |= OXL_ATTR_CONTROL;
     }
     for (const char *const *t = k_eog_texts; *t; t++) {
-        oxl_token c = vocab_find(v, *t, strlen(*t));
+        oxl_token c = oxl_vocab_find(v, *t, strlen(*t));
         if (c >= 0) {
             v->eog[c] = 1;
             v->attr[c] |= OXL_ATTR_CONTROL;
@@ -332,6 +296,32 @@ static void detect_specials(oxl_vocab *v) {
     for (size_t k = 0; k < sizeof eog_ids / sizeof *eog_ids; k++)
         if (eog_ids[k] >= 0)
             v->eog[eog_ids[k]] = 1;
+    /* control tokens named "...unused..." are unused */
+    for (int32_t i = 0; i < v->n; i++)
+        if ((v->attr[i] & OXL_ATTR_CONTROL) && strstr(oxl_tok_text(v, i), "unused"))
+            v->attr[i] |= OXL_ATTR_UNUSED;
+    /* gpt-oss: these always render */
+    static const char *const k_render[] = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"};
+    for (size_t k = 0; k < sizeof k_render / sizeof *k_render; k++) {
+        oxl_token c = oxl_vocab_find(v, k_render[k], strlen(k_render[k]));
+        if (c >= 0)
+            v->attr[c] = OXL_ATTR_USER_DEFINED;
+    }
+    /* "<|end|>" does not end generation next to "<|return|>" + "<|call|>" (o200k_harmony) or
+     * "<|calls|>" + "<|flush|>" (solar-open); "</s>" does not next to "<|tool_response>" (Gemma 4) */
+    oxl_token end = oxl_vocab_find(v, "<|end|>", 7), ret = oxl_vocab_find(v, "<|return|>", 10);
+    oxl_token call = oxl_vocab_find(v, "<|call|>", 8), calls = oxl_vocab_find(v, "<|calls|>", 9);
+    oxl_token flush = oxl_vocab_find(v, "<|flush|>", 9);
+    bool has_call = (call >= 0 && v->eog[call]) || (calls >= 0 && v->eog[calls]);
+    if (end >= 0 && v->eog[end] && has_call && ((ret >= 0 && v->eog[ret]) || (flush >= 0 && v->eog[flush]))) {
+        v->eog[end] = 0;
+        v->attr[end] = OXL_ATTR_USER_DEFINED;
+    }
+    oxl_token tr = oxl_vocab_find(v, "<|tool_response>", 16), eos_text = oxl_vocab_find(v, "</s>", 4);
+    if (tr >= 0 && v->eog[tr] && eos_text >= 0 && v->eog[eos_text]) {
+        v->eog[eos_text] = 0;
+        v->attr[eos_text] = OXL_ATTR_NORMAL;
+    }
 }
 
 /* Sort key of a special token: longest text first, ties by lower id (the order in which llama.cpp
@@ -345,9 +335,44 @@ static int cmp_u64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The bytes a byte-level BPE token stands for: each code point of its text mapped back through GPT-2's
+ * bytes_to_unicode (invalid UTF-8 read as U+FFFD); a code point that stands for no byte renders as
+ * "[UNK_BYTE_0x<its UTF-8 in hex><the whole text>]", as llama.cpp's llama_decode_text. Writes to out
+ * (NULL: only measures) and returns the length. */
+static size_t decode_bytes(const char *s, size_t n, char *out) {
+    size_t w = 0;
+    for (size_t off = 0; off < n;) {
+        uint32_t c;
+        if (!oxl_utf8_decode(s, n, &off, &c)) {
+            c = 0xFFFD;
+            off++;
+        }
+        int b = oxl_cpt_to_byte(c);
+        if (b >= 0) {
+            if (out)
+                out[w] = (char)b;
+            w++;
+            continue;
+        }
+        char u[4], hex[32];
+        size_t ul = oxl_utf8_encode(c, u), hl = 0;
+        for (size_t i = 0; i < ul; i++)
+            hl += (size_t)snprintf(hex + hl, sizeof hex - hl, "%02x", (unsigned char)u[i]);
+        static const char pre[] = "[UNK_BYTE_0x";
+        if (out) {
+            memcpy(out + w, pre, sizeof pre - 1);
+            memcpy(out + w + sizeof pre - 1, hex, hl);
+            memcpy(out + w + sizeof pre - 1 + hl, s, n);
+            out[w + sizeof pre - 1 + hl + n] = ']';
+        }
+        w += sizeof pre - 1 + hl + n + 1;
+    }
+    return w;
+}
+
 /* Writes the piece of token id (special = true) to out (NULL: only measures); returns its length. */
 static size_t render_piece(const oxl_vocab *v, oxl_token id, char *out) {
-    const char *s = tok_text(v, id);
+    const char *s = oxl_tok_text(v, id);
     size_t n = v->text_len[id];
     uint16_t a = v->attr[id];
     if (a & (OXL_ATTR_UNKNOWN | OXL_ATTR_CONTROL | OXL_ATTR_USER_DEFINED)) {
@@ -355,6 +380,8 @@ static size_t render_piece(const oxl_vocab *v, oxl_token id, char *out) {
             memcpy(out, s, n);
         return n;
     }
+    if ((a & OXL_ATTR_NORMAL) && v->type == OXL_VOCAB_BPE && !v->escape_whitespaces)
+        return decode_bytes(s, n, out);
     if (a & OXL_ATTR_NORMAL) {
         size_t w = 0;
         for (size_t i = 0; i < n; i++) {
@@ -369,7 +396,7 @@ static size_t render_piece(const oxl_vocab *v, oxl_token id, char *out) {
         }
         return w;
     }
-    if (a & OXL_ATTR_BYTE) {
+    if ((a & OXL_ATTR_BYTE) && v->type != OXL_VOCAB_WPM) {
         if (out)
             out[0] = (char)strtol((char[3]){s[3], s[4], 0}, NULL, 16);
         return 1;
@@ -408,33 +435,87 @@ static int build_caches(oxl_vocab *v, const char *path, oxl_error *err) {
     return 0;
 }
 
-/* Phi-3 (general.name containing "phi-3" or "phi3", any case): special tokens and "</s>" swallow
- * the whitespace after them, except "<unk>", "<s>" and "<|endoftext|>" (llama.cpp's per-model
- * token attributes). */
-static void apply_model_attrs(oxl_vocab *v, const oxl_gguf *g) {
-    int64_t ki = oxl_gguf_find_key(g, "general.name");
+/* A string metadata value lowercased into buf ("" when absent or not a string). */
+static const char *lower_str(const oxl_gguf *g, const char *key, char *buf, size_t cap) {
+    int64_t ki = oxl_gguf_find_key(g, key);
     size_t len = 0;
-    const char *name = ki >= 0 && oxl_gguf_kv_type(g, ki) == OXL_GGUF_STRING ? oxl_gguf_kv_str(g, ki, &len) : NULL;
-    if (!name)
-        return;
-    char lower[256];
-    size_t n = len < sizeof lower - 1 ? len : sizeof lower - 1;
+    const char *s = ki >= 0 && oxl_gguf_kv_type(g, ki) == OXL_GGUF_STRING ? oxl_gguf_kv_str(g, ki, &len) : NULL;
+    size_t n = s ? (len < cap - 1 ? len : cap - 1) : 0;
     for (size_t i = 0; i < n; i++)
-        lower[i] = (char)tolower((unsigned char)name[i]);
-    lower[n] = '\0';
-    if (!strstr(lower, "phi-3") && !strstr(lower, "phi3"))
-        return;
-    for (int32_t i = 0; i < v->n_special; i++)
-        v->attr[v->special[i]] |= OXL_ATTR_RSTRIP;
-    static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>"};
-    oxl_token eos_text = vocab_find(v, "</s>", 4);
-    if (eos_text >= 0)
-        v->attr[eos_text] |= OXL_ATTR_RSTRIP;
-    for (size_t k = 0; k < sizeof keep / sizeof *keep; k++) {
-        oxl_token t = vocab_find(v, keep[k], strlen(keep[k]));
-        if (t >= 0)
-            v->attr[t] &= (uint16_t)~OXL_ATTR_RSTRIP;
+        buf[i] = (char)tolower((unsigned char)s[i]);
+    buf[n] = '\0';
+    return buf;
+}
+
+static void set_attr(oxl_vocab *v, const char *text, uint16_t bit, bool on) {
+    oxl_token t = oxl_vocab_find(v, text, strlen(text));
+    if (t >= 0)
+        v->attr[t] = on ? (uint16_t)(v->attr[t] | bit) : (uint16_t)(v->attr[t] & ~bit);
+}
+
+/* llama.cpp's per-model token attributes, applied after the special-token list is built: "<mask>"
+ * swallows the whitespace before it for the jina-v2 pre-tokenizers and the nomic-bert-moe /
+ * jina-bert-v3 architectures; for Phi-3 (general.name containing "phi-3" or "phi3", any case) special
+ * tokens and "</s>" swallow the whitespace after them, except "<unk>", "<s>" and "<|endoftext|>";
+ * "[MASK]" swallows the whitespace before it for modern-bert. */
+static void apply_model_attrs(oxl_vocab *v, const oxl_gguf *g) {
+    char name[256], arch[128];
+    lower_str(g, "general.name", name, sizeof name);
+    int64_t ka = oxl_gguf_find_key(g, "general.architecture");
+    size_t al = 0;
+    const char *as = ka >= 0 && oxl_gguf_kv_type(g, ka) == OXL_GGUF_STRING ? oxl_gguf_kv_str(g, ka, &al) : NULL;
+    snprintf(arch, sizeof arch, "%.*s", as ? (int)(al < 127 ? al : 127) : 0, as ? as : "");
+    if (strstr(v->pre, "jina-v2-de") || strstr(v->pre, "jina-v2-es") || strstr(v->pre, "jina-v2-code") ||
+        strstr(arch, "nomic-bert-moe") || strstr(arch, "jina-bert-v3")) {
+        set_attr(v, "<mask>", OXL_ATTR_LSTRIP, true);
+    } else if (strstr(name, "phi-3") || strstr(name, "phi3")) {
+        for (int32_t i = 0; i < v->n_special; i++)
+            v->attr[v->special[i]] |= OXL_ATTR_RSTRIP;
+        set_attr(v, "</s>", OXL_ATTR_RSTRIP, true);
+        static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>"};
+        for (size_t k = 0; k < sizeof keep / sizeof *keep; k++)
+            set_attr(v, keep[k], OXL_ATTR_RSTRIP, false);
+    } else if (strstr(name, "modern-bert")) {
+        set_attr(v, "[MASK]", OXL_ATTR_LSTRIP, true);
     }
+}
+
+/* tokenizer.ggml.model → tokenizer type and its defaults (llama_vocab::impl::load): special ids and
+ * flags; false for a model this library does not tokenize. */
+static bool set_model_defaults(oxl_vocab *v, const char *model) {
+    v->eot = v->eom = v->sep = v->pad = v->mask = -1;
+    v->fim_pre = v->fim_suf = v->fim_mid = v->fim_pad = v->fim_rep = v->fim_sep = -1;
+    v->escape_whitespaces = true;
+    v->lowercase = true;
+    if (strcmp(model, "llama") == 0) {
+        v->type = OXL_VOCAB_SPM;
+        v->bos = 1, v->eos = 2, v->unk = 0;
+        v->add_space_prefix = true, v->add_bos = true;
+    } else if (strcmp(model, "gpt2") == 0) {
+        v->type = OXL_VOCAB_BPE;
+        v->bos = 11, v->eos = 11, v->unk = -1;
+        v->clean_spaces = true;
+    } else if (strcmp(model, "bert") == 0) {
+        v->type = OXL_VOCAB_WPM;
+        v->bos = 101, v->eos = -1, v->unk = 100, v->sep = 102, v->pad = 0, v->mask = 103;
+        v->add_bos = true, v->add_sep = true, v->clean_spaces = true;
+    } else if (strcmp(model, "t5") == 0) {
+        v->type = OXL_VOCAB_UGM;
+        v->bos = -1, v->eos = 1, v->unk = 2, v->pad = 0;
+        v->add_eos = true;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* Reads the optional boolean keys listed, each into its flag; -1 with err set on a wrong type. */
+static int read_flags(const oxl_gguf *g, const char *const *keys, bool *const *flags, size_t n, const char *path,
+                      oxl_error *err) {
+    for (size_t k = 0; k < n; k++)
+        if (oxl_gguf_get_bool(g, keys[k], flags[k], err) < 0)
+            return oxl_err_prefix(err, "%s", path);
+    return 0;
 }
 
 oxl_vocab *oxl_vocab_load(const oxl_gguf *g, oxl_error *err) {
@@ -446,7 +527,7 @@ oxl_vocab *oxl_vocab_load(const oxl_gguf *g, oxl_error *err) {
     if (!path)
         path = "(gguf)";
 
-    const char *model = NULL;
+    const char *model = NULL, *pre = NULL;
     int r = oxl_gguf_get_str(g, "tokenizer.ggml.model", &model, err);
     if (r < 0) {
         oxl_err_prefix(err, "%s", path);
@@ -456,8 +537,12 @@ oxl_vocab *oxl_vocab_load(const oxl_gguf *g, oxl_error *err) {
         oxl_err_set(err, "%s: tokenizer.ggml.model is missing", path);
         return NULL;
     }
-    if (strcmp(model, "llama") != 0) {
-        oxl_err_set(err, "%s: tokenizer.ggml.model = '%.64s' is not supported (supported: 'llama')", path, model);
+    if (oxl_gguf_get_str(g, "tokenizer.ggml.pre", &pre, err) < 0) {
+        oxl_err_prefix(err, "%s", path);
+        return NULL;
+    }
+    if (pre && strlen(pre) >= sizeof ((oxl_vocab *)0)->pre) {
+        oxl_err_set(err, "%s: tokenizer.ggml.pre = '%.64s...' is not a pre-tokenizer llama.cpp knows", path, pre);
         return NULL;
     }
 
@@ -483,20 +568,35 @@ oxl_vocab *oxl_vocab_load(const oxl_gguf *g, oxl_error *err) {
         return NULL;
     }
     v->n = (int32_t)n;
-    snprintf(v->model, sizeof v->model, "%s", model);
-    v->add_bos = true, v->add_eos = false, v->add_space_prefix = true;
-    static const char *const flag_keys[3] = {"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token",
-                                             "tokenizer.ggml.add_space_prefix"};
-    bool *flags[3] = {&v->add_bos, &v->add_eos, &v->add_space_prefix};
+    snprintf(v->model, sizeof v->model, "%.15s", model);
+    snprintf(v->pre, sizeof v->pre, "%s", pre ? pre : "");
+    if (!set_model_defaults(v, model)) {
+        oxl_err_set(err, "%s: tokenizer.ggml.model = '%.64s' is not supported (supported: 'llama', 'gpt2', 'bert', 't5')",
+                    path, model);
+        goto fail;
+    }
+    static const char *const ws_keys[2] = {"tokenizer.ggml.add_space_prefix", "tokenizer.ggml.remove_extra_whitespaces"};
+    bool *const ws_flags[2] = {&v->add_space_prefix, &v->remove_extra_whitespaces};
+    static const char *const add_keys[3] = {"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token",
+                                            "tokenizer.ggml.add_sep_token"};
+    bool *const add_flags[3] = {&v->add_bos, &v->add_eos, &v->add_sep};
+    static const char *const norm_key = "tokenizer.ggml.normalizer.strip_accents";
 
     if (load_texts(v, g, ki, path, err) < 0 || load_scores_types(v, g, path, err) < 0 ||
-        load_special_ids(v, g, path, err) < 0 || load_bytes(v, path, err) < 0)
+        (v->type == OXL_VOCAB_BPE && oxl_bpe_load(v, g, path, err) < 0))
         goto fail;
-    for (int k = 0; k < 3; k++) {
-        if (oxl_gguf_get_bool(g, flag_keys[k], flags[k], err) < 0) {
-            oxl_err_prefix(err, "%s", path);
-            goto fail;
-        }
+    if (v->pre_flags & OXL_PRE_KEEP_CASE)
+        v->lowercase = false;
+    if (read_flags(g, ws_keys, ws_flags, 2, path, err) < 0 ||
+        (v->type == OXL_VOCAB_UGM && oxl_ugm_load(v, g, path, err) < 0) || load_special_ids(v, g, path, err) < 0 ||
+        load_bytes(v, path, err) < 0 || read_flags(g, add_keys, add_flags, 3, path, err) < 0)
+        goto fail;
+    if (strcmp(v->pre, "gemma4") == 0 || strcmp(v->pre, "granite-embed-multi-311m") == 0)
+        v->add_bos = true;
+    if (oxl_gguf_get_bool(g, "tokenizer.ggml.normalizer.lowercase", &v->lowercase, err) < 0 ||
+        ((v->strip_accents = v->lowercase), oxl_gguf_get_bool(g, norm_key, &v->strip_accents, err) < 0)) {
+        oxl_err_prefix(err, "%s", path);
+        goto fail;
     }
     v->eog = calloc(n_tok(v), 1);
     if (!v->eog) {
@@ -524,8 +624,7 @@ bool oxl_vocab_is_eog(const oxl_vocab *v, oxl_token tok) {
 
 // --- growable buffers for tokenization -----------------------------------------------------------
 
-/* Makes room for `more` elements of size `elem` after `*n` used ones; false when out of memory. */
-static bool grow(void **buf, size_t *cap, size_t n, size_t more, size_t elem) {
+bool oxl_grow(void **buf, size_t *cap, size_t n, size_t more, size_t elem) {
     if (n + more <= *cap)
         return true;
     size_t c = *cap ? *cap : 64;
@@ -542,142 +641,10 @@ static bool grow(void **buf, size_t *cap, size_t n, size_t more, size_t elem) {
     return true;
 }
 
-typedef struct {
-    oxl_token *ids;
-    size_t n, cap;
-} tok_list;
-
-static bool tok_push(tok_list *l, oxl_token t) {
-    if (!grow((void **)&l->ids, &l->cap, l->n, 1, sizeof *l->ids))
+bool oxl_tok_push(oxl_tok_list *l, oxl_token t) {
+    if (!oxl_grow((void **)&l->ids, &l->cap, l->n, 1, sizeof *l->ids))
         return false;
     l->ids[l->n++] = t;
-    return true;
-}
-
-// --- SPM: merge UTF-8 characters by score ----------------------------------------------------------
-
-/* A run of text: one UTF-8 character at first, growing as its right neighbour merges into it. */
-typedef struct {
-    int32_t prev, next; /* neighbouring live symbols, -1 at the ends */
-    size_t off, n;      /* bytes text[off .. off+n); n = 0 once merged away */
-} spm_symbol;
-
-/* A candidate merge of two adjacent symbols whose joined text is a token. */
-typedef struct {
-    int32_t left, right;
-    float score; /* the joined token's score */
-    size_t size; /* joined length when queued; stale when the symbols have changed since */
-} spm_bigram;
-
-typedef struct {
-    const oxl_vocab *v;
-    const char *text;
-    spm_symbol *sym;
-    size_t n_sym, cap_sym;
-    spm_bigram *heap; /* max-heap: higher score first, then the leftmost */
-    size_t n_heap, cap_heap;
-} spm_session;
-
-/* llama.cpp's priority order: a before b when its score is higher, or equal and it starts further left. */
-static bool bigram_before(const spm_bigram *a, const spm_bigram *b) {
-    return a->score > b->score || (a->score == b->score && a->left < b->left);
-}
-
-static bool heap_push(spm_session *s, spm_bigram b) {
-    if (!grow((void **)&s->heap, &s->cap_heap, s->n_heap, 1, sizeof *s->heap))
-        return false;
-    size_t i = s->n_heap++;
-    while (i > 0 && bigram_before(&b, &s->heap[(i - 1) / 2])) {
-        s->heap[i] = s->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    s->heap[i] = b;
-    return true;
-}
-
-static spm_bigram heap_pop(spm_session *s) {
-    spm_bigram top = s->heap[0], last = s->heap[--s->n_heap];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= s->n_heap)
-            break;
-        if (c + 1 < s->n_heap && bigram_before(&s->heap[c + 1], &s->heap[c]))
-            c++;
-        if (!bigram_before(&s->heap[c], &last))
-            break;
-        s->heap[i] = s->heap[c];
-        i = c;
-    }
-    if (s->n_heap)
-        s->heap[i] = last;
-    return top;
-}
-
-static bool try_add_bigram(spm_session *s, int32_t left, int32_t right) {
-    if (left < 0 || right < 0)
-        return true;
-    size_t size = s->sym[left].n + s->sym[right].n;
-    oxl_token t = vocab_find(s->v, s->text + s->sym[left].off, size);
-    if (t < 0)
-        return true;
-    return heap_push(s, (spm_bigram){left, right, s->v->score[t], size});
-}
-
-/* Tokenizes text[0..len) (spaces already escaped to U+2581) and appends the ids to out
- * (llm_tokenizer_spm_session::tokenize). */
-static bool spm_tokenize(spm_session *s, const char *text, size_t len, tok_list *out) {
-    /* Character lengths by the lead byte's high nibble, as llama.cpp's unicode_len_utf8: stray
-     * continuation bytes are characters of their own, a truncated sequence ends at the text's end. */
-    static const uint8_t k_len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-    s->text = text;
-    s->n_sym = 0;
-    s->n_heap = 0;
-    for (size_t off = 0; off < len;) {
-        size_t n = k_len[(unsigned char)text[off] >> 4];
-        if (n > len - off)
-            n = len - off;
-        if (!grow((void **)&s->sym, &s->cap_sym, s->n_sym, 1, sizeof *s->sym))
-            return false;
-        int32_t i = (int32_t)s->n_sym++;
-        s->sym[i] = (spm_symbol){i - 1, off + n == len ? -1 : i + 1, off, n};
-        off += n;
-    }
-    for (size_t i = 1; i < s->n_sym; i++)
-        if (!try_add_bigram(s, (int32_t)i - 1, (int32_t)i))
-            return false;
-
-    /* Merge the best pair until none is left; queue entries whose symbols changed are skipped. */
-    while (s->n_heap) {
-        spm_bigram b = heap_pop(s);
-        spm_symbol *l = &s->sym[b.left], *r = &s->sym[b.right];
-        if (l->n == 0 || r->n == 0 || l->n + r->n != b.size)
-            continue;
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0)
-            s->sym[r->next].prev = b.left;
-        if (!try_add_bigram(s, l->prev, b.left) || !try_add_bigram(s, b.left, s->sym[b.left].next))
-            return false;
-    }
-
-    /* Every merged symbol is a token by construction; a single character that is not becomes its
-     * bytes' fallback tokens (llama.cpp's resegment, whose merge map can never apply here). */
-    for (int32_t i = s->n_sym ? 0 : -1; i >= 0; i = s->sym[i].next) {
-        const char *p = text + s->sym[i].off;
-        oxl_token t = vocab_find(s->v, p, s->sym[i].n);
-        if (t >= 0) {
-            if (!tok_push(out, t))
-                return false;
-            continue;
-        }
-        for (size_t j = 0; j < s->sym[i].n; j++) {
-            oxl_token bt = s->v->byte_tok[(unsigned char)p[j]];
-            if (bt >= 0 && !tok_push(out, bt))
-                return false;
-        }
-    }
     return true;
 }
 
@@ -695,7 +662,7 @@ typedef struct {
 } frag_list;
 
 static bool frag_push(frag_list *l, oxl_token tok, size_t off, size_t len) {
-    if (!grow((void **)&l->f, &l->cap, l->n, 1, sizeof *l->f))
+    if (!oxl_grow((void **)&l->f, &l->cap, l->n, 1, sizeof *l->f))
         return false;
     l->f[l->n++] = (fragment){tok, off, len};
     return true;
@@ -710,7 +677,7 @@ static bool partition(const oxl_vocab *v, const char *text, frag_list *in, frag_
         uint16_t a = v->attr[id];
         if (!parse_special && (a & (OXL_ATTR_CONTROL | OXL_ATTR_UNKNOWN)))
             continue;
-        const char *st = tok_text(v, id);
+        const char *st = oxl_tok_text(v, id);
         size_t sl = v->text_len[id];
         tmp->n = 0;
         for (size_t i = 0; i < in->n; i++) {
@@ -747,48 +714,59 @@ static bool partition(const oxl_vocab *v, const char *text, frag_list *in, frag_
     return true;
 }
 
-/* Appends the SPM tokens of every fragment, with llama.cpp's space prefix before raw text at the
- * start and after each special token. */
+/* Appends the tokens of every fragment (llama_vocab::impl::tokenize): BOS first when add_special and
+ * the vocabulary adds it (WPM: always), special fragments as their ids, raw text through the model's
+ * tokenizer (SPM: spaces escaped to U+2581 and one more in front of text that starts the input or
+ * follows a special token when add_space_prefix; BPE: spaces escaped only for SPM-style BPE), then
+ * EOS (WPM: SEP) when add_special. */
 static bool tokenize_fragments(const oxl_vocab *v, const char *text, const frag_list *fr, bool add_special,
-                               tok_list *out) {
-    spm_session s = {.v = v};
+                               oxl_tok_list *out) {
     char *buf = NULL;
     size_t cap_buf = 0;
     bool ok = true, prev_special = true;
-    if (add_special && v->add_bos && v->bos >= 0)
-        ok = tok_push(out, v->bos);
+    if (add_special && v->bos >= 0 && (v->add_bos || v->type == OXL_VOCAB_WPM))
+        ok = oxl_tok_push(out, v->bos);
     for (size_t i = 0; ok && i < fr->n; i++) {
         const fragment *f = &fr->f[i];
         if (f->tok >= 0) {
-            ok = tok_push(out, f->tok);
+            ok = oxl_tok_push(out, f->tok);
             prev_special = true;
             continue;
         }
-        /* Escape spaces to U+2581 ("▁", 3 bytes). */
-        if (!(ok = grow((void **)&buf, &cap_buf, 0, 3 * f->len + 3, 1)))
-            break;
-        size_t n = 0;
-        if (v->add_space_prefix && prev_special) {
-            memcpy(buf, "\xe2\x96\x81", 3);
-            n = 3;
-        }
-        for (size_t j = 0; j < f->len; j++) {
-            char c = text[f->off + j];
-            if (c == ' ') {
-                memcpy(buf + n, "\xe2\x96\x81", 3);
-                n += 3;
-            } else {
-                buf[n++] = c;
+        const char *t = text + f->off;
+        size_t n = f->len;
+        if (v->type == OXL_VOCAB_SPM || (v->type == OXL_VOCAB_BPE && v->escape_whitespaces)) {
+            /* Escape spaces to U+2581 ("▁", 3 bytes). */
+            if (!(ok = oxl_grow((void **)&buf, &cap_buf, 0, 3 * f->len + 3, 1)))
+                break;
+            n = 0;
+            if (v->type == OXL_VOCAB_SPM && v->add_space_prefix && prev_special) {
+                memcpy(buf, "\xe2\x96\x81", 3);
+                n = 3;
             }
+            for (size_t j = 0; j < f->len; j++) {
+                if (t[j] == ' ') {
+                    memcpy(buf + n, "\xe2\x96\x81", 3);
+                    n += 3;
+                } else {
+                    buf[n++] = t[j];
+                }
+            }
+            t = buf;
         }
-        ok = spm_tokenize(&s, buf, n, out);
+        switch (v->type) {
+        case OXL_VOCAB_SPM: ok = oxl_spm_tokenize(v, t, n, out); break;
+        case OXL_VOCAB_BPE: ok = oxl_bpe_tokenize(v, t, n, out); break;
+        case OXL_VOCAB_WPM: ok = oxl_wpm_tokenize(v, t, n, out); break;
+        case OXL_VOCAB_UGM: ok = oxl_ugm_tokenize(v, t, n, out); break;
+        }
         prev_special = false;
     }
-    if (ok && add_special && v->add_eos && v->eos >= 0)
-        ok = tok_push(out, v->eos);
+    if (ok && add_special && v->type == OXL_VOCAB_WPM && v->sep >= 0)
+        ok = oxl_tok_push(out, v->sep);
+    else if (ok && add_special && v->type != OXL_VOCAB_WPM && v->add_eos && v->eos >= 0)
+        ok = oxl_tok_push(out, v->eos);
     free(buf);
-    free(s.sym);
-    free(s.heap);
     return ok;
 }
 
@@ -797,7 +775,7 @@ int32_t oxl_vocab_tokenize(const oxl_vocab *v, const char *text, size_t len, oxl
     if (!v || (!text && len > 0) || cap < 0 || (!out && cap > 0) || len > (size_t)INT32_MAX / 4)
         return INT32_MIN;
     frag_list fr = {0}, tmp = {0};
-    tok_list toks = {0};
+    oxl_tok_list toks = {0};
     bool ok = true;
     if (len > 0)
         ok = frag_push(&fr, -1, 0, len) && partition(v, text, &fr, &tmp, parse_special);
@@ -837,6 +815,78 @@ int32_t oxl_vocab_token_to_piece(const oxl_vocab *v, oxl_token tok, char *buf, i
     if (n)
         memcpy(buf, p, n);
     return (int32_t)n;
+}
+
+/* llama.cpp's clean_up_tokenization_spaces on t[0..n) in place; returns the new length. Three passes:
+ * drop a space before ? ! . , ; turn " ' " into "'"; drop the space before 's 'm 're 've. */
+static size_t clean_spaces(char *t, size_t n) {
+    size_t w = n ? 1 : 0;
+    for (size_t i = 1; i < n; i++) {
+        char x = t[i];
+        if (t[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ','))
+            w--;
+        t[w++] = x;
+    }
+    n = w, w = n ? 1 : 0;
+    for (size_t i = 1; i < n; i++) {
+        char x = t[i];
+        if (x == '\'' && i + 1 < n && t[i - 1] == ' ' && t[i + 1] == ' ') {
+            w--;
+            t[++i] = '\0';
+        }
+        t[w++] = x;
+    }
+    n = w, w = n ? 1 : 0;
+    for (size_t i = 1; i < n; i++) {
+        char x = t[i];
+        if (t[i - 1] == ' ' && x == '\'' && i + 1 < n) {
+            char x1 = t[i + 1];
+            if (x1 == 's' || x1 == 'm')
+                w--;
+            else if (x1 != 't' && x1 != 'd' && i + 2 < n &&
+                     ((x1 == 'r' && t[i + 2] == 'e') || (x1 == 'v' && t[i + 2] == 'e')))
+                w--;
+        }
+        t[w++] = x;
+    }
+    return w;
+}
+
+int32_t oxl_vocab_detokenize(const oxl_vocab *v, const oxl_token *toks, int32_t n_toks, char *out, int32_t cap,
+                             bool remove_special, bool unparse_special) {
+    if (!v || n_toks < 0 || (!toks && n_toks > 0) || cap < 0 || (!out && cap > 0))
+        return INT32_MIN;
+    bool strip = v->add_space_prefix;
+    if (remove_special && v->add_bos && n_toks > 0 && toks[0] == v->bos) {
+        strip = false;
+        toks++, n_toks--;
+    }
+    if (remove_special && v->add_eos && n_toks > 0 && toks[n_toks - 1] == v->eos)
+        n_toks--;
+    size_t total = 0;
+    for (int32_t i = 0; i < n_toks; i++) {
+        size_t n;
+        const char *p = piece_of(v, toks[i], unparse_special, &n);
+        if (i == 0 && strip && n && p[0] == ' ')
+            n--;
+        total += n;
+        if (total > (size_t)INT32_MAX)
+            return INT32_MIN;
+    }
+    if (total > (size_t)cap)
+        return -(int32_t)total;
+    size_t w = 0;
+    for (int32_t i = 0; i < n_toks; i++) {
+        size_t n;
+        const char *p = piece_of(v, toks[i], unparse_special, &n);
+        if (i == 0 && strip && n && p[0] == ' ')
+            p++, n--;
+        memcpy(out + w, p, n);
+        w += n;
+    }
+    if (v->clean_spaces)
+        w = clean_spaces(out, w);
+    return (int32_t)w;
 }
 
 /* Bytes at the end of s[0..n) that begin a UTF-8 character still missing continuation bytes. */

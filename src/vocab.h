@@ -1,8 +1,10 @@
 /* Vocabulary and tokenizer read from a GGUF file's tokenizer.ggml.* metadata.
  *
- * Supported: tokenizer.ggml.model = "llama" (SentencePiece BPE with byte fallback, llama.cpp's SPM
- * path). Behaviour reproduced: llama.cpp src/llama-vocab.cpp (llama_vocab::impl::load, tokenize,
- * tokenizer_st_partition, token_to_piece and the SPM tokenizer session), so that the same text gives
+ * Supported tokenizer.ggml.model values: "llama" (SPM: SentencePiece BPE with byte fallback), "gpt2"
+ * (byte-level BPE with tokenizer.ggml.merges and the regex pre-tokenizer named by tokenizer.ggml.pre),
+ * "bert" (WordPiece) and "t5" (unigram with the precompiled normalizer). Behaviour reproduced: llama.cpp
+ * src/llama-vocab.cpp and src/unicode.cpp (llama_vocab::impl::load, tokenize, tokenizer_st_partition,
+ * token_to_piece, detokenize and the SPM/BPE/WPM/UGM tokenizer sessions), so that the same text gives
  * the same token ids. The public oxl_tokenize/oxl_token_* wrappers in include/oxillama.h forward here.
  */
 #ifndef OXL_VOCAB_H
@@ -50,6 +52,15 @@ oxl_token oxl_vocab_eos(const oxl_vocab *v); /* -1 when none */
  * by text ("<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", …). */
 bool oxl_vocab_is_eog(const oxl_vocab *v, oxl_token tok);
 
+/* Text of toks[0..n) (llama_vocab::impl::detokenize): the pieces concatenated (control and unknown
+ * tokens only when unparse_special), one leading space of the first piece dropped when the vocabulary
+ * adds a space prefix, a leading BOS and trailing EOS the vocabulary adds dropped when remove_special,
+ * and llama.cpp's clean-up of spaces before punctuation and contractions for the vocabularies that
+ * ask for it (BPE and WPM, except the pre-tokenizers that keep spaces). Returns the bytes written, or
+ * minus the size needed (before clean-up) when cap is too small; INT32_MIN for invalid arguments. */
+int32_t oxl_vocab_detokenize(const oxl_vocab *v, const oxl_token *toks, int32_t n, char *out, int32_t cap,
+                             bool remove_special, bool unparse_special);
+
 /* Streaming detokenizer step (oxl_detok_push): appends the piece of tok (special = false, as
  * llama.cpp's generation output) to what d holds back, writes everything up to the last complete
  * UTF-8 character to out and keeps an incomplete trailing sequence (at most 3 bytes) in d. Bytes that
@@ -58,7 +69,7 @@ bool oxl_vocab_is_eog(const oxl_vocab *v, oxl_token tok);
  * is still held at the end of the stream. */
 int32_t oxl_vocab_detok_push(oxl_detok *d, const oxl_vocab *v, oxl_token tok, char *out, int32_t cap);
 
-/* tokenizer.ggml.model: "llama". Owned by v. */
+/* tokenizer.ggml.model: "llama", "gpt2", "bert" or "t5". Owned by v. */
 const char *oxl_vocab_model_name(const oxl_vocab *v);
 
 #endif

@@ -1,0 +1,139 @@
+/* SPM tokenizer: SentencePiece BPE by token score with byte fallback (behaviour of llama.cpp
+ * src/llama-vocab.cpp llm_tokenizer_spm_session). */
+#include "vocab_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A run of text: one UTF-8 character at first, growing as its right neighbour merges into it. */
+typedef struct {
+    int32_t prev, next; /* neighbouring live symbols, -1 at the ends */
+    size_t off, n;      /* bytes text[off .. off+n); n = 0 once merged away */
+} spm_symbol;
+
+/* A candidate merge of two adjacent symbols whose joined text is a token. */
+typedef struct {
+    int32_t left, right;
+    float score; /* the joined token's score */
+    size_t size; /* joined length when queued; stale when the symbols have changed since */
+} spm_bigram;
+
+typedef struct {
+    const oxl_vocab *v;
+    const char *text;
+    spm_symbol *sym;
+    size_t n_sym, cap_sym;
+    spm_bigram *heap; /* max-heap: higher score first, then the leftmost */
+    size_t n_heap, cap_heap;
+} spm_session;
+
+/* llama.cpp's priority order: a before b when its score is higher, or equal and it starts further left. */
+static bool bigram_before(const spm_bigram *a, const spm_bigram *b) {
+    return a->score > b->score || (a->score == b->score && a->left < b->left);
+}
+
+static bool heap_push(spm_session *s, spm_bigram b) {
+    if (!oxl_grow((void **)&s->heap, &s->cap_heap, s->n_heap, 1, sizeof *s->heap))
+        return false;
+    size_t i = s->n_heap++;
+    while (i > 0 && bigram_before(&b, &s->heap[(i - 1) / 2])) {
+        s->heap[i] = s->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    s->heap[i] = b;
+    return true;
+}
+
+static spm_bigram heap_pop(spm_session *s) {
+    spm_bigram top = s->heap[0], last = s->heap[--s->n_heap];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= s->n_heap)
+            break;
+        if (c + 1 < s->n_heap && bigram_before(&s->heap[c + 1], &s->heap[c]))
+            c++;
+        if (!bigram_before(&s->heap[c], &last))
+            break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (s->n_heap)
+        s->heap[i] = last;
+    return top;
+}
+
+static bool try_add_bigram(spm_session *s, int32_t left, int32_t right) {
+    if (left < 0 || right < 0)
+        return true;
+    size_t size = s->sym[left].n + s->sym[right].n;
+    oxl_token t = oxl_vocab_find(s->v, s->text + s->sym[left].off, size);
+    if (t < 0)
+        return true;
+    return heap_push(s, (spm_bigram){left, right, s->v->score[t], size});
+}
+
+/* Tokenizes text[0..len) (spaces already escaped to U+2581) and appends the ids to out
+ * (llm_tokenizer_spm_session::tokenize). */
+static bool spm_run(spm_session *s, const char *text, size_t len, oxl_tok_list *out) {
+    /* Character lengths by the lead byte, as llama.cpp's unicode_len_utf8: stray continuation bytes
+     * are characters of their own, a truncated sequence ends at the text's end. */
+    s->text = text;
+    s->n_sym = 0;
+    s->n_heap = 0;
+    for (size_t off = 0; off < len;) {
+        size_t n = oxl_utf8_len((unsigned char)text[off]);
+        if (n > len - off)
+            n = len - off;
+        if (!oxl_grow((void **)&s->sym, &s->cap_sym, s->n_sym, 1, sizeof *s->sym))
+            return false;
+        int32_t i = (int32_t)s->n_sym++;
+        s->sym[i] = (spm_symbol){i - 1, off + n == len ? -1 : i + 1, off, n};
+        off += n;
+    }
+    for (size_t i = 1; i < s->n_sym; i++)
+        if (!try_add_bigram(s, (int32_t)i - 1, (int32_t)i))
+            return false;
+
+    /* Merge the best pair until none is left; queue entries whose symbols changed are skipped. */
+    while (s->n_heap) {
+        spm_bigram b = heap_pop(s);
+        spm_symbol *l = &s->sym[b.left], *r = &s->sym[b.right];
+        if (l->n == 0 || r->n == 0 || l->n + r->n != b.size)
+            continue;
+        l->n += r->n;
+        r->n = 0;
+        l->next = r->next;
+        if (r->next >= 0)
+            s->sym[r->next].prev = b.left;
+        if (!try_add_bigram(s, l->prev, b.left) || !try_add_bigram(s, b.left, s->sym[b.left].next))
+            return false;
+    }
+
+    /* Every merged symbol is a token by construction; a single character that is not becomes its
+     * bytes' fallback tokens (llama.cpp's resegment, whose merge map can never apply here). */
+    for (int32_t i = s->n_sym ? 0 : -1; i >= 0; i = s->sym[i].next) {
+        const char *p = text + s->sym[i].off;
+        oxl_token t = oxl_vocab_find(s->v, p, s->sym[i].n);
+        if (t >= 0) {
+            if (!oxl_tok_push(out, t))
+                return false;
+            continue;
+        }
+        for (size_t j = 0; j < s->sym[i].n; j++) {
+            oxl_token bt = s->v->byte_tok[(unsigned char)p[j]];
+            if (bt >= 0 && !oxl_tok_push(out, bt))
+                return false;
+        }
+    }
+    return true;
+}
+
+
+bool oxl_spm_tokenize(const oxl_vocab *v, const char *text, size_t len, oxl_tok_list *out) {
+    spm_session s = {.v = v};
+    bool ok = spm_run(&s, text, len, out);
+    free(s.sym);
+    free(s.heap);
+    return ok;
+}
