@@ -6,6 +6,8 @@
 #include "context.h"
 #include "model.h"
 
+#include <stdio.h>
+
 typedef struct oxl_arch {
     const char *name; /* general.architecture */
     /* Reads hyper-parameters (m->hp) and binds and shape-checks every tensor (m->weights).
@@ -17,6 +19,8 @@ typedef struct oxl_arch {
     /* Runs one pass of ub->n tokens (each at its sequence and position), appends them to the KV
      * cache, and writes the logits (n_vocab floats each) of the tokens ub->out_ids to logits. */
     void (*forward)(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits);
+    /* Optional: prints the hyper-parameters the graph actually uses (oxillama info), one per line. */
+    void (*describe)(const oxl_model *m, FILE *out);
 } oxl_arch;
 
 /* NULL when the architecture is not in the registry. */
@@ -24,6 +28,10 @@ const oxl_arch *oxl_arch_find(const char *name);
 /* Comma-separated list of supported architecture names, for error messages. */
 const char *oxl_arch_names(void);
 
-extern const oxl_arch oxl_arch_llama;
+/* The dense decoder families (arch/<family>.c). */
+extern const oxl_arch oxl_arch_llama, oxl_arch_qwen2, oxl_arch_qwen3, oxl_arch_gemma, oxl_arch_gemma2, oxl_arch_gemma3,
+    oxl_arch_phi2, oxl_arch_phi3, oxl_arch_command_r, oxl_arch_cohere2, oxl_arch_starcoder, oxl_arch_starcoder2,
+    oxl_arch_falcon, oxl_arch_olmo2, oxl_arch_granite, oxl_arch_minicpm, oxl_arch_stablelm, oxl_arch_gptneox,
+    oxl_arch_bloom, oxl_arch_internlm2, oxl_arch_gpt2;
 
 #endif

@@ -51,6 +51,22 @@ int oxl_hp_float(const oxl_model *m, const char *key, float *out, bool required,
     return 0;
 }
 
+int oxl_hp_bool(const oxl_model *m, const char *key, bool *out, bool required, oxl_error *err) {
+    char full[256];
+    arch_key(m, key, full, sizeof full);
+    int r = oxl_gguf_get_bool(m->gguf, full, out, err);
+    if (r == 0 && required) {
+        return oxl_err_set(err, "%s: missing required key '%s'", oxl_gguf_path(m->gguf), full);
+    }
+    return r < 0 ? -1 : 0;
+}
+
+int oxl_hp_str(const oxl_model *m, const char *key, const char **out, oxl_error *err) {
+    char full[256];
+    arch_key(m, key, full, sizeof full);
+    return oxl_gguf_get_str(m->gguf, full, out, err) < 0 ? -1 : 0;
+}
+
 int oxl_bind_tensor(const oxl_model *m, oxl_tensor *t, const char *name, int il, int64_t ne0, int64_t ne1,
                     bool required, oxl_error *err) {
     char full[128];
@@ -92,41 +108,98 @@ int oxl_bind_tensor(const oxl_model *m, oxl_tensor *t, const char *name, int il,
 
 /* ---- math -------------------------------------------------------------------------------- */
 
-void oxl_rms_norm(const float *x, const oxl_tensor *w, float *y, int64_t d, int64_t n, float eps) {
-    const float *wd = w->data;
+void oxl_norm(oxl_norm_kind kind, const float *x, const oxl_tensor *w, const oxl_tensor *b, float *y, int64_t d,
+              int64_t n, float eps) {
+    const float *wd = w && w->data ? w->data : NULL;
+    const float *bd = b && b->data ? b->data : NULL;
+    const int64_t w_rows = wd && w->ne[1] > 1 ? w->ne[1] : 1;
     for (int64_t j = 0; j < n; j++) {
         const float *xj = x + j * d;
         float *yj = y + j * d;
-        double sum = 0.0; /* ggml accumulates the squares in double */
-        for (int64_t i = 0; i < d; i++) {
-            sum += (double)(xj[i] * xj[i]);
+        if (kind == OXL_NORM_RMS) {
+            double sum = 0.0; /* ggml accumulates the squares in double */
+            for (int64_t i = 0; i < d; i++) {
+                sum += (double)(xj[i] * xj[i]);
+            }
+            const float mean = (float)(sum / (double)d);
+            const float scale = 1.0f / sqrtf(mean + eps);
+            for (int64_t i = 0; i < d; i++) {
+                yj[i] = xj[i] * scale;
+            }
+        } else {
+            double sum = 0.0; /* ggml_vec_sum_f32: double sum, rounded to float before the division */
+            for (int64_t i = 0; i < d; i++) {
+                sum += (double)xj[i];
+            }
+            const float mean = (float)sum / (float)d;
+            double var = 0.0; /* ggml_vec_cvar_f32: centred squares summed in double */
+            for (int64_t i = 0; i < d; i++) {
+                const float c = xj[i] - mean;
+                yj[i] = c;
+                var += (double)(c * c);
+            }
+            const float scale = 1.0f / sqrtf((float)(var / (double)d) + eps);
+            for (int64_t i = 0; i < d; i++) {
+                yj[i] *= scale;
+            }
         }
-        const float mean = (float)(sum / (double)d);
-        const float scale = 1.0f / sqrtf(mean + eps);
-        for (int64_t i = 0; i < d; i++) {
-            yj[i] = (xj[i] * scale) * wd[i];
+        if (wd) {
+            const float *wr = wd + (j % w_rows) * d;
+            for (int64_t i = 0; i < d; i++) {
+                yj[i] *= wr[i];
+            }
+        }
+        if (bd) {
+            for (int64_t i = 0; i < d; i++) {
+                yj[i] += bd[i];
+            }
         }
     }
 }
 
-void oxl_rope_norm(float *x, int n_head, int head_dim, int n_rot, int32_t pos, float freq_base, float freq_scale) {
-    /* ggml builds the angle of pair i by repeated multiplication: theta_i = pos * base^(-2i/n_rot). */
-    const float theta_scale = powf(freq_base, -2.0f / (float)n_rot);
-    float cs[2 * 256 + 2];
+/* YaRN: the share of extrapolation for pair i, 1 below corr_dims[0] falling to 0 at corr_dims[1]. */
+static float rope_yarn_ramp(float low, float high, int i) {
+    const float y = ((float)i - low) / fmaxf(0.001f, high - low);
+    return 1.0f - fminf(1.0f, fmaxf(0.0f, y));
+}
+
+/* ggml_rope_yarn_corr_dim: the dimension whose wavelength fits n_rotations times in n_ctx_orig. */
+static float rope_yarn_corr_dim(int n_dims, int32_t n_ctx_orig, float n_rotations, float base) {
+    return (float)n_dims * logf((float)n_ctx_orig / (n_rotations * 2.0f * (float)M_PI)) / (2.0f * logf(base));
+}
+
+void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_rope *r) {
+    float cs[1024]; /* cos, sin of each pair; n_rot <= head_dim <= 1024 is checked at load */
+    const int n_pairs = r->n_rot / 2;
+    const float theta_scale = powf(r->freq_base, -2.0f / (float)r->n_rot);
+    float corr[2] = {0.0f, 0.0f};
+    if (r->ext_factor != 0.0f) {
+        corr[0] = fmaxf(0.0f, floorf(rope_yarn_corr_dim(r->n_rot, r->n_ctx_orig, r->beta_fast, r->freq_base)));
+        corr[1] = fminf((float)(r->n_rot - 1), ceilf(rope_yarn_corr_dim(r->n_rot, r->n_ctx_orig, r->beta_slow, r->freq_base)));
+    }
     float theta = (float)pos;
-    int n_pairs = n_rot / 2;
-    for (int i = 0; i < n_pairs && i < 256; i++) {
-        float t = freq_scale * theta;
-        cs[2 * i] = cosf(t);
-        cs[2 * i + 1] = sinf(t);
+    for (int i = 0; i < n_pairs; i++) {
+        const float theta_extrap = r->factors ? theta / r->factors[i] : theta;
+        const float theta_interp = r->freq_scale * theta_extrap;
+        float t = theta_interp, mscale = r->attn_factor;
+        if (r->ext_factor != 0.0f) {
+            const float mix = rope_yarn_ramp(corr[0], corr[1], i) * r->ext_factor;
+            t = theta_interp * (1.0f - mix) + theta_extrap * mix;
+            mscale *= 1.0f + 0.1f * logf(1.0f / r->freq_scale);
+        }
+        cs[2 * i] = cosf(t) * mscale;
+        cs[2 * i + 1] = sinf(t) * mscale;
         theta *= theta_scale;
     }
+    /* normal mode pairs neighbours (2i, 2i+1); NeoX pairs the halves (i, i + n_rot/2) */
+    const int stride = r->mode == OXL_ROPE_NEOX ? n_pairs : 1;
     for (int h = 0; h < n_head; h++) {
         float *xh = x + (size_t)h * head_dim;
-        for (int i = 0; i < n_pairs && i < 256; i++) {
-            const float x0 = xh[2 * i], x1 = xh[2 * i + 1];
-            xh[2 * i] = x0 * cs[2 * i] - x1 * cs[2 * i + 1];
-            xh[2 * i + 1] = x0 * cs[2 * i + 1] + x1 * cs[2 * i];
+        for (int i = 0; i < n_pairs; i++) {
+            float *a = xh + (r->mode == OXL_ROPE_NEOX ? i : 2 * i);
+            const float x0 = a[0], x1 = a[stride];
+            a[0] = x0 * cs[2 * i] - x1 * cs[2 * i + 1];
+            a[stride] = x0 * cs[2 * i + 1] + x1 * cs[2 * i];
         }
     }
 }
@@ -137,9 +210,60 @@ void oxl_swiglu(float *g, const float *u, int64_t n) {
     }
 }
 
+/* GELU as ggml's CPU backend evaluates it (GGML_GELU_FP16): a 64K-entry fp16 table of the tanh
+ * approximation, indexed by the fp16 rounding of the input. Computing the entry on the fly gives the
+ * same value without the table. */
+static float gelu_fp16(float x) {
+    if (x <= -10.0f) {
+        return 0.0f;
+    }
+    if (x >= 10.0f) {
+        return x;
+    }
+    const float xh = oxl_fp16_to_fp32(oxl_fp32_to_fp16(x));
+    const float sqrt_2_over_pi = 0.79788456080286535587989211986876f;
+    const float g = 0.5f * xh * (1.0f + tanhf(sqrt_2_over_pi * xh * (1.0f + 0.044715f * xh * xh)));
+    return oxl_fp16_to_fp32(oxl_fp32_to_fp16(g));
+}
+
+void oxl_gelu(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = gelu_fp16(x[i]);
+    }
+}
+
+void oxl_geglu(float *g, const float *u, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        g[i] = gelu_fp16(g[i]) * u[i];
+    }
+}
+
 void oxl_add(float *x, const float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         x[i] += y[i];
+    }
+}
+
+void oxl_add_bias(float *y, const oxl_tensor *b, int64_t d, int64_t n) {
+    if (!b || !b->data) {
+        return;
+    }
+    const float *bd = b->data;
+    for (int64_t j = 0; j < n; j++) {
+        oxl_add(y + j * d, bd, d);
+    }
+}
+
+void oxl_scale(float *x, int64_t n, float s) {
+    for (int64_t i = 0; i < n; i++) {
+        x[i] *= s;
+    }
+}
+
+void oxl_softcap(float *x, int64_t n, float cap) {
+    const float inv = 1.0f / cap;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = tanhf(x[i] * inv) * cap;
     }
 }
 
@@ -168,48 +292,67 @@ typedef struct attn_task {
     const oxl_ubatch *ub;
     const float *q;
     float *out;
-    int n_head, n_head_kv, head_dim;
-    float scale;
+    oxl_attn_params p;
+    float m0, m1;         /* ALiBi slope bases (ggml_soft_max_ext / ggml_flash_attn_ext) */
+    uint32_t n_head_log2;
     float *scores;
 } attn_task;
 
 /* Shared per-item set-up: the query (converted to f16 for an f16 K cache, as ggml converts q to
- * K's vec_dot_type) and the byte offsets of this head's K and V columns. */
+ * K's vec_dot_type), the byte offsets of this head's K and V columns and the visible positions. */
 typedef struct attn_item {
     const void *q;
     size_t k_off, v_off;
-    size_t row0;  /* cache row of the sequence's position 0 */
-    int32_t n_kv; /* causal: positions 0 .. pos of the token */
+    size_t row0;   /* cache row of the sequence's position 0 */
+    int32_t lo;    /* first visible position (sliding window) */
+    int32_t n_kv;  /* causal: positions lo .. pos of the token */
+    int32_t pos;
+    float slope;   /* ALiBi slope of this head (1 without ALiBi, whose bias is then 0) */
     float *out;
 } attn_item;
 
 static attn_item attn_item_at(const attn_task *t, int64_t item, uint16_t *qh) {
     const oxl_kv_cache *kv = &t->ctx->kv;
-    const int32_t j = (int32_t)(item / t->n_head);
-    const int h = (int)(item % t->n_head);
-    const int hk = h / (t->n_head / t->n_head_kv);
-    const float *qj = t->q + ((size_t)j * t->n_head + h) * t->head_dim;
+    const oxl_attn_params *p = &t->p;
+    const int32_t j = (int32_t)(item / p->n_head);
+    const int h = (int)(item % p->n_head);
+    const int hk = h / (p->n_head / p->n_head_kv);
+    const float *qj = t->q + ((size_t)j * p->n_head + h) * p->head_dim;
+    const int32_t pos = t->ub->pos[j];
     attn_item it = {
         .q = qj,
-        .k_off = (size_t)hk * t->head_dim * (kv->type_k == OXL_TYPE_F16 ? 2 : 4),
-        .v_off = (size_t)hk * t->head_dim * (kv->type_v == OXL_TYPE_F16 ? 2 : 4),
+        .k_off = (size_t)hk * p->head_dim * (kv->type_k == OXL_TYPE_F16 ? 2 : 4),
+        .v_off = (size_t)hk * p->head_dim * (kv->type_v == OXL_TYPE_F16 ? 2 : 4),
         .row0 = (size_t)t->ub->seq[j] * (size_t)t->ctx->n_ctx,
-        .n_kv = t->ub->pos[j] + 1,
-        .out = t->out + ((size_t)j * t->n_head + h) * t->head_dim,
+        .lo = p->n_swa > 0 && pos - p->n_swa + 1 > 0 ? pos - p->n_swa + 1 : 0,
+        .n_kv = pos + 1,
+        .pos = pos,
+        .slope = 1.0f,
+        .out = t->out + ((size_t)j * p->n_head + h) * p->head_dim,
     };
+    if (p->max_bias > 0.0f) {
+        const uint32_t hu = (uint32_t)h;
+        it.slope = hu < t->n_head_log2 ? powf(t->m0, (float)(hu + 1)) : powf(t->m1, (float)(2 * (hu - t->n_head_log2) + 1));
+    }
     if (kv->type_k == OXL_TYPE_F16) {
-        oxl_kernels_get()->quant[OXL_TYPE_F16](qj, qh, t->head_dim);
+        oxl_kernels_get()->quant[OXL_TYPE_F16](qj, qh, p->head_dim);
         it.q = qh;
     }
     return it;
 }
 
-static float attn_score(const attn_task *t, const attn_item *it, int32_t p) {
+/* The raw score K[p]·q. */
+static float attn_dot(const attn_task *t, const attn_item *it, int32_t p) {
     const oxl_kv_cache *kv = &t->ctx->kv;
     const char *kp = (const char *)kv->k[t->il] + (it->row0 + (size_t)p) * kv->k_row + it->k_off;
     float s;
-    oxl_kernels_get()->vec_dot[kv->type_k](t->head_dim, &s, kp, it->q);
-    return s * t->scale;
+    oxl_kernels_get()->vec_dot[kv->type_k](t->p.head_dim, &s, kp, it->q);
+    return s;
+}
+
+/* The mask value of position p: 0, or ALiBi's -(distance) times the head's slope. */
+static float attn_bias(const attn_task *t, const attn_item *it, int32_t p) {
+    return t->p.max_bias > 0.0f ? it->slope * (float)-(it->pos - p) : 0.0f;
 }
 
 static const void *attn_value(const attn_task *t, const attn_item *it, int32_t p) {
@@ -217,32 +360,38 @@ static const void *attn_value(const attn_task *t, const attn_item *it, int32_t p
     return (const char *)kv->v[t->il] + (it->row0 + (size_t)p) * kv->v_row + it->v_off;
 }
 
-/* Unfused attention, as llama.cpp's graph without -fa: kq = K·q, softmax(kq*scale) summing in double
- * (ggml_soft_max_ext), then the weighted sum of values (kq converted to f16 for an f16 V cache). */
+/* Unfused attention, as llama.cpp's graph without -fa: kq = K·q, the soft-cap of the raw scores,
+ * softmax(kq*scale + slope*mask) summing in double (ggml_soft_max_ext), then the weighted sum of
+ * values (kq converted to f16 for an f16 V cache). */
 static void attn_unfused(void *arg, int ith, int nth) {
     attn_task *t = arg;
     const oxl_kv_cache *kv = &t->ctx->kv;
-    const int D = t->head_dim;
+    const int D = t->p.head_dim;
+    const float cap = t->p.softcap, cap_inv = cap != 0.0f ? 1.0f / cap : 0.0f;
     float *sc = t->scores + (size_t)ith * (size_t)(t->ctx->n_ctx + D);
     float *acc = sc + t->ctx->n_ctx;
     uint16_t qh[1024];
     int64_t lo, hi;
-    oxl_split_range((int64_t)t->ub->n * t->n_head, ith, nth, &lo, &hi);
+    oxl_split_range((int64_t)t->ub->n * t->p.n_head, ith, nth, &lo, &hi);
     for (int64_t item = lo; item < hi; item++) {
         const attn_item it = attn_item_at(t, item, qh);
         float max = -INFINITY;
-        for (int32_t p = 0; p < it.n_kv; p++) {
-            sc[p] = attn_score(t, &it, p);
+        for (int32_t p = it.lo; p < it.n_kv; p++) {
+            float s = attn_dot(t, &it, p);
+            if (cap != 0.0f) {
+                s = tanhf(s * cap_inv) * cap;
+            }
+            sc[p] = s * t->p.scale + attn_bias(t, &it, p);
             max = sc[p] > max ? sc[p] : max;
         }
         double sum = 0.0;
-        for (int32_t p = 0; p < it.n_kv; p++) {
+        for (int32_t p = it.lo; p < it.n_kv; p++) {
             sc[p] = expf(sc[p] - max);
             sum += (double)sc[p];
         }
         const float inv = (float)(1.0 / sum);
         memset(acc, 0, (size_t)D * sizeof(float));
-        for (int32_t p = 0; p < it.n_kv; p++) {
+        for (int32_t p = it.lo; p < it.n_kv; p++) {
             const float w = sc[p] * inv;
             if (kv->type_v == OXL_TYPE_F16) {
                 const uint16_t *vp = attn_value(t, &it, p);
@@ -261,27 +410,34 @@ static void attn_unfused(void *arg, int ith, int nth) {
     }
 }
 
-/* Flash attention, as ggml_flash_attn_ext on the CPU (one query row at a time): an online softmax
- * over the positions (running max M and sum S), rescaling the accumulator when the max grows. With
- * an f16 V cache the accumulator itself is f16, rounded after every fused multiply-add, exactly as
- * ggml's ggml_vec_mad_f16 / ggml_vec_scale_f16 do; with f32 it is f32. */
+/* Flash attention, as ggml_flash_attn_ext on the CPU (one query row at a time): each score is
+ * scaled (by scale / softcap with a soft-cap, then softcap * tanh), the mask added, then an online
+ * softmax over the positions (running max M and sum S), rescaling the accumulator when the max
+ * grows. With an f16 V cache the accumulator itself is f16, rounded after every fused multiply-add,
+ * exactly as ggml's ggml_vec_mad_f16 / ggml_vec_scale_f16 do; with f32 it is f32. */
 static void attn_flash(void *arg, int ith, int nth) {
     attn_task *t = arg;
     const oxl_kv_cache *kv = &t->ctx->kv;
-    const int D = t->head_dim;
+    const int D = t->p.head_dim;
+    const float cap = t->p.softcap;
+    const float scale = cap != 0.0f ? t->p.scale / cap : t->p.scale;
     float *acc = t->scores + (size_t)ith * (size_t)(t->ctx->n_ctx + D);
     uint16_t acc16[1024];
     uint16_t qh[1024];
     int64_t lo, hi;
-    oxl_split_range((int64_t)t->ub->n * t->n_head, ith, nth, &lo, &hi);
+    oxl_split_range((int64_t)t->ub->n * t->p.n_head, ith, nth, &lo, &hi);
     for (int64_t item = lo; item < hi; item++) {
         const attn_item it = attn_item_at(t, item, qh);
         const bool v16 = kv->type_v == OXL_TYPE_F16;
         float S = 0.0f, M = -INFINITY;
         memset(acc, 0, (size_t)D * sizeof(float));
         memset(acc16, 0, (size_t)D * sizeof(uint16_t));
-        for (int32_t p = 0; p < it.n_kv; p++) {
-            const float s = attn_score(t, &it, p);
+        for (int32_t p = it.lo; p < it.n_kv; p++) {
+            float s = attn_dot(t, &it, p) * scale;
+            if (cap != 0.0f) {
+                s = cap * tanhf(s);
+            }
+            s += attn_bias(t, &it, p);
             float ms = 1.0f, vs = 1.0f;
             if (s > M) {
                 ms = expf(M - s);
@@ -316,11 +472,14 @@ static void attn_flash(void *arg, int ith, int nth) {
     }
 }
 
-void oxl_attention(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *q, float *out, int n_head,
-                   int n_head_kv, int head_dim, float scale, float *scores) {
-    attn_task t = {
-        .ctx = ctx, .il = il, .ub = ub, .q = q, .out = out, .n_head = n_head,
-        .n_head_kv = n_head_kv, .head_dim = head_dim, .scale = scale, .scores = scores,
-    };
+void oxl_attention(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *q, float *out,
+                   const oxl_attn_params *p, float *scores) {
+    attn_task t = {.ctx = ctx, .il = il, .ub = ub, .q = q, .out = out, .p = *p, .scores = scores};
+    if (p->max_bias > 0.0f) {
+        /* ggml: n_head_log2 = the largest power of two <= n_head; heads past it take m1's odd powers */
+        t.n_head_log2 = 1u << (uint32_t)floor(log2((double)p->n_head));
+        t.m0 = powf(2.0f, -(p->max_bias) / (float)t.n_head_log2);
+        t.m1 = powf(2.0f, -(p->max_bias / 2.0f) / (float)t.n_head_log2);
+    }
     oxl_pool_run(ctx->pool, ctx->params.flash_attn == OXL_FLASH_ATTN_OFF ? attn_unfused : attn_flash, &t);
 }

@@ -1,7 +1,7 @@
 /* Shared building blocks of the decoder graphs. Each reproduces the ggml op llama.cpp's graph uses
- * (ggml/src/ggml-cpu/ops.cpp), including where ggml accumulates in double, so logits track
- * llama.cpp's to float rounding. Activations are column-major batches: a (d, n) buffer holds n
- * tokens of d floats each. */
+ * (ggml/src/ggml-cpu/ops.cpp, vec.h), including where ggml accumulates in double or rounds through
+ * fp16, so logits track llama.cpp's to float rounding. Activations are column-major batches: a
+ * (d, n) buffer holds n tokens of d floats each. */
 #ifndef OXL_BLOCKS_H
 #define OXL_BLOCKS_H
 
@@ -13,6 +13,10 @@
  * Returns -1 with err when required and absent, or the value is not a positive int32. */
 int oxl_hp_int(const oxl_model *m, const char *key, int32_t *out, bool required, oxl_error *err);
 int oxl_hp_float(const oxl_model *m, const char *key, float *out, bool required, oxl_error *err);
+/* A boolean `<arch>.<key>` (unchanged when absent and !required). */
+int oxl_hp_bool(const oxl_model *m, const char *key, bool *out, bool required, oxl_error *err);
+/* A string `<arch>.<key>`; *out unchanged when absent. The string lives as long as the model. */
+int oxl_hp_str(const oxl_model *m, const char *key, const char **out, oxl_error *err);
 
 /* Binds tensor `name` (printf-style with the layer index il; il < 0 for global tensors) and checks
  * that its shape is exactly (ne0, ne1) (ne1 = 0 for a 1-D tensor) and that its type has kernels.
@@ -22,19 +26,58 @@ int oxl_bind_tensor(const oxl_model *m, oxl_tensor *t, const char *name, int il,
 
 /* ---- math -------------------------------------------------------------------------------- */
 
-/* y = x / sqrt(mean(x^2) + eps) * w for each of n columns of length d (ggml_rms_norm + ggml_mul). */
-void oxl_rms_norm(const float *x, const oxl_tensor *w, float *y, int64_t d, int64_t n, float eps);
+typedef enum oxl_norm_kind {
+    OXL_NORM_RMS,   /* x / sqrt(mean(x^2) + eps)          (ggml_rms_norm) */
+    OXL_NORM_LAYER, /* (x - mean) / sqrt(var(x) + eps)    (ggml_norm) */
+} oxl_norm_kind;
 
-/* Rotary position embedding in ggml's "normal" mode (pairs of adjacent elements, llama.cpp
- * LLAMA_ROPE_TYPE_NORM) on n_head heads of head_dim floats, rotating the first n_rot of each head
- * for position pos (ggml_rope_ext with ext_factor 0, attn_factor 1). */
-void oxl_rope_norm(float *x, int n_head, int head_dim, int n_rot, int32_t pos, float freq_base, float freq_scale);
+/* y = norm(x) * w + b for each of n columns of length d, as llama.cpp's build_norm: the norm in
+ * ggml's accumulation order (sums in double), then ggml_mul by w and ggml_add of b. w and b may be
+ * NULL (or unbound); a 2-D w of (d, r) gives column c the weights of row c % r (per-head weights
+ * broadcast over tokens). x and y may alias. */
+void oxl_norm(oxl_norm_kind kind, const float *x, const oxl_tensor *w, const oxl_tensor *b, float *y, int64_t d,
+              int64_t n, float eps);
+
+typedef enum oxl_rope_mode {
+    OXL_ROPE_NONE = -1,
+    OXL_ROPE_NORM = 0, /* GPT-J style: rotates adjacent pairs (2i, 2i+1)     (LLAMA_ROPE_TYPE_NORM) */
+    OXL_ROPE_NEOX = 2, /* GPT-NeoX style: rotates (i, i + n_rot/2)            (LLAMA_ROPE_TYPE_NEOX) */
+} oxl_rope_mode;
+
+/* The arguments of one ggml_rope_ext call. */
+typedef struct oxl_rope {
+    oxl_rope_mode mode;
+    int n_rot;            /* rotated dims at the start of each head; the rest pass through */
+    float freq_base;
+    float freq_scale;     /* 1 / linear scaling factor */
+    float ext_factor;     /* YaRN extrapolation mix (0: off) */
+    float attn_factor;    /* multiplies cos and sin */
+    float beta_fast, beta_slow;
+    int32_t n_ctx_orig;   /* YaRN's original context (ggml_rope_yarn_corr_dims) */
+    const float *factors; /* (n_rot/2) frequency divisors (llama3 rope_freqs, LongRoPE), or NULL */
+} oxl_rope;
+
+/* Rotary position embedding of n_head heads of head_dim floats at position pos, as ggml's
+ * ggml_compute_forward_rope_flt: theta_i = pos * base^(-2i/n_rot) / factors[i] by repeated
+ * multiplication, YaRN's ramp between interpolation and extrapolation when ext_factor != 0. */
+void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_rope *r);
 
 /* g = silu(g) * u elementwise (ggml_swiglu_split). */
 void oxl_swiglu(float *g, const float *u, int64_t n);
+/* x = gelu(x) elementwise, through ggml's CPU table: x rounded to fp16, the tanh-approximation GELU of
+ * that value rounded to fp16 (GGML_GELU_FP16); |x| >= 10 passes (0 below -10, x above 10). */
+void oxl_gelu(float *x, int64_t n);
+/* g = gelu(g) * u elementwise (ggml_geglu_split, the same fp16 table). */
+void oxl_geglu(float *g, const float *u, int64_t n);
 
 /* x += y elementwise. */
 void oxl_add(float *x, const float *y, int64_t n);
+/* y[:, j] += b for each of n columns of length d (b: (d) f32; unbound b does nothing). */
+void oxl_add_bias(float *y, const oxl_tensor *b, int64_t d, int64_t n);
+/* x *= s elementwise (ggml_scale). */
+void oxl_scale(float *x, int64_t n, float s);
+/* x = cap * tanh(x / cap) elementwise, as ggml_scale(1/cap), ggml_tanh, ggml_scale(cap). */
+void oxl_softcap(float *x, int64_t n, float cap);
 
 /* ---- attention --------------------------------------------------------------------------- */
 
@@ -42,12 +85,22 @@ void oxl_add(float *x, const float *y, int64_t n);
  * cache, each at its sequence and position. */
 void oxl_kv_store(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *k, const float *v);
 
-/* Causal multi-head attention with grouped KV heads for the pass's tokens:
- * q (n_head*head_dim, n) → out (n_head*head_dim, n), each token reading its sequence's cache up to its
- * position: fused with an online softmax (ggml_flash_attn_ext) unless ctx->params.flash_attn is off,
- * then softmax(q·k * scale) as ggml_soft_max_ext followed by the weighted sum. scores holds
- * n_ctx + head_dim floats per thread. */
-void oxl_attention(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *q, float *out, int n_head,
-                   int n_head_kv, int head_dim, float scale, float *scores);
+/* One attention layer's shape and score options (llama.cpp build_attn_mha). */
+typedef struct oxl_attn_params {
+    int n_head, n_head_kv, head_dim; /* query head h reads KV head h / (n_head / n_head_kv) */
+    float scale;    /* kq_scale */
+    float softcap;  /* 0: off; else scores = softcap * tanh(scores / softcap) */
+    int32_t n_swa;  /* 0: full causal; else a query at p sees keys p - n_swa + 1 .. p (LLAMA_SWA_TYPE_STANDARD) */
+    float max_bias; /* 0: off; else ALiBi: head h adds slope_h * -(p_q - p_k), ggml's m0/m1 slopes */
+} oxl_attn_params;
+
+/* Causal multi-head attention for the pass's tokens: q (n_head*head_dim, n) → out
+ * (n_head*head_dim, n), each token reading its sequence's cache within its mask: fused with an
+ * online softmax (ggml_flash_attn_ext: score*scale, soft-cap, + slope*mask) unless
+ * ctx->params.flash_attn is off, then the separate ops of llama.cpp's unfused graph (soft-cap of
+ * the raw score, ggml_soft_max_ext(scale, ALiBi) summing in double, the weighted sum of values).
+ * scores holds n_ctx + head_dim floats per thread. */
+void oxl_attention(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *q, float *out,
+                   const oxl_attn_params *p, float *scores);
 
 #endif

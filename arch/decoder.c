@@ -1,0 +1,576 @@
+/* The shared decoder graph (decoder.h): hyper-parameters, the tensor table and binding, the forward
+ * pass and the description `oxillama info` prints. */
+#include "decoder.h"
+
+#include "error.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- hyper-parameters -------------------------------------------------------------------- */
+
+/* rope.scaling.type values (llama.cpp's LLAMA_ROPE_SCALING_TYPES). */
+typedef enum rope_scaling { SCALING_NONE, SCALING_LINEAR, SCALING_YARN, SCALING_LONGROPE } rope_scaling;
+
+static const char *const scaling_names[] = {"none", "linear", "yarn", "longrope"};
+
+int oxl_decoder_hparams(oxl_model *m, oxl_decoder_opts *o, oxl_rope_mode mode, oxl_error *err) {
+    oxl_hparams *hp = &m->hp;
+    const char *path = oxl_gguf_path(m->gguf);
+    const char *arch = m->arch->name;
+    if (oxl_hp_int(m, "context_length", &hp->n_ctx_train, true, err) ||
+        oxl_hp_int(m, "embedding_length", &hp->n_embd, true, err) ||
+        oxl_hp_int(m, "block_count", &hp->n_layer, true, err) ||
+        oxl_hp_int(m, "feed_forward_length", &hp->n_ff, true, err) ||
+        oxl_hp_int(m, "attention.head_count", &hp->n_head, true, err)) {
+        return -1;
+    }
+    hp->n_head_kv = hp->n_head;
+    hp->head_dim = hp->n_embd / hp->n_head;
+    int32_t head_dim_v = 0;
+    if (oxl_hp_int(m, "attention.head_count_kv", &hp->n_head_kv, false, err) ||
+        oxl_hp_int(m, "attention.key_length", &hp->head_dim, false, err) ||
+        oxl_hp_int(m, "attention.value_length", &head_dim_v, false, err)) {
+        return -1;
+    }
+    hp->n_rot = hp->head_dim;
+    hp->rope_freq_base = 10000.0f;
+    float factor = 0.0f, attn_factor = 1.0f;
+    int32_t n_ctx_orig = hp->n_ctx_train;
+    const char *scaling = "linear";
+    if (oxl_hp_int(m, "rope.dimension_count", &hp->n_rot, false, err) ||
+        oxl_hp_float(m, "rope.freq_base", &hp->rope_freq_base, false, err) ||
+        oxl_hp_str(m, "rope.scaling.type", &scaling, err) ||
+        oxl_hp_float(m, "rope.scaling.factor", &factor, false, err) ||
+        oxl_hp_float(m, "rope.scaling.attn_factor", &attn_factor, false, err) ||
+        oxl_hp_int(m, "rope.scaling.original_context_length", &n_ctx_orig, false, err)) {
+        return -1;
+    }
+    if (factor == 0.0f && oxl_hp_float(m, "rope.scale_linear", &factor, false, err)) {
+        return -1;
+    }
+    const char *eps_key = o->norm == OXL_NORM_RMS ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon";
+    if (oxl_hp_float(m, eps_key, &o->norm_eps, true, err)) {
+        return -1;
+    }
+    if (hp->n_head % hp->n_head_kv != 0) {
+        return oxl_err_set(err, "%s: %s.attention.head_count = %d is not a multiple of head_count_kv = %d", path, arch,
+                           hp->n_head, hp->n_head_kv);
+    }
+    if (head_dim_v && head_dim_v != hp->head_dim) {
+        return oxl_err_set(err, "%s: %s.attention.value_length = %d differs from key_length %d; unsupported", path,
+                           arch, head_dim_v, hp->head_dim);
+    }
+    if (hp->head_dim > 1024 || hp->n_rot > hp->head_dim || hp->n_rot % 2) {
+        return oxl_err_set(err, "%s: unsupported head size %d / %s.rope.dimension_count %d (head size <= 1024, even "
+                           "rotary dims <= head size)", path, hp->head_dim, arch, hp->n_rot);
+    }
+    if (hp->n_layer > oxl_gguf_n_tensors(m->gguf)) {
+        return oxl_err_set(err, "%s: %s.block_count = %d exceeds the file's %lld tensors", path, arch, hp->n_layer,
+                           (long long)oxl_gguf_n_tensors(m->gguf));
+    }
+    int scaling_type = -1;
+    for (int i = 0; i < 4; i++) {
+        scaling_type = strcmp(scaling, scaling_names[i]) == 0 ? i : scaling_type;
+    }
+    if (scaling_type < 0) {
+        return oxl_err_set(err, "%s: %s.rope.scaling.type = '%s' is not one of none, linear, yarn, longrope", path,
+                           arch, scaling);
+    }
+    if (!(factor >= 0.0f) || !(attn_factor > 0.0f)) {
+        return oxl_err_set(err, "%s: %s.rope.scaling.factor = %g / attn_factor = %g out of range", path, arch, factor,
+                           attn_factor);
+    }
+    /* llama_context: freq_scale 1 without scaling, YaRN's ext_factor 1 and its magnitude correction
+     * (get_mscale(factor) / (1 + 0.1 ln factor)), times rope.scaling.attn_factor */
+    hp->rope_freq_scale = factor == 0.0f || scaling_type == SCALING_NONE ? 1.0f : 1.0f / factor;
+    const float ext_factor = scaling_type == SCALING_YARN ? 1.0f : 0.0f;
+    float mscale = 1.0f;
+    if (ext_factor != 0.0f) {
+        const float f = 1.0f / hp->rope_freq_scale;
+        mscale = f <= 1.0f ? 1.0f : 0.1f * logf(f) + 1.0f;
+        mscale *= 1.0f / (1.0f + 0.1f * logf(f));
+    }
+    mscale *= attn_factor;
+    o->rope = (oxl_rope){.mode = mode, .n_rot = hp->n_rot, .freq_base = hp->rope_freq_base,
+                         .freq_scale = hp->rope_freq_scale, .ext_factor = ext_factor, .attn_factor = mscale,
+                         .beta_fast = 32.0f, .beta_slow = 1.0f, .n_ctx_orig = n_ctx_orig};
+    o->rope_swa = o->rope;
+    o->n_ctx_orig = n_ctx_orig;
+    o->kq_scale = 1.0f / sqrtf((float)hp->head_dim);
+    return 0;
+}
+
+int oxl_decoder_swa_pattern(oxl_model *m, oxl_decoder_opts *o, uint32_t default_pattern, oxl_error *err) {
+    int32_t pattern = (int32_t)default_pattern;
+    if (oxl_hp_int(m, "attention.sliding_window_pattern", &pattern, false, err)) {
+        return -1;
+    }
+    o->swa_pattern = (uint32_t)pattern;
+    return 0;
+}
+
+bool oxl_decoder_is_swa(const oxl_decoder_opts *o, int il) {
+    return o->n_swa > 0 && (o->swa_pattern == 0 || (uint32_t)il % o->swa_pattern < o->swa_pattern - 1);
+}
+
+/* ---- tensors ----------------------------------------------------------------------------- */
+
+/* Dimension letters of the tensor table. */
+typedef enum dim { D_NONE, D_E, D_V, D_Q, D_KV, D_QKV, D_F, D_2F, D_HD, D_H, D_HKV, D_CTX, D_ROT2 } dim;
+
+typedef struct tensor_info {
+    const char *name; /* "blk.%d." prefix for layer tensors */
+    bool layer;
+    size_t offset;    /* into oxl_decoder or oxl_decoder_layer */
+    dim ne0, ne1;
+    bool f32;         /* norms and biases: f32 as llama.cpp computes them */
+} tensor_info;
+
+#define G(f) false, offsetof(oxl_decoder, f)
+#define L(f) true, offsetof(oxl_decoder_layer, f)
+
+static const tensor_info tensor_table[OXL_TENSOR_KIND_COUNT] = {
+    [OXL_T_TOKEN_EMBD] = {"token_embd.weight", G(token_embd), D_E, D_V, false},
+    [OXL_T_TOKEN_EMBD_NORM] = {"token_embd_norm.weight", G(token_embd_norm), D_E, D_NONE, true},
+    [OXL_T_TOKEN_EMBD_NORM_B] = {"token_embd_norm.bias", G(token_embd_norm_b), D_E, D_NONE, true},
+    [OXL_T_POS_EMBD] = {"position_embd.weight", G(pos_embd), D_E, D_CTX, false},
+    [OXL_T_OUTPUT_NORM] = {"output_norm.weight", G(output_norm), D_E, D_NONE, true},
+    [OXL_T_OUTPUT_NORM_B] = {"output_norm.bias", G(output_norm_b), D_E, D_NONE, true},
+    [OXL_T_OUTPUT] = {"output.weight", G(output), D_E, D_V, false},
+    [OXL_T_OUTPUT_B] = {"output.bias", G(output_b), D_V, D_NONE, true},
+    [OXL_T_ROPE_FREQS] = {"rope_freqs.weight", G(rope_freqs), D_ROT2, D_NONE, true},
+    [OXL_T_ROPE_LONG] = {"rope_factors_long.weight", G(rope_long), D_ROT2, D_NONE, true},
+    [OXL_T_ROPE_SHORT] = {"rope_factors_short.weight", G(rope_short), D_ROT2, D_NONE, true},
+    [OXL_L_ATTN_NORM] = {"blk.%d.attn_norm.weight", L(attn_norm), D_E, D_NONE, true},
+    [OXL_L_ATTN_NORM_B] = {"blk.%d.attn_norm.bias", L(attn_norm_b), D_E, D_NONE, true},
+    [OXL_L_ATTN_NORM_2] = {"blk.%d.attn_norm_2.weight", L(attn_norm_2), D_E, D_NONE, true},
+    [OXL_L_ATTN_NORM_2_B] = {"blk.%d.attn_norm_2.bias", L(attn_norm_2_b), D_E, D_NONE, true},
+    [OXL_L_QKV] = {NULL, true, 0, D_NONE, D_NONE, false},
+    [OXL_L_ATTN_QKV] = {"blk.%d.attn_qkv.weight", L(wqkv), D_E, D_QKV, false},
+    [OXL_L_ATTN_QKV_B] = {"blk.%d.attn_qkv.bias", L(bqkv), D_QKV, D_NONE, true},
+    [OXL_L_Q_NORM_HEAD] = {"blk.%d.attn_q_norm.weight", L(q_norm), D_HD, D_NONE, true},
+    [OXL_L_K_NORM_HEAD] = {"blk.%d.attn_k_norm.weight", L(k_norm), D_HD, D_NONE, true},
+    [OXL_L_Q_NORM_HEADS] = {"blk.%d.attn_q_norm.weight", L(q_norm), D_HD, D_H, true},
+    [OXL_L_K_NORM_HEADS] = {"blk.%d.attn_k_norm.weight", L(k_norm), D_HD, D_HKV, true},
+    [OXL_L_Q_NORM_FULL] = {"blk.%d.attn_q_norm.weight", L(q_norm), D_Q, D_NONE, true},
+    [OXL_L_K_NORM_FULL] = {"blk.%d.attn_k_norm.weight", L(k_norm), D_KV, D_NONE, true},
+    [OXL_L_ATTN_OUT] = {"blk.%d.attn_output.weight", L(wo), D_Q, D_E, false},
+    [OXL_L_ATTN_OUT_B] = {"blk.%d.attn_output.bias", L(bo), D_E, D_NONE, true},
+    [OXL_L_ATTN_POST_NORM] = {"blk.%d.post_attention_norm.weight", L(attn_post_norm), D_E, D_NONE, true},
+    [OXL_L_FFN_NORM] = {"blk.%d.ffn_norm.weight", L(ffn_norm), D_E, D_NONE, true},
+    [OXL_L_FFN_NORM_B] = {"blk.%d.ffn_norm.bias", L(ffn_norm_b), D_E, D_NONE, true},
+    [OXL_L_FFN_GATE] = {"blk.%d.ffn_gate.weight", L(ffn_gate), D_E, D_F, false},
+    [OXL_L_FFN_GATE_B] = {"blk.%d.ffn_gate.bias", L(ffn_gate_b), D_F, D_NONE, true},
+    [OXL_L_FFN_UP] = {"blk.%d.ffn_up.weight", L(ffn_up), D_E, D_F, false},
+    [OXL_L_FFN_UP_B] = {"blk.%d.ffn_up.bias", L(ffn_up_b), D_F, D_NONE, true},
+    [OXL_L_FFN_UP_GATE] = {"blk.%d.ffn_up.weight", L(ffn_up), D_E, D_2F, false},
+    [OXL_L_FFN_DOWN] = {"blk.%d.ffn_down.weight", L(ffn_down), D_F, D_E, false},
+    [OXL_L_FFN_DOWN_B] = {"blk.%d.ffn_down.bias", L(ffn_down_b), D_E, D_NONE, true},
+    [OXL_L_FFN_POST_NORM] = {"blk.%d.post_ffw_norm.weight", L(ffn_post_norm), D_E, D_NONE, true},
+};
+
+#undef G
+#undef L
+
+static int64_t dim_value(const oxl_hparams *hp, dim d) {
+    const int64_t Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
+    switch (d) {
+    case D_NONE: return 0;
+    case D_E: return hp->n_embd;
+    case D_V: return hp->n_vocab;
+    case D_Q: return Q;
+    case D_KV: return KV;
+    case D_QKV: return Q + 2 * KV;
+    case D_F: return hp->n_ff;
+    case D_2F: return 2 * (int64_t)hp->n_ff;
+    case D_HD: return hp->head_dim;
+    case D_H: return hp->n_head;
+    case D_HKV: return hp->n_head_kv;
+    case D_CTX: return hp->n_ctx_train;
+    case D_ROT2: return hp->n_rot / 2;
+    }
+    return 0;
+}
+
+static int bind_kind(const oxl_model *m, void *base, oxl_tensor_kind kind, int il, bool required, oxl_error *err) {
+    const tensor_info *ti = &tensor_table[kind];
+    oxl_tensor *t = (oxl_tensor *)((char *)base + ti->offset);
+    if (oxl_bind_tensor(m, t, ti->name, il, dim_value(&m->hp, ti->ne0), dim_value(&m->hp, ti->ne1), required, err)) {
+        return -1;
+    }
+    if (t->data && ti->f32 && t->type != OXL_TYPE_F32) {
+        return oxl_err_set(err, "%s: tensor '%s' must be f32 (norm weights and biases are)", oxl_gguf_path(m->gguf),
+                           t->name);
+    }
+    return 0;
+}
+
+/* llama.cpp's create_tensor_qkv: a fused attn_qkv when the file has one, else attn_q/k/v; biases
+ * optional either way. */
+static int bind_qkv(const oxl_model *m, oxl_decoder_layer *l, int il, oxl_error *err) {
+    if (bind_kind(m, l, OXL_L_ATTN_QKV, il, false, err)) {
+        return -1;
+    }
+    if (l->wqkv.data) {
+        return bind_kind(m, l, OXL_L_ATTN_QKV_B, il, false, err);
+    }
+    const int64_t E = m->hp.n_embd, Q = (int64_t)m->hp.n_head * m->hp.head_dim;
+    const int64_t KV = (int64_t)m->hp.n_head_kv * m->hp.head_dim;
+    const struct {
+        oxl_tensor *w, *b;
+        const char *name, *bias;
+        int64_t rows;
+    } parts[] = {{&l->wq, &l->bq, "blk.%d.attn_q.weight", "blk.%d.attn_q.bias", Q},
+                 {&l->wk, &l->bk, "blk.%d.attn_k.weight", "blk.%d.attn_k.bias", KV},
+                 {&l->wv, &l->bv, "blk.%d.attn_v.weight", "blk.%d.attn_v.bias", KV}};
+    for (size_t i = 0; i < 3; i++) {
+        if (oxl_bind_tensor(m, parts[i].w, parts[i].name, il, E, parts[i].rows, true, err) ||
+            oxl_bind_tensor(m, parts[i].b, parts[i].bias, il, parts[i].rows, 0, false, err)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void oxl_decoder_free(void *weights) {
+    oxl_decoder *d = weights;
+    if (d) {
+        free(d->layers);
+        free(d);
+    }
+}
+
+int oxl_decoder_load(oxl_model *m, const oxl_decoder_opts *o, const oxl_tensor_spec *spec, size_t n_spec,
+                     oxl_error *err) {
+    const char *path = oxl_gguf_path(m->gguf);
+    oxl_decoder *d = calloc(1, sizeof *d);
+    if (!d) {
+        return oxl_err_set(err, "%s: out of memory", path);
+    }
+    m->weights = d;
+    d->o = *o;
+    d->layers = calloc((size_t)m->hp.n_layer, sizeof *d->layers);
+    if (!d->layers) {
+        return oxl_err_set(err, "%s: out of memory for %d layers", path, m->hp.n_layer);
+    }
+    for (size_t i = 0; i < n_spec; i++) {
+        if (!tensor_table[spec[i].kind].layer && bind_kind(m, d, spec[i].kind, -1, spec[i].required, err)) {
+            return -1;
+        }
+    }
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        oxl_decoder_layer *l = &d->layers[il];
+        for (size_t i = 0; i < n_spec; i++) {
+            const oxl_tensor_kind k = spec[i].kind;
+            if (!tensor_table[k].layer) {
+                continue;
+            }
+            if (k == OXL_L_QKV ? bind_qkv(m, l, il, err) : bind_kind(m, l, k, il, spec[i].required, err)) {
+                return -1;
+            }
+        }
+    }
+    if (!d->output.data) {
+        d->output = d->token_embd;
+    }
+    if (d->rope_freqs.data) {
+        d->o.rope.factors = d->o.rope_swa.factors = d->rope_freqs.data;
+    }
+    return 0;
+}
+
+/* ---- forward ----------------------------------------------------------------------------- */
+
+/* Activation buffers of one batch, carved from ctx->work in this order. */
+typedef struct acts {
+    float *x;       /* (n_embd, n) residual stream */
+    float *xb;      /* (n_embd, n) normalised input of attention (and of a parallel FFN) */
+    float *xb2;     /* (n_embd, n) the second norm: falcon-40b's attention input, the FFN's input */
+    float *qkv;     /* (n_head*head_dim + 2*n_head_kv*head_dim, n) fused projection */
+    float *q;       /* (n_head*head_dim, n) */
+    float *k;       /* (n_head_kv*head_dim, n) */
+    float *v;       /* (n_head_kv*head_dim, n) */
+    float *att;     /* (n_head*head_dim, n) attention output before Wo */
+    float *ao;      /* (n_embd, n) attention branch output */
+    float *fo;      /* (n_embd, n) FFN branch output */
+    float *gate;    /* (2*n_ff, n) gate (fused: gate;up) */
+    float *up;      /* (n_ff, n) */
+    float *xout;    /* (n_embd, n) residual stream of the tokens whose logits are wanted */
+    float *scores;  /* (n_ctx + head_dim) per thread */
+    float *scratch; /* activation columns converted for matmuls (raw bytes) */
+} acts;
+
+static size_t acts_layout(const oxl_model *m, int32_t n, int32_t n_ctx, int n_threads, void *base, acts *a) {
+    const oxl_hparams *hp = &m->hp;
+    const size_t E = hp->n_embd, Q = (size_t)hp->n_head * hp->head_dim, KV = (size_t)hp->n_head_kv * hp->head_dim;
+    const size_t F = hp->n_ff, QKV = Q + 2 * KV;
+    size_t widest = E > 2 * F ? E : 2 * F;
+    widest = widest > QKV ? widest : QKV;
+    const size_t sizes[] = {E * n, E * n, E * n, QKV * n, Q * n, KV * n, KV * n, Q * n, E * n, E * n, 2 * F * n,
+                            F * n, E * n, (size_t)(n_ctx + hp->head_dim) * n_threads, widest * n + 64};
+    float **slots[] = {&a->x, &a->xb, &a->xb2, &a->qkv, &a->q, &a->k, &a->v, &a->att, &a->ao, &a->fo, &a->gate,
+                       &a->up, &a->xout, &a->scores, &a->scratch};
+    size_t off = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        if (base) {
+            *slots[i] = (float *)((char *)base + off);
+        }
+        off += (sizes[i] * sizeof(float) + 63) & ~(size_t)63;
+    }
+    return off;
+}
+
+size_t oxl_decoder_work_size(const oxl_model *m, int32_t n_batch, int32_t n_ctx, int n_threads) {
+    acts a;
+    return acts_layout(m, n_batch, n_ctx, n_threads, NULL, &a);
+}
+
+/* y = W x + b for n columns (y has W's ne1 rows). */
+static void linear(oxl_pool *pool, const oxl_tensor *w, const oxl_tensor *b, const float *x, int32_t n, float *y,
+                   void *scratch) {
+    oxl_matmul(pool, w, x, n, y, w->ne[1], scratch);
+    oxl_add_bias(y, b, w->ne[1], n);
+}
+
+/* Q, K, V of the pass from the attention input a: fused (views of one product, as build_qkv) or
+ * separate projections, then q/k norms, RoPE and the query pre-scale. */
+static void attn_qkv(oxl_ctx *ctx, const oxl_ubatch *ub, const oxl_decoder *d, const oxl_decoder_layer *l,
+                     const oxl_rope *rope, const float *a, acts *b) {
+    const oxl_hparams *hp = &ctx->model->hp;
+    const oxl_decoder_opts *o = &d->o;
+    const int32_t n = ub->n;
+    const int64_t D = hp->head_dim, Q = hp->n_head * D, KV = hp->n_head_kv * D;
+    if (l->wqkv.data) {
+        linear(ctx->pool, &l->wqkv, &l->bqkv, a, n, b->qkv, b->scratch);
+        for (int32_t j = 0; j < n; j++) {
+            const float *src = b->qkv + (size_t)j * (Q + 2 * KV);
+            memcpy(b->q + (size_t)j * Q, src, (size_t)Q * sizeof(float));
+            memcpy(b->k + (size_t)j * KV, src + Q, (size_t)KV * sizeof(float));
+            memcpy(b->v + (size_t)j * KV, src + Q + KV, (size_t)KV * sizeof(float));
+        }
+    } else {
+        linear(ctx->pool, &l->wq, &l->bq, a, n, b->q, b->scratch);
+        linear(ctx->pool, &l->wk, &l->bk, a, n, b->k, b->scratch);
+        linear(ctx->pool, &l->wv, &l->bv, a, n, b->v, b->scratch);
+    }
+    if (l->q_norm.data) {
+        const int64_t d_q = o->qk_norm_full ? Q : D, d_k = o->qk_norm_full ? KV : D;
+        oxl_norm(o->norm, b->q, &l->q_norm, NULL, b->q, d_q, n * (Q / d_q), o->norm_eps);
+        oxl_norm(o->norm, b->k, &l->k_norm, NULL, b->k, d_k, n * (KV / d_k), o->norm_eps);
+    }
+    if (rope->mode != OXL_ROPE_NONE) {
+        for (int32_t j = 0; j < n; j++) {
+            oxl_rope_apply(b->q + j * Q, hp->n_head, hp->head_dim, ub->pos[j], rope);
+            oxl_rope_apply(b->k + j * KV, hp->n_head_kv, hp->head_dim, ub->pos[j], rope);
+        }
+    }
+    if (o->q_scale != 0.0f) {
+        oxl_scale(b->q, Q * n, o->q_scale);
+    }
+}
+
+/* The FFN of the pass on x (n_embd, n) into b->fo. */
+static void ffn(oxl_ctx *ctx, const oxl_decoder *d, const oxl_decoder_layer *l, const float *x, int32_t n, acts *b) {
+    oxl_pool *pool = ctx->pool;
+    const int64_t F = ctx->model->hp.n_ff;
+    switch (d->o.ffn) {
+    case OXL_FFN_SWIGLU:
+    case OXL_FFN_GEGLU:
+        linear(pool, &l->ffn_gate, &l->ffn_gate_b, x, n, b->gate, b->scratch);
+        linear(pool, &l->ffn_up, &l->ffn_up_b, x, n, b->up, b->scratch);
+        (d->o.ffn == OXL_FFN_SWIGLU ? oxl_swiglu : oxl_geglu)(b->gate, b->up, F * n);
+        break;
+    case OXL_FFN_GELU:
+        linear(pool, &l->ffn_up, &l->ffn_up_b, x, n, b->gate, b->scratch);
+        oxl_gelu(b->gate, F * n);
+        break;
+    case OXL_FFN_SWIGLU_FUSED:
+        /* ggml_swiglu on the fused product: silu of the first half times the second half */
+        linear(pool, &l->ffn_up, NULL, x, n, b->gate, b->scratch);
+        for (int32_t j = 0; j < n; j++) {
+            float *gj = b->gate + (size_t)j * 2 * F;
+            oxl_swiglu(gj, gj + F, F);
+            memmove(b->gate + (size_t)j * F, gj, (size_t)F * sizeof(float));
+        }
+        break;
+    }
+    linear(pool, &l->ffn_down, &l->ffn_down_b, b->gate, n, b->fo, b->scratch);
+    if (l->ffn_post_norm.data) {
+        oxl_norm(d->o.norm, b->fo, &l->ffn_post_norm, NULL, b->fo, ctx->model->hp.n_embd, n, d->o.norm_eps);
+    }
+}
+
+/* The LongRoPE / llama3 frequency divisors for this context (llama_model::get_rope_factors): rope_freqs
+ * when present, else the long factors when the context, padded to 256 cells as llama_context pads
+ * n_ctx_seq, exceeds the original context, else the short ones. */
+static const float *rope_factors(const oxl_ctx *ctx, const oxl_decoder *d) {
+    if (d->rope_freqs.data) {
+        return d->rope_freqs.data;
+    }
+    const int64_t n_ctx_seq = ((int64_t)ctx->n_ctx + 255) / 256 * 256;
+    return n_ctx_seq > d->o.n_ctx_orig ? d->rope_long.data : d->rope_short.data;
+}
+
+void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
+    const oxl_model *m = ctx->model;
+    const oxl_hparams *hp = &m->hp;
+    const oxl_decoder *d = m->weights;
+    const oxl_decoder_opts *o = &d->o;
+    oxl_pool *pool = ctx->pool;
+    const int32_t n = ub->n;
+    acts b;
+    acts_layout(m, n, ctx->n_ctx, oxl_pool_size(pool), ctx->work, &b);
+    const int64_t E = hp->n_embd;
+
+    /* embeddings: token rows (+ learned position rows), scaled, optionally normalised */
+    for (int32_t j = 0; j < n; j++) {
+        oxl_tensor_get_row(&d->token_embd, ub->token[j], b.x + j * E);
+        if (d->pos_embd.data) {
+            /* positions past the table (context longer than n_ctx_train) reuse its last row */
+            const int64_t p = ub->pos[j] < d->pos_embd.ne[1] ? ub->pos[j] : d->pos_embd.ne[1] - 1;
+            oxl_tensor_get_row(&d->pos_embd, p, b.xb);
+            oxl_add(b.x + j * E, b.xb, E);
+        }
+    }
+    if (o->embd_scale != 0.0f) {
+        oxl_scale(b.x, E * n, o->embd_scale);
+    }
+    if (d->token_embd_norm.data) {
+        oxl_norm(o->norm, b.x, &d->token_embd_norm, &d->token_embd_norm_b, b.x, E, n, o->norm_eps);
+    }
+
+    oxl_rope rope[2] = {o->rope, o->rope_swa};
+    rope[0].factors = rope[1].factors = rope_factors(ctx, d);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const oxl_decoder_layer *l = &d->layers[il];
+        const bool swa = oxl_decoder_is_swa(o, il);
+        /* attention */
+        const float *a = b.x;
+        if (l->attn_norm.data) {
+            oxl_norm(o->norm, b.x, &l->attn_norm, &l->attn_norm_b, b.xb, E, n, o->norm_eps);
+            a = b.xb;
+        }
+        if (l->attn_norm_2.data) {
+            oxl_norm(o->norm, b.x, &l->attn_norm_2, &l->attn_norm_2_b, b.xb2, E, n, o->norm_eps);
+            a = b.xb2;
+        }
+        attn_qkv(ctx, ub, d, l, &rope[swa], a, &b);
+        oxl_kv_store(ctx, il, ub, b.k, b.v);
+        const oxl_attn_params ap = {.n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
+                                    .scale = o->kq_scale, .softcap = o->attn_softcap,
+                                    .n_swa = swa ? o->n_swa : 0, .max_bias = o->max_alibi_bias};
+        oxl_attention(ctx, il, ub, b.q, b.att, &ap, b.scores);
+        linear(pool, &l->wo, &l->bo, b.att, n, b.ao, b.scratch);
+        if (l->attn_post_norm.data) {
+            oxl_norm(o->norm, b.ao, &l->attn_post_norm, NULL, b.ao, E, n, o->norm_eps);
+        }
+        if (o->residual_scale != 0.0f) {
+            oxl_scale(b.ao, E * n, o->residual_scale);
+        }
+        /* feed-forward: beside attention on the shared (or its own) norm, or after it */
+        if (o->parallel || (o->parallel_if_no_ffn_norm && !l->ffn_norm.data)) {
+            const float *f_in = b.xb;
+            if (l->ffn_norm.data) {
+                oxl_norm(o->norm, b.x, &l->ffn_norm, &l->ffn_norm_b, b.xb2, E, n, o->norm_eps);
+                f_in = b.xb2;
+            }
+            ffn(ctx, d, l, f_in, n, &b);
+            oxl_add(b.x, b.ao, E * n);
+        } else {
+            oxl_add(b.x, b.ao, E * n);
+            const float *f_in = b.x;
+            if (l->ffn_norm.data) {
+                oxl_norm(o->norm, b.x, &l->ffn_norm, &l->ffn_norm_b, b.xb2, E, n, o->norm_eps);
+                f_in = b.xb2;
+            }
+            ffn(ctx, d, l, f_in, n, &b);
+        }
+        if (o->residual_scale != 0.0f) {
+            oxl_scale(b.fo, E * n, o->residual_scale);
+        }
+        oxl_add(b.x, b.fo, E * n);
+    }
+
+    /* only the tokens whose logits are wanted go through the output head */
+    const int32_t n_out = ub->n_out;
+    if (n_out == 0) {
+        return;
+    }
+    for (int32_t j = 0; j < n_out; j++) {
+        memcpy(b.xout + (size_t)j * E, b.x + (size_t)ub->out_ids[j] * E, (size_t)E * sizeof(float));
+    }
+    oxl_norm(o->norm, b.xout, &d->output_norm, &d->output_norm_b, b.xb, E, n_out, o->norm_eps);
+    oxl_matmul(pool, &d->output, b.xb, n_out, logits, hp->n_vocab, b.scratch);
+    oxl_add_bias(logits, &d->output_b, hp->n_vocab, n_out);
+    if (o->logit_scale != 0.0f) {
+        oxl_scale(logits, (int64_t)hp->n_vocab * n_out, o->logit_scale);
+    }
+    if (o->final_softcap != 0.0f) {
+        oxl_softcap(logits, (int64_t)hp->n_vocab * n_out, o->final_softcap);
+    }
+}
+
+/* ---- description ------------------------------------------------------------------------- */
+
+static void describe_rope(FILE *out, const char *what, const oxl_rope *r) {
+    if (r->mode == OXL_ROPE_NONE) {
+        fprintf(out, "  %-16s none\n", what);
+        return;
+    }
+    fprintf(out, "  %-16s %s, n_rot %d, freq_base %g, freq_scale %g, attn_factor %g", what,
+            r->mode == OXL_ROPE_NEOX ? "neox" : "normal", r->n_rot, r->freq_base, r->freq_scale, r->attn_factor);
+    if (r->ext_factor != 0.0f) {
+        fprintf(out, ", yarn ext_factor %g beta %g/%g n_ctx_orig %d", r->ext_factor, r->beta_fast, r->beta_slow,
+                r->n_ctx_orig);
+    }
+    fputc('\n', out);
+}
+
+void oxl_decoder_describe(const oxl_model *m, FILE *out) {
+    static const char *const ffn_names[] = {"swiglu", "geglu", "gelu", "swiglu (fused gate;up)"};
+    const oxl_hparams *hp = &m->hp;
+    const oxl_decoder *d = m->weights;
+    const oxl_decoder_opts *o = &d->o;
+    fprintf(out, "  %-16s n_embd %d, n_layer %d, n_ff %d, n_vocab %d, n_ctx_train %d\n", "shape", hp->n_embd,
+            hp->n_layer, hp->n_ff, hp->n_vocab, hp->n_ctx_train);
+    fprintf(out, "  %-16s n_head %d, n_head_kv %d, head_dim %d, kq_scale %g", "attention", hp->n_head, hp->n_head_kv,
+            hp->head_dim, o->kq_scale);
+    if (o->q_scale != 0.0f) {
+        fprintf(out, ", q pre-scale %g", o->q_scale);
+    }
+    if (o->attn_softcap != 0.0f) {
+        fprintf(out, ", soft-cap %g", o->attn_softcap);
+    }
+    if (o->max_alibi_bias != 0.0f) {
+        fprintf(out, ", alibi max_bias %g", o->max_alibi_bias);
+    }
+    fputc('\n', out);
+    if (o->n_swa > 0) {
+        fprintf(out, "  %-16s n_swa %d on layers", "sliding window", o->n_swa);
+        for (int il = 0; il < hp->n_layer; il++) {
+            if (oxl_decoder_is_swa(o, il)) {
+                fprintf(out, " %d", il);
+            }
+        }
+        fputc('\n', out);
+    }
+    describe_rope(out, "rope", &o->rope);
+    if (o->n_swa > 0) {
+        describe_rope(out, "rope (swa)", &o->rope_swa);
+    }
+    if (d->rope_freqs.data || d->rope_long.data || d->rope_short.data) {
+        fprintf(out, "  %-16s %s\n", "rope factors",
+                d->rope_freqs.data ? "rope_freqs" : "LongRoPE short/long by context vs original context");
+    }
+    fprintf(out, "  %-16s %s, eps %g\n", "norm", o->norm == OXL_NORM_RMS ? "rms" : "layer", o->norm_eps);
+    fprintf(out, "  %-16s %s, %s residual\n", "ffn", ffn_names[o->ffn],
+            o->parallel ? "parallel" : o->parallel_if_no_ffn_norm ? "parallel (layers without ffn_norm)" : "sequential");
+    if (o->embd_scale != 0.0f || o->residual_scale != 0.0f || o->logit_scale != 0.0f || o->final_softcap != 0.0f) {
+        fprintf(out, "  %-16s embedding %g, residual %g, logits %g, final soft-cap %g\n", "multipliers",
+                o->embd_scale, o->residual_scale, o->logit_scale, o->final_softcap);
+    }
+    fprintf(out, "  %-16s %s\n", "output", d->output.data == d->token_embd.data ? "tied to token_embd" : "output.weight");
+}

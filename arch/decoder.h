@@ -1,0 +1,165 @@
+/* The decoder-only transformer that llama.cpp's dense architectures share, with the choices between
+ * them as options: an architecture file reads its keys into an oxl_decoder_opts, lists the tensors
+ * its llama.cpp loader creates (oxl_tensor_spec), and the one forward pass here runs the graph.
+ *
+ * One layer, in the order llama.cpp's src/models/<arch>.cpp files build it:
+ *
+ *   a   = norm(x, attn_norm)                   (absent: a = x; falcon-40b: attention reads attn_norm_2)
+ *   q,k,v = W·a + b                            (fused attn_qkv, or attn_q / attn_k / attn_v)
+ *   q,k = q_norm / k_norm                      (per head, per head with own weights, or full width)
+ *   q,k = rope(q,k)                            (per-layer parameters: sliding-window layers may differ)
+ *   o   = Wo · attention(q * q_scale, k, v) + bo,  then post-attention norm, residual_scale
+ *   sequential: x = x + o;  x = x + residual_scale * post_ffn_norm(ffn(norm(x, ffn_norm)))
+ *   parallel:   x = x + o + ffn(norm(x, ffn_norm) or a)
+ */
+#ifndef OXL_DECODER_H
+#define OXL_DECODER_H
+
+#include "blocks.h"
+
+#include <stdio.h>
+
+typedef enum oxl_ffn_kind {
+    OXL_FFN_SWIGLU,       /* down · (silu(gate·x) * up·x)                         (LLM_FFN_SILU, PAR) */
+    OXL_FFN_GEGLU,        /* down · (gelu(gate·x) * up·x)                         (LLM_FFN_GELU, PAR) */
+    OXL_FFN_GELU,         /* down · gelu(up·x + b) + b                            (LLM_FFN_GELU, SEQ) */
+    OXL_FFN_SWIGLU_FUSED, /* up has 2*n_ff rows: down · (silu(first half) * second half) (LLM_FFN_SWIGLU) */
+} oxl_ffn_kind;
+
+/* Everything an architecture decides about the graph; zero means "not used" for the scales. */
+typedef struct oxl_decoder_opts {
+    oxl_norm_kind norm;      /* every norm of the model, q/k norms included */
+    float norm_eps;          /* layer_norm_rms_epsilon or layer_norm_epsilon, as the architecture reads */
+    oxl_ffn_kind ffn;
+    bool parallel;           /* attention and FFN both read the layer input: x + attn + ffn */
+    bool parallel_if_no_ffn_norm; /* a layer without ffn_norm is parallel (StableLM-2-12B) */
+    bool qk_norm_full;       /* q/k norms span the whole projection (OLMo-2), not each head */
+    float embd_scale;        /* token embeddings *= (gemma: sqrt(n_embd); granite: embedding_scale) */
+    float residual_scale;    /* branch outputs *= before each residual add (granite) */
+    float q_scale;           /* q *= after RoPE (gemma, phi), with kq_scale then 1 */
+    float kq_scale;          /* softmax scale of the scores */
+    float attn_softcap;      /* attention scores soft-cap (gemma2) */
+    float max_alibi_bias;    /* ALiBi (bloom) */
+    float logit_scale;       /* logits *= (command-r: logit_scale; granite: 1 / logit_scale) */
+    float final_softcap;     /* logits soft-cap (gemma2) */
+    int32_t n_swa;           /* 0: no sliding-window layers; else the window of the swa layers */
+    uint32_t swa_pattern;    /* layer il is swa when il % pattern < pattern - 1 (0: every layer) */
+    oxl_rope rope;           /* full-attention layers; mode OXL_ROPE_NONE: no RoPE */
+    oxl_rope rope_swa;       /* sliding-window layers */
+    bool long_factors;       /* LongRoPE: rope_factors_long when the padded context exceeds n_ctx_orig */
+    int32_t n_ctx_orig;      /* rope.scaling.original_context_length (default context_length) */
+} oxl_decoder_opts;
+
+/* ---- tensors ----------------------------------------------------------------------------- */
+
+/* Every tensor a dense decoder may have; names and shapes as llama.cpp's src/llama-arch.cpp and the
+ * load_arch_tensors of each model (shape letters in decoder.c's table). */
+typedef enum oxl_tensor_kind {
+    OXL_T_TOKEN_EMBD, OXL_T_TOKEN_EMBD_NORM, OXL_T_TOKEN_EMBD_NORM_B, OXL_T_POS_EMBD,
+    OXL_T_OUTPUT_NORM, OXL_T_OUTPUT_NORM_B, OXL_T_OUTPUT, OXL_T_OUTPUT_B,
+    OXL_T_ROPE_FREQS, OXL_T_ROPE_LONG, OXL_T_ROPE_SHORT,
+    OXL_L_ATTN_NORM, OXL_L_ATTN_NORM_B, OXL_L_ATTN_NORM_2, OXL_L_ATTN_NORM_2_B,
+    OXL_L_QKV,       /* attn_qkv (+ bias) when present, else attn_q/k/v (+ biases): create_tensor_qkv */
+    OXL_L_ATTN_QKV, OXL_L_ATTN_QKV_B,
+    OXL_L_Q_NORM_HEAD, OXL_L_K_NORM_HEAD,   /* (head_dim), shared by all heads */
+    OXL_L_Q_NORM_HEADS, OXL_L_K_NORM_HEADS, /* (head_dim, n_head[_kv]), one per head */
+    OXL_L_Q_NORM_FULL, OXL_L_K_NORM_FULL,   /* (n_head*head_dim) / (n_head_kv*head_dim) */
+    OXL_L_ATTN_OUT, OXL_L_ATTN_OUT_B, OXL_L_ATTN_POST_NORM,
+    OXL_L_FFN_NORM, OXL_L_FFN_NORM_B,
+    OXL_L_FFN_GATE, OXL_L_FFN_GATE_B, OXL_L_FFN_UP, OXL_L_FFN_UP_B, OXL_L_FFN_UP_GATE, OXL_L_FFN_DOWN,
+    OXL_L_FFN_DOWN_B, OXL_L_FFN_POST_NORM,
+    OXL_TENSOR_KIND_COUNT
+} oxl_tensor_kind;
+
+/* One line of an architecture's tensor list. */
+typedef struct oxl_tensor_spec {
+    oxl_tensor_kind kind;
+    bool required;
+} oxl_tensor_spec;
+
+#define OXL_REQ(k) {OXL_##k, true}
+#define OXL_OPT(k) {OXL_##k, false}
+
+typedef struct oxl_decoder_layer {
+    oxl_tensor attn_norm;      /* (n_embd) */
+    oxl_tensor attn_norm_b;    /* (n_embd) */
+    oxl_tensor attn_norm_2;    /* (n_embd) falcon-40b: the norm attention reads */
+    oxl_tensor attn_norm_2_b;  /* (n_embd) */
+    oxl_tensor wqkv;           /* (n_embd, (n_head + 2*n_head_kv)*head_dim) fused Q;K;V projection */
+    oxl_tensor bqkv;           /* ((n_head + 2*n_head_kv)*head_dim) */
+    oxl_tensor wq;             /* (n_embd, n_head*head_dim) query projection */
+    oxl_tensor bq;             /* (n_head*head_dim) */
+    oxl_tensor wk;             /* (n_embd, n_head_kv*head_dim) key projection */
+    oxl_tensor bk;             /* (n_head_kv*head_dim) */
+    oxl_tensor wv;             /* (n_embd, n_head_kv*head_dim) value projection */
+    oxl_tensor bv;             /* (n_head_kv*head_dim) */
+    oxl_tensor q_norm;         /* (head_dim), (head_dim, n_head) or (n_head*head_dim) query norm weights */
+    oxl_tensor k_norm;         /* (head_dim), (head_dim, n_head_kv) or (n_head_kv*head_dim) */
+    oxl_tensor wo;             /* (n_head*head_dim, n_embd) attention output */
+    oxl_tensor bo;             /* (n_embd) */
+    oxl_tensor attn_post_norm; /* (n_embd) norm of the attention output before the residual add */
+    oxl_tensor ffn_norm;       /* (n_embd) */
+    oxl_tensor ffn_norm_b;     /* (n_embd) */
+    oxl_tensor ffn_gate;       /* (n_embd, n_ff) */
+    oxl_tensor ffn_gate_b;     /* (n_ff) */
+    oxl_tensor ffn_up;         /* (n_embd, n_ff), or (n_embd, 2*n_ff) gate;up for OXL_FFN_SWIGLU_FUSED */
+    oxl_tensor ffn_up_b;       /* (n_ff) */
+    oxl_tensor ffn_down;       /* (n_ff, n_embd) */
+    oxl_tensor ffn_down_b;     /* (n_embd) */
+    oxl_tensor ffn_post_norm;  /* (n_embd) norm of the FFN output before the residual add */
+} oxl_decoder_layer;
+
+typedef struct oxl_decoder {
+    oxl_decoder_opts o;
+    oxl_tensor token_embd;        /* (n_embd, n_vocab) */
+    oxl_tensor token_embd_norm;   /* (n_embd) norm of the embeddings (bloom) */
+    oxl_tensor token_embd_norm_b; /* (n_embd) */
+    oxl_tensor pos_embd;          /* (n_embd, n_ctx_train) learned absolute positions */
+    oxl_tensor output_norm;       /* (n_embd) */
+    oxl_tensor output_norm_b;     /* (n_embd) */
+    oxl_tensor output;            /* (n_embd, n_vocab); token_embd when the model ties them */
+    oxl_tensor output_b;          /* (n_vocab) */
+    oxl_tensor rope_freqs;        /* (n_rot/2) llama3 frequency divisors */
+    oxl_tensor rope_long;         /* (n_rot/2) LongRoPE divisors past n_ctx_orig */
+    oxl_tensor rope_short;        /* (n_rot/2) LongRoPE divisors within n_ctx_orig */
+    oxl_decoder_layer *layers;    /* [n_layer] */
+} oxl_decoder;
+
+/* ---- loading ----------------------------------------------------------------------------- */
+
+/* The hyper-parameters every decoder reads as llama.cpp's llama_model_base::load_hparams does:
+ * context_length, embedding_length, block_count, feed_forward_length, attention.head_count(_kv),
+ * attention.key_length, rope.dimension_count, rope.freq_base, rope.scaling.{type, factor,
+ * attn_factor, original_context_length}, the norm epsilon of o->norm (attention.layer_norm_rms_epsilon
+ * or attention.layer_norm_epsilon, required), and o->rope / o->rope_swa set from them as llama_context
+ * derives its rope parameters (YaRN's ext_factor and attn_factor). mode is the architecture's rope
+ * type. Returns -1 with err naming a missing or unsupported key. */
+int oxl_decoder_hparams(oxl_model *m, oxl_decoder_opts *o, oxl_rope_mode mode, oxl_error *err);
+
+/* Sliding-window layers as llama_hparams::set_swa_pattern: layer il is swa when
+ * il % pattern < pattern - 1 (pattern from attention.sliding_window_pattern, else the default). */
+int oxl_decoder_swa_pattern(oxl_model *m, oxl_decoder_opts *o, uint32_t default_pattern, oxl_error *err);
+
+/* Binds the listed tensors with their shape checks, ties output to token_embd when absent, and
+ * installs the decoder (m->weights) with opts o. */
+int oxl_decoder_load(oxl_model *m, const oxl_decoder_opts *o, const oxl_tensor_spec *spec, size_t n_spec,
+                     oxl_error *err);
+
+/* Whether layer il uses the sliding window and rope_swa (llama_hparams::is_swa). */
+bool oxl_decoder_is_swa(const oxl_decoder_opts *o, int il);
+
+/* oxl_decoder_load with the length of a static spec array. */
+#define OXL_DECODER_LOAD(m, o, spec, err) oxl_decoder_load((m), (o), (spec), sizeof(spec) / sizeof((spec)[0]), (err))
+
+/* The oxl_arch hooks every decoder architecture shares. */
+void oxl_decoder_free(void *weights);
+size_t oxl_decoder_work_size(const oxl_model *m, int32_t n_batch, int32_t n_ctx, int n_threads);
+void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits);
+void oxl_decoder_describe(const oxl_model *m, FILE *out);
+
+/* An oxl_arch entry for a decoder architecture with its load function. */
+#define OXL_DECODER_ARCH(arch_name, load_fn)                                                                    \
+    {.name = (arch_name), .load = (load_fn), .free_weights = oxl_decoder_free,                                 \
+     .work_size = oxl_decoder_work_size, .forward = oxl_decoder_forward, .describe = oxl_decoder_describe}
+
+#endif
