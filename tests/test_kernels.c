@@ -1,10 +1,14 @@
 /* Dispatch and type traits: the table a cap builds, ISA names, and ggml's trait values (ids, names,
  * block sizes and bytes per block from ggml/include/ggml.h and ggml-common.h). */
+#include "kernel_checker.h"
 #include "kernels.h"
+#include "oxl_fp16.h"
 
 #include <criterion/criterion.h>
 
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 Test(kernels, every_cap_gets_a_kernel_per_cell_within_the_cap) {
     static const oxl_type formats[] = {OXL_TYPE_F32, OXL_TYPE_F16, OXL_TYPE_BF16, OXL_TYPE_Q8_0, OXL_TYPE_Q4_0};
@@ -23,6 +27,10 @@ Test(kernels, every_cap_gets_a_kernel_per_cell_within_the_cap) {
                 cr_expect_eq(k.vec_dot_isa[t], (oxl_isa)cap);
             }
         }
+        cr_expect_not_null(k.gemm[OXL_TYPE_F32], "cap %s: no f32 gemm", oxl_isa_name((oxl_isa)cap));
+        cr_expect_not_null(k.gemm[OXL_TYPE_F16], "cap %s: no f16 gemm", oxl_isa_name((oxl_isa)cap));
+        cr_expect_null(k.gemm[OXL_TYPE_Q4_0], "gemm is only specified for f32 and f16");
+        cr_expect_null(k.gemm[OXL_TYPE_BF16], "gemm is only specified for f32 and f16");
         cr_expect_not_null(k.quant[OXL_TYPE_Q8_0]);
         cr_expect_null(k.quant[OXL_TYPE_Q4_0], "q4_0 is not an activation format");
         cr_expect_null(k.dequant[OXL_TYPE_Q4_K], "no q4_K kernels yet");
@@ -64,4 +72,103 @@ Test(kernels, ggml_type_traits) {
     cr_expect_eq(oxl_type_from_name("q4_2"), -1);
     cr_expect_eq(oxl_row_size(OXL_TYPE_Q4_0, 4096), 4096 / 32 * 18);
     cr_expect_eq(oxl_row_size(OXL_TYPE_F16, 7), 14);
+}
+
+/* ---- the ggml summation order: every ISA the CPU has gives the same bits ----------------------- */
+
+/* Deterministic values over a wide exponent range with both signs, so that a different order of
+ * the additions would show in the last bits. */
+static float wide_value(uint32_t *state) {
+    *state = *state * 1664525u + 1013904223u;
+    const float u = (float)(*state >> 8) / 16777216.0f - 0.5f;
+    return ldexpf(u, (int)(*state % 17) - 8);
+}
+
+static bool same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+Test(kernels, f32_f16_dots_and_gemms_are_bit_identical_across_isas) {
+    enum { K = 320, ROWS = 9, COLS = 6 };
+    static float a[ROWS * K], b[COLS * K];
+    static uint16_t ah[ROWS * K], bh[COLS * K];
+    static float af[ROWS * K], bf[COLS * K]; /* the f16 values as floats */
+    uint32_t st = 12345;
+    for (int i = 0; i < ROWS * K; i++) {
+        a[i] = wide_value(&st);
+        ah[i] = oxl_fp32_to_fp16(a[i]);
+        af[i] = oxl_fp16_to_fp32(ah[i]);
+    }
+    for (int i = 0; i < COLS * K; i++) {
+        b[i] = wide_value(&st);
+        bh[i] = oxl_fp32_to_fp16(b[i]);
+        bf[i] = oxl_fp16_to_fp32(bh[i]);
+    }
+    static const int64_t lengths[] = {5, 8, 44, 64, 100, 172, 192, 299, 320};
+    static const int64_t ks[] = {16, 48, 64, 320};
+    int n_isas = 0;
+    for (int cap = 0; cap < OXL_ISA_COUNT; cap++) {
+        if (!oxl_cpu_has_isa((oxl_isa)cap)) {
+            continue;
+        }
+        n_isas++;
+        oxl_kernels kt;
+        oxl_kernels_build(&kt, (oxl_isa)cap);
+        const char *isa = oxl_isa_name((oxl_isa)cap);
+        for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+            const int64_t n = lengths[li];
+            for (int r = 0; r < ROWS; r++) {
+                float got32, got16;
+                kt.vec_dot[OXL_TYPE_F32](n, &got32, a + r * K, b + (r % COLS) * K);
+                kt.vec_dot[OXL_TYPE_F16](n, &got16, ah + r * K, bh + (r % COLS) * K);
+                cr_expect(same_bits(got32, oxl_ref_dot_f32(n, a + r * K, b + (r % COLS) * K)),
+                          "%s: f32 vec_dot, n %lld, row %d", isa, (long long)n, r);
+                cr_expect(same_bits(got16, oxl_ref_dot_f16(n, ah + r * K, bh + (r % COLS) * K)),
+                          "%s: f16 vec_dot, n %lld, row %d", isa, (long long)n, r);
+            }
+        }
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+            const int64_t k = ks[ki];
+            float c32[COLS * ROWS], c16[COLS * ROWS];
+            kt.gemm[OXL_TYPE_F32](k, ROWS, COLS, a, K * sizeof(float), b, K * sizeof(float), c32, ROWS);
+            kt.gemm[OXL_TYPE_F16](k, ROWS, COLS, ah, K * sizeof(uint16_t), bh, K * sizeof(uint16_t), c16, ROWS);
+            for (int j = 0; j < COLS; j++) {
+                for (int i = 0; i < ROWS; i++) {
+                    cr_expect(same_bits(c32[j * ROWS + i], oxl_ref_gemm_one(k, a + i * K, b + j * K)),
+                              "%s: f32 gemm, k %lld, output (%d, %d)", isa, (long long)k, i, j);
+                    cr_expect(same_bits(c16[j * ROWS + i], oxl_ref_gemm_one(k, af + i * K, bf + j * K)),
+                              "%s: f16 gemm, k %lld, output (%d, %d)", isa, (long long)k, i, j);
+                }
+            }
+        }
+    }
+    cr_expect_geq(n_isas, 1);
+}
+
+/* The reference itself, on sums whose every rounding is worked out by hand: with 1.0 and many
+ * 2^-24 terms, each 2^-24 added alone to 1.0 vanishes (a tie, rounded to even), so the result
+ * counts the terms that met each other before meeting the 1.0 — which is what the order decides.
+ * u = 2^-23, the ulp of 1. */
+Test(kernels, ggml_order_reference_sums_in_ggml_order) {
+    float x[80], y[80];
+    for (int i = 0; i < 80; i++) {
+        x[i] = 0x1p-24f;
+        y[i] = 1.0f;
+    }
+    x[0] = 1.0f;
+    /* dot, n = 64: lane 0 of acc0 = 1, every other lane of the four = 2^-24. Folds: acc0 + acc2
+     * gives 1 in lane 0 (a tie) and u elsewhere, acc1 + acc3 u everywhere, then acc0 + acc1 gives
+     * 1 + u in lane 0 and 2u elsewhere. Tree: t0 = 1 + 3u, t1..7 = 4u; q0 = 1 + 7u, q1..3 = 8u; (q0 + q2) + (q1 + q3) = 1 + 31u. */
+    cr_expect(same_bits(oxl_ref_dot_f32(64, x, y), 1.0f + 31 * 0x1p-23f), "%a", oxl_ref_dot_f32(64, x, y));
+    /* n = 80: 16 leftovers, one rounding each: 1 + 31u + 2^-24 ties to 1 + 32u, which then stays */
+    cr_expect(same_bits(oxl_ref_dot_f32(80, x, y), 1.0f + 32 * 0x1p-23f), "%a", oxl_ref_dot_f32(80, x, y));
+    /* gemm, k = 64: one accumulator; lane 0 takes 1, then three 2^-24 that each vanish; lanes 1..15
+     * hold 2u. Tree: t0 = 1 + 2u, t1..7 = 4u; q0 = 1 + 6u, q1..3 = 8u; total 1 + 30u. */
+    cr_expect(same_bits(oxl_ref_gemm_one(64, x, y), 1.0f + 30 * 0x1p-23f), "%a", oxl_ref_gemm_one(64, x, y));
+    /* f16, n = 67: zeros in the block, then leftovers 1, 2^-24, 2^-24 summed in double: 1 + u,
+     * where a float sum would have stayed at 1 */
+    uint16_t xh[67], yh[67];
+    for (int i = 0; i < 67; i++) {
+        xh[i] = oxl_fp32_to_fp16(i < 64 ? 0.0f : i == 64 ? 1.0f : 0x1p-24f);
+        yh[i] = oxl_fp32_to_fp16(1.0f);
+    }
+    cr_expect(same_bits(oxl_ref_dot_f16(67, xh, yh), 1.0f + 0x1p-23f), "%a", oxl_ref_dot_f16(67, xh, yh));
 }
