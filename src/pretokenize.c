@@ -152,9 +152,10 @@ enum { SPLIT_REGEX, SPLIT_NEWLINES, SPLIT_DIGITS3 };
 #define RX_CASED_WORDS(MARKS, TAIL)                                                                            \
     "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}" MARKS "])([^a-z]))*((?=[\\p{L}" MARKS "])([^A-Z]))+" TAIL                  \
     "|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}" MARKS "])([^a-z]))+((?=[\\p{L}" MARKS "])([^A-Z]))*" TAIL
-#define RX_CJK_PUNCT_V3                                                                                        \
-    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"                \
-    "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"
+/* DeepSeek-V3 spells CR and LF as raw characters, AFMoE as escapes */
+#define RX_CJK_PUNCT(CR, LF)                                                                                   \
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^" CR LF "\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"         \
+    "| ?[\\p{P}\\p{S}]+[" CR LF "]*|\\s*[" CR LF "]+|\\s+(?!\\S)|\\s+"
 #define RX_SUBJ_CASED                                                                                          \
     "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+" CONTRACTIONS "?"  \
     "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*" CONTRACTIONS "?"
@@ -204,7 +205,7 @@ static const pre_def k_pre[] = {
      {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[\xe4\xb8\x80-\xe9\xbe\xa5\xe0\xa0\x80-\xe4\xb8\x80\xea\xb0\x80-\xed\x9f\xbf]+",
       "\\p{N}", NULL}},
     {"deepseek-v3|hunyuan-dense|joyai-llm", OXL_PRE_KEEP_SPACES,
-     {"\\p{N}{1,3}", "[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+", RX_CJK_PUNCT_V3, NULL}},
+     {"\\p{N}{1,3}", "[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+", RX_CJK_PUNCT("\r", "\n"), NULL}},
     {"youtu", OXL_PRE_KEEP_SPACES | OXL_PRE_IGNORE_MERGES,
      {"[\xea\xb0\x80-\xed\x9e\xa3\xe3\x84\xb1-\xe3\x86\x8e]+|[\xef\xbc\x81\xe2\x80\xa6\xe2\x80\x9c\xe2\x80\x9d\xe2\x80\x98"
       "\xe2\x80\x99\xe2\x80\x94\xef\xbc\x9a\xef\xbc\x9b\xef\xbc\x8c\xe3\x80\x81-\xe3\x80\xbf\xef\xb8\xb0-\xef\xb9\x8f]+"
@@ -218,7 +219,8 @@ static const pre_def k_pre[] = {
      {RX_GPT2, NULL}},
     {"jina-v1-en|jina-v2-code|roberta-bpe", OXL_PRE_ADD_SEP, {RX_GPT2, NULL}},
     {"trillion|granite-docling", OXL_PRE_KEEP_SPACES, {RX_GPT2, NULL}},
-    {"qwen2|deepseek-r1-qwen|kormo|f2llmv2|stablelm2|megrez", 0, {RX_QWEN2, NULL}},
+    {"stablelm2|megrez", 0, {RX_QWEN2, NULL}},
+    {"qwen2|deepseek-r1-qwen|kormo|f2llmv2", OXL_PRE_KEEP_SPACES, {RX_QWEN2, NULL}},
     {"hunyuan|solar-open|grok-2", OXL_PRE_KEEP_SPACES, {RX_QWEN2, NULL}},
     {"qwen35", OXL_PRE_KEEP_SPACES,
      {CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+"
@@ -256,7 +258,7 @@ static const pre_def k_pre[] = {
       "\xe3\x82\xa0-\xe3\x83\xbf\xef\xbd\xa5-\xef\xbe\x9f\xe2\xbc\x80-\xe2\xbf\x9f\xe0\xb9\x80-\xe0\xb9\xbf"
       "\xe0\xba\x80-\xe0\xbb\xbf\xe1\x9e\x80-\xe1\x9f\xbf\xe1\x80\x80-\xe1\x82\x9f\xea\xa9\xa0-\xea\xa9\xbf"
       "\xea\xa7\xa0-\xea\xa7\xbf\xea\xb0\x80-\xed\x9e\xaf\xe1\x84\x80-\xe1\x87\xbf]+",
-      RX_CJK_PUNCT_V3, NULL}},
+      RX_CJK_PUNCT("\\r", "\\n"), NULL}},
     {"laguna", OXL_PRE_KEEP_SPACES, {RX_NEWLINES, RX_QWEN2, NULL}},
     {"exaone-moe", 0,
      {CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?"
@@ -269,6 +271,12 @@ static const pre_def k_pre[] = {
       CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
       NULL}},
     {"whitespace", OXL_PRE_RAW_UTF8 | OXL_PRE_KEEP_CASE, {"\\S+", NULL}},
+    /* Kimi-K2 (llama.cpp splits it by hand): Han runs, then Llama 3's rules with Han kept out of the
+     * letters and of the other classes; \p{Han} is this file's own collapsed unit 0xD6 */
+    {"kimi-k2", OXL_PRE_KEEP_SPACES | OXL_PRE_NO_MERGES_OK,
+     {"\\p{Han}+|[^\\r\\n\\p{L}\\p{N}\\p{Han}]?\\p{L}+" CONTRACTIONS "?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}\\p{Han}]+[\\r\\n]*"
+      "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+      NULL}},
 };
 
 // --- compiled pre-tokenizer -------------------------------------------------------------------------------
@@ -276,6 +284,7 @@ static const pre_def k_pre[] = {
 typedef struct {
     int kind;          /* SPLIT_* */
     bool collapsed;    /* runs on the collapsed text */
+    bool han;          /* Han ideographs collapse to their own unit (\p{Han}) */
     pcre2_code *code;  /* SPLIT_REGEX */
 } split_rx;
 
@@ -311,8 +320,17 @@ static const struct {
     {"\\p{Lt}", 0xD2, "A-Za-z"},
     {"\\p{Lm}", 0xD2, "A-Za-z"},
     {"\\p{Lo}", 0xD2, "A-Za-z"},
+    {"\\p{Han}", 0xD6, ""},
 };
 #define N_UCAT (sizeof k_ucat / sizeof *k_ucat)
+
+/* Han ideographs (llama.cpp's unicode_cpt_is_han): CJK Unified Ideographs and Extensions A-F, and
+ * the Compatibility Ideographs. */
+static bool is_han(uint32_t c) {
+    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+           (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B820 && c <= 0x2CEAF) ||
+           (c >= 0x2CEB0 && c <= 0x2EBEF) || (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
 
 static bool names_category(const char *rx) {
     for (size_t k = 0; k < N_UCAT; k++)
@@ -423,6 +441,7 @@ oxl_pretok *oxl_pretok_new(const char *name, unsigned *flags, const char *path, 
         }
         s->kind = SPLIT_REGEX;
         s->collapsed = names_category(rx);
+        s->han = strstr(rx, "\\p{Han}") != NULL;
         p->need_collapse |= s->collapsed;
         PCRE2_UCHAR pat[4096];
         size_t n = 0;
@@ -586,6 +605,8 @@ bool oxl_pretok_split(const oxl_pretok *p, const char *text, size_t len, bool ra
             unsigned f = c < 128 ? 0 : oxl_cpt_flags(c);
             if (c < 128)
                 w->subject[i] = c;
+            else if (s->han && is_han(c))
+                w->subject[i] = 0xD6;
             else if (f & OXL_CPT_WHITESPACE)
                 w->subject[i] = 0x0B;
             else if (!s->collapsed)

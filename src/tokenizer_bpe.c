@@ -67,6 +67,8 @@ void oxl_bpe_free(oxl_vocab *v) {
  * without one is the pair ("", ""), which never applies. A pair listed twice keeps its first rank. */
 static int load_merges(oxl_vocab *v, const oxl_gguf *g, const char *path, oxl_error *err) {
     int64_t ki = oxl_gguf_find_key(g, "tokenizer.ggml.merges");
+    if (ki < 0 && (v->pre_flags & OXL_PRE_NO_MERGES_OK))
+        return 0;
     if (ki < 0)
         return oxl_err_set(err, "%s: tokenizer.ggml.merges is missing (tokenizer.ggml.model = 'gpt2' needs it)", path);
     if (oxl_gguf_kv_type(g, ki) != OXL_GGUF_ARRAY || oxl_gguf_arr_type(g, ki) != OXL_GGUF_STRING)

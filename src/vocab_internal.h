@@ -133,6 +133,7 @@ enum {
     OXL_PRE_NO_BOS = 1 << 6,        /* the default BOS id is dropped */
     OXL_PRE_KEEP_CASE = 1 << 7,     /* normalizer lowercase = false */
     OXL_PRE_NEWLINE_WORDS = 1 << 8, /* a word of newlines that is a token is not merged (Gemma 4) */
+    OXL_PRE_NO_MERGES_OK = 1 << 9,  /* tokenizer.ggml.merges may be absent (Kimi-K2) */
 };
 
 /* Looks name up in the table of tokenizer.ggml.pre values ("" = llama.cpp's default) and compiles
