@@ -26,7 +26,7 @@ static void oxl_quantize_row_q8_0(const float *x, void *vy, int64_t ne0, const f
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[ib].d = oxl_fp32_to_fp16(d);
         for (int j = 0; j < OXL_QK_Q8_0; j++) {
-            y[ib].qs[j] = (int8_t)roundf(xb[j] * id);
+            y[ib].qs[j] = oxl_trunc_i8(roundf(xb[j] * id));
         }
     }
 }
@@ -46,8 +46,8 @@ static void oxl_quantize_row_q4_0_plain(const float *x, oxl_block_q4_0 *y, int64
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[ib].d = oxl_fp32_to_fp16(d);
         for (int j = 0; j < OXL_QK_Q4_0 / 2; j++) {
-            const int q0 = oxl_imin(15, (int)(xb[j] * id + 8.5f));
-            const int q1 = oxl_imin(15, (int)(xb[j + OXL_QK_Q4_0 / 2] * id + 8.5f));
+            const uint8_t q0 = (uint8_t)oxl_imin(15, oxl_trunc_i8(xb[j] * id + 8.5f));
+            const uint8_t q1 = (uint8_t)oxl_imin(15, oxl_trunc_i8(xb[j + OXL_QK_Q4_0 / 2] * id + 8.5f));
             y[ib].qs[j] = (uint8_t)(q0 | (q1 << 4));
         }
     }

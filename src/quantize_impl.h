@@ -22,6 +22,16 @@ static inline int oxl_nearest_int(float v) {
     return (i & 0x007fffff) - 0x00400000;
 }
 
+/* A float to a 32-bit integer as x86's cvttss2si converts it (truncation; NaN and values out of
+ * range give INT32_MIN), and its low byte as ggml's (int8_t)/(uint8_t) casts of a float give it on
+ * x86. Finite input reaches the out-of-range case when a block's scale is zero or subnormal and its
+ * inverse is infinite; these helpers give ggml's bytes there without undefined behaviour. */
+static inline int32_t oxl_trunc_i32(float v) {
+    return v >= -2147483648.0f && v < 2147483648.0f ? (int32_t)v : INT32_MIN;
+}
+static inline int8_t oxl_trunc_i8(float v) { return (int8_t)(uint8_t)oxl_trunc_i32(v); }
+static inline uint8_t oxl_trunc_u8(float v) { return (uint8_t)oxl_trunc_i32(v); }
+
 /* One row of ne0 floats into its blocks; imatrix is NULL or ne0 weights. */
 typedef void (*oxl_quantize_row_fn)(const float *x, void *y, int64_t ne0, const float *imatrix);
 

@@ -76,7 +76,7 @@ static void oxl_q2_K_block_ref(const float *x, oxl_block_q2_K *y) {
     if (max_min > 0) {
         const float iscale = q4scale / max_min;
         for (int j = 0; j < OXL_QK_K / 16; j++) {
-            y->scales[j] |= (uint8_t)(oxl_nearest_int(iscale * mins[j]) << 4);
+            y->scales[j] |= (uint8_t)((unsigned)oxl_nearest_int(iscale * mins[j]) << 4);
         }
         y->dmin = oxl_fp32_to_fp16(max_min / q4scale);
     } else {

@@ -73,7 +73,7 @@ void oxl_quantize_row_q4_1(const float *x, void *vy, int64_t ne0, const float *i
             y[ib].d = oxl_fp32_to_fp16(d);
             y[ib].m = oxl_fp32_to_fp16(min);
             for (int j = 0; j < 32; j++) {
-                L[j] = (uint8_t)oxl_imin(15, (int8_t)((xb[j] - min) * id + 0.5f));
+                L[j] = (uint8_t)oxl_imin(15, oxl_trunc_i8((xb[j] - min) * id + 0.5f));
             }
         }
         for (int j = 0; j < 16; j++) {
@@ -110,7 +110,7 @@ void oxl_quantize_row_q5_0(const float *x, void *vy, int64_t ne0, const float *i
             const float id = d != 0.0f ? 1.0f / d : 0.0f;
             y[ib].d = oxl_fp32_to_fp16(d);
             for (int j = 0; j < 32; j++) {
-                L[j] = (uint8_t)oxl_imin(31, (int8_t)(xb[j] * id + 16.5f));
+                L[j] = (uint8_t)oxl_imin(31, oxl_trunc_i8(xb[j] * id + 16.5f));
             }
         }
         oxl_pack_q5(L, y[ib].qs, y[ib].qh);
@@ -140,7 +140,7 @@ void oxl_quantize_row_q5_1(const float *x, void *vy, int64_t ne0, const float *i
             y[ib].d = oxl_fp32_to_fp16(d);
             y[ib].m = oxl_fp32_to_fp16(min);
             for (int j = 0; j < 32; j++) {
-                L[j] = (uint8_t)((xb[j] - min) * id + 0.5f);
+                L[j] = oxl_trunc_u8((xb[j] - min) * id + 0.5f);
             }
         }
         oxl_pack_q5(L, y[ib].qs, y[ib].qh);
@@ -163,7 +163,7 @@ void oxl_quantize_row_q8_1(const float *x, void *vy, int64_t ne0, const float *i
         y[ib].d = oxl_fp32_to_fp16(d);
         int sum = 0;
         for (int j = 0; j < 32; j++) {
-            y[ib].qs[j] = (int8_t)roundf(xb[j] * id);
+            y[ib].qs[j] = oxl_trunc_i8(roundf(xb[j] * id));
             sum += y[ib].qs[j];
         }
         y[ib].s = oxl_fp32_to_fp16(sum * d);

@@ -105,3 +105,35 @@ Test(quantize, extreme_finite_input_never_crashes) {
     }
     cr_expect_geq(n_types, 15);
 }
+
+/* Random finite bit patterns (every exponent, subnormals, both signs), as rows and as importance
+ * weights: no format may crash on them. */
+Test(quantize, random_finite_bit_patterns_never_crash) {
+    enum { NE0 = 256, NROWS = 64 };
+    static float x[NROWS * NE0];
+    float imatrix[NE0];
+    uint64_t s = 0x9e3779b97f4a7c15u;
+    for (int i = 0; i < NROWS * NE0 + NE0; i++) {
+        s = s * 6364136223846793005u + 1442695040888963407u;
+        uint32_t bits = (uint32_t)(s >> 32);
+        if ((bits & 0x7f800000u) == 0x7f800000u) {
+            bits &= ~0x00800000u; /* not inf/NaN */
+        }
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        if (i < NROWS * NE0) {
+            x[i] = (i / NE0) % 4 == 0 ? f * 1e-30f : f; /* some rows of tiny values */
+        } else {
+            imatrix[i - NROWS * NE0] = fabsf(f);
+        }
+    }
+    static uint8_t y[NROWS * NE0 * 4];
+    for (int t = 0; t < OXL_TYPE_COUNT; t++) {
+        if (!oxl_quantize_supported((oxl_type)t)) {
+            continue;
+        }
+        oxl_error err = {{0}};
+        cr_expect_eq(oxl_quantize_rows((oxl_type)t, x, y, NROWS, NE0, NULL, &err), 0, "%s", err.msg);
+        cr_expect_eq(oxl_quantize_rows((oxl_type)t, x, y, NROWS, NE0, imatrix, &err), 0, "%s", err.msg);
+    }
+}
