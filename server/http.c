@@ -1,0 +1,760 @@
+/* The HTTP layer on libmicrohttpd: one thread per connection (a streaming reply blocks in its
+ * content reader until the scheduler publishes text), the route table, API keys, rate limits,
+ * CORS, request limits, /health /ready /metrics /slots, and the server's life cycle. */
+#include "http.h"
+
+#include "error.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define CONN_MEMORY_LIMIT (64 * 1024) /* bytes per connection for headers and buffers */
+#define STREAM_WAIT_MS 100
+
+/* --- replies ----------------------------------------------------------------------------------- */
+
+void oxl_reply_json(oxl_reply *r, int status, cJSON *obj) {
+    r->status = status;
+    r->body = cJSON_PrintUnformatted(obj);
+    r->len = r->body ? strlen(r->body) : 0;
+    r->ctype = "application/json";
+    cJSON_Delete(obj);
+}
+
+void oxl_reply_error(oxl_reply *r, const oxl_api_error *e) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON *err = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddStringToObject(err, "message", e->msg);
+    cJSON_AddStringToObject(err, "type", e->type ? e->type : "server_error");
+    if (e->param[0]) {
+        cJSON_AddStringToObject(err, "param", e->param);
+    } else {
+        cJSON_AddNullToObject(err, "param");
+    }
+    if (e->code) {
+        cJSON_AddStringToObject(err, "code", e->code);
+    } else {
+        cJSON_AddNullToObject(err, "code");
+    }
+    oxl_reply_json(r, e->status, o);
+    r->retry_after = e->retry_after;
+}
+
+void oxl_stream_put(oxl_stream *st, const char *s, size_t n) {
+    if (st->len + n > st->cap) {
+        size_t cap = st->cap ? st->cap : 4096;
+        while (cap < st->len + n) {
+            cap *= 2;
+        }
+        char *o = realloc(st->out, cap);
+        if (!o) {
+            return;
+        }
+        st->out = o;
+        st->cap = cap;
+    }
+    memcpy(st->out + st->len, s, n);
+    st->len += n;
+}
+
+bool oxl_client_gone(int fd) {
+    if (fd < 0) {
+        return false;
+    }
+    struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0) {
+        return false;
+    }
+    if (p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)) {
+        return true;
+    }
+    char c;
+    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* --- server-sent events ------------------------------------------------------------------------ */
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    oxl_stream *st = cls;
+    for (;;) {
+        if (st->off < st->len) {
+            size_t n = st->len - st->off < max ? st->len - st->off : max;
+            memcpy(buf, st->out + st->off, n);
+            st->off += n;
+            if (st->off == st->len) {
+                st->off = st->len = 0;
+            }
+            return (ssize_t)n;
+        }
+        if (st->done) {
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        }
+        if (oxl_client_gone(st->fd)) {
+            for (int i = 0; i < st->n_jobs; i++) {
+                oxl_job_cancel(st->srv->sched, st->jobs[i]);
+            }
+            atomic_fetch_add(&st->srv->n_cancelled, 1);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        oxl_sched_lock(st->srv->sched);
+        if (st->produce(st) == 0 && !st->done) {
+            oxl_sched_wait(st->srv->sched, st->jobs[0], STREAM_WAIT_MS);
+            st->produce(st);
+        }
+        oxl_sched_unlock(st->srv->sched);
+    }
+}
+
+/* The stream's jobs are cancelled if they still run (the client went away) and released. */
+static void stream_free(void *cls) {
+    oxl_stream *st = cls;
+    for (int i = 0; i < st->n_jobs; i++) {
+        oxl_job_cancel(st->srv->sched, st->jobs[i]);
+        oxl_job_release(st->srv->sched, st->jobs[i]);
+    }
+    free(st->jobs);
+    if (st->free_state) {
+        st->free_state(st->state);
+    }
+    free(st->out);
+    free(st);
+}
+
+/* --- routes ------------------------------------------------------------------------------------ */
+
+typedef enum auth_kind {
+    AUTH_NONE,  /* probes: /health, /ready */
+    AUTH_KEY,   /* an API key when keys are configured; rate limited */
+    AUTH_ADMIN, /* an API key when keys are configured; not rate limited */
+} auth_kind;
+
+static void h_health(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
+static void h_ready(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
+static void h_metrics(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
+static void h_slots(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
+
+typedef struct route {
+    const char *method;
+    const char *path;
+    bool prefix;      /* path followed by "/..." matches too */
+    oxl_handler fn;
+    auth_kind auth;
+    bool needs_model; /* 503 until the model is loaded */
+} route;
+
+static const route routes[] = {
+    {"POST", "/v1/chat/completions", false, oxl_api_chat, AUTH_KEY, true},
+    {"POST", "/v1/completions", false, oxl_api_completions, AUTH_KEY, true},
+    {"POST", "/v1/responses", false, oxl_api_responses, AUTH_KEY, true},
+    {"POST", "/v1/embeddings", false, oxl_api_embeddings, AUTH_KEY, true},
+    {"GET", "/v1/models", true, oxl_api_models, AUTH_KEY, false},
+    {"POST", "/tokenize", false, oxl_api_tokenize, AUTH_KEY, true},
+    {"POST", "/detokenize", false, oxl_api_detokenize, AUTH_KEY, true},
+    {"GET", "/health", false, h_health, AUTH_NONE, false},
+    {"GET", "/ready", false, h_ready, AUTH_NONE, false},
+    {"GET", "/metrics", false, h_metrics, AUTH_ADMIN, false},
+    {"GET", "/slots", false, h_slots, AUTH_ADMIN, true},
+};
+#define N_ROUTES (sizeof routes / sizeof routes[0])
+
+static bool path_matches(const route *r, const char *url) {
+    size_t n = strlen(r->path);
+    return !strncmp(url, r->path, n) && (url[n] == 0 || (r->prefix && url[n] == '/'));
+}
+
+static void h_health(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "status", atomic_load(&srv->ready) ? "ok" : "loading model");
+    oxl_reply_json(out, 200, o);
+}
+
+static void h_ready(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
+    if (!atomic_load(&srv->ready) || atomic_load(&srv->stopping)) {
+        oxl_api_error e;
+        oxl_api_err(&e, 503, "unavailable_error", atomic_load(&srv->stopping) ? "server_shutting_down" : "model_loading",
+                    NULL, atomic_load(&srv->stopping) ? "The server is shutting down" : "The model is loading");
+        e.retry_after = 1;
+        oxl_reply_error(out, &e);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "status", "ready");
+    oxl_reply_json(out, 200, o);
+}
+
+typedef struct metrics_buf {
+    char *s;
+    size_t len, cap;
+} metrics_buf;
+
+static void mput(metrics_buf *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void mput(metrics_buf *m, const char *fmt, ...) {
+    for (int attempt = 0; attempt < 2; attempt++) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(m->s ? m->s + m->len : NULL, m->s ? m->cap - m->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            return;
+        }
+        if (m->s && m->len + (size_t)n < m->cap) {
+            m->len += (size_t)n;
+            return;
+        }
+        size_t cap = m->cap ? m->cap : 4096;
+        while (cap <= m->len + (size_t)n) {
+            cap *= 2;
+        }
+        char *s = realloc(m->s, cap);
+        if (!s) {
+            return;
+        }
+        m->s = s;
+        m->cap = cap;
+    }
+}
+
+static void metric(metrics_buf *m, const char *name, const char *type, const char *help, double v) {
+    mput(m, "# HELP oxillama_%s %s\n# TYPE oxillama_%s %s\noxillama_%s %.17g\n", name, help, name, type, name, v);
+}
+
+/* Prometheus text exposition format 0.0.4. */
+static void h_metrics(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
+    metrics_buf m = {0};
+    mput(&m, "# HELP oxillama_requests_total HTTP requests answered, by status code.\n"
+             "# TYPE oxillama_requests_total counter\n");
+    for (int s = 100; s < 600; s++) {
+        unsigned long long n = atomic_load(&srv->by_status[s]);
+        if (n) {
+            mput(&m, "oxillama_requests_total{code=\"%d\"} %llu\n", s, n);
+        }
+    }
+    metric(&m, "requests_rejected_queue_full_total", "counter", "Requests refused with 503 because the queue was full.",
+           (double)atomic_load(&srv->n_rejected_queue));
+    metric(&m, "requests_rate_limited_total", "counter", "Requests refused with 429.", (double)atomic_load(&srv->n_rate_limited));
+    metric(&m, "requests_unauthorized_total", "counter", "Requests refused with 401.", (double)atomic_load(&srv->n_unauthorized));
+    metric(&m, "requests_cancelled_total", "counter", "Requests whose client disconnected before the end.",
+           (double)atomic_load(&srv->n_cancelled));
+    if (atomic_load(&srv->ready)) {
+        oxl_sched_stats st;
+        oxl_sched_stats_get(srv->sched, &st);
+        metric(&m, "prompt_tokens_total", "counter", "Prompt tokens of admitted requests.", (double)st.prompt_tokens);
+        metric(&m, "prompt_tokens_cached_total", "counter", "Prompt tokens found in a slot's KV cache (not recomputed).",
+               (double)st.prompt_tokens_cached);
+        metric(&m, "generated_tokens_total", "counter", "Tokens generated.", (double)st.gen_tokens);
+        metric(&m, "decode_steps_total", "counter", "Batched decode steps.", (double)st.decode_steps);
+        metric(&m, "decode_seconds_total", "counter", "Wall time spent decoding batches.", st.decode_seconds);
+        metric(&m, "seconds_per_token", "gauge", "Mean wall time of the decode step that produced a generated token.",
+               st.gen_tokens ? st.gen_token_seconds / (double)st.gen_tokens : 0);
+        metric(&m, "queue_depth", "gauge", "Requests waiting for a slot.", st.queue_depth);
+        metric(&m, "slots_busy", "gauge", "Slots working on a request.", st.slots_busy);
+        metric(&m, "slots_total", "gauge", "Slots (-np).", st.n_slots);
+    }
+    metric(&m, "requests_in_flight", "gauge", "Requests being received or answered.", atomic_load(&srv->in_flight));
+    out->status = 200;
+    out->body = m.s;
+    out->len = m.len;
+    out->ctype = "text/plain; version=0.0.4; charset=utf-8";
+}
+
+static void h_slots(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
+    oxl_slot_info info[256];
+    int32_t n = oxl_sched_slots(srv->sched, info, 256);
+    cJSON *a = cJSON_CreateArray();
+    for (int32_t i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "id", info[i].id);
+        cJSON_AddBoolToObject(o, "is_processing", info[i].busy);
+        cJSON_AddNumberToObject(o, "n_ctx", oxl_sched_n_ctx_slot(srv->sched));
+        cJSON_AddNumberToObject(o, "n_past", info[i].n_cache);
+        cJSON_AddNumberToObject(o, "n_prompt_tokens", info[i].n_prompt);
+        cJSON_AddNumberToObject(o, "n_decoded", info[i].n_gen);
+        cJSON_AddItemToArray(a, o);
+    }
+    oxl_reply_json(out, 200, a);
+}
+
+/* --- API keys and rate limits ------------------------------------------------------------------ */
+
+/* The index of the matching key or -1, in time independent of the key's content: every key is
+ * compared over OXL_SRV_KEY_MAX bytes with no early exit. */
+static int match_key(const oxl_server_config *cfg, const char *given) {
+    size_t gl = strlen(given);
+    int found = -1;
+    for (int k = 0; k < cfg->n_keys; k++) {
+        const char *key = cfg->keys[k];
+        size_t kl = strlen(key);
+        unsigned diff = (unsigned)(gl != kl) | (unsigned)(gl > OXL_SRV_KEY_MAX);
+        for (size_t i = 0; i < OXL_SRV_KEY_MAX; i++) {
+            unsigned char a = i < kl ? (unsigned char)key[i] : 0;
+            unsigned char b = i < gl ? (unsigned char)given[i] : 0;
+            diff |= (unsigned)(a ^ b);
+        }
+        int hit = -(int)(diff == 0); /* all ones on a match */
+        found = (found & ~hit) | (k & hit);
+    }
+    return found;
+}
+
+typedef struct bucket {
+    double tokens;
+    double t; /* monotonic seconds of the last refill */
+    bool init;
+} bucket;
+
+static pthread_mutex_t rl_mu = PTHREAD_MUTEX_INITIALIZER;
+static bucket buckets[OXL_SRV_MAX_KEYS + 1]; /* one per key, the last for requests without keys */
+
+/* Takes a token from the key's bucket: 0, or the seconds until one is available. */
+static int rate_take(const oxl_server_config *cfg, int key) {
+    if (cfg->rate_limit <= 0) {
+        return 0;
+    }
+    double rate = cfg->rate_limit / 60.0;
+    double burst = cfg->rate_burst > 0 ? cfg->rate_burst : fmax(1.0, floor(cfg->rate_limit));
+    pthread_mutex_lock(&rl_mu);
+    bucket *b = &buckets[key < 0 ? OXL_SRV_MAX_KEYS : key];
+    double now = oxl_now();
+    if (!b->init) {
+        b->init = true;
+        b->tokens = burst;
+    } else {
+        b->tokens = fmin(burst, b->tokens + (now - b->t) * rate);
+    }
+    b->t = now;
+    int wait = 0;
+    if (b->tokens >= 1) {
+        b->tokens -= 1;
+    } else {
+        wait = (int)ceil((1 - b->tokens) / rate);
+    }
+    pthread_mutex_unlock(&rl_mu);
+    return wait < 1 && b->tokens < 0 ? 1 : wait;
+}
+
+/* --- requests ---------------------------------------------------------------------------------- */
+
+typedef struct conn_req {
+    const route *rt;
+    char *body;
+    size_t len, cap;
+    bool too_big;
+} conn_req;
+
+static void add_cors(oxl_srv *srv, struct MHD_Connection *c, struct MHD_Response *resp) {
+    const char *allow = srv->cfg->cors_origin;
+    if (!allow) {
+        return;
+    }
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    if (!strcmp(allow, "*")) {
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
+    } else if (origin && !strcmp(origin, allow)) {
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", allow);
+        MHD_add_response_header(resp, "Vary", "Origin");
+    }
+}
+
+static enum MHD_Result send_reply(oxl_srv *srv, struct MHD_Connection *c, oxl_reply *rp) {
+    struct MHD_Response *resp;
+    if (rp->stream) {
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, rp->stream, stream_free);
+        if (!resp) {
+            stream_free(rp->stream);
+            return MHD_NO;
+        }
+        MHD_add_response_header(resp, "Content-Type", "text/event-stream; charset=utf-8");
+        MHD_add_response_header(resp, "Cache-Control", "no-cache");
+        MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+    } else {
+        if (!rp->body) {
+            rp->body = strdup("{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}");
+            rp->len = rp->body ? strlen(rp->body) : 0;
+            rp->status = 500;
+            rp->ctype = "application/json";
+        }
+        resp = MHD_create_response_from_buffer(rp->len, rp->body, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+            free(rp->body);
+            return MHD_NO;
+        }
+        MHD_add_response_header(resp, "Content-Type", rp->ctype ? rp->ctype : "application/json");
+    }
+    if (rp->retry_after > 0) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%d", rp->retry_after);
+        MHD_add_response_header(resp, "Retry-After", ra);
+    }
+    add_cors(srv, c, resp);
+    if (atomic_load(&srv->stopping)) {
+        MHD_add_response_header(resp, "Connection", "close");
+    }
+    if (rp->status >= 100 && rp->status < 600) {
+        atomic_fetch_add(&srv->by_status[rp->status], 1);
+    }
+    enum MHD_Result r = MHD_queue_response(c, (unsigned)rp->status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+static enum MHD_Result send_error(oxl_srv *srv, struct MHD_Connection *c, const oxl_api_error *e) {
+    oxl_reply rp = {0};
+    oxl_reply_error(&rp, e);
+    return send_reply(srv, c, &rp);
+}
+
+/* The first byte that makes s invalid UTF-8, or len when it is valid. */
+static size_t utf8_invalid_at(const unsigned char *s, size_t len) {
+    for (size_t i = 0; i < len;) {
+        unsigned c = s[i];
+        int n = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        if (n == 0 || i + (size_t)n > len) {
+            return i;
+        }
+        for (int k = 1; k < n; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) {
+                return i;
+            }
+        }
+        if ((c == 0xE0 && s[i + 1] < 0xA0) || (c == 0xED && s[i + 1] > 0x9F) || (c == 0xF0 && s[i + 1] < 0x90) ||
+            (c == 0xF4 && s[i + 1] > 0x8F)) {
+            return i;
+        }
+        i += (size_t)n;
+    }
+    return len;
+}
+
+/* Checks that need only the request line and headers; 0 to go on, -1 with e set. */
+static int precheck(oxl_srv *srv, struct MHD_Connection *c, const char *url, const char *method, conn_req *cr,
+                    oxl_api_error *e) {
+    const oxl_server_config *cfg = srv->cfg;
+    int n_headers = MHD_get_connection_values(c, MHD_HEADER_KIND, NULL, NULL);
+    if (n_headers > cfg->max_headers) {
+        return oxl_api_err(e, 431, "invalid_request_error", "too_many_headers", NULL,
+                           "The request has %d headers; at most %d are accepted (--max-headers)", n_headers,
+                           cfg->max_headers);
+    }
+    const route *path_hit = NULL;
+    for (size_t i = 0; i < N_ROUTES; i++) {
+        if (path_matches(&routes[i], url)) {
+            path_hit = &routes[i];
+            if (!strcmp(method, routes[i].method)) {
+                cr->rt = &routes[i];
+                break;
+            }
+        }
+    }
+    if (!cr->rt) {
+        if (path_hit) {
+            return oxl_api_err(e, 405, "invalid_request_error", "method_not_allowed", NULL,
+                               "%.16s is not allowed on %.200s; use %s", method, url, path_hit->method);
+        }
+        return oxl_api_err(e, 404, "invalid_request_error", "unknown_url", NULL, "Unknown request URL: %.16s %.200s",
+                           method, url);
+    }
+    if (cr->rt->auth != AUTH_NONE && cfg->n_keys > 0) {
+        const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+        const char *key = NULL;
+        if (h && !strncasecmp(h, "Bearer ", 7)) {
+            key = h + 7;
+        } else {
+            key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Api-Key");
+        }
+        int idx = key ? match_key(cfg, key) : -1;
+        if (idx < 0) {
+            atomic_fetch_add(&srv->n_unauthorized, 1);
+            return oxl_api_err(e, 401, "invalid_request_error", "invalid_api_key", NULL,
+                               key ? "Incorrect API key provided"
+                                   : "You didn't provide an API key: send 'Authorization: Bearer YOUR_KEY'");
+        }
+        cr->rt = cr->rt; /* authenticated */
+        if (cr->rt->auth == AUTH_KEY) {
+            int wait = rate_take(cfg, idx);
+            if (wait > 0) {
+                atomic_fetch_add(&srv->n_rate_limited, 1);
+                oxl_api_err(e, 429, "rate_limit_error", "rate_limit_exceeded", NULL,
+                            "Rate limit reached for this API key: %g requests per minute; retry in %d s", cfg->rate_limit,
+                            wait);
+                e->retry_after = wait;
+                return -1;
+            }
+        }
+    } else if (cr->rt->auth == AUTH_KEY) {
+        int wait = rate_take(cfg, -1);
+        if (wait > 0) {
+            atomic_fetch_add(&srv->n_rate_limited, 1);
+            oxl_api_err(e, 429, "rate_limit_error", "rate_limit_exceeded", NULL,
+                        "Rate limit reached: %g requests per minute; retry in %d s", cfg->rate_limit, wait);
+            e->retry_after = wait;
+            return -1;
+        }
+    }
+    if (atomic_load(&srv->stopping) && cr->rt->auth != AUTH_NONE) {
+        oxl_api_err(e, 503, "server_error", "server_shutting_down", NULL, "The server is shutting down");
+        e->retry_after = 1;
+        return -1;
+    }
+    if (cr->rt->needs_model && !atomic_load(&srv->ready)) {
+        oxl_api_err(e, 503, "unavailable_error", "model_loading", NULL, "The model is loading; retry when /ready answers 200");
+        e->retry_after = 1;
+        return -1;
+    }
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    if (cl && strtoull(cl, NULL, 10) > cfg->max_body) {
+        return oxl_api_err(e, 413, "invalid_request_error", "request_too_large", NULL,
+                           "The request body is %.20s bytes; at most %zu are accepted (--max-body)", cl, cfg->max_body);
+    }
+    return 0;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls) {
+    oxl_srv *srv = cls;
+    conn_req *cr = *con_cls;
+    if (!cr) {
+        cr = calloc(1, sizeof *cr);
+        if (!cr) {
+            return MHD_NO;
+        }
+        *con_cls = cr;
+        atomic_fetch_add(&srv->in_flight, 1);
+        atomic_fetch_add(&srv->n_requests, 1);
+        if (!strcmp(method, "OPTIONS") && srv->cfg->cors_origin) {
+            /* CORS preflight */
+            struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+            add_cors(srv, c, resp);
+            MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+            MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
+            MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+            atomic_fetch_add(&srv->by_status[204], 1);
+            enum MHD_Result r = MHD_queue_response(c, 204, resp);
+            MHD_destroy_response(resp);
+            return r;
+        }
+        oxl_api_error e = {0};
+        if (precheck(srv, c, url, method, cr, &e) != 0) {
+            cr->rt = NULL;
+            return send_error(srv, c, &e);
+        }
+        return MHD_YES;
+    }
+    if (!cr->rt) {
+        *upload_size = 0; /* answered already; the body is dropped */
+        return MHD_YES;
+    }
+    if (*upload_size > 0) {
+        if (!cr->too_big && cr->len + *upload_size > srv->cfg->max_body) {
+            cr->too_big = true;
+        }
+        if (!cr->too_big) {
+            if (cr->len + *upload_size + 1 > cr->cap) {
+                size_t cap = cr->cap ? cr->cap : 4096;
+                while (cap < cr->len + *upload_size + 1) {
+                    cap *= 2;
+                }
+                char *b = realloc(cr->body, cap);
+                if (!b) {
+                    return MHD_NO;
+                }
+                cr->body = b;
+                cr->cap = cap;
+            }
+            memcpy(cr->body + cr->len, upload, *upload_size);
+            cr->len += *upload_size;
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    /* the whole request is here */
+    oxl_api_error e = {0};
+    cJSON *json = NULL;
+    if (cr->too_big) {
+        oxl_api_err(&e, 413, "invalid_request_error", "request_too_large", NULL,
+                    "The request body is larger than %zu bytes (--max-body)", srv->cfg->max_body);
+        return send_error(srv, c, &e);
+    }
+    if (!strcmp(cr->rt->method, "POST")) {
+        size_t bad = utf8_invalid_at((const unsigned char *)cr->body, cr->len);
+        if (cr->len == 0) {
+            oxl_api_err(&e, 400, "invalid_request_error", "invalid_json", NULL,
+                        "The request body is empty; expected a JSON object");
+            return send_error(srv, c, &e);
+        }
+        if (bad < cr->len) {
+            oxl_api_err(&e, 400, "invalid_request_error", "invalid_utf8", NULL,
+                        "The request body is not valid UTF-8: byte 0x%02x at offset %zu", (unsigned char)cr->body[bad], bad);
+            return send_error(srv, c, &e);
+        }
+        cr->body[cr->len] = 0;
+        const char *end = NULL;
+        json = cJSON_ParseWithLengthOpts(cr->body, cr->len, &end, false);
+        if (!json) {
+            size_t off = end && end >= cr->body && end <= cr->body + cr->len ? (size_t)(end - cr->body) : 0;
+            oxl_api_err(&e, 400, "invalid_request_error", "invalid_json", NULL,
+                        "We could not parse the JSON body of your request: syntax error at byte offset %zu", off);
+            return send_error(srv, c, &e);
+        }
+        if (!cJSON_IsObject(json)) {
+            cJSON_Delete(json);
+            oxl_api_err(&e, 400, "invalid_request_error", "invalid_json", NULL, "The request body must be a JSON object");
+            return send_error(srv, c, &e);
+        }
+    }
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    oxl_request rq = {.method = method, .path = url, .json = json, .fd = ci ? ci->connect_fd : -1};
+    oxl_reply rp = {0};
+    cr->rt->fn(srv, &rq, &rp);
+    cJSON_Delete(json);
+    return send_reply(srv, c, &rp);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    oxl_srv *srv = cls;
+    conn_req *cr = *con_cls;
+    if (cr) {
+        free(cr->body);
+        free(cr);
+        *con_cls = NULL;
+        atomic_fetch_sub(&srv->in_flight, 1);
+    }
+}
+
+/* --- life cycle -------------------------------------------------------------------------------- */
+
+static struct MHD_Daemon *start_daemon(oxl_srv *srv, unsigned *port) {
+    const oxl_server_config *cfg = srv->cfg;
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_POLL;
+    if (strchr(cfg->host, ':')) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons((uint16_t)cfg->port);
+        if (inet_pton(AF_INET6, cfg->host, &a->sin6_addr) != 1) {
+            fprintf(stderr, "oxillama serve: --host '%s' is not an IPv6 address\n", cfg->host);
+            return NULL;
+        }
+        flags |= MHD_USE_IPv6;
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        a->sin_family = AF_INET;
+        a->sin_port = htons((uint16_t)cfg->port);
+        if (inet_pton(AF_INET, cfg->host, &a->sin_addr) != 1) {
+            fprintf(stderr, "oxillama serve: --host '%s' is not an IPv4 address\n", cfg->host);
+            return NULL;
+        }
+    }
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, (uint16_t)cfg->port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)cfg->idle_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_END);
+    if (!d) {
+        fprintf(stderr, "oxillama serve: cannot listen on %s:%d: %s\n", cfg->host, cfg->port, strerror(errno));
+        return NULL;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    *port = di ? di->port : (unsigned)cfg->port;
+    return d;
+}
+
+static int load(oxl_srv *srv) {
+    const oxl_server_config *cfg = srv->cfg;
+    oxl_error err = {0};
+    double t0 = oxl_now();
+    oxl_model_params mp = oxl_model_default_params();
+    srv->model = oxl_model_load(cfg->model, &mp, &err);
+    if (!srv->model) {
+        fprintf(stderr, "oxillama serve: %s\n", err.msg);
+        return -1;
+    }
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = cfg->n_ctx;
+    cp.n_seq_max = cfg->n_parallel;
+    cp.n_threads = cfg->n_threads;
+    cp.n_batch = cfg->n_batch;
+    srv->ctx = oxl_ctx_new(srv->model, &cp, &err);
+    if (!srv->ctx) {
+        fprintf(stderr, "oxillama serve: %s\n", err.msg);
+        return -1;
+    }
+    srv->sched = oxl_sched_start(srv->model, srv->ctx, cfg->queue_size, cfg->n_batch, &err);
+    if (!srv->sched) {
+        fprintf(stderr, "oxillama serve: %s\n", err.msg);
+        return -1;
+    }
+    fprintf(stderr, "oxillama serve: %s loaded in %.0f ms as '%s'; %d slots of %d tokens\n", oxl_model_desc(srv->model),
+            (oxl_now() - t0) * 1e3, srv->model_id, oxl_ctx_n_seq_max(srv->ctx), oxl_ctx_n_ctx(srv->ctx));
+    atomic_store(&srv->ready, true);
+    return 0;
+}
+
+int oxl_server_run(const oxl_server_config *cfg) {
+    static oxl_srv srv_storage;
+    oxl_srv *srv = &srv_storage;
+    srv->cfg = cfg;
+    srv->created = time(NULL);
+    const char *base = strrchr(cfg->model, '/');
+    snprintf(srv->model_file, sizeof srv->model_file, "%.255s", base ? base + 1 : cfg->model);
+    snprintf(srv->model_id, sizeof srv->model_id, "%.255s", cfg->alias ? cfg->alias : srv->model_file);
+
+    /* Signals are taken by sigwait below; every thread started from here inherits the mask. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    unsigned port = 0;
+    struct MHD_Daemon *d = start_daemon(srv, &port);
+    if (!d) {
+        return 1;
+    }
+    fprintf(stderr, "oxillama serve: listening on http://%s%s%s:%u\n", strchr(cfg->host, ':') ? "[" : "", cfg->host,
+            strchr(cfg->host, ':') ? "]" : "", port);
+    if (load(srv) != 0) {
+        MHD_stop_daemon(d);
+        if (srv->sched) {
+            oxl_sched_stop(srv->sched, 0);
+            oxl_sched_free(srv->sched);
+        }
+        oxl_ctx_free(srv->ctx);
+        oxl_model_free(srv->model);
+        return 1;
+    }
+    int sig = 0;
+    sigwait(&set, &sig);
+    fprintf(stderr, "oxillama serve: %s: no new connections; finishing requests in flight (up to %d s)\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", cfg->shutdown_timeout);
+    atomic_store(&srv->stopping, true);
+    MHD_socket lfd = MHD_quiesce_daemon(d);
+    if (lfd != MHD_INVALID_SOCKET) {
+        close(lfd);
+    }
+    oxl_sched_stop(srv->sched, oxl_now() + cfg->shutdown_timeout);
+    /* Let the request threads send their last bytes (final chunks, error events). */
+    for (int i = 0; i < 500 && atomic_load(&srv->in_flight) > 0; i++) {
+        usleep(10000);
+    }
+    MHD_stop_daemon(d);
+    oxl_sched_free(srv->sched);
+    oxl_ctx_free(srv->ctx);
+    oxl_model_free(srv->model);
+    fprintf(stderr, "oxillama serve: stopped\n");
+    return 0;
+}

@@ -1,0 +1,719 @@
+/* The scheduler thread: slots, the bounded queue and continuous batching (see sched.h). */
+#include "scheduler.h"
+
+#include "error.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef enum slot_state { SLOT_IDLE, SLOT_PROMPT, SLOT_GEN } slot_state;
+
+typedef struct slot {
+    int32_t id;             /* the sequence id */
+    slot_state state;
+    oxl_job *job;
+    int32_t ci;             /* choice index in job */
+    oxl_token *cache;       /* the tokens in this sequence's KV cache, n_ctx_slot long */
+    int32_t n_cache;
+    oxl_token pending;      /* sampled, decoded next step */
+    oxl_sampler *smpl;
+    oxl_detok detok;
+    char *raw;              /* generated text, including what a stop string may still claim */
+    size_t raw_len, raw_cap, published;
+    int32_t *counts;        /* occurrences of each token in this generation (penalties) */
+    float *work;            /* n_vocab logits after bias and penalties */
+    int32_t n_gen, n_prompt;
+    int32_t batch_idx;      /* index of this slot's logits in the step's batch, -1 if none */
+    int32_t n_step;         /* tokens this slot put in the step's batch */
+    uint64_t last_used;
+} slot;
+
+struct oxl_sched {
+    const oxl_model *model;
+    oxl_ctx *ctx;
+    int32_t n_vocab, n_ctx_slot, n_slots, n_batch;
+    slot *slots;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;    /* new job, cancellation or stop */
+    oxl_job **queue;        /* ring */
+    int32_t q_cap, q_head, q_len;
+    bool stopping;
+    double deadline;
+    uint64_t use_counter;
+    oxl_sched_stats st;
+    /* the step's batch */
+    oxl_token *b_tok;
+    int32_t *b_pos, *b_seq;
+    int8_t *b_logits;
+};
+
+double oxl_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void oxl_gen_params_free(oxl_gen_params *g) {
+    free(g->bias_tok);
+    free(g->bias_val);
+    for (int i = 0; i < g->n_stop; i++) {
+        free(g->stop[i]);
+    }
+    memset(g, 0, sizeof *g);
+}
+
+oxl_job *oxl_job_new(oxl_token *prompt, int32_t n_prompt, int32_t n_choices, const oxl_gen_params *gen) {
+    oxl_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        return NULL;
+    }
+    j->prompt = prompt;
+    j->n_prompt = n_prompt;
+    j->n_choices = n_choices < 1 ? 1 : n_choices > OXL_SRV_MAX_CHOICES ? OXL_SRV_MAX_CHOICES : n_choices;
+    j->gen = *gen;
+    j->refs = 1;
+    atomic_init(&j->cancelled, false);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&j->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    return j;
+}
+
+static void job_free(oxl_job *j) {
+    for (int i = 0; i < j->n_choices; i++) {
+        free(j->choice[i].text);
+        free(j->choice[i].lp);
+    }
+    oxl_gen_params_free(&j->gen);
+    free(j->prompt);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+/* Drops one reference; call with the mutex held. */
+static void job_unref(oxl_job *j) {
+    if (--j->refs == 0) {
+        job_free(j);
+    }
+}
+
+void oxl_job_release(oxl_sched *s, oxl_job *job) {
+    if (!job) {
+        return;
+    }
+    if (!s) {
+        job_free(job);
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    job_unref(job);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void oxl_job_cancel(oxl_sched *s, oxl_job *job) {
+    atomic_store(&job->cancelled, true);
+    pthread_mutex_lock(&s->mu);
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void oxl_sched_lock(oxl_sched *s) { pthread_mutex_lock(&s->mu); }
+void oxl_sched_unlock(oxl_sched *s) { pthread_mutex_unlock(&s->mu); }
+
+void oxl_sched_wait(oxl_sched *s, oxl_job *job, int ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += (long)ms * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    pthread_cond_timedwait(&job->cv, &s->mu, &ts);
+}
+
+int oxl_sched_submit(oxl_sched *s, oxl_job *job) {
+    pthread_mutex_lock(&s->mu);
+    if (s->stopping || s->q_len >= s->q_cap) {
+        pthread_mutex_unlock(&s->mu);
+        return -1;
+    }
+    job->t_submit = oxl_now();
+    job->refs++; /* the scheduler's */
+    s->queue[(s->q_head + s->q_len++) % s->q_cap] = job;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+/* --- output of one choice (mutex held) ---------------------------------------------------------- */
+
+static int append_text(oxl_choice_out *c, const char *p, size_t n) {
+    if (c->len + n + 1 > c->cap) {
+        size_t cap = c->cap ? c->cap : 256;
+        while (cap < c->len + n + 1) {
+            cap *= 2;
+        }
+        char *t = realloc(c->text, cap);
+        if (!t) {
+            return -1;
+        }
+        c->text = t;
+        c->cap = cap;
+    }
+    memcpy(c->text + c->len, p, n);
+    c->len += n;
+    c->text[c->len] = 0;
+    return 0;
+}
+
+static void publish(slot *sl, size_t upto) {
+    oxl_choice_out *c = &sl->job->choice[sl->ci];
+    if (upto > sl->published && append_text(c, sl->raw + sl->published, upto - sl->published) == 0) {
+        sl->published = upto;
+    }
+}
+
+/* Ends the slot's choice; the slot keeps its KV cache for prefix reuse. */
+static void slot_finish(oxl_sched *s, slot *sl, const char *reason) {
+    oxl_job *j = sl->job;
+    j->choice[sl->ci].finish = reason;
+    j->choice[sl->ci].n_gen = sl->n_gen;
+    oxl_sampler_free(sl->smpl);
+    sl->smpl = NULL;
+    sl->job = NULL;
+    sl->state = SLOT_IDLE;
+    if (++j->n_done == j->n_choices) {
+        j->t_end = oxl_now();
+        pthread_cond_broadcast(&j->cv);
+        job_unref(j);
+    } else {
+        pthread_cond_broadcast(&j->cv);
+    }
+}
+
+/* Ends every choice of a running job with an error message. */
+static void job_fail_running(oxl_sched *s, oxl_job *j, const char *msg) {
+    if (!j->error[0]) {
+        snprintf(j->error, sizeof j->error, "%s", msg);
+    }
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        if (s->slots[i].job == j) {
+            slot_finish(s, &s->slots[i], "error");
+        }
+    }
+}
+
+static void fail_all(oxl_sched *s, const char *msg) {
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        if (s->slots[i].job) {
+            job_fail_running(s, s->slots[i].job, msg);
+        }
+    }
+    while (s->q_len > 0) {
+        oxl_job *j = s->queue[s->q_head];
+        s->q_head = (s->q_head + 1) % s->q_cap;
+        s->q_len--;
+        snprintf(j->error, sizeof j->error, "%s", msg);
+        j->n_done = j->n_choices;
+        j->t_end = oxl_now();
+        pthread_cond_broadcast(&j->cv);
+        job_unref(j);
+    }
+}
+
+/* --- admission: a queued job takes n_choices free slots, each the one whose cache shares the
+ * longest prefix with the prompt (llama.cpp's slot selection by prompt similarity) ------------------ */
+
+static int32_t common_prefix(const oxl_token *a, int32_t na, const oxl_token *b, int32_t nb) {
+    int32_t n = 0;
+    while (n < na && n < nb && a[n] == b[n]) {
+        n++;
+    }
+    return n;
+}
+
+static void admit(oxl_sched *s) {
+    while (s->q_len > 0) {
+        oxl_job *j = s->queue[s->q_head];
+        if (j->n_choices > s->n_slots) {
+            s->q_head = (s->q_head + 1) % s->q_cap;
+            s->q_len--;
+            snprintf(j->error, sizeof j->error, "n = %d choices need more than the server's %d slots", j->n_choices,
+                     s->n_slots);
+            j->n_done = j->n_choices;
+            pthread_cond_broadcast(&j->cv);
+            job_unref(j);
+            continue;
+        }
+        if (atomic_load(&j->cancelled)) {
+            s->q_head = (s->q_head + 1) % s->q_cap;
+            s->q_len--;
+            j->n_done = j->n_choices;
+            pthread_cond_broadcast(&j->cv);
+            job_unref(j);
+            continue;
+        }
+        int32_t n_free = 0;
+        for (int32_t i = 0; i < s->n_slots; i++) {
+            n_free += s->slots[i].state == SLOT_IDLE;
+        }
+        if (n_free < j->n_choices) {
+            return;
+        }
+        s->q_head = (s->q_head + 1) % s->q_cap;
+        s->q_len--;
+        j->t_start = oxl_now();
+        for (int32_t ci = 0; ci < j->n_choices; ci++) {
+            slot *best = NULL;
+            int32_t best_n = -1;
+            for (int32_t i = 0; i < s->n_slots; i++) {
+                slot *sl = &s->slots[i];
+                if (sl->state != SLOT_IDLE) {
+                    continue;
+                }
+                int32_t n = common_prefix(sl->cache, sl->n_cache, j->prompt, j->n_prompt);
+                if (n > best_n || (n == best_n && sl->last_used < best->last_used)) {
+                    best = sl;
+                    best_n = n;
+                }
+            }
+            /* Keep at least the last prompt token to evaluate: its logits give the first token. */
+            int32_t keep = best_n < j->n_prompt ? best_n : j->n_prompt - 1;
+            oxl_seq_truncate(s->ctx, best->id, keep);
+            best->n_cache = keep;
+            best->job = j;
+            best->ci = ci;
+            best->state = SLOT_PROMPT;
+            oxl_sampler_params sp = j->gen.sampling;
+            if (sp.seed != OXL_SEED_RANDOM) {
+                sp.seed += (uint32_t)ci;
+            }
+            best->smpl = oxl_sampler_new(&sp);
+            memset(&best->detok, 0, sizeof best->detok);
+            best->raw_len = best->published = 0;
+            memset(best->counts, 0, sizeof(int32_t) * (size_t)s->n_vocab);
+            best->n_gen = 0;
+            best->n_prompt = j->n_prompt;
+            best->last_used = ++s->use_counter;
+            if (ci == 0) {
+                j->n_cached = keep;
+            }
+            s->st.prompt_tokens += (uint64_t)j->n_prompt;
+            s->st.prompt_tokens_cached += (uint64_t)keep;
+            if (!best->smpl) {
+                job_fail_running(s, j, "out of memory creating a sampler");
+                break;
+            }
+        }
+    }
+}
+
+/* --- sampling ---------------------------------------------------------------------------------- */
+
+static int raw_append(slot *sl, const char *p, size_t n) {
+    if (sl->raw_len + n > sl->raw_cap) {
+        size_t cap = sl->raw_cap ? sl->raw_cap : 256;
+        while (cap < sl->raw_len + n) {
+            cap *= 2;
+        }
+        char *r = realloc(sl->raw, cap);
+        if (!r) {
+            return -1;
+        }
+        sl->raw = r;
+        sl->raw_cap = cap;
+    }
+    memcpy(sl->raw + sl->raw_len, p, n);
+    sl->raw_len += n;
+    return 0;
+}
+
+/* Log-probabilities of the sampled token and the top alternatives, from the logits sampled from. */
+static void record_logprobs(oxl_choice_out *c, const float *lg, int32_t n_vocab, oxl_token tok, int32_t n_top) {
+    if (c->n_lp == c->cap_lp) {
+        int32_t cap = c->cap_lp ? c->cap_lp * 2 : 64;
+        oxl_tok_logprob *lp = realloc(c->lp, sizeof *lp * (size_t)cap);
+        if (!lp) {
+            return;
+        }
+        c->lp = lp;
+        c->cap_lp = cap;
+    }
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < n_vocab; i++) {
+        mx = lg[i] > mx ? lg[i] : mx;
+    }
+    double sum = 0;
+    for (int32_t i = 0; i < n_vocab; i++) {
+        sum += exp((double)(lg[i] - mx));
+    }
+    float lse = mx + (float)log(sum);
+    oxl_tok_logprob *r = &c->lp[c->n_lp++];
+    r->tok = tok;
+    r->logprob = lg[tok] - lse;
+    r->n_top = 0;
+    for (int32_t i = 0; i < n_vocab; i++) {
+        /* insertion into the sorted top list */
+        int32_t k = r->n_top;
+        if (k == n_top && (k == 0 || lg[i] - lse <= r->top_lp[k - 1])) {
+            continue;
+        }
+        if (k < n_top) {
+            r->n_top++;
+        } else {
+            k--;
+        }
+        while (k > 0 && r->top_lp[k - 1] < lg[i] - lse) {
+            r->top_lp[k] = r->top_lp[k - 1];
+            r->top_tok[k] = r->top_tok[k - 1];
+            k--;
+        }
+        r->top_lp[k] = lg[i] - lse;
+        r->top_tok[k] = i;
+    }
+}
+
+/* Appends the stream's held-back bytes, replacing an unfinished UTF-8 sequence with U+FFFD so that
+ * the text stays valid UTF-8. */
+static void flush_detok(slot *sl) {
+    char tail[16];
+    int32_t n = oxl_detok_flush(&sl->detok, tail, (int32_t)sizeof tail);
+    if (n > 0) {
+        raw_append(sl, "\xEF\xBF\xBD", 3);
+    }
+}
+
+/* Checks the stop strings against the unpublished text: a match truncates the text and ends the
+ * choice; otherwise everything is published except a tail that could begin a stop string. */
+static bool check_stop(oxl_job *j, slot *sl) {
+    const oxl_gen_params *g = &j->gen;
+    size_t hit = SIZE_MAX;
+    for (int32_t k = 0; k < g->n_stop; k++) {
+        size_t sn = strlen(g->stop[k]);
+        if (sn == 0 || sl->raw_len - sl->published < sn) {
+            continue;
+        }
+        const char *m = memmem(sl->raw + sl->published, sl->raw_len - sl->published, g->stop[k], sn);
+        if (m && (size_t)(m - sl->raw) < hit) {
+            hit = (size_t)(m - sl->raw);
+        }
+    }
+    if (hit != SIZE_MAX) {
+        sl->raw_len = hit;
+        publish(sl, hit);
+        return true;
+    }
+    size_t hold = 0;
+    for (int32_t k = 0; k < g->n_stop; k++) {
+        size_t sn = strlen(g->stop[k]);
+        for (size_t h = sn - 1; h > hold && sn > 0; h--) {
+            if (h <= sl->raw_len - sl->published && !memcmp(sl->raw + sl->raw_len - h, g->stop[k], h)) {
+                hold = h;
+                break;
+            }
+        }
+    }
+    publish(sl, sl->raw_len - hold);
+    return false;
+}
+
+static void sample_slot(oxl_sched *s, slot *sl, double step_seconds) {
+    oxl_job *j = sl->job;
+    const oxl_gen_params *g = &j->gen;
+    const float *lg = oxl_get_logits(s->ctx, sl->batch_idx);
+    if (!lg) {
+        job_fail_running(s, j, "internal error: the decoder kept no logits");
+        return;
+    }
+    if (g->n_bias > 0 || g->presence_penalty != 0 || g->frequency_penalty != 0) {
+        memcpy(sl->work, lg, sizeof(float) * (size_t)s->n_vocab);
+        for (int32_t i = 0; i < g->n_bias; i++) {
+            sl->work[g->bias_tok[i]] += g->bias_val[i];
+        }
+        if (g->presence_penalty != 0 || g->frequency_penalty != 0) {
+            for (int32_t t = 0; t < s->n_vocab; t++) {
+                if (sl->counts[t] > 0) {
+                    sl->work[t] -= g->frequency_penalty * (float)sl->counts[t] + g->presence_penalty;
+                }
+            }
+        }
+        lg = sl->work;
+    }
+    oxl_token tok = oxl_sampler_sample(sl->smpl, lg, s->n_vocab);
+    oxl_choice_out *c = &j->choice[sl->ci];
+    if (!j->t_first) {
+        j->t_first = oxl_now();
+    }
+    if (tok < 0 || tok >= s->n_vocab || oxl_token_is_eog(s->model, tok)) {
+        flush_detok(sl);
+        check_stop(j, sl);
+        publish(sl, sl->raw_len);
+        slot_finish(s, sl, "stop");
+        return;
+    }
+    if (g->top_logprobs >= 0) {
+        record_logprobs(c, lg, s->n_vocab, tok, g->top_logprobs);
+    }
+    s->st.gen_tokens++;
+    s->st.gen_token_seconds += step_seconds;
+    sl->n_gen++;
+    c->n_gen = sl->n_gen;
+    sl->counts[tok]++;
+    char piece[256];
+    int32_t w = oxl_detok_push(&sl->detok, s->model, tok, piece, (int32_t)sizeof piece);
+    if (w < 0) {
+        char *big = malloc((size_t)-w);
+        w = big ? oxl_detok_push(&sl->detok, s->model, tok, big, -w) : 0;
+        if (w > 0) {
+            raw_append(sl, big, (size_t)w);
+        }
+        free(big);
+    } else if (w > 0) {
+        raw_append(sl, piece, (size_t)w);
+    }
+    if (check_stop(j, sl)) {
+        slot_finish(s, sl, "stop");
+        return;
+    }
+    bool at_max = g->max_tokens >= 0 && sl->n_gen >= g->max_tokens;
+    bool ctx_full = sl->n_cache >= s->n_ctx_slot;
+    if (at_max || ctx_full) {
+        flush_detok(sl);
+        if (check_stop(j, sl)) {
+            slot_finish(s, sl, "stop");
+            return;
+        }
+        publish(sl, sl->raw_len);
+        slot_finish(s, sl, "length");
+        return;
+    }
+    sl->pending = tok;
+    sl->state = SLOT_GEN;
+    pthread_cond_broadcast(&j->cv);
+}
+
+/* --- the step loop ----------------------------------------------------------------------------- */
+
+/* Gathers one token per generating slot, then prompt chunks while the step has room. */
+static int32_t build_batch(oxl_sched *s) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        slot *sl = &s->slots[i];
+        sl->batch_idx = -1;
+        sl->n_step = 0;
+        if (sl->state == SLOT_GEN) {
+            s->b_tok[n] = sl->pending;
+            s->b_pos[n] = sl->n_cache;
+            s->b_seq[n] = sl->id;
+            s->b_logits[n] = 1;
+            sl->batch_idx = n++;
+            sl->n_step = 1;
+        }
+    }
+    int32_t room = s->n_batch - n;
+    for (int32_t i = 0; i < s->n_slots && room > 0; i++) {
+        slot *sl = &s->slots[i];
+        if (sl->state != SLOT_PROMPT) {
+            continue;
+        }
+        int32_t left = sl->job->n_prompt - sl->n_cache;
+        int32_t k = left < room ? left : room;
+        for (int32_t t = 0; t < k; t++) {
+            s->b_tok[n] = sl->job->prompt[sl->n_cache + t];
+            s->b_pos[n] = sl->n_cache + t;
+            s->b_seq[n] = sl->id;
+            s->b_logits[n] = t == left - 1;
+            if (t == left - 1) {
+                sl->batch_idx = n;
+            }
+            n++;
+        }
+        sl->n_step = k;
+        room -= k;
+    }
+    return n;
+}
+
+static void *sched_main(void *arg) {
+    oxl_sched *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        int32_t busy = 0;
+        for (int32_t i = 0; i < s->n_slots; i++) {
+            busy += s->slots[i].state != SLOT_IDLE;
+        }
+        if (busy == 0 && s->q_len == 0) {
+            if (s->stopping) {
+                break;
+            }
+            pthread_cond_wait(&s->wake, &s->mu);
+            continue;
+        }
+        if (s->stopping && oxl_now() >= s->deadline) {
+            fail_all(s, "the server is shutting down");
+            continue;
+        }
+        for (int32_t i = 0; i < s->n_slots; i++) {
+            slot *sl = &s->slots[i];
+            if (sl->job && atomic_load(&sl->job->cancelled)) {
+                slot_finish(s, sl, "cancelled");
+            }
+        }
+        admit(s);
+        int32_t n = build_batch(s);
+        if (n == 0) {
+            /* nothing to decode until a job arrives, is cancelled, or the server stops */
+            pthread_cond_wait(&s->wake, &s->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&s->mu);
+        oxl_batch b = {n, s->b_tok, s->b_pos, s->b_seq, s->b_logits};
+        oxl_error err = {0};
+        double t0 = oxl_now();
+        int rc = oxl_decode_batch(s->ctx, &b, &err);
+        double dt = oxl_now() - t0;
+        pthread_mutex_lock(&s->mu);
+        s->st.decode_steps++;
+        s->st.decode_seconds += dt;
+        if (rc != 0) {
+            fprintf(stderr, "oxillama serve: decode failed: %s\n", err.msg);
+            char msg[256];
+            snprintf(msg, sizeof msg, "decode failed: %.200s", err.msg);
+            for (int32_t i = 0; i < s->n_slots; i++) {
+                slot *sl = &s->slots[i];
+                if (sl->job) {
+                    job_fail_running(s, sl->job, msg);
+                }
+                sl->n_cache = oxl_seq_n_past(s->ctx, sl->id);
+            }
+            continue;
+        }
+        for (int32_t i = 0; i < s->n_slots; i++) {
+            slot *sl = &s->slots[i];
+            if (sl->n_step == 0) {
+                continue;
+            }
+            /* The cache mirror follows the KV cache: the slot's batch tokens are now in it. */
+            for (int32_t t = 0; t < n; t++) {
+                if (s->b_seq[t] == sl->id) {
+                    sl->cache[sl->n_cache++] = s->b_tok[t];
+                }
+            }
+            if (sl->job && sl->batch_idx >= 0) {
+                sample_slot(s, sl, dt);
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* --- life cycle -------------------------------------------------------------------------------- */
+
+static void sched_free(oxl_sched *s) {
+    if (!s) {
+        return;
+    }
+    for (int32_t i = 0; s->slots && i < s->n_slots; i++) {
+        slot *sl = &s->slots[i];
+        free(sl->cache);
+        free(sl->raw);
+        free(sl->counts);
+        free(sl->work);
+        oxl_sampler_free(sl->smpl);
+    }
+    free(s->slots);
+    free(s->queue);
+    free(s->b_tok);
+    free(s->b_pos);
+    free(s->b_seq);
+    free(s->b_logits);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->wake);
+    free(s);
+}
+
+oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_size, int32_t n_batch, oxl_error *err) {
+    oxl_sched *s = calloc(1, sizeof *s);
+    if (!s) {
+        oxl_err_set(err, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->wake, NULL);
+    s->model = model;
+    s->ctx = ctx;
+    s->n_vocab = oxl_model_n_vocab(model);
+    s->n_ctx_slot = oxl_ctx_n_ctx(ctx);
+    s->n_slots = oxl_ctx_n_seq_max(ctx);
+    s->n_batch = n_batch;
+    s->q_cap = queue_size;
+    s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
+    s->queue = calloc((size_t)queue_size, sizeof *s->queue);
+    size_t cap = (size_t)s->n_batch + (size_t)s->n_slots;
+    s->b_tok = malloc(sizeof *s->b_tok * cap);
+    s->b_pos = malloc(sizeof *s->b_pos * cap);
+    s->b_seq = malloc(sizeof *s->b_seq * cap);
+    s->b_logits = malloc(sizeof *s->b_logits * cap);
+    bool ok = s->slots && s->queue && s->b_tok && s->b_pos && s->b_seq && s->b_logits;
+    for (int32_t i = 0; ok && i < s->n_slots; i++) {
+        slot *sl = &s->slots[i];
+        sl->id = i;
+        sl->cache = malloc(sizeof(oxl_token) * (size_t)s->n_ctx_slot);
+        sl->counts = malloc(sizeof(int32_t) * (size_t)s->n_vocab);
+        sl->work = malloc(sizeof(float) * (size_t)s->n_vocab);
+        ok = sl->cache && sl->counts && sl->work;
+    }
+    s->st.n_slots = s->n_slots;
+    s->st.n_ctx_slot = s->n_ctx_slot;
+    if (!ok) {
+        oxl_err_set(err, "out of memory allocating %d slots", s->n_slots);
+        sched_free(s);
+        return NULL;
+    }
+    if (pthread_create(&s->thread, NULL, sched_main, s) != 0) {
+        oxl_err_set(err, "cannot start the scheduler thread");
+        sched_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void oxl_sched_stop(oxl_sched *s, double deadline) {
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    s->deadline = deadline;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+}
+
+void oxl_sched_free(oxl_sched *s) { sched_free(s); }
+
+void oxl_sched_stats_get(oxl_sched *s, oxl_sched_stats *st) {
+    pthread_mutex_lock(&s->mu);
+    *st = s->st;
+    st->queue_depth = s->q_len;
+    st->slots_busy = 0;
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        st->slots_busy += s->slots[i].state != SLOT_IDLE;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+int32_t oxl_sched_slots(oxl_sched *s, oxl_slot_info *out, int32_t cap) {
+    pthread_mutex_lock(&s->mu);
+    int32_t n = s->n_slots < cap ? s->n_slots : cap;
+    for (int32_t i = 0; i < n; i++) {
+        slot *sl = &s->slots[i];
+        out[i] = (oxl_slot_info){sl->id, sl->state != SLOT_IDLE, sl->n_cache, sl->n_prompt, sl->n_gen};
+    }
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+int32_t oxl_sched_n_ctx_slot(const oxl_sched *s) { return s->n_ctx_slot; }

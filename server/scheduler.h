@@ -1,0 +1,124 @@
+/* The scheduler: one thread owns the context and its -np slots (sequences). Each step it admits
+ * queued requests into free slots (reusing the longest cached prompt prefix of a slot), gathers one
+ * token per generating slot plus chunks of prompt tokens into ONE oxl_batch, decodes it, samples,
+ * and publishes text to the waiting HTTP threads. Requests join and leave between steps
+ * (continuous batching, as llama.cpp's server_context::update_slots). */
+#ifndef OXL_SRV_SCHEDULER_H
+#define OXL_SRV_SCHEDULER_H
+
+#include "oxillama.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define OXL_SRV_MAX_STOP 8
+#define OXL_SRV_MAX_TOP_LOGPROBS 20
+#define OXL_SRV_MAX_CHOICES 16
+
+/* What one request asks of generation; immutable once submitted. */
+typedef struct oxl_gen_params {
+    oxl_sampler_params sampling; /* seed is per request; choice i uses seed + i */
+    int32_t max_tokens;          /* -1: until end of generation or the slot's context is full */
+    float presence_penalty;      /* OpenAI: subtracted once from the logit of every generated token */
+    float frequency_penalty;     /* OpenAI: subtracted per occurrence */
+    int32_t n_bias;
+    oxl_token *bias_tok;         /* logit_bias: added to these tokens' logits */
+    float *bias_val;
+    int32_t n_stop;
+    char *stop[OXL_SRV_MAX_STOP]; /* never emitted; matched across token boundaries */
+    int32_t top_logprobs;         /* -1: no logprobs; else alternatives per token (0..20) */
+} oxl_gen_params;
+
+/* One sampled token with its log-probability and the most likely alternatives. */
+typedef struct oxl_tok_logprob {
+    oxl_token tok;
+    float logprob;
+    int32_t n_top;
+    oxl_token top_tok[OXL_SRV_MAX_TOP_LOGPROBS];
+    float top_lp[OXL_SRV_MAX_TOP_LOGPROBS];
+} oxl_tok_logprob;
+
+/* The output of one choice, written by the scheduler and read by the request's thread, both under
+ * the scheduler's mutex. text only grows; `finish` is set once. */
+typedef struct oxl_choice_out {
+    char *text;
+    size_t len, cap;
+    oxl_tok_logprob *lp;
+    int32_t n_lp, cap_lp;
+    int32_t n_gen;      /* tokens generated */
+    const char *finish; /* NULL while running, then "stop" or "length" */
+} oxl_choice_out;
+
+typedef struct oxl_job {
+    /* set by the submitter */
+    oxl_token *prompt;
+    int32_t n_prompt;
+    int32_t n_choices;
+    oxl_gen_params gen;
+    /* shared, under the scheduler's mutex */
+    pthread_cond_t cv;          /* signalled when output grows or the job ends */
+    oxl_choice_out choice[OXL_SRV_MAX_CHOICES];
+    int32_t n_done;             /* choices finished */
+    int32_t n_cached;           /* prompt tokens found in a slot's cache (first choice) */
+    char error[256];            /* set when the scheduler ends the job early (shutdown, decode failure) */
+    int refs;                   /* 2 while queued or running (submitter + scheduler) */
+    atomic_bool cancelled;      /* the client went away */
+    double t_submit, t_start, t_first, t_end; /* seconds, monotonic */
+} oxl_job;
+
+typedef struct oxl_sched oxl_sched;
+
+/* Counters for /metrics and /slots, read under the mutex with oxl_sched_stats. */
+typedef struct oxl_sched_stats {
+    uint64_t prompt_tokens, prompt_tokens_cached, gen_tokens, decode_steps;
+    double decode_seconds;   /* wall time in oxl_decode_batch */
+    double gen_token_seconds; /* sum over generated tokens of the step time that produced them */
+    int32_t queue_depth, slots_busy, n_slots, n_ctx_slot;
+} oxl_sched_stats;
+
+typedef struct oxl_slot_info {
+    int32_t id;
+    bool busy;
+    int32_t n_cache;  /* tokens in the slot's KV cache */
+    int32_t n_prompt; /* of the current or last request */
+    int32_t n_gen;
+} oxl_slot_info;
+
+/* Takes the model and context (not owned); one slot per context sequence; queue_size jobs may wait;
+ * a step decodes at most n_batch prompt tokens besides one token per generating slot. Starts the
+ * thread. NULL on failure with err set. */
+oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_size, int32_t n_batch, oxl_error *err);
+/* Refuses new jobs, finishes the queued and running ones until deadline (monotonic seconds), ends
+ * the rest with an error and joins the thread. Jobs stay valid until released. */
+void oxl_sched_stop(oxl_sched *s, double deadline);
+/* Frees a stopped scheduler, once no request thread uses it. */
+void oxl_sched_free(oxl_sched *s);
+
+/* Creates a job owning prompt (malloc'd) and gen's arrays; NULL when out of memory. */
+oxl_job *oxl_job_new(oxl_token *prompt, int32_t n_prompt, int32_t n_choices, const oxl_gen_params *gen);
+/* Queues the job: 0, or -1 when the queue is full or the server is stopping (job unchanged, caller
+ * still owns it and frees it with oxl_job_release). */
+int oxl_sched_submit(oxl_sched *s, oxl_job *job);
+/* Drops the caller's reference (frees the job when the scheduler is done with it too). */
+void oxl_job_release(oxl_sched *s, oxl_job *job);
+/* Marks the job cancelled; its slots are freed at the next step. */
+void oxl_job_cancel(oxl_sched *s, oxl_job *job);
+
+/* The mutex guarding job outputs; wait on job->cv with it. */
+void oxl_sched_lock(oxl_sched *s);
+void oxl_sched_unlock(oxl_sched *s);
+/* Waits on job->cv up to ms milliseconds; call with the lock held. */
+void oxl_sched_wait(oxl_sched *s, oxl_job *job, int ms);
+
+void oxl_sched_stats_get(oxl_sched *s, oxl_sched_stats *st);
+/* Fills up to cap slots; returns their number. */
+int32_t oxl_sched_slots(oxl_sched *s, oxl_slot_info *out, int32_t cap);
+int32_t oxl_sched_n_ctx_slot(const oxl_sched *s);
+
+void oxl_gen_params_free(oxl_gen_params *g);
+double oxl_now(void);
+
+#endif

@@ -1,0 +1,58 @@
+/* oxillama serve: an OpenAI-compatible HTTP server over the library API (include/oxillama.h).
+ *
+ * Layers, one file each:
+ *   config.c   the option table: defaults < JSON config file < OXILLAMA_* environment < flags
+ *   http.c     libmicrohttpd daemon, route table, API keys, CORS, limits, rate limits, /metrics
+ *   scheduler.c one scheduler thread: slots, bounded queue, continuous batching, prefix reuse
+ *   openai.c   OpenAI request parsing and response/stream shapes (chat, completions, responses)
+ *   chat.c     chat messages -> prompt text through the model's chat template
+ * Behaviour follows llama.cpp's tools/server (slots, /slots, /health, /tokenize, /detokenize) and
+ * the OpenAI REST API reference for the /v1 routes. */
+#ifndef OXL_SERVER_H
+#define OXL_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define OXL_SRV_MAX_KEYS 64
+#define OXL_SRV_KEY_MAX 256 /* bytes of one API key */
+
+typedef struct oxl_server_config {
+    char *model;          /* -m: GGUF file */
+    char *alias;          /* --alias: the model id of /v1/models (default: the file name) */
+    char *host;           /* --host: address to bind (default 127.0.0.1) */
+    int port;             /* --port (default 8080; 0 = any free port, printed on stderr) */
+    int n_ctx;            /* -c: KV cache tokens for all slots together (0 = training context per slot) */
+    int n_parallel;       /* -np: slots decoded together (default 4) */
+    int n_threads;        /* -t: compute threads (0 = physical cores) */
+    int n_batch;          /* -b: most tokens per forward pass (default 512) */
+    int queue_size;       /* --queue-size: requests waiting for a slot before 503 (default 64) */
+    int max_connections;  /* --max-connections: open HTTP connections (default 128) */
+    size_t max_body;      /* --max-body: request body bytes before 413 (default 1 MiB) */
+    int max_headers;      /* --max-headers: request headers before 431 (default 64) */
+    int idle_timeout;     /* --idle-timeout: seconds a connection may stay silent (default 60) */
+    int shutdown_timeout; /* --shutdown-timeout: seconds in-flight requests get after SIGTERM (default 10) */
+    double rate_limit;    /* --rate-limit: requests per minute per API key (0 = off) */
+    int rate_burst;       /* --rate-burst: token bucket size (default: one minute's worth, at least 1) */
+    char *cors_origin;    /* --cors-origin: Access-Control-Allow-Origin value (default: no CORS) */
+    char *api_key_file;   /* --api-key-file: one key per line */
+    char *keys[OXL_SRV_MAX_KEYS]; /* --api-key (repeatable) plus the keys of api_key_file */
+    int n_keys;
+    bool help;
+} oxl_server_config;
+
+/* Resolves the configuration in the order defaults < config file (--config or OXILLAMA_CONFIG) <
+ * environment (OXILLAMA_*) < command-line flags. argv[0] is the verb. Returns 0, 1 when --help was
+ * asked (usage printed), or -1 after printing a message that names the flag, variable or JSON
+ * field at fault. Release with oxl_server_config_free. */
+int oxl_server_config_resolve(oxl_server_config *cfg, int argc, char **argv);
+void oxl_server_config_free(oxl_server_config *cfg);
+void oxl_server_config_usage(void);
+
+/* Runs the server until SIGINT or SIGTERM: binds, loads the model (/ready answers 503 until then),
+ * serves, then stops accepting, lets in-flight requests finish up to shutdown_timeout and returns
+ * 0; returns 1 when the socket cannot be bound or the model cannot be loaded. */
+int oxl_server_run(const oxl_server_config *cfg);
+
+#endif

@@ -1,0 +1,162 @@
+// Drives a running `oxillama serve` with the official OpenAI Node client.
+// usage: node client.mjs BASE_URL API_KEY MODEL_ID GOLDEN_DIR SERVER_PID
+// Checks against llama.cpp's greedy continuation of golden/run/once.prompt (64 tokens); the last
+// step sends SIGTERM to SERVER_PID during 4 streams. Prints PASS/FAIL lines; exits 1 on a failure.
+import OpenAI from 'openai';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const [base, key, modelId, goldenDir, serverPid] = process.argv.slice(2);
+const client = new OpenAI({ baseURL: base + '/v1', apiKey: key, maxRetries: 0, timeout: 60000 });
+const prompt = fs.readFileSync(path.join(goldenDir, 'once.prompt'), 'utf8');
+const expected = fs.readFileSync(path.join(goldenDir, 'once.expected'), 'utf8');
+let failed = 0;
+
+function check(name, ok, detail) {
+  console.log(`${ok ? 'PASS' : 'FAIL'}  node ${name}${ok || detail === undefined ? '' : ': ' + detail}`);
+  if (!ok) failed++;
+}
+
+async function expectError(name, status, code, fn) {
+  try {
+    await fn();
+    check(name, false, 'no error');
+  } catch (e) {
+    check(name, e instanceof OpenAI.APIError && e.status === status && (!code || e.code === code),
+      `status ${e.status} code ${e.code} ${e.message}`);
+  }
+}
+
+const greedy = { model: modelId, prompt, max_tokens: 64, temperature: 0 };
+
+// Streams one completion; returns its text, its token count and the chunks' finish reason.
+async function streamCompletion(body) {
+  const stream = await client.completions.create({ ...body, stream: true, stream_options: { include_usage: true } });
+  let text = '', finish = null, usage = null;
+  for await (const chunk of stream) {
+    if (chunk.choices.length) {
+      text += chunk.choices[0].text;
+      finish = chunk.choices[0].finish_reason ?? finish;
+    }
+    if (chunk.usage) usage = chunk.usage;
+  }
+  return { text, finish, tokens: usage ? usage.completion_tokens : -1 };
+}
+
+// --- models
+const models = await client.models.list();
+check('models.list', models.data.length === 1 && models.data[0].id === modelId, JSON.stringify(models.data));
+
+// --- completions: llama.cpp's greedy continuation
+const c = await client.completions.create(greedy);
+check('completions greedy = llama.cpp', c.choices[0].text === expected && c.object === 'text_completion',
+  JSON.stringify(c.choices[0].text));
+check('completions usage', c.usage.completion_tokens === 64 && c.choices[0].finish_reason === 'length',
+  JSON.stringify(c.usage));
+const cs = await streamCompletion(greedy);
+check('completions stream = non-stream', cs.text === expected && cs.finish === 'length' && cs.tokens === 64,
+  JSON.stringify(cs));
+
+// --- chat: non-streaming and streaming give the same greedy text
+const chatBody = { model: modelId, messages: [{ role: 'user', content: 'Tell me a story.' }], max_tokens: 24, temperature: 0 };
+const chat = await client.chat.completions.create(chatBody);
+const msg = chat.choices[0].message;
+check('chat.completions', chat.object === 'chat.completion' && msg.role === 'assistant' &&
+  typeof msg.content === 'string' && msg.content.length > 0 && chat.usage.completion_tokens === 24,
+  JSON.stringify(chat));
+const chatStream = await client.chat.completions.create({ ...chatBody, stream: true, stream_options: { include_usage: true } });
+let streamed = '', roles = [], finish = null, usage = null, nChunks = 0;
+for await (const chunk of chatStream) {
+  nChunks++;
+  if (chunk.object !== 'chat.completion.chunk') check('chat chunk object', false, chunk.object);
+  if (chunk.choices.length) {
+    const d = chunk.choices[0].delta;
+    if (d.role) roles.push(d.role);
+    if (d.content) streamed += d.content;
+    finish = chunk.choices[0].finish_reason ?? finish;
+  }
+  if (chunk.usage) usage = chunk.usage;
+}
+check('chat stream = non-stream', streamed === msg.content, JSON.stringify([streamed, msg.content]));
+check('chat stream shape', roles.length === 1 && roles[0] === 'assistant' && finish === 'length' &&
+  usage && usage.completion_tokens === 24 && nChunks >= 3, JSON.stringify({ roles, finish, usage, nChunks }));
+
+// stop strings are matched across tokens and never emitted
+const stopped = await client.completions.create({ ...greedy, stop: ['girl named'] });
+check('stop string', stopped.choices[0].text === ', there was a little ' && stopped.choices[0].finish_reason === 'stop',
+  JSON.stringify(stopped.choices[0]));
+
+// n choices with temperature 0 are identical
+const multi = await client.completions.create({ ...greedy, max_tokens: 16, n: 3 });
+check('n = 3', multi.choices.length === 3 && multi.choices.every((ch, i) => ch.index === i &&
+  ch.text === multi.choices[0].text) && expected.startsWith(multi.choices[0].text), JSON.stringify(multi.choices));
+
+// logprobs: the greedy token is the most likely one
+const lp = await client.chat.completions.create({ ...chatBody, max_tokens: 4, logprobs: true, top_logprobs: 3 });
+const lpc = lp.choices[0].logprobs.content;
+check('logprobs', lpc.length === 4 && lpc.every(t => t.top_logprobs.length === 3 && t.logprob <= 0 &&
+  Math.abs(t.top_logprobs[0].logprob - t.logprob) < 1e-6 && t.top_logprobs[0].token === t.token),
+  JSON.stringify(lpc[0]));
+
+// --- responses API
+const resp = await client.responses.create({ model: modelId, input: prompt, max_output_tokens: 16, temperature: 0 });
+check('responses', resp.object === 'response' && typeof resp.output_text === 'string' && resp.output_text.length > 0,
+  JSON.stringify(resp));
+const rstream = await client.responses.create({ model: modelId, input: prompt, max_output_tokens: 16, temperature: 0, stream: true });
+let rtext = '', rtypes = [];
+for await (const ev of rstream) {
+  rtypes.push(ev.type);
+  if (ev.type === 'response.output_text.delta') rtext += ev.delta;
+}
+check('responses stream', rtext === resp.output_text && rtypes[0] === 'response.created' &&
+  rtypes[rtypes.length - 1] === 'response.completed', JSON.stringify({ rtext, rtypes: [...new Set(rtypes)] }));
+
+// --- errors as the client sees them
+await expectError('unknown model -> 404', 404, 'model_not_found',
+  () => client.chat.completions.create({ ...chatBody, model: 'gpt-nonexistent' }));
+await expectError('bad field -> 400', 400, 'invalid_type',
+  () => client.chat.completions.create({ ...chatBody, temperature: 'warm' }));
+await expectError('json_object -> 400', 400, null,
+  () => client.chat.completions.create({ ...chatBody, response_format: { type: 'json_object' } }));
+await expectError('wrong key -> 401', 401, 'invalid_api_key',
+  () => new OpenAI({ baseURL: base + '/v1', apiKey: 'wrong', maxRetries: 0 }).models.list());
+await expectError('embeddings -> 501', 501, 'embeddings_not_supported',
+  () => client.embeddings.create({ model: modelId, input: 'hello' }));
+
+// --- 16 parallel streams: each equals the same request alone (temperature 0)
+const t0 = performance.now();
+const alone = await streamCompletion(greedy);
+const tAlone = (performance.now() - t0) / 1000;
+const t1 = performance.now();
+const par = await Promise.all(Array.from({ length: 16 }, () => streamCompletion(greedy)));
+const tPar = (performance.now() - t1) / 1000;
+const same = par.filter(r => r.text === alone.text && r.tokens === alone.tokens).length;
+check('16 parallel streams = alone', same === 16 && alone.text === expected, `${same}/16 equal`);
+const tpsAlone = alone.tokens / tAlone, tpsPar = par.reduce((s, r) => s + r.tokens, 0) / tPar;
+console.log(`INFO  node throughput: one stream ${tpsAlone.toFixed(0)} tokens/s; 16 streams ${tpsPar.toFixed(0)} tokens/s aggregate (${(tpsPar / tpsAlone).toFixed(2)}x)`);
+
+// --- SIGTERM during 4 active streams: each finishes or ends with an error event
+if (serverPid) {
+  const long = { model: modelId, prompt, max_tokens: 1500, temperature: 0 };
+  let started = 0;
+  const runs = Array.from({ length: 4 }, async () => {
+    let n = 0;
+    try {
+      const s = await client.completions.create({ ...long, stream: true });
+      for await (const chunk of s) {
+        if (++n === 2) started++;
+        if (chunk.choices.length && chunk.choices[0].finish_reason) return 'finished';
+      }
+      return 'ended without finish_reason';
+    } catch (e) {
+      return e instanceof OpenAI.APIError ? 'error event' : 'transport error: ' + e.message;
+    }
+  });
+  for (let i = 0; i < 200 && started < 4; i++) await new Promise(r => setTimeout(r, 10));
+  process.kill(Number(serverPid), 'SIGTERM');
+  const outcomes = await Promise.all(runs);
+  check('SIGTERM during 4 streams', started === 4 && outcomes.every(o => o === 'finished' || o === 'error event'),
+    JSON.stringify({ started, outcomes }));
+}
+
+process.exit(failed ? 1 : 0);

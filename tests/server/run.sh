@@ -1,0 +1,241 @@
+#!/bin/sh
+# oxillama serve end to end: starts the real server on loopback ports and drives it with curl and
+# with the official OpenAI Node client (client.mjs). Every loop is bounded.
+# usage: run.sh OXILLAMA_BINARY MODEL GOLDEN_RUN_DIR
+set -u
+bin=$1
+model=$2
+golden=$3
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+status=0
+
+pass() { echo "PASS  $1"; }
+fail() {
+    echo "FAIL  $1: $2"
+    status=1
+}
+
+# start_server NAME ARGS...: sets pid, port and base once the model is loaded.
+start_server() {
+    log=$work/$1.log
+    shift
+    "$bin" serve --port 0 "$@" 2>"$log" &
+    pid=$!
+    i=0
+    while [ $i -lt 200 ]; do
+        port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$log")
+        if [ -n "$port" ] && grep -q "loaded in" "$log"; then
+            base=http://127.0.0.1:$port
+            return 0
+        fi
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+        i=$((i + 1))
+    done
+    echo "FAIL  server start:"
+    cat "$log"
+    exit 1
+}
+
+# stop_server SIGNAL NAME: the server must exit 0 within 30 s.
+stop_server() {
+    kill -"$1" "$pid"
+    i=0
+    while [ $i -lt 300 ] && kill -0 "$pid" 2>/dev/null; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        fail "$2" "still running 30 s after SIG$1"
+        kill -KILL "$pid"
+    fi
+    wait "$pid"
+    rc=$?
+    pid=
+    [ $rc -eq 0 ] && pass "$2" || fail "$2" "exit status $rc"
+}
+
+# req NAME STATUS BODY_REGEX CURL_ARGS...: one request, its status and a regex over its body.
+req() {
+    name=$1 want=$2 re=$3
+    shift 3
+    got=$(curl -s -o "$work/body" -D "$work/headers" -w '%{http_code}' --max-time 60 "$@")
+    if [ "$got" = "$want" ] && { [ -z "$re" ] || grep -Eq -- "$re" "$work/body"; }; then
+        pass "$name"
+    else
+        fail "$name" "status $got (want $want), body $(head -c 400 "$work/body")"
+    fi
+}
+
+# json FILE EXPR: a value of the JSON in FILE (python3 is part of the build's packages).
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2, end='')" "$1"; }
+
+if [ ! -d "$here/node_modules/openai" ]; then
+    (cd "$here" && npm ci --no-audit --no-fund >/dev/null 2>&1) || fail "npm ci" "cannot install the openai client"
+fi
+
+# --- server 1: 16 slots, two API keys ----------------------------------------------------------
+start_server one -m "$model" -np 16 -t 1 --alias tiny-stories --api-key sk-test-1 --api-key sk-test-2 \
+    --max-headers 20 --shutdown-timeout 1
+K="Authorization: Bearer sk-test-1"
+J="Content-Type: application/json"
+
+req "health" 200 '"status":"ok"' "$base/health"
+req "ready" 200 '"status":"ready"' "$base/ready"
+req "models without key -> 401" 401 '"code":"invalid_api_key"' "$base/v1/models"
+req "models with a wrong key -> 401" 401 '"type":"invalid_request_error"' -H "Authorization: Bearer sk-test-3" "$base/v1/models"
+req "models" 200 '"id":"tiny-stories"' -H "$K" "$base/v1/models"
+req "models with X-Api-Key" 200 '"object":"list"' -H "X-Api-Key: sk-test-2" "$base/v1/models"
+req "one model" 200 '"object":"model"' -H "$K" "$base/v1/models/tiny-stories"
+req "unknown model -> 404" 404 '"code":"model_not_found"' -H "$K" "$base/v1/models/gpt-x"
+req "unknown route -> 404" 404 '"code":"unknown_url"' -H "$K" "$base/v2/nothing"
+req "wrong method -> 405" 405 '"code":"method_not_allowed"' -H "$K" "$base/v1/chat/completions"
+req "malformed JSON -> 400" 400 '"code":"invalid_json".*|byte offset 13' -H "$K" -H "$J" -d '{"messages": [' "$base/v1/chat/completions"
+req "non-object body -> 400" 400 'must be a JSON object' -H "$K" -H "$J" -d '[1, 2]' "$base/v1/completions"
+req "wrong type -> 400 naming the field" 400 '"param":"messages"' -H "$K" -H "$J" -d '{"messages": "hi"}' "$base/v1/chat/completions"
+req "temperature type -> 400" 400 '"param":"temperature"' -H "$K" -H "$J" \
+    -d '{"messages": [{"role": "user", "content": "hi"}], "temperature": "hot"}' "$base/v1/chat/completions"
+req "max_tokens range -> 400" 400 '"param":"max_tokens"' -H "$K" -H "$J" -d '{"prompt": "a", "max_tokens": -1}' "$base/v1/completions"
+req "unknown role -> 400" 400 '"param":"messages\[0\]"' -H "$K" -H "$J" \
+    -d '{"messages": [{"role": "wizard", "content": "hi"}]}' "$base/v1/chat/completions"
+printf '{"prompt": "caf\303\051"}' >"$work/bad-utf8"
+req "invalid UTF-8 -> 400" 400 'offset 15.*"code":"invalid_utf8"' -H "$K" -H "$J" --data-binary @"$work/bad-utf8" "$base/v1/completions"
+head -c 2000000 /dev/zero | tr '\0' ' ' >"$work/huge"
+req "huge body -> 413" 413 '"code":"request_too_large"' -H "$K" -H "$J" --data-binary @"$work/huge" "$base/v1/completions"
+req "huge chunked body -> 413" 413 '"code":"request_too_large"' -H "$K" -H "$J" -H "Transfer-Encoding: chunked" \
+    --data-binary @"$work/huge" "$base/v1/completions"
+set --
+i=0
+while [ $i -lt 25 ]; do
+    set -- "$@" -H "X-Filler-$i: $i"
+    i=$((i + 1))
+done
+req "too many headers -> 431" 431 '"code":"too_many_headers"' -H "$K" "$@" "$base/v1/models"
+python3 -c "import json; print(json.dumps({'prompt': ' a' * 3000}))" >"$work/long"
+req "context overflow -> 400" 400 '2048 tokens per slot.*3002 tokens.*"code":"context_length_exceeded"' -H "$K" -H "$J" \
+    --data-binary @"$work/long" "$base/v1/completions"
+req "json_schema -> 400" 400 '"param":"response_format"' -H "$K" -H "$J" \
+    -d '{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema"}}' "$base/v1/chat/completions"
+req "suffix -> 400" 400 '"param":"suffix"' -H "$K" -H "$J" -d '{"prompt": "a", "suffix": "b"}' "$base/v1/completions"
+req "embeddings -> 501" 501 '"code":"embeddings_not_supported"' -H "$K" -H "$J" -d '{"input": ["a", "b"]}' "$base/v1/embeddings"
+req "embeddings encoding -> 400" 400 '"param":"encoding_format"' -H "$K" -H "$J" -d '{"input": "a", "encoding_format": "hex"}' "$base/v1/embeddings"
+
+# llama.cpp's greedy continuation, through /v1/completions
+python3 -c "import json,sys; print(json.dumps({'prompt': open(sys.argv[1]).read(), 'max_tokens': 64, 'temperature': 0}))" \
+    "$golden/once.prompt" >"$work/greedy"
+req "completions" 200 '"object":"text_completion"' -H "$K" -H "$J" --data-binary @"$work/greedy" "$base/v1/completions"
+if [ "$(json "$work/body" "d['choices'][0]['text']")" = "$(cat "$golden/once.expected")" ]; then
+    pass "completions greedy = llama.cpp"
+else
+    fail "completions greedy = llama.cpp" "$(head -c 400 "$work/body")"
+fi
+python3 -c "import json,sys; print(json.dumps({'prompt': open(sys.argv[1]).read(), 'max_tokens': 64, 'temperature': 0, 'echo': True}))" \
+    "$golden/once.prompt" >"$work/echo"
+req "completions echo" 200 '"text":"Once upon a time, there was' -H "$K" -H "$J" --data-binary @"$work/echo" "$base/v1/completions"
+
+# chat stream: role first, content deltas, finish reason, usage, [DONE]
+req "chat stream" 200 '^data: \[DONE\]' -N -H "$K" -H "$J" \
+    -d '{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "temperature": 0, "stream": true, "stream_options": {"include_usage": true}}' \
+    "$base/v1/chat/completions"
+if head -n 1 "$work/body" | grep -q '"delta":{"role":"assistant","content":""' &&
+    grep -q '"finish_reason":"length"' "$work/body" && grep -q '"choices":\[\],"usage":{"prompt_tokens"' "$work/body" &&
+    grep -qi '^content-type: text/event-stream' "$work/headers"; then
+    pass "chat stream shape"
+else
+    fail "chat stream shape" "$(head -c 600 "$work/body")"
+fi
+
+req "tokenize" 200 '"tokens":\[[0-9]' -H "$K" -H "$J" -d '{"content": "Once upon a time"}' "$base/tokenize"
+toks=$(json "$work/body" "json.dumps(d['tokens'])")
+req "detokenize" 200 '"content":" ?Once upon a time"' -H "$K" -H "$J" -d "{\"tokens\": $toks}" "$base/detokenize"
+req "detokenize bad id -> 400" 400 '"param":"tokens"' -H "$K" -H "$J" -d '{"tokens": [1, 99999]}' "$base/detokenize"
+req "slots without key -> 401" 401 'invalid_api_key' "$base/slots"
+req "slots" 200 '"id":15' -H "$K" "$base/slots"
+req "metrics without key -> 401" 401 'invalid_api_key' "$base/metrics"
+req "metrics" 200 '^oxillama_generated_tokens_total [1-9]' -H "$K" "$base/metrics"
+req "CORS off: no preflight" 405 'method_not_allowed' -X OPTIONS -H "Origin: http://example.test" "$base/v1/models"
+
+# cancellation: a client that leaves mid-stream frees its slot within a decode step
+curl -s -N --max-time 0.5 -H "$K" -H "$J" -d '{"prompt": "Once", "max_tokens": 2000, "temperature": 0, "stream": true}' \
+    "$base/v1/completions" >/dev/null 2>&1
+i=0
+while [ $i -lt 50 ]; do
+    curl -s -H "$K" "$base/slots" | grep -q '"is_processing":true' || break
+    sleep 0.1
+    i=$((i + 1))
+done
+curl -s -H "$K" "$base/metrics" >"$work/metrics"
+if [ $i -lt 50 ] && grep -q '^oxillama_requests_cancelled_total [1-9]' "$work/metrics"; then
+    pass "cancellation frees the slot"
+else
+    fail "cancellation frees the slot" "$(grep cancelled "$work/metrics")"
+fi
+
+# the OpenAI Node client; its last step sends SIGTERM during 4 streams
+if [ -d "$here/node_modules/openai" ]; then
+    node "$here/client.mjs" "$base" sk-test-1 tiny-stories "$golden" "$pid" || status=1
+    i=0
+    while [ $i -lt 300 ] && kill -0 "$pid" 2>/dev/null; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    wait "$pid"
+    rc=$?
+    pid=
+    [ $rc -eq 0 ] && pass "exit 0 after SIGTERM during streams" || fail "exit 0 after SIGTERM during streams" "exit status $rc"
+    grep -q "SIGTERM: no new connections" "$work/one.log" || fail "SIGTERM log" "$(tail -3 "$work/one.log")"
+else
+    stop_server TERM "exit 0 after SIGTERM"
+fi
+
+# --- server 2: precedence (flags > environment > config file), rate limit, queue, CORS ------------
+cat >"$work/config.json" <<JSON
+{"model": "$model", "alias": "from-config", "parallel": 1, "queue_size": 1, "threads": 1, "port": 1,
+ "api_key": ["k1", "k2", "k3", "k4"], "rate_limit": 2, "rate_burst": 2, "cors_origin": "http://example.test"}
+JSON
+OXILLAMA_ALIAS=from-env start_server two --config "$work/config.json"
+req "env overrides config" 200 '"id":"from-env"' -H "Authorization: Bearer k2" "$base/v1/models"
+req "config overrides defaults" 200 '"n_slots":1,' -H "Authorization: Bearer k3" "$base/v1/models"
+[ "$port" != 1 ] && pass "flag overrides config" || fail "flag overrides config" "port $port"
+req "rate limit: first request" 200 '"object":"list"' -H "Authorization: Bearer k1" "$base/v1/models"
+req "rate limit: second request in burst" 200 '"object":"list"' -H "Authorization: Bearer k1" "$base/v1/models"
+req "rate limit -> 429" 429 '"code":"rate_limit_exceeded"' -H "Authorization: Bearer k1" "$base/v1/models"
+grep -qi '^retry-after: [1-9]' "$work/headers" && pass "429 has Retry-After" || fail "429 has Retry-After" "$(cat "$work/headers")"
+req "other key has its own bucket" 200 '"object":"list"' -H "Authorization: Bearer k4" "$base/v1/models"
+
+# queue: one slot busy, one request queued, the next one is shed with 503
+long='{"prompt": "Once", "max_tokens": 1000, "temperature": 0}'
+curl -s -o /dev/null --max-time 60 -H "Authorization: Bearer k2" -H "$J" -d "$long" "$base/v1/completions" &
+c1=$!
+i=0
+while [ $i -lt 100 ] && ! curl -s -H "Authorization: Bearer k1" "$base/slots" | grep -q '"is_processing":true'; do
+    sleep 0.05
+    i=$((i + 1))
+done
+curl -s -o /dev/null --max-time 60 -H "Authorization: Bearer k3" -H "$J" -d "$long" "$base/v1/completions" &
+c2=$!
+i=0
+while [ $i -lt 100 ] && ! curl -s -H "Authorization: Bearer k1" "$base/metrics" | grep -q '^oxillama_queue_depth 1'; do
+    sleep 0.05
+    i=$((i + 1))
+done
+req "full queue -> 503" 503 '"code":"server_overloaded"' -H "Authorization: Bearer k4" -H "$J" -d "$long" "$base/v1/completions"
+grep -qi '^retry-after: 1' "$work/headers" && pass "503 has Retry-After" || fail "503 has Retry-After" "$(cat "$work/headers")"
+wait $c1 $c2
+
+req "CORS preflight" 204 '' -X OPTIONS -H "Origin: http://example.test" "$base/v1/chat/completions"
+grep -qi '^access-control-allow-origin: http://example.test' "$work/headers" && pass "CORS allow origin" ||
+    fail "CORS allow origin" "$(cat "$work/headers")"
+req "CORS other origin" 200 '' -H "Origin: http://evil.test" "$base/health"
+grep -qi '^access-control-allow-origin' "$work/headers" && fail "CORS other origin refused" "$(cat "$work/headers")" ||
+    pass "CORS other origin refused"
+stop_server INT "exit 0 after SIGINT"
+
+exit $status
