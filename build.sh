@@ -5,7 +5,7 @@
 set -eu
 cd "$(dirname "$0")"
 
-PACKAGES="cmake ninja-build gcc python3 python3-jinja2 libcjson-dev libcriterion-dev libpcre2-dev libutf8proc-dev"
+PACKAGES="cmake ninja-build gcc python3 python3-jinja2 libcjson-dev libcriterion-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev"
 
 install_missing() {
     missing=""

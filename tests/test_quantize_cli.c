@@ -506,3 +506,55 @@ Test(quantize_cli, requantize_needs_the_flag_and_a_dequant_kernel) {
     remove(q4);
     remove_tmp_dir();
 }
+
+/* ---- the options of llama_tensor_get_type: --output-tensor-type, --token-embedding-type, --pure ---- */
+
+static oxl_type target_of(const oxl_quant_tensor *t, int n, const char *name) {
+    for (int i = 0; i < n; i++) {
+        if (strcmp(t[i].name, name) == 0) {
+            return t[i].target;
+        }
+    }
+    return OXL_TYPE_COUNT;
+}
+
+Test(quantize_cli, type_options_and_pure) {
+    const oxl_quant_model m = {.arch = "llama", .n_layer = 2, .n_head = 4, .n_head_kv = 2};
+    oxl_quant_tensor base[] = {
+        {.name = "token_embd.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
+        {.name = "blk.0.attn_v.weight", .type = OXL_TYPE_F32, .ne = {256, 128, 1, 1}},
+        {.name = "blk.1.attn_v.weight", .type = OXL_TYPE_F32, .ne = {256, 128, 1, 1}},
+        {.name = "output.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
+    };
+    enum { N = sizeof base / sizeof base[0] };
+    oxl_quant_tensor t[N];
+    oxl_error err = {{0}};
+    oxl_quant_options o = {.ftype = oxl_ftype_find("Q4_K_M"), .output_type = OXL_TYPE_Q8_0,
+                           .token_embd_type = OXL_TYPE_Q5_0};
+    memcpy(t, base, sizeof t);
+    oxl_quant_sort(t, N);
+    cr_assert_geq(oxl_quant_choose_types(&m, &o, t, N, &err), 0, "%s", err.msg);
+    cr_expect_eq(target_of(t, N, "output.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(target_of(t, N, "token_embd.weight"), OXL_TYPE_Q5_0);
+    cr_expect_eq(target_of(t, N, "blk.1.attn_v.weight"), OXL_TYPE_Q6_K); /* use_more_bits(1, 2) */
+    cr_expect_eq(target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q4_K);
+
+    /* tied embeddings (no output.weight): token_embd follows the output's rule and option */
+    o.token_embd_type = OXL_TYPE_COUNT;
+    memcpy(t, base, sizeof t);
+    oxl_quant_sort(t, N - 1);
+    cr_assert_geq(oxl_quant_choose_types(&m, &o, t, N - 1, &err), 0, "%s", err.msg);
+    cr_expect_eq(target_of(t, N - 1, "token_embd.weight"), OXL_TYPE_Q8_0);
+    o.output_type = OXL_TYPE_COUNT;
+    cr_assert_geq(oxl_quant_choose_types(&m, &o, t, N - 1, &err), 0, "%s", err.msg);
+    cr_expect_eq(target_of(t, N - 1, "token_embd.weight"), OXL_TYPE_Q6_K);
+
+    /* --pure: no mix rule at all, the output included */
+    o.pure = true;
+    memcpy(t, base, sizeof t);
+    oxl_quant_sort(t, N);
+    cr_assert_geq(oxl_quant_choose_types(&m, &o, t, N, &err), 0, "%s", err.msg);
+    for (int i = 0; i < N; i++) {
+        cr_expect_eq(t[i].target, OXL_TYPE_Q4_K, "%s", t[i].name);
+    }
+}

@@ -8,6 +8,7 @@ int oxl_cmd_info(int argc, char **argv);
 int oxl_cmd_golden(int argc, char **argv);
 int oxl_cmd_perplexity(int argc, char **argv);
 int oxl_cmd_tokenize(int argc, char **argv);
+int oxl_cmd_serve(int argc, char **argv);
 int oxl_cmd_quantize(int argc, char **argv);
 int oxl_cmd_bench(int argc, char **argv);
 

@@ -17,6 +17,7 @@ static const verb verbs[] = {
     {"perplexity", oxl_cmd_perplexity, "perplexity and KL divergence over a text file"},
     {"bench", oxl_cmd_bench, "speed, as llama-bench measures it"},
     {"golden", oxl_cmd_golden, "check parity with llama.cpp reference files"},
+    {"serve", oxl_cmd_serve, "OpenAI-compatible HTTP server"},
     {"quantize", oxl_cmd_quantize, "convert a GGUF model to a quantized file type"},
 };
 
