@@ -84,9 +84,14 @@ int oxl_bind_tensor(const oxl_model *m, oxl_tensor *t, const char *name, int il,
     int64_t want_dims = ne1 ? 2 : 1;
     bool ok = gt->ne[0] == ne0 && gt->ne[1] == (ne1 ? ne1 : 1) && gt->ne[2] == 1 && gt->ne[3] == 1;
     if (!ok) {
-        return oxl_err_set(err, "%s: tensor '%s' has shape (%lld, %lld, %lld, %lld); expected (%lld%s%lld)", path, full,
-                           (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2], (long long)gt->ne[3],
-                           (long long)ne0, want_dims == 2 ? ", " : "", (long long)(want_dims == 2 ? ne1 : 0));
+        char want[64];
+        if (want_dims == 2) {
+            snprintf(want, sizeof want, "(%lld, %lld)", (long long)ne0, (long long)ne1);
+        } else {
+            snprintf(want, sizeof want, "(%lld)", (long long)ne0);
+        }
+        return oxl_err_set(err, "%s: tensor '%s' has shape (%lld, %lld, %lld, %lld); expected %s", path, full,
+                           (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2], (long long)gt->ne[3], want);
     }
     const oxl_kernels *k = oxl_kernels_get();
     const oxl_type_traits *tt = oxl_type_traits_get(gt->type);

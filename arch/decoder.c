@@ -63,13 +63,15 @@ int oxl_decoder_hparams(oxl_model *m, oxl_decoder_opts *o, oxl_rope_mode mode, o
         return oxl_err_set(err, "%s: %s.attention.value_length = %d differs from key_length %d; unsupported", path,
                            arch, head_dim_v, hp->head_dim);
     }
-    if (hp->head_dim > 1024 || hp->n_rot > hp->head_dim || hp->n_rot % 2) {
+    if (hp->head_dim < 1 || hp->head_dim > 1024 || hp->n_rot > hp->head_dim || hp->n_rot % 2) {
         return oxl_err_set(err, "%s: unsupported head size %d / %s.rope.dimension_count %d (head size <= 1024, even "
                            "rotary dims <= head size)", path, hp->head_dim, arch, hp->n_rot);
     }
-    if (hp->n_layer > oxl_gguf_n_tensors(m->gguf)) {
-        return oxl_err_set(err, "%s: %s.block_count = %d exceeds the file's %lld tensors", path, arch, hp->n_layer,
-                           (long long)oxl_gguf_n_tensors(m->gguf));
+    /* every layer binds at least a query, an output and a down projection: refuse a block count the
+     * file cannot back before allocating per layer */
+    if (hp->n_layer > oxl_gguf_n_tensors(m->gguf) / 3) {
+        return oxl_err_set(err, "%s: %s.block_count = %d needs at least %lld tensors; the file has %lld", path, arch,
+                           hp->n_layer, 3LL * hp->n_layer, (long long)oxl_gguf_n_tensors(m->gguf));
     }
     int scaling_type = -1;
     for (int i = 0; i < 4; i++) {

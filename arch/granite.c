@@ -11,6 +11,7 @@
  * multipliers when its file lacks them: embedding 12, residual 1.4/sqrt(n_layer), logit 256/n_embd.
  */
 #include "decoder.h"
+#include "error.h"
 
 #include <math.h>
 
@@ -30,6 +31,10 @@ static int granite_multipliers(oxl_model *m, oxl_decoder_opts *o, bool logit_sca
         oxl_hp_float(m, "embedding_scale", &o->embd_scale, false, err) ||
         oxl_hp_float(m, "attention.scale", &attention_scale, false, err)) {
         return -1;
+    }
+    if (logit_scale == 0.0f) {
+        return oxl_err_set(err, "%s: %s.logit_scale = 0: the logits are divided by it", oxl_gguf_path(m->gguf),
+                           m->arch->name);
     }
     o->logit_scale = 1.0f / logit_scale;
     if (attention_scale != 0.0f) {

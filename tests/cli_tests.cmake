@@ -53,6 +53,14 @@ set_tests_properties(tokenize-ids PROPERTIES PASS_REGULAR_EXPRESSION "^\\[1, 403
 add_test(NAME quantize-q4_K_M COMMAND sh -c "'${OXL_BIN}' quantize --imatrix '${G}/quantize/synth-small.imatrix.dat' '${G}/quantize/synth-small-f32.gguf' '${CMAKE_CURRENT_BINARY_DIR}/synth-Q4_K_M.gguf' Q4_K_M 2 && '${OXL_BIN}' info '${CMAKE_CURRENT_BINARY_DIR}/synth-Q4_K_M.gguf'")
 set_tests_properties(quantize-q4_K_M PROPERTIES PASS_REGULAR_EXPRESSION "blk\\.1\\.attn_v\\.weight +q6_K")
 
+# The dense decoder architectures: llama.cpp's logits for one tiny random model each (golden/arch/,
+# every logits file names its model beside it), once per ISA cap.
+file(GLOB OXL_ARCH_GOLDENS ${G}/arch/*.logits.gguf)
+foreach(isa IN LISTS OXL_TEST_ISAS)
+  add_test(NAME golden-arch-${isa} COMMAND ${OXL_BIN} golden ${OXL_ARCH_GOLDENS})
+  set_tests_properties(golden-arch-${isa} PROPERTIES ENVIRONMENT "OXILLAMA_ISA=${isa}")
+endforeach()
+
 # oxillama serve end to end on loopback ports, with curl and the OpenAI Node client (tests/server/).
 add_test(NAME server COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/server/run.sh ${OXL_BIN} ${M}/stories260K.gguf ${G}/run)
 set_tests_properties(server PROPERTIES TIMEOUT 600)
