@@ -1,0 +1,210 @@
+/* oxl-make-synthetic: writes a llama-shaped GGUF with random weights and a real vocabulary, so
+ * benchmarks need no download. The default shape is the 0.25B model of the project's reference
+ * speed figures (n_embd 1024, 16 layers, n_ff 2816, 16 heads, 8 KV heads, context 4096, separate
+ * output matrix). Matrices are normal with std 1/sqrt(fan_in), norm weights 1; F16 or F32. The
+ * vocabulary (tokenizer.* keys) is copied from --vocab, a GGUF such as ggml-vocab-llama-spm.gguf.
+ *
+ *   oxl-make-synthetic --vocab VOCAB.gguf [--n-embd N] [--n-layer N] [--n-ff N] [--n-head N]
+ *                      [--n-head-kv N] [--ctx N] [--type f16|f32] [--seed S] OUT.gguf
+ */
+#include "gguf.h"
+#include "gguf_write.h"
+#include "oxl_fp16.h"
+#include "oxl_types.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct shape {
+    int n_embd, n_layer, n_ff, n_head, n_head_kv, ctx;
+} shape;
+
+/* xorshift64* and Box-Muller: reproducible normal samples from a seed. */
+static uint64_t rng_state;
+
+static double uniform01(void) {
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (double)((rng_state * 2685821657736338717ull) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static float normal(void) {
+    double u1 = uniform01(), u2 = uniform01();
+    return (float)(sqrt(-2.0 * log(u1 > 1e-300 ? u1 : 1e-300)) * cos(2.0 * M_PI * u2));
+}
+
+/* Fills n elements of type t (f16/f32): normal with std scale, or all ones when scale == 0. */
+static void fill(void *dst, oxl_type t, size_t n, float scale) {
+    for (size_t i = 0; i < n; i++) {
+        const float v = scale == 0.0f ? 1.0f : normal() * scale;
+        if (t == OXL_TYPE_F16) {
+            ((uint16_t *)dst)[i] = oxl_fp32_to_fp16(v);
+        } else {
+            ((float *)dst)[i] = v;
+        }
+    }
+}
+
+typedef struct tensor_spec {
+    char name[64];
+    int64_t ne[2];
+    int n_dims;
+} tensor_spec;
+
+static int parse_int(const char *s, int *out) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v <= 0 || v > (1 << 20)) {
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    shape sh = {1024, 16, 2816, 16, 8, 4096};
+    const char *vocab_path = NULL, *out = NULL;
+    oxl_type wtype = OXL_TYPE_F16;
+    rng_state = 0x9E3779B97F4A7C15ull;
+    struct {
+        const char *flag;
+        int *field;
+    } ints[] = {{"--n-embd", &sh.n_embd}, {"--n-layer", &sh.n_layer}, {"--n-ff", &sh.n_ff},
+                {"--n-head", &sh.n_head}, {"--n-head-kv", &sh.n_head_kv}, {"--ctx", &sh.ctx}};
+    for (int i = 1; i < argc; i++) {
+        bool used = false;
+        for (size_t k = 0; k < sizeof ints / sizeof ints[0] && i + 1 < argc; k++) {
+            if (!strcmp(argv[i], ints[k].flag)) {
+                if (parse_int(argv[++i], ints[k].field) != 0) {
+                    fprintf(stderr, "error: %s %s: expected a positive integer\n", ints[k].flag, argv[i]);
+                    return 1;
+                }
+                used = true;
+            }
+        }
+        if (used) {
+            continue;
+        }
+        if (!strcmp(argv[i], "--vocab") && i + 1 < argc) {
+            vocab_path = argv[++i];
+        } else if (!strcmp(argv[i], "--type") && i + 1 < argc) {
+            const char *t = argv[++i];
+            if (strcmp(t, "f16") && strcmp(t, "f32")) {
+                fprintf(stderr, "error: --type %s: f16 or f32\n", t);
+                return 1;
+            }
+            wtype = !strcmp(t, "f16") ? OXL_TYPE_F16 : OXL_TYPE_F32;
+        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            rng_state = strtoull(argv[++i], NULL, 10) * 0x9E3779B97F4A7C15ull + 1;
+        } else if (argv[i][0] != '-' && !out) {
+            out = argv[i];
+        } else {
+            fprintf(stderr, "error: unknown argument '%s'\n", argv[i]);
+            return 1;
+        }
+    }
+    if (!vocab_path || !out || sh.n_embd % sh.n_head || sh.n_head % sh.n_head_kv) {
+        fprintf(stderr, "usage: oxl-make-synthetic --vocab VOCAB.gguf [--n-embd N] [--n-layer N] [--n-ff N]\n"
+                        "       [--n-head N] [--n-head-kv N] [--ctx N] [--type f16|f32] [--seed S] OUT.gguf\n"
+                        "(n_embd must divide by n_head, n_head by n_head_kv)\n");
+        return 1;
+    }
+    oxl_error err = {0};
+    oxl_gguf *vocab = oxl_gguf_open(vocab_path, &err);
+    oxl_gguf_writer *w = vocab ? oxl_gguf_writer_new(&err) : NULL;
+    if (!w) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        oxl_gguf_close(vocab);
+        return 1;
+    }
+    int rc = 0;
+    for (int64_t i = 0; rc == 0 && i < oxl_gguf_n_kv(vocab); i++) {
+        if (!strncmp(oxl_gguf_key(vocab, i), "tokenizer.", 10)) {
+            rc = oxl_gguf_writer_copy_kv(w, vocab, i, &err);
+        }
+    }
+    int64_t n_vocab_i = oxl_gguf_find_key(vocab, "tokenizer.ggml.tokens");
+    const int64_t n_vocab = n_vocab_i >= 0 ? (int64_t)oxl_gguf_arr_n(vocab, n_vocab_i) : 0;
+    if (rc == 0 && n_vocab <= 0) {
+        rc = -1;
+        snprintf(err.msg, sizeof err.msg, "%s: no tokenizer.ggml.tokens array", vocab_path);
+    }
+    const int head_dim = sh.n_embd / sh.n_head, kv = head_dim * sh.n_head_kv;
+    rc = rc ? rc
+            : (oxl_gguf_writer_set_str(w, "general.architecture", "llama", &err) ||
+               oxl_gguf_writer_set_str(w, "general.name", "oxillama synthetic", &err) ||
+               oxl_gguf_writer_set_u32(w, "general.file_type", wtype == OXL_TYPE_F16 ? 1 : 0, &err) ||
+               oxl_gguf_writer_set_u32(w, "llama.context_length", (uint32_t)sh.ctx, &err) ||
+               oxl_gguf_writer_set_u32(w, "llama.embedding_length", (uint32_t)sh.n_embd, &err) ||
+               oxl_gguf_writer_set_u32(w, "llama.block_count", (uint32_t)sh.n_layer, &err) ||
+               oxl_gguf_writer_set_u32(w, "llama.feed_forward_length", (uint32_t)sh.n_ff, &err) ||
+               oxl_gguf_writer_set_u32(w, "llama.attention.head_count", (uint32_t)sh.n_head, &err) ||
+               oxl_gguf_writer_set_u32(w, "llama.attention.head_count_kv", (uint32_t)sh.n_head_kv, &err) ||
+               oxl_gguf_writer_set_u32(w, "llama.rope.dimension_count", (uint32_t)head_dim, &err) ||
+               oxl_gguf_writer_set_f32(w, "llama.rope.freq_base", 10000.0f, &err) ||
+               oxl_gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f, &err))
+                  ? -1
+                  : 0;
+    /* the tensors, in llama.cpp's order */
+    size_t n_specs = 3 + 9 * (size_t)sh.n_layer, k = 0;
+    tensor_spec *specs = calloc(n_specs, sizeof *specs);
+    if (!specs) {
+        fprintf(stderr, "error: out of memory\n");
+        return 1;
+    }
+#define SPEC(nd, e0, e1, ...)                                                                                      \
+    do {                                                                                                           \
+        snprintf(specs[k].name, sizeof specs[k].name, __VA_ARGS__);                                                \
+        specs[k].n_dims = nd;                                                                                      \
+        specs[k].ne[0] = e0;                                                                                       \
+        specs[k].ne[1] = e1;                                                                                       \
+        k++;                                                                                                       \
+    } while (0)
+    SPEC(2, sh.n_embd, n_vocab, "token_embd.weight");
+    SPEC(1, sh.n_embd, 1, "output_norm.weight");
+    SPEC(2, sh.n_embd, n_vocab, "output.weight");
+    for (int il = 0; il < sh.n_layer; il++) {
+        SPEC(2, sh.n_embd, sh.n_embd, "blk.%d.attn_q.weight", il);
+        SPEC(2, sh.n_embd, kv, "blk.%d.attn_k.weight", il);
+        SPEC(2, sh.n_embd, kv, "blk.%d.attn_v.weight", il);
+        SPEC(2, sh.n_embd, sh.n_embd, "blk.%d.attn_output.weight", il);
+        SPEC(1, sh.n_embd, 1, "blk.%d.attn_norm.weight", il);
+        SPEC(2, sh.n_embd, sh.n_ff, "blk.%d.ffn_gate.weight", il);
+        SPEC(2, sh.n_ff, sh.n_embd, "blk.%d.ffn_down.weight", il);
+        SPEC(2, sh.n_embd, sh.n_ff, "blk.%d.ffn_up.weight", il);
+        SPEC(1, sh.n_embd, 1, "blk.%d.ffn_norm.weight", il);
+    }
+#undef SPEC
+    for (size_t i = 0; rc == 0 && i < n_specs; i++) {
+        rc = oxl_gguf_writer_add_tensor(w, specs[i].name, specs[i].n_dims == 1 ? OXL_TYPE_F32 : wtype,
+                                        (uint32_t)specs[i].n_dims, specs[i].ne, &err);
+    }
+    rc = rc ? rc : oxl_gguf_writer_begin(w, out, &err);
+    for (size_t i = 0; rc == 0 && i < n_specs; i++) {
+        const size_t nbytes = oxl_gguf_writer_tensor_nbytes(w, (int64_t)i);
+        const oxl_type t = specs[i].n_dims == 1 ? OXL_TYPE_F32 : wtype;
+        void *data = malloc(nbytes);
+        if (!data) {
+            rc = -1;
+            snprintf(err.msg, sizeof err.msg, "out of memory for %s", specs[i].name);
+            break;
+        }
+        fill(data, t, (size_t)(specs[i].ne[0] * specs[i].ne[1]),
+             specs[i].n_dims == 1 ? 0.0f : 1.0f / sqrtf((float)specs[i].ne[0]));
+        rc = oxl_gguf_writer_write_data(w, data, nbytes, &err);
+        free(data);
+    }
+    rc = rc ? rc : oxl_gguf_writer_finish(w, &err);
+    if (rc != 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
+    } else {
+        fprintf(stderr, "%s: %.1f MiB\n", out, (double)oxl_gguf_writer_bytes_written(w) / (1024.0 * 1024.0));
+    }
+    free(specs);
+    oxl_gguf_writer_free(w);
+    oxl_gguf_close(vocab);
+    return rc == 0 ? 0 : 1;
+}
