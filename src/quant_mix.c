@@ -202,7 +202,7 @@ static bool oxl_ends_with(const char *s, const char *suffix) {
 
 /* tensor_allows_quantization: 2-D and larger weights, except norms, router inputs and the small
  * tensors of some architectures that llama.cpp keeps as they are. */
-static bool oxl_allows_quantization(const oxl_quant_tensor *t, const char *arch) {
+static bool oxl_allows_quantization(const oxl_quant_tensor *t) {
     static const char *const keep[] = {
         "_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel", "per_layer_model_proj",
         "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight", "indexer.q_proj.weight",
@@ -213,11 +213,11 @@ static bool oxl_allows_quantization(const oxl_quant_tensor *t, const char *arch)
         ".position_embd", "sam.pos_embd", "sam.neck.", "sam.net_", ".rel_pos", ".patch_embd", ".patch_merger",
         "a.rvq.codebook", "mm.a.code_embd",
     };
-    (void)arch; /* position embeddings and token types have the same names in every architecture */
     /* llama.cpp tests name.rfind("weight") == name.size() - 6, which a 5-byte name also passes */
     if (oxl_n_dims(t) < 2 || !(oxl_ends_with(t->name, "weight") || strlen(t->name) == 5)) {
         return false;
     }
+    /* LLM_TENSOR_POS_EMBD and LLM_TENSOR_TOKEN_TYPES have these names in every architecture */
     if (strcmp(t->name, "position_embd.weight") == 0 || strcmp(t->name, "token_types.weight") == 0) {
         return false;
     }
@@ -407,7 +407,7 @@ int oxl_quant_choose_types(const oxl_quant_model *m, const oxl_quant_options *o,
         ti->target = ti->type;
         ti->fallback = false;
         ti->requires_imatrix = false;
-        if (!oxl_allows_quantization(ti, m->arch)) {
+        if (!oxl_allows_quantization(ti)) {
             continue;
         }
         if (o->token_embd_type != OXL_TYPE_COUNT && c == OXL_CAT_TOKEN_EMBD) {

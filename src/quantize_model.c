@@ -17,6 +17,7 @@
 #include <time.h>
 
 #define OXL_QNT_VERSION 2 /* GGML_QNT_VERSION */
+#define OXL_QUANT_MAX_THREADS 64 /* threads used per tensor, at most */
 
 /* ---- the model's hyper-parameters the mix rules use ---- */
 
@@ -97,7 +98,7 @@ typedef struct oxl_quant_job {
     int64_t nrows, ne0;
     size_t row_size;
     const float *imatrix;
-    int rc[64];
+    int rc[OXL_QUANT_MAX_THREADS];
 } oxl_quant_job;
 
 static void oxl_quant_task(void *arg, int ith, int nth) {
@@ -332,6 +333,18 @@ static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_
     if (n_fallback < 0) {
         return oxl_err_prefix(err, "%s", in_path);
     }
+    for (int64_t i = 0; i < n; i++) {
+        /* --output-tensor-type / --token-embedding-type are taken as given, without fallback */
+        const oxl_quant_tensor *t = &q->plan[i];
+        const oxl_type_traits *tr = oxl_type_traits_get((uint32_t)t->target);
+        if (t->target != t->type && !oxl_quantize_supported(t->target)) {
+            return oxl_err_set(err, "%s: tensor '%s': no quantizer for type %s", in_path, t->name, tr->name);
+        }
+        if (t->ne[0] % tr->blck_size != 0) {
+            return oxl_err_set(err, "%s: tensor '%s': row length %lld is not a multiple of %s's block size %lld",
+                               in_path, t->name, (long long)t->ne[0], tr->name, (long long)tr->blck_size);
+        }
+    }
     q->w = oxl_gguf_writer_new(err);
     if (q->w == NULL || oxl_qm_metadata(q, err) < 0) {
         return -1;
@@ -342,7 +355,7 @@ static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_
             return -1;
         }
     }
-    if ((q->pool = oxl_pool_new(p->n_threads > 64 ? 64 : p->n_threads, err)) == NULL ||
+    if ((q->pool = oxl_pool_new(p->n_threads > OXL_QUANT_MAX_THREADS ? OXL_QUANT_MAX_THREADS : p->n_threads, err)) == NULL ||
         oxl_gguf_writer_begin(q->w, out_path, err) < 0) {
         return -1;
     }
