@@ -21,7 +21,9 @@ bool oxl_quantize_uses_imatrix(oxl_type t);
  * Reproduces ggml_quantize_chunk (ggml/src/ggml.c, ggml-quants.c): f32 copy, ggml_fp32_to_fp16_row,
  * ggml_fp32_to_bf16_row_ref, and for q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K
  * quantize_row_<type>_ref without an imatrix, quantize_row_<type>_impl with one (q8_0 ignores it);
- * the activation formats q8_1 and q8_K by quantize_row_<type>_ref (no imatrix).
+ * the activation formats q8_1 and q8_K by quantize_row_<type>_ref (no imatrix). Without an
+ * imatrix none of these formats takes the imatrix-capable _impl path: ggml's quantize_<type> calls
+ * the _ref function whenever quant_weights is NULL (so rows are independent of each other).
  * Returns 0, or -1 with err set when t is not supported, ne0 is not a multiple of the block size,
  * or a row holds NaN/Inf (named by row and column). */
 int oxl_quantize_rows(oxl_type t, const float *x, void *y, int64_t nrows, int64_t ne0,
