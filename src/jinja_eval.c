@@ -419,7 +419,7 @@ static jv *get_item(ctx *c, const jj_node *n, jv *obj, jv *key) {
     if (!jv_repr(&b, key)) {
         return oom(c, n);
     }
-    return mk(c, n, jv_undef(c->a, fmt_str(c, "'%s' has no element %s", obj_repr(c, obj), short_str(c, b.s, b.n))));
+    return mk(c, n, jv_undef(c->a, fmt_str(c, "%s has no element %s", obj_repr(c, obj), short_str(c, b.s, b.n))));
 }
 
 static jv *slice(ctx *c, const jj_node *n, jv *obj, jv *vstart, jv *vstop, jv *vstep) {
@@ -620,7 +620,9 @@ static jv *arith(ctx *c, const jj_node *n, jj_op op, jv *x, jv *y) {
         case JOP_FLOORDIV:
         case JOP_MOD:
             if (ints ? yi == 0 : yf == 0) {
-                return fail(c, n, "ZeroDivisionError", op == JOP_MOD ? "integer modulo by zero" : "integer division by zero");
+                return fail(c, n, "ZeroDivisionError", "%s",
+                            ints ? "integer division or modulo by zero"
+                                 : op == JOP_MOD ? "float modulo" : "float floor division by zero");
             }
             if (ints) {
                 if (xi == INT64_MIN && yi == -1) {
@@ -975,19 +977,8 @@ static jv *split(ctx *c, const jj_node *n, jv *s, jv *sep, jv *vmax, bool right)
                     break;
                 }
                 size_t st = i;
-                if (maxsplit >= 0 && done >= maxsplit) {
-                    size_t e = len;
-                    while (e > st) {
-                        size_t b = e - 1;
-                        while (b > st && ((unsigned char)p[b] & 0xC0) == 0x80) {
-                            b--;
-                        }
-                        if (!py_space(decode_cp(p + b, e - b, &cl))) {
-                            break;
-                        }
-                        e = b;
-                    }
-                    if (!push(c, n, l, jv_str_ref(c->a, p + st, e - st))) {
+                if (maxsplit >= 0 && done >= maxsplit) { /* the rest, trailing whitespace kept */
+                    if (!push(c, n, l, jv_str_ref(c->a, p + st, len - st))) {
                         return NULL;
                     }
                     break;
@@ -1004,15 +995,13 @@ static jv *split(ctx *c, const jj_node *n, jv *s, jv *sep, jv *vmax, bool right)
         }
         /* rsplit() without a separator: split everything, then rejoin the head when maxsplit */
         jv *all = split(c, n, s, NULL, NULL, false);
-        if (!all || maxsplit < 0 || (int64_t)all->list.n <= maxsplit + 1) {
+        if (!all || maxsplit < 0 || all->list.n == 0 || (int64_t)all->list.n - 1 < maxsplit) {
             return all;
         }
+        /* the head keeps its leading whitespace */
         size_t keep_from = all->list.n - (size_t)maxsplit;
-        const jv *first_tail = all->list.items[keep_from];
         size_t head_end = (size_t)(all->list.items[keep_from - 1]->str.s - p) + all->list.items[keep_from - 1]->str.n;
-        size_t st = (size_t)(all->list.items[0]->str.s - p);
-        (void)first_tail;
-        if (!push(c, n, l, jv_str_ref(c->a, p + st, head_end - st))) {
+        if (!push(c, n, l, jv_str_ref(c->a, p, head_end))) {
             return NULL;
         }
         for (size_t k = keep_from; k < all->list.n; k++) {

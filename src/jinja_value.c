@@ -586,7 +586,9 @@ static bool print_value(jj_buf *b, const jv *v, bool repr) {
     case JV_METHOD:
         snprintf(tmp, sizeof tmp, "<built-in method %s>", v->method.name);
         return buf_puts(b, tmp);
-    case JV_MACRO: return buf_puts(b, "<Macro>");
+    case JV_MACRO:
+        snprintf(tmp, sizeof tmp, "<Macro '%.40s'>", v->macro.node->str);
+        return buf_puts(b, tmp);
     case JV_LOOP: return buf_puts(b, "<LoopContext>");
     default: return buf_puts(b, "<function>");
     }
