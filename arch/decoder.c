@@ -567,12 +567,37 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
         fprintf(out, "  %-16s %s\n", "rope factors",
                 d->rope_freqs.data ? "rope_freqs" : "LongRoPE short/long by context vs original context");
     }
-    fprintf(out, "  %-16s %s, eps %g\n", "norm", o->norm == OXL_NORM_RMS ? "rms" : "layer", o->norm_eps);
-    fprintf(out, "  %-16s %s, %s residual\n", "ffn", ffn_names[o->ffn],
-            o->parallel ? "parallel" : o->parallel_if_no_ffn_norm ? "parallel (layers without ffn_norm)" : "sequential");
-    if (o->embd_scale != 0.0f || o->residual_scale != 0.0f || o->logit_scale != 0.0f || o->final_softcap != 0.0f) {
-        fprintf(out, "  %-16s embedding %g, residual %g, logits %g, final soft-cap %g\n", "multipliers",
-                o->embd_scale, o->residual_scale, o->logit_scale, o->final_softcap);
+    fprintf(out, "  %-16s %s, eps %g", "norm", o->norm == OXL_NORM_RMS ? "rms" : "layer", o->norm_eps);
+    const oxl_decoder_layer *l0 = &d->layers[0];
+    if (l0->q_norm.data) {
+        fprintf(out, "; q/k norms %s", o->qk_norm_full ? "over the full projection"
+                                       : l0->q_norm.ne[1] > 1 ? "per head, own weights" : "per head");
+    }
+    if (!l0->attn_norm.data) {
+        fputs("; no pre-norms", out);
+    }
+    if (l0->attn_post_norm.data) {
+        fputs("; post-attention and post-FFN norms", out);
+    }
+    fputc('\n', out);
+    const bool parallel = o->parallel || (o->parallel_if_no_ffn_norm && !l0->ffn_norm.data);
+    fprintf(out, "  %-16s %s, %s residual\n", "ffn", ffn_names[o->ffn], parallel ? "parallel" : "sequential");
+    const struct {
+        const char *name;
+        float v;
+    } mults[] = {{"embedding", o->embd_scale},
+                 {"residual", o->residual_scale},
+                 {"logits", o->logit_scale},
+                 {"final soft-cap", o->final_softcap}};
+    bool any = false;
+    for (size_t i = 0; i < sizeof mults / sizeof mults[0]; i++) {
+        if (mults[i].v != 0.0f) {
+            fprintf(out, "%s%s %g", any ? ", " : "  multipliers      ", mults[i].name, mults[i].v);
+            any = true;
+        }
+    }
+    if (any) {
+        fputc('\n', out);
     }
     fprintf(out, "  %-16s %s\n", "output", d->output.data == d->token_embd.data ? "tied to token_embd" : "output.weight");
 }

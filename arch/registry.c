@@ -22,6 +22,14 @@ const oxl_arch *oxl_arch_find(const char *name) {
     return NULL;
 }
 
+bool oxl_model_describe(const oxl_model *m, FILE *out) {
+    if (!m->arch->describe) {
+        return false;
+    }
+    m->arch->describe(m, out);
+    return true;
+}
+
 const char *oxl_arch_names(void) {
     static char names[512];
     if (!names[0]) {

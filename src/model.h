@@ -7,6 +7,8 @@
 #include "oxillama.h"
 #include "vocab.h"
 
+#include <stdio.h>
+
 struct oxl_arch;
 
 /* Hyper-parameters shared by the decoder families; an architecture fills the ones it uses from
@@ -39,5 +41,9 @@ struct oxl_model {
 
 /* Takes ownership of g (closed on failure too). */
 oxl_model *oxl_model_from_gguf(oxl_gguf *g, oxl_error *err);
+
+/* Prints the hyper-parameters the model's graph actually uses, one per line (the architecture's
+ * describe hook, arch/registry.c); returns false when its architecture has none. */
+bool oxl_model_describe(const oxl_model *m, FILE *out);
 
 #endif

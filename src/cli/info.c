@@ -4,6 +4,7 @@
  * elements, so a 100k-token vocabulary prints as one line. */
 #include "cli.h"
 #include "gguf.h"
+#include "model.h"
 #include "oxl_types.h"
 
 #include <inttypes.h>
@@ -226,6 +227,27 @@ static void print_info(FILE *f, const oxl_gguf *g) {
     print_tensors(f, g);
 }
 
+/* The hyper-parameters the architecture's graph uses (its describe hook), when oxillama can load the
+ * file as a model; why not, when it cannot. */
+static void print_graph(FILE *f, const oxl_gguf *g) {
+    const char *arch = NULL;
+    if (oxl_gguf_get_str(g, "general.architecture", &arch, NULL) != 1) {
+        return;
+    }
+    oxl_error err = {{0}};
+    oxl_model_params mp = oxl_model_default_params();
+    oxl_model *m = oxl_model_load(oxl_gguf_path(g), &mp, &err);
+    if (!m) {
+        fprintf(f, "\ngraph: not loadable: %s\n", err.msg);
+        return;
+    }
+    fprintf(f, "\ngraph (%s, as oxillama runs it):\n", arch);
+    if (!oxl_model_describe(m, f)) {
+        fputs("  (no description)\n", f);
+    }
+    oxl_model_free(m);
+}
+
 /* ---- the verb -------------------------------------------------------------------------------- */
 
 static void usage(FILE *f) {
@@ -272,6 +294,7 @@ int oxl_cmd_info(int argc, char **argv) {
         return 1;
     }
     print_info(stdout, g);
+    print_graph(stdout, g);
     oxl_gguf_close(g);
     if (fflush(stdout) != 0) {
         perror("oxillama info: writing the output");
