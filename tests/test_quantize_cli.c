@@ -4,6 +4,7 @@
  * fallbacks, refusals that leave no output behind, and the GGUF writer's round trip. */
 #include "gguf.h"
 #include "gguf_write.h"
+#include "imatrix.h"
 #include "kernels.h"
 #include "quant_mix.h"
 #include "quantize.h"
@@ -557,4 +558,37 @@ Test(quantize_cli, type_options_and_pure) {
     for (int i = 0; i < N; i++) {
         cr_expect_eq(t[i].target, OXL_TYPE_Q4_K, "%s", t[i].name);
     }
+}
+
+/* ---- malformed importance matrices: every truncation of the legacy file is an error, never a crash ---- */
+
+Test(quantize_cli, truncated_legacy_imatrix_is_an_error) {
+    FILE *f = fopen(GOLDEN "synth-small.imatrix.dat", "rb");
+    cr_assert_not_null(f);
+    static uint8_t data[1 << 15];
+    const size_t size = fread(data, 1, sizeof data, f);
+    fclose(f);
+    cr_assert_gt(size, 100);
+    make_tmp_dir();
+    char path[128];
+    snprintf(path, sizeof path, "%s/cut.dat", tmp_dir);
+    int n_errors = 0, n_cuts = 0;
+    /* cuts inside the entries; the optional trailer (chunk count, dataset) starts after the last one */
+    for (size_t cut = 0; cut < size - 64; cut += 13) {
+        FILE *o = fopen(path, "wb");
+        cr_assert_not_null(o);
+        fwrite(data, 1, cut, o);
+        fclose(o);
+        oxl_error err = {{0}};
+        oxl_imatrix *m = oxl_imatrix_load(path, &err);
+        n_cuts++;
+        if (m == NULL) {
+            n_errors++;
+            cr_expect(strstr(err.msg, "cut.dat") != NULL, "message: %s", err.msg);
+        }
+        oxl_imatrix_free(m);
+    }
+    cr_expect_eq(n_errors, n_cuts);
+    remove(path);
+    remove_tmp_dir();
 }
