@@ -311,6 +311,11 @@ static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_
     if (p->imatrix_path != NULL && (q->im = oxl_imatrix_load(p->imatrix_path, err)) == NULL) {
         return -1;
     }
+    if (q->im != NULL && oxl_imatrix_n_entries(q->im) == 0) {
+        /* llama-quantize passes no imatrix at all when the file has no entries */
+        oxl_imatrix_free(q->im);
+        q->im = NULL;
+    }
     const int64_t n = oxl_gguf_n_tensors(q->in);
     q->plan = calloc((size_t)(n > 0 ? n : 1), sizeof *q->plan);
     if (q->plan == NULL) {
