@@ -1,0 +1,34 @@
+/* Chat prompts: a conversation (OpenAI-style JSON messages) rendered into the model's prompt text,
+ * either by the model's Jinja chat template (src/jinja.h) or, where a GGUF ships none, by one of
+ * llama.cpp's named built-in formats (src/llama-chat.cpp: chatml, llama2, llama3, mistral-v7, ...).
+ */
+#ifndef OXL_CHAT_H
+#define OXL_CHAT_H
+
+#include "oxillama.h"
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Renders `messages` (JSON array of {role, content, ...}) into *out (malloc'd, NUL-terminated; the
+ * caller frees). template_src is a Jinja chat template, or the name of a built-in format
+ * ("chatml", "llama3", "mistral-v7", ... see oxl_chat_builtin_name). tools (JSON array) may be NULL;
+ * bos/eos may be NULL (rendered as ""). Jinja templates see messages, tools (only when given),
+ * add_generation_prompt, bos_token and eos_token, as HuggingFace's apply_chat_template passes them.
+ * Built-in formats take string contents only (null counts as "") and ignore tools, as llama.cpp's
+ * llm_chat_apply_template does. Returns 0, or -1 with err (template errors carry line:column). */
+int oxl_chat_render(const char *template_src, const cJSON *messages, const cJSON *tools, bool add_generation_prompt,
+                    const char *bos, const char *eos, char **out, oxl_error *err);
+
+/* The i-th built-in format name (i from 0), NULL past the end. */
+const char *oxl_chat_builtin_name(size_t i);
+
+/* True when name is a built-in format. */
+bool oxl_chat_is_builtin(const char *name);
+
+/* The built-in format llama.cpp's llm_chat_detect_template picks for a template text by its marker
+ * strings (e.g. "<|im_start|>" -> "chatml"), or NULL when none matches. */
+const char *oxl_chat_detect(const char *template_src);
+
+#endif
