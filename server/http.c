@@ -339,10 +339,10 @@ static int rate_take(const oxl_server_config *cfg, int key) {
     if (b->tokens >= 1) {
         b->tokens -= 1;
     } else {
-        wait = (int)ceil((1 - b->tokens) / rate);
+        wait = (int)fmax(1.0, ceil((1 - b->tokens) / rate));
     }
     pthread_mutex_unlock(&rl_mu);
-    return wait < 1 && b->tokens < 0 ? 1 : wait;
+    return wait;
 }
 
 /* --- requests ---------------------------------------------------------------------------------- */
@@ -481,7 +481,6 @@ static int precheck(oxl_srv *srv, struct MHD_Connection *c, const char *url, con
                                key ? "Incorrect API key provided"
                                    : "You didn't provide an API key: send 'Authorization: Bearer YOUR_KEY'");
         }
-        cr->rt = cr->rt; /* authenticated */
         if (cr->rt->auth == AUTH_KEY) {
             int wait = rate_take(cfg, idx);
             if (wait > 0) {
