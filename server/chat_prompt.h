@@ -6,13 +6,14 @@
 
 #include <cjson/cJSON.h>
 
-/* Renders messages (an array of {role, content: string}) and tools (an array or NULL) with the
- * generation prompt appended. A model without a template gets ChatML, as llama.cpp's server.
- * *out is malloc'd text; returns 0, or -1 with err naming the template error. */
+/* Renders messages (an array of {role, content: string, ...}) and tools (an array or NULL) with
+ * the generation prompt appended, by src/chat.h's oxl_chat_render. A model without a template gets
+ * the built-in ChatML format, as llama.cpp's server. The template's leading BOS text is dropped
+ * (the tokenizer adds BOS). *out is malloc'd text; returns 0, or -1 with err naming the template
+ * error. */
 int oxl_srv_chat_render(const oxl_model *model, const cJSON *messages, const cJSON *tools, char **out, oxl_error *err);
 
-/* "jinja" when the model's template is rendered by the template engine, "plain" for the
- * role-prefixed fallback used while the engine is not part of the build. */
-const char *oxl_srv_chat_engine(void);
+/* The model's tokenizer.chat_template (owned by the model), or NULL when it has none. */
+const char *oxl_srv_chat_template(const oxl_model *model);
 
 #endif

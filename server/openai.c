@@ -1459,7 +1459,7 @@ static cJSON *model_json(oxl_srv *srv) {
         cJSON_AddNumberToObject(meta, "n_ctx_train", oxl_model_n_ctx_train(srv->model));
         cJSON_AddNumberToObject(meta, "n_ctx_slot", oxl_sched_n_ctx_slot(srv->sched));
         cJSON_AddNumberToObject(meta, "n_slots", oxl_ctx_n_seq_max(srv->ctx));
-        cJSON_AddStringToObject(meta, "chat_template_engine", oxl_srv_chat_engine());
+        cJSON_AddStringToObject(meta, "chat_template", oxl_srv_chat_template(srv->model) ? "model" : "chatml");
     }
     return m;
 }

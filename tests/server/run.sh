@@ -152,6 +152,14 @@ else
     fail "chat stream shape" "$(head -c 600 "$work/body")"
 fi
 
+# a model without a chat template gets ChatML: the prompt is exactly that text's tokens
+req "chat" 200 '"object":"chat.completion"' -H "$K" -H "$J" \
+    -d '{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2, "temperature": 0}' "$base/v1/chat/completions"
+n_chat=$(json "$work/body" "d['usage']['prompt_tokens']")
+req "tokenize ChatML" 200 '"tokens":\[1,' -H "$K" -H "$J" \
+    -d '{"content": "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", "add_special": true}' "$base/tokenize"
+n_chatml=$(json "$work/body" "len(d['tokens'])")
+[ "$n_chat" = "$n_chatml" ] && pass "chat prompt is ChatML" || fail "chat prompt is ChatML" "$n_chat tokens, ChatML $n_chatml"
 req "tokenize" 200 '"tokens":\[[0-9]' -H "$K" -H "$J" -d '{"content": "Once upon a time"}' "$base/tokenize"
 toks=$(json "$work/body" "json.dumps(d['tokens'])")
 req "detokenize" 200 '"content":" ?Once upon a time"' -H "$K" -H "$J" -d "{\"tokens\": $toks}" "$base/detokenize"
