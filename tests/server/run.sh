@@ -160,6 +160,17 @@ req "tokenize ChatML" 200 '"tokens":\[1,' -H "$K" -H "$J" \
     -d '{"content": "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", "add_special": true}' "$base/tokenize"
 n_chatml=$(json "$work/body" "len(d['tokens'])")
 [ "$n_chat" = "$n_chatml" ] && pass "chat prompt is ChatML" || fail "chat prompt is ChatML" "$n_chat tokens, ChatML $n_chatml"
+# byte tokens forced by logit_bias make invalid UTF-8; every event must still be strict UTF-8 JSON
+req "byte-token stream" 200 '^data: \[DONE\]' -N -H "$K" -H "$J" \
+    -d '{"prompt": "Once", "max_tokens": 12, "temperature": 0, "stream": true, "logit_bias": {"198": 100, "172": 100}}' \
+    "$base/v1/completions"
+if python3 -c "
+import json, sys
+raw = open(sys.argv[1], 'rb').read()
+raw.decode('utf-8')
+events = [json.loads(l[6:]) for l in raw.split(b'\n') if l.startswith(b'data: {')]
+assert len(events) >= 2 and events[-1]['choices'][0]['finish_reason'] == 'length'
+" "$work/body"; then pass "stream is valid UTF-8"; else fail "stream is valid UTF-8" "$(head -c 300 "$work/body")"; fi
 req "tokenize" 200 '"tokens":\[[0-9]' -H "$K" -H "$J" -d '{"content": "Once upon a time"}' "$base/tokenize"
 toks=$(json "$work/body" "json.dumps(d['tokens'])")
 req "detokenize" 200 '"content":" ?Once upon a time"' -H "$K" -H "$J" -d "{\"tokens\": $toks}" "$base/detokenize"
@@ -206,8 +217,10 @@ fi
 # --- server 2: precedence (flags > environment > config file), rate limit, queue, CORS ------------
 cat >"$work/config.json" <<JSON
 {"model": "$model", "alias": "from-config", "parallel": 1, "queue_size": 1, "threads": 1, "port": 1,
- "api_key": ["k1", "k2", "k3", "k4"], "rate_limit": 2, "rate_burst": 2, "cors_origin": "http://example.test"}
+ "api_key": ["k1", "k2", "k3", "k4"], "api_key_file": "$work/keys", "rate_limit": 2, "rate_burst": 2,
+ "cors_origin": "http://example.test", "idle_timeout": 2}
 JSON
+printf '# one key per line\nk5\n' >"$work/keys"
 OXILLAMA_ALIAS=from-env start_server two --config "$work/config.json"
 req "env overrides config" 200 '"id":"from-env"' -H "Authorization: Bearer k2" "$base/v1/models"
 req "config overrides defaults" 200 '"n_slots":1,' -H "Authorization: Bearer k3" "$base/v1/models"
@@ -217,6 +230,13 @@ req "rate limit: second request in burst" 200 '"object":"list"' -H "Authorizatio
 req "rate limit -> 429" 429 '"code":"rate_limit_exceeded"' -H "Authorization: Bearer k1" "$base/v1/models"
 grep -qi '^retry-after: [1-9]' "$work/headers" && pass "429 has Retry-After" || fail "429 has Retry-After" "$(cat "$work/headers")"
 req "other key has its own bucket" 200 '"object":"list"' -H "Authorization: Bearer k4" "$base/v1/models"
+req "key from --api-key-file" 200 '"object":"list"' -H "Authorization: Bearer k5" "$base/v1/models"
+if python3 -c "
+import socket, sys, time
+s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10)
+t = time.time()
+assert s.recv(1) == b'' and time.time() - t < 8
+" "$port"; then pass "idle connection closed (--idle-timeout)"; else fail "idle connection closed (--idle-timeout)" "still open"; fi
 
 # queue: one slot busy, one request queued, the next one is shed with 503
 long='{"prompt": "Once", "max_tokens": 1000, "temperature": 0}'
