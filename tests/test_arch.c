@@ -203,3 +203,77 @@ Test(arch_load, head_count_not_dividing_is_named) {
     expect_load_error(buf, size, "qwen2.attention.head_count = 4 is not a multiple of head_count_kv = 3");
     free(buf);
 }
+
+/* ---- damaged files ----------------------------------------------------------------------- */
+
+/* Loads the buffer; when that works, decodes two tokens. Returns 1 when the model loaded. */
+static int try_load_and_run(const unsigned char *buf, size_t size) {
+    oxl_error err = {0};
+    oxl_gguf *g = oxl_gguf_open_memory(buf, size, "damaged.gguf", &err);
+    if (!g) {
+        cr_assert(err.msg[0] != '\0', "a rejected file must come with a message");
+        return 0;
+    }
+    oxl_model *m = oxl_model_from_gguf(g, &err);
+    if (!m) {
+        cr_assert(err.msg[0] != '\0', "a rejected model must come with a message");
+        return 0;
+    }
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = 8;
+    cp.n_threads = 1;
+    oxl_ctx *ctx = oxl_ctx_new(m, &cp, &err);
+    if (ctx) {
+        oxl_token toks[2] = {1, oxl_model_n_vocab(m) - 1};
+        oxl_decode(ctx, toks, 2, false, &err);
+        oxl_ctx_free(ctx);
+    }
+    oxl_model_free(m);
+    return 1;
+}
+
+/* Every byte of the architecture's keys (type and value) and of the tensor table, inverted one at a
+ * time: the model is refused with a message or loads and decodes without crashing. */
+Test(arch_damage, hyper_parameter_and_tensor_table_flips_are_safe, .timeout = 600) {
+    static const char *const ids[] = {"gpt2", "gemma2", "bloom", "phi3", "olmo3", "stablelm2-12b", "qwen3", "falcon-40b"};
+    for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
+        size_t size;
+        unsigned char *buf = read_model(ids[k], &size);
+        oxl_error err = {0};
+        oxl_gguf *g = oxl_gguf_open_memory(buf, size, ids[k], &err);
+        cr_assert_not_null(g, "%s", err.msg);
+        const char *arch = NULL;
+        cr_assert_eq(oxl_gguf_get_str(g, "general.architecture", &arch, &err), 1);
+        /* byte ranges: [type, value) of each `<arch>.` key (12 bytes cover scalars and string lengths),
+         * then the tensor table up to the data section */
+        size_t lo[64], hi[64], n = 0;
+        for (int64_t i = 0; i < oxl_gguf_n_kv(g) && n < 63; i++) {
+            const char *key = oxl_gguf_key(g, i);
+            if (strncmp(key, arch, strlen(arch)) == 0) {
+                lo[n] = find_gguf_str(buf, size, key) + 8 + strlen(key);
+                hi[n] = lo[n] + 12;
+                n++;
+            }
+        }
+        lo[n] = find_gguf_str(buf, size, oxl_gguf_tensor_at(g, 0)->name);
+        hi[n] = oxl_gguf_data_offset(g);
+        n++;
+        oxl_gguf_close(g);
+        unsigned char *copy = malloc(size);
+        memcpy(copy, buf, size);
+        int flips = 0, loaded = 0;
+        for (size_t r = 0; r < n; r++) {
+            for (size_t i = lo[r]; i < hi[r] && i < size; i++) {
+                copy[i] = (unsigned char)(buf[i] ^ 0xFF);
+                loaded += try_load_and_run(copy, size);
+                flips++;
+                copy[i] = buf[i];
+            }
+        }
+        /* flips of float values and of unused bytes still load; flips of counts, shapes and names do not */
+        cr_expect(loaded > 0 && loaded < flips, "%s: loaded %d of %d damaged files", ids[k], loaded, flips);
+        cr_log_info("%s: %d flips, %d loaded", ids[k], flips, loaded);
+        free(copy);
+        free(buf);
+    }
+}
