@@ -51,7 +51,9 @@ oxl_model *oxl_model_from_gguf(oxl_gguf *g, oxl_error *err) {
     }
     for (int64_t i = 0; i < oxl_gguf_n_tensors(g); i++) {
         const oxl_gguf_tensor *t = oxl_gguf_tensor_at(g, i);
-        m->n_params += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        if (t->nbytes > 0) { /* an empty tensor may claim any other dimensions: their product can overflow */
+            m->n_params += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        }
         m->n_bytes += t->nbytes;
     }
     snprintf(m->desc, sizeof m->desc, "%s %.2fM params, %d layers, n_embd %d", arch->name,

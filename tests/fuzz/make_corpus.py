@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz harnesses into tests/fuzz/corpus/<harness>/.
+
+Seeds are small (a few KB each) and deterministic, so rerunning this script rewrites the same
+bytes:
+  - a tiny llama model (2 layers, n_embd 32 or 16, 16 tokens) with f32, f16 and q8_0 weights, which loads
+    and decodes: it gets the model harness past the loader into the forward pass;
+  - a metadata-only file with every value type, nested arrays and an alignment key;
+  - the tokenizer metadata of models/stories260K.gguf (its 512 tokens, scores and types) without
+    the tensors, and the first 16 KB of that file (a truncated header);
+  - for the vocabulary harness: [u32 length][GGUF][text] inputs with plain, special-token and
+    non-ASCII texts.
+Layout of GGUF: ggml docs/gguf.md.
+"""
+import os
+import random
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+U8, I8, U16, I16, U32, I32, F32, BOOL, STR, ARR, U64, I64, F64 = range(13)
+T_F32, T_F16, T_Q8_0 = 0, 1, 8
+
+
+def gstr(s):
+    b = s.encode() if isinstance(s, str) else s
+    return struct.pack("<Q", len(b)) + b
+
+
+def kv(key, vtype, payload):
+    return gstr(key) + struct.pack("<I", vtype) + payload
+
+
+def kv_u32(key, v):
+    return kv(key, U32, struct.pack("<I", v))
+
+
+def kv_f32(key, v):
+    return kv(key, F32, struct.pack("<f", v))
+
+
+def kv_str(key, v):
+    return kv(key, STR, gstr(v))
+
+
+def kv_arr(key, etype, items):
+    if etype == STR:
+        body = b"".join(gstr(s) for s in items)
+    else:
+        fmt = {U8: "B", I32: "i", U32: "I", F32: "f"}[etype]
+        body = b"".join(struct.pack("<" + fmt, x) for x in items)
+    return kv(key, ARR, struct.pack("<IQ", etype, len(items)) + body)
+
+
+def gguf(kvs, tensors, align=32):
+    """tensors: (name, ne tuple, type id, raw bytes); data laid out in order, each aligned."""
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs)) + b"".join(kvs)
+    data, infos = b"", b""
+    for name, ne, ttype, raw in tensors:
+        data += b"\0" * (-len(data) % align)
+        infos += gstr(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<q", n) for n in ne)
+        infos += struct.pack("<IQ", ttype, len(data))
+        data += raw
+    out += infos
+    if tensors:
+        out += b"\0" * (-len(out) % align)
+    return out + data
+
+
+def f16_bytes(vals):
+    return b"".join(struct.pack("<e", v) for v in vals)
+
+
+def q8_0_bytes(vals):
+    out = b""
+    for i in range(0, len(vals), 32):
+        blk = vals[i:i + 32]
+        amax = max(abs(v) for v in blk)
+        d = amax / 127 if amax else 0.0
+        out += struct.pack("<e", d) + bytes((round(v / d) if d else 0) & 0xFF for v in blk)
+    return out
+
+
+TINY_TOKENS = ["<unk>", "<s>", "</s>", "\u2581", "\u2581a", "\u2581b", "a", "b", "ab", "\u2581ab", "<0x41>",
+               "<0x0A>", "\u00e9", "<|im_end|>", "c", "\u2581c"]
+TINY_TYPES = [2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 6, 6, 1, 4, 1, 1]  # normal 1, unknown 2, control 3, user 4, byte 6
+
+
+def tiny_vocab_kvs():
+    return [
+        kv_str("tokenizer.ggml.model", "llama"),
+        kv_arr("tokenizer.ggml.tokens", STR, TINY_TOKENS),
+        kv_arr("tokenizer.ggml.scores", F32, [-float(i) for i in range(len(TINY_TOKENS))]),
+        kv_arr("tokenizer.ggml.token_type", I32, TINY_TYPES),
+        kv_u32("tokenizer.ggml.bos_token_id", 1),
+        kv_u32("tokenizer.ggml.eos_token_id", 2),
+    ]
+
+
+def tiny_llama(wtype, E=32):
+    rng = random.Random(10)
+    F, L, NH, NKV = E, 2, 4, 2
+    HD = E // NH
+    V = len(TINY_TOKENS)
+
+    def mat(ne0, ne1, t):
+        vals = [rng.uniform(-0.5, 0.5) for _ in range(ne0 * ne1)]
+        if t == T_F16:
+            return f16_bytes(vals)
+        if t == T_Q8_0:
+            return q8_0_bytes(vals)
+        return struct.pack("<%df" % len(vals), *vals)
+
+    def norm():
+        return struct.pack("<%df" % E, *[1.0 + rng.uniform(-0.1, 0.1) for _ in range(E)])
+
+    tensors = [("token_embd.weight", (E, V), wtype, mat(E, V, wtype)), ("output_norm.weight", (E,), T_F32, norm())]
+    for il in range(L):
+        p = "blk.%d." % il
+        tensors += [
+            (p + "attn_norm.weight", (E,), T_F32, norm()),
+            (p + "attn_q.weight", (E, NH * HD), wtype, mat(E, NH * HD, wtype)),
+            (p + "attn_k.weight", (E, NKV * HD), wtype, mat(E, NKV * HD, wtype)),
+            (p + "attn_v.weight", (E, NKV * HD), wtype, mat(E, NKV * HD, wtype)),
+            (p + "attn_output.weight", (NH * HD, E), wtype, mat(NH * HD, E, wtype)),
+            (p + "ffn_norm.weight", (E,), T_F32, norm()),
+            (p + "ffn_gate.weight", (E, F), wtype, mat(E, F, wtype)),
+            (p + "ffn_up.weight", (E, F), wtype, mat(E, F, wtype)),
+            (p + "ffn_down.weight", (F, E), wtype, mat(F, E, wtype)),
+        ]
+    kvs = [
+        kv_str("general.architecture", "llama"),
+        kv_u32("llama.context_length", 64),
+        kv_u32("llama.embedding_length", E),
+        kv_u32("llama.block_count", L),
+        kv_u32("llama.feed_forward_length", F),
+        kv_u32("llama.attention.head_count", NH),
+        kv_u32("llama.attention.head_count_kv", NKV),
+        kv_u32("llama.rope.dimension_count", HD),
+        kv_f32("llama.attention.layer_norm_rms_epsilon", 1e-5),
+        kv_f32("llama.rope.freq_base", 10000.0),
+    ] + tiny_vocab_kvs()
+    return gguf(kvs, tensors)
+
+
+def all_types():
+    kvs = [
+        kv("u8", U8, b"\x07"), kv("i8", I8, b"\xfe"), kv("u16", U16, struct.pack("<H", 65535)),
+        kv("i16", I16, struct.pack("<h", -3)), kv_u32("general.alignment", 64), kv("i32", I32, struct.pack("<i", -5)),
+        kv_f32("f32", 0.5), kv("b", BOOL, b"\x01"), kv_str("s", "text"), kv("u64", U64, struct.pack("<Q", 2**63)),
+        kv("i64", I64, struct.pack("<q", -(2**40))), kv("f64", F64, struct.pack("<d", -2.5)),
+        kv_arr("arr.u8", U8, [1, 2, 3]), kv_arr("arr.str", STR, ["x", "", "yz"]),
+        kv("arr.nested", ARR, struct.pack("<IQ", ARR, 2) + struct.pack("<IQ", U8, 1) + b"\x01"
+           + struct.pack("<IQ", STR, 1) + gstr("deep")),
+    ]
+    tensors = [("a", (64,), T_F32, b"\0" * 256), ("b", (32, 2), T_F16, b"\0" * 128), ("e", (0, 5), T_F32, b""),
+               ("q", (32, 1, 1, 2), T_Q8_0, b"\0" * 68)]
+    return gguf(kvs, tensors, align=64)
+
+
+def read_kvs(path):
+    """The raw bytes of each key-value pair of a GGUF file, with its key."""
+    b = open(path, "rb").read()
+    n_kv = struct.unpack_from("<Q", b, 16)[0]
+    pos = 24
+
+    def skip(t, pos):
+        if t == STR:
+            return pos + 8 + struct.unpack_from("<Q", b, pos)[0]
+        if t == ARR:
+            et, n = struct.unpack_from("<IQ", b, pos)
+            pos += 12
+            for _ in range(n):
+                pos = skip(et, pos)
+            return pos
+        return pos + {U8: 1, I8: 1, U16: 2, I16: 2, U32: 4, I32: 4, F32: 4, BOOL: 1, U64: 8, I64: 8, F64: 8}[t]
+
+    out = []
+    for _ in range(n_kv):
+        start = pos
+        klen = struct.unpack_from("<Q", b, pos)[0]
+        key = b[pos + 8:pos + 8 + klen].decode()
+        pos += 8 + klen
+        t = struct.unpack_from("<I", b, pos)[0]
+        pos = skip(t, pos + 4)
+        out.append((key, b[start:pos]))
+    return b, out
+
+
+def main():
+    stories = os.path.join(ROOT, "models", "stories260K.gguf")
+    raw, kvs = read_kvs(stories)
+    stories_vocab = gguf([k for key, k in kvs if key.startswith("tokenizer.")], [])
+    seeds = {
+        "gguf": {
+            "tiny-llama-q8_0.gguf": tiny_llama(T_Q8_0),
+            "all-types.gguf": all_types(),
+            "stories260K-vocab.gguf": stories_vocab,
+            "stories260K-head16k.gguf": raw[:16384],
+        },
+        "model": {
+            "tiny-llama-f32.gguf": tiny_llama(T_F32, E=16),
+            "tiny-llama-f16.gguf": tiny_llama(T_F16, E=16),
+            "tiny-llama-q8_0.gguf": tiny_llama(T_Q8_0),
+            "stories260K-head16k.gguf": raw[:16384],
+        },
+        "vocab": {},
+    }
+    texts = {
+        "plain": b"Once upon a time, there was a little dog.",
+        "special": b"<s>ab a b</s> <|im_end|>\nA\n\n  c",
+        "utf8": "caf\u00e9 \u2581 \U0001F600 \xff\xfe".encode("utf-8", "surrogatepass") + b"\xc3",
+    }
+    tiny_vocab = gguf(tiny_vocab_kvs(), [])
+    for vname, v in (("stories", stories_vocab), ("tiny", tiny_vocab)):
+        for tname, t in texts.items():
+            seeds["vocab"]["%s-%s.bin" % (vname, tname)] = struct.pack("<I", len(v)) + v + t
+    for harness, files in seeds.items():
+        d = os.path.join(HERE, "corpus", harness)
+        os.makedirs(d, exist_ok=True)
+        for name, data in files.items():
+            assert len(data) <= 32768, (name, len(data))
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(data)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+#!/bin/sh
+# Builds the libFuzzer harnesses (tests/fuzz/fuzz_*.c) with clang, ASan and UBSan in build-fuzz/ and
+# runs each for a bounded time, starting from the committed seeds in tests/fuzz/corpus/<harness>/.
+#   tests/fuzz/run.sh [seconds per harness, default 60] [harness ...]   (harnesses: gguf model vocab)
+# New inputs go to build-fuzz/corpus/<harness>/; a crash, leak, trap, timeout or allocation above
+# -malloc_limit_mb stops the run with a non-zero status and leaves the input in build-fuzz/artifacts/.
+# Replay one: build-fuzz/tests/fuzz/fuzz_<harness> <file>.
+set -eu
+cd "$(dirname "$0")/../.."
+secs=${1:-60}
+[ $# -gt 0 ] && shift
+harnesses=${*:-gguf model vocab}
+
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOXL_FUZZ=ON \
+    -DOXL_BUILD_TESTS=OFF >/dev/null
+targets=""
+for h in $harnesses; do targets="$targets fuzz_$h"; done
+ninja -C build-fuzz -j2 $targets
+
+mkdir -p build-fuzz/artifacts
+for h in $harnesses; do
+    mkdir -p "build-fuzz/corpus/$h"
+    echo "fuzz_$h: ${secs}s"
+    # inputs are small (seeds <= 32 KB), so no legitimate allocation comes near 256 MB; -timeout
+    # catches inputs that make the loader or decoder loop far longer than their size warrants
+    log="build-fuzz/fuzz_$h.log"
+    if ! ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        "build-fuzz/tests/fuzz/fuzz_$h" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=256 \
+        -max_len=65536 -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$h-" \
+        "build-fuzz/corpus/$h" "tests/fuzz/corpus/$h" >"$log" 2>&1; then
+        tail -n 60 "$log" >&2
+        echo "fuzz_$h: finding saved in build-fuzz/artifacts/ (replay: build-fuzz/tests/fuzz/fuzz_$h <file>)" >&2
+        exit 1
+    fi
+    grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|Done [0-9]+ runs)' "$log" || true
+done
