@@ -21,7 +21,8 @@
 int oxl_chat_render(const char *template_src, const cJSON *messages, const cJSON *tools, bool add_generation_prompt,
                     const char *bos, const char *eos, char **out, oxl_error *err);
 
-/* The i-th built-in format name (i from 0), NULL past the end. */
+/* The i-th built-in format name (i from 0), NULL past the end: llama.cpp's 54 names and "dots1",
+ * which llama.cpp reaches only through detection. */
 const char *oxl_chat_builtin_name(size_t i);
 
 /* True when name is a built-in format. */

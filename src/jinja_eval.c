@@ -249,7 +249,23 @@ static jj_scope *scope_new(ctx *c, const jj_node *n, jj_scope *parent) {
     return s;
 }
 
+static bool key_is(const jv *k, const char *name, size_t len) {
+    return k && k->type == JV_STR && k->str.n == len && !memcmp(k->str.s, name, len);
+}
+
 static bool scope_set(ctx *c, const jj_node *n, jj_scope *s, const char *name, size_t len, jv *v) {
+    jv *d = s->vars;
+    for (size_t i = 0; i < d->dict.n; i++) {
+        if (key_is(d->dict.keys[i], name, len)) {
+            d->dict.vals[i] = v;
+            return true;
+        }
+    }
+    /* a loop scope emptied for the next iteration keeps its key objects: reuse the next one */
+    if (d->dict.n < d->dict.cap && key_is(d->dict.keys[d->dict.n], name, len)) {
+        d->dict.vals[d->dict.n++] = v;
+        return true;
+    }
     jv *k = jv_str_ref(c->a, name, len);
     if (!k || !jv_dict_set(c->a, s->vars, k, v)) {
         oom(c, n);
@@ -1985,18 +2001,19 @@ static int run_loop(ctx *c, const jj_node *fn, jv *iterable, jj_scope *s, int de
     if (fn->e) {
         /* the loop's `if` filters before loop.length is known */
         jv *kept = new_list(c, fn, 0);
-        if (!kept) {
+        jj_scope *fs = kept ? scope_new(c, fn, s) : NULL;
+        if (!fs) {
             return -1;
         }
         for (size_t i = 0; i < items->list.n; i++) {
             if (!step(c, fn)) {
                 return -1;
             }
-            jj_scope *is = scope_new(c, fn, s);
-            if (!is || !assign(c, fn->a, items->list.items[i], is)) {
+            fs->vars->dict.n = 0;
+            if (!assign(c, fn->a, items->list.items[i], fs)) {
                 return -1;
             }
-            jv *ok = eval(c, fn->e, is);
+            jv *ok = eval(c, fn->e, fs);
             if (!ok) {
                 return -1;
             }
@@ -2017,13 +2034,19 @@ static int run_loop(ctx *c, const jj_node *fn, jv *iterable, jj_scope *s, int de
     lp->fornode = fn;
     lp->scope = s;
     lv->loop = lp;
+    /* each iteration starts from a fresh scope (Jinja2 does not carry a body's `set` over to the
+     * next iteration); the scope is emptied and reused so long loops do not grow memory */
+    jj_scope *is = scope_new(c, fn, s);
+    if (!is) {
+        return -1;
+    }
     for (size_t i = 0; i < items->list.n; i++) {
         if (!step(c, fn)) {
             return -1;
         }
         lp->index0 = i;
-        jj_scope *is = scope_new(c, fn, s);
-        if (!is || !scope_set(c, fn, is, "loop", 4, lv) || !assign(c, fn->a, items->list.items[i], is)) {
+        is->vars->dict.n = 0;
+        if (!scope_set(c, fn, is, "loop", 4, lv) || !assign(c, fn->a, items->list.items[i], is)) {
             return -1;
         }
         int rc = exec(c, fn->c, is);
