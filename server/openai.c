@@ -180,7 +180,8 @@ typedef struct api_req {
     int n;               /* choices per prompt */
     bool stream, include_usage, echo;
     bool logprobs;       /* chat: logprobs; completions: logprobs given */
-    const cJSON *tools;
+    const cJSON *tools;  /* valid while the request is handled */
+    bool has_tools;      /* tools were given: replies may hold tool calls */
     char id[64];
     time_t created;
 } api_req;
@@ -695,7 +696,7 @@ static cJSON *chat_object(oxl_srv *srv, const api_req *r, oxl_job *j) {
         cJSON *msg = cJSON_AddObjectToObject(ch, "message");
         cJSON_AddStringToObject(msg, "role", "assistant");
         size_t content_len = c->len;
-        cJSON *calls = r->tools ? parse_tool_calls(text, &content_len) : NULL;
+        cJSON *calls = r->has_tools ? parse_tool_calls(text, &content_len) : NULL;
         if (calls && content_len == 0) {
             cJSON_AddNullToObject(msg, "content");
         } else {
@@ -926,6 +927,64 @@ static void put_chunk(oxl_stream *st, stream_state *ss, int index, const char *r
     put_event(st, NULL, o);
 }
 
+/* With tools, streamed content stops where a tool call may begin: at "<tool_call>", at a reply
+ * that opens with "{" (a bare JSON call), or before a tail that could begin "<tool_call>". */
+static size_t tool_safe_len(const char *text, size_t len) {
+    static const char tag[] = "<tool_call>";
+    const char *hit = memmem(text, len, tag, sizeof tag - 1);
+    if (hit) {
+        return (size_t)(hit - text);
+    }
+    size_t i = 0;
+    while (i < len && (text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r')) {
+        i++;
+    }
+    if (i < len && text[i] == '{') {
+        return 0;
+    }
+    for (size_t h = sizeof tag - 2; h > 0; h--) {
+        if (h <= len && !memcmp(text + len - h, tag, h)) {
+            return len - h;
+        }
+    }
+    return len;
+}
+
+/* The end of a streamed choice that may hold tool calls: the rest of the content, then the calls
+ * as one delta (index, id, type, function {name, arguments}). Returns the finish reason. */
+static const char *finish_tool_stream(oxl_stream *st, stream_state *ss, int index, const oxl_choice_out *c,
+                                      choice_progress *cp) {
+    size_t content_len = c->len;
+    cJSON *calls = parse_tool_calls(c->text ? c->text : "", &content_len);
+    if (!calls) {
+        content_len = c->len;
+    }
+    if (content_len > cp->sent) {
+        put_chunk(st, ss, index, NULL, c->text + cp->sent, content_len - cp->sent, NULL, NULL);
+    }
+    cp->sent = c->len;
+    if (!calls) {
+        return c->finish;
+    }
+    int k = 0;
+    for (cJSON *call = calls->child; call; call = call->next, k++) {
+        cJSON_AddNumberToObject(call, "index", k);
+    }
+    cJSON *o = chunk_base(st->srv, &ss->r);
+    cJSON *ch = cJSON_CreateObject();
+    cJSON_AddNumberToObject(ch, "index", index);
+    cJSON *delta = cJSON_AddObjectToObject(ch, "delta");
+    cJSON_AddItemToObject(delta, "tool_calls", calls);
+    cJSON_AddNullToObject(ch, "logprobs");
+    cJSON_AddNullToObject(ch, "finish_reason");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), ch);
+    if (ss->r.include_usage) {
+        cJSON_AddNullToObject(o, "usage");
+    }
+    put_event(st, NULL, o);
+    return "tool_calls";
+}
+
 /* chat.completion.chunk and text_completion streams. */
 static size_t produce_chunks(oxl_stream *st) {
     stream_state *ss = st->state;
@@ -951,19 +1010,24 @@ static size_t produce_chunks(oxl_stream *st) {
                     put_chunk(st, ss, index, NULL, ss->prompts[p], strlen(ss->prompts[p]), NULL, NULL);
                 }
             }
-            if (c->len > cp->sent || (ss->r.logprobs && c->n_lp > cp->lp_sent && c->finish)) {
+            size_t avail = ss->r.has_tools && !c->finish ? tool_safe_len(c->text, c->len) : c->len;
+            if (ss->r.has_tools && c->finish && !cp->finished) {
+                avail = cp->sent; /* finish_tool_stream sends the rest */
+            }
+            if (avail > cp->sent || (ss->r.logprobs && c->n_lp > cp->lp_sent && c->finish)) {
                 cJSON *lp = NULL;
                 if (ss->r.logprobs) {
                     lp = ss->r.kind == API_CHAT ? chat_logprobs(st->srv, c, cp->lp_sent, c->n_lp)
                                                 : completion_logprobs(st->srv, c, cp->lp_sent, c->n_lp, cp->sent);
                     cp->lp_sent = c->n_lp;
                 }
-                put_chunk(st, ss, index, NULL, c->text + cp->sent, c->len - cp->sent, lp, NULL);
-                cp->sent = c->len;
+                put_chunk(st, ss, index, NULL, c->text + cp->sent, avail - cp->sent, lp, NULL);
+                cp->sent = avail;
             }
             if (c->finish && !cp->finished) {
                 cp->finished = true;
-                put_chunk(st, ss, index, NULL, NULL, 0, NULL, c->finish);
+                const char *reason = ss->r.has_tools ? finish_tool_stream(st, ss, index, c, cp) : c->finish;
+                put_chunk(st, ss, index, NULL, NULL, 0, NULL, reason);
             }
             all &= cp->finished;
         }
@@ -1218,6 +1282,7 @@ void oxl_api_chat(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
         tools = NULL;
     }
     r.tools = tools && cJSON_GetArraySize(tools) > 0 ? tools : NULL;
+    r.has_tools = r.tools != NULL;
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(b, "messages");
     if (!m) {
         BAD(&e, "messages", "'messages' is required");

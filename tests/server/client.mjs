@@ -81,6 +81,20 @@ check('chat stream = non-stream', streamed === msg.content, JSON.stringify([stre
 check('chat stream shape', roles.length === 1 && roles[0] === 'assistant' && finish === 'length' &&
   usage && usage.completion_tokens === 24 && nChunks >= 3, JSON.stringify({ roles, finish, usage, nChunks }));
 
+// with tools the reply goes through the tool-call parser; a reply without calls is plain content,
+// streamed or not
+const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: {} } } }];
+const withTools = await client.chat.completions.create({ ...chatBody, tools });
+let toolStreamed = '', toolFinish = null;
+for await (const chunk of await client.chat.completions.create({ ...chatBody, tools, stream: true })) {
+  if (chunk.choices.length) {
+    toolStreamed += chunk.choices[0].delta.content ?? '';
+    toolFinish = chunk.choices[0].finish_reason ?? toolFinish;
+  }
+}
+check('chat with tools, stream = non-stream', toolStreamed === withTools.choices[0].message.content &&
+  toolFinish === withTools.choices[0].finish_reason, JSON.stringify([toolStreamed, withTools.choices[0]]));
+
 // stop strings are matched across tokens and never emitted
 const stopped = await client.completions.create({ ...greedy, stop: ['girl named'] });
 check('stop string', stopped.choices[0].text === ', there was a little ' && stopped.choices[0].finish_reason === 'stop',
@@ -155,6 +169,7 @@ if (serverPid) {
   for (let i = 0; i < 200 && started < 4; i++) await new Promise(r => setTimeout(r, 10));
   process.kill(Number(serverPid), 'SIGTERM');
   const outcomes = await Promise.all(runs);
+  console.log(`INFO  node SIGTERM outcomes: ${outcomes.join(', ')}`);
   check('SIGTERM during 4 streams', started === 4 && outcomes.every(o => o === 'finished' || o === 'error event'),
     JSON.stringify({ started, outcomes }));
 }

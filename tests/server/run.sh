@@ -181,8 +181,10 @@ req "metrics without key -> 401" 401 'invalid_api_key' "$base/metrics"
 req "metrics" 200 '^oxillama_generated_tokens_total [1-9]' -H "$K" "$base/metrics"
 req "CORS off: no preflight" 405 'method_not_allowed' -X OPTIONS -H "Origin: http://example.test" "$base/v1/models"
 
-# cancellation: a client that leaves mid-stream frees its slot within a decode step
-curl -s -N --max-time 0.5 -H "$K" -H "$J" -d '{"prompt": "Once", "max_tokens": 2000, "temperature": 0, "stream": true}' \
+# cancellation: a client that leaves mid-stream frees its slots within a decode step (16 choices
+# without end of generation keep every slot busy for far longer than the client stays)
+curl -s -N --max-time 0.5 -H "$K" -H "$J" \
+    -d '{"prompt": "Once", "max_tokens": 2000, "n": 16, "logit_bias": {"2": -100}, "stream": true}' \
     "$base/v1/completions" >/dev/null 2>&1
 i=0
 while [ $i -lt 50 ]; do
