@@ -20,6 +20,9 @@ foreach(t F16 BF16 Q8_0 Q4_0)
   list(APPEND OXL_LOGITS_GOLDENS ${G}/models/stories260K-${t}.once.gguf)
 endforeach()
 
+# Every model chat template of golden/chat-templates against Python Jinja2's renderings.
+add_test(NAME golden-chat-templates COMMAND ${OXL_BIN} golden ${G}/chat-templates)
+
 # The quant checker itself runs every ISA cell the CPU has.
 add_test(NAME golden-quant COMMAND ${OXL_BIN} golden ${G}/quant/f16.gguf ${G}/quant/bf16.gguf
          ${G}/quant/q8_0.gguf ${G}/quant/q4_0.gguf)
