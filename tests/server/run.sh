@@ -81,6 +81,28 @@ if [ ! -d "$here/node_modules/openai" ]; then
     (cd "$here" && npm ci --no-audit --no-fund >/dev/null 2>&1) || fail "npm ci" "cannot install the openai client"
 fi
 
+# --- server 0: a model that is still loading (a FIFO blocks the loader until it is written) ------
+mkfifo "$work/loading.gguf"
+"$bin" serve --port 0 -m "$work/loading.gguf" 2>"$work/zero.log" &
+pid=$!
+i=0
+while [ $i -lt 100 ] && ! grep -q "listening on" "$work/zero.log"; do
+    sleep 0.1
+    i=$((i + 1))
+done
+base=http://127.0.0.1:$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$work/zero.log")
+req "ready while loading -> 503" 503 '"code":"model_loading"' "$base/ready"
+grep -qi '^retry-after: 1' "$work/headers" && pass "503 while loading has Retry-After" || fail "503 while loading has Retry-After" "$(cat "$work/headers")"
+req "health while loading" 200 '"status":"loading model"' "$base/health"
+req "chat while loading -> 503" 503 '"code":"model_loading"' -d '{"messages": []}' "$base/v1/chat/completions"
+timeout 10 cat "$model" >"$work/loading.gguf"
+wait "$pid"
+rc=$?
+pid=
+# the loader takes regular files only: the server reports it and exits 1
+[ $rc -eq 1 ] && grep -q "not a regular file" "$work/zero.log" && pass "load failure exits 1" ||
+    fail "load failure exits 1" "exit $rc: $(cat "$work/zero.log")"
+
 # --- server 1: 16 slots, two API keys ----------------------------------------------------------
 start_server one -m "$model" -np 16 -t 1 --alias tiny-stories --api-key sk-test-1 --api-key sk-test-2 \
     --max-headers 20 --shutdown-timeout 1
