@@ -281,6 +281,9 @@ int oxl_decoder_load(oxl_model *m, const oxl_decoder_opts *o, const oxl_tensor_s
     if (d->rope_freqs.data) {
         d->o.rope.factors = d->o.rope_swa.factors = d->rope_freqs.data;
     }
+    if (d->pos_embd.data) {
+        m->hp.n_pos_max = (int32_t)d->pos_embd.ne[1];
+    }
     return 0;
 }
 
@@ -431,7 +434,7 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
     for (int32_t j = 0; j < n; j++) {
         oxl_tensor_get_row(&d->token_embd, ub->token[j], b.x + j * E);
         if (d->pos_embd.data) {
-            /* positions past the table (context longer than n_ctx_train) reuse its last row */
+            /* positions past the table (hp.n_pos_max; llama.cpp aborts there) reuse its last row */
             const int64_t p = ub->pos[j] < d->pos_embd.ne[1] ? ub->pos[j] : d->pos_embd.ne[1] - 1;
             oxl_tensor_get_row(&d->pos_embd, p, b.xb);
             oxl_add(b.x + j * E, b.xb, E);
@@ -558,6 +561,9 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
             }
         }
         fputc('\n', out);
+    }
+    if (hp->n_pos_max > 0) {
+        fprintf(out, "  %-16s learned, %d positions (later ones reuse the last row)\n", "positions", hp->n_pos_max);
     }
     describe_rope(out, "rope", &o->rope);
     if (o->n_swa > 0) {

@@ -26,6 +26,7 @@ typedef struct oxl_hparams {
     float norm_eps;       /* <arch>.attention.layer_norm_rms_epsilon */
     float rope_freq_base; /* <arch>.rope.freq_base (default 10000) */
     float rope_freq_scale; /* 1 / <arch>.rope.scaling.factor for linear scaling (default 1) */
+    int32_t n_pos_max;     /* positions the model can encode (rows of a learned position table); 0: any */
 } oxl_hparams;
 
 struct oxl_model {

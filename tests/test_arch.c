@@ -277,3 +277,29 @@ Test(arch_damage, hyper_parameter_and_tensor_table_flips_are_safe, .timeout = 60
         free(buf);
     }
 }
+
+/* A context longer than gpt2's 256 learned positions (llama.cpp aborts there) decodes without
+ * reading past the table; the model reports the limit. */
+Test(arch_damage, context_past_learned_positions_is_safe) {
+    oxl_error err = {0};
+    oxl_model_params mp = oxl_model_default_params();
+    oxl_model *m = oxl_model_load(ARCH_DIR "gpt2.gguf", &mp, &err);
+    cr_assert_not_null(m, "%s", err.msg);
+    cr_expect_eq(m->hp.n_pos_max, 256);
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = 300;
+    cp.n_threads = 1;
+    oxl_ctx *ctx = oxl_ctx_new(m, &cp, &err);
+    cr_assert_not_null(ctx, "%s", err.msg);
+    oxl_token toks[300];
+    for (int i = 0; i < 300; i++) {
+        toks[i] = 3 + i % 500;
+    }
+    cr_assert_eq(oxl_decode(ctx, toks, 300, false, &err), 0, "%s", err.msg);
+    const float *l = oxl_get_logits(ctx, -1);
+    for (int32_t i = 0; i < oxl_model_n_vocab(m); i++) {
+        cr_assert(isfinite(l[i]));
+    }
+    oxl_ctx_free(ctx);
+    oxl_model_free(m);
+}
