@@ -1153,7 +1153,163 @@ static int prefix_test(ctx *c, const jj_node *n, jv *s, jv *p, bool suffix) {
     return !memcmp(s->str.s + (suffix ? s->str.n - p->str.n : 0), p->str.s, p->str.n);
 }
 
-/* "{} and {0} and {name}".format(...) */
+/* Python's format spec [[fill]align][sign][0][width][,][.precision][type] for str, int and float */
+static bool format_spec(ctx *c, const jj_node *n, jj_buf *b, jv *v, const char *spec, size_t len) {
+    size_t k = 0;
+    char fill[5] = " ", align = 0, sign = '-', type = 0;
+    size_t fill_len = 1;
+    size_t cl = 1;
+    if (len >= 2) {
+        decode_cp(spec, len, &cl);
+    }
+    if (len > cl && strchr("<>^=", spec[cl])) {
+        memcpy(fill, spec, cl);
+        fill_len = cl;
+        align = spec[cl];
+        k = cl + 1;
+    } else if (len > 0 && strchr("<>^=", spec[0])) {
+        align = spec[0];
+        k = 1;
+    }
+    if (k < len && strchr("+- ", spec[k])) {
+        sign = spec[k++];
+    }
+    if (k < len && spec[k] == '0' && !align) {
+        fill[0] = '0';
+        fill_len = 1;
+        align = '=';
+        k++;
+    }
+    int width = 0, prec = -1;
+    while (k < len && cp_digit((unsigned char)spec[k]) && width < 10000) {
+        width = width * 10 + (spec[k++] - '0');
+    }
+    bool comma = k < len && spec[k] == ',';
+    k += comma;
+    if (k < len && spec[k] == '.') {
+        prec = 0;
+        for (k++; k < len && cp_digit((unsigned char)spec[k]) && prec < 100; k++) {
+            prec = prec * 10 + (spec[k] - '0');
+        }
+    }
+    if (k < len) {
+        type = spec[k++];
+    }
+    if (k != len || (comma && v->type == JV_STR)) {
+        fail(c, n, "ValueError", "Invalid format specifier '%.*s'", (int)len, spec);
+        return false;
+    }
+    char num[400];
+    const char *body;
+    size_t body_len;
+    if (v->type == JV_STR && (!type || type == 's')) {
+        body = v->str.s;
+        body_len = prec >= 0 ? jj_utf8_off(v->str.s, v->str.n, (size_t)prec) : v->str.n;
+        if (!align) {
+            align = '<';
+        }
+    } else if (jv_is_number(v)) {
+        double d = jv_num(v);
+        const char *sg = sign == '+' ? "+" : sign == ' ' ? " " : "";
+        if (!type && v->type != JV_FLOAT) {
+            snprintf(num, sizeof num, "%s%lld", sg, (long long)(v->type == JV_BOOL ? v->b : v->i));
+        } else if (type == 'd') {
+            if (v->type == JV_FLOAT) {
+                fail(c, n, "ValueError", "Unknown format code 'd' for object of type 'float'");
+                return false;
+            }
+            snprintf(num, sizeof num, "%s%lld", sg, (long long)(v->type == JV_BOOL ? v->b : v->i));
+        } else if (type == 'f' || type == 'F' || type == 'e' || type == 'E' || type == '%') {
+            char f[16];
+            snprintf(f, sizeof f, "%%s%%.%d%c", prec < 0 ? 6 : prec, type == '%' ? 'f' : type);
+            snprintf(num, sizeof num, f, sg, type == '%' ? d * 100 : d);
+            if (type == '%') {
+                strcat(num, "%");
+            }
+        } else if (!type || type == 'g' || type == 'G') {
+            if (prec < 0 && !type) {
+                jj_fmt_float(d, num + strlen(sg));
+                memcpy(num, sg, strlen(sg));
+            } else {
+                char f[16];
+                snprintf(f, sizeof f, "%%s%%.%d%c", prec < 0 ? 6 : prec == 0 ? 1 : prec, type ? type : 'g');
+                snprintf(num, sizeof num, f, sg, d);
+            }
+        } else if (type == 'x' || type == 'X' || type == 'o' || type == 'b') {
+            long long iv = (long long)d;
+            if (type == 'b') {
+                char bits[80];
+                int nb = 0;
+                unsigned long long u = iv < 0 ? (unsigned long long)-iv : (unsigned long long)iv;
+                do {
+                    bits[nb++] = (char)('0' + (u & 1));
+                    u >>= 1;
+                } while (u);
+                char *o = num;
+                if (iv < 0) {
+                    *o++ = '-';
+                }
+                while (nb) {
+                    *o++ = bits[--nb];
+                }
+                *o = 0;
+            } else {
+                char f[8];
+                snprintf(f, sizeof f, "%%ll%c", type);
+                snprintf(num, sizeof num, f, iv);
+            }
+        } else {
+            fail(c, n, "ValueError", "Unknown format code '%c' for object of type '%s'", type, jv_type_name(v));
+            return false;
+        }
+        if (comma) {
+            /* thousands separators in the integer digits */
+            char grouped[sizeof num];
+            size_t st = strspn(num, "+- "), digits = strspn(num + st, "0123456789"), o = 0;
+            memcpy(grouped, num, st);
+            o = st;
+            for (size_t i = 0; i < digits && o + 2 < sizeof grouped; i++) {
+                if (i && (digits - i) % 3 == 0) {
+                    grouped[o++] = ',';
+                }
+                grouped[o++] = num[st + i];
+            }
+            snprintf(grouped + o, sizeof grouped - o, "%s", num + st + digits);
+            memcpy(num, grouped, sizeof num);
+        }
+        body = num;
+        body_len = strlen(num);
+        if (!align) {
+            align = '>';
+        }
+    } else {
+        fail(c, n, "ValueError", "Unknown format code '%c' for object of type '%s'", type ? type : 's', jv_type_name(v));
+        return false;
+    }
+    size_t shown = jj_utf8_len(body, body_len);
+    size_t pad = (size_t)width > shown ? (size_t)width - shown : 0;
+    size_t left = align == '<' ? 0 : align == '^' ? pad / 2 : pad;
+    size_t sign_len = align == '=' && body_len && strchr("+- ", body[0]) ? 1 : 0;
+    if (!jj_buf_put(b, body, sign_len)) {
+        return false;
+    }
+    for (size_t i = 0; i < left; i++) {
+        if (!jj_buf_put(b, fill, fill_len)) {
+            return false;
+        }
+    }
+    if (!jj_buf_put(b, body + sign_len, body_len - sign_len)) {
+        return false;
+    }
+    for (size_t i = left; i < pad; i++) {
+        if (!jj_buf_put(b, fill, fill_len)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* "{} and {0} and {name:>5}".format(...) */
 static jv *str_format(ctx *c, const jj_node *n, jv *s, args *a) {
     jj_buf b = {.arena = c->a};
     size_t auto_idx = 0;
@@ -1179,8 +1335,13 @@ static jv *str_format(ctx *c, const jj_node *n, jv *s, args *a) {
         if (!close) {
             return fail(c, n, "ValueError", "Single '{' encountered in format string");
         }
-        size_t fl = (size_t)(close - (s->str.s + i + 1));
+        size_t whole = (size_t)(close - (s->str.s + i + 1)), fl = 0;
         const char *field = s->str.s + i + 1;
+        while (fl < whole && field[fl] != ':' && field[fl] != '!') {
+            fl++;
+        }
+        const char *spec = fl < whole && field[fl] == ':' ? field + fl + 1 : NULL;
+        size_t spec_len = spec ? whole - fl - 1 : 0;
         jv *v = NULL;
         if (fl == 0) {
             v = arg(a, auto_idx++, NULL);
@@ -1196,12 +1357,12 @@ static jv *str_format(ctx *c, const jj_node *n, jv *s, args *a) {
             }
         }
         if (!v) {
-            return fail(c, n, "IndexError", "Replacement index %zu out of range for positional args tuple", auto_idx - 1);
+            return fail(c, n, "IndexError", "Replacement index out of range for positional args tuple");
         }
-        if (!jv_to_str(&b, v)) {
-            return oom(c, n);
+        if (spec_len ? !format_spec(c, n, &b, v, spec, spec_len) : !jv_to_str(&b, v)) {
+            return c->failed ? NULL : oom(c, n);
         }
-        i += fl + 1;
+        i += whole + 1;
     }
     return mk(c, n, jv_str_ref(c->a, b.s ? b.s : "", b.n));
 }
@@ -2395,6 +2556,20 @@ static int exec_inner(ctx *c, const jj_node *n, jj_scope *s) {
             return -1;
         }
         return emit(c, n, v->str.s, v->str.n) ? 0 : -1;
+    }
+    case JN_WITH: {
+        /* values come from the enclosing scope; the names live in a scope of their own */
+        jj_scope *ws = scope_new(c, n, s);
+        if (!ws) {
+            return -1;
+        }
+        for (size_t i = 0; i < n->n_kids; i++) {
+            jv *v = eval(c, n->kids[i]->a, s);
+            if (!v || !scope_set(c, n, ws, n->kids[i]->str, n->kids[i]->str_len, v)) {
+                return -1;
+            }
+        }
+        return exec(c, n->c, ws);
     }
     case JN_BREAK: return 1;
     case JN_CONTINUE: return 2;

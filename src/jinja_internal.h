@@ -97,6 +97,7 @@ typedef enum {
     JN_MACRO,     /* str name, kids params (JN_NAME, a default), c body */
     JN_CALLBLOCK, /* a call expression, kids caller params, c body */
     JN_FILTERBLK, /* e filter chain over JN_CAPTURED, c body */
+    JN_WITH,      /* kids targets (JN_NAME, a value), c body */
     JN_BREAK,
     JN_CONTINUE,
     /* expressions */

@@ -2,7 +2,7 @@
  * filters and tests binding inside unary expressions, `x if c else y`, tuples, slices, keyword
  * arguments) and the statements chat templates use: if/elif/else, for (targets, `if` filter,
  * `else`, recursive), set (plain, attribute, tuple, block with filters), macro, call, filter,
- * break, continue, generation. Nesting is bounded. */
+ * with, break, continue, generation. Nesting is bounded. */
 #include "jinja_internal.h"
 
 #include "error.h"
@@ -963,6 +963,33 @@ static jj_node *parse_filter_block(parser *p, uint32_t pos) {
     return n;
 }
 
+/* {% with a = 1, b = 2 %} ... {% endwith %} */
+static jj_node *parse_with(parser *p, uint32_t pos) {
+    static const char *const ends[] = {"endwith"};
+    jj_node *n = node(p, JN_WITH, pos);
+    while (n && cur(p)->type != JT_BLOCK_END) {
+        if (n->n_kids && !expect_op(p, ",")) {
+            return NULL;
+        }
+        if (cur(p)->type != JT_NAME) {
+            return fail_unexpected(p, "a name");
+        }
+        jj_node *target = node(p, JN_NAME, cur(p)->pos);
+        if (!target || !(target->str = tok_cstr(p, cur(p)))) {
+            return NULL;
+        }
+        target->str_len = cur(p)->n;
+        p->i++;
+        if (!expect_op(p, "=") || !(target->a = parse_expr(p)) || !add_kid(p, n, target)) {
+            return NULL;
+        }
+    }
+    if (!n || !expect_block_end(p) || !(n->c = parse_body(p, ends, 1)) || !take_end(p) || !expect_block_end(p)) {
+        return NULL;
+    }
+    return n;
+}
+
 static jj_node *parse_statement(parser *p) {
     uint32_t pos = cur(p)->pos;
     p->i++; /* {% */
@@ -987,6 +1014,8 @@ static jj_node *parse_statement(parser *p) {
         n = parse_call_block(p, pos);
     } else if (tok_is(kw, JT_NAME, "filter")) {
         n = parse_filter_block(p, pos);
+    } else if (tok_is(kw, JT_NAME, "with")) {
+        n = parse_with(p, pos);
     } else if (tok_is(kw, JT_NAME, "break") || tok_is(kw, JT_NAME, "continue")) {
         n = node(p, kw->s[0] == 'b' ? JN_BREAK : JN_CONTINUE, pos);
         if (n && !expect_block_end(p)) {
