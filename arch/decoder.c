@@ -361,9 +361,11 @@ static void attn_qkv(oxl_ctx *ctx, const oxl_ubatch *ub, const oxl_decoder *d, c
         linear(ctx->pool, &l->wk, &l->bk, a, n, b->k, b->scratch);
         linear(ctx->pool, &l->wv, &l->bv, a, n, b->v, b->scratch);
     }
+    const int64_t d_q = o->qk_norm_full ? Q : D, d_k = o->qk_norm_full ? KV : D;
     if (l->q_norm.data) {
-        const int64_t d_q = o->qk_norm_full ? Q : D, d_k = o->qk_norm_full ? KV : D;
         oxl_norm(o->norm, b->q, &l->q_norm, NULL, b->q, d_q, n * (Q / d_q), o->norm_eps);
+    }
+    if (l->k_norm.data) {
         oxl_norm(o->norm, b->k, &l->k_norm, NULL, b->k, d_k, n * (KV / d_k), o->norm_eps);
     }
     if (rope->mode != OXL_ROPE_NONE) {
