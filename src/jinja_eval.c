@@ -57,7 +57,7 @@ typedef struct args {
     size_t nkw;
 } args;
 
-enum { F_RANGE, F_NAMESPACE, F_RAISE, F_STRFTIME, F_DICT, F_CALLER, F_CYCLE_JOINER_UNUSED };
+enum { F_RANGE, F_NAMESPACE, F_RAISE, F_STRFTIME, F_DICT, F_CALLER };
 
 /* --- errors ---------------------------------------------------------------------------------- */
 __attribute__((format(printf, 4, 5))) static void *fail(ctx *c, const jj_node *n, const char *cls, const char *fmt, ...) {
@@ -1531,10 +1531,8 @@ static jv *pad(ctx *c, const jj_node *n, jv *s, args *a, int where) {
     if (width > (int64_t)c->opt->max_output) {
         return fail(c, n, "MemoryError", "padding exceeds the output limit");
     }
+    /* CPython's str.center puts the odd space on the left when width is odd */
     int64_t total = width - len, left = where == 0 ? total / 2 + (total & width & 1) : where < 0 ? 0 : total;
-    if (where == 0) {
-        left = total / 2 + ((total & width) & 1);
-    }
     jj_buf b = {.arena = c->a};
     for (int64_t i = 0; i < left; i++) {
         if (!jj_buf_put(&b, fc, fcl)) {
@@ -1807,9 +1805,9 @@ static jv *splitlines(ctx *c, const jj_node *n, jv *s, bool keepends) {
 /* --- evaluation ------------------------------------------------------------------------------ */
 static jv *eval(ctx *c, const jj_node *n, jj_scope *s);
 static int exec(ctx *c, const jj_node *n, jj_scope *s);
-static jv *apply_filter(ctx *c, const jj_node *n, const char *name, jv *v, args *a, jj_scope *s);
+static jv *apply_filter(ctx *c, const jj_node *n, const char *name, jv *v, args *a);
 static int apply_test(ctx *c, const jj_node *n, const char *name, jv *v, args *a);
-static jv *call_value(ctx *c, const jj_node *n, jv *f, args *a, jj_scope *s);
+static jv *call_value(ctx *c, const jj_node *n, jv *f, args *a);
 
 static bool eval_args(ctx *c, const jj_node *n, jj_scope *s, args *a) {
     memset(a, 0, sizeof *a);
@@ -1941,7 +1939,7 @@ static jv *strftime_now(ctx *c, const jj_node *n, args *a) {
     return mk(c, n, jv_str(c->a, out, len));
 }
 
-static jv *call_func(ctx *c, const jj_node *n, jv *f, args *a, jj_scope *s) {
+static jv *call_func(ctx *c, const jj_node *n, jv *f, args *a) {
     switch (f->func.id) {
     case F_RANGE: {
         int64_t lo = 0, hi, st = 1;
@@ -2029,16 +2027,15 @@ static jv *call_func(ctx *c, const jj_node *n, jv *f, args *a, jj_scope *s) {
     }
     default: break;
     }
-    (void)s;
     return fail(c, n, "TypeError", "object is not callable");
 }
 
 static int run_loop(ctx *c, const jj_node *fn, jv *iterable, jj_scope *s, int depth);
 
-static jv *call_value(ctx *c, const jj_node *n, jv *f, args *a, jj_scope *s) {
+static jv *call_value(ctx *c, const jj_node *n, jv *f, args *a) {
     switch (f->type) {
     case JV_METHOD: return call_method(c, n, f, a);
-    case JV_FUNC: return call_func(c, n, f, a, s);
+    case JV_FUNC: return call_func(c, n, f, a);
     case JV_MACRO: return call_macro(c, n, f, a, NULL);
     case JV_UNDEF: return undef_fail(c, n, f);
     case JV_LOOP: {
@@ -2406,7 +2403,7 @@ static jv *eval_inner(ctx *c, const jj_node *n, jj_scope *s) {
             lp->changed_last = cur;
             return mk(c, n, jv_bool(a, changed));
         }
-        return call_value(c, n, f, &av, s);
+        return call_value(c, n, f, &av);
     }
     case JN_FILTER: {
         jv *v = eval(c, n->a, s);
@@ -2414,7 +2411,7 @@ static jv *eval_inner(ctx *c, const jj_node *n, jj_scope *s) {
         if (!v || !eval_args(c, n, s, &av)) {
             return NULL;
         }
-        return apply_filter(c, n, n->str, v, &av, s);
+        return apply_filter(c, n, n->str, v, &av);
     }
     case JN_TEST: {
         jv *v = eval(c, n->a, s);
