@@ -12,6 +12,7 @@ typedef enum oxl_kernel_op {
     OXL_KERNEL_OP_quant,
     OXL_KERNEL_OP_vec_dot,
     OXL_KERNEL_OP_gemm,
+    OXL_KERNEL_OP_swiglu,
 } oxl_kernel_op;
 
 typedef struct oxl_kernel_entry {
@@ -23,6 +24,7 @@ typedef struct oxl_kernel_entry {
         oxl_quant_fn quant;
         oxl_vec_dot_fn vec_dot;
         oxl_gemm_fn gemm;
+        oxl_swiglu_fn swiglu;
     } fn;
 } oxl_kernel_entry;
 
@@ -63,6 +65,12 @@ void oxl_kernels_build(oxl_kernels *k, oxl_isa cap) {
             if (k->gemm[e->type] == NULL) {
                 k->gemm[e->type] = e->fn.gemm;
                 k->gemm_isa[e->type] = e->isa;
+            }
+            break;
+        case OXL_KERNEL_OP_swiglu:
+            if (k->swiglu[e->type] == NULL) {
+                k->swiglu[e->type] = e->fn.swiglu;
+                k->swiglu_isa[e->type] = e->isa;
             }
             break;
         }

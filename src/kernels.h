@@ -10,6 +10,9 @@
  *             of k elements (lda bytes apart), b n columns of k in the vec_dot_type (ldb bytes
  *             apart), c floats; k % OXL_GEMM_K_STEP == 0 (generated/oxl_kernel_decls.h). f32 and
  *             f16 only, summed as llamafile's tinyBLAS on AVX-512 (docs/kernels.md).
+ *   swiglu:   y[i] = silu(x[i]) * g[i] over one row of n (y may be x), f32 only: ggml_vec_swiglu_f32
+ *             of the AVX-512 build (its vector SiLU on whole groups of 16, expf on the rest), so
+ *             the row boundaries matter: call it once per row.
  */
 #ifndef OXL_KERNELS_H
 #define OXL_KERNELS_H
@@ -24,6 +27,7 @@ typedef void (*oxl_quant_fn)(const float *restrict x, void *restrict y, int64_t 
 typedef void (*oxl_vec_dot_fn)(int64_t n, float *restrict s, const void *restrict x, const void *restrict y);
 typedef void (*oxl_gemm_fn)(int64_t k, int64_t m, int64_t n, const void *restrict a, size_t lda,
                             const void *restrict b, size_t ldb, float *restrict c, int64_t ldc);
+typedef void (*oxl_swiglu_fn)(int64_t n, float *y, const float *x, const float *g);
 
 /* The chosen kernel per format (indexed by oxl_type; NULL where the format has no such op). */
 typedef struct oxl_kernels {
@@ -31,10 +35,12 @@ typedef struct oxl_kernels {
     oxl_quant_fn quant[OXL_TYPE_COUNT];     /* for formats that are an activation type */
     oxl_vec_dot_fn vec_dot[OXL_TYPE_COUNT]; /* indexed by the weight format */
     oxl_gemm_fn gemm[OXL_TYPE_COUNT];       /* indexed by the weight format */
+    oxl_swiglu_fn swiglu[OXL_TYPE_COUNT];   /* [OXL_TYPE_F32] only */
     oxl_isa dequant_isa[OXL_TYPE_COUNT];
     oxl_isa quant_isa[OXL_TYPE_COUNT];
     oxl_isa vec_dot_isa[OXL_TYPE_COUNT];
     oxl_isa gemm_isa[OXL_TYPE_COUNT];
+    oxl_isa swiglu_isa[OXL_TYPE_COUNT];
 } oxl_kernels;
 
 /* The process-wide table, built on first use (thread-safe). */

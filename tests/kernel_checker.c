@@ -86,7 +86,7 @@ static void oxl_check_vec_dot_f32(const oxl_quant_golden *qg, oxl_vec_dot_fn fn,
  * ggml_vec_dot_f32/_f16 (ggml-cpu/vec.cpp with simd-mappings.h, AVX-512 without FP16: STEP 64,
  * EPR 16) keep 4 x 16 lane sums over the first n & ~63 elements, fold them 0+2, 1+3, 0+1 and reduce
  * the 16 lanes with GCC's _mm512_reduce_add_ps tree; llamafile's tinyBLAS<16, __m512> keeps one 16
- * lane sum per output over all k. Every product is added with one rounding (FMA). */
+ * lane sum per output over all k. Every product in the lane sums is added with one rounding (FMA). */
 
 static float oxl_ref_tree16(const float lane[16]) {
     float half[8], quarter[4];
@@ -118,7 +118,7 @@ static float oxl_ref_dot64(int64_t np, const float *x, const float *y) {
 float oxl_ref_dot_f32(int64_t n, const float *x, const float *y) {
     const int64_t np = n & ~(int64_t)63;
     float sum = oxl_ref_dot64(np, x, y);
-    /* leftovers: ggml's float `sumf += x[i]*y[i]`, contracted to one FMA each */
+    /* leftovers: ggml's float `sumf += x[i]*y[i]`, one FMA each */
     for (int64_t i = np; i < n; i++) {
         sum = fmaf(x[i], y[i], sum);
     }
@@ -287,4 +287,82 @@ void oxl_check_gemm(oxl_type type, oxl_isa isa, oxl_gemm_fn fn, const char *name
         oxl_golden_check_gemm(&cg.qg, fn, name, &r);
     }
     oxl_checker_finish(&cg, &r, name);
+}
+
+/* ---- ggml_vec_swiglu_f32 (ggml-cpu/vec.cpp, AVX-512 build) --------------------------------------
+ * ggml_v_expf(t): n = (t * log2(e) + 1.5 * 2^23) - 1.5 * 2^23 (round to integer), b = t - n * ln2
+ * with ln2 in two parts, j = a degree-5 polynomial in b written as FMAs, e = vscalefps(j, n) =
+ * j * 2^n rounded once; |n| > 192 gives 0 (n <= 0) or inf. silu(x) = x / (1 + ggml_v_expf(0 - x)). */
+float oxl_ref_vsilu(float x) {
+    const float t = 0.0f - x;
+    const float n = fmaf(t, 0x1.715476p+0f, 0x1.8p23f) - 0x1.8p23f;
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, t));
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
+                         fmaf(0x1.ffffecp-1f, b, 1.0f));
+    float e;
+    if (isnan(n)) {
+        e = n;
+    } else if (fabsf(n) > 192.0f) {
+        e = n <= 0.0f ? 0.0f : INFINITY;
+    } else {
+        e = ldexpf(j, (int)n);
+    }
+    return x / (1.0f + e);
+}
+
+static void oxl_ref_swiglu(int64_t n, float *y, const float *x, const float *g) {
+    const int64_t groups_end = n & ~(int64_t)15;
+    for (int64_t i = 0; i < n; i++) {
+        y[i] = i < groups_end ? oxl_ref_vsilu(x[i]) * g[i] : x[i] / (1.0f + expf(-x[i])) * g[i];
+    }
+}
+
+void oxl_check_swiglu(oxl_type type, oxl_isa isa, oxl_swiglu_fn fn, const char *name) {
+    if (!oxl_cpu_has_isa(isa)) {
+        cr_skip_test("this CPU has no %s", oxl_isa_name(isa));
+    }
+    cr_assert_eq(type, OXL_TYPE_F32);
+    /* activations: a fine grid over the range where e is finite and not, the edges of ggml's
+     * |n| <= 192 branch (t = +-133.08 ...), signed zeros, subnormals, huge values, inf, NaN */
+    enum { N = 2048 };
+    static float x[N], g[N], want[N], got[N];
+    static const float special[] = {0.0f, -0.0f, 0x1p-149f, -0x1p-149f, 0x1p-127f, 1e-30f, -1e-30f, 87.0f, 88.7f,
+                                    -88.7f, -89.0f, 103.9f, -104.0f, 132.9f, 133.2f, -132.9f, -133.2f, 140.0f, -140.0f,
+                                    1e30f, -1e30f, INFINITY, -INFINITY, NAN};
+    const int n_special = (int)(sizeof special / sizeof special[0]);
+    uint32_t st = 777;
+    for (int i = 0; i < N; i++) {
+        st = st * 1664525u + 1013904223u;
+        const float u = (float)(st >> 8) / 16777216.0f;
+        x[i] = i < n_special ? special[i] : i < 1024 ? -150.0f + 300.0f * (float)i / 1024.0f : (u - 0.5f) * 24.0f;
+        g[i] = 0.25f + u;
+    }
+    oxl_golden_report r = {stderr, 0, 0};
+    static const int64_t lengths[] = {0, 5, 16, 17, 44, 172, 300, N};
+    int checks = 0, bad = 0;
+    for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+        const int64_t n = lengths[li];
+        for (int in_place = 0; in_place < 2; in_place++) {
+            /* rows start at several offsets so every element meets both parts of the row split */
+            for (int64_t off = 0; off + n <= N && off < 40; off += 13) {
+                oxl_ref_swiglu(n, want, x + off, g + off);
+                if (in_place) {
+                    memcpy(got, x + off, (size_t)n * sizeof(float));
+                    fn(n, got, got, g + off);
+                } else {
+                    fn(n, got, x + off, g + off);
+                }
+                for (int64_t i = 0; i < n; i++) {
+                    checks++;
+                    if (!oxl_same_float(got[i], want[i]) && bad++ < 5) {
+                        fprintf(stderr, "%s  n %lld, row offset %lld, x %a: %a, ggml gives %a\n", name, (long long)n,
+                                (long long)off, x[off + i], got[i], want[i]);
+                    }
+                }
+            }
+        }
+    }
+    oxl_golden_line(&r, bad == 0, "%s  swiglu vs ggml_vec_swiglu_f32: %d/%d bit-identical", name, checks - bad, checks);
+    cr_assert(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", name, r.n_fail);
 }

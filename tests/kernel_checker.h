@@ -17,11 +17,16 @@ void oxl_check_dequant(oxl_type type, oxl_isa isa, oxl_dequant_fn fn, const char
 void oxl_check_quant(oxl_type type, oxl_isa isa, oxl_quant_fn fn, const char *name);
 void oxl_check_vec_dot(oxl_type type, oxl_isa isa, oxl_vec_dot_fn fn, const char *name);
 void oxl_check_gemm(oxl_type type, oxl_isa isa, oxl_gemm_fn fn, const char *name);
+/* swiglu: bit for bit against a scalar reference of ggml_vec_swiglu_f32 (AVX-512 build) on
+ * activations that reach every branch of ggml's vector expf, in place and not */
+void oxl_check_swiglu(oxl_type type, oxl_isa isa, oxl_swiglu_fn fn, const char *name);
 
 /* The references themselves (exported for the cross-ISA tests in test_kernels.c). */
 float oxl_ref_dot_f32(int64_t n, const float *x, const float *y);
 float oxl_ref_dot_f16(int64_t n, const uint16_t *x, const uint16_t *y);
 /* one output of the gemm: a and b are k floats (f16 inputs converted exactly), k % 16 == 0 */
 float oxl_ref_gemm_one(int64_t k, const float *a, const float *b);
+/* ggml_v_silu of one lane (ggml-cpu/vec.h, AVX-512 form) */
+float oxl_ref_vsilu(float x);
 
 #endif

@@ -31,6 +31,7 @@ Test(kernels, every_cap_gets_a_kernel_per_cell_within_the_cap) {
         cr_expect_not_null(k.gemm[OXL_TYPE_F16], "cap %s: no f16 gemm", oxl_isa_name((oxl_isa)cap));
         cr_expect_null(k.gemm[OXL_TYPE_Q4_0], "gemm is only specified for f32 and f16");
         cr_expect_null(k.gemm[OXL_TYPE_BF16], "gemm is only specified for f32 and f16");
+        cr_expect_not_null(k.swiglu[OXL_TYPE_F32], "cap %s: no swiglu", oxl_isa_name((oxl_isa)cap));
         cr_expect_not_null(k.quant[OXL_TYPE_Q8_0]);
         cr_expect_null(k.quant[OXL_TYPE_Q4_0], "q4_0 is not an activation format");
         cr_expect_null(k.dequant[OXL_TYPE_Q4_K], "no q4_K kernels yet");
@@ -158,11 +159,16 @@ Test(kernels, ggml_order_reference_sums_in_ggml_order) {
      * gives 1 in lane 0 (a tie) and u elsewhere, acc1 + acc3 u everywhere, then acc0 + acc1 gives
      * 1 + u in lane 0 and 2u elsewhere. Tree: t0 = 1 + 3u, t1..7 = 4u; q0 = 1 + 7u, q1..3 = 8u; (q0 + q2) + (q1 + q3) = 1 + 31u. */
     cr_expect(same_bits(oxl_ref_dot_f32(64, x, y), 1.0f + 31 * 0x1p-23f), "%a", oxl_ref_dot_f32(64, x, y));
-    /* n = 80: 16 leftovers, one rounding each: 1 + 31u + 2^-24 ties to 1 + 32u, which then stays */
+    /* n = 80: 16 leftovers (exact products), added in order: 1 + 31u + 2^-24 ties to 1 + 32u,
+     * which then stays */
     cr_expect(same_bits(oxl_ref_dot_f32(80, x, y), 1.0f + 32 * 0x1p-23f), "%a", oxl_ref_dot_f32(80, x, y));
     /* gemm, k = 64: one accumulator; lane 0 takes 1, then three 2^-24 that each vanish; lanes 1..15
      * hold 2u. Tree: t0 = 1 + 2u, t1..7 = 4u; q0 = 1 + 6u, q1..3 = 8u; total 1 + 30u. */
     cr_expect(same_bits(oxl_ref_gemm_one(64, x, y), 1.0f + 30 * 0x1p-23f), "%a", oxl_ref_gemm_one(64, x, y));
+    /* f32 leftovers are fused: (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24 would round to 1 + 2^-11 as a
+     * product, but added to a sum of -1 in one FMA it stays exact */
+    float xl[9] = {-1.0f, 0, 0, 0, 0, 0, 0, 0, 1.0f + 0x1p-12f}, yl[9] = {1.0f, 0, 0, 0, 0, 0, 0, 0, 1.0f + 0x1p-12f};
+    cr_expect(same_bits(oxl_ref_dot_f32(9, xl, yl), 0x1p-11f + 0x1p-24f), "%a", oxl_ref_dot_f32(9, xl, yl));
     /* f16, n = 67: zeros in the block, then leftovers 1, 2^-24, 2^-24 summed in double: 1 + u,
      * where a float sum would have stayed at 1 */
     uint16_t xh[67], yh[67];
@@ -171,4 +177,23 @@ Test(kernels, ggml_order_reference_sums_in_ggml_order) {
         yh[i] = oxl_fp32_to_fp16(1.0f);
     }
     cr_expect(same_bits(oxl_ref_dot_f16(67, xh, yh), 1.0f + 0x1p-23f), "%a", oxl_ref_dot_f16(67, xh, yh));
+}
+
+/* The SiLU reference (ggml's vector expf) against the function it approximates, and its edges:
+ * e = 0 beyond n < -192 gives x itself, e = inf beyond n > 192 gives a signed zero. */
+Test(kernels, ggml_vector_silu_reference_is_silu) {
+    double worst = 0.0;
+    for (int i = -4000; i <= 4000; i++) {
+        const float x = (float)i * 0.02f;
+        const double want = (double)x / (1.0 + exp(-(double)x));
+        const float got = oxl_ref_vsilu(x);
+        if (want != 0.0) {
+            worst = fmax(worst, fabs(got - want) / fabs(want));
+        }
+    }
+    cr_expect_leq(worst, 0x1p-21, "max relative error %g (4 ulps allowed)", worst);
+    cr_expect(same_bits(oxl_ref_vsilu(200.0f), 200.0f));
+    cr_expect(same_bits(oxl_ref_vsilu(-200.0f), -0.0f));
+    cr_expect(same_bits(oxl_ref_vsilu(0.0f), 0.0f));
+    cr_expect(isnan(oxl_ref_vsilu(NAN)));
 }

@@ -5,6 +5,7 @@
 #define OXL_ISA_AVX2_H
 
 #include <immintrin.h>
+#include <math.h>
 #include <stdint.h>
 
 typedef __m256 oxl_vf;
@@ -128,6 +129,43 @@ static inline oxl_f32x16 oxl_f32x16_fma(oxl_f32x16 acc, oxl_f32x16 a, oxl_f32x16
 
 static inline oxl_f32x16 oxl_f32x16_add(oxl_f32x16 a, oxl_f32x16 b) {
     return (oxl_f32x16){_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)};
+}
+
+static inline oxl_f32x16 oxl_f32x16_set1(float v) { return (oxl_f32x16){_mm256_set1_ps(v), _mm256_set1_ps(v)}; }
+
+static inline void oxl_f32x16_store(float *p, oxl_f32x16 a) {
+    _mm256_storeu_ps(p, a.lo);
+    _mm256_storeu_ps(p + 8, a.hi);
+}
+
+static inline oxl_f32x16 oxl_f32x16_sub(oxl_f32x16 a, oxl_f32x16 b) {
+    return (oxl_f32x16){_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)};
+}
+
+static inline oxl_f32x16 oxl_f32x16_mul(oxl_f32x16 a, oxl_f32x16 b) {
+    return (oxl_f32x16){_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)};
+}
+
+static inline oxl_f32x16 oxl_f32x16_div(oxl_f32x16 a, oxl_f32x16 b) {
+    return (oxl_f32x16){_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)};
+}
+
+/* j * 2^n rounded once, as vscalefps, in two exact powers of two (see isa/oxl_isa_scalar.h) */
+static inline __m256 oxl_scale_exp2_ps256(__m256 j, __m256 n) {
+    const __m256i k = _mm256_cvtps_epi32(n);
+    const __m256i k1 = _mm256_srai_epi32(k, 1);
+    const __m256i k2 = _mm256_sub_epi32(k, k1);
+    const __m256 p1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, _mm256_set1_epi32(127)), 23));
+    const __m256 p2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, _mm256_set1_epi32(127)), 23));
+    __m256 r = _mm256_mul_ps(_mm256_mul_ps(j, p1), p2);
+    const __m256 big = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), n), _mm256_set1_ps(192.0f), _CMP_GT_OQ);
+    const __m256 alt = _mm256_and_ps(_mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_GT_OQ), _mm256_set1_ps(INFINITY));
+    r = _mm256_blendv_ps(r, alt, big);
+    return _mm256_blendv_ps(r, n, _mm256_cmp_ps(n, n, _CMP_UNORD_Q));
+}
+
+static inline oxl_f32x16 oxl_f32x16_scale_exp2(oxl_f32x16 j, oxl_f32x16 n) {
+    return (oxl_f32x16){oxl_scale_exp2_ps256(j.lo, n.lo), oxl_scale_exp2_ps256(j.hi, n.hi)};
 }
 
 /* halves, quarters, then (u0 + u2) + (u1 + u3): GCC's _mm512_reduce_add_ps */

@@ -6,6 +6,7 @@
 #define OXL_ISA_AVX512BW_H
 
 #include <immintrin.h>
+#include <math.h>
 #include <stdint.h>
 
 typedef __m512 oxl_vf;
@@ -116,6 +117,20 @@ static inline oxl_f32x16 oxl_f32x16_load(const float *p) { return _mm512_loadu_p
 static inline oxl_f32x16 oxl_f32x16_load_f16(const uint16_t *p) { return oxl_vf_load_f16(p); }
 static inline oxl_f32x16 oxl_f32x16_fma(oxl_f32x16 acc, oxl_f32x16 a, oxl_f32x16 b) { return _mm512_fmadd_ps(a, b, acc); }
 static inline oxl_f32x16 oxl_f32x16_add(oxl_f32x16 a, oxl_f32x16 b) { return _mm512_add_ps(a, b); }
+
+static inline oxl_f32x16 oxl_f32x16_set1(float v) { return _mm512_set1_ps(v); }
+static inline void oxl_f32x16_store(float *p, oxl_f32x16 a) { _mm512_storeu_ps(p, a); }
+static inline oxl_f32x16 oxl_f32x16_sub(oxl_f32x16 a, oxl_f32x16 b) { return _mm512_sub_ps(a, b); }
+static inline oxl_f32x16 oxl_f32x16_mul(oxl_f32x16 a, oxl_f32x16 b) { return _mm512_mul_ps(a, b); }
+static inline oxl_f32x16 oxl_f32x16_div(oxl_f32x16 a, oxl_f32x16 b) { return _mm512_div_ps(a, b); }
+
+/* j * 2^n (vscalefps); where |n| > 192, 0 for n <= 0 and inf above (ggml_v_expf's range) */
+static inline oxl_f32x16 oxl_f32x16_scale_exp2(oxl_f32x16 j, oxl_f32x16 n) {
+    const __mmask16 big = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192.0f), _CMP_GT_OQ);
+    const __m512 alt = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ),
+                                            _mm512_set1_ps(INFINITY), _mm512_setzero_ps());
+    return _mm512_mask_blend_ps(big, _mm512_scalef_ps(j, n), alt);
+}
 
 /* halves, quarters, then (u0 + u2) + (u1 + u3): GCC's _mm512_reduce_add_ps, spelled out */
 static inline float oxl_f32x16_reduce(oxl_f32x16 a) {

@@ -81,6 +81,59 @@ static inline oxl_f32x16 oxl_f32x16_add(oxl_f32x16 a, oxl_f32x16 b) {
     return a;
 }
 
+static inline oxl_f32x16 oxl_f32x16_set1(float v) {
+    oxl_f32x16 r;
+    for (int j = 0; j < 16; j++) {
+        r.v[j] = v;
+    }
+    return r;
+}
+
+static inline void oxl_f32x16_store(float *p, oxl_f32x16 a) {
+    for (int j = 0; j < 16; j++) {
+        p[j] = a.v[j];
+    }
+}
+
+static inline oxl_f32x16 oxl_f32x16_sub(oxl_f32x16 a, oxl_f32x16 b) {
+    for (int j = 0; j < 16; j++) {
+        a.v[j] -= b.v[j];
+    }
+    return a;
+}
+
+static inline oxl_f32x16 oxl_f32x16_mul(oxl_f32x16 a, oxl_f32x16 b) {
+    for (int j = 0; j < 16; j++) {
+        a.v[j] *= b.v[j];
+    }
+    return a;
+}
+
+static inline oxl_f32x16 oxl_f32x16_div(oxl_f32x16 a, oxl_f32x16 b) {
+    for (int j = 0; j < 16; j++) {
+        a.v[j] /= b.v[j];
+    }
+    return a;
+}
+
+/* j * 2^n for integral n, rounded once (AVX-512's vscalefps), with ggml_v_expf's range: where
+ * |n| > 192, 0 for n <= 0 and inf above. j is in about [0.7, 1.5], so j * 2^(n/2) is exact and
+ * the second power of two rounds once. NaN n gives NaN. */
+static inline oxl_f32x16 oxl_f32x16_scale_exp2(oxl_f32x16 j, oxl_f32x16 n) {
+    for (int l = 0; l < 16; l++) {
+        const float nl = n.v[l];
+        if (isnan(nl)) {
+            j.v[l] = nl;
+        } else if (fabsf(nl) > 192.0f) {
+            j.v[l] = nl <= 0.0f ? 0.0f : INFINITY;
+        } else {
+            const int k = (int)nl, k1 = k / 2, k2 = k - k1;
+            j.v[l] = j.v[l] * oxl_fp32_from_bits((uint32_t)(k1 + 127) << 23) * oxl_fp32_from_bits((uint32_t)(k2 + 127) << 23);
+        }
+    }
+    return j;
+}
+
 /* The lane sum as GCC's _mm512_reduce_add_ps: halves, then quarters, then (u0 + u2) + (u1 + u3). */
 static inline float oxl_f32x16_reduce(oxl_f32x16 a) {
     float u[8];

@@ -106,3 +106,29 @@ OXL_KERNEL_SIG_gemm(oxl_gemm_f32_f32_2x2__avx2) {
         }
     }
 }
+
+/* y[i] = silu(x[i]) * g[i] for i < n (one row; y may be x), as ggml_vec_swiglu_f32 of the AVX-512
+ * build: ggml_v_silu (its own expf) on whole groups of 16, x / (1 + expf(-x)) on the rest */
+OXL_KERNEL_SIG_swiglu(oxl_swiglu_f32__avx2) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const oxl_f32x16 xv = oxl_f32x16_load(x + i);
+        const oxl_f32x16 t = oxl_f32x16_sub(oxl_f32x16_zero(), xv);
+        const oxl_f32x16 shift = oxl_f32x16_set1(0x1.8p23f);
+        const oxl_f32x16 k = oxl_f32x16_sub(oxl_f32x16_fma(shift, t, oxl_f32x16_set1(0x1.715476p+0f)), shift);
+        const oxl_f32x16 nk = oxl_f32x16_sub(oxl_f32x16_zero(), k);
+        const oxl_f32x16 b = oxl_f32x16_fma(oxl_f32x16_fma(t, nk, oxl_f32x16_set1(0x1.62e4p-1f)), nk,
+                                            oxl_f32x16_set1(0x1.7f7d1cp-20f));
+        const oxl_f32x16 u = oxl_f32x16_mul(b, b);
+        const oxl_f32x16 p34 = oxl_f32x16_fma(oxl_f32x16_set1(0x1.573e2ep-5f), oxl_f32x16_set1(0x1.0e4020p-7f), b);
+        const oxl_f32x16 p56 = oxl_f32x16_fma(oxl_f32x16_set1(0x1.fffdb6p-2f), oxl_f32x16_set1(0x1.555e66p-3f), b);
+        const oxl_f32x16 p7 = oxl_f32x16_fma(oxl_f32x16_set1(1.0f), oxl_f32x16_set1(0x1.ffffecp-1f), b);
+        const oxl_f32x16 j = oxl_f32x16_fma(p7, oxl_f32x16_fma(p56, p34, u), u);
+        const oxl_f32x16 e = oxl_f32x16_scale_exp2(j, k);
+        const oxl_f32x16 silu = oxl_f32x16_div(xv, oxl_f32x16_add(oxl_f32x16_set1(1.0f), e));
+        oxl_f32x16_store(y + i, oxl_f32x16_mul(silu, oxl_f32x16_load(g + i)));
+    }
+    for (; i < n; i++) {
+        y[i] = x[i] / (1.0f + expf(-x[i])) * g[i];
+    }
+}
