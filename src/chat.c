@@ -529,6 +529,11 @@ int oxl_chat_render(const char *template_src, const cJSON *messages, const cJSON
     if (oxl_jinja_parse(template_src, strlen(template_src), &t, err) < 0) {
         return oxl_err_prefix(err, "chat template");
     }
+    /* a prompt may fill a long context (a million tokens is a few MiB of text): the engine's limits
+     * are raised from its defaults, still bounding what a hostile template can make */
+    oxl_jinja_options opt = oxl_jinja_default_options();
+    opt.max_output = 32u << 20;
+    opt.max_memory = 256u << 20;
     /* the variables apply_chat_template passes; the JSON is borrowed, not copied */
     cJSON *ctx = cJSON_CreateObject();
     bool ok = ctx && cJSON_AddItemReferenceToObject(ctx, "messages", (cJSON *)messages) &&
@@ -539,7 +544,7 @@ int oxl_chat_render(const char *template_src, const cJSON *messages, const cJSON
     int rc = -1;
     if (!ok) {
         oxl_err_set(err, "chat: out of memory");
-    } else if (oxl_jinja_render(t, ctx, NULL, out, NULL, err) == 0) {
+    } else if (oxl_jinja_render(t, ctx, &opt, out, NULL, err) == 0) {
         rc = 0;
     } else {
         oxl_err_prefix(err, "chat template");

@@ -17,7 +17,8 @@
  * bos/eos may be NULL (rendered as ""). Jinja templates see messages, tools (only when given),
  * add_generation_prompt, bos_token and eos_token, as HuggingFace's apply_chat_template passes them.
  * Built-in formats take string contents only (null counts as "") and ignore tools, as llama.cpp's
- * llm_chat_apply_template does. Returns 0, or -1 with err (template errors carry line:column). */
+ * llm_chat_apply_template does. Jinja renders are bounded at 32 MiB of output and 256 MiB of values.
+ * Returns 0, or -1 with err (template errors carry line:column). */
 int oxl_chat_render(const char *template_src, const cJSON *messages, const cJSON *tools, bool add_generation_prompt,
                     const char *bos, const char *eos, char **out, oxl_error *err);
 
