@@ -140,7 +140,7 @@ size_t oxl_utf8_encode(uint32_t c, char *o) {
 // --- the table -----------------------------------------------------------------------------------------
 
 /* Special splitters llama.cpp implements by hand (unicode_regex_split_custom). */
-enum { SPLIT_REGEX, SPLIT_NEWLINES, SPLIT_DIGITS3 };
+enum { SPLIT_REGEX, SPLIT_NEWLINES, SPLIT_DIGITS3, SPLIT_THOUSANDS, SPLIT_TRAILING_SPACE };
 
 /* The regexes (tokenizer.json's, with "(?i:'s|…)" spelled out case by case as llama.cpp does). */
 #define CONTRACTIONS "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
@@ -161,6 +161,7 @@ enum { SPLIT_REGEX, SPLIT_NEWLINES, SPLIT_DIGITS3 };
     "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*" CONTRACTIONS "?"
 #define RX_FINNISH " ?[^(\\s|.,!?\xe2\x80\xa6\xe3\x80\x82\xef\xbc\x8c\xe3\x80\x81\xe0\xa5\xa4\xdb\x94\xd8\x8c)]+"
 #define RX_NEWLINES "[^\\n]+|[\\n]+"
+#define RX_THOUSANDS "(?=(\\d{3})+(?!\\d))"
 
 typedef struct {
     const char *names; /* tokenizer.ggml.pre values, '|'-separated ("" is the default) */
@@ -244,7 +245,7 @@ static const pre_def k_pre[] = {
     {"tiny_aya|cohere2moe", OXL_PRE_KEEP_SPACES,
      {"\\d{1,3}(?=(?:\\d{3})*\\b)",
       RX_SUBJ_CASED "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", NULL}},
-    {"superbpe", OXL_PRE_KEEP_SPACES, {"\\p{N}+", "(?=(\\d{3})+(?!\\d))", NULL}},
+    {"superbpe", OXL_PRE_KEEP_SPACES, {"\\p{N}+", RX_THOUSANDS, NULL}},
     {"bailingmoe|bailingmoe2|llada-moe", OXL_PRE_KEEP_SPACES,
      {"'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
       "|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+",
@@ -435,6 +436,14 @@ oxl_pretok *oxl_pretok_new(const char *name, unsigned *flags, const char *path, 
             s->kind = SPLIT_NEWLINES;
             continue;
         }
+        if (strcmp(rx, RX_THOUSANDS) == 0) {
+            s->kind = SPLIT_THOUSANDS;
+            continue;
+        }
+        if (strcmp(rx, "\\s+$") == 0) {
+            s->kind = SPLIT_TRAILING_SPACE;
+            continue;
+        }
         if (strcmp(rx, "\\p{AFMoE_digits}") == 0 || strcmp(rx, "\\d{1,3}(?=(?:\\d{3})*\\b)") == 0) {
             s->kind = SPLIT_DIGITS3;
             continue;
@@ -565,6 +574,40 @@ static bool split_digits3(oxl_words *w, const uint32_t *c, size_t n) {
     return prev >= n || seg_push(w, n - prev);
 }
 
+/* "(?=(\d{3})+(?!\d))" (empty matches only): a piece splits before every position followed by a
+ * positive multiple of three ASCII digits and then no digit. Done here because the regex would scan
+ * to the end of the digits from every position (quadratic time). */
+static bool split_thousands(oxl_words *w, const uint32_t *c, size_t n) {
+    size_t prev = 0;
+    for (size_t a = 0; a < n;) {
+        if (c[a] < '0' || c[a] > '9') {
+            a++;
+            continue;
+        }
+        size_t b = a;
+        while (b < n && c[b] >= '0' && c[b] <= '9')
+            b++;
+        for (size_t p = a > 0 ? a : 1; p < b; p++) {
+            if ((b - p) % 3)
+                continue;
+            if (!seg_push(w, p - prev))
+                return false;
+            prev = p;
+        }
+        a = b;
+    }
+    return seg_push(w, n - prev);
+}
+
+/* "\s+$": the whitespace run that ends a piece becomes a piece of its own. Done here because the
+ * regex would scan every whitespace run to its end from each of its positions (quadratic time). */
+static bool split_trailing_space(oxl_words *w, const uint32_t *c, size_t n) {
+    size_t p = n;
+    while (p > 0 && (oxl_cpt_flags(c[p - 1]) & OXL_CPT_WHITESPACE))
+        p--;
+    return seg_push(w, p) && seg_push(w, n - p);
+}
+
 static bool put_bytes(oxl_words *w, const char *b, size_t n) {
     if (!oxl_grow((void **)&w->buf, &w->cap_buf, w->n_buf, n, 1))
         return false;
@@ -628,8 +671,10 @@ bool oxl_pretok_split(const oxl_pretok *p, const char *text, size_t len, bool ra
         for (size_t k = 0; ok && k < n_cur; k++) {
             const uint32_t *piece = w->subject + start;
             size_t n = w->seg[k];
-            ok = s->kind == SPLIT_NEWLINES  ? split_newlines(w, w->cpts + start, n)
-                 : s->kind == SPLIT_DIGITS3 ? split_digits3(w, w->cpts + start, n)
+            ok = s->kind == SPLIT_NEWLINES     ? split_newlines(w, w->cpts + start, n)
+                 : s->kind == SPLIT_DIGITS3    ? split_digits3(w, w->cpts + start, n)
+                 : s->kind == SPLIT_THOUSANDS  ? split_thousands(w, w->cpts + start, n)
+                 : s->kind == SPLIT_TRAILING_SPACE ? split_trailing_space(w, w->cpts + start, n)
                                             : split_regex(w, s, p, piece, n, md);
             start += n;
         }
