@@ -1,4 +1,5 @@
-/* The tokenizer fixture checker: llama.cpp's conformance layout (tests/test-tokenizer-0.cpp). */
+/* The tokenizer fixture checker: llama.cpp's conformance layout (tests/test-tokenizer-0.cpp), plus a
+ * round trip (tokens back to text) for every string the vocabulary can represent. */
 #include "golden.h"
 
 #include "error.h"
@@ -40,6 +41,45 @@ static void preview(const char *s, size_t n, char *out, size_t cap) {
     snprintf(out + w, cap - w, "%s", n > 40 ? "..." : "");
 }
 
+/* Round trip: the pieces of ids[0..n) (one leading space dropped where the vocabulary adds it) must
+ * give back s[0..len) when s is valid UTF-8. Reports one line; -1 when out of memory. */
+static int roundtrip(const oxl_vocab *v, const char *s, size_t len, const oxl_token *ids, int32_t n,
+                     oxl_golden_report *r, int n_case, const char *shown) {
+    for (size_t off = 0; off < len;) {
+        unsigned char c = (unsigned char)s[off];
+        size_t k = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        if (k == 0 || off + k > len)
+            return 0; /* not UTF-8: byte-level tokenizers see U+FFFD, nothing to compare */
+        for (size_t i = 1; i < k; i++)
+            if (((unsigned char)s[off + i] & 0xC0) != 0x80)
+                return 0;
+        off += k;
+    }
+    size_t cap = len + 64, w = 0;
+    char *text = malloc(cap);
+    if (!text)
+        return -1;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t m = oxl_vocab_token_to_piece(v, ids[i], text + w, (int32_t)(cap - w), false);
+        if (m < 0) {
+            char *more = realloc(text, cap + (size_t)-m + 64);
+            if (!more) {
+                free(text);
+                return -1;
+            }
+            text = more;
+            cap += (size_t)-m + 64;
+            m = oxl_vocab_token_to_piece(v, ids[i], text + w, (int32_t)(cap - w), false);
+        }
+        w += (size_t)(m > 0 ? m : 0);
+    }
+    size_t skip = oxl_vocab_adds_space_prefix(v) && w > 0 && text[0] == ' ' ? 1 : 0;
+    bool same = w - skip == len && memcmp(text + skip, s, len) == 0;
+    oxl_golden_line(r, same, "round trip case %d '%s'  %zu bytes back (of %zu)", n_case, shown, w - skip, len);
+    free(text);
+    return 0;
+}
+
 int oxl_golden_tokenizer(const char *vocab_path, oxl_golden_report *r, oxl_error *err) {
     char path[4096];
     size_t n_inp = 0, n_out = 0;
@@ -57,6 +97,8 @@ int oxl_golden_tokenizer(const char *vocab_path, oxl_golden_report *r, oxl_error
         goto done;
     if (!(g = oxl_gguf_open(vocab_path, err)) || !(v = oxl_vocab_load(g, err)))
         goto done;
+    /* WordPiece lowercases, strips accents and drops whitespace: its text does not come back */
+    bool lossless = strcmp(oxl_vocab_model_name(v), "bert") != 0;
     /* a line of .out cannot hold more ids than it has bytes; `got` grows when a string needs more */
     size_t cap = n_out + 1, cap_got = n_inp + 4;
     got = malloc(cap_got * sizeof *got);
@@ -118,6 +160,10 @@ int oxl_golden_tokenizer(const char *vocab_path, oxl_golden_report *r, oxl_error
         oxl_golden_line(r, n_got == n_want && n_same == n_want,
                         "tokenize case %d '%s'  %d ids (llama.cpp %d), first %d equal", n_case + 1, shown, n_got,
                         n_want, n_same);
+        if (lossless && roundtrip(v, s, len, got, n_got, r, n_case + 1, shown) < 0) {
+            oxl_err_set(err, "%s: out of memory", vocab_path);
+            goto done;
+        }
         line = nl ? nl + 1 : out_end;
         if (!e)
             break;

@@ -617,6 +617,7 @@ int32_t oxl_vocab_n_tokens(const oxl_vocab *v) { return v ? v->n : 0; }
 oxl_token oxl_vocab_bos(const oxl_vocab *v) { return v ? v->bos : -1; }
 oxl_token oxl_vocab_eos(const oxl_vocab *v) { return v ? v->eos : -1; }
 const char *oxl_vocab_model_name(const oxl_vocab *v) { return v ? v->model : ""; }
+bool oxl_vocab_adds_space_prefix(const oxl_vocab *v) { return v && v->add_space_prefix; }
 
 bool oxl_vocab_is_eog(const oxl_vocab *v, oxl_token tok) {
     return v && tok >= 0 && tok < v->n && v->eog[tok];

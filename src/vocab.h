@@ -69,6 +69,10 @@ int32_t oxl_vocab_detokenize(const oxl_vocab *v, const oxl_token *toks, int32_t 
  * is still held at the end of the stream. */
 int32_t oxl_vocab_detok_push(oxl_detok *d, const oxl_vocab *v, oxl_token tok, char *out, int32_t cap);
 
+/* Whether detokenization drops one leading space of the first piece (the vocabulary adds a space
+ * prefix when tokenizing: SPM, and UGM/BPE files that set tokenizer.ggml.add_space_prefix). */
+bool oxl_vocab_adds_space_prefix(const oxl_vocab *v);
+
 /* tokenizer.ggml.model: "llama", "gpt2", "bert" or "t5". Owned by v. */
 const char *oxl_vocab_model_name(const oxl_vocab *v);
 
