@@ -111,7 +111,15 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         }
         oxl_sched_lock(st->srv->sched);
         if (st->produce(st) == 0 && !st->done) {
-            oxl_sched_wait(st->srv->sched, st->jobs[0], STREAM_WAIT_MS);
+            /* wait for the first job still running (each signals its own condition) */
+            oxl_job *w = st->jobs[0];
+            for (int i = 0; i < st->n_jobs; i++) {
+                if (st->jobs[i]->n_done < st->jobs[i]->n_choices) {
+                    w = st->jobs[i];
+                    break;
+                }
+            }
+            oxl_sched_wait(st->srv->sched, w, STREAM_WAIT_MS);
             st->produce(st);
         }
         oxl_sched_unlock(st->srv->sched);

@@ -931,6 +931,9 @@ static void put_chunk(oxl_stream *st, stream_state *ss, int index, const char *r
  * that opens with "{" (a bare JSON call), or before a tail that could begin "<tool_call>". */
 static size_t tool_safe_len(const char *text, size_t len) {
     static const char tag[] = "<tool_call>";
+    if (len == 0) {
+        return 0;
+    }
     const char *hit = memmem(text, len, tag, sizeof tag - 1);
     if (hit) {
         return (size_t)(hit - text);
