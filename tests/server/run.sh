@@ -193,6 +193,19 @@ raw.decode('utf-8')
 events = [json.loads(l[6:]) for l in raw.split(b'\n') if l.startswith(b'data: {')]
 assert len(events) >= 2 and events[-1]['choices'][0]['finish_reason'] == 'length'
 " "$work/body"; then pass "stream is valid UTF-8"; else fail "stream is valid UTF-8" "$(head -c 300 "$work/body")"; fi
+# logit_bias: token 261 is " a" (see the tokenize check below); +100 makes greedy pick it every time
+req "logit_bias" 200 '"text":" a a a a a"' -H "$K" -H "$J" \
+    -d '{"prompt": "Once", "max_tokens": 5, "temperature": 0, "logit_bias": {"261": 100}}' "$base/v1/completions"
+# a seed makes sampling at temperature 1 repeatable
+seeded='{"prompt": "Once", "max_tokens": 24, "temperature": 1, "top_k": 0, "top_p": 1, "min_p": 0, "seed": 42}'
+req "seed, first" 200 '"text"' -H "$K" -H "$J" -d "$seeded" "$base/v1/completions"
+first=$(json "$work/body" "d['choices'][0]['text']")
+req "seed, second" 200 '"text"' -H "$K" -H "$J" -d "$seeded" "$base/v1/completions"
+[ "$(json "$work/body" "d['choices'][0]['text']")" = "$first" ] && pass "same seed, same text" ||
+    fail "same seed, same text" "$first / $(json "$work/body" "d['choices'][0]['text']")"
+cli=$("$bin" run -p Once -n 24 --temp 1 --top-k 0 --top-p 1 --min-p 0 --seed 42 -t 1 2>/dev/null)
+[ "Once$first" = "$cli" ] && pass "seeded text = oxillama run" || fail "seeded text = oxillama run" "$first / $cli"
+req "tokenize a" 200 '"tokens":\[261\]' -H "$K" -H "$J" -d '{"content": "a"}' "$base/tokenize"
 req "tokenize" 200 '"tokens":\[[0-9]' -H "$K" -H "$J" -d '{"content": "Once upon a time"}' "$base/tokenize"
 toks=$(json "$work/body" "json.dumps(d['tokens'])")
 req "detokenize" 200 '"content":" ?Once upon a time"' -H "$K" -H "$J" -d "{\"tokens\": $toks}" "$base/detokenize"
