@@ -67,6 +67,47 @@ int oxl_hp_str(const oxl_model *m, const char *key, const char **out, oxl_error 
     return oxl_gguf_get_str(m->gguf, full, out, err) < 0 ? -1 : 0;
 }
 
+int oxl_hp_count(const oxl_model *m, const char *key, int32_t *out, bool required, oxl_error *err) {
+    char full[256];
+    arch_key(m, key, full, sizeof full);
+    int64_t v;
+    int r = oxl_gguf_get_int(m->gguf, full, &v, err);
+    if (r < 0) {
+        return -1;
+    }
+    if (r == 0) {
+        return required ? oxl_err_set(err, "%s: missing required key '%s'", oxl_gguf_path(m->gguf), full) : 0;
+    }
+    if (v < 0 || v > INT32_MAX) {
+        return oxl_err_set(err, "%s: key '%s' = %lld: must be a non-negative 32-bit integer",
+                           oxl_gguf_path(m->gguf), full, (long long)v);
+    }
+    *out = (int32_t)v;
+    return 0;
+}
+
+int oxl_bind_tensor_view(const oxl_model *m, oxl_tensor *t, const oxl_gguf_tensor *gt, int64_t ne0, int64_t ne1,
+                         oxl_error *err) {
+    const char *path = oxl_gguf_path(m->gguf);
+    const oxl_kernels *k = oxl_kernels_get();
+    const oxl_type_traits *tt = oxl_type_traits_get(gt->type);
+    memset(t, 0, sizeof *t);
+    if (gt->type != OXL_TYPE_F32 && (!k->vec_dot[gt->type] || !k->dequant[gt->type])) {
+        return oxl_err_set(err, "%s: tensor '%s' has type %s, which oxillama cannot compute with yet", path, gt->name,
+                           tt ? tt->name : "?");
+    }
+    if (ne1 == 0 && gt->type != OXL_TYPE_F32) {
+        return oxl_err_set(err, "%s: tensor '%s' has type %s; 1-D tensors must be f32", path, gt->name, tt->name);
+    }
+    t->name = gt->name;
+    t->type = (oxl_type)gt->type;
+    t->ne[0] = ne0;
+    t->ne[1] = ne1 ? ne1 : 1;
+    t->row_size = oxl_row_size(t->type, ne0);
+    t->data = gt->data;
+    return 0;
+}
+
 int oxl_bind_tensor(const oxl_model *m, oxl_tensor *t, const char *name, int il, int64_t ne0, int64_t ne1,
                     bool required, oxl_error *err) {
     char full[128];
@@ -81,11 +122,10 @@ int oxl_bind_tensor(const oxl_model *m, oxl_tensor *t, const char *name, int il,
     if (!gt) {
         return required ? oxl_err_set(err, "%s: missing tensor '%s'", path, full) : 0;
     }
-    int64_t want_dims = ne1 ? 2 : 1;
     bool ok = gt->ne[0] == ne0 && gt->ne[1] == (ne1 ? ne1 : 1) && gt->ne[2] == 1 && gt->ne[3] == 1;
     if (!ok) {
         char want[64];
-        if (want_dims == 2) {
+        if (ne1) {
             snprintf(want, sizeof want, "(%lld, %lld)", (long long)ne0, (long long)ne1);
         } else {
             snprintf(want, sizeof want, "(%lld)", (long long)ne0);
@@ -93,22 +133,7 @@ int oxl_bind_tensor(const oxl_model *m, oxl_tensor *t, const char *name, int il,
         return oxl_err_set(err, "%s: tensor '%s' has shape (%lld, %lld, %lld, %lld); expected %s", path, full,
                            (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2], (long long)gt->ne[3], want);
     }
-    const oxl_kernels *k = oxl_kernels_get();
-    const oxl_type_traits *tt = oxl_type_traits_get(gt->type);
-    if (gt->type != OXL_TYPE_F32 && (!k->vec_dot[gt->type] || !k->dequant[gt->type])) {
-        return oxl_err_set(err, "%s: tensor '%s' has type %s, which oxillama cannot compute with yet", path, full,
-                           tt ? tt->name : "?");
-    }
-    if (want_dims == 1 && gt->type != OXL_TYPE_F32) {
-        return oxl_err_set(err, "%s: tensor '%s' has type %s; 1-D tensors must be f32", path, full, tt->name);
-    }
-    t->name = gt->name;
-    t->type = (oxl_type)gt->type;
-    t->ne[0] = gt->ne[0];
-    t->ne[1] = gt->ne[1];
-    t->row_size = oxl_row_size(t->type, gt->ne[0]);
-    t->data = gt->data;
-    return 0;
+    return oxl_bind_tensor_view(m, t, gt, ne0, ne1, err);
 }
 
 /* ---- math -------------------------------------------------------------------------------- */

@@ -13,6 +13,8 @@
  * Returns -1 with err when required and absent, or the value is not a positive int32. */
 int oxl_hp_int(const oxl_model *m, const char *key, int32_t *out, bool required, oxl_error *err);
 int oxl_hp_float(const oxl_model *m, const char *key, float *out, bool required, oxl_error *err);
+/* The same for counts that may be 0 (expert_shared_count, leading_dense_block_count, …). */
+int oxl_hp_count(const oxl_model *m, const char *key, int32_t *out, bool required, oxl_error *err);
 /* A boolean `<arch>.<key>` (unchanged when absent and !required). */
 int oxl_hp_bool(const oxl_model *m, const char *key, bool *out, bool required, oxl_error *err);
 /* A string `<arch>.<key>`; *out unchanged when absent. The string lives as long as the model. */
@@ -23,6 +25,11 @@ int oxl_hp_str(const oxl_model *m, const char *key, const char **out, oxl_error 
  * A missing tensor is an error when required, else t->data = NULL and 0 is returned. */
 int oxl_bind_tensor(const oxl_model *m, oxl_tensor *t, const char *name, int il, int64_t ne0, int64_t ne1,
                     bool required, oxl_error *err);
+
+/* Binds t to gt's data as a (ne0, ne1) matrix (ne1 = 0: a 1-D f32 vector) after checking that its
+ * type has kernels; the caller has checked gt's shape (experts: the first (ne0, ne1) slice). */
+int oxl_bind_tensor_view(const oxl_model *m, oxl_tensor *t, const oxl_gguf_tensor *gt, int64_t ne0, int64_t ne1,
+                         oxl_error *err);
 
 /* ---- math -------------------------------------------------------------------------------- */
 

@@ -172,6 +172,10 @@ static const tensor_info tensor_table[OXL_TENSOR_KIND_COUNT] = {
     [OXL_L_FFN_DOWN] = {"blk.%d.ffn_down.weight", L(ffn_down), D_F, D_E, false},
     [OXL_L_FFN_DOWN_B] = {"blk.%d.ffn_down.bias", L(ffn_down_b), D_E, D_NONE, true},
     [OXL_L_FFN_POST_NORM] = {"blk.%d.post_ffw_norm.weight", L(ffn_post_norm), D_E, D_NONE, true},
+    [OXL_L_ATTN_OUT_NORM] = {"blk.%d.attn_output_norm.weight", L(attn_post_norm), D_E, D_NONE, true},
+    [OXL_L_ATTN_OUT_NORM_FFN] = {"blk.%d.attn_output_norm.weight", L(ffn_norm), D_E, D_NONE, true},
+    [OXL_L_LAYER_OUT_NORM] = {"blk.%d.layer_output_norm.weight", L(ffn_post_norm), D_E, D_NONE, true},
+    [OXL_L_MOE] = {NULL, true, 0, D_NONE, D_NONE, false},
 };
 
 #undef G
@@ -270,7 +274,15 @@ int oxl_decoder_load(oxl_model *m, const oxl_decoder_opts *o, const oxl_tensor_s
             if (!tensor_table[k].layer) {
                 continue;
             }
-            if (k == OXL_L_QKV ? bind_qkv(m, l, il, err) : bind_kind(m, l, k, il, spec[i].required, err)) {
+            int r;
+            if (k == OXL_L_QKV) {
+                r = bind_qkv(m, l, il, err);
+            } else if (k == OXL_L_MOE) {
+                r = il < o->moe.n_dense_lead ? 0 : oxl_moe_bind(m, &o->moe, &l->moe, il, o->moe_parts, err);
+            } else {
+                r = bind_kind(m, l, k, il, spec[i].required, err);
+            }
+            if (r) {
                 return -1;
             }
         }
@@ -304,6 +316,8 @@ typedef struct acts {
     float *gate;    /* (2*n_ff, n) gate (fused: gate;up) */
     float *up;      /* (n_ff, n) */
     float *xout;    /* (n_embd, n) residual stream of the tokens whose logits are wanted */
+    float *fo2;     /* (n_embd, n) the MoE output beside a dense FFN */
+    void *moe;      /* the MoE block's work (oxl_moe_work_size) */
     float *scores;  /* (n_ctx + head_dim) per thread */
     float *scratch; /* activation columns converted for matmuls (raw bytes) */
 } acts;
@@ -314,10 +328,12 @@ static size_t acts_layout(const oxl_model *m, int32_t n, int32_t n_ctx, int n_th
     const size_t F = hp->n_ff, QKV = Q + 2 * KV;
     size_t widest = E > 2 * F ? E : 2 * F;
     widest = widest > QKV ? widest : QKV;
+    const oxl_decoder *d = m->weights;
+    const size_t moe = oxl_moe_work_size(&d->o.moe, hp->n_embd, n) / sizeof(float);
     const size_t sizes[] = {E * n, E * n, E * n, QKV * n, Q * n, KV * n, KV * n, Q * n, E * n, E * n, 2 * F * n,
-                            F * n, E * n, (size_t)(n_ctx + hp->head_dim) * n_threads, widest * n + 64};
+                            F * n, E * n, E * n, moe, (size_t)(n_ctx + hp->head_dim) * n_threads, widest * n + 64};
     float **slots[] = {&a->x, &a->xb, &a->xb2, &a->qkv, &a->q, &a->k, &a->v, &a->att, &a->ao, &a->fo, &a->gate,
-                       &a->up, &a->xout, &a->scores, &a->scratch};
+                       &a->up, &a->xout, &a->fo2, (float **)&a->moe, &a->scores, &a->scratch};
     size_t off = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (base) {
@@ -361,6 +377,16 @@ static void attn_qkv(oxl_ctx *ctx, const oxl_ubatch *ub, const oxl_decoder *d, c
         linear(ctx->pool, &l->wk, &l->bk, a, n, b->k, b->scratch);
         linear(ctx->pool, &l->wv, &l->bv, a, n, b->v, b->scratch);
     }
+    if (o->clamp_kqv > 0.0f) {
+        const float c = o->clamp_kqv;
+        float *parts[] = {b->q, b->k, b->v};
+        const int64_t len[] = {Q * n, KV * n, KV * n};
+        for (int i = 0; i < 3; i++) {
+            for (int64_t e = 0; e < len[i]; e++) {
+                parts[i][e] = fminf(fmaxf(parts[i][e], -c), c);
+            }
+        }
+    }
     const int64_t d_q = o->qk_norm_full ? Q : D, d_k = o->qk_norm_full ? KV : D;
     if (l->q_norm.data) {
         oxl_norm(o->norm, b->q, &l->q_norm, NULL, b->q, d_q, n * (Q / d_q), o->norm_eps);
@@ -379,8 +405,9 @@ static void attn_qkv(oxl_ctx *ctx, const oxl_ubatch *ub, const oxl_decoder *d, c
     }
 }
 
-/* The FFN of the pass on x (n_embd, n) into b->fo. */
-static void ffn(oxl_ctx *ctx, const oxl_decoder *d, const oxl_decoder_layer *l, const float *x, int32_t n, acts *b) {
+/* The dense FFN of the pass on x (n_embd, n) into b->fo. */
+static void dense_ffn(oxl_ctx *ctx, const oxl_decoder *d, const oxl_decoder_layer *l, const float *x, int32_t n,
+                      acts *b) {
     oxl_pool *pool = ctx->pool;
     const int64_t F = ctx->model->hp.n_ff;
     switch (d->o.ffn) {
@@ -405,6 +432,22 @@ static void ffn(oxl_ctx *ctx, const oxl_decoder *d, const oxl_decoder_layer *l, 
         break;
     }
     linear(pool, &l->ffn_down, &l->ffn_down_b, b->gate, n, b->fo, b->scratch);
+}
+
+/* The layer's FFN on x into b->fo: dense, experts, or (Grok) both summed and scaled; then the
+ * post-FFN norm. */
+static void ffn(oxl_ctx *ctx, const oxl_decoder *d, const oxl_decoder_layer *l, const float *x, int32_t n, acts *b) {
+    const int64_t E = ctx->model->hp.n_embd;
+    if (!l->moe.gate_inp.data) {
+        dense_ffn(ctx, d, l, x, n, b);
+    } else if (!l->ffn_up.data) {
+        oxl_moe_forward(ctx, &d->o.moe, &l->moe, x, n, b->fo, b->moe);
+    } else {
+        oxl_moe_forward(ctx, &d->o.moe, &l->moe, x, n, b->fo2, b->moe);
+        dense_ffn(ctx, d, l, x, n, b);
+        oxl_add(b->fo, b->fo2, E * n);
+        oxl_scale(b->fo, E * n, d->o.moe_dense_scale);
+    }
     if (l->ffn_post_norm.data) {
         oxl_norm(d->o.norm, b->fo, &l->ffn_post_norm, NULL, b->fo, ctx->model->hp.n_embd, n, d->o.norm_eps);
     }
@@ -590,6 +633,15 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
     fputc('\n', out);
     const bool parallel = o->parallel || (o->parallel_if_no_ffn_norm && !l0->ffn_norm.data);
     fprintf(out, "  %-16s %s, %s residual\n", "ffn", ffn_names[o->ffn], parallel ? "parallel" : "sequential");
+    if (o->moe.n_expert > 0) {
+        oxl_moe_describe(&o->moe, out);
+        if (o->moe_dense_scale != 0.0f) {
+            fprintf(out, "  %-16s (dense FFN + experts) x %g\n", "", o->moe_dense_scale);
+        }
+    }
+    if (o->clamp_kqv > 0.0f) {
+        fprintf(out, "  %-16s q, k, v clamped to +-%g\n", "clamp", o->clamp_kqv);
+    }
     const struct {
         const char *name;
         float v;

@@ -10,12 +10,14 @@
  *   q,k = rope(q,k)                            (per-layer parameters: sliding-window layers may differ)
  *   o   = Wo · attention(q * q_scale, k, v) + bo,  then post-attention norm, residual_scale
  *   sequential: x = x + o;  x = x + residual_scale * post_ffn_norm(ffn(norm(x, ffn_norm)))
+ *   ffn = the dense FFN, or on layers with a router the MoE block (moe.h), or both summed and
+ *         scaled by moe_dense_scale (Grok)
  *   parallel:   x = x + o + ffn(norm(x, ffn_norm) or a)
  */
 #ifndef OXL_DECODER_H
 #define OXL_DECODER_H
 
-#include "blocks.h"
+#include "moe.h"
 
 #include <stdio.h>
 
@@ -48,6 +50,10 @@ typedef struct oxl_decoder_opts {
     oxl_rope rope_swa;       /* sliding-window layers */
     bool long_factors;       /* LongRoPE: rope_factors_long when the padded context exceeds n_ctx_orig */
     int32_t n_ctx_orig;      /* rope.scaling.original_context_length (default context_length) */
+    float clamp_kqv;         /* q, k, v (or the fused qkv) clamped to [-c, c] (dbrx) */
+    oxl_moe_opts moe;        /* experts of the layers that bind OXL_L_MOE */
+    unsigned moe_parts;      /* OXL_MOE_HAS_* flags: which optional MoE tensors the loader creates */
+    float moe_dense_scale;   /* layers with both a dense FFN and experts: (dense + moe) * this (grok) */
 } oxl_decoder_opts;
 
 /* ---- tensors ----------------------------------------------------------------------------- */
@@ -68,6 +74,11 @@ typedef enum oxl_tensor_kind {
     OXL_L_FFN_NORM, OXL_L_FFN_NORM_B,
     OXL_L_FFN_GATE, OXL_L_FFN_GATE_B, OXL_L_FFN_UP, OXL_L_FFN_UP_B, OXL_L_FFN_UP_GATE, OXL_L_FFN_DOWN,
     OXL_L_FFN_DOWN_B, OXL_L_FFN_POST_NORM,
+    OXL_L_ATTN_OUT_NORM,    /* attn_output_norm as the post-attention norm (grok) */
+    OXL_L_ATTN_OUT_NORM_FFN, /* attn_output_norm as the FFN's pre-norm (dbrx) */
+    OXL_L_LAYER_OUT_NORM,   /* layer_output_norm as the post-FFN norm (grok) */
+    OXL_L_MOE,              /* router and experts (moe.h), with the optional parts of opts.moe_parts; layers
+                             * below opts.moe.n_dense_lead skip it */
     OXL_TENSOR_KIND_COUNT
 } oxl_tensor_kind;
 
@@ -107,6 +118,7 @@ typedef struct oxl_decoder_layer {
     oxl_tensor ffn_down;       /* (n_ff, n_embd) */
     oxl_tensor ffn_down_b;     /* (n_embd) */
     oxl_tensor ffn_post_norm;  /* (n_embd) norm of the FFN output before the residual add */
+    oxl_moe_layer moe;         /* router and experts; moe.gate_inp.data == NULL on dense layers */
 } oxl_decoder_layer;
 
 typedef struct oxl_decoder {

@@ -9,6 +9,9 @@
  * LongRoPE factors), grouped-query attention, RMSNorm with learned scales, optional biases on the
  * projections. Yi and InternLM3 convert to this architecture. Mistral's sliding_window key is not
  * read by llama.cpp for this architecture, so there is no sliding window here either.
+ *
+ * Mixtral is this architecture with experts (expert_count > 0): the FFN becomes the MoE block with a
+ * softmax router and the top-k weights renormalised (build_moe_ffn with norm_w).
  */
 #include "decoder.h"
 #include "error.h"
@@ -21,6 +24,13 @@ static const oxl_tensor_spec llama_tensors[] = {
     OXL_OPT(L_FFN_GATE_B),   OXL_OPT(L_FFN_UP_B),     OXL_OPT(L_FFN_DOWN_B),
 };
 
+static const oxl_tensor_spec mixtral_tensors[] = {
+    OXL_REQ(T_TOKEN_EMBD),   OXL_REQ(T_OUTPUT_NORM),  OXL_OPT(T_OUTPUT),
+    OXL_OPT(T_ROPE_FREQS),   OXL_OPT(T_ROPE_LONG),    OXL_OPT(T_ROPE_SHORT),
+    OXL_REQ(L_ATTN_NORM),    OXL_REQ(L_QKV),          OXL_REQ(L_ATTN_OUT),  OXL_OPT(L_ATTN_OUT_B),
+    OXL_REQ(L_FFN_NORM),     OXL_REQ(L_MOE),
+};
+
 static int llama_load(oxl_model *m, oxl_error *err) {
     oxl_decoder_opts o = {.norm = OXL_NORM_RMS, .ffn = OXL_FFN_SWIGLU};
     if (oxl_decoder_hparams(m, &o, OXL_ROPE_NORM, err)) {
@@ -30,7 +40,12 @@ static int llama_load(oxl_model *m, oxl_error *err) {
         return oxl_err_set(err, "%s: llama.rope.dimension_count = %d must equal the head size %d (as llama.cpp requires)",
                            oxl_gguf_path(m->gguf), m->hp.n_rot, m->hp.head_dim);
     }
-    return OXL_DECODER_LOAD(m, &o, llama_tensors, err);
+    o.moe.norm_w = true;
+    if (oxl_moe_hparams(m, &o.moe, m->hp.n_ff, err)) {
+        return -1;
+    }
+    return o.moe.n_expert > 0 ? OXL_DECODER_LOAD(m, &o, mixtral_tensors, err)
+                              : OXL_DECODER_LOAD(m, &o, llama_tensors, err);
 }
 
 const oxl_arch oxl_arch_llama = OXL_DECODER_ARCH("llama", llama_load);

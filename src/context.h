@@ -28,6 +28,15 @@ typedef struct oxl_ubatch {
     const int32_t *out_ids; /* [n_out] indices into this ubatch, ascending */
 } oxl_ubatch;
 
+/* Mixture-of-experts dispatch counters (arch/moe.c), cumulative over the context's passes: one
+ * dispatch runs one expert's matrices on the block of tokens routed to it in a pass's layer. */
+typedef struct oxl_moe_stats {
+    int64_t n_dispatch; /* expert blocks run */
+    int64_t n_matmul;   /* expert matrix products (3 per dispatch: gate, up, down) */
+    int64_t n_tokens;   /* tokens over all dispatches (each token counts once per selected expert) */
+    int32_t min_tokens; /* fewest tokens of one dispatch (0: none yet) */
+} oxl_moe_stats;
+
 struct oxl_ctx {
     const oxl_model *model;
     oxl_ctx_params params;
@@ -46,6 +55,7 @@ struct oxl_ctx {
     int32_t *out_ids;   /* scratch for ubatch output indices, n_batch */
     int32_t *seq0_pos;  /* oxl_decode's batch: pos[cap], seq[cap], keep[cap] in one block */
     int32_t seq0_cap;
+    oxl_moe_stats moe_stats;
 };
 
 #endif
