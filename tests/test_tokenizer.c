@@ -531,7 +531,7 @@ Test(tokenizer, load_errors_name_the_key) {
         vocab_spec spec;
         const char *needle;
     } bad[] = {
-        {{"gpt2", k_small, 10, NULL, 0, NULL, 0, NULL, 0}, "tokenizer.ggml.model"},
+        {{"rwkv", k_small, 10, NULL, 0, NULL, 0, NULL, 0}, "tokenizer.ggml.model"},
         {{"llama", k_small, 10, k_zero9, 9, NULL, 0, NULL, 0}, "tokenizer.ggml.scores"},
         {{"llama", k_small, 10, NULL, 0, k_small_types, 9, NULL, 0}, "tokenizer.ggml.token_type"},
         {{"llama", k_small, 10, NULL, 0, NULL, 0, "tokenizer.ggml.bos_token_id", 10}, "tokenizer.ggml.bos_token_id"},
