@@ -48,6 +48,16 @@ set_tests_properties(info-rejects-truncated PROPERTIES
 # llama.cpp's tokenizer conformance fixtures, through the golden runner.
 file(GLOB OXL_TOKENIZER_GOLDENS ${G}/tokenizer/*.gguf)
 add_test(NAME golden-tokenizer COMMAND ${OXL_BIN} golden ${OXL_TOKENIZER_GOLDENS})
+# The shared reference set's tokenizer fixtures (vocabularies not kept in golden/tokenizer: the
+# other BPE ones, Llama 3's, Baichuan's), when the set is beside the source tree.
+foreach(dir ${CMAKE_SOURCE_DIR}/../shared/golden/tokenizer /work/shared/golden/tokenizer)
+  if(NOT OXL_SHARED_TOKENIZER_GOLDENS AND EXISTS ${dir})
+    file(GLOB OXL_SHARED_TOKENIZER_GOLDENS ${dir}/*.gguf)
+  endif()
+endforeach()
+if(OXL_SHARED_TOKENIZER_GOLDENS)
+  add_test(NAME golden-tokenizer-shared COMMAND ${OXL_BIN} golden ${OXL_SHARED_TOKENIZER_GOLDENS})
+endif()
 # oxillama tokenize prints llama-tokenize's shapes; the ids are the golden prompt's (golden/models/stories260K.once.gguf).
 add_test(NAME tokenize-ids COMMAND ${OXL_BIN} tokenize -m ${M}/stories260K.gguf -p "Once upon a time" --ids)
 set_tests_properties(tokenize-ids PROPERTIES PASS_REGULAR_EXPRESSION "^\\[1, 403, 407, 261, 378\\]")
