@@ -5,7 +5,7 @@
 set -eu
 cd "$(dirname "$0")"
 
-PACKAGES="cmake ninja-build gcc python3 python3-jinja2 libcjson-dev libcriterion-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev"
+PACKAGES="cmake ninja-build gcc python3 python3-jinja2 libcjson-dev libcriterion-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev clang libclang-rt-dev"
 
 install_missing() {
     missing=""
@@ -25,6 +25,16 @@ build() {
     ninja -C build -j2
 }
 
+# The sanitizer stage of `test`: the whole suite again in build-asan under AddressSanitizer +
+# UndefinedBehaviorSanitizer, LeakSanitizer on (any report fails its test), then each libFuzzer
+# harness for OXL_FUZZ_SECONDS seconds (default 20; tests/fuzz/run.sh, README "Hostile input").
+sanitize() {
+    cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOXL_SANITIZE=ON >/dev/null
+    ninja -C build-asan -j2
+    ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j2 --timeout 900
+    tests/fuzz/run.sh "${OXL_FUZZ_SECONDS:-20}"
+}
+
 install_missing
 build
 case "${1:-demo}" in
@@ -33,6 +43,7 @@ demo)
     ;;
 test)
     ctest --test-dir build --output-on-failure -j2 --timeout 900
+    sanitize
     ;;
 *)
     echo "usage: ./build.sh [demo|test]" >&2
