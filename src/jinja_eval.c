@@ -554,8 +554,8 @@ static jv *binop_type_error(ctx *c, const jj_node *n, jj_op op, jv *x, jv *y) {
         return fail(c, n, "TypeError", "can only concatenate %s (not \"%s\") to %s", jv_type_name(x), jv_type_name(y),
                     jv_type_name(x));
     }
-    return fail(c, n, "TypeError", "unsupported operand type(s) for %s: '%s' and '%s'", op_sym[op], jv_type_name(x),
-                jv_type_name(y));
+    return fail(c, n, "TypeError", "unsupported operand type(s) for %s: '%s' and '%s'",
+                op == JOP_POW ? "** or pow()" : op_sym[op], jv_type_name(x), jv_type_name(y));
 }
 
 static jv *repeat(ctx *c, const jj_node *n, jv *seq, int64_t times) {
@@ -630,14 +630,14 @@ static jv *arith(ctx *c, const jj_node *n, jj_op op, jv *x, jv *y) {
             return mk(c, n, jv_float(a, xf * yf));
         case JOP_DIV:
             if (yf == 0) {
-                return fail(c, n, "ZeroDivisionError", "division by zero");
+                return fail(c, n, "ZeroDivisionError", ints ? "division by zero" : "float division by zero");
             }
             return mk(c, n, jv_float(a, xf / yf));
         case JOP_FLOORDIV:
         case JOP_MOD:
             if (ints ? yi == 0 : yf == 0) {
                 return fail(c, n, "ZeroDivisionError", "%s",
-                            ints ? "integer division or modulo by zero"
+                            ints ? (op == JOP_MOD ? "integer modulo by zero" : "integer division or modulo by zero")
                                  : op == JOP_MOD ? "float modulo" : "float floor division by zero");
             }
             if (ints) {
@@ -675,6 +675,9 @@ static jv *arith(ctx *c, const jj_node *n, jj_op op, jv *x, jv *y) {
                     acc = (yi % 2) ? -1 : 1;
                 }
                 return mk(c, n, jv_int(a, acc));
+            }
+            if (xf == 0 && yf < 0) {
+                return fail(c, n, "ZeroDivisionError", "0.0 cannot be raised to a negative power");
             }
             return mk(c, n, jv_float(a, pow(xf, yf)));
         default: break;
@@ -716,6 +719,11 @@ static jv *arith(ctx *c, const jj_node *n, jj_op op, jv *x, jv *y) {
     if (op == JOP_MOD && x->type == JV_STR) {
         return format_percent(c, n, x, y);
     }
+    if (op == JOP_MUL && (x->type == JV_STR || y->type == JV_STR || (x->type == JV_LIST && !(x->flags & JF_GEN)) ||
+                          (y->type == JV_LIST && !(y->flags & JF_GEN)))) {
+        bool x_seq = x->type == JV_STR || x->type == JV_LIST;
+        return fail(c, n, "TypeError", "can't multiply sequence by non-int of type '%s'", jv_type_name(x_seq ? y : x));
+    }
     return binop_type_error(c, n, op, x, y);
 }
 
@@ -740,6 +748,10 @@ static int contains(ctx *c, const jj_node *n, jv *needle, jv *hay) {
         return 0;
     case JV_DICT:
         if (!(hay->flags & JF_NS)) {
+            if ((needle->type == JV_LIST && !(needle->flags & JF_TUPLE)) || needle->type == JV_DICT) {
+                fail(c, n, "TypeError", "unhashable type: '%s'", jv_type_name(needle));
+                return -1;
+            }
             return jv_dict_getv(hay, needle) != NULL;
         }
         break;
@@ -1369,6 +1381,8 @@ static jv *str_format(ctx *c, const jj_node *n, jv *s, args *a) {
 
 /* printf-style "%s %d %f %%" formatting of the % operator and the format filter */
 static jv *format_percent(ctx *c, const jj_node *n, jv *fmt, jv *argv) {
+    /* a list or dict argument counts as a mapping: unused, it is no error (CPython) */
+    bool mapping = (argv->type == JV_LIST && !(argv->flags & (JF_TUPLE | JF_GEN))) || argv->type == JV_DICT;
     jv single = {0};
     jv *items[1] = {argv};
     if (!(argv->type == JV_LIST && (argv->flags & JF_TUPLE))) {
@@ -1441,7 +1455,7 @@ static jv *format_percent(ctx *c, const jj_node *n, jv *fmt, jv *argv) {
             return oom(c, n);
         }
     }
-    if (k < argv->list.n) {
+    if (k < argv->list.n && !(mapping && k == 0)) {
         return fail(c, n, "TypeError", "not all arguments converted during string formatting");
     }
     return mk(c, n, jv_str_ref(c->a, b.s ? b.s : "", b.n));
@@ -1580,7 +1594,7 @@ static jv *call_str_method(ctx *c, const jj_node *n, jv *s, const char *name, ar
         return replace(c, n, s, arg(a, 0, NULL), arg(a, 1, NULL), arg(a, 2, "count"));
     }
     if (!strcmp(name, "find") || !strcmp(name, "rfind") || !strcmp(name, "index") || !strcmp(name, "rindex")) {
-        return find(c, n, s, arg(a, 0, NULL), name[0] == 'r', name[0] == 'i' || name[1] == 'i');
+        return find(c, n, s, arg(a, 0, NULL), name[0] == 'r', !strcmp(name, "index") || !strcmp(name, "rindex"));
     }
     if (!strcmp(name, "count")) {
         jv *sub = arg(a, 0, NULL);
@@ -1757,7 +1771,9 @@ static jv *call_method(ctx *c, const jj_node *n, jv *m, args *a) {
                 }
             }
             if (name[0] == 'i') {
-                return fail(c, n, "ValueError", "value is not in list");
+                jj_buf rb = {.arena = c->a};
+                return jv_repr(&rb, x) ? fail(c, n, "ValueError", "%.*s is not in list", (int)(rb.n > 60 ? 60 : rb.n), rb.s)
+                                       : oom(c, n);
             }
             return mk(c, n, jv_int(c->a, cnt));
         }

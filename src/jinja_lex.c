@@ -322,6 +322,64 @@ static int lex_tag(lexer *lx, size_t *pi, bool block, bool *trailing_nl) {
     }
 }
 
+/* `{%[-+]? raw (-%}\s*|%})` starting at the tag body p (after `{%` and its sign): the end offset,
+ * or 0 when this is no raw opening */
+static size_t raw_open(const char *src, size_t len, size_t p) {
+    size_t k = p;
+    while (k < len && is_space(src[k])) {
+        k++;
+    }
+    if (k + 3 > len || memcmp(src + k, "raw", 3)) {
+        return 0;
+    }
+    k += 3;
+    while (k < len && is_space(src[k])) {
+        k++;
+    }
+    if (k + 3 <= len && !memcmp(src + k, "-%}", 3)) {
+        k += 3;
+        while (k < len && is_space(src[k])) {
+            k++;
+        }
+        return k;
+    }
+    return k + 2 <= len && !memcmp(src + k, "%}", 2) ? k + 2 : 0;
+}
+
+/* `{%[-+]?\s*endraw\s*(+%}|-%}\s*|%}\n?)` at e: the end offset (0: none) and the opening's sign */
+static size_t raw_close(const char *src, size_t len, size_t e, char *sign) {
+    size_t t = e + 2;
+    *sign = 0;
+    if (t < len && (src[t] == '-' || src[t] == '+')) {
+        *sign = src[t++];
+    }
+    while (t < len && is_space(src[t])) {
+        t++;
+    }
+    if (t + 6 > len || memcmp(src + t, "endraw", 6)) {
+        return 0;
+    }
+    t += 6;
+    while (t < len && is_space(src[t])) {
+        t++;
+    }
+    if (t + 3 <= len && !memcmp(src + t, "+%}", 3)) {
+        return t + 3;
+    }
+    if (t + 3 <= len && !memcmp(src + t, "-%}", 3)) {
+        t += 3;
+        while (t < len && is_space(src[t])) {
+            t++;
+        }
+        return t;
+    }
+    if (t + 2 <= len && !memcmp(src + t, "%}", 2)) {
+        t += 2;
+        return t < len && src[t] == '\n' ? t + 1 : t;
+    }
+    return 0;
+}
+
 int jj_lex(jj_arena *a, const char *src, size_t len, jj_token **toks, size_t *n_toks, oxl_error *err) {
     lexer lx = {.a = a, .s = src, .n = len, .err = err};
     size_t i = 0;
@@ -397,71 +455,50 @@ int jj_lex(jj_arena *a, const char *src, size_t len, jj_token **toks, size_t *n_
             continue;
         }
         bool block = kind == '%';
-        /* {% raw %} ... {% endraw %}: the body is text */
-        if (block) {
-            size_t k = p;
-            while (k < len && is_space(src[k])) {
-                k++;
+        /* {% raw %} ... {% endraw %}: the body is text. As in Jinja2, the opening tag ends in `%}` or
+         * `-%}` (no trim_blocks there, no `+%}`); otherwise it is an ordinary (unknown) tag. */
+        size_t raw_end = block ? raw_open(src, len, p) : 0;
+        if (raw_end) {
+            line_starting = src[raw_end - 1] == '\n';
+            size_t body = raw_end, e = body, end_close = 0;
+            char sign = 0;
+            for (; e + 1 < len && !end_close; e++) {
+                if (src[e] == '{' && src[e + 1] == '%') {
+                    end_close = raw_close(src, len, e, &sign);
+                    if (end_close) {
+                        break;
+                    }
+                }
             }
-            if (k + 3 <= len && !memcmp(src + k, "raw", 3) && (k + 3 == len || !is_name_char(src[k + 3]))) {
-                size_t q = k + 3, saved = lx.n_toks;
-                bool nl = false;
-                if (lex_tag(&lx, &q, true, &nl) < 0) {
-                    return -1;
-                }
-                lx.n_toks = saved; /* the raw tag itself is not for the parser */
-                size_t body = q, e = q;
-                size_t end_open = 0, end_close = 0;
-                for (; e + 1 < len; e++) {
-                    if (src[e] == '{' && src[e + 1] == '%') {
-                        size_t t = e + 2;
-                        if (t < len && (src[t] == '-' || src[t] == '+')) {
-                            t++;
-                        }
-                        while (t < len && is_space(src[t])) {
-                            t++;
-                        }
-                        if (t + 6 <= len && !memcmp(src + t, "endraw", 6)) {
-                            end_open = e;
-                            t += 6;
-                            while (t < len && is_space(src[t])) {
-                                t++;
-                            }
-                            if (t < len && (src[t] == '-' || src[t] == '+')) {
-                                t++;
-                            }
-                            if (t + 2 <= len && src[t] == '%' && src[t + 1] == '}') {
-                                end_close = t + 2;
-                                break;
-                            }
-                        }
-                    }
-                }
-                if (!end_close) {
-                    return lex_fail(&lx, j, "missing end of raw directive");
-                }
-                size_t body_end = end_open;
-                if (src[end_open + 2] == '-') {
-                    while (body_end > body && is_space(src[body_end - 1])) {
-                        body_end--;
-                    }
-                }
-                if (body_end > body && !push(&lx, JT_TEXT, body, src + body, body_end - body)) {
-                    return -1;
-                }
-                i = end_close;
-                line_starting = false;
-                if (src[end_close - 3] == '-') {
-                    while (i < len && is_space(src[i])) {
-                        line_starting = src[i] == '\n';
-                        i++;
-                    }
-                } else if (src[end_close - 3] != '+' && i < len && src[i] == '\n') {
-                    i++;
-                    line_starting = true;
-                }
-                continue;
+            if (!end_close) {
+                return lex_fail(&lx, j, "missing end of raw directive");
             }
+            size_t body_end = e;
+            if (sign == '-') {
+                while (body_end > body && is_space(src[body_end - 1])) {
+                    body_end--;
+                }
+            } else if (sign != '+') {
+                size_t l_pos = body_end;
+                while (l_pos > body && src[l_pos - 1] != '\n') {
+                    l_pos--;
+                }
+                if (l_pos > body || line_starting) {
+                    bool ws = l_pos < body_end;
+                    for (size_t k = l_pos; k < body_end && ws; k++) {
+                        ws = is_space(src[k]);
+                    }
+                    if (ws) {
+                        body_end = l_pos;
+                    }
+                }
+            }
+            if (body_end > body && !push(&lx, JT_TEXT, body, src + body, body_end - body)) {
+                return -1;
+            }
+            i = end_close;
+            line_starting = src[end_close - 1] == '\n';
+            continue;
         }
         if (!push(&lx, block ? JT_BLOCK_BEGIN : JT_VAR_BEGIN, j, src + j, p - j)) {
             return -1;

@@ -1033,7 +1033,7 @@ static jj_node *parse_statement(parser *p) {
     } else {
         char name[64];
         snprintf(name, sizeof name, "%.*s", (int)(kw->n > 40 ? 40 : kw->n), kw->s);
-        n = fail_at(p, kw->pos, "encountered unknown tag '%s'", name);
+        n = fail_at(p, kw->pos, "Encountered unknown tag '%s'.", name);
     }
     p->depth--;
     return n;
