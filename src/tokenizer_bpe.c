@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 /* One merge "left right": its text in `text` at off, left = [off, off+split), right after the space. */
 typedef struct {
@@ -279,12 +280,49 @@ static bool merge_word(bpe_session *s, const char *word, size_t len, oxl_tok_lis
     return emit_symbols(s, out);
 }
 
+static bool bpe_segment(bpe_session *s, oxl_words *w, const char *text, size_t len, oxl_tok_list *out) {
+    const oxl_vocab *v = s->v;
+    bool ok = oxl_pretok_split(v->pretok, text, len, v->pre_flags & OXL_PRE_RAW_UTF8, w);
+    for (size_t i = 0; ok && i < w->n; i++)
+        ok = merge_word(s, w->buf + w->off[i], w->off[i + 1] - w->off[i], out);
+    return ok;
+}
+
+/* tokenizer.ggml.model = "whitespace" (llm_tokenizer_whitespace_session): whitespace only separates,
+ * each run of other characters (lowercased unless the normalizer keeps case) is tokenized alone. */
+static bool whitespace_segments(bpe_session *s, oxl_words *w, const char *text, size_t len, oxl_tok_list *out) {
+    char *seg = malloc(4 * len + 4);
+    if (!seg)
+        return false;
+    size_t n = 0;
+    bool ok = true;
+    for (size_t off = 0; ok && off <= len;) {
+        uint32_t c = ' '; /* the end flushes the last run */
+        if (off == len) {
+            off++;
+        } else if (!oxl_utf8_decode(text, len, &off, &c)) {
+            c = 0xFFFD;
+            off++;
+        }
+        if (oxl_cpt_flags(c) & OXL_CPT_WHITESPACE) {
+            if (n)
+                ok = bpe_segment(s, w, seg, n, out);
+            n = 0;
+            continue;
+        }
+        if (s->v->lowercase && c <= 0x10FFFF && (c < 0xD800 || c > 0xDFFF))
+            c = (uint32_t)utf8proc_tolower((utf8proc_int32_t)c);
+        n += oxl_utf8_encode(c, seg + n);
+    }
+    free(seg);
+    return ok;
+}
+
 bool oxl_bpe_tokenize(const oxl_vocab *v, const char *text, size_t len, oxl_tok_list *out) {
     oxl_words w = {0};
     bpe_session s = {.v = v};
-    bool ok = oxl_pretok_split(v->pretok, text, len, v->pre_flags & OXL_PRE_RAW_UTF8, &w);
-    for (size_t i = 0; ok && i < w.n; i++)
-        ok = merge_word(&s, w.buf + w.off[i], w.off[i + 1] - w.off[i], out);
+    bool ok = strcmp(v->model, "whitespace") == 0 ? whitespace_segments(&s, &w, text, len, out)
+                                                  : bpe_segment(&s, &w, text, len, out);
     oxl_words_free(&w);
     free(s.sym);
     free(s.heap);

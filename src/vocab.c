@@ -491,10 +491,15 @@ static bool set_model_defaults(oxl_vocab *v, const char *model) {
         v->type = OXL_VOCAB_SPM;
         v->bos = 1, v->eos = 2, v->unk = 0;
         v->add_space_prefix = true, v->add_bos = true;
-    } else if (strcmp(model, "gpt2") == 0) {
+    } else if (strcmp(model, "gpt2") == 0 || strcmp(model, "whitespace") == 0) {
         v->type = OXL_VOCAB_BPE;
         v->bos = 11, v->eos = 11, v->unk = -1;
         v->clean_spaces = true;
+    } else if (strcmp(model, "gemma4") == 0) { /* BPE on raw UTF-8, always the "gemma4" pre-tokenizer */
+        v->type = OXL_VOCAB_BPE;
+        v->bos = v->eos = v->unk = v->pad = -1;
+        v->clean_spaces = true;
+        snprintf(v->pre, sizeof v->pre, "gemma4");
     } else if (strcmp(model, "bert") == 0) {
         v->type = OXL_VOCAB_WPM;
         v->bos = 101, v->eos = -1, v->unk = 100, v->sep = 102, v->pad = 0, v->mask = 103;
@@ -571,7 +576,9 @@ oxl_vocab *oxl_vocab_load(const oxl_gguf *g, oxl_error *err) {
     snprintf(v->model, sizeof v->model, "%.15s", model);
     snprintf(v->pre, sizeof v->pre, "%s", pre ? pre : "");
     if (!set_model_defaults(v, model)) {
-        oxl_err_set(err, "%s: tokenizer.ggml.model = '%.64s' is not supported (supported: 'llama', 'gpt2', 'bert', 't5')",
+        oxl_err_set(err,
+                    "%s: tokenizer.ggml.model = '%.64s' is not supported (supported: 'llama', 'gpt2', 'gemma4', "
+                    "'whitespace', 'bert', 't5')",
                     path, model);
         goto fail;
     }

@@ -367,6 +367,37 @@ Test(tokenizer_models, bpe_default_pre_tokenizer) {
     oxl_vocab_free(v);
 }
 
+/* tokenizer.ggml.model = "whitespace": whitespace separates, each run is BPE-tokenized on raw UTF-8
+ * (its pre-tokenizer keeps case: "AB" has no token and no byte token, so it is dropped). */
+Test(tokenizer_models, whitespace_model) {
+    oxl_error err = {{0}};
+    static const char *const toks[] = {"ab", "a", "b", "cd", "c", "d"};
+    static const char *const m[] = {"a b", "c d"};
+    spec s = {"whitespace", "whitespace", toks, 6, NULL, NULL, m, 2, NULL, 0, -1, -1};
+    oxl_vocab *v = load_spec(&s, &err);
+    cr_assert_not_null(v, "%s", err.msg);
+    expect_ids(v, "ab  cd\tab", false, (const oxl_token[]){0, 3, 0}, 3);
+    expect_ids(v, "AB cd", false, (const oxl_token[]){3}, 1);
+    oxl_vocab_free(v);
+}
+
+/* tokenizer.ggml.model = "gemma4": spaces become U+2581, only newline runs split the text, a newline
+ * run that is a token stays whole, and a byte without a token falls back to its <0xXX> token. */
+Test(tokenizer_models, gemma4_model) {
+    oxl_error err = {{0}};
+    static const char *const toks[] = {"\xe2\x96\x81", "a", "\xe2\x96\x81" "a", "\n", "\n\n", "<0x7A>"};
+    static const int32_t types[] = {1, 1, 1, 1, 1, 6};
+    static const char *const m[] = {"\xe2\x96\x81 a"};
+    spec s = {"gemma4", NULL, toks, 6, NULL, types, m, 1, NULL, 0, -1, -1};
+    oxl_vocab *v = load_spec(&s, &err);
+    cr_assert_not_null(v, "%s", err.msg);
+    expect_ids(v, " a\n\nz", false, (const oxl_token[]){2, 4, 5}, 3);
+    char out[16];
+    int32_t n = oxl_vocab_detokenize(v, (const oxl_token[]){2, 4, 5}, 3, out, sizeof out, false, false);
+    cr_expect(n == 5 && memcmp(out, " a\n\nz", 5) == 0, "'%.*s'", n, out);
+    oxl_vocab_free(v);
+}
+
 // --- unigram (T5-style) ------------------------------------------------------------------------------------
 
 /* 0 <pad>, 1 </s>, 2 <unk>, 3 ▁, 4 ▁a, 5 a, 6 b, 7 ▁ab, 8 y, 9 ▁y */
