@@ -19,12 +19,19 @@
 
 typedef struct oxl_vocab oxl_vocab;
 
-/* Builds the vocabulary from g's metadata: tokenizer.ggml.tokens (required), .scores and .token_type
- * (optional; when present, arrays of the same length as the tokens), the special token ids
+/* Builds the vocabulary from g's metadata: tokenizer.ggml.model (required; see above),
+ * tokenizer.ggml.tokens (required), .scores and .token_type (optional; when present, arrays of the
+ * same length as the tokens), for BPE tokenizer.ggml.merges (required, except for Kimi-K2) and
+ * tokenizer.ggml.pre (a name from llama.cpp's pre-tokenizer list; absent = llama.cpp's default), for
+ * UGM tokenizer.ggml.precompiled_charsmap (optional), the special token ids
  * (bos/eos/eot/eom/unknown/seperator/padding/mask/fim_*; 0xFFFFFFFF or -1 means none, any other id
- * outside the vocabulary is an error naming the key), add_bos_token / add_eos_token /
- * add_space_prefix (SPM defaults: true / false / true). Copies everything it needs: g may be closed
- * afterwards. Returns NULL with err set (naming file, key, index and value) on any invalid input. */
+ * outside the vocabulary is an error naming the key; each model has llama.cpp's defaults),
+ * add_bos_token / add_eos_token / add_sep_token / add_space_prefix / remove_extra_whitespaces and the
+ * normalizer's lowercase / strip_accents (defaults per model and pre-tokenizer, as llama.cpp).
+ * Copies everything it needs: g may be closed afterwards. Returns NULL with err set (naming file, key,
+ * index and value) on any invalid input: an unknown model or pre-tokenizer, a missing merges list, a
+ * repeated token text, a charsmap whose double array does not fit it. Merges naming unknown tokens,
+ * empty merges and tokens that are not UTF-8 load and never apply wrongly. */
 oxl_vocab *oxl_vocab_load(const oxl_gguf *g, oxl_error *err);
 void oxl_vocab_free(oxl_vocab *v);
 
@@ -33,15 +40,23 @@ int32_t oxl_vocab_n_tokens(const oxl_vocab *v);
 /* As oxl_tokenize in include/oxillama.h: writes the ids to out and returns their number, or minus the
  * number needed when cap is too small (out untouched); INT32_MIN when an argument is invalid (v NULL,
  * text NULL with len > 0, cap < 0, out NULL with cap > 0, len > INT32_MAX / 4) or memory runs out.
- * Steps (llama_vocab::impl::tokenize, SPM): split on special-token texts; BOS when add_special and
- * the vocabulary adds it; each text fragment gets a leading space if it starts the text or follows a
- * special token (add_space_prefix), spaces become U+2581, characters merge pairwise by token score
- * (ties: leftmost first), leftover characters become byte tokens <0xXX> (else the unknown token);
- * EOS when add_special and the vocabulary adds it. Thread-safe: v is only read. */
+ * Steps (llama_vocab::impl::tokenize): split on special-token texts (control and unknown ones only
+ * when parse_special, user-defined ones always, with their LSTRIP/RSTRIP); BOS when add_special and the
+ * vocabulary adds it (WordPiece: always); each text fragment through the model's tokenizer:
+ * - SPM: a leading space if it starts the text or follows a special token (add_space_prefix), spaces
+ *   become U+2581, characters merge pairwise by token score (ties: leftmost first), leftover
+ *   characters become byte tokens <0xXX> (else the unknown token);
+ * - BPE: the pre-tokenizer's regex split, GPT-2 byte encoding, merges by rank (ties: leftmost);
+ * - WPM: BERT's basic tokenization (lowercase, accents stripped, punctuation and CJK apart), then the
+ *   longest "▁"-prefixed token match, a word that cannot be covered becoming [UNK];
+ * - UGM: the precompiled normalizer, space escaping, the best-scoring segmentation (Viterbi);
+ * then EOS (WordPiece: SEP) when add_special and the vocabulary adds it. Time and memory grow
+ * linearly with len (BPE merging: n log n). Thread-safe: v is only read. */
 int32_t oxl_vocab_tokenize(const oxl_vocab *v, const char *text, size_t len, oxl_token *out, int32_t cap,
                            bool add_special, bool parse_special);
 
-/* As oxl_token_to_piece: the bytes of tok (U+2581 rendered as a space, byte tokens as their raw byte);
+/* As oxl_token_to_piece: the bytes of tok (U+2581 rendered as a space, byte tokens as their raw byte,
+ * byte-level BPE tokens mapped back through GPT-2's byte table);
  * control and unknown tokens are empty unless special. Returns bytes written, minus the size needed
  * when cap is too small, 0 for an id outside the vocabulary. */
 int32_t oxl_vocab_token_to_piece(const oxl_vocab *v, oxl_token tok, char *buf, int32_t cap, bool special);
