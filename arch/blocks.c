@@ -86,6 +86,42 @@ int oxl_hp_count(const oxl_model *m, const char *key, int32_t *out, bool require
     return 0;
 }
 
+int oxl_hp_int_layers(const oxl_model *m, const char *key, int32_t *out, int32_t n_layer, bool required,
+                      oxl_error *err) {
+    char full[256];
+    arch_key(m, key, full, sizeof full);
+    const char *path = oxl_gguf_path(m->gguf);
+    const int64_t i = oxl_gguf_find_key(m->gguf, full);
+    if (i < 0) {
+        return required ? oxl_err_set(err, "%s: missing required key '%s'", path, full) : 0;
+    }
+    if (oxl_gguf_kv_type(m->gguf, i) != OXL_GGUF_ARRAY) {
+        int32_t v = 0;
+        if (oxl_hp_count(m, key, &v, true, err)) {
+            return -1;
+        }
+        for (int32_t il = 0; il < n_layer; il++) {
+            out[il] = v;
+        }
+        return 0;
+    }
+    const oxl_gguf_vtype et = oxl_gguf_arr_type(m->gguf, i);
+    if ((et != OXL_GGUF_INT32 && et != OXL_GGUF_UINT32) || oxl_gguf_arr_n(m->gguf, i) != (uint64_t)n_layer) {
+        return oxl_err_set(err, "%s: key '%s' is an array of %llu %s; expected %d int32 (one per layer)", path, full,
+                           (unsigned long long)oxl_gguf_arr_n(m->gguf, i), oxl_gguf_vtype_name(et), n_layer);
+    }
+    const char *data = oxl_gguf_arr_data(m->gguf, i);
+    for (int32_t il = 0; il < n_layer; il++) {
+        int32_t v;
+        memcpy(&v, data + (size_t)il * 4, 4);
+        if (v < 0) {
+            return oxl_err_set(err, "%s: key '%s'[%d] = %d: must be non-negative", path, full, il, v);
+        }
+        out[il] = v;
+    }
+    return 0;
+}
+
 int oxl_bind_tensor_view(const oxl_model *m, oxl_tensor *t, const oxl_gguf_tensor *gt, int64_t ne0, int64_t ne1,
                          oxl_error *err) {
     const char *path = oxl_gguf_path(m->gguf);
@@ -228,15 +264,19 @@ void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_r
         for (int i = 0; i < n_pairs; i++) {
             float *a = xh + (r->mode == OXL_ROPE_NEOX ? i : 2 * i);
             const float x0 = a[0], x1 = a[stride];
+            /* ggml's C++ is compiled with FMA contraction: x0*cos - x1*sin as one fused step */
             a[0] = x0 * cs[2 * i] - x1 * cs[2 * i + 1];
             a[stride] = x0 * cs[2 * i + 1] + x1 * cs[2 * i];
         }
     }
 }
 
-void oxl_swiglu(float *g, const float *u, int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
-        g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+void oxl_swiglu(float *g, const float *u, int64_t row, int64_t n_rows) {
+    /* ggml_vec_swiglu_f32 works on one row at a time (its vector SiLU on groups of 16, libm expf on
+     * the rest), so the row boundaries decide which values take which path */
+    const oxl_swiglu_fn swiglu = oxl_kernels_get()->swiglu[OXL_TYPE_F32];
+    for (int64_t j = 0; j < n_rows; j++) {
+        swiglu(row, g + j * row, g + j * row, u + j * row);
     }
 }
 
@@ -493,7 +533,7 @@ static void attn_flash(void *arg, int ith, int nth) {
                     acc[d] = fmaf(vp[d], vs, acc[d]);
                 }
             }
-            S = S * ms + vs;
+            S = fmaf(S, ms, vs); /* contracted in ggml's build */
         }
         const float s_inv = S == 0.0f ? 0.0f : 1.0f / S;
         for (int d = 0; d < D; d++) {

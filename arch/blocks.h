@@ -15,6 +15,10 @@ int oxl_hp_int(const oxl_model *m, const char *key, int32_t *out, bool required,
 int oxl_hp_float(const oxl_model *m, const char *key, float *out, bool required, oxl_error *err);
 /* The same for counts that may be 0 (expert_shared_count, leading_dense_block_count, …). */
 int oxl_hp_count(const oxl_model *m, const char *key, int32_t *out, bool required, oxl_error *err);
+/* A per-layer count: either one integer for every layer or an array of n_layer int32/uint32 (jamba's
+ * attention.head_count_kv), into out[n_layer]; out unchanged when absent and !required. */
+int oxl_hp_int_layers(const oxl_model *m, const char *key, int32_t *out, int32_t n_layer, bool required,
+                      oxl_error *err);
 /* A boolean `<arch>.<key>` (unchanged when absent and !required). */
 int oxl_hp_bool(const oxl_model *m, const char *key, bool *out, bool required, oxl_error *err);
 /* A string `<arch>.<key>`; *out unchanged when absent. The string lives as long as the model. */
@@ -69,8 +73,9 @@ typedef struct oxl_rope {
  * multiplication, YaRN's ramp between interpolation and extrapolation when ext_factor != 0. */
 void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_rope *r);
 
-/* g = silu(g) * u elementwise (ggml_swiglu_split). */
-void oxl_swiglu(float *g, const float *u, int64_t n);
+/* g = silu(g) * u over n_rows rows of row values each, row by row as ggml_swiglu evaluates it
+ * (ggml_vec_swiglu_f32: the generated swiglu kernel). */
+void oxl_swiglu(float *g, const float *u, int64_t row, int64_t n_rows);
 /* x = gelu(x) elementwise, through ggml's CPU table: x rounded to fp16, the tanh-approximation GELU of
  * that value rounded to fp16 (GGML_GELU_FP16); |x| >= 10 passes (0 below -10, x above 10). */
 void oxl_gelu(float *x, int64_t n);

@@ -30,8 +30,34 @@ int oxl_decoder_hparams(oxl_model *m, oxl_decoder_opts *o, oxl_rope_mode mode, o
     hp->n_head_kv = hp->n_head;
     hp->head_dim = hp->n_embd / hp->n_head;
     int32_t head_dim_v = 0;
-    if (oxl_hp_int(m, "attention.head_count_kv", &hp->n_head_kv, false, err) ||
-        oxl_hp_int(m, "attention.key_length", &hp->head_dim, false, err) ||
+    if (hp->n_layer > oxl_gguf_n_tensors(m->gguf)) {
+        return oxl_err_set(err, "%s: %s.block_count = %d exceeds the file's %lld tensors", path, arch, hp->n_layer,
+                           (long long)oxl_gguf_n_tensors(m->gguf));
+    }
+    int32_t *kv_layers = malloc(sizeof(int32_t) * (size_t)hp->n_layer);
+    if (!kv_layers) {
+        return oxl_err_set(err, "%s: out of memory", path);
+    }
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        kv_layers[il] = hp->n_head;
+    }
+    int r = oxl_hp_int_layers(m, "attention.head_count_kv", kv_layers, hp->n_layer, false, err);
+    hp->n_head_kv = 0;
+    for (int32_t il = 0; r == 0 && il < hp->n_layer; il++) {
+        if (kv_layers[il] != 0 && hp->n_head_kv != 0 && kv_layers[il] != hp->n_head_kv) {
+            r = oxl_err_set(err, "%s: %s.attention.head_count_kv differs between attention layers (%d, %d); "
+                            "unsupported", path, arch, hp->n_head_kv, kv_layers[il]);
+        }
+        hp->n_head_kv = kv_layers[il] ? kv_layers[il] : hp->n_head_kv;
+    }
+    if (r == 0 && hp->n_head_kv == 0) {
+        r = oxl_err_set(err, "%s: %s.attention.head_count_kv is 0 on every layer", path, arch);
+    }
+    free(kv_layers);
+    if (r) {
+        return -1;
+    }
+    if (oxl_hp_int(m, "attention.key_length", &hp->head_dim, false, err) ||
         oxl_hp_int(m, "attention.value_length", &head_dim_v, false, err)) {
         return -1;
     }
@@ -176,7 +202,20 @@ static const tensor_info tensor_table[OXL_TENSOR_KIND_COUNT] = {
     [OXL_L_ATTN_OUT_NORM_FFN] = {"blk.%d.attn_output_norm.weight", L(ffn_norm), D_E, D_NONE, true},
     [OXL_L_LAYER_OUT_NORM] = {"blk.%d.layer_output_norm.weight", L(ffn_post_norm), D_E, D_NONE, true},
     [OXL_L_MOE] = {NULL, true, 0, D_NONE, D_NONE, false},
+    [OXL_L_SSM] = {NULL, true, 0, D_NONE, D_NONE, false},
 };
+
+/* The attention tensors a recurrent layer does not have. */
+static bool attention_kind(oxl_tensor_kind k) {
+    switch (k) {
+    case OXL_L_QKV: case OXL_L_ATTN_QKV: case OXL_L_ATTN_QKV_B:
+    case OXL_L_Q_NORM_HEAD: case OXL_L_K_NORM_HEAD: case OXL_L_Q_NORM_HEADS: case OXL_L_K_NORM_HEADS:
+    case OXL_L_Q_NORM_FULL: case OXL_L_K_NORM_FULL: case OXL_L_ATTN_OUT: case OXL_L_ATTN_OUT_B:
+        return true;
+    default:
+        return false;
+    }
+}
 
 #undef G
 #undef L
@@ -258,6 +297,7 @@ int oxl_decoder_load(oxl_model *m, const oxl_decoder_opts *o, const oxl_tensor_s
     }
     m->weights = d;
     d->o = *o;
+    d->o.n_head_kv_layers = NULL; /* the caller's array lives for the load only */
     d->layers = calloc((size_t)m->hp.n_layer, sizeof *d->layers);
     if (!d->layers) {
         return oxl_err_set(err, "%s: out of memory for %d layers", path, m->hp.n_layer);
@@ -269,13 +309,16 @@ int oxl_decoder_load(oxl_model *m, const oxl_decoder_opts *o, const oxl_tensor_s
     }
     for (int il = 0; il < m->hp.n_layer; il++) {
         oxl_decoder_layer *l = &d->layers[il];
+        l->recurrent = o->ssm.kind != OXL_SSM_NONE && (!o->n_head_kv_layers || o->n_head_kv_layers[il] == 0);
         for (size_t i = 0; i < n_spec; i++) {
             const oxl_tensor_kind k = spec[i].kind;
-            if (!tensor_table[k].layer) {
+            if (!tensor_table[k].layer || (l->recurrent && attention_kind(k)) || (!l->recurrent && k == OXL_L_SSM)) {
                 continue;
             }
             int r;
-            if (k == OXL_L_QKV) {
+            if (k == OXL_L_SSM) {
+                r = oxl_ssm_bind(m, &o->ssm, &l->ssm, il, o->ssm_dt_b_c_norms, err);
+            } else if (k == OXL_L_QKV) {
                 r = bind_qkv(m, l, il, err);
             } else if (k == OXL_L_MOE) {
                 r = il < o->moe.n_dense_lead ? 0 : oxl_moe_bind(m, &o->moe, &l->moe, il, o->moe_parts, err);
@@ -318,6 +361,7 @@ typedef struct acts {
     float *xout;    /* (n_embd, n) residual stream of the tokens whose logits are wanted */
     float *fo2;     /* (n_embd, n) the MoE output beside a dense FFN */
     void *moe;      /* the MoE block's work (oxl_moe_work_size) */
+    void *ssm;      /* the Mamba mixer's work (oxl_ssm_work_size) */
     float *scores;  /* (n_ctx + head_dim) per thread */
     float *scratch; /* activation columns converted for matmuls (raw bytes) */
 } acts;
@@ -330,10 +374,12 @@ static size_t acts_layout(const oxl_model *m, int32_t n, int32_t n_ctx, int n_th
     widest = widest > QKV ? widest : QKV;
     const oxl_decoder *d = m->weights;
     const size_t moe = oxl_moe_work_size(&d->o.moe, hp->n_embd, n) / sizeof(float);
+    const size_t ssm = oxl_ssm_work_size(&d->o.ssm, n) / sizeof(float);
     const size_t sizes[] = {E * n, E * n, E * n, QKV * n, Q * n, KV * n, KV * n, Q * n, E * n, E * n, 2 * F * n,
-                            F * n, E * n, E * n, moe, (size_t)(n_ctx + hp->head_dim) * n_threads, widest * n + 64};
+                            F * n, E * n, E * n, moe, ssm, (size_t)(n_ctx + hp->head_dim) * n_threads,
+                            widest * n + 64};
     float **slots[] = {&a->x, &a->xb, &a->xb2, &a->qkv, &a->q, &a->k, &a->v, &a->att, &a->ao, &a->fo, &a->gate,
-                       &a->up, &a->xout, &a->fo2, (float **)&a->moe, &a->scores, &a->scratch};
+                       &a->up, &a->xout, &a->fo2, (float **)&a->moe, (float **)&a->ssm, &a->scores, &a->scratch};
     size_t off = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (base) {
@@ -415,7 +461,11 @@ static void dense_ffn(oxl_ctx *ctx, const oxl_decoder *d, const oxl_decoder_laye
     case OXL_FFN_GEGLU:
         linear(pool, &l->ffn_gate, &l->ffn_gate_b, x, n, b->gate, b->scratch);
         linear(pool, &l->ffn_up, &l->ffn_up_b, x, n, b->up, b->scratch);
-        (d->o.ffn == OXL_FFN_SWIGLU ? oxl_swiglu : oxl_geglu)(b->gate, b->up, F * n);
+        if (d->o.ffn == OXL_FFN_SWIGLU) {
+            oxl_swiglu(b->gate, b->up, F, n);
+        } else {
+            oxl_geglu(b->gate, b->up, F * n);
+        }
         break;
     case OXL_FFN_GELU:
         linear(pool, &l->ffn_up, &l->ffn_up_b, x, n, b->gate, b->scratch);
@@ -426,7 +476,7 @@ static void dense_ffn(oxl_ctx *ctx, const oxl_decoder *d, const oxl_decoder_laye
         linear(pool, &l->ffn_up, NULL, x, n, b->gate, b->scratch);
         for (int32_t j = 0; j < n; j++) {
             float *gj = b->gate + (size_t)j * 2 * F;
-            oxl_swiglu(gj, gj + F, F);
+            oxl_swiglu(gj, gj + F, F, 1);
             memmove(b->gate + (size_t)j * F, gj, (size_t)F * sizeof(float));
         }
         break;
@@ -507,13 +557,17 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
             oxl_norm(o->norm, b.x, &l->attn_norm_2, &l->attn_norm_2_b, b.xb2, E, n, o->norm_eps);
             a = b.xb2;
         }
-        attn_qkv(ctx, ub, d, l, &rope[swa], a, &b);
-        oxl_kv_store(ctx, il, ub, b.k, b.v);
-        const oxl_attn_params ap = {.n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
-                                    .scale = o->kq_scale, .softcap = o->attn_softcap,
-                                    .n_swa = swa ? o->n_swa : 0, .max_bias = o->max_alibi_bias};
-        oxl_attention(ctx, il, ub, b.q, b.att, &ap, b.scores);
-        linear(pool, &l->wo, &l->bo, b.att, n, b.ao, b.scratch);
+        if (l->recurrent) {
+            oxl_ssm_forward(ctx, &o->ssm, &l->ssm, il, ub, a, b.ao, b.ssm);
+        } else {
+            attn_qkv(ctx, ub, d, l, &rope[swa], a, &b);
+            oxl_kv_store(ctx, il, ub, b.k, b.v);
+            const oxl_attn_params ap = {.n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
+                                        .scale = o->kq_scale, .softcap = o->attn_softcap,
+                                        .n_swa = swa ? o->n_swa : 0, .max_bias = o->max_alibi_bias};
+            oxl_attention(ctx, il, ub, b.q, b.att, &ap, b.scores);
+            linear(pool, &l->wo, &l->bo, b.att, n, b.ao, b.scratch);
+        }
         if (l->attn_post_norm.data) {
             oxl_norm(o->norm, b.ao, &l->attn_post_norm, NULL, b.ao, E, n, o->norm_eps);
         }
@@ -529,6 +583,9 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
             }
             ffn(ctx, d, l, f_in, n, &b);
             oxl_add(b.x, b.ao, E * n);
+        } else if (!l->ffn_down.data && !l->moe.gate_inp.data) {
+            oxl_add(b.x, b.ao, E * n); /* no FFN (Mamba) */
+            continue;
         } else {
             oxl_add(b.x, b.ao, E * n);
             const float *f_in = b.x;
@@ -638,6 +695,16 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
         if (o->moe_dense_scale != 0.0f) {
             fprintf(out, "  %-16s (dense FFN + experts) x %g\n", "", o->moe_dense_scale);
         }
+    }
+    if (o->ssm.kind != OXL_SSM_NONE) {
+        oxl_ssm_describe(&o->ssm, out);
+        fprintf(out, "  %-16s", "recurrent layers");
+        for (int il = 0; il < hp->n_layer; il++) {
+            if (d->layers[il].recurrent) {
+                fprintf(out, " %d", il);
+            }
+        }
+        fprintf(out, "%s\n", o->ssm_dt_b_c_norms ? " (dt, B, C RMS-normed)" : "");
     }
     if (o->clamp_kqv > 0.0f) {
         fprintf(out, "  %-16s q, k, v clamped to +-%g\n", "clamp", o->clamp_kqv);

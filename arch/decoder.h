@@ -11,13 +11,15 @@
  *   o   = Wo · attention(q * q_scale, k, v) + bo,  then post-attention norm, residual_scale
  *   sequential: x = x + o;  x = x + residual_scale * post_ffn_norm(ffn(norm(x, ffn_norm)))
  *   ffn = the dense FFN, or on layers with a router the MoE block (moe.h), or both summed and
- *         scaled by moe_dense_scale (Grok)
+ *         scaled by moe_dense_scale (Grok); layers without FFN tensors (Mamba) skip it
+ *   recurrent layers (ssm.h) replace the attention block by the Mamba mixer: o = ssm(a)
  *   parallel:   x = x + o + ffn(norm(x, ffn_norm) or a)
  */
 #ifndef OXL_DECODER_H
 #define OXL_DECODER_H
 
 #include "moe.h"
+#include "ssm.h"
 
 #include <stdio.h>
 
@@ -54,6 +56,10 @@ typedef struct oxl_decoder_opts {
     oxl_moe_opts moe;        /* experts of the layers that bind OXL_L_MOE */
     unsigned moe_parts;      /* OXL_MOE_HAS_* flags: which optional MoE tensors the loader creates */
     float moe_dense_scale;   /* layers with both a dense FFN and experts: (dense + moe) * this (grok) */
+    oxl_ssm_opts ssm;        /* kind != OXL_SSM_NONE: recurrent layers exist */
+    bool ssm_dt_b_c_norms;   /* the Mamba-1 mixer RMS-normalises dt, B and C (jamba) */
+    const int32_t *n_head_kv_layers; /* read at load only: per-layer head_count_kv, 0 marking a recurrent
+                                      * layer (jamba); NULL with ssm.kind set: every layer recurrent */
 } oxl_decoder_opts;
 
 /* ---- tensors ----------------------------------------------------------------------------- */
@@ -78,7 +84,10 @@ typedef enum oxl_tensor_kind {
     OXL_L_ATTN_OUT_NORM_FFN, /* attn_output_norm as the FFN's pre-norm (dbrx) */
     OXL_L_LAYER_OUT_NORM,   /* layer_output_norm as the post-FFN norm (grok) */
     OXL_L_MOE,              /* router and experts (moe.h), with the optional parts of opts.moe_parts; layers
-                             * below opts.moe.n_dense_lead skip it */
+                             * below opts.moe.n_dense_lead skip it; with OXL_MOE_OPTIONAL, layers without a
+                             * router keep their dense FFN */
+    OXL_L_SSM,              /* the Mamba mixer's tensors (ssm.h), on recurrent layers only; the attention
+                             * kinds (q/k/v, q/k norms, attn_output) are skipped there */
     OXL_TENSOR_KIND_COUNT
 } oxl_tensor_kind;
 
@@ -119,6 +128,8 @@ typedef struct oxl_decoder_layer {
     oxl_tensor ffn_down_b;     /* (n_embd) */
     oxl_tensor ffn_post_norm;  /* (n_embd) norm of the FFN output before the residual add */
     oxl_moe_layer moe;         /* router and experts; moe.gate_inp.data == NULL on dense layers */
+    bool recurrent;            /* the layer mixes with ssm instead of attention */
+    oxl_ssm_layer ssm;         /* Mamba mixer of a recurrent layer */
 } oxl_decoder_layer;
 
 typedef struct oxl_decoder {
@@ -141,7 +152,8 @@ typedef struct oxl_decoder {
 
 /* The hyper-parameters every decoder reads as llama.cpp's llama_model_base::load_hparams does:
  * context_length, embedding_length, block_count, feed_forward_length, attention.head_count(_kv),
- * attention.key_length, rope.dimension_count, rope.freq_base, rope.scaling.{type, factor,
+ * attention.key_length (head_count_kv may be a per-layer array: its largest value, the other layers
+ * being recurrent), rope.dimension_count, rope.freq_base, rope.scaling.{type, factor,
  * attn_factor, original_context_length}, the norm epsilon of o->norm (attention.layer_norm_rms_epsilon
  * or attention.layer_norm_epsilon, required), and o->rope / o->rope_swa set from them as llama_context
  * derives its rope parameters (YaRN's ext_factor and attn_factor). mode is the architecture's rope

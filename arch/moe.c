@@ -51,6 +51,13 @@ int oxl_moe_hparams(oxl_model *m, oxl_moe_opts *o, int32_t n_ff_default, oxl_err
 
 /* ---- tensors ----------------------------------------------------------------------------- */
 
+/* Whether layer il has the tensor named by fmt. */
+static bool has_tensor(const oxl_model *m, const char *fmt, int il) {
+    char full[128];
+    snprintf(full, sizeof full, fmt, il);
+    return oxl_gguf_find_tensor(m->gguf, full) != NULL;
+}
+
 /* A (ne0, ne1, n_expert) tensor: binds expert 0's view after checking the whole shape. */
 static int bind_exps(const oxl_model *m, oxl_tensor *t, const char *name, int il, int64_t ne0, int64_t ne1,
                      int64_t n_expert, oxl_error *err) {
@@ -77,6 +84,9 @@ int oxl_moe_bind(const oxl_model *m, const oxl_moe_opts *o, oxl_moe_layer *l, in
                  oxl_error *err) {
     const int64_t E = m->hp.n_embd, F = o->n_ff_exp, X = o->n_expert, S = o->n_ff_shexp;
     const bool biased = parts & OXL_MOE_HAS_ROUTER_BIAS;
+    if ((parts & OXL_MOE_OPTIONAL) && !has_tensor(m, "blk.%d.ffn_gate_inp.weight", il)) {
+        return 0;
+    }
     if (oxl_bind_tensor(m, &l->gate_inp, "blk.%d.ffn_gate_inp.weight", il, E, X, true, err) ||
         bind_exps(m, &l->gate_exps, "blk.%d.ffn_gate_exps.weight", il, E, F, X, err) ||
         bind_exps(m, &l->up_exps, "blk.%d.ffn_up_exps.weight", il, E, F, X, err) ||
@@ -267,13 +277,13 @@ static oxl_tensor bias_row(const oxl_tensor *b, int e) {
     return v;
 }
 
-/* w->g = act(w->g, w->u) elementwise over n values. */
+/* w->g = act(w->g, w->u) over n rows of the experts' n_ff_exp values. */
 static void expert_act(const oxl_moe_opts *o, moe_work *w, int64_t n) {
     float *g = w->g;
     const float *u = w->u;
     switch (o->act) {
     case OXL_MOE_SILU:
-        oxl_swiglu(g, u, n);
+        oxl_swiglu(g, u, o->n_ff_exp, n / o->n_ff_exp);
         break;
     case OXL_MOE_GELU:
         oxl_geglu(g, u, n);
@@ -368,7 +378,7 @@ void oxl_moe_forward(oxl_ctx *ctx, const oxl_moe_opts *o, const oxl_moe_layer *l
         const int64_t S = o->n_ff_shexp;
         oxl_matmul(pool, &l->up_shexp, x, n, w.u, S, w.scratch);
         oxl_matmul(pool, &l->gate_shexp, x, n, w.g, S, w.scratch);
-        oxl_swiglu(w.g, w.u, S * n);
+        oxl_swiglu(w.g, w.u, S, n);
         oxl_matmul(pool, &l->down_shexp, w.g, n, w.d, E, w.scratch);
         if (l->gate_inp_shexp.data) {
             /* ggml: silu(t) / t with t the (1, n) product of the gate vector and x */

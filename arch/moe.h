@@ -69,6 +69,7 @@ enum {
     OXL_MOE_HAS_PROBS_B = 1 << 1,      /* exp_probs_b.bias (optional in the file) */
     OXL_MOE_HAS_SHEXP = 1 << 2,        /* ffn_{gate,up,down}_shexp */
     OXL_MOE_HAS_SHEXP_GATE = 1 << 3,   /* ffn_gate_inp_shexp */
+    OXL_MOE_OPTIONAL = 1 << 4,         /* a layer without ffn_gate_inp is dense (jamba): bind nothing */
 };
 
 /* Reads the expert keys of the list above (expert_count, expert_used_count, expert_feed_forward_length

@@ -96,7 +96,9 @@ int32_t oxl_ctx_n_ctx(const oxl_ctx *ctx);
 int32_t oxl_ctx_n_seq_max(const oxl_ctx *ctx);
 /* Number of tokens sequence seq holds in the KV cache (the position of its next token). */
 int32_t oxl_seq_n_past(const oxl_ctx *ctx, int32_t seq);
-/* Drops sequence seq's cached positions >= n_past (0 clears it): prefix reuse keeps the rest. */
+/* Drops sequence seq's cached positions >= n_past (0 clears it): prefix reuse keeps the rest.
+ * Recurrent models (mamba, mamba2, jamba) keep one state per sequence that cannot step back: only
+ * n_past 0 is applied; any other value leaves the sequence unchanged (check oxl_seq_n_past). */
 void oxl_seq_truncate(oxl_ctx *ctx, int32_t seq, int32_t n_past);
 
 /* A batch of tokens from one or more sequences (llama.cpp's llama_batch): token i goes to sequence

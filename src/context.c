@@ -20,14 +20,20 @@ void oxl_ctx_free(oxl_ctx *ctx) {
     if (!ctx) {
         return;
     }
-    if (ctx->kv.k) {
-        for (int il = 0; il < ctx->model->hp.n_layer; il++) {
+    for (int il = 0; il < ctx->model->hp.n_layer; il++) {
+        if (ctx->kv.k) {
             free(ctx->kv.k[il]);
             free(ctx->kv.v[il]);
+        }
+        if (ctx->rs_conv) {
+            free(ctx->rs_conv[il]);
+            free(ctx->rs_ssm[il]);
         }
     }
     free(ctx->kv.k);
     free(ctx->kv.v);
+    free(ctx->rs_conv);
+    free(ctx->rs_ssm);
     free(ctx->work);
     free(ctx->logits);
     free(ctx->logit_row);
@@ -92,10 +98,22 @@ oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_e
     ctx->logits = malloc((size_t)hp->n_vocab * (size_t)ctx->logits_cap * sizeof(float));
     bool ok = kv->k && kv->v && ctx->n_past && ctx->out_ids && ctx->work && ctx->logits;
     const size_t rows = (size_t)n_ctx_seq * (size_t)p.n_seq_max;
-    for (int il = 0; ok && il < hp->n_layer; il++) {
+    for (int il = 0; ok && kv->kv_dim > 0 && il < hp->n_layer; il++) {
         kv->k[il] = malloc(kv->k_row * rows);
         kv->v[il] = malloc(kv->v_row * rows);
         ok = kv->k[il] && kv->v[il];
+    }
+    /* recurrent state beside the KV cache (llama_memory_recurrent): one conv and one scan state per
+     * sequence and layer, zero until the first token */
+    if (ok && hp->n_embd_s > 0) {
+        ctx->rs_conv = calloc((size_t)hp->n_layer, sizeof(float *));
+        ctx->rs_ssm = calloc((size_t)hp->n_layer, sizeof(float *));
+        ok = ctx->rs_conv && ctx->rs_ssm;
+        for (int il = 0; ok && il < hp->n_layer; il++) {
+            ctx->rs_conv[il] = calloc((size_t)hp->n_embd_r * (size_t)p.n_seq_max + 1, sizeof(float));
+            ctx->rs_ssm[il] = calloc((size_t)hp->n_embd_s * (size_t)p.n_seq_max, sizeof(float));
+            ok = ctx->rs_conv[il] && ctx->rs_ssm[il];
+        }
     }
     if (!ok) {
         oxl_ctx_free(ctx);
@@ -112,10 +130,24 @@ int32_t oxl_seq_n_past(const oxl_ctx *ctx, int32_t seq) {
     return seq >= 0 && seq < ctx->n_seq_max ? ctx->n_past[seq] : 0;
 }
 
+/* A recurrent state holds the whole history in one vector and cannot step back: as llama.cpp's
+ * llama_memory_recurrent::seq_rm, only a full clear (n_past 0) is accepted on a recurrent model;
+ * other truncations leave the sequence as it was (its next position stays oxl_seq_n_past). */
 void oxl_seq_truncate(oxl_ctx *ctx, int32_t seq, int32_t n_past) {
-    if (seq >= 0 && seq < ctx->n_seq_max && n_past >= 0 && n_past < ctx->n_past[seq]) {
-        ctx->n_past[seq] = n_past;
+    if (seq < 0 || seq >= ctx->n_seq_max || n_past < 0 || n_past >= ctx->n_past[seq]) {
+        return;
     }
+    const oxl_hparams *hp = &ctx->model->hp;
+    if (ctx->rs_ssm) {
+        if (n_past != 0) {
+            return;
+        }
+        for (int il = 0; il < hp->n_layer; il++) {
+            memset(ctx->rs_conv[il] + (size_t)seq * hp->n_embd_r, 0, (size_t)hp->n_embd_r * sizeof(float));
+            memset(ctx->rs_ssm[il] + (size_t)seq * hp->n_embd_s, 0, (size_t)hp->n_embd_s * sizeof(float));
+        }
+    }
+    ctx->n_past[seq] = n_past;
 }
 
 int32_t oxl_ctx_n_past(const oxl_ctx *ctx) { return ctx->n_past[0]; }

@@ -45,6 +45,8 @@ struct oxl_ctx {
     int32_t n_seq_max;
     int32_t *n_past;    /* [n_seq_max] */
     oxl_kv_cache kv;
+    float **rs_conv;    /* [n_layer] recurrent models: (n_embd_r, n_seq_max) conv states, zero at start */
+    float **rs_ssm;     /* [n_layer] (n_embd_s, n_seq_max) scan states */
     void *work;         /* the architecture's activations for one pass */
     size_t work_size;
     float *logits;      /* (n_vocab, logits_cap) rows of kept logits */

@@ -27,6 +27,8 @@ typedef struct oxl_hparams {
     float rope_freq_base; /* <arch>.rope.freq_base (default 10000) */
     float rope_freq_scale; /* 1 / <arch>.rope.scaling.factor for linear scaling (default 1) */
     int32_t n_pos_max;     /* positions the model can encode (rows of a learned position table); 0: any */
+    int32_t n_embd_r;      /* recurrent models: floats of conv state per sequence and layer (0: none) */
+    int32_t n_embd_s;      /* recurrent models: floats of scan state per sequence and layer */
 } oxl_hparams;
 
 struct oxl_model {
