@@ -3,6 +3,7 @@
  * text_completion, response + its streaming events, list/model, error). */
 #include "chat_prompt.h"
 #include "http.h"
+#include "model.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -1353,8 +1354,12 @@ void oxl_api_completions(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
         goto fail;
     }
     if (suffix && *suffix) {
-        BAD(&e, "suffix", "'suffix': this server does not do fill-in-the-middle completion for model '%s'",
-            srv->model_id);
+        if (oxl_gguf_find_key(srv->model->gguf, "tokenizer.ggml.fim_pre_token_id") < 0) {
+            BAD(&e, "suffix", "'suffix': model '%s' has no fill-in-the-middle tokens (tokenizer.ggml.fim_pre_token_id)",
+                srv->model_id);
+        } else {
+            BAD(&e, "suffix", "'suffix': fill-in-the-middle prompts are not implemented by this server yet");
+        }
         goto fail;
     }
     const cJSON *p = field(b, "prompt");

@@ -145,7 +145,7 @@ req "context overflow -> 400" 400 '2048 tokens per slot.*3002 tokens.*"code":"co
     --data-binary @"$work/long" "$base/v1/completions"
 req "json_schema -> 400" 400 '"param":"response_format"' -H "$K" -H "$J" \
     -d '{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema"}}' "$base/v1/chat/completions"
-req "suffix -> 400" 400 '"param":"suffix"' -H "$K" -H "$J" -d '{"prompt": "a", "suffix": "b"}' "$base/v1/completions"
+req "suffix -> 400" 400 'no fill-in-the-middle tokens.*"param":"suffix"' -H "$K" -H "$J" -d '{"prompt": "a", "suffix": "b"}' "$base/v1/completions"
 req "embeddings -> 501" 501 '"code":"embeddings_not_supported"' -H "$K" -H "$J" -d '{"input": ["a", "b"]}' "$base/v1/embeddings"
 req "embeddings encoding -> 400" 400 '"param":"encoding_format"' -H "$K" -H "$J" -d '{"input": "a", "encoding_format": "hex"}' "$base/v1/embeddings"
 
