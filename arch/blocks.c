@@ -107,7 +107,7 @@ int oxl_hp_int_layers(const oxl_model *m, const char *key, int32_t *out, int32_t
     }
     const oxl_gguf_vtype et = oxl_gguf_arr_type(m->gguf, i);
     if ((et != OXL_GGUF_INT32 && et != OXL_GGUF_UINT32) || oxl_gguf_arr_n(m->gguf, i) != (uint64_t)n_layer) {
-        return oxl_err_set(err, "%s: key '%s' is an array of %llu %s; expected %d int32 (one per layer)", path, full,
+        return oxl_err_set(err, "%s: key '%s' is an array of %llu %s; expected %d int32", path, full,
                            (unsigned long long)oxl_gguf_arr_n(m->gguf, i), oxl_gguf_vtype_name(et), n_layer);
     }
     const char *data = oxl_gguf_arr_data(m->gguf, i);
@@ -244,8 +244,12 @@ void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_r
         corr[1] = fminf((float)(r->n_rot - 1), ceilf(rope_yarn_corr_dim(r->n_rot, r->n_ctx_orig, r->beta_slow, r->freq_base)));
     }
     float theta = (float)pos;
+    const int sect_dims = r->sections[0] + r->sections[1] + r->sections[2] + r->sections[3];
+    const int sect_extra = r->sections[0] + r->sections[1] + r->sections[2];
     for (int i = 0; i < n_pairs; i++) {
-        const float theta_extrap = r->factors ? theta / r->factors[i] : theta;
+        /* M-RoPE: the extra section's position is 0 for text, so its angle is 0 */
+        const float th = r->mode == OXL_ROPE_MROPE && i % sect_dims >= sect_extra ? 0.0f : theta;
+        const float theta_extrap = r->factors ? th / r->factors[i] : th;
         const float theta_interp = r->freq_scale * theta_extrap;
         float t = theta_interp, mscale = r->attn_factor;
         if (r->ext_factor != 0.0f) {
@@ -258,11 +262,12 @@ void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_r
         theta *= theta_scale;
     }
     /* normal mode pairs neighbours (2i, 2i+1); NeoX pairs the halves (i, i + n_rot/2) */
-    const int stride = r->mode == OXL_ROPE_NEOX ? n_pairs : 1;
+    const bool neox = r->mode == OXL_ROPE_NEOX || r->mode == OXL_ROPE_MROPE;
+    const int stride = neox ? n_pairs : 1;
     for (int h = 0; h < n_head; h++) {
         float *xh = x + (size_t)h * head_dim;
         for (int i = 0; i < n_pairs; i++) {
-            float *a = xh + (r->mode == OXL_ROPE_NEOX ? i : 2 * i);
+            float *a = xh + (neox ? i : 2 * i);
             const float x0 = a[0], x1 = a[stride];
             /* ggml's C++ is compiled with FMA contraction: x0*cos - x1*sin as one fused step */
             a[0] = x0 * cs[2 * i] - x1 * cs[2 * i + 1];
@@ -533,7 +538,7 @@ static void attn_flash(void *arg, int ith, int nth) {
                     acc[d] = fmaf(vp[d], vs, acc[d]);
                 }
             }
-            S = fmaf(S, ms, vs); /* contracted in ggml's build */
+            S = S * ms + vs;
         }
         const float s_inv = S == 0.0f ? 0.0f : 1.0f / S;
         for (int d = 0; d < D; d++) {

@@ -16,7 +16,8 @@ int oxl_hp_float(const oxl_model *m, const char *key, float *out, bool required,
 /* The same for counts that may be 0 (expert_shared_count, leading_dense_block_count, …). */
 int oxl_hp_count(const oxl_model *m, const char *key, int32_t *out, bool required, oxl_error *err);
 /* A per-layer count: either one integer for every layer or an array of n_layer int32/uint32 (jamba's
- * attention.head_count_kv), into out[n_layer]; out unchanged when absent and !required. */
+ * attention.head_count_kv; also any fixed-length array such as rope.dimension_sections), into
+ * out[n_layer]; out unchanged when absent and !required. */
 int oxl_hp_int_layers(const oxl_model *m, const char *key, int32_t *out, int32_t n_layer, bool required,
                       oxl_error *err);
 /* A boolean `<arch>.<key>` (unchanged when absent and !required). */
@@ -53,6 +54,9 @@ typedef enum oxl_rope_mode {
     OXL_ROPE_NONE = -1,
     OXL_ROPE_NORM = 0, /* GPT-J style: rotates adjacent pairs (2i, 2i+1)     (LLAMA_ROPE_TYPE_NORM) */
     OXL_ROPE_NEOX = 2, /* GPT-NeoX style: rotates (i, i + n_rot/2)            (LLAMA_ROPE_TYPE_NEOX) */
+    OXL_ROPE_MROPE = 8, /* multi-section NeoX (ggml_rope_multi, LLAMA_ROPE_TYPE_MROPE): pair i takes the
+                         * position of its section (i % sum(sections)); for text the t, h, w positions
+                         * are the token's and the fourth (extra) position is 0 */
 } oxl_rope_mode;
 
 /* The arguments of one ggml_rope_ext call. */
@@ -66,6 +70,7 @@ typedef struct oxl_rope {
     float beta_fast, beta_slow;
     int32_t n_ctx_orig;   /* YaRN's original context (ggml_rope_yarn_corr_dims) */
     const float *factors; /* (n_rot/2) frequency divisors (llama3 rope_freqs, LongRoPE), or NULL */
+    int32_t sections[4];  /* OXL_ROPE_MROPE: pairs per section (t, h, w, extra); sum in 1 .. head_dim */
 } oxl_rope;
 
 /* Rotary position embedding of n_head heads of head_dim floats at position pos, as ggml's

@@ -628,7 +628,12 @@ static void describe_rope(FILE *out, const char *what, const oxl_rope *r) {
         return;
     }
     fprintf(out, "  %-16s %s, n_rot %d, freq_base %g, freq_scale %g, attn_factor %g", what,
-            r->mode == OXL_ROPE_NEOX ? "neox" : "normal", r->n_rot, r->freq_base, r->freq_scale, r->attn_factor);
+            r->mode == OXL_ROPE_NEOX ? "neox" : r->mode == OXL_ROPE_MROPE ? "m-rope" : "normal", r->n_rot,
+            r->freq_base, r->freq_scale, r->attn_factor);
+    if (r->mode == OXL_ROPE_MROPE) {
+        fprintf(out, ", sections [%d, %d, %d, %d] (text: the extra section unrotated)", r->sections[0],
+                r->sections[1], r->sections[2], r->sections[3]);
+    }
     if (r->ext_factor != 0.0f) {
         fprintf(out, ", yarn ext_factor %g beta %g/%g n_ctx_orig %d", r->ext_factor, r->beta_fast, r->beta_slow,
                 r->n_ctx_orig);

@@ -11,6 +11,11 @@
  *   qwen2moe: qwen2's attention; top-k weights NOT renormalised, plus a shared SwiGLU expert gated by
  *             sigmoid(x · ffn_gate_inp_shexp); expert width defaults to n_ff / n_expert_used
  *   qwen3moe: qwen3's attention; top-k weights renormalised
+ *
+ * qwen2vl's text path is qwen2 with M-RoPE (ggml_rope_multi): rope.dimension_sections split the
+ * rotated pairs into t, h, w and extra sections; text tokens have t = h = w = their position and
+ * extra = 0. Its llama.cpp loader reads only the sections, so RMSNorm runs with eps 0 whatever
+ * attention.layer_norm_rms_epsilon says.
  */
 #include "decoder.h"
 #include "error.h"
@@ -77,6 +82,23 @@ static int qwen3moe_load(oxl_model *m, oxl_error *err) {
     return OXL_DECODER_LOAD(m, &o, qwen3moe_tensors, err);
 }
 
+static int qwen2vl_load(oxl_model *m, oxl_error *err) {
+    oxl_decoder_opts o = {.norm = OXL_NORM_RMS, .ffn = OXL_FFN_SWIGLU};
+    if (oxl_decoder_hparams(m, &o, OXL_ROPE_MROPE, err) ||
+        oxl_hp_int_layers(m, "rope.dimension_sections", o.rope.sections, 4, true, err)) {
+        return -1;
+    }
+    const int32_t *sec = o.rope.sections;
+    const int64_t sum = (int64_t)sec[0] + sec[1] + sec[2] + sec[3];
+    if (sum < 1 || sum > m->hp.head_dim) {
+        return oxl_err_set(err, "%s: qwen2vl.rope.dimension_sections [%d, %d, %d, %d] must sum to 1 .. head size %d",
+                           oxl_gguf_path(m->gguf), sec[0], sec[1], sec[2], sec[3], m->hp.head_dim);
+    }
+    o.rope_swa = o.rope;
+    o.norm_eps = 0.0f;
+    return OXL_DECODER_LOAD(m, &o, qwen2_tensors, err);
+}
+
 static int qwen2_load(oxl_model *m, oxl_error *err) {
     oxl_decoder_opts o = {.norm = OXL_NORM_RMS, .ffn = OXL_FFN_SWIGLU};
     return oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || OXL_DECODER_LOAD(m, &o, qwen2_tensors, err) ? -1 : 0;
@@ -91,3 +113,4 @@ const oxl_arch oxl_arch_qwen2 = OXL_DECODER_ARCH("qwen2", qwen2_load);
 const oxl_arch oxl_arch_qwen3 = OXL_DECODER_ARCH("qwen3", qwen3_load);
 const oxl_arch oxl_arch_qwen2moe = OXL_DECODER_ARCH("qwen2moe", qwen2moe_load);
 const oxl_arch oxl_arch_qwen3moe = OXL_DECODER_ARCH("qwen3moe", qwen3moe_load);
+const oxl_arch oxl_arch_qwen2vl = OXL_DECODER_ARCH("qwen2vl", qwen2vl_load);
