@@ -7,6 +7,7 @@
 #include "gguf_craft.h"
 #include "golden.h"
 #include "vocab.h"
+#include "vocab_internal.h"
 
 #include <criterion/criterion.h>
 
@@ -94,6 +95,88 @@ Test(tokenizer_models, fixture_deepseek_llm) { run_shared_fixture("deepseek-llm"
 Test(tokenizer_models, fixture_deepseek_coder) { run_shared_fixture("deepseek-coder"); }
 Test(tokenizer_models, fixture_qwen2) { run_shared_fixture("qwen2"); }
 Test(tokenizer_models, fixture_qwen35) { run_shared_fixture("qwen35"); }
+
+// --- every pre-tokenizer against llama.cpp's splits ----------------------------------------------------
+
+static char *slurp(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    cr_assert_not_null(buf);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    *size = (size_t)n;
+    return buf;
+}
+
+/* golden/tokenizer/pretokenize.splits holds, for each string of pretokenize.inp and each
+ * tokenizer.ggml.pre value llama.cpp knows (one per pre-tokenizer type), the lengths in code points of
+ * the words llama.cpp's unicode_regex_split gives (see golden/tokenizer/PROVENANCE.md). */
+Test(tokenizer_models, every_pre_tokenizer_splits_as_llama_cpp) {
+    size_t n_inp, n_spl;
+    char *inp = slurp(TOKDIR "pretokenize.inp", &n_inp), *spl = slurp(TOKDIR "pretokenize.splits", &n_spl);
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    const char *str[512];
+    size_t len[512];
+    int n_str = 0;
+    for (char *s = inp; s < inp + n_inp && n_str < 512;) {
+        char *e = memmem(s, (size_t)(inp + n_inp - s), sep, sizeof sep - 1);
+        cr_assert_not_null(e);
+        str[n_str] = s, len[n_str++] = (size_t)(e - s);
+        s = e + sizeof sep - 1;
+    }
+    oxl_words w = {0};
+    int n_checked = 0;
+    char names_seen[4096] = "";
+    for (char *line = strtok(spl, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#')
+            continue;
+        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        cr_assert(t1 && t2, "bad line '%s'", line);
+        *t1 = *t2 = '\0';
+        int idx = atoi(line);
+        cr_assert(idx >= 0 && idx < n_str);
+        static long want[4096];
+        int n_want = 0;
+        for (char *q = t1 + 1; *q;) {
+            cr_assert_lt(n_want, 4096);
+            want[n_want++] = strtol(q, &q, 10);
+            while (*q == ' ')
+                q++;
+        }
+        char *save = NULL;
+        for (char *name = strtok_r(t2 + 1, " ", &save); name; name = strtok_r(NULL, " ", &save)) {
+            unsigned flags;
+            oxl_error err = {{0}};
+            oxl_pretok *p = oxl_pretok_new(strcmp(name, "default") == 0 ? "" : name, &flags, "test", &err);
+            cr_assert_not_null(p, "%s", err.msg);
+            cr_assert(oxl_pretok_split(p, str[idx], len[idx], true, &w));
+            bool same = (int)w.n == n_want;
+            for (size_t k = 0; same && k < w.n; k++) {
+                long cpts = 0;
+                for (size_t b = w.off[k]; b < w.off[k + 1]; b++)
+                    cpts += ((unsigned char)w.buf[b] & 0xC0) != 0x80;
+                same = cpts == want[k];
+            }
+            cr_expect(same, "pre-tokenizer '%s', string %d: %zu words, llama.cpp %d", name, idx, w.n, n_want);
+            oxl_pretok_free(p);
+            if (!strstr(names_seen, name) && strlen(names_seen) + strlen(name) + 2 < sizeof names_seen) {
+                strcat(names_seen, name);
+                strcat(names_seen, ",");
+            }
+            n_checked++;
+        }
+    }
+    oxl_words_free(&w);
+    cr_expect_gt(n_checked, 10000);
+    cr_expect(strstr(names_seen, "kimi-k2,") && strstr(names_seen, "tekken,") && strstr(names_seen, "superbpe,"));
+    free(inp);
+    free(spl);
+}
 
 // --- GPT-2: special tokens, bytes, detokenization ------------------------------------------------------
 
