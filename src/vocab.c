@@ -546,10 +546,6 @@ oxl_vocab *oxl_vocab_load(const oxl_gguf *g, oxl_error *err) {
         oxl_err_prefix(err, "%s", path);
         return NULL;
     }
-    if (pre && strlen(pre) >= sizeof ((oxl_vocab *)0)->pre) {
-        oxl_err_set(err, "%s: tokenizer.ggml.pre = '%.64s...' is not a pre-tokenizer llama.cpp knows", path, pre);
-        return NULL;
-    }
 
     int64_t ki = oxl_gguf_find_key(g, "tokenizer.ggml.tokens");
     if (ki < 0) {
@@ -580,6 +576,10 @@ oxl_vocab *oxl_vocab_load(const oxl_gguf *g, oxl_error *err) {
                     "%s: tokenizer.ggml.model = '%.64s' is not supported (supported: 'llama', 'gpt2', 'gemma4', "
                     "'whitespace', 'bert', 't5')",
                     path, model);
+        goto fail;
+    }
+    if (v->type == OXL_VOCAB_BPE && strcmp(v->model, "gemma4") != 0 && pre && strlen(pre) >= sizeof v->pre) {
+        oxl_err_set(err, "%s: tokenizer.ggml.pre = '%.64s...' is not a pre-tokenizer llama.cpp knows", path, pre);
         goto fail;
     }
     static const char *const ws_keys[2] = {"tokenizer.ggml.add_space_prefix", "tokenizer.ggml.remove_extra_whitespaces"};
