@@ -144,6 +144,30 @@ int oxl_bind_tensor_view(const oxl_model *m, oxl_tensor *t, const oxl_gguf_tenso
     return 0;
 }
 
+int oxl_bind_tensor_3d(const oxl_model *m, oxl_tensor *t, const char *name, int il, int64_t ne0, int64_t ne1,
+                       int64_t ne2, oxl_error *err) {
+    char full[128];
+    snprintf(full, sizeof full, name, il);
+    const oxl_gguf_tensor *gt = oxl_gguf_find_tensor(m->gguf, full);
+    const char *path = oxl_gguf_path(m->gguf);
+    memset(t, 0, sizeof *t);
+    if (!gt) {
+        return oxl_err_set(err, "%s: missing tensor '%s'", path, full);
+    }
+    if (gt->ne[0] != ne0 || gt->ne[1] != ne1 || gt->ne[2] != ne2 || gt->ne[3] != 1) {
+        return oxl_err_set(err, "%s: tensor '%s' has shape (%lld, %lld, %lld, %lld); expected (%lld, %lld, %lld)", path,
+                           full, (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2],
+                           (long long)gt->ne[3], (long long)ne0, (long long)ne1, (long long)ne2);
+    }
+    return oxl_bind_tensor_view(m, t, gt, ne0, ne1, err);
+}
+
+oxl_tensor oxl_tensor_slice(const oxl_tensor *t, int64_t i) {
+    oxl_tensor v = *t;
+    v.data = (const char *)t->data + (size_t)i * (size_t)t->ne[1] * t->row_size;
+    return v;
+}
+
 int oxl_bind_tensor(const oxl_model *m, oxl_tensor *t, const char *name, int il, int64_t ne0, int64_t ne1,
                     bool required, oxl_error *err) {
     char full[128];
@@ -538,7 +562,7 @@ static void attn_flash(void *arg, int ith, int nth) {
                     acc[d] = fmaf(vp[d], vs, acc[d]);
                 }
             }
-            S = S * ms + vs;
+            S = fmaf(S, ms, vs); /* contracted in ggml's build */
         }
         const float s_inv = S == 0.0f ? 0.0f : 1.0f / S;
         for (int d = 0; d < D; d++) {

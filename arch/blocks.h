@@ -31,6 +31,12 @@ int oxl_hp_str(const oxl_model *m, const char *key, const char **out, oxl_error 
 int oxl_bind_tensor(const oxl_model *m, oxl_tensor *t, const char *name, int il, int64_t ne0, int64_t ne1,
                     bool required, oxl_error *err);
 
+/* A 3-D (ne0, ne1, ne2) tensor (experts, MLA's per-head k_b / v_b), required: binds the first
+ * (ne0, ne1) slice after checking the whole shape; oxl_tensor_slice gives slice i. */
+int oxl_bind_tensor_3d(const oxl_model *m, oxl_tensor *t, const char *name, int il, int64_t ne0, int64_t ne1,
+                       int64_t ne2, oxl_error *err);
+oxl_tensor oxl_tensor_slice(const oxl_tensor *t, int64_t i);
+
 /* Binds t to gt's data as a (ne0, ne1) matrix (ne1 = 0: a 1-D f32 vector) after checking that its
  * type has kernels; the caller has checked gt's shape (experts: the first (ne0, ne1) slice). */
 int oxl_bind_tensor_view(const oxl_model *m, oxl_tensor *t, const oxl_gguf_tensor *gt, int64_t ne0, int64_t ne1,

@@ -85,7 +85,7 @@ int oxl_decoder_hparams(oxl_model *m, oxl_decoder_opts *o, oxl_rope_mode mode, o
         return oxl_err_set(err, "%s: %s.attention.head_count = %d is not a multiple of head_count_kv = %d", path, arch,
                            hp->n_head, hp->n_head_kv);
     }
-    if (head_dim_v && head_dim_v != hp->head_dim) {
+    if (head_dim_v && head_dim_v != hp->head_dim && o->mla.kv_lora_rank == 0) {
         return oxl_err_set(err, "%s: %s.attention.value_length = %d differs from key_length %d; unsupported", path,
                            arch, head_dim_v, hp->head_dim);
     }
@@ -203,6 +203,7 @@ static const tensor_info tensor_table[OXL_TENSOR_KIND_COUNT] = {
     [OXL_L_LAYER_OUT_NORM] = {"blk.%d.layer_output_norm.weight", L(ffn_post_norm), D_E, D_NONE, true},
     [OXL_L_MOE] = {NULL, true, 0, D_NONE, D_NONE, false},
     [OXL_L_SSM] = {NULL, true, 0, D_NONE, D_NONE, false},
+    [OXL_L_MLA] = {NULL, true, 0, D_NONE, D_NONE, false},
 };
 
 /* The attention tensors a recurrent layer does not have. */
@@ -318,6 +319,8 @@ int oxl_decoder_load(oxl_model *m, const oxl_decoder_opts *o, const oxl_tensor_s
             int r;
             if (k == OXL_L_SSM) {
                 r = oxl_ssm_bind(m, &o->ssm, &l->ssm, il, o->ssm_dt_b_c_norms, err);
+            } else if (k == OXL_L_MLA) {
+                r = oxl_mla_bind(m, &o->mla, &l->mla, il, err);
             } else if (k == OXL_L_QKV) {
                 r = bind_qkv(m, l, il, err);
             } else if (k == OXL_L_MOE) {
@@ -362,6 +365,7 @@ typedef struct acts {
     float *fo2;     /* (n_embd, n) the MoE output beside a dense FFN */
     void *moe;      /* the MoE block's work (oxl_moe_work_size) */
     void *ssm;      /* the Mamba mixer's work (oxl_ssm_work_size) */
+    void *mla;      /* latent attention's work (oxl_mla_work_size) */
     float *scores;  /* (n_ctx + head_dim) per thread */
     float *scratch; /* activation columns converted for matmuls (raw bytes) */
 } acts;
@@ -375,11 +379,13 @@ static size_t acts_layout(const oxl_model *m, int32_t n, int32_t n_ctx, int n_th
     const oxl_decoder *d = m->weights;
     const size_t moe = oxl_moe_work_size(&d->o.moe, hp->n_embd, n) / sizeof(float);
     const size_t ssm = oxl_ssm_work_size(&d->o.ssm, n) / sizeof(float);
+    const size_t mla = oxl_mla_work_size(m, &d->o.mla, n) / sizeof(float);
     const size_t sizes[] = {E * n, E * n, E * n, QKV * n, Q * n, KV * n, KV * n, Q * n, E * n, E * n, 2 * F * n,
-                            F * n, E * n, E * n, moe, ssm, (size_t)(n_ctx + hp->head_dim) * n_threads,
+                            F * n, E * n, E * n, moe, ssm, mla, (size_t)(n_ctx + hp->head_dim) * n_threads,
                             widest * n + 64};
     float **slots[] = {&a->x, &a->xb, &a->xb2, &a->qkv, &a->q, &a->k, &a->v, &a->att, &a->ao, &a->fo, &a->gate,
-                       &a->up, &a->xout, &a->fo2, (float **)&a->moe, (float **)&a->ssm, &a->scores, &a->scratch};
+                       &a->up, &a->xout, &a->fo2, (float **)&a->moe, (float **)&a->ssm, (float **)&a->mla,
+                       &a->scores, &a->scratch};
     size_t off = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (base) {
@@ -559,6 +565,8 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
         }
         if (l->recurrent) {
             oxl_ssm_forward(ctx, &o->ssm, &l->ssm, il, ub, a, b.ao, b.ssm);
+        } else if (l->mla.wkv_a.data) {
+            oxl_mla_attention(ctx, &o->mla, &l->mla, il, ub, &rope[swa], a, b.ao, b.mla, b.scores);
         } else {
             attn_qkv(ctx, ub, d, l, &rope[swa], a, &b);
             oxl_kv_store(ctx, il, ub, b.k, b.v);
@@ -700,6 +708,11 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
         if (o->moe_dense_scale != 0.0f) {
             fprintf(out, "  %-16s (dense FFN + experts) x %g\n", "", o->moe_dense_scale);
         }
+    }
+    if (o->mla.kv_lora_rank > 0) {
+        fprintf(out, "  %-16s q_lora_rank %d, kv_lora_rank %d, head k %d (rope %d) v %d, kq_scale %g; cache: latent + "
+                "rope key (%d floats per token)\n", "latent attention", o->mla.q_lora_rank, o->mla.kv_lora_rank,
+                o->mla.head_k, hp->n_rot, o->mla.head_v, o->mla.kq_scale, hp->head_dim);
     }
     if (o->ssm.kind != OXL_SSM_NONE) {
         oxl_ssm_describe(&o->ssm, out);

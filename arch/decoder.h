@@ -13,11 +13,13 @@
  *   ffn = the dense FFN, or on layers with a router the MoE block (moe.h), or both summed and
  *         scaled by moe_dense_scale (Grok); layers without FFN tensors (Mamba) skip it
  *   recurrent layers (ssm.h) replace the attention block by the Mamba mixer: o = ssm(a)
+ *   layers with latent attention (mla.h, DeepSeek-2) replace it by o = mla(a)
  *   parallel:   x = x + o + ffn(norm(x, ffn_norm) or a)
  */
 #ifndef OXL_DECODER_H
 #define OXL_DECODER_H
 
+#include "mla.h"
 #include "moe.h"
 #include "ssm.h"
 
@@ -58,6 +60,7 @@ typedef struct oxl_decoder_opts {
     float moe_dense_scale;   /* layers with both a dense FFN and experts: (dense + moe) * this (grok) */
     oxl_ssm_opts ssm;        /* kind != OXL_SSM_NONE: recurrent layers exist */
     bool ssm_dt_b_c_norms;   /* the Mamba-1 mixer RMS-normalises dt, B and C (jamba) */
+    oxl_mla_opts mla;        /* kv_lora_rank > 0: layers bind OXL_L_MLA (value_length may differ) */
     const int32_t *n_head_kv_layers; /* read at load only: per-layer head_count_kv, 0 marking a recurrent
                                       * layer (jamba); NULL with ssm.kind set: every layer recurrent */
 } oxl_decoder_opts;
@@ -86,6 +89,7 @@ typedef enum oxl_tensor_kind {
     OXL_L_MOE,              /* router and experts (moe.h), with the optional parts of opts.moe_parts; layers
                              * below opts.moe.n_dense_lead skip it; with OXL_MOE_OPTIONAL, layers without a
                              * router keep their dense FFN */
+    OXL_L_MLA,              /* latent attention (mla.h): q/q_a/q_b, kv_a_mqa, k_b, v_b, attn_output */
     OXL_L_SSM,              /* the Mamba mixer's tensors (ssm.h), on recurrent layers only; the attention
                              * kinds (q/k/v, q/k norms, attn_output) are skipped there */
     OXL_TENSOR_KIND_COUNT
@@ -128,6 +132,7 @@ typedef struct oxl_decoder_layer {
     oxl_tensor ffn_down_b;     /* (n_embd) */
     oxl_tensor ffn_post_norm;  /* (n_embd) norm of the FFN output before the residual add */
     oxl_moe_layer moe;         /* router and experts; moe.gate_inp.data == NULL on dense layers */
+    oxl_mla_layer mla;         /* latent attention; mla.wkv_a.data == NULL elsewhere */
     bool recurrent;            /* the layer mixes with ssm instead of attention */
     oxl_ssm_layer ssm;         /* Mamba mixer of a recurrent layer */
 } oxl_decoder_layer;

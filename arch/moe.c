@@ -58,28 +58,6 @@ static bool has_tensor(const oxl_model *m, const char *fmt, int il) {
     return oxl_gguf_find_tensor(m->gguf, full) != NULL;
 }
 
-/* A (ne0, ne1, n_expert) tensor: binds expert 0's view after checking the whole shape. */
-static int bind_exps(const oxl_model *m, oxl_tensor *t, const char *name, int il, int64_t ne0, int64_t ne1,
-                     int64_t n_expert, oxl_error *err) {
-    char full[128];
-    snprintf(full, sizeof full, name, il);
-    const oxl_gguf_tensor *gt = oxl_gguf_find_tensor(m->gguf, full);
-    const char *path = oxl_gguf_path(m->gguf);
-    if (!gt) {
-        return oxl_err_set(err, "%s: missing expert tensor '%s'", path, full);
-    }
-    if (gt->ne[0] != ne0 || gt->ne[1] != ne1 || gt->ne[2] != n_expert || gt->ne[3] != 1) {
-        return oxl_err_set(err, "%s: expert tensor '%s' has shape (%lld, %lld, %lld, %lld); expected (%lld, %lld, %lld)",
-                           path, full, (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2],
-                           (long long)gt->ne[3], (long long)ne0, (long long)ne1, (long long)n_expert);
-    }
-    /* the kernel and f32 checks of a 2-D tensor, on expert 0's (ne0, ne1) slice */
-    if (oxl_bind_tensor_view(m, t, gt, ne0, ne1, err)) {
-        return -1;
-    }
-    return 0;
-}
-
 int oxl_moe_bind(const oxl_model *m, const oxl_moe_opts *o, oxl_moe_layer *l, int il, unsigned parts,
                  oxl_error *err) {
     const int64_t E = m->hp.n_embd, F = o->n_ff_exp, X = o->n_expert, S = o->n_ff_shexp;
@@ -88,9 +66,9 @@ int oxl_moe_bind(const oxl_model *m, const oxl_moe_opts *o, oxl_moe_layer *l, in
         return 0;
     }
     if (oxl_bind_tensor(m, &l->gate_inp, "blk.%d.ffn_gate_inp.weight", il, E, X, true, err) ||
-        bind_exps(m, &l->gate_exps, "blk.%d.ffn_gate_exps.weight", il, E, F, X, err) ||
-        bind_exps(m, &l->up_exps, "blk.%d.ffn_up_exps.weight", il, E, F, X, err) ||
-        bind_exps(m, &l->down_exps, "blk.%d.ffn_down_exps.weight", il, F, E, X, err) ||
+        oxl_bind_tensor_3d(m, &l->gate_exps, "blk.%d.ffn_gate_exps.weight", il, E, F, X, err) ||
+        oxl_bind_tensor_3d(m, &l->up_exps, "blk.%d.ffn_up_exps.weight", il, E, F, X, err) ||
+        oxl_bind_tensor_3d(m, &l->down_exps, "blk.%d.ffn_down_exps.weight", il, F, E, X, err) ||
         oxl_bind_tensor(m, &l->gate_inp_b, "blk.%d.ffn_gate_inp.bias", il, X, 0, biased, err) ||
         oxl_bind_tensor(m, &l->gate_exps_b, "blk.%d.ffn_gate_exps.bias", il, F, X, biased, err) ||
         oxl_bind_tensor(m, &l->up_exps_b, "blk.%d.ffn_up_exps.bias", il, F, X, biased, err) ||
@@ -260,13 +238,6 @@ static void route(const oxl_moe_opts *o, const oxl_moe_layer *l, moe_work *w, in
     }
 }
 
-/* Expert e's slice of a (ne0, ne1) x n_expert tensor. */
-static oxl_tensor expert(const oxl_tensor *t, int e) {
-    oxl_tensor v = *t;
-    v.data = (const char *)t->data + (size_t)e * (size_t)t->ne[1] * t->row_size;
-    return v;
-}
-
 /* Row e of a (d, n_expert) bias as a 1-D tensor (unbound stays unbound). */
 static oxl_tensor bias_row(const oxl_tensor *b, int e) {
     oxl_tensor v = *b;
@@ -338,7 +309,8 @@ void oxl_moe_forward(oxl_ctx *ctx, const oxl_moe_opts *o, const oxl_moe_layer *l
         for (int32_t r = 0; r < m; r++) {
             memcpy(w.xg + (size_t)r * E, x + (size_t)(rows[r] / K) * E, (size_t)E * sizeof(float));
         }
-        const oxl_tensor gate = expert(&l->gate_exps, e), up = expert(&l->up_exps, e), down = expert(&l->down_exps, e);
+        const oxl_tensor gate = oxl_tensor_slice(&l->gate_exps, e), up = oxl_tensor_slice(&l->up_exps, e);
+        const oxl_tensor down = oxl_tensor_slice(&l->down_exps, e);
         const oxl_tensor gb = bias_row(&l->gate_exps_b, e), ub = bias_row(&l->up_exps_b, e);
         const oxl_tensor db = bias_row(&l->down_exps_b, e);
         oxl_matmul(pool, &up, w.xg, m, w.u, F, w.scratch);
