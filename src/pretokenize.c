@@ -523,9 +523,7 @@ static bool split_regex(oxl_words *w, const split_rx *s, const oxl_pretok *p, co
         prev = me;
         pos = me;
         opts = me == ms ? PCRE2_NOTEMPTY_ATSTART | PCRE2_ANCHORED : 0;
-        if (me == n && me != ms)
-            break;
-        if (me == n && me == ms)
+        if (me == n)
             break;
     }
     return n <= prev || seg_push(w, n - prev);
