@@ -36,7 +36,7 @@ extern const oxl_arch oxl_arch_llama, oxl_arch_qwen2, oxl_arch_qwen3, oxl_arch_g
 
 /* The mixture-of-experts families (the decoder with moe.h's block as its FFN). */
 extern const oxl_arch oxl_arch_qwen2moe, oxl_arch_qwen3moe, oxl_arch_phimoe, oxl_arch_dbrx, oxl_arch_grok,
-    oxl_arch_deepseek2;
+    oxl_arch_deepseek2, oxl_arch_gptoss;
 
 /* The recurrent and hybrid families (the decoder with ssm.h's mixer on recurrent layers). */
 extern const oxl_arch oxl_arch_mamba, oxl_arch_mamba2, oxl_arch_jamba;

@@ -483,10 +483,15 @@ static void attn_unfused(void *arg, int ith, int nth) {
             sc[p] = s * t->p.scale + attn_bias(t, &it, p);
             max = sc[p] > max ? sc[p] : max;
         }
+        const float sink = t->p.sinks ? t->p.sinks[item % t->p.n_head] : -INFINITY;
+        max = sink > max ? sink : max;
         double sum = 0.0;
         for (int32_t p = it.lo; p < it.n_kv; p++) {
             sc[p] = expf(sc[p] - max);
             sum += (double)sc[p];
+        }
+        if (t->p.sinks) {
+            sum += (double)expf(sink - max);
         }
         const float inv = (float)(1.0 / sum);
         memset(acc, 0, (size_t)D * sizeof(float));
@@ -564,9 +569,27 @@ static void attn_flash(void *arg, int ith, int nth) {
             }
             S = fmaf(S, ms, vs); /* contracted in ggml's build */
         }
+        if (v16) {
+            for (int d = 0; d < D; d++) {
+                acc[d] = oxl_fp16_to_fp32(acc16[d]);
+            }
+        }
+        if (t->p.sinks) {
+            /* the sink joins the running softmax after the values, in f32 */
+            const float sk = t->p.sinks[item % t->p.n_head];
+            float ms = 1.0f, vs = 1.0f;
+            if (sk > M) {
+                ms = expf(M - sk);
+                M = sk;
+                oxl_scale(acc, D, ms);
+            } else {
+                vs = expf(sk - M);
+            }
+            S = S * ms + vs;
+        }
         const float s_inv = S == 0.0f ? 0.0f : 1.0f / S;
         for (int d = 0; d < D; d++) {
-            it.out[d] = (v16 ? oxl_fp16_to_fp32(acc16[d]) : acc[d]) * s_inv;
+            it.out[d] = acc[d] * s_inv;
         }
     }
 }

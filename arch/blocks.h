@@ -115,6 +115,8 @@ typedef struct oxl_attn_params {
     float softcap;  /* 0: off; else scores = softcap * tanh(scores / softcap) */
     int32_t n_swa;  /* 0: full causal; else a query at p sees keys p - n_swa + 1 .. p (LLAMA_SWA_TYPE_STANDARD) */
     float max_bias; /* 0: off; else ALiBi: head h adds slope_h * -(p_q - p_k), ggml's m0/m1 slopes */
+    const float *sinks; /* (n_head) or NULL: head h's learned logit joins its softmax without a value
+                         * (gpt-oss attention sinks: ggml_soft_max_add_sinks, flash-attn's sinks) */
 } oxl_attn_params;
 
 /* Causal multi-head attention for the pass's tokens: q (n_head*head_dim, n) → out

@@ -204,6 +204,8 @@ static const tensor_info tensor_table[OXL_TENSOR_KIND_COUNT] = {
     [OXL_L_MOE] = {NULL, true, 0, D_NONE, D_NONE, false},
     [OXL_L_SSM] = {NULL, true, 0, D_NONE, D_NONE, false},
     [OXL_L_MLA] = {NULL, true, 0, D_NONE, D_NONE, false},
+    [OXL_L_POST_ATTN_NORM_FFN] = {"blk.%d.post_attention_norm.weight", L(ffn_norm), D_E, D_NONE, true},
+    [OXL_L_ATTN_SINKS] = {"blk.%d.attn_sinks.weight", L(attn_sinks), D_H, D_NONE, true},
 };
 
 /* The attention tensors a recurrent layer does not have. */
@@ -572,7 +574,8 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
             oxl_kv_store(ctx, il, ub, b.k, b.v);
             const oxl_attn_params ap = {.n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
                                         .scale = o->kq_scale, .softcap = o->attn_softcap,
-                                        .n_swa = swa ? o->n_swa : 0, .max_bias = o->max_alibi_bias};
+                                        .n_swa = swa ? o->n_swa : 0, .max_bias = o->max_alibi_bias,
+                                        .sinks = l->attn_sinks.data};
             oxl_attention(ctx, il, ub, b.q, b.att, &ap, b.scores);
             linear(pool, &l->wo, &l->bo, b.att, n, b.ao, b.scratch);
         }
@@ -666,6 +669,9 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
     }
     if (o->max_alibi_bias != 0.0f) {
         fprintf(out, ", alibi max_bias %g", o->max_alibi_bias);
+    }
+    if (d->layers[0].attn_sinks.data) {
+        fputs(", attention sinks", out);
     }
     fputc('\n', out);
     if (o->n_swa > 0) {

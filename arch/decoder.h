@@ -89,6 +89,8 @@ typedef enum oxl_tensor_kind {
     OXL_L_MOE,              /* router and experts (moe.h), with the optional parts of opts.moe_parts; layers
                              * below opts.moe.n_dense_lead skip it; with OXL_MOE_OPTIONAL, layers without a
                              * router keep their dense FFN */
+    OXL_L_POST_ATTN_NORM_FFN, /* post_attention_norm as the FFN's pre-norm (gpt-oss) */
+    OXL_L_ATTN_SINKS,       /* (n_head) attention sink logits (gpt-oss) */
     OXL_L_MLA,              /* latent attention (mla.h): q/q_a/q_b, kv_a_mqa, k_b, v_b, attn_output */
     OXL_L_SSM,              /* the Mamba mixer's tensors (ssm.h), on recurrent layers only; the attention
                              * kinds (q/k/v, q/k norms, attn_output) are skipped there */
@@ -132,6 +134,7 @@ typedef struct oxl_decoder_layer {
     oxl_tensor ffn_down_b;     /* (n_embd) */
     oxl_tensor ffn_post_norm;  /* (n_embd) norm of the FFN output before the residual add */
     oxl_moe_layer moe;         /* router and experts; moe.gate_inp.data == NULL on dense layers */
+    oxl_tensor attn_sinks;     /* (n_head) learned logit per head joining the attention softmax */
     oxl_mla_layer mla;         /* latent attention; mla.wkv_a.data == NULL elsewhere */
     bool recurrent;            /* the layer mixes with ssm instead of attention */
     oxl_ssm_layer ssm;         /* Mamba mixer of a recurrent layer */
