@@ -10,18 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A byte trie: children are a sibling list. */
-typedef struct {
-    int32_t child, sibling; /* node indices, -1 when none */
-    int32_t value;          /* token id, -1 when no token ends here */
-    unsigned char byte;
-} trie_node;
-
-typedef struct {
-    trie_node *node;
-    size_t n, cap;
-} trie;
-
 struct oxl_ugm {
     uint8_t *charsmap;       /* tokenizer.ggml.precompiled_charsmap, copied */
     const uint32_t *xcda;    /* into charsmap (4-byte aligned copy) */
@@ -29,47 +17,18 @@ struct oxl_ugm {
     size_t n_xcda;
     const char *repl;        /* replacement strings */
     size_t n_repl;
-    trie tokens;             /* normal, user-defined and unused tokens */
-    trie user;               /* user-defined tokens */
+    oxl_trie tokens;             /* normal, user-defined and unused tokens */
+    oxl_trie user;               /* user-defined tokens */
     double unknown_score;
 };
-
-static int32_t trie_step(const trie *t, int32_t node, unsigned char b) {
-    for (int32_t c = t->node[node].child; c >= 0; c = t->node[c].sibling)
-        if (t->node[c].byte == b)
-            return c;
-    return -1;
-}
-
-static bool trie_insert(trie *t, const char *s, size_t n, int32_t value) {
-    if (t->n == 0) {
-        if (!oxl_grow((void **)&t->node, &t->cap, 0, 1, sizeof *t->node))
-            return false;
-        t->node[t->n++] = (trie_node){-1, -1, -1, 0};
-    }
-    int32_t cur = 0;
-    for (size_t i = 0; i < n; i++) {
-        int32_t next = trie_step(t, cur, (unsigned char)s[i]);
-        if (next < 0) {
-            if (t->n >= INT32_MAX || !oxl_grow((void **)&t->node, &t->cap, t->n, 1, sizeof *t->node))
-                return false;
-            next = (int32_t)t->n++;
-            t->node[next] = (trie_node){-1, t->node[cur].child, -1, (unsigned char)s[i]};
-            t->node[cur].child = next;
-        }
-        cur = next;
-    }
-    t->node[cur].value = value;
-    return true;
-}
 
 void oxl_ugm_free(oxl_vocab *v) {
     if (!v->ugm)
         return;
     free(v->ugm->charsmap);
     free(v->ugm->xcda_copy);
-    free(v->ugm->tokens.node);
-    free(v->ugm->user.node);
+    oxl_trie_free(&v->ugm->tokens);
+    oxl_trie_free(&v->ugm->user);
     free(v->ugm);
     v->ugm = NULL;
 }
@@ -115,9 +74,9 @@ int oxl_ugm_load(oxl_vocab *v, const oxl_gguf *g, const char *path, oxl_error *e
         if ((a & OXL_ATTR_NORMAL) && v->score[i] < min_score)
             min_score = v->score[i];
         if ((a & (OXL_ATTR_NORMAL | OXL_ATTR_USER_DEFINED | OXL_ATTR_UNUSED)) &&
-            !trie_insert(&u->tokens, oxl_tok_text(v, i), v->text_len[i], i))
+            !oxl_trie_insert(&u->tokens, oxl_tok_text(v, i), v->text_len[i], i))
             return oxl_err_set(err, "%s: out of memory for the token trie", path);
-        if ((a & OXL_ATTR_USER_DEFINED) && !trie_insert(&u->user, oxl_tok_text(v, i), v->text_len[i], i))
+        if ((a & OXL_ATTR_USER_DEFINED) && !oxl_trie_insert(&u->user, oxl_tok_text(v, i), v->text_len[i], i))
             return oxl_err_set(err, "%s: out of memory for the token trie", path);
     }
     u->unknown_score = (double)min_score - 10.0;
@@ -138,7 +97,7 @@ static const char *normalize_prefix(const oxl_ugm *u, const char *in, size_t n, 
     if (u->user.n) {
         int32_t node = 0;
         size_t k = off;
-        while (k < n && (node = trie_step(&u->user, node, (unsigned char)in[k])) >= 0)
+        while (k < n && (node = oxl_trie_step(&u->user, node, (unsigned char)in[k])) >= 0)
             k++;
         if (k > off) {
             *rl = *used = k - off;
@@ -203,7 +162,10 @@ static bool normalize(const oxl_vocab *v, const char *in, size_t n, char **out, 
     bool append = v->treat_whitespace_as_suffix && v->add_space_prefix;
     bool merge = v->remove_extra_whitespaces, prepended = false, in_word = false;
     *on = 0;
-    for (size_t off = 0; off < n;) {
+    /* Real normalizers expand a character at most a few times; a crafted charsmap could expand each
+     * byte by its whole size, so the output stops at this bound (the rest of the text is dropped). */
+    size_t limit = 64 * n + 4096;
+    for (size_t off = 0; off < n && *on < limit;) {
         size_t rl, used;
         const char *r = normalize_prefix(u, in, n, off, &rl, &used);
         for (size_t i = 0; i < rl; i++) {
@@ -263,7 +225,7 @@ bool oxl_ugm_tokenize(const oxl_vocab *v, const char *text, size_t len, oxl_tok_
         double base = best[off].score;
         int32_t node = u->tokens.n ? 0 : -1;
         for (size_t k = off; k < n && node >= 0;) {
-            node = trie_step(&u->tokens, node, (unsigned char)norm[k++]);
+            node = oxl_trie_step(&u->tokens, node, (unsigned char)norm[k++]);
             if (node < 0 || u->tokens.node[node].value < 0)
                 continue;
             oxl_token id = u->tokens.node[node].value;

@@ -30,23 +30,27 @@ static uint32_t to_lower(uint32_t c) {
     return c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF) ? c : (uint32_t)utf8proc_tolower((utf8proc_int32_t)c);
 }
 
-/* Appends the WordPiece ids of word[0..n) ("▁" already in front) to out: greedy longest match; a
- * word with a position no token starts at becomes the unknown token. */
+/* Appends the WordPiece ids of word[0..n) ("▁" already in front) to out: at each position the
+ * longest token that starts there (walking the token trie); a word with a position no token starts
+ * at becomes the unknown token. */
 static bool wordpiece(const oxl_vocab *v, const char *word, size_t n, oxl_tok_list *out) {
     size_t start = out->n;
-    for (size_t i = 0; i < n; i++) {
-        size_t j = n < i + v->max_token_len + 1 ? n : i + v->max_token_len + 1;
+    for (size_t i = 0; i < n;) {
         oxl_token id = -1;
-        for (; j > i; j--)
-            if ((id = oxl_vocab_find(v, word + i, j - i)) >= 0)
-                break;
+        size_t end = i;
+        int32_t node = v->wpm_trie.n ? 0 : -1;
+        for (size_t k = i; k < n && (node = oxl_trie_step(&v->wpm_trie, node, (unsigned char)word[k])) >= 0;) {
+            k++;
+            if (v->wpm_trie.node[node].value >= 0)
+                id = v->wpm_trie.node[node].value, end = k;
+        }
         if (id < 0) {
             out->n = start;
             break;
         }
         if (!oxl_tok_push(out, id))
             return false;
-        i = j - 1;
+        i = end;
     }
     if (out->n == start && v->unk >= 0)
         return oxl_tok_push(out, v->unk);

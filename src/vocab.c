@@ -130,6 +130,7 @@ void oxl_vocab_free(oxl_vocab *v) {
     free(v->special);
     oxl_bpe_free(v);
     oxl_ugm_free(v);
+    oxl_trie_free(&v->wpm_trie);
     free(v);
 }
 
@@ -594,6 +595,12 @@ oxl_vocab *oxl_vocab_load(const oxl_gguf *g, oxl_error *err) {
         goto fail;
     if (v->pre_flags & OXL_PRE_KEEP_CASE)
         v->lowercase = false;
+    for (int32_t i = 0; v->type == OXL_VOCAB_WPM && i < v->n; i++) {
+        if (!oxl_trie_insert(&v->wpm_trie, oxl_tok_text(v, i), v->text_len[i], i)) {
+            oxl_err_set(err, "%s: out of memory for the token trie", path);
+            goto fail;
+        }
+    }
     if (read_flags(g, ws_keys, ws_flags, 2, path, err) < 0 ||
         (v->type == OXL_VOCAB_UGM && oxl_ugm_load(v, g, path, err) < 0) || load_special_ids(v, g, path, err) < 0 ||
         load_bytes(v, path, err) < 0 || read_flags(g, add_keys, add_flags, 3, path, err) < 0)

@@ -30,6 +30,24 @@ typedef enum {
     OXL_VOCAB_UGM, /* "t5": unigram Viterbi after the precompiled SentencePiece normalizer */
 } oxl_vocab_type;
 
+/* A byte trie of token texts (token_trie.c): node 0 is the root once anything is inserted; children
+ * are a sibling list; value is the token id ending at the node, -1 when none. */
+typedef struct {
+    int32_t child, sibling, value;
+    unsigned char byte;
+} oxl_trie_node;
+
+typedef struct {
+    oxl_trie_node *node;
+    size_t n, cap;
+} oxl_trie;
+
+/* The child of node by byte b, or -1 (also for node < 0). */
+int32_t oxl_trie_step(const oxl_trie *t, int32_t node, unsigned char b);
+/* Adds s[0..n) with value; false when out of memory. */
+bool oxl_trie_insert(oxl_trie *t, const char *s, size_t n, int32_t value);
+void oxl_trie_free(oxl_trie *t);
+
 typedef struct oxl_pretok oxl_pretok;   /* compiled pre-tokenizer (pretokenize.c) */
 typedef struct oxl_bpe_ranks oxl_bpe_ranks; /* merge table (tokenizer_bpe.c) */
 typedef struct oxl_ugm oxl_ugm;         /* unigram model data (tokenizer_ugm.c) */
@@ -69,6 +87,7 @@ struct oxl_vocab {
     oxl_pretok *pretok;            /* BPE only */
     oxl_bpe_ranks *ranks;          /* BPE only */
     oxl_ugm *ugm;                  /* UGM only */
+    oxl_trie wpm_trie;             /* WPM only: every token text */
 };
 
 /* Id of the token whose text is exactly s[0..n), or -1. */
