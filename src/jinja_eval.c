@@ -1857,8 +1857,9 @@ static bool eval_args(ctx *c, const jj_node *n, jj_scope *s, args *a) {
     return true;
 }
 
-/* renders body into a fresh buffer and returns its text */
-static jv *capture(ctx *c, const jj_node *n, const jj_node *body, jj_scope *s) {
+/* renders body into a fresh buffer and returns its text; *flow (when given) receives a break (1)
+ * or continue (2) that left the body early: a block set or filter block sits inline in its loop */
+static jv *capture(ctx *c, const jj_node *n, const jj_node *body, jj_scope *s, int *flow) {
     jj_buf buf = {.arena = c->a, .limit = c->opt->max_output};
     jj_buf *saved = c->out;
     c->out = &buf;
@@ -1866,6 +1867,9 @@ static jv *capture(ctx *c, const jj_node *n, const jj_node *body, jj_scope *s) {
     c->out = saved;
     if (rc < 0) {
         return NULL;
+    }
+    if (flow) {
+        *flow = rc;
     }
     return mk(c, n, jv_str_ref(c->a, buf.s ? buf.s : "", buf.n));
 }
@@ -1887,6 +1891,23 @@ static jv *call_macro(ctx *c, const jj_node *n, jv *m, args *a, jv *caller) {
         oom(c, n);
         goto done;
     }
+    const char *mname = short_str(c, def->str, def->str_len);
+    if (a->npos > def->n_kids && !(def->flag & 2)) {
+        fail(c, n, "TypeError", "macro '%s' takes not more than %zu argument(s)", mname, def->n_kids);
+        goto done;
+    }
+    if (caller && !(def->flag & 1)) {
+        if (!(def->flag & 4)) {
+            fail(c, n, "TypeError",
+                 "macro '%s' was invoked with two values for the special caller argument. This is most likely a bug.",
+                 mname);
+            goto done;
+        }
+        if (!jv_dict_set(c->a, kwargs, jv_str_ref(c->a, "caller", 6), caller)) { /* kwargs takes it */
+            oom(c, n);
+            goto done;
+        }
+    }
     for (size_t i = 0; i < a->npos; i++) {
         if (i < def->n_kids) {
             if (!scope_set(c, n, sc, def->kids[i]->str, def->kids[i]->str_len, a->pos[i])) {
@@ -1905,6 +1926,10 @@ static jv *call_macro(ctx *c, const jj_node *n, jv *m, args *a, jv *caller) {
                     goto done;
                 }
             }
+        }
+        if (!found && !(def->flag & 4)) {
+            fail(c, n, "TypeError", "macro '%s' takes no keyword argument '%s'", mname, a->kwn[k]);
+            goto done;
         }
         if (!found && !jv_dict_set(c->a, kwargs, jv_str_ref(c->a, a->kwn[k], strlen(a->kwn[k])), a->kwv[k])) {
             oom(c, n);
@@ -1928,10 +1953,10 @@ static jv *call_macro(ctx *c, const jj_node *n, jv *m, args *a, jv *caller) {
     if (!scope_set(c, n, sc, "varargs", 7, varargs) || !scope_set(c, n, sc, "kwargs", 6, kwargs)) {
         goto done;
     }
-    if (caller && !scope_set(c, n, sc, "caller", 6, caller)) {
+    if ((def->flag & 1) && !scope_set(c, n, sc, "caller", 6, caller ? caller : jv_undef(c->a, "No caller defined"))) {
         goto done;
     }
-    result = capture(c, n, def->c, sc);
+    result = capture(c, n, def->c, sc, NULL);
 done:
     c->depth--;
     return result;
@@ -2035,7 +2060,7 @@ static jv *call_func(ctx *c, const jj_node *n, jv *f, args *a) {
                 ok = v && scope_set(c, n, sc, p->str, p->str_len, v);
             }
             if (ok) {
-                r = capture(c, n, f->func.body, sc);
+                r = capture(c, n, f->func.body, sc, NULL);
             }
         }
         c->depth--;
@@ -2214,6 +2239,7 @@ static int run_loop(ctx *c, const jj_node *fn, jv *iterable, jj_scope *s, int de
     if (!is) {
         return -1;
     }
+    bool completed = false;
     for (size_t i = 0; i < items->list.n; i++) {
         if (!step(c, fn)) {
             return -1;
@@ -2227,11 +2253,14 @@ static int run_loop(ctx *c, const jj_node *fn, jv *iterable, jj_scope *s, int de
         if (rc < 0) {
             return -1;
         }
+        completed |= rc == 0;
         if (rc == 1) {
             break;
         }
     }
-    if (items->list.n == 0 && fn->d) {
+    /* Jinja2 runs `else` unless some iteration's body ran to its end (a body left by break or
+     * continue does not count) */
+    if (!completed && fn->d) {
         return exec(c, fn->d, s) < 0 ? -1 : 0;
     }
     return 0;
@@ -2515,7 +2544,13 @@ static int exec_inner(ctx *c, const jj_node *n, jj_scope *s) {
         if (n->b) {
             v = eval(c, n->b, s);
         } else {
-            v = capture(c, n, n->c, s);
+            /* the body of a block set has a scope of its own */
+            jj_scope *bs = scope_new(c, n, s);
+            int flow = 0;
+            v = bs ? capture(c, n, n->c, bs, &flow) : NULL;
+            if (v && flow) {
+                return flow;
+            }
             if (v && n->e) {
                 jv *saved = c->captured;
                 c->captured = v;
@@ -2557,9 +2592,11 @@ static int exec_inner(ctx *c, const jj_node *n, jj_scope *s) {
         return r && emit(c, n, r->str.s, r->str.n) ? 0 : -1;
     }
     case JN_FILTERBLK: {
-        jv *v = capture(c, n, n->c, s);
-        if (!v) {
-            return -1;
+        jj_scope *bs = scope_new(c, n, s); /* like a block set, the body has a scope of its own */
+        int flow = 0;
+        jv *v = bs ? capture(c, n, n->c, bs, &flow) : NULL;
+        if (!v || flow) {
+            return v ? flow : -1;
         }
         jv *saved = c->captured;
         c->captured = v;

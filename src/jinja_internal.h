@@ -94,7 +94,7 @@ typedef enum {
     JN_IF,        /* a cond, b then, c else (block or nested if) */
     JN_FOR,       /* a target, b iterable, c body, d else, e filter; flag recursive */
     JN_SET,       /* a target, b value | c body (block set) with e filters over JN_CAPTURED */
-    JN_MACRO,     /* str name, kids params (JN_NAME, a default), c body */
+    JN_MACRO,     /* str name, kids params (JN_NAME, a default), c body; flag: body names caller 1, varargs 2, kwargs 4 */
     JN_CALLBLOCK, /* a call expression, kids caller params, c body */
     JN_FILTERBLK, /* e filter chain over JN_CAPTURED, c body */
     JN_WITH,      /* kids targets (JN_NAME, a value), c body */

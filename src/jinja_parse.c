@@ -17,6 +17,7 @@ typedef struct parser {
     const jj_token *tk;
     size_t n, i;
     int depth;
+    int loops; /* for bodies around the current statement, inside the current macro or call block */
     oxl_error *err;
 } parser;
 
@@ -840,14 +841,17 @@ static jj_node *parse_for(parser *p, uint32_t pos) {
         p->i++;
         n->flag = 1;
     }
-    if (!expect_block_end(p) || !(n->c = parse_body(p, ends, 2))) {
+    p->loops++;
+    n->c = expect_block_end(p) ? parse_body(p, ends, 2) : NULL;
+    p->loops--;
+    if (!n->c) {
         return NULL;
     }
     const char *end = take_end(p);
     if (!end) {
         return NULL;
     }
-    if (!strcmp(end, "else")) {
+    if (!strcmp(end, "else")) { /* the else body runs after the loop, not in it */
         if (!expect_block_end(p) || !(n->d = parse_body(p, ends2, 1)) || !take_end(p)) {
             return NULL;
         }
@@ -913,6 +917,26 @@ static bool parse_params(parser *p, jj_node *n) {
     return true;
 }
 
+/* Which of caller, varargs and kwargs a macro body names (anywhere inside): Jinja2 only lets a
+ * macro take a caller, extra positional or extra keyword arguments when it does. */
+static unsigned names_special(const jj_node *n) {
+    if (!n) {
+        return 0;
+    }
+    unsigned f = 0;
+    if (n->kind == JN_NAME) {
+        f |= !strcmp(n->str, "caller") ? 1u : !strcmp(n->str, "varargs") ? 2u : !strcmp(n->str, "kwargs") ? 4u : 0u;
+    }
+    f |= names_special(n->a) | names_special(n->b) | names_special(n->c) | names_special(n->d) | names_special(n->e);
+    for (size_t i = 0; i < n->n_kids; i++) {
+        f |= names_special(n->kids[i]);
+    }
+    for (size_t i = 0; i < n->n_kw; i++) {
+        f |= names_special(n->kwv[i]);
+    }
+    return f;
+}
+
 static jj_node *parse_macro(parser *p, uint32_t pos) {
     static const char *const ends[] = {"endmacro"};
     jj_node *n = node(p, JN_MACRO, pos);
@@ -920,9 +944,17 @@ static jj_node *parse_macro(parser *p, uint32_t pos) {
         return NULL;
     }
     n->str = parse_dotted_name(p, &n->str_len);
-    if (!n->str || !parse_params(p, n) || !expect_block_end(p) || !(n->c = parse_body(p, ends, 1)) || !take_end(p)) {
+    if (!n->str || !parse_params(p, n) || !expect_block_end(p)) {
         return NULL;
     }
+    int loops = p->loops; /* a macro body is a function of its own: no loop around it */
+    p->loops = 0;
+    n->c = parse_body(p, ends, 1);
+    p->loops = loops;
+    if (!n->c || !take_end(p)) {
+        return NULL;
+    }
+    n->flag = (uint8_t)names_special(n->c);
     if (cur(p)->type == JT_NAME) { /* {% endmacro name %} */
         p->i++;
     }
@@ -944,7 +976,14 @@ static jj_node *parse_call_block(parser *p, uint32_t pos) {
     if (n->a->kind != JN_CALL) {
         return fail_at(p, n->a->pos, "%s", "expected call");
     }
-    if (!expect_block_end(p) || !(n->c = parse_body(p, ends, 1)) || !take_end(p) || !expect_block_end(p)) {
+    if (!expect_block_end(p)) {
+        return NULL;
+    }
+    int loops = p->loops; /* the caller body is a function of its own */
+    p->loops = 0;
+    n->c = parse_body(p, ends, 1);
+    p->loops = loops;
+    if (!n->c || !take_end(p) || !expect_block_end(p)) {
         return NULL;
     }
     return n;
@@ -1016,6 +1055,8 @@ static jj_node *parse_statement(parser *p) {
         n = parse_filter_block(p, pos);
     } else if (tok_is(kw, JT_NAME, "with")) {
         n = parse_with(p, pos);
+    } else if ((tok_is(kw, JT_NAME, "break") || tok_is(kw, JT_NAME, "continue")) && !p->loops) {
+        n = fail_at(p, kw->pos, "%s", kw->s[0] == 'b' ? "'break' outside loop" : "'continue' not properly in loop");
     } else if (tok_is(kw, JT_NAME, "break") || tok_is(kw, JT_NAME, "continue")) {
         n = node(p, kw->s[0] == 'b' ? JN_BREAK : JN_CONTINUE, pos);
         if (n && !expect_block_end(p)) {

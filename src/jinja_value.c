@@ -589,6 +589,8 @@ static bool print_value(jj_buf *b, const jv *v, bool repr) {
     case JV_MACRO:
         snprintf(tmp, sizeof tmp, "<Macro '%.40s'>", v->macro.node->str);
         return buf_puts(b, tmp);
+    case JV_FUNC:
+        return buf_puts(b, v->func.body ? "<Macro anonymous>" : "<function>");
     case JV_LOOP: return buf_puts(b, "<LoopContext>");
     default: return buf_puts(b, "<function>");
     }

@@ -1,5 +1,5 @@
 /* Jinja engine and chat prompts.
- * - language: 144 templates whose expected renderings (or exception class and message) were made by
+ * - language: 153 templates whose expected renderings (or exception class and message) were made by
  *   Python Jinja2 3.1.6 configured as HuggingFace configures it (tests/jinja_reference.py writes
  *   tests/jinja_cases.inc);
  * - every model template of golden/chat-templates with every conversation (golden/README.md);
@@ -177,7 +177,11 @@ Test(jinja, syntax_errors_name_line_and_column) {
     cr_assert(strstr(err.msg, "template:1:8"), "%s", err.msg);
     const char *bad[] = {"{% endfor %}", "{{ x", "{% for x %}", "{# open comment", "{{ (1 }}", "{{ 'abc }}",
                          "{% unknowntag %}", "{% set %}", "{% macro m( %}{% endmacro %}", "{{ x | }}", "{{ ] }}",
-                         "{% raw %}no end", "{% if x %}{% else %}{% else %}{% endif %}", "{{ 99999999999999999999 }}"};
+                         "{% raw %}no end", "{% if x %}{% else %}{% else %}{% endif %}", "{{ 99999999999999999999 }}",
+                         /* loop controls outside a loop, or in a macro inside one (Jinja2: SyntaxError) */
+                         "{% if true %}{% break %}{% endif %}",
+                         "{% for i in [1] %}{% macro m() %}{% continue %}{% endmacro %}{% endfor %}",
+                         "{% for i in [1] %}{% else %}{% break %}{% endfor %}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cr_assert_eq(parse_error(bad[i], &err), -1, "accepted: %s", bad[i]);
         cr_assert(!strncmp(err.msg, "template:", 9), "%s -> %s", bad[i], err.msg);
