@@ -138,7 +138,7 @@ Test(gguf_hostile, unknown_type_ids) {
 
 /* ---- tensor data placement -------------------------------------------------------------------- */
 
-/* Tensors a (32 f32 = 128 bytes), b and c (32 f32 each), at the given offsets, data_len bytes. */
+/* Tensors a (na f32), b and c (32 f32 = 128 bytes each) at the given offsets, then data_len zero bytes. */
 static void three_tensors(oxl_craft *c, uint64_t oa, uint64_t ob, uint64_t oc, int64_t na, size_t data_len) {
     oxl_craft_header(c, 3, 3, 0);
     const int64_t nea[1] = {na}, ne[1] = {32};
@@ -443,10 +443,18 @@ Test(gguf_hostile, big_endian_file) {
     oxl_craft_tensor(&c, "t", 1, ne, 0, 0);
     oxl_craft_pad(&c, 32);
     oxl_craft_zeros(&c, 32);
-    put_be32(c.buf + 4, 3);
-    put_be64(c.buf + 8, 1);
-    put_be64(c.buf + 16, 1);
-    put_be64(c.buf + 24, 17);
+    put_be32(c.buf + 4, 3);   /* version */
+    put_be64(c.buf + 8, 1);   /* tensor count */
+    put_be64(c.buf + 16, 1);  /* key-value count */
+    put_be64(c.buf + 24, 17); /* key length; the key's 17 bytes follow */
+    put_be32(c.buf + 49, OXL_GGUF_UINT32);
+    put_be32(c.buf + 53, 32);
+    put_be64(c.buf + 57, 1);  /* tensor name length; "t" follows */
+    put_be32(c.buf + 66, 1);  /* n_dims */
+    put_be64(c.buf + 70, 8);  /* ne0 */
+    put_be32(c.buf + 78, 0);  /* type f32 */
+    put_be64(c.buf + 82, 0);  /* offset */
+    cr_assert_eq(c.len, 96 + 32);
     expect_hostile(&c, "version 0x03000000 at byte 4: the file is big-endian (byte-swapped version 3)");
     /* version 2 of a big-endian writer */
     put_be32(c.buf + 4, 2);
