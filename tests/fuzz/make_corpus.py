@@ -9,7 +9,8 @@ bytes:
   - the tokenizer metadata of models/stories260K.gguf (its 512 tokens, scores and types) without
     the tensors, and the first 16 KB of that file (a truncated header);
   - for the vocabulary harness: [u32 length][GGUF][text] inputs with plain, special-token and
-    non-ASCII texts.
+    non-ASCII texts, over SentencePiece vocabularies and small BPE (several pre-tokenizers),
+    WordPiece and Unigram ones.
 Layout of GGUF: ggml docs/gguf.md.
 """
 import os
@@ -97,6 +98,36 @@ def tiny_vocab_kvs():
         kv_u32("tokenizer.ggml.bos_token_id", 1),
         kv_u32("tokenizer.ggml.eos_token_id", 2),
     ]
+
+
+def other_vocab_kvs(model, pre=None):
+    """Small vocabularies of the other tokenizer families: byte-level BPE (GPT-2's alphabet, with
+    merges and a pre-tokenizer name), WordPiece (bert) and Unigram (t5)."""
+    if model in ("gpt2", "gemma4", "whitespace"):
+        toks = ["<|endoftext|>", "a", "b", "c", "\u0120", "\u0120a", "ab", "\u010a", "e", "\u00c3", "\u00a9", "1", "12"]
+        types = [3] + [1] * (len(toks) - 1)
+        kvs = [kv_arr("tokenizer.ggml.merges", STR, ["a b", "\u0120 a", "1 2", "\u00c3 \u00a9"]),
+               kv_u32("tokenizer.ggml.bos_token_id", 0), kv_u32("tokenizer.ggml.eos_token_id", 0)]
+    elif model == "bert":
+        toks = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "\u2581a", "\u2581b", "b", "\u2581ab", "c", "\u2581hello"]
+        types = [3, 2, 3, 3, 3] + [1] * (len(toks) - 5)
+        kvs = [kv_u32("tokenizer.ggml.unknown_token_id", 1), kv_u32("tokenizer.ggml.bos_token_id", 2),
+               kv_u32("tokenizer.ggml.seperator_token_id", 3), kv_u32("tokenizer.ggml.padding_token_id", 0),
+               kv_u32("tokenizer.ggml.mask_token_id", 4)]
+    else:  # t5
+        toks = ["<pad>", "</s>", "<unk>", "\u2581", "a", "b", "\u2581a", "ab", "c", "\u2581c"]
+        types = [3, 3, 2] + [1] * (len(toks) - 3)
+        kvs = [kv_arr("tokenizer.ggml.scores", F32, [-float(i) for i in range(len(toks))])]
+    kvs = [kv_str("tokenizer.ggml.model", model), kv_arr("tokenizer.ggml.tokens", STR, toks),
+           kv_arr("tokenizer.ggml.token_type", I32, types)] + kvs
+    if pre:
+        kvs.append(kv_str("tokenizer.ggml.pre", pre))
+    return kvs
+
+
+OTHER_VOCABS = [("gpt2", "default"), ("gpt2", "llama3"), ("gpt2", "qwen2"), ("gpt2", "gpt-2"),
+                ("gpt2", "deepseek-llm"), ("gpt2", "tekken"), ("gemma4", None), ("whitespace", None),
+                ("bert", None), ("t5", None)]
 
 
 def tiny_llama(wtype, E=32):
@@ -217,6 +248,9 @@ def main():
     for vname, v in (("stories", stories_vocab), ("tiny", tiny_vocab)):
         for tname, t in texts.items():
             seeds["vocab"]["%s-%s.bin" % (vname, tname)] = struct.pack("<I", len(v)) + v + t
+    for model, pre in OTHER_VOCABS:
+        v = gguf(other_vocab_kvs(model, pre), [])
+        seeds["vocab"]["%s-%s-special.bin" % (model, pre or "none")] = struct.pack("<I", len(v)) + v + texts["special"]
     for harness, files in seeds.items():
         d = os.path.join(HERE, "corpus", harness)
         os.makedirs(d, exist_ok=True)
