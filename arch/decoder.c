@@ -659,21 +659,29 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
     const oxl_decoder_opts *o = &d->o;
     fprintf(out, "  %-16s n_embd %d, n_layer %d, n_ff %d, n_vocab %d, n_ctx_train %d\n", "shape", hp->n_embd,
             hp->n_layer, hp->n_ff, hp->n_vocab, hp->n_ctx_train);
-    fprintf(out, "  %-16s n_head %d, n_head_kv %d, head_dim %d, kq_scale %g", "attention", hp->n_head, hp->n_head_kv,
-            hp->head_dim, o->kq_scale);
-    if (o->q_scale != 0.0f) {
-        fprintf(out, ", q pre-scale %g", o->q_scale);
+    if (hp->n_head == 0) {
+        fprintf(out, "  %-16s none (every layer recurrent)\n", "attention");
+    } else {
+        fprintf(out, "  %-16s n_head %d, n_head_kv %d, head_dim %d, kq_scale %g", "attention", hp->n_head,
+                hp->n_head_kv, hp->head_dim, o->kq_scale);
+        const struct {
+            bool on;
+            const char *what;
+            float v;
+        } extras[] = {{o->q_scale != 0.0f, "q pre-scale", o->q_scale},
+                      {o->attn_softcap != 0.0f, "soft-cap", o->attn_softcap},
+                      {o->max_alibi_bias != 0.0f, "alibi max_bias", o->max_alibi_bias}};
+        for (size_t i = 0; i < sizeof extras / sizeof extras[0]; i++) {
+            if (extras[i].on) {
+                fprintf(out, ", %s %g", extras[i].what, extras[i].v);
+            }
+        }
+        bool sinks = false;
+        for (int il = 0; il < hp->n_layer; il++) {
+            sinks |= d->layers[il].attn_sinks.data != NULL;
+        }
+        fputs(sinks ? ", attention sinks\n" : "\n", out);
     }
-    if (o->attn_softcap != 0.0f) {
-        fprintf(out, ", soft-cap %g", o->attn_softcap);
-    }
-    if (o->max_alibi_bias != 0.0f) {
-        fprintf(out, ", alibi max_bias %g", o->max_alibi_bias);
-    }
-    if (d->layers[0].attn_sinks.data) {
-        fputs(", attention sinks", out);
-    }
-    fputc('\n', out);
     if (o->n_swa > 0) {
         fprintf(out, "  %-16s n_swa %d on layers", "sliding window", o->n_swa);
         for (int il = 0; il < hp->n_layer; il++) {
@@ -708,9 +716,24 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
     }
     fputc('\n', out);
     const bool parallel = o->parallel || (o->parallel_if_no_ffn_norm && !l0->ffn_norm.data);
-    fprintf(out, "  %-16s %s, %s residual\n", "ffn", ffn_names[o->ffn], parallel ? "parallel" : "sequential");
+    bool any_ffn = false;
+    for (int il = 0; il < hp->n_layer; il++) {
+        any_ffn |= d->layers[il].ffn_down.data || d->layers[il].moe.gate_inp.data;
+    }
+    if (any_ffn) {
+        fprintf(out, "  %-16s %s, %s residual\n", "ffn", ffn_names[o->ffn], parallel ? "parallel" : "sequential");
+    } else {
+        fprintf(out, "  %-16s none\n", "ffn");
+    }
     if (o->moe.n_expert > 0) {
         oxl_moe_describe(&o->moe, out);
+        fprintf(out, "  %-16s", "expert layers");
+        for (int il = 0; il < hp->n_layer; il++) {
+            if (d->layers[il].moe.gate_inp.data) {
+                fprintf(out, " %d", il);
+            }
+        }
+        fputc('\n', out);
         if (o->moe_dense_scale != 0.0f) {
             fprintf(out, "  %-16s (dense FFN + experts) x %g\n", "", o->moe_dense_scale);
         }

@@ -72,7 +72,7 @@ static int deepseek2_load(oxl_model *m, oxl_error *err) {
     o.rope_swa = o.rope;
     const float attn_factor_org = o.rope.attn_factor * (1.0f + 0.1f * logf(f));
     const float mscale = attn_factor_org * (1.0f + 0.1f * log_mul * logf(f));
-    o.mla.kq_scale = mscale * mscale / sqrtf((float)o.mla.head_k);
+    o.mla.kq_scale = o.kq_scale = mscale * mscale / sqrtf((float)o.mla.head_k);
     if (OXL_DECODER_LOAD(m, &o, deepseek2_tensors, err)) {
         return -1;
     }

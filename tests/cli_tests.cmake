@@ -66,8 +66,9 @@ set_tests_properties(tokenize-ids PROPERTIES PASS_REGULAR_EXPRESSION "^\\[1, 403
 add_test(NAME quantize-q4_K_M COMMAND sh -c "'${OXL_BIN}' quantize --imatrix '${G}/quantize/synth-small.imatrix.dat' '${G}/quantize/synth-small-f32.gguf' '${CMAKE_CURRENT_BINARY_DIR}/synth-Q4_K_M.gguf' Q4_K_M 2 && '${OXL_BIN}' info '${CMAKE_CURRENT_BINARY_DIR}/synth-Q4_K_M.gguf'")
 set_tests_properties(quantize-q4_K_M PROPERTIES PASS_REGULAR_EXPRESSION "blk\\.1\\.attn_v\\.weight +q6_K")
 
-# The dense decoder architectures: llama.cpp's logits for one tiny random model each (golden/arch/,
-# every logits file names its model beside it), once per ISA cap.
+# Every architecture (dense decoders; mixture-of-experts, latent attention, state-space and hybrid
+# models): llama.cpp's logits for one tiny random model each (golden/arch/, every logits file names
+# its model beside it), once per ISA cap.
 file(GLOB OXL_ARCH_GOLDENS ${G}/arch/*.logits.gguf)
 foreach(isa IN LISTS OXL_TEST_ISAS)
   add_test(NAME golden-arch-${isa} COMMAND ${OXL_BIN} golden ${OXL_ARCH_GOLDENS})
@@ -82,3 +83,11 @@ set_tests_properties(server PROPERTIES TIMEOUT 600)
 add_test(NAME info-arch-graph COMMAND ${OXL_BIN} info ${G}/arch/gemma2.gguf)
 set_tests_properties(info-arch-graph PROPERTIES
   PASS_REGULAR_EXPRESSION "soft-cap 5\n  sliding window +n_swa 8 on layers 0 2\n.*final soft-cap 0\\.5")
+# ... and the experts, routing and SSM sizes of the MoE, latent-attention and hybrid models
+# (golden/arch/README.md: deepseek2-v3 sigmoid routing over 4 groups; jamba Mamba layers 0 and 2).
+add_test(NAME info-arch-moe COMMAND ${OXL_BIN} info ${G}/arch/deepseek2-v3.gguf)
+set_tests_properties(info-arch-moe PROPERTIES
+  PASS_REGULAR_EXPRESSION "experts +8 experts, top-3, n_ff_exp 32.*\n  routing +sigmoid, top-k weights renormalised, weights x 2\\.5, 4 groups \\(best 2 kept\\)")
+add_test(NAME info-arch-ssm COMMAND ${OXL_BIN} info ${G}/arch/jamba.gguf)
+set_tests_properties(info-arch-ssm PROPERTIES
+  PASS_REGULAR_EXPRESSION "ssm +mamba: d_inner 128, d_state 16, d_conv 4, dt_rank 4\n  recurrent layers 0 2")
