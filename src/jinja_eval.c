@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define JJ_MAX_FRAMES 3000  /* nested eval/exec frames (C stack guard) */
+#define JJ_MAX_FRAMES 1000  /* nested eval/exec frames: bounds the C stack near 1 MiB (about 1 KiB each) */
 #define JJ_MAX_RANGE 100000 /* Jinja's sandbox limit for range() */
 
 enum {
