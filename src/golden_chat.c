@@ -46,6 +46,22 @@ static char *slurp(const char *path, size_t *len) {
 
 static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* Up to 40 bytes of s from `at` with newlines, tabs and quotes escaped, for one-line reports. */
+static void excerpt(const char *s, size_t n, size_t at, char out[200]) {
+    size_t o = 0;
+    for (size_t i = at; i < n && i < at + 40 && o + 3 < 200; i++) {
+        char ch = s[i];
+        const char *e = ch == '\n' ? "\\n" : ch == '\t' ? "\\t" : ch == '\r' ? "\\r" : ch == '"' ? "\\\"" : NULL;
+        if (e) {
+            out[o++] = e[0];
+            out[o++] = e[1];
+        } else {
+            out[o++] = ch;
+        }
+    }
+    out[o] = 0;
+}
+
 /* The offset of the first differing byte of two renderings. */
 static size_t first_diff(const char *a, size_t na, const char *b, size_t nb) {
     size_t i = 0;
@@ -107,8 +123,11 @@ static void check_case(const char *dir, const char *model, const oxl_jinja_templ
             oxl_golden_line(r, true, "chat %s/%s  %zu bytes identical", model, id->valuestring, out_len);
         } else {
             size_t at = first_diff(out, out_len, expected, exp_len);
-            oxl_golden_line(r, false, "chat %s/%s  differs at byte %zu (got %zu bytes, expected %zu): got \"%.40s\" expected \"%.40s\"",
-                            model, id->valuestring, at, out_len, exp_len, out + at, expected + at);
+            char got_s[200], exp_s[200];
+            excerpt(out, out_len, at, got_s);
+            excerpt(expected, exp_len, at, exp_s);
+            oxl_golden_line(r, false, "chat %s/%s  differs at byte %zu (got %zu bytes, expected %zu): got \"%s\" expected \"%s\"",
+                            model, id->valuestring, at, out_len, exp_len, got_s, exp_s);
         }
     }
     free(out);
