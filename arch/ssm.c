@@ -37,8 +37,13 @@ int oxl_ssm_hparams(oxl_model *m, oxl_ssm_opts *o, oxl_ssm_kind kind, oxl_error 
         return oxl_err_set(err, "%s: %s.ssm.time_step_rank (heads) = %d and group_count = %d must divide inner_size %d "
                            "(and groups the heads)", path, arch, o->dt_rank, o->n_group, o->d_inner);
     }
-    m->hp.n_embd_r = (int32_t)((o->d_conv - 1) * conv_dim(o));
-    m->hp.n_embd_s = o->d_state * o->d_inner;
+    const int64_t n_r = (o->d_conv - 1) * conv_dim(o), n_s = (int64_t)o->d_state * o->d_inner;
+    if (n_r > (1 << 28) || n_s > (1 << 28)) {
+        return oxl_err_set(err, "%s: %s.ssm state of %lld + %lld floats per sequence and layer is too large", path,
+                           arch, (long long)n_r, (long long)n_s);
+    }
+    m->hp.n_embd_r = (int32_t)n_r;
+    m->hp.n_embd_s = (int32_t)n_s;
     return 0;
 }
 
