@@ -16,10 +16,6 @@
 #define JJ_MAX_FRAMES 1000  /* nested eval/exec frames: bounds the C stack near 1 MiB (about 1 KiB each) */
 #define JJ_MAX_RANGE 100000 /* Jinja's sandbox limit for range() */
 
-enum {
-    JF_SECURITY = 8, /* on an Undefined: using it raises SecurityError */
-    JF_MARKUP = 16,  /* on a str: markupsafe.Markup (from safe, escape) */
-};
 
 typedef struct jj_scope {
     struct jj_scope *parent;

@@ -37,7 +37,13 @@ typedef enum {
     JV_LOOP,
 } jv_type;
 
-enum { JF_TUPLE = 1, JF_GEN = 2, JF_NS = 4 };
+enum {
+    JF_TUPLE = 1,    /* a list that is a Python tuple */
+    JF_GEN = 2,      /* a list that is a Python generator: no len(), no JSON, no indexing */
+    JF_NS = 4,       /* a dict that is a namespace() */
+    JF_SECURITY = 8, /* an Undefined from a sandbox refusal: using it raises SecurityError */
+    JF_MARKUP = 16,  /* a str that is markupsafe.Markup (from safe, escape) */
+};
 
 typedef struct jv jv;
 struct jj_node;
