@@ -75,6 +75,9 @@ static const char *const mask_models[] = {
     "olmo3",   /* sliding window, YaRN on the global layer */
     "bloom",   /* ALiBi with 6 heads */
     "phi3",    /* LongRoPE short factors, attn_factor */
+    "gpt-oss", /* attention sinks, sliding window, YaRN */
+    "deepseek2-v3", /* latent attention: one 40-wide KV head, YaRN-scaled softmax */
+    "jamba",   /* attention beside recurrent layers */
 };
 
 Test(arch_attention, flash_f32_kv_matches_llama_cpp) {
