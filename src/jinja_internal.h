@@ -214,9 +214,18 @@ double jv_num(const jv *v);
 bool jv_to_str(jj_buf *b, const jv *v);
 bool jv_repr(jj_buf *b, const jv *v);
 void jj_fmt_float(double f, char out[32]); /* Python repr of a float */
-/* json.dumps(v, ensure_ascii=ascii, indent=indent (<0: none)); returns false and sets *bad to the
- * offending value when v holds something JSON cannot encode */
-bool jv_to_json(jj_buf *b, const jv *v, int indent, bool ascii, int depth, const jv **bad);
+/* the arguments of json.dumps that HuggingFace's tojson passes on */
+typedef struct jj_json_opts {
+    int indent;           /* < 0: no newlines */
+    bool ascii;           /* ensure_ascii */
+    bool sort_keys;
+    const char *item_sep; /* separators; NULL: Python's defaults for the indent */
+    const char *key_sep;
+} jj_json_opts;
+
+/* json.dumps(v, ...); returns false and sets *bad to the offending value when v holds something
+ * JSON cannot encode (false with *bad NULL: out of memory or over the buffer's limit) */
+bool jv_to_json(jj_buf *b, const jv *v, const jj_json_opts *o, int depth, const jv **bad);
 /* Python ordering: -2 when the types do not order (TypeError) */
 int jv_compare(const jv *x, const jv *y);
 size_t jj_utf8_len(const char *s, size_t n);

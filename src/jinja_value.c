@@ -671,12 +671,14 @@ static bool json_nl(jj_buf *b, int indent, int depth) {
     return true;
 }
 
-bool jv_to_json(jj_buf *b, const jv *v, int indent, bool ascii, int depth, const jv **bad) {
+bool jv_to_json(jj_buf *b, const jv *v, const jj_json_opts *o, int depth, const jv **bad) {
     char tmp[64];
     if (depth > 200) {
         *bad = v;
         return false;
     }
+    const char *item_sep = o->item_sep ? o->item_sep : o->indent >= 0 ? "," : ", ";
+    const char *key_sep = o->key_sep ? o->key_sep : ": ";
     switch (v->type) {
     case JV_NONE: return buf_puts(b, "null");
     case JV_BOOL: return buf_puts(b, v->b ? "true" : "false");
@@ -690,7 +692,7 @@ bool jv_to_json(jj_buf *b, const jv *v, int indent, bool ascii, int depth, const
         }
         jj_fmt_float(v->f, tmp);
         return buf_puts(b, tmp);
-    case JV_STR: return json_str(b, v->str.s, v->str.n, ascii);
+    case JV_STR: return json_str(b, v->str.s, v->str.n, o->ascii);
     case JV_LIST:
         if (v->flags & JF_GEN) {
             break;
@@ -702,57 +704,80 @@ bool jv_to_json(jj_buf *b, const jv *v, int indent, bool ascii, int depth, const
             return false;
         }
         for (size_t i = 0; i < v->list.n; i++) {
-            if (i && !buf_puts(b, indent >= 0 ? "," : ", ")) {
+            if (i && !buf_puts(b, item_sep)) {
                 return false;
             }
-            if (indent >= 0 && !json_nl(b, indent, depth + 1)) {
+            if (o->indent >= 0 && !json_nl(b, o->indent, depth + 1)) {
                 return false;
             }
-            if (!jv_to_json(b, v->list.items[i], indent, ascii, depth + 1, bad)) {
+            if (!jv_to_json(b, v->list.items[i], o, depth + 1, bad)) {
                 return false;
             }
         }
-        if (indent >= 0 && !json_nl(b, indent, depth)) {
+        if (o->indent >= 0 && !json_nl(b, o->indent, depth)) {
             return false;
         }
         return buf_puts(b, "]");
-    case JV_DICT:
+    case JV_DICT: {
         if (v->flags & JF_NS) {
             break;
         }
         if (v->dict.n == 0) {
             return buf_puts(b, "{}");
         }
-        if (!buf_puts(b, "{")) {
+        /* the order of the entries: as inserted, or by key (sort_keys; an insertion sort, stable) */
+        size_t *order = jj_alloc(b->arena, v->dict.n * sizeof(size_t));
+        if (!order) {
             return false;
         }
         for (size_t i = 0; i < v->dict.n; i++) {
+            size_t j = i;
+            while (o->sort_keys && j > 0) {
+                int c = jv_compare(v->dict.keys[order[j - 1]], v->dict.keys[i]);
+                if (c == -2) {
+                    *bad = v; /* keys that do not order: the dict is the culprit */
+                    return false;
+                }
+                if (c <= 0) {
+                    break;
+                }
+                order[j] = order[j - 1];
+                j--;
+            }
+            order[j] = i;
+        }
+        if (!buf_puts(b, "{")) {
+            return false;
+        }
+        for (size_t e = 0; e < v->dict.n; e++) {
+            size_t i = order[e];
             const jv *k = v->dict.keys[i];
-            if (i && !buf_puts(b, indent >= 0 ? "," : ", ")) {
+            if (e && !buf_puts(b, item_sep)) {
                 return false;
             }
-            if (indent >= 0 && !json_nl(b, indent, depth + 1)) {
+            if (o->indent >= 0 && !json_nl(b, o->indent, depth + 1)) {
                 return false;
             }
             bool ok;
             if (k->type == JV_STR) {
-                ok = json_str(b, k->str.s, k->str.n, ascii);
+                ok = json_str(b, k->str.s, k->str.n, o->ascii);
             } else if (k->type == JV_INT || k->type == JV_FLOAT || k->type == JV_BOOL || k->type == JV_NONE) {
                 jj_buf kb = {.arena = b->arena};
-                ok = jv_to_json(&kb, k, -1, ascii, depth, bad) && buf_puts(b, "\"") &&
-                     jj_buf_put(b, kb.s, kb.n) && buf_puts(b, "\"");
+                ok = jv_to_json(&kb, k, o, depth, bad) && buf_puts(b, "\"") && jj_buf_put(b, kb.s, kb.n) &&
+                     buf_puts(b, "\"");
             } else {
                 *bad = k;
                 return false;
             }
-            if (!ok || !buf_puts(b, ": ") || !jv_to_json(b, v->dict.vals[i], indent, ascii, depth + 1, bad)) {
+            if (!ok || !buf_puts(b, key_sep) || !jv_to_json(b, v->dict.vals[i], o, depth + 1, bad)) {
                 return false;
             }
         }
-        if (indent >= 0 && !json_nl(b, indent, depth)) {
+        if (o->indent >= 0 && !json_nl(b, o->indent, depth)) {
             return false;
         }
         return buf_puts(b, "}");
+    }
     default: break;
     }
     *bad = v;

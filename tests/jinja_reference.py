@@ -384,6 +384,10 @@ CASES = [
      "{}"),
     ("{% macro m(a) %}{{ a }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, 2, k=3) }}",
      "{}"),
+    ("{{ {'b': 1, 'a': [1, {'d': 2, 'c': 3}]}|tojson(sort_keys=true) }}|{{ {'b': 1, 'a': 2}|tojson(separators=(',', ':')) }}|{{ [1, {'a': 2}]|tojson(indent=0) }}|{{ {'b': 1, 'a': 2}|tojson(indent=2, sort_keys=true, separators=(', ', ' = ')) }}",
+     "{}"),
+    ("{{ {1: 'x', 'a': 2}|tojson(sort_keys=true) }}",
+     "{}"),
 ]
 
 

@@ -1,5 +1,5 @@
 /* Jinja engine and chat prompts.
- * - language: 153 templates whose expected renderings (or exception class and message) were made by
+ * - language: 155 templates whose expected renderings (or exception class and message) were made by
  *   Python Jinja2 3.1.6 configured as HuggingFace configures it (tests/jinja_reference.py writes
  *   tests/jinja_cases.inc);
  * - every model template of golden/chat-templates with every conversation (golden/README.md);
