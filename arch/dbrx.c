@@ -17,7 +17,7 @@ static const oxl_tensor_spec dbrx_tensors[] = {
 
 static int dbrx_load(oxl_model *m, oxl_error *err) {
     oxl_decoder_opts o = {.norm = OXL_NORM_LAYER, .ffn = OXL_FFN_SWIGLU, .moe = {.norm_w = true}};
-    if (oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || oxl_moe_hparams(m, &o.moe, m->hp.n_ff, err) ||
+    if (oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || oxl_moe_hparams(m, &o.moe, m->hp.n_ff, 0, err) ||
         oxl_hp_float(m, "attention.clamp_kqv", &o.clamp_kqv, true, err)) {
         return -1;
     }

@@ -37,8 +37,7 @@ static int deepseek2_load(oxl_model *m, oxl_error *err) {
         oxl_decoder_hparams(m, &o, OXL_ROPE_NORM, err) ||
         oxl_hp_float(m, "rope.scaling.yarn_log_multiplier", &log_mul, false, err) ||
         oxl_hp_float(m, "rope.scaling.attn_factor", &rope_attn_factor, false, err) ||
-        oxl_hp_bool(m, "expert_weights_norm", &o.moe.norm_w, false, err) ||
-        oxl_moe_hparams(m, &o.moe, 0, err)) {
+        oxl_moe_hparams(m, &o.moe, 0, OXL_MOE_KEY_FF_EXP | OXL_MOE_KEY_DEEPSEEK, err)) {
         return -1;
     }
     oxl_hparams *hp = &m->hp;

@@ -23,7 +23,7 @@ static const oxl_tensor_spec gptoss_tensors[] = {
 static int gptoss_load(oxl_model *m, oxl_error *err) {
     oxl_decoder_opts o = {.norm = OXL_NORM_RMS, .ffn = OXL_FFN_SWIGLU, .moe_parts = OXL_MOE_HAS_ROUTER_BIAS,
                           .moe = {.gating = OXL_MOE_SOFTMAX_WEIGHT, .act = OXL_MOE_SWIGLU_OAI}};
-    if (oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || oxl_moe_hparams(m, &o.moe, 0, err) ||
+    if (oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || oxl_moe_hparams(m, &o.moe, 0, OXL_MOE_KEY_FF_EXP, err) ||
         oxl_hp_int(m, "attention.sliding_window", &o.n_swa, true, err) ||
         oxl_decoder_swa_pattern(m, &o, 2, err) ||
         oxl_hp_float(m, "rope.freq_base_swa", &o.rope_swa.freq_base, false, err)) {

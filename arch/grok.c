@@ -32,7 +32,7 @@ static int grok_load(oxl_model *m, oxl_error *err) {
                           .attn_softcap = 30.0f, .q_scale = 0.08838834764831845f, .kq_scale = 1.0f,
                           .moe_dense_scale = sqrtf(2.0f) / 2.0f};
     oxl_decoder_opts keys = o;
-    if (oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || oxl_moe_hparams(m, &o.moe, m->hp.n_ff, err) ||
+    if (oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || oxl_moe_hparams(m, &o.moe, m->hp.n_ff, OXL_MOE_KEY_FF_EXP, err) ||
         oxl_hp_float(m, "embedding_scale", &o.embd_scale, false, err) ||
         oxl_hp_float(m, "logit_scale", &o.logit_scale, false, err) ||
         oxl_hp_float(m, "attention.output_scale", &o.q_scale, false, err) ||

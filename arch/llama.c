@@ -41,7 +41,7 @@ static int llama_load(oxl_model *m, oxl_error *err) {
                            oxl_gguf_path(m->gguf), m->hp.n_rot, m->hp.head_dim);
     }
     o.moe.norm_w = true;
-    if (oxl_moe_hparams(m, &o.moe, m->hp.n_ff, err)) {
+    if (oxl_moe_hparams(m, &o.moe, m->hp.n_ff, 0, err)) {
         return -1;
     }
     return o.moe.n_expert > 0 ? OXL_DECODER_LOAD(m, &o, mixtral_tensors, err)

@@ -63,7 +63,7 @@ static int mamba2_load(oxl_model *m, oxl_error *err) {
 static int jamba_load(oxl_model *m, oxl_error *err) {
     oxl_decoder_opts o = {.norm = OXL_NORM_RMS, .ffn = OXL_FFN_SWIGLU, .ssm_dt_b_c_norms = true,
                           .moe_parts = OXL_MOE_OPTIONAL};
-    if (oxl_decoder_hparams(m, &o, OXL_ROPE_NONE, err) || oxl_moe_hparams(m, &o.moe, m->hp.n_ff, err) ||
+    if (oxl_decoder_hparams(m, &o, OXL_ROPE_NONE, err) || oxl_moe_hparams(m, &o.moe, m->hp.n_ff, 0, err) ||
         oxl_ssm_hparams(m, &o.ssm, OXL_SSM_MAMBA, err)) {
         return -1;
     }

@@ -8,21 +8,29 @@
 
 /* ---- hyper-parameters -------------------------------------------------------------------- */
 
-int oxl_moe_hparams(oxl_model *m, oxl_moe_opts *o, int32_t n_ff_default, oxl_error *err) {
+int oxl_moe_hparams(oxl_model *m, oxl_moe_opts *o, int32_t n_ff_default, unsigned keys, oxl_error *err) {
     const char *path = oxl_gguf_path(m->gguf);
     const char *arch = m->arch->name;
     int32_t n_shared = 0, gating = o->gating ? (int32_t)o->gating : OXL_MOE_SOFTMAX;
     o->n_ff_exp = n_ff_default;
+    /* llama_model_base::load_hparams reads these for every architecture */
     if (oxl_hp_count(m, "expert_count", &o->n_expert, false, err) ||
         oxl_hp_count(m, "expert_used_count", &o->n_expert_used, o->n_expert > 0, err) ||
-        oxl_hp_count(m, "expert_feed_forward_length", &o->n_ff_exp, false, err) ||
-        oxl_hp_count(m, "expert_shared_feed_forward_length", &o->n_ff_shexp, false, err) ||
-        oxl_hp_count(m, "expert_shared_count", &n_shared, false, err) ||
         oxl_hp_count(m, "expert_group_count", &o->n_group, false, err) ||
-        oxl_hp_count(m, "expert_group_used_count", &o->n_group_used, false, err) ||
-        oxl_hp_count(m, "leading_dense_block_count", &o->n_dense_lead, false, err) ||
-        oxl_hp_count(m, "expert_gating_func", &gating, false, err) ||
-        oxl_hp_float(m, "expert_weights_scale", &o->w_scale, false, err)) {
+        oxl_hp_count(m, "expert_group_used_count", &o->n_group_used, false, err)) {
+        return -1;
+    }
+    /* the architecture's own loader reads the rest */
+    if (((keys & OXL_MOE_KEY_FF_EXP) &&
+         oxl_hp_count(m, "expert_feed_forward_length", &o->n_ff_exp, (keys & OXL_MOE_KEY_DEEPSEEK) != 0, err)) ||
+        ((keys & OXL_MOE_KEY_FF_SHEXP) &&
+         oxl_hp_count(m, "expert_shared_feed_forward_length", &o->n_ff_shexp, false, err)) ||
+        ((keys & OXL_MOE_KEY_DEEPSEEK) &&
+         (oxl_hp_count(m, "expert_shared_count", &n_shared, true, err) ||
+          oxl_hp_count(m, "leading_dense_block_count", &o->n_dense_lead, false, err) ||
+          oxl_hp_count(m, "expert_gating_func", &gating, false, err) ||
+          oxl_hp_float(m, "expert_weights_scale", &o->w_scale, false, err) ||
+          oxl_hp_bool(m, "expert_weights_norm", &o->norm_w, false, err)))) {
         return -1;
     }
     if (o->n_expert == 0) {

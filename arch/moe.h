@@ -72,13 +72,22 @@ enum {
     OXL_MOE_OPTIONAL = 1 << 4,         /* a layer without ffn_gate_inp is dense (jamba): bind nothing */
 };
 
-/* Reads the expert keys of the list above (expert_count, expert_used_count, expert_feed_forward_length
- * (default n_ff_default), expert_shared_feed_forward_length, expert_shared_count, expert_group_count,
- * expert_group_used_count, expert_weights_scale, expert_gating_func, leading_dense_block_count) as
- * llama_model_base::load_hparams and the architecture's loader do (norm_w and act are the caller's);
- * n_expert 0 (key absent) means a dense model. Returns -1 with err naming a key whose value is out of
- * range (used > count, groups not dividing the experts, unknown gating function). */
-int oxl_moe_hparams(oxl_model *m, oxl_moe_opts *o, int32_t n_ff_default, oxl_error *err);
+/* Which keys beyond llama_model_base's an architecture's loader reads. */
+enum {
+    OXL_MOE_KEY_FF_EXP = 1 << 0,   /* expert_feed_forward_length (else n_ff_default) */
+    OXL_MOE_KEY_FF_SHEXP = 1 << 1, /* expert_shared_feed_forward_length */
+    OXL_MOE_KEY_DEEPSEEK = 1 << 2, /* expert_shared_count (required; the shared width is count * n_ff_exp),
+                                    * leading_dense_block_count, expert_gating_func (absent or 0:
+                                    * softmax), expert_weights_scale, expert_weights_norm;
+                                    * expert_feed_forward_length then required */
+};
+
+/* Reads expert_count, expert_used_count, expert_group_count and expert_group_used_count (as
+ * llama_model_base::load_hparams does for every architecture) and the keys of `keys`; n_expert 0
+ * (key absent) means a dense model. o->gating, o->norm_w and o->act keep the caller's values unless a
+ * key sets them. Returns -1 with err naming a key whose value is out of range (used > count, groups
+ * not dividing the experts, unknown gating function). */
+int oxl_moe_hparams(oxl_model *m, oxl_moe_opts *o, int32_t n_ff_default, unsigned keys, oxl_error *err);
 
 /* Binds layer il's router and experts (names of llama.cpp's LLM_TENSOR_FFN_*_EXPS) with their shapes;
  * a missing or mis-shaped router or expert tensor is an error naming it. */

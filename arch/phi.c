@@ -62,7 +62,7 @@ const oxl_arch oxl_arch_phi3 = OXL_DECODER_ARCH("phi3", phi3_load);
 
 static int phimoe_load(oxl_model *m, oxl_error *err) {
     oxl_decoder_opts o = {.norm = OXL_NORM_RMS, .ffn = OXL_FFN_SWIGLU, .moe = {.norm_w = true}};
-    if (oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || oxl_moe_hparams(m, &o.moe, m->hp.n_ff, err)) {
+    if (oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || oxl_moe_hparams(m, &o.moe, m->hp.n_ff, 0, err)) {
         return -1;
     }
     if (o.moe.n_expert == 0) {

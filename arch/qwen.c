@@ -47,8 +47,8 @@ static const oxl_tensor_spec qwen3moe_tensors[] = {
 };
 
 /* Both MoE variants refuse a model without experts, as llama.cpp's loaders do. */
-static int moe_keys(oxl_model *m, oxl_decoder_opts *o, int32_t n_ff_default, oxl_error *err) {
-    if (oxl_moe_hparams(m, &o->moe, n_ff_default, err)) {
+static int moe_keys(oxl_model *m, oxl_decoder_opts *o, int32_t n_ff_default, unsigned keys, oxl_error *err) {
+    if (oxl_moe_hparams(m, &o->moe, n_ff_default, keys, err)) {
         return -1;
     }
     if (o->moe.n_expert == 0) {
@@ -65,7 +65,7 @@ static int qwen2moe_load(oxl_model *m, oxl_error *err) {
     if (oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || oxl_hp_count(m, "expert_used_count", &used, false, err)) {
         return -1;
     }
-    if (moe_keys(m, &o, m->hp.n_ff / (used > 0 ? used : 1), err)) {
+    if (moe_keys(m, &o, m->hp.n_ff / (used > 0 ? used : 1), OXL_MOE_KEY_FF_EXP | OXL_MOE_KEY_FF_SHEXP, err)) {
         return -1;
     }
     if (o.moe.n_ff_shexp == 0) {
@@ -76,7 +76,7 @@ static int qwen2moe_load(oxl_model *m, oxl_error *err) {
 
 static int qwen3moe_load(oxl_model *m, oxl_error *err) {
     oxl_decoder_opts o = {.norm = OXL_NORM_RMS, .ffn = OXL_FFN_SWIGLU, .moe = {.norm_w = true}};
-    if (oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || moe_keys(m, &o, m->hp.n_ff, err)) {
+    if (oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || moe_keys(m, &o, m->hp.n_ff, OXL_MOE_KEY_FF_EXP, err)) {
         return -1;
     }
     return OXL_DECODER_LOAD(m, &o, qwen3moe_tensors, err);
