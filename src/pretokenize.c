@@ -16,9 +16,14 @@
  * - Matching is ECMAScript-like: $ only at the very end, no lookbehind into the previous piece
  *   (each piece is matched on its own), an empty match moves on by one code point.
  * - "[^\n]+|[\n]+" and the AFMoE / Tiny Aya digit grouping are llama.cpp's custom splitters and
- *   are reproduced in C below.
- * Each match is bounded by PCRE2's match and heap limits; a piece whose match hits a limit keeps the
- * text as an unmatched gap instead of running unbounded. */
+ *   are reproduced in C below; so are SuperBPE's "(?=(\d{3})+(?!\d))" and DeepSeek's "\s+$", whose
+ *   regexes take quadratic time on long digit or space runs. Kimi-K2 (custom code in llama.cpp) is
+ *   written as a collapsed regex with Han ideographs as a category of their own (unit 0xD6).
+ * - Categories come from utf8proc (its Unicode version may differ from llama.cpp's tables for code
+ *   points assigned recently).
+ * tests/test_tokenizer_models.c checks every pre-tokenizer type against llama.cpp's own splits
+ * (golden/tokenizer/pretokenize.*). Each match is bounded by PCRE2's match and heap limits; a piece
+ * whose match hits a limit keeps the text as an unmatched gap instead of running unbounded. */
 #define PCRE2_CODE_UNIT_WIDTH 32
 #include "vocab_internal.h"
 
