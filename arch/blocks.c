@@ -395,6 +395,7 @@ typedef struct attn_task {
     float m0, m1;         /* ALiBi slope bases (ggml_soft_max_ext / ggml_flash_attn_ext) */
     uint32_t n_head_log2;
     float *scores;
+    oxl_vec_dot_fn vec_dot; /* K·q for the K cache's type */
 } attn_task;
 
 /* Shared per-item set-up: the query (converted to f16 for an f16 K cache, as ggml converts q to
@@ -445,7 +446,7 @@ static float attn_dot(const attn_task *t, const attn_item *it, int32_t p) {
     const oxl_kv_cache *kv = &t->ctx->kv;
     const char *kp = (const char *)kv->k[t->il] + (it->row0 + (size_t)p) * kv->k_row + it->k_off;
     float s;
-    oxl_kernels_get()->vec_dot[kv->type_k](t->p.head_dim, &s, kp, it->q);
+    t->vec_dot(t->p.head_dim, &s, kp, it->q);
     return s;
 }
 
@@ -470,9 +471,10 @@ static void attn_unfused(void *arg, int ith, int nth) {
     float *sc = t->scores + (size_t)ith * (size_t)(t->ctx->n_ctx + D);
     float *acc = sc + t->ctx->n_ctx;
     uint16_t qh[1024];
-    int64_t lo, hi;
-    oxl_split_range((int64_t)t->ub->n * t->p.n_head, ith, nth, &lo, &hi);
-    for (int64_t item = lo; item < hi; item++) {
+    /* items dealt round-robin: causal rows grow with the position, so contiguous ranges would leave
+     * the thread holding the last tokens with most of the work */
+    const int64_t n_items = (int64_t)t->ub->n * t->p.n_head;
+    for (int64_t item = ith; item < n_items; item += nth) {
         const attn_item it = attn_item_at(t, item, qh);
         float max = -INFINITY;
         for (int32_t p = it.lo; p < it.n_kv; p++) {
@@ -528,9 +530,10 @@ static void attn_flash(void *arg, int ith, int nth) {
     float *acc = t->scores + (size_t)ith * (size_t)(t->ctx->n_ctx + D);
     uint16_t acc16[1024];
     uint16_t qh[1024];
-    int64_t lo, hi;
-    oxl_split_range((int64_t)t->ub->n * t->p.n_head, ith, nth, &lo, &hi);
-    for (int64_t item = lo; item < hi; item++) {
+    /* items dealt round-robin: causal rows grow with the position, so contiguous ranges would leave
+     * the thread holding the last tokens with most of the work */
+    const int64_t n_items = (int64_t)t->ub->n * t->p.n_head;
+    for (int64_t item = ith; item < n_items; item += nth) {
         const attn_item it = attn_item_at(t, item, qh);
         const bool v16 = kv->type_v == OXL_TYPE_F16;
         float S = 0.0f, M = -INFINITY;
@@ -596,7 +599,8 @@ static void attn_flash(void *arg, int ith, int nth) {
 
 void oxl_attention(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *q, float *out,
                    const oxl_attn_params *p, float *scores) {
-    attn_task t = {.ctx = ctx, .il = il, .ub = ub, .q = q, .out = out, .p = *p, .scores = scores};
+    attn_task t = {.ctx = ctx, .il = il, .ub = ub, .q = q, .out = out, .p = *p, .scores = scores,
+                   .vec_dot = oxl_kernels_get()->vec_dot[ctx->kv.type_k]};
     if (p->max_bias > 0.0f) {
         /* ggml: n_head_log2 = the largest power of two <= n_head; heads past it take m1's odd powers */
         t.n_head_log2 = 1u << (uint32_t)floor(log2((double)p->n_head));
