@@ -178,6 +178,35 @@ Test(tokenizer_models, every_pre_tokenizer_splits_as_llama_cpp) {
     free(spl);
 }
 
+/* Llama 3 (shared set, described in its SOURCES.md): BOS 128000 added, "<|eot_id|>" is 128009 when
+ * parsed, and "<|begin_of_text|>" is 128000; pieces of control tokens only with special. */
+Test(tokenizer_models, llama3_bos_and_special_tokens) {
+    const char *path = SHARED_TOKDIR "ggml-vocab-llama-bpe.gguf";
+    if (!file_exists(path))
+        cr_skip_test("%s is absent (kept in the shared reference set only)", path);
+    oxl_vocab *v = load_vocab(path);
+    oxl_token t[32], u[32];
+    int32_t n = tok(v, "Hello", t, 32, true, false);
+    cr_assert_geq(n, 2);
+    cr_expect_eq(t[0], 128000);
+    cr_expect_eq(oxl_vocab_bos(v), 128000);
+    int32_t m = tok(v, "Hello", u, 32, false, false);
+    cr_assert_eq(m, n - 1);
+    for (int32_t i = 0; i < m; i++)
+        cr_expect_eq(u[i], t[i + 1]);
+    n = tok(v, "<|begin_of_text|>Hi<|eot_id|>", t, 32, false, true);
+    cr_assert_geq(n, 3);
+    cr_expect_eq(t[0], 128000);
+    cr_expect_eq(t[n - 1], 128009);
+    cr_expect(oxl_vocab_is_eog(v, 128009));
+    char out[64];
+    int32_t k = oxl_vocab_detokenize(v, t, n, out, sizeof out, false, true);
+    cr_expect(k == 29 && memcmp(out, "<|begin_of_text|>Hi<|eot_id|>", 29) == 0, "'%.*s'", k, out);
+    k = oxl_vocab_detokenize(v, t, n, out, sizeof out, true, false);
+    cr_expect(k == 2 && memcmp(out, "Hi", 2) == 0, "'%.*s'", k, out);
+    oxl_vocab_free(v);
+}
+
 // --- GPT-2: special tokens, bytes, detokenization ------------------------------------------------------
 
 #define GPT2 TOKDIR "ggml-vocab-gpt-2.gguf"
