@@ -49,7 +49,7 @@ static const struct {
 
 /* Special tokens llama.cpp recognises by their text when the file does not name them
  * (llama_vocab::impl::load, "auto-detect special tokens by text"). Among several matches llama.cpp
- * keeps the last one its hash map yields (an unspecified order); here the byte-wise smallest text
+ * keeps the first one its hash map yields (an unspecified order); here the byte-wise smallest text
  * wins, so the choice is at least fixed. */
 static const char *const k_eot_texts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>",
