@@ -118,8 +118,14 @@ static float oxl_ref_dot64(int64_t np, const float *x, const float *y) {
 float oxl_ref_dot_f32(int64_t n, const float *x, const float *y) {
     const int64_t np = n & ~(int64_t)63;
     float sum = oxl_ref_dot64(np, x, y);
-    /* leftovers: ggml's float `sumf += x[i]*y[i]`, one FMA each */
-    for (int64_t i = np; i < n; i++) {
+    /* leftovers: ggml's float `sumf += x[i]*y[i]` as the reference build compiled it: the first
+     * (n - np) & ~7 as a rounded product then a rounded add, the last (n - np) % 8 as FMAs */
+    const int64_t nv = np + ((n - np) & ~(int64_t)7);
+    for (int64_t i = np; i < nv; i++) {
+        const float p = x[i] * y[i];
+        sum += p;
+    }
+    for (int64_t i = nv; i < n; i++) {
         sum = fmaf(x[i], y[i], sum);
     }
     return sum;

@@ -169,6 +169,9 @@ Test(kernels, ggml_order_reference_sums_in_ggml_order) {
      * product, but added to a sum of -1 in one FMA it stays exact */
     float xl[9] = {-1.0f, 0, 0, 0, 0, 0, 0, 0, 1.0f + 0x1p-12f}, yl[9] = {1.0f, 0, 0, 0, 0, 0, 0, 0, 1.0f + 0x1p-12f};
     cr_expect(same_bits(oxl_ref_dot_f32(9, xl, yl), 0x1p-11f + 0x1p-24f), "%a", oxl_ref_dot_f32(9, xl, yl));
+    /* with 8 leftovers all take the rounded-product path: (1 + 2^-12)^2 rounds to 1 + 2^-11 */
+    float x8[8] = {-1.0f, 0, 0, 0, 0, 0, 0, 1.0f + 0x1p-12f}, y8[8] = {1.0f, 0, 0, 0, 0, 0, 0, 1.0f + 0x1p-12f};
+    cr_expect(same_bits(oxl_ref_dot_f32(8, x8, y8), 0x1p-11f), "%a", oxl_ref_dot_f32(8, x8, y8));
     /* f16, n = 67: zeros in the block, then leftovers 1, 2^-24, 2^-24 summed in double: 1 + u,
      * where a float sum would have stayed at 1 */
     uint16_t xh[67], yh[67];

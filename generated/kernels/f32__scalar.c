@@ -80,7 +80,12 @@ OXL_KERNEL_SIG_vec_dot(oxl_vec_dot_f32_f32__scalar) {
     acc1 = oxl_f32x16_add(acc1, acc3);
     acc0 = oxl_f32x16_add(acc0, acc1);
     float sum = oxl_f32x16_reduce(acc0);
-    for (int64_t i = np; i < n; i++) {
+    const int64_t nv = np + ((n - np) & ~(int64_t)7);
+    for (int64_t i = np; i < nv; i++) {
+        const float p = xs[i] * ys[i];
+        sum += p;
+    }
+    for (int64_t i = nv; i < n; i++) {
         sum = fmaf(xs[i], ys[i], sum);
     }
     *s = sum;
