@@ -387,7 +387,10 @@ void oxl_moe_describe(const oxl_moe_opts *o, FILE *out) {
         fprintf(out, ", %d groups (best %d kept)", o->n_group, o->n_group_used);
     }
     fputc('\n', out);
-    if (o->n_ff_shexp > 0 || o->n_dense_lead > 0) {
-        fprintf(out, "  %-16s shared experts n_ff %d, leading dense layers %d\n", "", o->n_ff_shexp, o->n_dense_lead);
+    if (o->n_ff_shexp > 0) {
+        fprintf(out, "  %-16s n_ff %d (swiglu, on every token)\n", "shared experts", o->n_ff_shexp);
+    }
+    if (o->n_dense_lead > 0) {
+        fprintf(out, "  %-16s %d (dense FFN)\n", "leading layers", o->n_dense_lead);
     }
 }
