@@ -284,6 +284,11 @@ static void admit(oxl_sched *s) {
             /* Keep at least the last prompt token to evaluate: its logits give the first token. */
             int32_t keep = best_n < j->n_prompt ? best_n : j->n_prompt - 1;
             oxl_seq_truncate(s->ctx, best->id, keep);
+            if (oxl_seq_n_past(s->ctx, best->id) != keep) {
+                /* a recurrent model cannot rewind its state to a prefix: start the slot over */
+                oxl_seq_truncate(s->ctx, best->id, 0);
+                keep = 0;
+            }
             best->n_cache = keep;
             best->job = j;
             best->ci = ci;
