@@ -11,6 +11,8 @@
 #include <string.h>
 
 #define OXL_DOT_TOLERANCE 1e-5
+/* dot_f64 is a double sum rounded to float: a sum of the same terms agrees to float precision */
+#define OXL_DOT_F64_TOLERANCE 1e-7
 
 /* Tensor `name` with the given type and shape (ne1 = 0: a vector of ne0): 1 with its data in *out,
  * 0 when absent, -1 with err when present with another type or shape. */
@@ -239,6 +241,44 @@ static void oxl_compare_dots(const oxl_quant_golden *qg, const float *got_rows, 
     }
 }
 
+void oxl_golden_check_dequant_activation(const oxl_quant_golden *qg, oxl_dequant_fn fn, const char *name,
+                                         oxl_golden_report *r) {
+    if (qg->dq == NULL || qg->yq == NULL || qg->dot_f64 == NULL) {
+        oxl_golden_line(r, false, "%s  %s has no tensors 'dq', 'yq' and 'dot_f64'", name, qg->path);
+        return;
+    }
+    float *yf = malloc((size_t)qg->ne0 * sizeof(float));
+    if (yf == NULL) {
+        oxl_golden_line(r, false, "%s  out of memory", name);
+        return;
+    }
+    const size_t y_row = oxl_row_size(qg->yq_type, qg->ne0);
+    double worst = 0.0;
+    int bad_rows = 0;
+    for (int64_t row = 0; row < qg->nrows; row++) {
+        fn((const uint8_t *)qg->yq + row * y_row, yf, qg->ne0);
+        double sum = 0.0, abs_terms = 0.0;
+        for (int64_t i = 0; i < qg->ne0; i++) {
+            const double t = (double)qg->dq[row * qg->ne0 + i] * (double)yf[i];
+            sum += t;
+            abs_terms += fabs(t);
+        }
+        const double want = qg->dot_f64[row];
+        bool ok;
+        if (!isfinite(want) || !isfinite(sum)) {
+            ok = oxl_same_class((float)sum, want);
+        } else {
+            const double rel = abs_terms > 0.0 ? fabs(sum - want) / abs_terms : fabs(sum - want);
+            worst = fmax(worst, rel);
+            ok = rel <= OXL_DOT_F64_TOLERANCE;
+        }
+        bad_rows += !ok;
+    }
+    free(yf);
+    oxl_golden_line(r, bad_rows == 0, "%s  sum of dq * dequant(yq) vs dot_f64: %lld/%lld rows, max |Δ|/Σ|terms| = %.3g (tolerance %g)",
+                    name, (long long)(qg->nrows - bad_rows), (long long)qg->nrows, worst, OXL_DOT_F64_TOLERANCE);
+}
+
 void oxl_golden_check_vec_dot(const oxl_quant_golden *qg, oxl_vec_dot_fn fn, const char *name, oxl_golden_report *r) {
     if (qg->dq == NULL || qg->yq == NULL || qg->dot == NULL) {
         oxl_golden_line(r, false, "%s  %s has no tensors 'dq', 'yq' and 'dot'", name, qg->path);
@@ -348,12 +388,17 @@ int oxl_golden_quant(const oxl_gguf *g, oxl_golden_report *r, oxl_error *err) {
     const char *tname = oxl_type_traits_get(qg.type)->name;
     bool any_dequant = false, any_dot = false;
     for (size_t i = 0; i < sizeof oxl_cells / sizeof oxl_cells[0]; i++) {
+        /* the activation format's dequantizer is checked through the weight format's dot_f64 */
+        const bool activation_dequant = oxl_cells[i].op == OXL_CELL_dequant && qg.yq != NULL &&
+                                        qg.yq_type != qg.type && oxl_cells[i].type == qg.yq_type;
         const bool covers = oxl_cells[i].op == OXL_CELL_quant ? (qg.yq != NULL && oxl_cells[i].type == qg.yq_type)
-                                                              : oxl_cells[i].type == qg.type;
+                            : oxl_cells[i].op == OXL_CELL_dequant
+                                ? (activation_dequant || (oxl_cells[i].type == qg.type && qg.dq != NULL))
+                                : oxl_cells[i].type == qg.type;
         if (!covers) {
             continue;
         }
-        any_dequant |= oxl_cells[i].op == OXL_CELL_dequant;
+        any_dequant |= oxl_cells[i].op == OXL_CELL_dequant && !activation_dequant;
         any_dot |= oxl_cells[i].op == OXL_CELL_vec_dot;
         if (!oxl_cpu_has_isa(oxl_cells[i].isa)) {
             if (r->out) {
@@ -363,7 +408,11 @@ int oxl_golden_quant(const oxl_gguf *g, oxl_golden_report *r, oxl_error *err) {
         }
         switch (oxl_cells[i].op) {
         case OXL_CELL_dequant:
-            oxl_golden_check_dequant(&qg, oxl_cells[i].fn.dequant, oxl_cells[i].name, r);
+            if (activation_dequant) {
+                oxl_golden_check_dequant_activation(&qg, oxl_cells[i].fn.dequant, oxl_cells[i].name, r);
+            } else {
+                oxl_golden_check_dequant(&qg, oxl_cells[i].fn.dequant, oxl_cells[i].name, r);
+            }
             break;
         case OXL_CELL_quant:
             oxl_golden_check_quant(&qg, oxl_cells[i].fn.quant, oxl_cells[i].name, r);

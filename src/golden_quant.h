@@ -36,6 +36,10 @@ int oxl_quant_golden_read(const oxl_gguf *g, oxl_quant_golden *qg, oxl_error *er
  *   gemm:    every q row times every yq row; the diagonal (row r with row r) checked as vec_dot */
 void oxl_golden_check_dequant(const oxl_quant_golden *qg, oxl_dequant_fn fn, const char *name, oxl_golden_report *r);
 void oxl_golden_check_quant(const oxl_quant_golden *qg, oxl_quant_fn fn, const char *name, oxl_golden_report *r);
+/* fn is the dequantizer of the activation format yq_type (q8_1, q8_K: their own goldens hold no dq):
+ * the double sum of dq * fn(yq) per row within 1e-7 * sum |terms| of dot_f64 */
+void oxl_golden_check_dequant_activation(const oxl_quant_golden *qg, oxl_dequant_fn fn, const char *name,
+                                         oxl_golden_report *r);
 void oxl_golden_check_vec_dot(const oxl_quant_golden *qg, oxl_vec_dot_fn fn, const char *name, oxl_golden_report *r);
 void oxl_golden_check_gemm(const oxl_quant_golden *qg, oxl_gemm_fn fn, const char *name, oxl_golden_report *r);
 /* The reference quantizer (src/quantize.h) against q and q_imatrix, byte for byte. */

@@ -16,7 +16,7 @@ set(M ${CMAKE_SOURCE_DIR}/models)
 # Model logits goldens for the weight formats oxillama computes with.
 set(OXL_LOGITS_GOLDENS
   ${G}/models/stories260K.once.gguf ${G}/models/stories260K.lily.gguf ${G}/models/stories260K.dog.gguf)
-foreach(t F16 BF16 Q8_0 Q4_0)
+foreach(t F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1)
   list(APPEND OXL_LOGITS_GOLDENS ${G}/models/stories260K-${t}.once.gguf)
 endforeach()
 
@@ -25,7 +25,9 @@ add_test(NAME golden-chat-templates COMMAND ${OXL_BIN} golden ${G}/chat-template
 
 # The quant checker itself runs every ISA cell the CPU has.
 add_test(NAME golden-quant COMMAND ${OXL_BIN} golden ${G}/quant/f16.gguf ${G}/quant/bf16.gguf
-         ${G}/quant/q8_0.gguf ${G}/quant/q4_0.gguf)
+         ${G}/quant/q8_0.gguf ${G}/quant/q4_0.gguf ${G}/quant/q4_1.gguf ${G}/quant/q5_0.gguf
+         ${G}/quant/q5_1.gguf ${G}/quant/q8_1.gguf ${G}/quant/q2_K.gguf ${G}/quant/q3_K.gguf
+         ${G}/quant/q4_K.gguf ${G}/quant/q5_K.gguf ${G}/quant/q6_K.gguf ${G}/quant/q8_K.gguf)
 
 foreach(isa IN LISTS OXL_TEST_ISAS)
   add_test(NAME golden-logits-${isa} COMMAND ${OXL_BIN} golden ${OXL_LOGITS_GOLDENS})

@@ -11,7 +11,10 @@
 #include <string.h>
 
 Test(kernels, every_cap_gets_a_kernel_per_cell_within_the_cap) {
-    static const oxl_type formats[] = {OXL_TYPE_F32, OXL_TYPE_F16, OXL_TYPE_BF16, OXL_TYPE_Q8_0, OXL_TYPE_Q4_0};
+    static const oxl_type formats[] = {OXL_TYPE_F32,  OXL_TYPE_F16,  OXL_TYPE_BF16, OXL_TYPE_Q8_0,
+                                       OXL_TYPE_Q4_0, OXL_TYPE_Q4_1, OXL_TYPE_Q5_0, OXL_TYPE_Q5_1,
+                                       OXL_TYPE_Q2_K, OXL_TYPE_Q3_K, OXL_TYPE_Q4_K, OXL_TYPE_Q5_K,
+                                       OXL_TYPE_Q6_K};
     for (int cap = 0; cap < OXL_ISA_COUNT; cap++) {
         oxl_kernels k;
         oxl_kernels_build(&k, (oxl_isa)cap);
@@ -33,8 +36,10 @@ Test(kernels, every_cap_gets_a_kernel_per_cell_within_the_cap) {
         cr_expect_null(k.gemm[OXL_TYPE_BF16], "gemm is only specified for f32 and f16");
         cr_expect_not_null(k.swiglu[OXL_TYPE_F32], "cap %s: no swiglu", oxl_isa_name((oxl_isa)cap));
         cr_expect_not_null(k.quant[OXL_TYPE_Q8_0]);
+        cr_expect_not_null(k.quant[OXL_TYPE_Q8_1]);
+        cr_expect_not_null(k.quant[OXL_TYPE_Q8_K]);
         cr_expect_null(k.quant[OXL_TYPE_Q4_0], "q4_0 is not an activation format");
-        cr_expect_null(k.dequant[OXL_TYPE_Q4_K], "no q4_K kernels yet");
+        cr_expect_null(k.dequant[OXL_TYPE_IQ2_XXS], "no iq2_xxs kernels yet");
     }
 }
 
