@@ -4,13 +4,20 @@
 #include "arch.h"
 #include "error.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#if !defined(__wasi__)
+#include <sys/mman.h>
+#endif
 
 oxl_model_params oxl_model_default_params(void) {
-    return (oxl_model_params){.use_mmap = true};
+    return (oxl_model_params){.use_mmap = true, .use_mlock = false};
 }
 
 oxl_model *oxl_model_from_gguf(oxl_gguf *g, oxl_error *err) {
@@ -61,12 +68,95 @@ oxl_model *oxl_model_from_gguf(oxl_gguf *g, oxl_error *err) {
     return m;
 }
 
-oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_error *err) {
-    oxl_gguf *g = oxl_gguf_open(path, err);
-    if (!g) {
+/* llama.cpp's --no-mmap (llama_model_loader with use_mmap false): the whole file read into one
+ * page-aligned buffer that the model owns. *size is the file's size. */
+static void *read_file(const char *path, size_t *size, oxl_error *err) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        oxl_err_set(err, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
-    return oxl_model_from_gguf(g, err);
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > SIZE_MAX / 2) {
+        oxl_err_set(err, "%s: not a regular file of a size that fits in memory", path);
+        close(fd);
+        return NULL;
+    }
+    *size = (size_t)st.st_size;
+    void *buf = NULL;
+    if (posix_memalign(&buf, 4096, *size > 0 ? *size : 1) != 0) {
+        oxl_err_set(err, "%s: out of memory reading %zu bytes (--no-mmap)", path, *size);
+        close(fd);
+        return NULL;
+    }
+    for (size_t done = 0; done < *size;) {
+        ssize_t n = read(fd, (char *)buf + done, *size - done);
+        if (n <= 0) {
+            oxl_err_set(err, "%s: read failed at byte %zu: %s", path, done, n < 0 ? strerror(errno) : "end of file");
+            free(buf);
+            close(fd);
+            return NULL;
+        }
+        done += (size_t)n;
+    }
+    close(fd);
+    return buf;
+}
+
+/* llama.cpp's --mlock (llama_mlock): locks the pages of the tensor data (mapped or read) in RAM.
+ * Failing is not fatal there either: the message says why and the model stays usable. */
+static void lock_tensor_data(const oxl_model *m) {
+#if !defined(__wasi__)
+    const oxl_gguf *g = m->gguf;
+    if (oxl_gguf_n_tensors(g) == 0) {
+        return;
+    }
+    const oxl_gguf_tensor *t0 = oxl_gguf_tensor_at(g, 0);
+    if (!t0->data) {
+        return;
+    }
+    const uintptr_t data = (uintptr_t)t0->data - (uintptr_t)t0->offset; /* start of the data section */
+    const size_t len = oxl_gguf_file_size(g) - oxl_gguf_data_offset(g);
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = data & ~(page - 1);
+    if (len > 0 && mlock((const void *)lo, len + (data - lo)) != 0) {
+        fprintf(stderr, "warning: %s: cannot lock %zu bytes in RAM (--mlock): %s; raise RLIMIT_MEMLOCK (ulimit -l)\n",
+                oxl_gguf_path(g), len, strerror(errno));
+    }
+#else
+    (void)m;
+#endif
+}
+
+oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_error *err) {
+    const oxl_model_params p = params ? *params : oxl_model_default_params();
+    void *buf = NULL;
+    size_t size = 0;
+    oxl_gguf *g;
+    if (p.use_mmap) {
+        g = oxl_gguf_open(path, err);
+    } else {
+        buf = read_file(path, &size, err);
+        if (!buf) {
+            return NULL;
+        }
+        g = oxl_gguf_open_memory(buf, size, path, err);
+    }
+    if (!g) {
+        free(buf);
+        return NULL;
+    }
+    oxl_model *m = oxl_model_from_gguf(g, err);
+    if (!m) {
+        free(buf);
+        return NULL;
+    }
+    m->file_buf = buf;
+    m->file_buf_size = size;
+    if (p.use_mlock) {
+        lock_tensor_data(m);
+    }
+    return m;
 }
 
 void oxl_model_free(oxl_model *m) {
@@ -78,6 +168,7 @@ void oxl_model_free(oxl_model *m) {
     }
     oxl_vocab_free(m->vocab);
     oxl_gguf_close(m->gguf);
+    free(m->file_buf);
     free(m);
 }
 

@@ -40,6 +40,8 @@ struct oxl_model {
     int64_t n_params;
     int64_t n_bytes;               /* tensor data */
     char desc[160];
+    void *file_buf;                /* without mmap: the whole file read into memory (owned), else NULL */
+    size_t file_buf_size;
 };
 
 /* Takes ownership of g (closed on failure too). */

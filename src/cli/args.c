@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 typedef enum opt_kind { OPT_STR, OPT_INT, OPT_FLOAT, OPT_U32, OPT_KV, OPT_FA, OPT_FLAG } opt_kind;
 
@@ -32,9 +33,12 @@ static const opt_def opt_table[] = {
     {NULL, "--top-p", OPT_FLOAT, F(sampling.top_p), "top-p sampling, 1 = off (default 0.95)"},
     {NULL, "--min-p", OPT_FLOAT, F(sampling.min_p), "min-p sampling, 0 = off (default 0.05)"},
     {"-s", "--seed", OPT_U32, F(sampling.seed), "random seed (default: random)"},
-    {"-ctk", "--cache-type-k", OPT_KV, F(type_k), "KV cache type for K: f32, f16 (default f16)"},
-    {"-ctv", "--cache-type-v", OPT_KV, F(type_v), "KV cache type for V: f32, f16 (default f16)"},
+    {"-ctk", "--cache-type-k", OPT_KV, F(type_k), "KV cache type for K: f32, f16, q8_0, q4_0 (default f16)"},
+    {"-ctv", "--cache-type-v", OPT_KV, F(type_v), "KV cache type for V: f32, f16, q8_0, q4_0 (default f16; "
+                                                  "quantized V needs flash attention)"},
     {"-fa", "--flash-attn", OPT_FA, F(flash_attn), "flash attention: on, off, auto (default auto = on)"},
+    {NULL, "--no-mmap", OPT_FLAG, F(no_mmap), "read the model into memory instead of mapping it"},
+    {NULL, "--mlock", OPT_FLAG, F(mlock), "keep the model's pages in RAM (needs RLIMIT_MEMLOCK)"},
     {NULL, "--kl-divergence-base", OPT_STR, F(kld_base), "llama.cpp log-probability file to write, or read with --kl-divergence"},
     {NULL, "--kl-divergence", OPT_FLAG, F(kld), "compare against --kl-divergence-base"},
     {NULL, "--ids", OPT_FLAG, F(ids), "tokenize: print only the ids"},
@@ -78,15 +82,10 @@ static int parse_value(const opt_def *d, const char *v, oxl_opts *o) {
         return 0;
     }
     case OPT_KV:
-        if (!strcmp(v, "f32")) {
-            *(oxl_kv_type *)field = OXL_KV_F32;
+        if (oxl_kv_type_parse(v, (oxl_kv_type *)field) == 0) {
             return 0;
         }
-        if (!strcmp(v, "f16")) {
-            *(oxl_kv_type *)field = OXL_KV_F16;
-            return 0;
-        }
-        fprintf(stderr, "error: %s %s: unsupported KV cache type (f32, f16)\n", d->long_name, v);
+        fprintf(stderr, "error: %s %s: unsupported KV cache type (f32, f16, q8_0, q4_0)\n", d->long_name, v);
         return -1;
     case OPT_FA: {
         static const char *const names[] = {"off", "on", "auto"};
@@ -103,6 +102,18 @@ static int parse_value(const opt_def *d, const char *v, oxl_opts *o) {
         break;
     }
     fprintf(stderr, "error: %s: invalid value '%s'\n", d->long_name, v);
+    return -1;
+}
+
+int oxl_kv_type_parse(const char *v, oxl_kv_type *out) {
+    static const char *const names[] = {"f32", "f16", "q8_0", "q4_0"};
+    static const oxl_kv_type values[] = {OXL_KV_F32, OXL_KV_F16, OXL_KV_Q8_0, OXL_KV_Q4_0};
+    for (int i = 0; i < 4; i++) {
+        if (!strcmp(v, names[i])) {
+            *out = values[i];
+            return 0;
+        }
+    }
     return -1;
 }
 
@@ -231,4 +242,12 @@ size_t oxl_process_escapes(char *s, size_t len) {
         }
     }
     return o;
+}
+
+void oxl_print_peak_rss(const char *prefix) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        /* ru_maxrss is in KiB on Linux */
+        fprintf(stderr, "%s: peak RSS %.1f MiB\n", prefix, (double)ru.ru_maxrss / 1024.0);
+    }
 }

@@ -22,6 +22,8 @@ typedef struct oxl_opts {
     oxl_kv_type type_k;     /* -ctk, --cache-type-k */
     oxl_kv_type type_v;     /* -ctv, --cache-type-v */
     oxl_flash_attn flash_attn; /* -fa, --flash-attn */
+    bool no_mmap;           /* --no-mmap */
+    bool mlock;             /* --mlock */
     const char *kld_base;   /* --kl-divergence-base */
     bool kld;               /* --kl-divergence */
     bool ids;               /* --ids */
@@ -31,6 +33,9 @@ typedef struct oxl_opts {
     int n_positional;
     char *positional[OXL_MAX_POSITIONAL];
 } oxl_opts;
+
+/* A -ctk/-ctv value as llama.cpp names the cache types (f32, f16, q8_0, q4_0); -1 if unknown. */
+int oxl_kv_type_parse(const char *v, oxl_kv_type *out);
 
 /* Parses argv[1..]; prints a message naming the bad flag and returns -1 on error. */
 int oxl_opts_parse(oxl_opts *o, int argc, char **argv);
@@ -45,5 +50,9 @@ char *oxl_read_text_file(const char *path, size_t *len);
 /* llama.cpp's prompt escapes (common.cpp string_process_escapes): \n \r \t \' \" \\ and \xHH,
  * in place; returns the new length. */
 size_t oxl_process_escapes(char *s, size_t len);
+
+/* Prints "<prefix>: peak RSS <n> MiB" on stderr: the process's resident-set high-water mark so far
+ * (getrusage ru_maxrss; mapped model pages count once touched). */
+void oxl_print_peak_rss(const char *prefix);
 
 #endif

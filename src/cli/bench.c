@@ -6,8 +6,12 @@
  * Each test runs once to warm up, then -r times; t/s is the mean ± sample standard deviation.
  * --roofline adds, for generation, the share of the memory-bandwidth bound: bytes of weights read
  * per token (every tensor but token_embd) × t/s ÷ the read bandwidth measured here with the same
- * threads. */
+ * threads, and on stderr the thread pool's share of a generated token: tasks per token × the cost of
+ * an empty task.
+ * Load time and peak RSS of each model go to stderr. */
+#include "args.h"
 #include "cli.h"
+#include "context.h"
 #include "gguf.h"
 #include "oxillama.h"
 #include "threads.h"
@@ -33,6 +37,7 @@ typedef struct bench_opts {
     oxl_flash_attn flash_attn;
     const char *output;
     bool roofline;
+    bool no_mmap;
 } bench_opts;
 
 typedef struct bench_test {
@@ -59,21 +64,10 @@ static int parse_int_list(char *s, int *out, int cap) {
     return n;
 }
 
-static int parse_kv(const char *v, oxl_kv_type *t) {
-    if (!strcmp(v, "f16")) {
-        *t = OXL_KV_F16;
-    } else if (!strcmp(v, "f32")) {
-        *t = OXL_KV_F32;
-    } else {
-        return -1;
-    }
-    return 0;
-}
-
 static void usage(void) {
     printf("usage: oxillama bench -m FILE[,FILE...] [-p 512] [-n 128] [-pg 512,128] [-t N[,N...]] [-r 5]\n"
-           "                      [-b 2048] [-o md|csv|json] [-ctk f16|f32] [-ctv f16|f32] [-fa on|off]\n"
-           "                      [--roofline]\n");
+           "                      [-b 2048] [-o md|csv|json] [-ctk f16|f32|q8_0|q4_0] [-ctv f16|f32|q8_0|q4_0]\n"
+           "                      [-fa on|off] [-mmp 0|1] [--roofline]\n");
 }
 
 static int parse_opts(bench_opts *o, int argc, char **argv) {
@@ -134,9 +128,12 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
             o->output = v;
             bad = strcmp(v, "md") && strcmp(v, "csv") && strcmp(v, "json");
         } else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) {
-            bad = parse_kv(v, &o->type_k);
+            bad = oxl_kv_type_parse(v, &o->type_k);
         } else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) {
-            bad = parse_kv(v, &o->type_v);
+            bad = oxl_kv_type_parse(v, &o->type_v);
+        } else if (!strcmp(a, "-mmp") || !strcmp(a, "--mmap")) {
+            bad = strcmp(v, "0") && strcmp(v, "1");
+            o->no_mmap = !strcmp(v, "0");
         } else if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
             bad = strcmp(v, "on") && strcmp(v, "off") && strcmp(v, "1") && strcmp(v, "0");
             o->flash_attn = (!strcmp(v, "off") || !strcmp(v, "0")) ? OXL_FLASH_ATTN_OFF : OXL_FLASH_ATTN_ON;
@@ -214,6 +211,39 @@ static double measure_bandwidth(int n_threads) {
     oxl_pool_free(pool);
     free(buf);
     return best;
+}
+
+static void empty_task(void *arg, int ith, int nth) {
+    (void)arg;
+    (void)ith;
+    (void)nth;
+}
+
+/* Seconds per empty task on a pool of n threads: the release and the collection of the workers
+ * that every split op pays (the median of 21 batches of 1000, workers kept spinning). */
+static double measure_task_cost(int n_threads) {
+    oxl_error err = {0};
+    oxl_pool *pool = oxl_pool_new(n_threads, &err);
+    if (!pool) {
+        return 0.0;
+    }
+    double batch[21];
+    for (int b = 0; b < 21; b++) {
+        const double t0 = now_s();
+        for (int i = 0; i < 1000; i++) {
+            oxl_pool_run(pool, empty_task, NULL);
+        }
+        batch[b] = (now_s() - t0) / 1000.0;
+    }
+    oxl_pool_free(pool);
+    for (int i = 1; i < 21; i++) { /* insertion sort for the median */
+        for (int j = i; j > 0 && batch[j] < batch[j - 1]; j--) {
+            const double x = batch[j];
+            batch[j] = batch[j - 1];
+            batch[j - 1] = x;
+        }
+    }
+    return batch[10];
 }
 
 /* Bytes of weights a generated token reads: every tensor but the token embedding (a row look-up). */
@@ -329,15 +359,20 @@ int oxl_cmd_bench(int argc, char **argv) {
     for (int im = 0; im < o.n_models; im++) {
         oxl_error err = {0};
         oxl_model_params mp = oxl_model_default_params();
+        mp.use_mmap = !o.no_mmap;
+        const double t_load = now_s();
         oxl_model *m = oxl_model_load(o.models[im], &mp, &err);
         if (!m) {
             fprintf(stderr, "error: %s\n", err.msg);
             status = 1;
             continue;
         }
+        fprintf(stderr, "bench: %s loaded in %.1f ms (%s)\n", o.models[im], (now_s() - t_load) * 1e3,
+                o.no_mmap ? "read" : "mapped");
         const double bytes_tok = o.roofline ? weight_bytes_per_token(o.models[im]) : 0.0;
         for (int it = 0; it < o.n_threads; it++) {
             const double bw = o.roofline ? measure_bandwidth(o.threads[it]) : 0.0;
+            const double task_cost = o.roofline ? measure_task_cost(o.threads[it]) : 0.0;
             for (int k = 0; k < n_tests; k++) {
                 const bench_test *t = &tests[k];
                 oxl_ctx_params cp = oxl_ctx_default_params();
@@ -357,7 +392,9 @@ int oxl_cmd_bench(int argc, char **argv) {
                     continue;
                 }
                 double sum = 0.0, sum2 = 0.0;
+                const uint64_t runs0 = oxl_pool_n_runs(ctx->pool);
                 bool ok = run_test(ctx, m, t, toks, cp.n_batch) >= 0; /* warm-up */
+                const uint64_t tasks = oxl_pool_n_runs(ctx->pool) - runs0;
                 for (int r = 0; ok && r < o.reps; r++) {
                     double s = run_test(ctx, m, t, toks, cp.n_batch);
                     ok = s > 0;
@@ -374,6 +411,12 @@ int oxl_cmd_bench(int argc, char **argv) {
                 const double mean = sum / o.reps;
                 const double sd = o.reps > 1 ? sqrt(fmax(0.0, (sum2 - o.reps * mean * mean) / (o.reps - 1))) : 0.0;
                 const double bound = t->n_prompt == 0 && bw > 0 ? mean * bytes_tok / bw : 0.0;
+                if (o.roofline && t->n_prompt == 0) {
+                    const double per_tok = (double)tasks / t->n_gen;
+                    fprintf(stderr, "bench: tg%d, %d threads: %.1f pool tasks per token x %.2f us per empty task = "
+                            "%.1f%% of the token time\n", t->n_gen, o.threads[it], per_tok, task_cost * 1e6,
+                            100.0 * per_tok * task_cost * mean);
+                }
                 char name[64];
                 test_name(t, name, sizeof name);
                 char desc[64];
@@ -419,6 +462,7 @@ int oxl_cmd_bench(int argc, char **argv) {
             }
         }
         oxl_model_free(m);
+        oxl_print_peak_rss("bench");
     }
     if (json) {
         printf("\n]\n");

@@ -52,6 +52,8 @@ int oxl_cmd_run(int argc, char **argv) {
 
     double t0 = now_s();
     oxl_model_params mp = oxl_model_default_params();
+    mp.use_mmap = !o.no_mmap;
+    mp.use_mlock = o.mlock;
     model = oxl_model_load(oxl_opts_model(&o), &mp, &err);
     if (!model) {
         fprintf(stderr, "error: %s\n", err.msg);
@@ -69,8 +71,8 @@ int oxl_cmd_run(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }
-    fprintf(stderr, "oxillama: %s; loaded in %.1f ms; n_ctx %d\n", oxl_model_desc(model), (now_s() - t0) * 1e3,
-            oxl_ctx_n_ctx(ctx));
+    fprintf(stderr, "oxillama: %s; loaded in %.1f ms (%s); n_ctx %d\n", oxl_model_desc(model), (now_s() - t0) * 1e3,
+            o.no_mmap ? "read" : "mapped", oxl_ctx_n_ctx(ctx));
 
     int32_t n_ctx = oxl_ctx_n_ctx(ctx);
     int32_t n_tok = oxl_tokenize(model, prompt, prompt_len, NULL, 0, true, false);
@@ -134,6 +136,7 @@ int oxl_cmd_run(int argc, char **argv) {
     fputc('\n', stderr);
     fprintf(stderr, "oxillama: prompt %d tokens in %.1f ms (%.1f t/s); generated %d tokens in %.1f ms (%.1f t/s)\n",
             n_tok, (t2 - t1) * 1e3, n_tok / (t2 - t1), n_gen, (t3 - t2) * 1e3, n_gen > 0 ? n_gen / (t3 - t2) : 0.0);
+    oxl_print_peak_rss("oxillama");
     status = 0;
 done:
     free(toks);
