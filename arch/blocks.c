@@ -2,6 +2,7 @@
 
 #include "error.h"
 #include "oxl_fp16.h"
+#include "quantize.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -368,9 +369,24 @@ void oxl_softcap(float *x, int64_t n, float cap) {
 
 /* ---- attention --------------------------------------------------------------------------- */
 
+/* Writes one cache row of n floats in the cache's type, as ggml_set_rows converts rows: f32 copied,
+ * f16 and q8_0 through the activation quantizers (ggml-cpu's from_float), q4_0 through the
+ * reference quantizer (quantize_row_q4_0 is quantize_row_q4_0_ref). That quantizer refuses
+ * non-finite input; such a row is stored with NaN block scales so its scores stay NaN, as the
+ * values they came from were. */
 static void store_row(oxl_type t, const float *src, void *dst, int64_t n) {
     if (t == OXL_TYPE_F32) {
         memcpy(dst, src, (size_t)n * sizeof(float));
+    } else if (t == OXL_TYPE_Q4_0) {
+        if (oxl_quantize_rows(t, src, dst, 1, n, NULL, NULL) != 0) {
+            const oxl_type_traits *tr = oxl_type_traits_get(t);
+            for (int64_t b = 0; b < n / tr->blck_size; b++) {
+                uint8_t *blk = (uint8_t *)dst + (size_t)b * tr->type_size;
+                memset(blk, 0x88, tr->type_size); /* every 4-bit value 8: zero after the offset */
+                blk[0] = 0x00;                    /* fp16 NaN scale 0x7e00, little-endian */
+                blk[1] = 0x7e;
+            }
+        }
     } else {
         oxl_kernels_get()->quant[t](src, dst, n);
     }
@@ -385,6 +401,14 @@ void oxl_kv_store(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *k, co
     }
 }
 
+/* The flash path's per-thread state lives on the thread's stack: at most OXL_ATTN_ACC accumulator
+ * values for the query heads of one item (each head_dim long), and at most OXL_ATTN_HEADS heads. */
+#define OXL_ATTN_ACC 8192
+#define OXL_ATTN_HEADS 64
+/* Bytes of one query head converted to K's vec_dot_type: head_dim <= 1024 (checked at load), and
+ * f32 is the widest format. */
+#define OXL_ATTN_QROW (1024 * 4)
+
 typedef struct attn_task {
     oxl_ctx *ctx;
     int il;
@@ -396,63 +420,60 @@ typedef struct attn_task {
     uint32_t n_head_log2;
     float *scores;
     oxl_vec_dot_fn vec_dot; /* K·q for the K cache's type */
+    oxl_quant_fn q_conv;    /* q to K's vec_dot_type (NULL: f32, used as is) */
+    size_t q_row;           /* bytes of one converted query head */
+    oxl_dequant_fn v_to_float; /* quantized V rows to f32 (NULL for f32 / f16 V) */
+    int group;              /* query heads per KV head */
+    int chunk;              /* flash: query heads per item (a group is split into group/chunk items) */
+    int n_chunks;
 } attn_task;
 
-/* Shared per-item set-up: the query (converted to f16 for an f16 K cache, as ggml converts q to
- * K's vec_dot_type), the byte offsets of this head's K and V columns and the visible positions. */
+/* The per-token part of an item: cache rows and visible positions. */
 typedef struct attn_item {
-    const void *q;
-    size_t k_off, v_off;
+    size_t k_off, v_off; /* bytes from a cache row's start to this KV head's columns */
     size_t row0;   /* cache row of the sequence's position 0 */
     int32_t lo;    /* first visible position (sliding window) */
     int32_t n_kv;  /* causal: positions lo .. pos of the token */
     int32_t pos;
-    float slope;   /* ALiBi slope of this head (1 without ALiBi, whose bias is then 0) */
-    float *out;
 } attn_item;
 
-static attn_item attn_item_at(const attn_task *t, int64_t item, uint16_t *qh) {
+static attn_item attn_item_at(const attn_task *t, int32_t j, int hk) {
     const oxl_kv_cache *kv = &t->ctx->kv;
     const oxl_attn_params *p = &t->p;
-    const int32_t j = (int32_t)(item / p->n_head);
-    const int h = (int)(item % p->n_head);
-    const int hk = h / (p->n_head / p->n_head_kv);
-    const float *qj = t->q + ((size_t)j * p->n_head + h) * p->head_dim;
     const int32_t pos = t->ub->pos[j];
-    attn_item it = {
-        .q = qj,
-        .k_off = (size_t)hk * p->head_dim * (kv->type_k == OXL_TYPE_F16 ? 2 : 4),
-        .v_off = (size_t)hk * p->head_dim * (kv->type_v == OXL_TYPE_F16 ? 2 : 4),
+    return (attn_item){
+        .k_off = oxl_row_size(kv->type_k, (int64_t)hk * p->head_dim),
+        .v_off = oxl_row_size(kv->type_v, (int64_t)hk * p->head_dim),
         .row0 = (size_t)t->ub->seq[j] * (size_t)t->ctx->n_ctx,
         .lo = p->n_swa > 0 && pos - p->n_swa + 1 > 0 ? pos - p->n_swa + 1 : 0,
         .n_kv = pos + 1,
         .pos = pos,
-        .slope = 1.0f,
-        .out = t->out + ((size_t)j * p->n_head + h) * p->head_dim,
     };
-    if (p->max_bias > 0.0f) {
-        const uint32_t hu = (uint32_t)h;
-        it.slope = hu < t->n_head_log2 ? powf(t->m0, (float)(hu + 1)) : powf(t->m1, (float)(2 * (hu - t->n_head_log2) + 1));
-    }
-    if (kv->type_k == OXL_TYPE_F16) {
-        oxl_kernels_get()->quant[OXL_TYPE_F16](qj, qh, p->head_dim);
-        it.q = qh;
-    }
-    return it;
 }
 
-/* The raw score K[p]·q. */
-static float attn_dot(const attn_task *t, const attn_item *it, int32_t p) {
+/* Query head h of token j, converted to K's vec_dot_type in buf when K is not f32 (ggml converts q
+ * with the from_float of K's vec_dot_type: f16, or q8_0 for q8_0 and q4_0 caches). */
+static const void *attn_query(const attn_task *t, int32_t j, int h, void *buf) {
+    const float *qj = t->q + ((size_t)j * t->p.n_head + h) * t->p.head_dim;
+    if (!t->q_conv) {
+        return qj;
+    }
+    t->q_conv(qj, buf, t->p.head_dim);
+    return buf;
+}
+
+/* ALiBi slope of head h (1 without ALiBi, whose bias is then 0). */
+static float attn_slope(const attn_task *t, int h) {
+    if (t->p.max_bias <= 0.0f) {
+        return 1.0f;
+    }
+    const uint32_t hu = (uint32_t)h;
+    return hu < t->n_head_log2 ? powf(t->m0, (float)(hu + 1)) : powf(t->m1, (float)(2 * (hu - t->n_head_log2) + 1));
+}
+
+static const char *attn_key(const attn_task *t, const attn_item *it, int32_t p) {
     const oxl_kv_cache *kv = &t->ctx->kv;
-    const char *kp = (const char *)kv->k[t->il] + (it->row0 + (size_t)p) * kv->k_row + it->k_off;
-    float s;
-    t->vec_dot(t->p.head_dim, &s, kp, it->q);
-    return s;
-}
-
-/* The mask value of position p: 0, or ALiBi's -(distance) times the head's slope. */
-static float attn_bias(const attn_task *t, const attn_item *it, int32_t p) {
-    return t->p.max_bias > 0.0f ? it->slope * (float)-(it->pos - p) : 0.0f;
+    return (const char *)kv->k[t->il] + (it->row0 + (size_t)p) * kv->k_row + it->k_off;
 }
 
 static const void *attn_value(const attn_task *t, const attn_item *it, int32_t p) {
@@ -460,9 +481,14 @@ static const void *attn_value(const attn_task *t, const attn_item *it, int32_t p
     return (const char *)kv->v[t->il] + (it->row0 + (size_t)p) * kv->v_row + it->v_off;
 }
 
+/* The mask value of position p: 0, or ALiBi's -(distance) times the head's slope. */
+static float attn_bias(const attn_task *t, const attn_item *it, float slope, int32_t p) {
+    return t->p.max_bias > 0.0f ? slope * (float)-(it->pos - p) : 0.0f;
+}
+
 /* Unfused attention, as llama.cpp's graph without -fa: kq = K·q, the soft-cap of the raw scores,
  * softmax(kq*scale + slope*mask) summing in double (ggml_soft_max_ext), then the weighted sum of
- * values (kq converted to f16 for an f16 V cache). */
+ * values (kq converted to f16 for an f16 V cache). One item per (token, query head). */
 static void attn_unfused(void *arg, int ith, int nth) {
     attn_task *t = arg;
     const oxl_kv_cache *kv = &t->ctx->kv;
@@ -470,22 +496,27 @@ static void attn_unfused(void *arg, int ith, int nth) {
     const float cap = t->p.softcap, cap_inv = cap != 0.0f ? 1.0f / cap : 0.0f;
     float *sc = t->scores + (size_t)ith * (size_t)(t->ctx->n_ctx + D);
     float *acc = sc + t->ctx->n_ctx;
-    uint16_t qh[1024];
+    _Alignas(64) char qbuf[OXL_ATTN_QROW];
     /* items dealt round-robin: causal rows grow with the position, so contiguous ranges would leave
      * the thread holding the last tokens with most of the work */
     const int64_t n_items = (int64_t)t->ub->n * t->p.n_head;
     for (int64_t item = ith; item < n_items; item += nth) {
-        const attn_item it = attn_item_at(t, item, qh);
+        const int32_t j = (int32_t)(item / t->p.n_head);
+        const int h = (int)(item % t->p.n_head);
+        const attn_item it = attn_item_at(t, j, h / t->group);
+        const void *q = attn_query(t, j, h, qbuf);
+        const float slope = attn_slope(t, h);
         float max = -INFINITY;
         for (int32_t p = it.lo; p < it.n_kv; p++) {
-            float s = attn_dot(t, &it, p);
+            float s;
+            t->vec_dot(D, &s, attn_key(t, &it, p), q);
             if (cap != 0.0f) {
                 s = tanhf(s * cap_inv) * cap;
             }
-            sc[p] = s * t->p.scale + attn_bias(t, &it, p);
+            sc[p] = s * t->p.scale + attn_bias(t, &it, slope, p);
             max = sc[p] > max ? sc[p] : max;
         }
-        const float sink = t->p.sinks ? t->p.sinks[item % t->p.n_head] : -INFINITY;
+        const float sink = t->p.sinks ? t->p.sinks[h] : -INFINITY;
         max = sink > max ? sink : max;
         double sum = 0.0;
         for (int32_t p = it.lo; p < it.n_kv; p++) {
@@ -512,100 +543,151 @@ static void attn_unfused(void *arg, int ith, int nth) {
                 }
             }
         }
-        memcpy(it.out, acc, (size_t)D * sizeof(float));
+        memcpy(t->out + ((size_t)j * t->p.n_head + h) * D, acc, (size_t)D * sizeof(float));
     }
 }
 
-/* Flash attention, as ggml_flash_attn_ext on the CPU (one query row at a time): each score is
- * scaled (by scale / softcap with a soft-cap, then softcap * tanh), the mask added, then an online
- * softmax over the positions (running max M and sum S), rescaling the accumulator when the max
- * grows. With an f16 V cache the accumulator itself is f16, rounded after every fused multiply-add,
- * exactly as ggml's ggml_vec_mad_f16 / ggml_vec_scale_f16 do; with f32 it is f32. */
+/* Flash attention, as ggml_flash_attn_ext on the CPU: for each query head, each score is scaled (by
+ * scale / softcap with a soft-cap, then softcap * tanh), the mask added, then an online softmax over
+ * the positions (running max M and sum S), rescaling the accumulator when the max grows. With an
+ * f16 V cache the accumulator itself is f16, rounded after every fused multiply-add, exactly as
+ * ggml's ggml_vec_mad_f16 / ggml_vec_scale_f16 do; with f32 or a quantized V (each row converted to
+ * f32 by the format's dequantizer, ggml's v_to_float) it is f32 (ggml_vec_mad_f32).
+ * One item is one token and a chunk of the query heads that share a KV head: each K and V row is
+ * read once for all of them, and every head's arithmetic is the same sequence as one head alone. */
 static void attn_flash(void *arg, int ith, int nth) {
     attn_task *t = arg;
-    const oxl_kv_cache *kv = &t->ctx->kv;
     const int D = t->p.head_dim;
     const float cap = t->p.softcap;
     const float scale = cap != 0.0f ? t->p.scale / cap : t->p.scale;
-    float *acc = t->scores + (size_t)ith * (size_t)(t->ctx->n_ctx + D);
-    uint16_t acc16[1024];
-    uint16_t qh[1024];
+    const bool v16 = t->ctx->kv.type_v == OXL_TYPE_F16;
+    _Alignas(64) float acc[OXL_ATTN_ACC];
+    _Alignas(64) uint16_t acc16[OXL_ATTN_ACC];
+    _Alignas(64) char qbuf[OXL_ATTN_ACC * sizeof(float)]; /* chunk * q_row <= chunk * head_dim * 4 */
+    _Alignas(64) float vbuf[1024];
+    const void *q[OXL_ATTN_HEADS];
+    float S[OXL_ATTN_HEADS], M[OXL_ATTN_HEADS], slope[OXL_ATTN_HEADS];
     /* items dealt round-robin: causal rows grow with the position, so contiguous ranges would leave
      * the thread holding the last tokens with most of the work */
-    const int64_t n_items = (int64_t)t->ub->n * t->p.n_head;
+    const int64_t per_token = (int64_t)t->p.n_head_kv * t->n_chunks;
+    const int64_t n_items = (int64_t)t->ub->n * per_token;
     for (int64_t item = ith; item < n_items; item += nth) {
-        const attn_item it = attn_item_at(t, item, qh);
-        const bool v16 = kv->type_v == OXL_TYPE_F16;
-        float S = 0.0f, M = -INFINITY;
-        memset(acc, 0, (size_t)D * sizeof(float));
-        memset(acc16, 0, (size_t)D * sizeof(uint16_t));
+        const int32_t j = (int32_t)(item / per_token);
+        const int hk = (int)(item % per_token / t->n_chunks);
+        const int h0 = hk * t->group + (int)(item % t->n_chunks) * t->chunk;
+        const int nh = (hk + 1) * t->group - h0 < t->chunk ? (hk + 1) * t->group - h0 : t->chunk;
+        const attn_item it = attn_item_at(t, j, hk);
+        for (int i = 0; i < nh; i++) {
+            q[i] = attn_query(t, j, h0 + i, qbuf + (size_t)i * t->q_row);
+            slope[i] = attn_slope(t, h0 + i);
+            S[i] = 0.0f;
+            M[i] = -INFINITY;
+        }
+        memset(acc, 0, (size_t)nh * D * sizeof(float));
+        memset(acc16, 0, (size_t)nh * D * sizeof(uint16_t));
         for (int32_t p = it.lo; p < it.n_kv; p++) {
-            float s = attn_dot(t, &it, p) * scale;
-            if (cap != 0.0f) {
-                s = cap * tanhf(s);
+            const char *kp = attn_key(t, &it, p);
+            const void *vp = attn_value(t, &it, p);
+            if (t->v_to_float) {
+                t->v_to_float(vp, vbuf, D);
+                vp = vbuf;
             }
-            s += attn_bias(t, &it, p);
-            float ms = 1.0f, vs = 1.0f;
-            if (s > M) {
-                ms = expf(M - s);
-                M = s;
-                for (int d = 0; d < D; d++) {
+            for (int i = 0; i < nh; i++) {
+                float s;
+                t->vec_dot(D, &s, kp, q[i]);
+                s *= scale;
+                if (cap != 0.0f) {
+                    s = cap * tanhf(s);
+                }
+                s += attn_bias(t, &it, slope[i], p);
+                float ms = 1.0f, vs = 1.0f;
+                if (s > M[i]) {
+                    ms = expf(M[i] - s);
+                    M[i] = s;
                     if (v16) {
-                        acc16[d] = oxl_fp32_to_fp16(oxl_fp16_to_fp32(acc16[d]) * ms);
+                        uint16_t *a16 = acc16 + (size_t)i * D;
+                        for (int d = 0; d < D; d++) {
+                            a16[d] = oxl_fp32_to_fp16(oxl_fp16_to_fp32(a16[d]) * ms);
+                        }
                     } else {
-                        acc[d] *= ms;
+                        oxl_scale(acc + (size_t)i * D, D, ms);
+                    }
+                } else {
+                    vs = expf(s - M[i]);
+                }
+                if (v16) {
+                    const uint16_t *v = vp;
+                    uint16_t *a16 = acc16 + (size_t)i * D;
+                    for (int d = 0; d < D; d++) {
+                        a16[d] = oxl_fp32_to_fp16(fmaf(oxl_fp16_to_fp32(v[d]), vs, oxl_fp16_to_fp32(a16[d])));
+                    }
+                } else {
+                    const float *v = vp;
+                    float *a = acc + (size_t)i * D;
+                    for (int d = 0; d < D; d++) {
+                        a[d] = fmaf(v[d], vs, a[d]);
                     }
                 }
-            } else {
-                vs = expf(s - M);
+                S[i] = fmaf(S[i], ms, vs); /* contracted in ggml's build */
             }
+        }
+        for (int i = 0; i < nh; i++) {
+            float *a = acc + (size_t)i * D;
             if (v16) {
-                const uint16_t *vp = attn_value(t, &it, p);
                 for (int d = 0; d < D; d++) {
-                    acc16[d] = oxl_fp32_to_fp16(fmaf(oxl_fp16_to_fp32(vp[d]), vs, oxl_fp16_to_fp32(acc16[d])));
-                }
-            } else {
-                const float *vp = attn_value(t, &it, p);
-                for (int d = 0; d < D; d++) {
-                    acc[d] = fmaf(vp[d], vs, acc[d]);
+                    a[d] = oxl_fp16_to_fp32(acc16[(size_t)i * D + d]);
                 }
             }
-            S = fmaf(S, ms, vs); /* contracted in ggml's build */
-        }
-        if (v16) {
+            if (t->p.sinks) {
+                /* the sink joins the running softmax after the values, in f32 */
+                const float sk = t->p.sinks[h0 + i];
+                float ms = 1.0f, vs = 1.0f;
+                if (sk > M[i]) {
+                    ms = expf(M[i] - sk);
+                    M[i] = sk;
+                    oxl_scale(a, D, ms);
+                } else {
+                    vs = expf(sk - M[i]);
+                }
+                S[i] = S[i] * ms + vs;
+            }
+            const float s_inv = S[i] == 0.0f ? 0.0f : 1.0f / S[i];
+            float *out = t->out + ((size_t)j * t->p.n_head + h0 + i) * D;
             for (int d = 0; d < D; d++) {
-                acc[d] = oxl_fp16_to_fp32(acc16[d]);
+                out[d] = a[d] * s_inv;
             }
-        }
-        if (t->p.sinks) {
-            /* the sink joins the running softmax after the values, in f32 */
-            const float sk = t->p.sinks[item % t->p.n_head];
-            float ms = 1.0f, vs = 1.0f;
-            if (sk > M) {
-                ms = expf(M - sk);
-                M = sk;
-                oxl_scale(acc, D, ms);
-            } else {
-                vs = expf(sk - M);
-            }
-            S = S * ms + vs;
-        }
-        const float s_inv = S == 0.0f ? 0.0f : 1.0f / S;
-        for (int d = 0; d < D; d++) {
-            it.out[d] = acc[d] * s_inv;
         }
     }
 }
 
 void oxl_attention(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *q, float *out,
                    const oxl_attn_params *p, float *scores) {
+    const oxl_kernels *kern = oxl_kernels_get();
+    const oxl_kv_cache *kv = &ctx->kv;
+    const oxl_type qt = oxl_type_traits_get(kv->type_k)->vec_dot_type;
     attn_task t = {.ctx = ctx, .il = il, .ub = ub, .q = q, .out = out, .p = *p, .scores = scores,
-                   .vec_dot = oxl_kernels_get()->vec_dot[ctx->kv.type_k]};
+                   .vec_dot = kern->vec_dot[kv->type_k],
+                   .q_conv = qt == OXL_TYPE_F32 ? NULL : kern->quant[qt],
+                   .q_row = oxl_row_size(qt, p->head_dim),
+                   .v_to_float = kv->type_v == OXL_TYPE_F32 || kv->type_v == OXL_TYPE_F16 ? NULL : kern->dequant[kv->type_v],
+                   .group = p->n_head / p->n_head_kv};
     if (p->max_bias > 0.0f) {
         /* ggml: n_head_log2 = the largest power of two <= n_head; heads past it take m1's odd powers */
         t.n_head_log2 = 1u << (uint32_t)floor(log2((double)p->n_head));
         t.m0 = powf(2.0f, -(p->max_bias) / (float)t.n_head_log2);
         t.m1 = powf(2.0f, -(p->max_bias / 2.0f) / (float)t.n_head_log2);
     }
+    /* flash items: as many of a group's heads as the stack state holds, and at least as many items
+     * as threads when the pass is small (a decode step of a model with few KV heads) */
+    int fit = OXL_ATTN_ACC / p->head_dim < OXL_ATTN_HEADS ? OXL_ATTN_ACC / p->head_dim : OXL_ATTN_HEADS;
+    const int64_t groups = (int64_t)ub->n * p->n_head_kv;
+    const int nth = oxl_pool_size(ctx->pool);
+    if (groups < nth) {
+        const int split = (int)((nth + groups - 1) / groups);
+        const int want = (t.group + split - 1) / split;
+        fit = want < fit ? want : fit;
+    }
+    t.chunk = fit < t.group ? fit : t.group;
+    t.n_chunks = (t.group + t.chunk - 1) / t.chunk;
     oxl_pool_run(ctx->pool, ctx->params.flash_attn == OXL_FLASH_ATTN_OFF ? attn_unfused : attn_flash, &t);
 }

@@ -38,7 +38,10 @@ typedef struct oxl_sampler oxl_sampler;
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct oxl_model_params {
-    bool use_mmap; /* map the file read-only and use tensor data in place (default true) */
+    bool use_mmap;  /* map the file read-only and use tensor data in place (default true); false reads
+                       the whole file into memory (llama.cpp's --no-mmap) */
+    bool use_mlock; /* lock the model's pages in RAM (llama.cpp's --mlock); a failure (RLIMIT_MEMLOCK)
+                       is reported on stderr and loading goes on, as llama.cpp does */
 } oxl_model_params;
 
 oxl_model_params oxl_model_default_params(void);
@@ -65,6 +68,8 @@ const char *oxl_model_desc(const oxl_model *model);
 typedef enum oxl_kv_type {
     OXL_KV_F32 = 0,
     OXL_KV_F16 = 1,
+    OXL_KV_Q8_0 = 2, /* rows quantized as ggml's set_rows does (quantize_row_q8_0); needs head_dim % 32 == 0 */
+    OXL_KV_Q4_0 = 3, /* quantize_row_q4_0_ref; a quantized V cache needs flash attention, as in llama.cpp */
 } oxl_kv_type;
 
 /* Attention evaluation, as llama.cpp's -fa: flash attention (one fused pass with an online softmax,

@@ -14,7 +14,38 @@ oxl_ctx_params oxl_ctx_default_params(void) {
                             .type_k = OXL_KV_F16, .type_v = OXL_KV_F16, .flash_attn = OXL_FLASH_ATTN_AUTO};
 }
 
-static oxl_type kv_type(oxl_kv_type t) { return t == OXL_KV_F16 ? OXL_TYPE_F16 : OXL_TYPE_F32; }
+/* The cache element type of a -ctk/-ctv value; OXL_TYPE_COUNT for a value out of the enum. */
+static oxl_type kv_type(oxl_kv_type t) {
+    switch (t) {
+    case OXL_KV_F32: return OXL_TYPE_F32;
+    case OXL_KV_F16: return OXL_TYPE_F16;
+    case OXL_KV_Q8_0: return OXL_TYPE_Q8_0;
+    case OXL_KV_Q4_0: return OXL_TYPE_Q4_0;
+    }
+    return OXL_TYPE_COUNT;
+}
+
+/* llama.cpp's checks on the cache types (llama-context.cpp): a quantized V cache only with flash
+ * attention; a quantized row must hold whole blocks per head, or heads would share a block. */
+static int check_kv_types(const oxl_hparams *hp, const oxl_ctx_params *p, oxl_type tk, oxl_type tv, oxl_error *err) {
+    if (tk == OXL_TYPE_COUNT || tv == OXL_TYPE_COUNT) {
+        return oxl_err_set(err, "context: KV cache type %d / %d is not one of f32, f16, q8_0, q4_0",
+                           (int)p->type_k, (int)p->type_v);
+    }
+    if (tv != OXL_TYPE_F32 && tv != OXL_TYPE_F16 && p->flash_attn == OXL_FLASH_ATTN_OFF) {
+        return oxl_err_set(err, "context: V cache type %s needs flash attention (-fa on), as in llama.cpp",
+                           oxl_type_traits_get(tv)->name);
+    }
+    const oxl_type ts[2] = {tk, tv};
+    for (int i = 0; i < 2; i++) {
+        const int64_t blck = oxl_type_traits_get(ts[i])->blck_size;
+        if (hp->n_head_kv > 0 && hp->head_dim % blck != 0) {
+            return oxl_err_set(err, "context: %s cache type %s needs a head size divisible by %lld; the model's is %d",
+                               i == 0 ? "K" : "V", oxl_type_traits_get(ts[i])->name, (long long)blck, hp->head_dim);
+        }
+    }
+    return 0;
+}
 
 void oxl_ctx_free(oxl_ctx *ctx) {
     if (!ctx) {
@@ -60,6 +91,9 @@ oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_e
     if (p.n_seq_max > 256 || n_ctx_seq < 1 || n_ctx_seq > (1 << 24) || p.n_threads > 512) {
         oxl_err_set(err, "context: n_ctx %d, n_seq_max %d or n_threads %d out of range", p.n_ctx, p.n_seq_max,
                     p.n_threads);
+        return NULL;
+    }
+    if (check_kv_types(hp, &p, kv_type(p.type_k), kv_type(p.type_v), err) != 0) {
         return NULL;
     }
     if (p.n_batch <= 0) {

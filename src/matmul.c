@@ -9,6 +9,16 @@
  * whose row count is a multiple of its smallest row tile. */
 #define OXL_GEMM_M_STEP 4
 
+/* Below these sizes a task costs less than releasing and collecting the workers (bench/README.md,
+ * "Thread pool"), so it runs on the calling thread: converting at most this many activation values,
+ * and a vec_dot product of at most this many multiply-adds. */
+#define OXL_CONVERT_INLINE 32768
+#define OXL_DOT_INLINE 32768
+
+/* Weight rows per thread come in multiples of this, so two threads never write one cache line of y
+ * (16 floats) in a decode step. */
+#define OXL_ROW_ALIGN 16
+
 size_t oxl_matmul_scratch_size(oxl_type t, int64_t k, int64_t n) {
     oxl_type vt = oxl_type_traits_get(t)->vec_dot_type;
     return vt == OXL_TYPE_F32 ? 0 : oxl_row_size(vt, k) * (size_t)n;
@@ -62,12 +72,13 @@ static void gemm_rows(void *arg, int ith, int nth) {
     }
 }
 
-/* Phase 2 (vec_dot): one vec_dot per output, split by weight row so each thread streams its own rows once. */
+/* Phase 2 (vec_dot): one vec_dot per output, split by weight row so each thread streams its own rows
+ * once. Every output is one independent vec_dot, so the split does not change any result. */
 static void dot_rows(void *arg, int ith, int nth) {
     matmul_task *t = arg;
     oxl_vec_dot_fn dot = t->kern->vec_dot[t->w->type];
     int64_t lo, hi;
-    oxl_split_range(t->w->ne[1], ith, nth, &lo, &hi);
+    oxl_split_range_aligned(t->w->ne[1], OXL_ROW_ALIGN, ith, nth, &lo, &hi);
     int64_t k = t->w->ne[0];
     const char *wrow = (const char *)t->w->data + (size_t)lo * t->w->row_size;
     for (int64_t r = lo; r < hi; r++, wrow += t->w->row_size) {
@@ -90,9 +101,20 @@ void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, 
     } else {
         t.xq = scratch;
         t.xq_row = oxl_row_size(vt, w->ne[0]);
-        oxl_pool_run(pool, convert_columns, &t);
+        /* a decode step's single column would keep one thread busy and the others waiting */
+        if (n == 1 || n * w->ne[0] <= OXL_CONVERT_INLINE) {
+            convert_columns(&t, 0, 1);
+        } else {
+            oxl_pool_run(pool, convert_columns, &t);
+        }
     }
-    oxl_pool_run(pool, use_gemm(t.kern, w, n) ? gemm_rows : dot_rows, &t);
+    if (use_gemm(t.kern, w, n)) {
+        oxl_pool_run(pool, gemm_rows, &t);
+    } else if (w->ne[0] * w->ne[1] * n <= OXL_DOT_INLINE) {
+        dot_rows(&t, 0, 1);
+    } else {
+        oxl_pool_run(pool, dot_rows, &t);
+    }
 }
 
 void oxl_tensor_get_row(const oxl_tensor *w, int64_t r, float *out) {

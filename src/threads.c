@@ -20,16 +20,22 @@
 /* Spins before a worker sleeps, and before the caller yields while waiting for workers. */
 #define OXL_SPIN_ITERS 20000
 
+/* The fields the caller writes per task and the counter the workers write when they finish sit on
+ * their own cache lines, so workers spinning on the generation do not pull the line the others are
+ * incrementing. */
 struct oxl_pool {
     int n_threads;
     pthread_t *threads;
     pthread_mutex_t mutex;
     pthread_cond_t cond;
-    atomic_uint generation; /* bumped once per task */
-    atomic_int n_done;      /* workers finished with the current task */
     atomic_bool stop;
     oxl_task_fn fn;
     void *arg;
+    uint64_t n_runs;                    /* tasks run so far (oxl_pool_n_runs) */
+    _Alignas(64) atomic_uint generation; /* bumped once per task */
+    atomic_int n_sleeping;              /* workers blocked (or about to block) on cond */
+    _Alignas(64) atomic_int n_done;     /* workers finished with the current task */
+    char pad[64 - sizeof(atomic_int)];
 };
 
 typedef struct worker_arg {
@@ -50,10 +56,15 @@ static void *worker_main(void *p) {
             gen = atomic_load_explicit(&pool->generation, memory_order_acquire);
         }
         if (gen == seen) {
+            /* announce the sleep before the last look at the generation: a caller that bumps it
+             * after that look sees n_sleeping > 0 and broadcasts under the mutex (both sequentially
+             * consistent, so one of the two sees the other's store) */
             pthread_mutex_lock(&pool->mutex);
+            atomic_fetch_add(&pool->n_sleeping, 1);
             while ((gen = atomic_load(&pool->generation)) == seen && !atomic_load(&pool->stop)) {
                 pthread_cond_wait(&pool->cond, &pool->mutex);
             }
+            atomic_fetch_sub(&pool->n_sleeping, 1);
             pthread_mutex_unlock(&pool->mutex);
         }
         if (atomic_load(&pool->stop)) {
@@ -69,7 +80,11 @@ oxl_pool *oxl_pool_new(int n_threads, oxl_error *err) {
     if (n_threads < 1) {
         n_threads = 1;
     }
-    oxl_pool *pool = calloc(1, sizeof *pool);
+    /* aligned, so the cache-line separation of the hot fields holds */
+    oxl_pool *pool = aligned_alloc(_Alignof(oxl_pool), sizeof *pool);
+    if (pool) {
+        memset(pool, 0, sizeof *pool);
+    }
     if (!pool) {
         oxl_err_set(err, "thread pool: out of memory");
         return NULL;
@@ -120,7 +135,10 @@ void oxl_pool_free(oxl_pool *pool) {
 
 int oxl_pool_size(const oxl_pool *pool) { return pool->n_threads; }
 
+uint64_t oxl_pool_n_runs(const oxl_pool *pool) { return pool->n_runs; }
+
 void oxl_pool_run(oxl_pool *pool, oxl_task_fn fn, void *arg) {
+    pool->n_runs++;
     if (pool->n_threads == 1) {
         fn(arg, 0, 1);
         return;
@@ -128,10 +146,14 @@ void oxl_pool_run(oxl_pool *pool, oxl_task_fn fn, void *arg) {
     pool->fn = fn;
     pool->arg = arg;
     atomic_store_explicit(&pool->n_done, 0, memory_order_relaxed);
-    pthread_mutex_lock(&pool->mutex);
-    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
-    pthread_cond_broadcast(&pool->cond);
-    pthread_mutex_unlock(&pool->mutex);
+    atomic_fetch_add(&pool->generation, 1);
+    /* spinning workers see the new generation by themselves; the mutex and the broadcast are only
+     * for those that went to sleep */
+    if (atomic_load(&pool->n_sleeping) > 0) {
+        pthread_mutex_lock(&pool->mutex);
+        pthread_cond_broadcast(&pool->cond);
+        pthread_mutex_unlock(&pool->mutex);
+    }
 
     fn(arg, 0, pool->n_threads);
 
