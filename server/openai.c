@@ -1,7 +1,7 @@
 /* The OpenAI routes: request fields -> jobs, job output -> response objects and stream chunks, in
  * the shapes of the OpenAI REST API reference (chat.completion, chat.completion.chunk,
  * text_completion, response + its streaming events, list/model, error). */
-#include "chat_prompt.h"
+#include "chat.h"
 #include "http.h"
 #include "model.h"
 
@@ -481,7 +481,7 @@ static int chat_prompt(oxl_srv *srv, const cJSON *msgs, const cJSON *tools, oxl_
                        const char *param, oxl_api_error *e) {
     char *text = NULL;
     oxl_error err = {0};
-    if (oxl_srv_chat_render(srv->model, msgs, tools, &text, &err) != 0) {
+    if (oxl_chat_render_for_model(srv->model, NULL, msgs, tools, true, &text, &err) != 0) {
         return BAD(e, param, "'%s': the chat template failed: %s", param, err.msg);
     }
     int rc = tokenize_text(srv, text, strlen(text), toks, n, param, e);
@@ -1532,7 +1532,7 @@ static cJSON *model_json(oxl_srv *srv) {
         cJSON_AddNumberToObject(meta, "n_ctx_train", oxl_model_n_ctx_train(srv->model));
         cJSON_AddNumberToObject(meta, "n_ctx_slot", oxl_sched_n_ctx_slot(srv->sched));
         cJSON_AddNumberToObject(meta, "n_slots", oxl_ctx_n_seq_max(srv->ctx));
-        cJSON_AddStringToObject(meta, "chat_template", oxl_srv_chat_template(srv->model) ? "model" : "chatml");
+        cJSON_AddStringToObject(meta, "chat_template", oxl_model_chat_template(srv->model) ? "model" : "chatml");
     }
     return m;
 }

@@ -553,3 +553,32 @@ int oxl_chat_render(const char *template_src, const cJSON *messages, const cJSON
     oxl_jinja_free(t);
     return rc;
 }
+
+/* A special token's text (empty when the model has none). */
+static char *special_text(const oxl_model *model, oxl_token t) {
+    char buf[256];
+    int32_t n = t >= 0 ? oxl_token_to_piece(model, t, buf, (int32_t)sizeof buf - 1, true) : 0;
+    n = n < 0 ? 0 : n;
+    buf[n] = 0;
+    return strdup(buf);
+}
+
+int oxl_chat_render_for_model(const oxl_model *model, const char *template_src, const cJSON *messages,
+                              const cJSON *tools, bool add_generation_prompt, char **out, oxl_error *err) {
+    const char *tmpl = template_src ? template_src : oxl_model_chat_template(model);
+    char *bos = special_text(model, oxl_token_bos(model));
+    char *eos = special_text(model, oxl_token_eos(model));
+    int rc = -1;
+    if (bos && eos) {
+        rc = oxl_chat_render(tmpl ? tmpl : "chatml", messages, tools, add_generation_prompt, bos, eos, out, err);
+        const size_t nb = strlen(bos);
+        if (rc == 0 && nb > 0 && !strncmp(*out, bos, nb)) {
+            memmove(*out, *out + nb, strlen(*out + nb) + 1);
+        }
+    } else {
+        oxl_err_set(err, "out of memory");
+    }
+    free(bos);
+    free(eos);
+    return rc;
+}

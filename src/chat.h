@@ -22,6 +22,13 @@
 int oxl_chat_render(const char *template_src, const cJSON *messages, const cJSON *tools, bool add_generation_prompt,
                     const char *bos, const char *eos, char **out, oxl_error *err);
 
+/* Renders a conversation for a model as llama.cpp's server and llama-cli do: with template_src
+ * when given (a Jinja template or a built-in name), else the model's tokenizer.chat_template, else
+ * the built-in ChatML; bos/eos are the model's token texts, and the template's leading BOS text is
+ * dropped because the tokenizer adds BOS. *out is malloc'd; returns 0, or -1 with err. */
+int oxl_chat_render_for_model(const oxl_model *model, const char *template_src, const cJSON *messages,
+                              const cJSON *tools, bool add_generation_prompt, char **out, oxl_error *err);
+
 /* The i-th built-in format name (i from 0), NULL past the end: llama.cpp's 54 names and "dots1",
  * which llama.cpp reaches only through detection. */
 const char *oxl_chat_builtin_name(size_t i);

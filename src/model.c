@@ -179,6 +179,14 @@ const char *oxl_model_desc(const oxl_model *m) { return m->desc; }
 uint64_t oxl_model_n_params(const oxl_model *m) { return (uint64_t)m->n_params; }
 uint64_t oxl_model_size(const oxl_model *m) { return (uint64_t)m->n_bytes; }
 
+const char *oxl_model_chat_template(const oxl_model *m) {
+    int64_t k = oxl_gguf_find_key(m->gguf, "tokenizer.chat_template");
+    if (k >= 0 && oxl_gguf_kv_type(m->gguf, k) == OXL_GGUF_STRING) {
+        return oxl_gguf_kv_str(m->gguf, k, NULL);
+    }
+    return NULL;
+}
+
 /* ---- tokenizer: the vocabulary does the work ---- */
 
 int32_t oxl_tokenize(const oxl_model *m, const char *text, size_t len, oxl_token *out, int32_t cap, bool add_special,

@@ -44,6 +44,11 @@ static const opt_def opt_table[] = {
     {NULL, "--ids", OPT_FLAG, F(ids), "tokenize: print only the ids"},
     {NULL, "--no-bos", OPT_FLAG, F(no_bos), "tokenize: do not add BOS"},
     {NULL, "--parse-special", OPT_FLAG, F(parse_special), "tokenize: parse special-token text"},
+    {"-cnv", "--conversation", OPT_FLAG, F(conversation), "run: interactive chat with the model's template (/exit ends)"},
+    {NULL, "--chat", OPT_FLAG, F(conversation), "run: the same as -cnv"},
+    {"-sys", "--system-prompt", OPT_STR, F(system_prompt), "chat: a system message first"},
+    {NULL, "--chat-template", OPT_STR, F(chat_template), "chat: a built-in format (chatml, llama3, ...) or a Jinja template"},
+    {NULL, "--chat-template-file", OPT_STR, F(chat_template_file), "chat: read the Jinja template from a file"},
     {"-h", "--help", OPT_FLAG, F(help), "show this help"},
 };
 

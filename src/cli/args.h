@@ -29,6 +29,10 @@ typedef struct oxl_opts {
     bool ids;               /* --ids */
     bool no_bos;            /* --no-bos */
     bool parse_special;     /* --parse-special */
+    bool conversation;      /* -cnv, --conversation, --chat */
+    const char *system_prompt;      /* -sys, --system-prompt */
+    const char *chat_template;      /* --chat-template: a built-in name or a Jinja template */
+    const char *chat_template_file; /* --chat-template-file */
     bool help;
     int n_positional;
     char *positional[OXL_MAX_POSITIONAL];

@@ -3,6 +3,8 @@
 #ifndef OXL_CLI_H
 #define OXL_CLI_H
 
+#include "oxillama.h"
+
 int oxl_cmd_run(int argc, char **argv);
 int oxl_cmd_info(int argc, char **argv);
 int oxl_cmd_golden(int argc, char **argv);
@@ -11,5 +13,9 @@ int oxl_cmd_tokenize(int argc, char **argv);
 int oxl_cmd_serve(int argc, char **argv);
 int oxl_cmd_quantize(int argc, char **argv);
 int oxl_cmd_bench(int argc, char **argv);
+
+struct oxl_opts;
+/* run -cnv: the interactive chat loop over a loaded model and context (src/cli/chat.c). */
+int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const struct oxl_opts *o);
 
 #endif

@@ -74,6 +74,16 @@ int oxl_cmd_run(int argc, char **argv) {
     fprintf(stderr, "oxillama: %s; loaded in %.1f ms (%s); n_ctx %d\n", oxl_model_desc(model), (now_s() - t0) * 1e3,
             o.no_mmap ? "read" : "mapped", oxl_ctx_n_ctx(ctx));
 
+    smpl = oxl_sampler_new(&o.sampling);
+    if (!smpl) {
+        fprintf(stderr, "error: cannot create the sampler\n");
+        goto done;
+    }
+    if (o.conversation) {
+        status = oxl_chat_loop(model, ctx, smpl, &o);
+        goto done;
+    }
+
     int32_t n_ctx = oxl_ctx_n_ctx(ctx);
     int32_t n_tok = oxl_tokenize(model, prompt, prompt_len, NULL, 0, true, false);
     if (n_tok == INT32_MIN) {
@@ -94,12 +104,6 @@ int oxl_cmd_run(int argc, char **argv) {
         fprintf(stderr, "error: the prompt is %d tokens, the context only %d (-c)\n", n_tok, n_ctx);
         goto done;
     }
-    smpl = oxl_sampler_new(&o.sampling);
-    if (!smpl) {
-        fprintf(stderr, "error: cannot create the sampler\n");
-        goto done;
-    }
-
     fwrite(prompt, 1, prompt_len, stdout);
     fflush(stdout);
 

@@ -1,0 +1,164 @@
+/* oxillama run -cnv: an interactive chat, as llama.cpp's llama-cli conversation mode
+ * (tools/main/main.cpp chat_add_and_format): each user line joins the conversation, the whole
+ * conversation is rendered with the chat template, and only the text past what was already
+ * evaluated is tokenized and decoded; the reply streams to stdout until an end-of-generation token.
+ * `/exit` (or end of input) ends the chat. */
+#include "args.h"
+#include "chat.h"
+#include "cli.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Renders the conversation; *out is malloc'd. */
+static int render(const oxl_model *m, const char *tmpl, const cJSON *msgs, bool add_gen, char **out) {
+    oxl_error err = {0};
+    if (oxl_chat_render_for_model(m, tmpl, msgs, NULL, add_gen, out, &err) != 0) {
+        fprintf(stderr, "error: chat template: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Tokenizes text (special tokens parsed, BOS only on the first turn) and decodes it. */
+static int feed(oxl_ctx *ctx, const oxl_model *m, const char *text, bool first) {
+    const size_t len = strlen(text);
+    int32_t n = oxl_tokenize(m, text, len, NULL, 0, first, true);
+    n = n < 0 ? -n : n;
+    if (n == 0) {
+        return 0;
+    }
+    oxl_token *toks = malloc(sizeof(oxl_token) * (size_t)n);
+    oxl_error err = {0};
+    int rc = -1;
+    if (!toks || oxl_tokenize(m, text, len, toks, n, first, true) != n) {
+        fprintf(stderr, "error: cannot tokenize the conversation\n");
+    } else if (oxl_ctx_n_past(ctx) + n >= oxl_ctx_n_ctx(ctx)) {
+        fprintf(stderr, "error: the conversation no longer fits the context of %d tokens (-c)\n", oxl_ctx_n_ctx(ctx));
+    } else if (oxl_decode(ctx, toks, n, false, &err) != 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
+    } else {
+        rc = 0;
+    }
+    free(toks);
+    return rc;
+}
+
+/* Generates the reply into a malloc'd string, streaming it to stdout. */
+static char *generate(oxl_ctx *ctx, const oxl_model *m, oxl_sampler *smpl, int n_predict) {
+    size_t cap = 256, len = 0;
+    char *reply = malloc(cap);
+    oxl_detok detok = {0};
+    char piece[4096];
+    oxl_error err = {0};
+    for (int i = 0; reply && (n_predict < 0 || i < n_predict); i++) {
+        oxl_token t = oxl_sampler_sample(smpl, oxl_get_logits(ctx, -1), oxl_model_n_vocab(m));
+        if (oxl_token_is_eog(m, t)) {
+            break;
+        }
+        int32_t w = oxl_detok_push(&detok, m, t, piece, (int32_t)sizeof piece);
+        if (w > 0) {
+            fwrite(piece, 1, (size_t)w, stdout);
+            fflush(stdout);
+            if (len + (size_t)w + 1 > cap) {
+                cap = 2 * (len + (size_t)w + 1);
+                char *grown = realloc(reply, cap);
+                if (!grown) {
+                    free(reply);
+                    return NULL;
+                }
+                reply = grown;
+            }
+            memcpy(reply + len, piece, (size_t)w);
+            len += (size_t)w;
+        }
+        if (oxl_ctx_n_past(ctx) + 1 >= oxl_ctx_n_ctx(ctx) || oxl_decode(ctx, &t, 1, false, &err) != 0) {
+            fprintf(stderr, "\nerror: %s\n", err.msg[0] ? err.msg : "the context is full (-c)");
+            break;
+        }
+    }
+    if (reply) {
+        reply[len] = '\0';
+    }
+    fputc('\n', stdout);
+    return reply;
+}
+
+static void add_message(cJSON *msgs, const char *role, const char *content) {
+    cJSON *msg = cJSON_CreateObject();
+    cJSON_AddStringToObject(msg, "role", role);
+    cJSON_AddStringToObject(msg, "content", content);
+    cJSON_AddItemToArray(msgs, msg);
+}
+
+int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl_opts *o) {
+    char *tmpl_file = NULL;
+    size_t tmpl_len = 0;
+    if (o->chat_template_file && !(tmpl_file = oxl_read_text_file(o->chat_template_file, &tmpl_len))) {
+        return 1;
+    }
+    const char *tmpl = tmpl_file ? tmpl_file : o->chat_template;
+    cJSON *msgs = cJSON_CreateArray();
+    if (o->system_prompt) {
+        add_message(msgs, "system", o->system_prompt);
+    }
+    char *evaluated = strdup(""); /* the rendered conversation already in the KV cache */
+    int status = 0;
+    char line[16384];
+    for (bool first = true;; first = false) {
+        fputs("\n> ", stdout);
+        fflush(stdout);
+        if (!fgets(line, sizeof line, stdin)) {
+            break;
+        }
+        line[strcspn(line, "\n")] = '\0';
+        if (!strcmp(line, "/exit")) {
+            break;
+        }
+        add_message(msgs, "user", line);
+        char *with_prompt = NULL;
+        if (render(m, tmpl, msgs, true, &with_prompt) != 0) {
+            status = 1;
+            break;
+        }
+        /* only the new text: the rendering of the earlier turns is a prefix of this one */
+        const size_t done = strncmp(with_prompt, evaluated, strlen(evaluated)) == 0 ? strlen(evaluated) : 0;
+        if (done == 0 && !first) {
+            oxl_ctx_truncate(ctx, 0);
+        }
+        int rc = feed(ctx, m, with_prompt + done, first || done == 0);
+        if (rc != 0) {
+            free(with_prompt);
+            status = 1;
+            break;
+        }
+        char *reply = generate(ctx, m, smpl, o->n_predict);
+        if (!reply) {
+            free(with_prompt);
+            status = 1;
+            break;
+        }
+        add_message(msgs, "assistant", reply);
+        /* the cache now holds the prompt and the reply; the template's end-of-turn text after the
+         * reply is not evaluated yet and starts the next turn's new text */
+        char *held = malloc(strlen(with_prompt) + strlen(reply) + 1);
+        if (!held) {
+            free(with_prompt);
+            free(reply);
+            status = 1;
+            break;
+        }
+        strcpy(held, with_prompt);
+        strcat(held, reply);
+        free(with_prompt);
+        free(reply);
+        free(evaluated);
+        evaluated = held;
+    }
+    free(evaluated);
+    free(tmpl_file);
+    cJSON_Delete(msgs);
+    return status;
+}
