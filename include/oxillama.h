@@ -56,6 +56,8 @@ int32_t oxl_model_n_vocab(const oxl_model *model);
 int32_t oxl_model_n_ctx_train(const oxl_model *model);
 int32_t oxl_model_n_embd(const oxl_model *model);
 uint64_t oxl_model_n_params(const oxl_model *model); /* elements of all tensors */
+/* The model's Jinja chat template (tokenizer.chat_template), owned by the model; NULL when absent. */
+const char *oxl_model_chat_template(const oxl_model *model);
 uint64_t oxl_model_size(const oxl_model *model);     /* bytes of all tensor data */
 /* A one-line description: architecture, parameter count, file type. Owned by the model. */
 const char *oxl_model_desc(const oxl_model *model);
@@ -81,6 +83,16 @@ typedef enum oxl_flash_attn {
     OXL_FLASH_ATTN_ON = 1,
 } oxl_flash_attn;
 
+/* How the final-norm outputs of a sequence's tokens become one embedding (llama.cpp's
+ * llama_pooling_type, same numbering; its rank pooling, a classifier head, is not offered). */
+typedef enum oxl_pooling {
+    OXL_POOLING_UNSPECIFIED = -1, /* the model's `<arch>.pooling_type`; none when the file has no such key */
+    OXL_POOLING_NONE = 0,         /* no pooling: one embedding per token (oxl_get_embeddings_ith) */
+    OXL_POOLING_MEAN = 1,         /* the mean over the sequence's tokens */
+    OXL_POOLING_CLS = 2,          /* the sequence's token at its lowest position */
+    OXL_POOLING_LAST = 3,         /* the sequence's token at its highest position */
+} oxl_pooling;
+
 typedef struct oxl_ctx_params {
     int32_t n_ctx;     /* KV cache length in tokens, shared equally by the sequences;
                           0 = the model's training context per sequence */
@@ -90,6 +102,8 @@ typedef struct oxl_ctx_params {
     oxl_kv_type type_k; /* default f16, as llama.cpp */
     oxl_kv_type type_v;
     oxl_flash_attn flash_attn; /* default auto (= on, as llama.cpp's CPU backend) */
+    bool embeddings;     /* keep the final-norm output of every token of a decode (default false) */
+    oxl_pooling pooling; /* with embeddings: how they are pooled (default unspecified = the model's) */
 } oxl_ctx_params;
 
 oxl_ctx_params oxl_ctx_default_params(void);
@@ -125,6 +139,22 @@ int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *batch, oxl_error *err);
 /* Logits (n_vocab floats) of token i of the last decode, when kept; i = -1 means the last kept
  * token. Owned by ctx, valid until the next decode; NULL when not kept. */
 const float *oxl_get_logits(const oxl_ctx *ctx, int32_t i);
+
+/* Embeddings (contexts created with params.embeddings; llama.cpp's llama_get_embeddings_ith / _seq,
+ * src/llama-context.cpp, pooled as src/llama-graph.cpp's build_pooling). A token's embedding is the
+ * output of the model's final norm (the input of the output head: llama.cpp's result_norm), n_embd
+ * floats, not normalised. Every token of a decode gets one, whatever its logits flag; pooling is
+ * over all the tokens a sequence has in the last oxl_decode_batch call (llama.cpp pools within one
+ * micro-batch: the same when the sequence fits in n_batch). The arrays are owned by ctx and valid
+ * until the next decode. */
+/* The pooling in effect (never unspecified); NONE also when the context has no embeddings. */
+oxl_pooling oxl_ctx_pooling(const oxl_ctx *ctx);
+/* Pooling none: token i of the last decode (i = -1: its last token). NULL when out of range, the
+ * context keeps no embeddings, or it pools. */
+const float *oxl_get_embeddings_ith(const oxl_ctx *ctx, int32_t i);
+/* Pooling mean, cls or last: the embedding of sequence seq over its tokens in the last decode.
+ * NULL when seq had no token in it, the context keeps no embeddings, or its pooling is none. */
+const float *oxl_get_embeddings_seq(const oxl_ctx *ctx, int32_t seq);
 
 /* Sequence 0 helpers for single-stream use. oxl_decode evaluates n tokens at positions
  * n_past .. n_past+n-1 keeping every token's logits (all_logits) or the last one's. */
