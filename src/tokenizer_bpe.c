@@ -1,6 +1,7 @@
 /* BPE tokenizer: merge ranks from tokenizer.ggml.merges and the merge loop over each pre-tokenized
  * word (behaviour of llama.cpp src/llama-vocab.cpp: the merges part of llama_vocab::impl::load,
  * find_bpe_rank and llm_tokenizer_bpe_session::tokenize). */
+#include "bigram_queue.h"
 #include "vocab_internal.h"
 
 #include "error.h"
@@ -145,53 +146,12 @@ typedef struct {
 } bpe_symbol;
 
 typedef struct {
-    int32_t left, right, rank;
-    size_t size;
-} bpe_bigram;
-
-typedef struct {
     const oxl_vocab *v;
     const char *word;
     bpe_symbol *sym;
     size_t n_sym, cap_sym;
-    bpe_bigram *heap; /* min-heap: lower rank first, then the leftmost */
-    size_t n_heap, cap_heap;
+    oxl_bigram_queue queue;
 } bpe_session;
-
-static bool bigram_before(const bpe_bigram *a, const bpe_bigram *b) {
-    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
-}
-
-static bool heap_push(bpe_session *s, bpe_bigram b) {
-    if (!oxl_grow((void **)&s->heap, &s->cap_heap, s->n_heap, 1, sizeof *s->heap))
-        return false;
-    size_t i = s->n_heap++;
-    while (i > 0 && bigram_before(&b, &s->heap[(i - 1) / 2])) {
-        s->heap[i] = s->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    s->heap[i] = b;
-    return true;
-}
-
-static bpe_bigram heap_pop(bpe_session *s) {
-    bpe_bigram top = s->heap[0], last = s->heap[--s->n_heap];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= s->n_heap)
-            break;
-        if (c + 1 < s->n_heap && bigram_before(&s->heap[c + 1], &s->heap[c]))
-            c++;
-        if (!bigram_before(&s->heap[c], &last))
-            break;
-        s->heap[i] = s->heap[c];
-        i = c;
-    }
-    if (s->n_heap)
-        s->heap[i] = last;
-    return top;
-}
 
 static bool add_bigram(bpe_session *s, int32_t left, int32_t right) {
     if (left < 0 || right < 0)
@@ -200,7 +160,7 @@ static bool add_bigram(bpe_session *s, int32_t left, int32_t right) {
     int32_t rank = find_rank(s->v->ranks, s->word + l->off, l->n, s->word + r->off, r->n);
     if (rank < 0)
         return true;
-    return heap_push(s, (bpe_bigram){left, right, rank, l->n + r->n});
+    return oxl_bigram_push(&s->queue, (oxl_bigram){left, right, -(double)rank, l->n + r->n});
 }
 
 /* Appends the ids of one word's symbols: the token of each, else a token per byte (the one-byte
@@ -234,7 +194,7 @@ static bool merge_word(bpe_session *s, const char *word, size_t len, oxl_tok_lis
     const oxl_vocab *v = s->v;
     s->word = word;
     s->n_sym = 0;
-    s->n_heap = 0;
+    s->queue.n = 0;
     bool whole = false;
     if (v->ignore_merges && oxl_vocab_find(v, word, len) >= 0) {
         whole = true;
@@ -264,8 +224,8 @@ static bool merge_word(bpe_session *s, const char *word, size_t len, oxl_tok_lis
     for (size_t i = 1; i < s->n_sym; i++)
         if (!add_bigram(s, (int32_t)i - 1, (int32_t)i))
             return false;
-    while (s->n_heap) {
-        bpe_bigram b = heap_pop(s);
+    while (s->queue.n) {
+        oxl_bigram b = oxl_bigram_pop(&s->queue);
         bpe_symbol *l = &s->sym[b.left], *r = &s->sym[b.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.size)
             continue; /* outdated: one side has merged since */
@@ -325,6 +285,6 @@ bool oxl_bpe_tokenize(const oxl_vocab *v, const char *text, size_t len, oxl_tok_
                                                   : bpe_segment(&s, &w, text, len, out);
     oxl_words_free(&w);
     free(s.sym);
-    free(s.heap);
+    free(s.queue.heap);
     return ok;
 }

@@ -1,5 +1,6 @@
 /* SPM tokenizer: SentencePiece BPE by token score with byte fallback (behaviour of llama.cpp
  * src/llama-vocab.cpp llm_tokenizer_spm_session). */
+#include "bigram_queue.h"
 #include "vocab_internal.h"
 
 #include <stdlib.h>
@@ -11,57 +12,13 @@ typedef struct {
     size_t off, n;      /* bytes text[off .. off+n); n = 0 once merged away */
 } spm_symbol;
 
-/* A candidate merge of two adjacent symbols whose joined text is a token. */
-typedef struct {
-    int32_t left, right;
-    float score; /* the joined token's score */
-    size_t size; /* joined length when queued; stale when the symbols have changed since */
-} spm_bigram;
-
 typedef struct {
     const oxl_vocab *v;
     const char *text;
     spm_symbol *sym;
     size_t n_sym, cap_sym;
-    spm_bigram *heap; /* max-heap: higher score first, then the leftmost */
-    size_t n_heap, cap_heap;
+    oxl_bigram_queue queue;
 } spm_session;
-
-/* llama.cpp's priority order: a before b when its score is higher, or equal and it starts further left. */
-static bool bigram_before(const spm_bigram *a, const spm_bigram *b) {
-    return a->score > b->score || (a->score == b->score && a->left < b->left);
-}
-
-static bool heap_push(spm_session *s, spm_bigram b) {
-    if (!oxl_grow((void **)&s->heap, &s->cap_heap, s->n_heap, 1, sizeof *s->heap))
-        return false;
-    size_t i = s->n_heap++;
-    while (i > 0 && bigram_before(&b, &s->heap[(i - 1) / 2])) {
-        s->heap[i] = s->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    s->heap[i] = b;
-    return true;
-}
-
-static spm_bigram heap_pop(spm_session *s) {
-    spm_bigram top = s->heap[0], last = s->heap[--s->n_heap];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= s->n_heap)
-            break;
-        if (c + 1 < s->n_heap && bigram_before(&s->heap[c + 1], &s->heap[c]))
-            c++;
-        if (!bigram_before(&s->heap[c], &last))
-            break;
-        s->heap[i] = s->heap[c];
-        i = c;
-    }
-    if (s->n_heap)
-        s->heap[i] = last;
-    return top;
-}
 
 static bool try_add_bigram(spm_session *s, int32_t left, int32_t right) {
     if (left < 0 || right < 0)
@@ -70,7 +27,7 @@ static bool try_add_bigram(spm_session *s, int32_t left, int32_t right) {
     oxl_token t = oxl_vocab_find(s->v, s->text + s->sym[left].off, size);
     if (t < 0)
         return true;
-    return heap_push(s, (spm_bigram){left, right, s->v->score[t], size});
+    return oxl_bigram_push(&s->queue, (oxl_bigram){left, right, s->v->score[t], size});
 }
 
 /* Tokenizes text[0..len) (spaces already escaped to U+2581) and appends the ids to out
@@ -80,7 +37,7 @@ static bool spm_run(spm_session *s, const char *text, size_t len, oxl_tok_list *
      * are characters of their own, a truncated sequence ends at the text's end. */
     s->text = text;
     s->n_sym = 0;
-    s->n_heap = 0;
+    s->queue.n = 0;
     for (size_t off = 0; off < len;) {
         size_t n = oxl_utf8_len((unsigned char)text[off]);
         if (n > len - off)
@@ -96,8 +53,8 @@ static bool spm_run(spm_session *s, const char *text, size_t len, oxl_tok_list *
             return false;
 
     /* Merge the best pair until none is left; queue entries whose symbols changed are skipped. */
-    while (s->n_heap) {
-        spm_bigram b = heap_pop(s);
+    while (s->queue.n) {
+        oxl_bigram b = oxl_bigram_pop(&s->queue);
         spm_symbol *l = &s->sym[b.left], *r = &s->sym[b.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.size)
             continue;
@@ -134,6 +91,6 @@ bool oxl_spm_tokenize(const oxl_vocab *v, const char *text, size_t len, oxl_tok_
     spm_session s = {.v = v};
     bool ok = spm_run(&s, text, len, out);
     free(s.sym);
-    free(s.heap);
+    free(s.queue.heap);
     return ok;
 }
