@@ -612,15 +612,25 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
         oxl_add(b.x, b.fo, E * n);
     }
 
-    /* only the tokens whose logits are wanted go through the output head */
+    /* the final norm: of every token when the context keeps embeddings (llama.cpp's result_norm,
+     * t_embd), else only of the tokens whose logits are wanted; those go through the output head */
     const int32_t n_out = ub->n_out;
+    if (ub->embd) {
+        oxl_norm(o->norm, b.x, &d->output_norm, &d->output_norm_b, ub->embd, E, n, o->norm_eps);
+    }
     if (n_out == 0) {
         return;
     }
-    for (int32_t j = 0; j < n_out; j++) {
-        memcpy(b.xout + (size_t)j * E, b.x + (size_t)ub->out_ids[j] * E, (size_t)E * sizeof(float));
+    if (ub->embd) {
+        for (int32_t j = 0; j < n_out; j++) {
+            memcpy(b.xb + (size_t)j * E, ub->embd + (size_t)ub->out_ids[j] * E, (size_t)E * sizeof(float));
+        }
+    } else {
+        for (int32_t j = 0; j < n_out; j++) {
+            memcpy(b.xout + (size_t)j * E, b.x + (size_t)ub->out_ids[j] * E, (size_t)E * sizeof(float));
+        }
+        oxl_norm(o->norm, b.xout, &d->output_norm, &d->output_norm_b, b.xb, E, n_out, o->norm_eps);
     }
-    oxl_norm(o->norm, b.xout, &d->output_norm, &d->output_norm_b, b.xb, E, n_out, o->norm_eps);
     oxl_matmul(pool, &d->output, b.xb, n_out, logits, hp->n_vocab, b.scratch);
     oxl_add_bias(logits, &d->output_b, hp->n_vocab, n_out);
     if (o->logit_scale != 0.0f) {

@@ -6,12 +6,14 @@
 #include "arch.h"
 #include "error.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 oxl_ctx_params oxl_ctx_default_params(void) {
     return (oxl_ctx_params){.n_ctx = 0, .n_batch = 512, .n_seq_max = 1, .n_threads = 0,
-                            .type_k = OXL_KV_F16, .type_v = OXL_KV_F16, .flash_attn = OXL_FLASH_ATTN_AUTO};
+                            .type_k = OXL_KV_F16, .type_v = OXL_KV_F16, .flash_attn = OXL_FLASH_ATTN_AUTO,
+                            .embeddings = false, .pooling = OXL_POOLING_UNSPECIFIED};
 }
 
 /* The cache element type of a -ctk/-ctv value; OXL_TYPE_COUNT for a value out of the enum. */
@@ -47,6 +49,33 @@ static int check_kv_types(const oxl_hparams *hp, const oxl_ctx_params *p, oxl_ty
     return 0;
 }
 
+/* The pooling of a context, as llama_context's constructor resolves it: none without embeddings;
+ * else the caller's, or when unspecified the model's `<arch>.pooling_type`, or none when the file
+ * has no such key. Rank pooling (4, a classifier head) and values outside the enum are refused. */
+static int resolve_pooling(const oxl_model *m, const oxl_ctx_params *p, oxl_pooling *out, oxl_error *err) {
+    *out = OXL_POOLING_NONE;
+    if (!p->embeddings) {
+        return 0;
+    }
+    int64_t v = p->pooling;
+    const char *what = "pooling";
+    char key[160];
+    if (p->pooling == OXL_POOLING_UNSPECIFIED) {
+        snprintf(key, sizeof key, "%s.pooling_type", m->arch->name);
+        what = key;
+        v = OXL_POOLING_NONE;
+        if (oxl_gguf_get_int(m->gguf, key, &v, err) < 0) {
+            return -1;
+        }
+    }
+    if (v < OXL_POOLING_NONE || v > OXL_POOLING_LAST) {
+        return oxl_err_set(err, "context: %s %lld is not none (0), mean (1), cls (2) or last (3)%s", what,
+                           (long long)v, v == 4 ? "; rank pooling is not supported" : "");
+    }
+    *out = (oxl_pooling)v;
+    return 0;
+}
+
 void oxl_ctx_free(oxl_ctx *ctx) {
     if (!ctx) {
         return;
@@ -69,6 +98,9 @@ void oxl_ctx_free(oxl_ctx *ctx) {
     free(ctx->logits);
     free(ctx->logit_row);
     free(ctx->out_ids);
+    free(ctx->embd);
+    free(ctx->embd_seq);
+    free(ctx->embd_seq_ok);
     free(ctx->seq0_pos);
     free(ctx->n_past);
     oxl_pool_free(ctx->pool);
@@ -96,6 +128,10 @@ oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_e
     if (check_kv_types(hp, &p, kv_type(p.type_k), kv_type(p.type_v), err) != 0) {
         return NULL;
     }
+    oxl_pooling pooling;
+    if (resolve_pooling(model, &p, &pooling, err) != 0) {
+        return NULL;
+    }
     if (p.n_batch <= 0) {
         p.n_batch = 512;
     }
@@ -111,6 +147,7 @@ oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_e
     ctx->params = p;
     ctx->n_ctx = n_ctx_seq;
     ctx->n_seq_max = p.n_seq_max;
+    ctx->pooling = pooling;
     ctx->pool = oxl_pool_new(p.n_threads, err);
     if (!ctx->pool) {
         free(ctx);
@@ -130,7 +167,12 @@ oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_e
     ctx->work = malloc(ctx->work_size);
     ctx->logits_cap = p.n_batch;
     ctx->logits = malloc((size_t)hp->n_vocab * (size_t)ctx->logits_cap * sizeof(float));
-    bool ok = kv->k && kv->v && ctx->n_past && ctx->out_ids && ctx->work && ctx->logits;
+    if (p.embeddings) {
+        ctx->embd_seq = malloc((size_t)hp->n_embd * (size_t)p.n_seq_max * sizeof(float));
+        ctx->embd_seq_ok = calloc((size_t)p.n_seq_max, sizeof(bool));
+    }
+    bool ok = kv->k && kv->v && ctx->n_past && ctx->out_ids && ctx->work && ctx->logits &&
+              (!p.embeddings || (ctx->embd_seq && ctx->embd_seq_ok));
     const size_t rows = (size_t)n_ctx_seq * (size_t)p.n_seq_max;
     for (int il = 0; ok && kv->kv_dim > 0 && il < hp->n_layer; il++) {
         kv->k[il] = malloc(kv->k_row * rows);
@@ -232,6 +274,46 @@ static int check_batch(const oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) {
     return 0;
 }
 
+/* Pools the token embeddings of the decode into one per sequence, as build_pooling
+ * (src/llama-graph.cpp): mean is the matrix product with a column of 1/n_tokens (each token's row
+ * times 1/n, summed in token order), cls / last pick the token at the lowest / highest position. */
+static void pool_embeddings(oxl_ctx *ctx, const oxl_batch *b) {
+    const int64_t E = ctx->model->hp.n_embd;
+    memset(ctx->embd_seq_ok, 0, (size_t)ctx->n_seq_max * sizeof(bool));
+    for (int32_t s = 0; s < ctx->n_seq_max; s++) {
+        int32_t n_tok = 0, pick = -1;
+        for (int32_t i = 0; i < b->n_tokens; i++) {
+            if (b->seq_id[i] != s) {
+                continue;
+            }
+            n_tok++;
+            /* positions of a sequence ascend within a batch: its first token is the lowest */
+            if (pick < 0 || ctx->pooling == OXL_POOLING_LAST) {
+                pick = i;
+            }
+        }
+        if (n_tok == 0) {
+            continue;
+        }
+        float *out = ctx->embd_seq + (size_t)s * E;
+        if (ctx->pooling == OXL_POOLING_MEAN) {
+            const float w = 1.0f / (float)n_tok;
+            memset(out, 0, (size_t)E * sizeof(float));
+            for (int32_t i = 0; i < b->n_tokens; i++) {
+                if (b->seq_id[i] == s) {
+                    const float *row = ctx->embd + (size_t)i * E;
+                    for (int64_t e = 0; e < E; e++) {
+                        out[e] += row[e] * w;
+                    }
+                }
+            }
+        } else {
+            memcpy(out, ctx->embd + (size_t)pick * E, (size_t)E * sizeof(float));
+        }
+        ctx->embd_seq_ok[s] = true;
+    }
+}
+
 int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) {
     if (check_batch(ctx, b, err) != 0) {
         return -1;
@@ -247,12 +329,16 @@ int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) {
         !grow((void **)&ctx->logits, &ctx->logits_cap, n_keep, (size_t)n_vocab * sizeof(float))) {
         return oxl_err_set(err, "decode: out of memory for %d rows of logits", n_keep);
     }
+    const int64_t E = m->hp.n_embd;
+    if (ctx->params.embeddings && !grow((void **)&ctx->embd, &ctx->embd_cap, n, (size_t)E * sizeof(float))) {
+        return oxl_err_set(err, "decode: out of memory for %d embeddings of %lld floats", n, (long long)E);
+    }
     /* Passes of at most n_batch tokens; each writes its kept rows after the previous ones. */
     int32_t row = 0;
     for (int32_t done = 0; done < n;) {
         const int32_t nb = n - done < ctx->params.n_batch ? n - done : ctx->params.n_batch;
         oxl_ubatch ub = {.n = nb, .token = b->token + done, .pos = b->pos + done, .seq = b->seq_id + done,
-                         .out_ids = ctx->out_ids};
+                         .out_ids = ctx->out_ids, .embd = ctx->embd ? ctx->embd + (size_t)done * E : NULL};
         for (int32_t j = 0; j < nb; j++) {
             const int32_t i = done + j;
             const bool keep = b->logits ? b->logits[i] != 0 : i == n - 1;
@@ -269,6 +355,9 @@ int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) {
         done += nb;
     }
     ctx->last_n = n;
+    if (ctx->pooling != OXL_POOLING_NONE) {
+        pool_embeddings(ctx, b);
+    }
     return 0;
 }
 
@@ -301,4 +390,26 @@ const float *oxl_get_logits(const oxl_ctx *ctx, int32_t i) {
         return NULL;
     }
     return ctx->logits + (size_t)ctx->logit_row[i] * ctx->model->hp.n_vocab;
+}
+
+oxl_pooling oxl_ctx_pooling(const oxl_ctx *ctx) { return ctx->pooling; }
+
+const float *oxl_get_embeddings_ith(const oxl_ctx *ctx, int32_t i) {
+    if (!ctx->params.embeddings || ctx->pooling != OXL_POOLING_NONE) {
+        return NULL;
+    }
+    if (i < 0) {
+        i = ctx->last_n - 1;
+    }
+    if (i < 0 || i >= ctx->last_n) {
+        return NULL;
+    }
+    return ctx->embd + (size_t)i * ctx->model->hp.n_embd;
+}
+
+const float *oxl_get_embeddings_seq(const oxl_ctx *ctx, int32_t seq) {
+    if (ctx->pooling == OXL_POOLING_NONE || seq < 0 || seq >= ctx->n_seq_max || !ctx->embd_seq_ok[seq]) {
+        return NULL;
+    }
+    return ctx->embd_seq + (size_t)seq * ctx->model->hp.n_embd;
 }

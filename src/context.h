@@ -26,6 +26,7 @@ typedef struct oxl_ubatch {
     const int32_t *seq;     /* [n] sequence id */
     int32_t n_out;
     const int32_t *out_ids; /* [n_out] indices into this ubatch, ascending */
+    float *embd;            /* (n_embd, n): the final norm of every token is written here; NULL: none */
 } oxl_ubatch;
 
 /* Mixture-of-experts dispatch counters (arch/moe.c), cumulative over the context's passes: one
@@ -55,6 +56,11 @@ struct oxl_ctx {
     int32_t last_n;
     int32_t last_cap;
     int32_t *out_ids;   /* scratch for ubatch output indices, n_batch */
+    oxl_pooling pooling; /* resolved (never unspecified); NONE without embeddings */
+    float *embd;        /* (n_embd, embd_cap) final-norm output of each token of the last decode */
+    int32_t embd_cap;
+    float *embd_seq;    /* (n_embd, n_seq_max) pooled embeddings of the last decode */
+    bool *embd_seq_ok;  /* [n_seq_max] sequence had tokens in the last decode */
     int32_t *seq0_pos;  /* oxl_decode's batch: pos[cap], seq[cap], keep[cap] in one block */
     int32_t seq0_cap;
     oxl_moe_stats moe_stats;

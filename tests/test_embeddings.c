@@ -1,0 +1,219 @@
+/* Embeddings of stories260K (F32). A token's embedding must be the output of the final norm, the
+ * vector the output head multiplies: checked against the file's own output.weight and
+ * output_norm.weight (logits = output · e, and e / w has a root mean square of 1, the RMS norm's
+ * definition), not against values this library printed. Pooled embeddings are then checked against
+ * per-token ones averaged or picked here; sequences batched together against separate runs. */
+#include "gguf.h"
+#include "oxillama.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#define STORIES OXL_SOURCE_DIR "/models/stories260K.gguf"
+
+static oxl_model *model;
+
+static void load(void) {
+    oxl_error err = {0};
+    oxl_model_params mp = oxl_model_default_params();
+    model = oxl_model_load(STORIES, &mp, &err);
+    cr_assert_not_null(model, "%s", err.msg);
+}
+
+static void unload(void) { oxl_model_free(model); }
+
+static oxl_ctx *new_ctx(int n_seq, bool embeddings, oxl_pooling pooling, int32_t n_batch) {
+    oxl_error err = {0};
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = 64 * n_seq;
+    cp.n_seq_max = n_seq;
+    cp.n_batch = n_batch;
+    cp.n_threads = 2;
+    cp.embeddings = embeddings;
+    cp.pooling = pooling;
+    oxl_ctx *ctx = oxl_ctx_new(model, &cp, &err);
+    cr_assert_not_null(ctx, "%s", err.msg);
+    return ctx;
+}
+
+static const oxl_token prompt_a[] = {1, 403, 407, 261, 378};
+static const oxl_token prompt_b[] = {1, 319, 286, 260, 292, 263, 402};
+#define N_A 5
+#define N_B 7
+#define E 64 /* stories260K's n_embd */
+
+/* Per-token embeddings of a prompt alone (pooling none), into rows[n][E]. */
+static void token_rows(const oxl_token *prompt, int n, float rows[][E]) {
+    oxl_error err = {0};
+    oxl_ctx *ctx = new_ctx(1, true, OXL_POOLING_NONE, 512);
+    cr_assert_eq(oxl_decode(ctx, prompt, n, false, &err), 0, "%s", err.msg);
+    for (int i = 0; i < n; i++) {
+        const float *e = oxl_get_embeddings_ith(ctx, i);
+        cr_assert_not_null(e, "token %d has no embedding", i);
+        memcpy(rows[i], e, sizeof(float) * E);
+    }
+    cr_assert_null(oxl_get_embeddings_ith(ctx, n), "row %d is past the decode's %d tokens", n, n);
+    cr_assert_null(oxl_get_embeddings_seq(ctx, 0), "pooling none has no sequence embedding");
+    oxl_ctx_free(ctx);
+}
+
+/* The pooled embedding of one prompt decoded alone. */
+static void pooled(const oxl_token *prompt, int n, oxl_pooling pooling, float out[E]) {
+    oxl_error err = {0};
+    oxl_ctx *ctx = new_ctx(1, true, pooling, 512);
+    cr_assert_eq(oxl_ctx_pooling(ctx), pooling);
+    cr_assert_eq(oxl_decode(ctx, prompt, n, false, &err), 0, "%s", err.msg);
+    const float *e = oxl_get_embeddings_seq(ctx, 0);
+    cr_assert_not_null(e);
+    cr_assert_null(oxl_get_embeddings_ith(ctx, 0), "a pooling context has no per-token rows");
+    cr_assert_null(oxl_get_embeddings_seq(ctx, 1));
+    memcpy(out, e, sizeof(float) * E);
+    oxl_ctx_free(ctx);
+}
+
+TestSuite(embeddings, .init = load, .fini = unload);
+
+Test(embeddings, pooling_defaults_to_the_model_key_else_none) {
+    /* stories260K has no llama.pooling_type: unspecified resolves to none, as llama_context does */
+    oxl_ctx *ctx = new_ctx(1, true, OXL_POOLING_UNSPECIFIED, 512);
+    cr_assert_eq(oxl_ctx_pooling(ctx), OXL_POOLING_NONE);
+    oxl_ctx_free(ctx);
+    ctx = new_ctx(1, false, OXL_POOLING_MEAN, 512);
+    cr_assert_eq(oxl_ctx_pooling(ctx), OXL_POOLING_NONE, "no embeddings: nothing is pooled");
+    oxl_error err = {0};
+    cr_assert_eq(oxl_decode(ctx, prompt_a, N_A, false, &err), 0, "%s", err.msg);
+    cr_assert_null(oxl_get_embeddings_ith(ctx, 0));
+    cr_assert_null(oxl_get_embeddings_seq(ctx, 0));
+    oxl_ctx_free(ctx);
+}
+
+Test(embeddings, unknown_pooling_is_refused) {
+    oxl_error err = {0};
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = 64;
+    cp.n_threads = 1;
+    cp.embeddings = true;
+    cp.pooling = (oxl_pooling)4;
+    cr_assert_null(oxl_ctx_new(model, &cp, &err));
+    cr_assert(strstr(err.msg, "pooling 4") && strstr(err.msg, "rank"), "%s", err.msg);
+    cp.pooling = (oxl_pooling)-7;
+    cr_assert_null(oxl_ctx_new(model, &cp, &err));
+    cr_assert(strstr(err.msg, "pooling -7"), "%s", err.msg);
+}
+
+Test(embeddings, token_embedding_is_the_output_heads_input) {
+    oxl_error err = {0};
+    oxl_gguf *g = oxl_gguf_open(STORIES, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    const oxl_gguf_tensor *out_w = oxl_gguf_find_tensor(g, "output.weight");
+    if (!out_w) {
+        out_w = oxl_gguf_find_tensor(g, "token_embd.weight"); /* tied head */
+    }
+    const oxl_gguf_tensor *norm_w = oxl_gguf_find_tensor(g, "output_norm.weight");
+    float eps = 0.0f;
+    cr_assert_eq(oxl_gguf_get_float(g, "llama.attention.layer_norm_rms_epsilon", &eps, &err), 1, "%s", err.msg);
+    cr_assert(out_w && norm_w && out_w->type == 0 && norm_w->type == 0, "stories260K's head is F32");
+    cr_assert_eq(out_w->ne[0], E);
+    const int64_t n_vocab = out_w->ne[1];
+    cr_assert_eq(n_vocab, oxl_model_n_vocab(model));
+    const float *W = out_w->data, *w = norm_w->data;
+
+    /* logits of a context without embeddings, every token kept */
+    oxl_ctx *plain = new_ctx(1, false, OXL_POOLING_UNSPECIFIED, 512);
+    cr_assert_eq(oxl_decode(plain, prompt_b, N_B, true, &err), 0, "%s", err.msg);
+    oxl_ctx *ctx = new_ctx(1, true, OXL_POOLING_NONE, 512);
+    cr_assert_eq(oxl_decode(ctx, prompt_b, N_B, true, &err), 0, "%s", err.msg);
+    for (int i = 0; i < N_B; i++) {
+        const float *e = oxl_get_embeddings_ith(ctx, i);
+        const float *logits = oxl_get_logits(ctx, i);
+        cr_assert(e && logits);
+        cr_assert_eq(memcmp(logits, oxl_get_logits(plain, i), sizeof(float) * (size_t)n_vocab), 0,
+                     "token %d: keeping embeddings changed the logits", i);
+        double ms = 0.0;
+        for (int k = 0; k < E; k++) {
+            const double u = (double)e[k] / w[k];
+            ms += u * u;
+        }
+        ms /= E;
+        /* rms_norm: u = x / sqrt(mean(x^2) + eps), so mean(u^2) = m / (m + eps) with m = mean(x^2) */
+        cr_assert(ms > 1.0 - 1e-3 && ms < 1.0 + 1e-5, "token %d: e / output_norm has mean square %g", i, ms);
+        for (int64_t v = 0; v < n_vocab; v++) {
+            double dot = 0.0;
+            for (int k = 0; k < E; k++) {
+                dot += (double)W[v * E + k] * e[k];
+            }
+            cr_assert(fabs(dot - logits[v]) <= 1e-4 * (1.0 + fabs(dot)),
+                      "token %d vocab %lld: output . embedding = %.7g, logit %.7g", i, (long long)v, dot, logits[v]);
+        }
+    }
+    cr_assert_eq(memcmp(oxl_get_embeddings_ith(ctx, -1), oxl_get_embeddings_ith(ctx, N_B - 1), sizeof(float) * E),
+                 0, "i = -1 is the last token");
+    oxl_ctx_free(ctx);
+    oxl_ctx_free(plain);
+    oxl_gguf_close(g);
+}
+
+Test(embeddings, mean_pooling_is_the_average_of_the_token_rows) {
+    static float rows[N_B][E];
+    token_rows(prompt_b, N_B, rows);
+    float got[E];
+    pooled(prompt_b, N_B, OXL_POOLING_MEAN, got);
+    for (int k = 0; k < E; k++) {
+        double sum = 0.0;
+        for (int i = 0; i < N_B; i++) {
+            sum += rows[i][k];
+        }
+        const double want = sum / N_B;
+        cr_assert(fabs(got[k] - want) <= 1e-6 * (1.0 + fabs(want)), "element %d: mean %.9g, pooled %.9g", k, want,
+                  (double)got[k]);
+    }
+}
+
+Test(embeddings, last_and_cls_pick_a_token_row) {
+    static float rows[N_A][E];
+    token_rows(prompt_a, N_A, rows);
+    float got[E];
+    pooled(prompt_a, N_A, OXL_POOLING_LAST, got);
+    cr_assert_eq(memcmp(got, rows[N_A - 1], sizeof got), 0, "last pooling is the last token's row");
+    pooled(prompt_a, N_A, OXL_POOLING_CLS, got);
+    cr_assert_eq(memcmp(got, rows[0], sizeof got), 0, "cls pooling is the first token's row");
+}
+
+Test(embeddings, batched_sequences_equal_separate_runs) {
+    const oxl_pooling kinds[] = {OXL_POOLING_MEAN, OXL_POOLING_LAST, OXL_POOLING_CLS};
+    for (size_t kd = 0; kd < sizeof kinds / sizeof kinds[0]; kd++) {
+        float want_a[E], want_b[E];
+        pooled(prompt_a, N_A, kinds[kd], want_a);
+        pooled(prompt_b, N_B, kinds[kd], want_b);
+        /* interleaved in one batch, sequence 1 = a, sequence 2 = b, sequence 0 absent */
+        oxl_token tok[N_A + N_B];
+        int32_t pos[N_A + N_B], seq[N_A + N_B];
+        int ia = 0, ib = 0;
+        for (int i = 0; i < N_A + N_B; i++) {
+            const bool take_a = (i % 2 == 0 && ia < N_A) || ib == N_B;
+            tok[i] = take_a ? prompt_a[ia] : prompt_b[ib];
+            pos[i] = take_a ? ia++ : ib++;
+            seq[i] = take_a ? 1 : 2;
+        }
+        oxl_error err = {0};
+        oxl_ctx *ctx = new_ctx(3, true, kinds[kd], 512);
+        oxl_batch b = {.n_tokens = N_A + N_B, .token = tok, .pos = pos, .seq_id = seq};
+        cr_assert_eq(oxl_decode_batch(ctx, &b, &err), 0, "%s", err.msg);
+        cr_assert_null(oxl_get_embeddings_seq(ctx, 0), "sequence 0 had no token in the batch");
+        const float *a = oxl_get_embeddings_seq(ctx, 1), *bb = oxl_get_embeddings_seq(ctx, 2);
+        cr_assert(a && bb);
+        cr_assert_eq(memcmp(a, want_a, sizeof want_a), 0, "pooling %d: batched a differs from its own run",
+                     (int)kinds[kd]);
+        cr_assert_eq(memcmp(bb, want_b, sizeof want_b), 0, "pooling %d: batched b differs from its own run",
+                     (int)kinds[kd]);
+        /* the next decode replaces the pooled set: only sequence 1 has tokens in it */
+        oxl_seq_truncate(ctx, 1, 0);
+        const int32_t pos_a[N_A] = {0, 1, 2, 3, 4}, seq_a[N_A] = {1, 1, 1, 1, 1};
+        b = (oxl_batch){.n_tokens = N_A, .token = prompt_a, .pos = pos_a, .seq_id = seq_a};
+        cr_assert_eq(oxl_decode_batch(ctx, &b, &err), 0, "%s", err.msg);
+        cr_assert_null(oxl_get_embeddings_seq(ctx, 2), "sequence 2 had no token in the last decode");
+        cr_assert_eq(memcmp(oxl_get_embeddings_seq(ctx, 1), want_a, sizeof want_a), 0);
+        oxl_ctx_free(ctx);
+    }
+}
