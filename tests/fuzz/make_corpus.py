@@ -10,7 +10,11 @@ bytes:
     the tensors, and the first 16 KB of that file (a truncated header);
   - for the vocabulary harness: [u32 length][GGUF][text] inputs with plain, special-token and
     non-ASCII texts, over SentencePiece vocabularies and small BPE (several pre-tokenizers),
-    WordPiece and Unigram ones.
+    WordPiece and Unigram ones;
+  - for the chat-template harness: [selector][template] inputs, real templates of
+    golden/chat-templates/ (the smaller ones), and [selector][JSON] inputs, the conversations of
+    golden/chat-templates/cases.json for some real templates and built-in formats;
+  - for the request harness: [route][JSON body] inputs for every route, with most fields set.
 Layout of GGUF: ggml docs/gguf.md.
 """
 import os
@@ -220,6 +224,66 @@ def read_kvs(path):
     return b, out
 
 
+def jinja_seeds():
+    """Selector byte: even = the rest is a template rendered against conversation (s >> 1) % 6; odd =
+    the rest is JSON messages rendered with template (s >> 1) % n (tests/fuzz/fuzz_jinja.c)."""
+    import json
+    d = os.path.join(ROOT, "golden", "chat-templates")
+    names = [n for n in sorted(os.listdir(d))
+             if not n.startswith(".") and os.path.exists(os.path.join(d, n, "template.jinja"))]
+    out = {}
+    for i, n in enumerate(names):
+        src = open(os.path.join(d, n, "template.jinja"), "rb").read()
+        if len(src) <= 4096:  # the smaller half keeps the corpus small; the rest is reached by mode 1
+            out["tmpl-%s.bin" % n] = bytes([(i % 6) * 2]) + src
+    cases = json.load(open(os.path.join(d, "cases.json")))
+    for k, case in enumerate(cases):
+        ctx = case["context"]
+        body = {"messages": ctx["messages"], "add_generation_prompt": ctx.get("add_generation_prompt", True)}
+        if "tools" in ctx:
+            body["tools"] = ctx["tools"]
+        for idx in range(k, len(names) + 55, 11):  # templates, then built-in formats from index len(names)
+            if idx < 128:
+                out["msgs-%s-%d.bin" % (case["id"], idx)] = bytes([1 | idx << 1]) + json.dumps(body).encode()
+    return out
+
+
+def request_seeds():
+    """Route byte (chat, completions, responses, embeddings, tokenize, detokenize, models) then the
+    body (tests/fuzz/fuzz_request.c)."""
+    import json
+    bodies = [
+        ("chat", 0, {"model": "stories260K.gguf", "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": [{"type": "text", "text": "Hello"}]}],
+            "max_tokens": 4, "temperature": 0, "stop": ["\n", "."], "logit_bias": {"5": -100},
+            "logprobs": True, "top_logprobs": 2, "stream": True, "stream_options": {"include_usage": True}}),
+        ("chat-tools", 0, {"messages": [{"role": "user", "content": "Weather?"},
+                                        {"role": "assistant", "content": None, "tool_calls": [
+                                            {"type": "function", "function": {"name": "w", "arguments": "{}"}}]},
+                                        {"role": "tool", "content": "sunny"}],
+                           "tools": [{"type": "function", "function": {"name": "w", "parameters": {}}}],
+                           "tool_choice": "auto", "n": 2, "seed": 7, "response_format": {"type": "text"}}),
+        ("completions", 1, {"prompt": "Once upon a time", "max_tokens": 8, "n": 2, "echo": True, "logprobs": 2,
+                            "seed": 42, "top_k": 40, "top_p": 0.9, "min_p": 0.05, "presence_penalty": 0.5,
+                            "frequency_penalty": 0.5, "user": "u"}),
+        ("completions-ids", 1, {"prompt": [[1, 2, 3], [4, 5], "text"], "stream": True, "stop": "x"}),
+        ("completions-suffix", 1, {"prompt": ["a", "b"], "suffix": "x", "max_completion_tokens": 3}),
+        ("responses", 2, {"instructions": "Be kind.", "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hi"}]}],
+            "max_output_tokens": 5, "stream": True}),
+        ("responses-text", 2, {"input": "Tell a story.", "temperature": 1.5}),
+        ("embeddings", 3, {"model": "stories260K.gguf", "input": ["hello", "world"], "encoding_format": "float"}),
+        ("embeddings-ids", 3, {"input": [1, 2, 3], "encoding_format": "base64"}),
+        ("tokenize", 4, {"content": "Hello <s> world \u00e9", "add_special": True, "parse_special": True,
+                         "with_pieces": True}),
+        ("detokenize", 5, {"tokens": [1, 100, 200, 300]}),
+    ]
+    out = {"%s.bin" % name: bytes([route]) + json.dumps(b).encode() for name, route, b in bodies}
+    out["models.bin"] = bytes([6]) + b"stories260K.gguf"
+    return out
+
+
 def main():
     stories = os.path.join(ROOT, "models", "stories260K.gguf")
     raw, kvs = read_kvs(stories)
@@ -251,6 +315,8 @@ def main():
     for model, pre in OTHER_VOCABS:
         v = gguf(other_vocab_kvs(model, pre), [])
         seeds["vocab"]["%s-%s-special.bin" % (model, pre or "none")] = struct.pack("<I", len(v)) + v + texts["special"]
+    seeds["jinja"] = jinja_seeds()
+    seeds["request"] = request_seeds()
     for harness, files in seeds.items():
         d = os.path.join(HERE, "corpus", harness)
         os.makedirs(d, exist_ok=True)

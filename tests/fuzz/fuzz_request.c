@@ -1,0 +1,119 @@
+/* libFuzzer harness for the server's request parsing (server/openai.c): a JSON body through the
+ * route handlers of /v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings,
+ * /tokenize, /detokenize and /v1/models/<id>, with no HTTP server and no generation.
+ *
+ * Set-up (once): models/stories260K.gguf loaded, a context of 4 slots, and a scheduler that is
+ * started and at once stopped. A handler therefore runs everything a request does before its job
+ * is queued (field checks, stop strings, logit_bias, message normalization, the chat template,
+ * tokenization, token-id prompts, context checks) and then gets the 503 a stopping server gives,
+ * freeing all it built; LeakSanitizer sees anything it loses.
+ *
+ * Input layout: one route byte (mod 7), then the body. As in server/http.c, the body must parse
+ * as a JSON object (cJSON) to reach a handler; the models route takes it as the path's id instead.
+ * Contracts checked: the reply is a JSON body (never a stream here) with a status of 200, 400, 404,
+ * 413, 501 or 503, and every non-200 body is an OpenAI error object with a message. */
+#include "http.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(cond)                                                                                                    \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);                               \
+            __builtin_trap();                                                                                          \
+        }                                                                                                              \
+    } while (0)
+
+static oxl_server_config g_cfg;
+static oxl_srv g_srv;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    g_cfg.model = OXL_SOURCE_DIR "/models/stories260K.gguf";
+    g_cfg.n_ctx = 1024;
+    g_cfg.n_parallel = 4;
+    g_cfg.n_threads = 1;
+    g_cfg.n_batch = 512;
+    g_cfg.queue_size = 64;
+    g_srv.cfg = &g_cfg;
+    oxl_error err = {0};
+    oxl_model_params mp = oxl_model_default_params();
+    g_srv.model = oxl_model_load(g_cfg.model, &mp, &err);
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = g_cfg.n_ctx;
+    cp.n_seq_max = g_cfg.n_parallel;
+    cp.n_threads = g_cfg.n_threads;
+    cp.n_batch = g_cfg.n_batch;
+    g_srv.ctx = g_srv.model ? oxl_ctx_new(g_srv.model, &cp, &err) : NULL;
+    g_srv.sched = g_srv.ctx ? oxl_sched_start(g_srv.model, g_srv.ctx, g_cfg.queue_size, g_cfg.n_batch, &err) : NULL;
+    if (!g_srv.sched) {
+        fprintf(stderr, "fuzz_request: %s\n", err.msg);
+        return 1;
+    }
+    oxl_sched_stop(g_srv.sched, 0); /* refuses every job from now on */
+    atomic_store(&g_srv.ready, true);
+    atomic_store(&g_srv.stopping, true);
+    snprintf(g_srv.model_file, sizeof g_srv.model_file, "stories260K.gguf");
+    snprintf(g_srv.model_id, sizeof g_srv.model_id, "stories260K.gguf");
+    return 0;
+}
+
+static void check_reply(oxl_reply *rp) {
+    CHECK(rp->stream == NULL);
+    CHECK(rp->status == 200 || rp->status == 400 || rp->status == 404 || rp->status == 413 || rp->status == 501 ||
+          rp->status == 503);
+    CHECK(rp->body != NULL);
+    cJSON *j = cJSON_ParseWithLength(rp->body, rp->len);
+    CHECK(cJSON_IsObject(j));
+    if (rp->status != 200) {
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
+        CHECK(cJSON_IsString(m) && m->valuestring[0] != '\0');
+    }
+    cJSON_Delete(j);
+    free(rp->body);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    static const struct {
+        const char *path;
+        oxl_handler fn;
+    } routes[] = {
+        {"/v1/chat/completions", oxl_api_chat}, {"/v1/completions", oxl_api_completions},
+        {"/v1/responses", oxl_api_responses},   {"/v1/embeddings", oxl_api_embeddings},
+        {"/tokenize", oxl_api_tokenize},        {"/detokenize", oxl_api_detokenize},
+        {"/v1/models", oxl_api_models},
+    };
+    if (size < 1) return 0;
+    size_t route = data[0] % (sizeof routes / sizeof routes[0]);
+    size_t len = size - 1;
+    char *body = malloc(len + 1);
+    CHECK(body != NULL);
+    memcpy(body, data + 1, len);
+    body[len] = '\0';
+    oxl_reply rp = {0};
+    if (routes[route].fn == oxl_api_models) {
+        char *path = malloc(len + sizeof "/v1/models/");
+        CHECK(path != NULL);
+        memcpy(path, "/v1/models/", sizeof "/v1/models/" - 1);
+        memcpy(path + sizeof "/v1/models/" - 1, body, len + 1);
+        oxl_request rq = {.method = "GET", .path = path, .json = NULL, .fd = -1};
+        oxl_api_models(&g_srv, &rq, &rp);
+        check_reply(&rp);
+        free(path);
+    } else {
+        cJSON *json = cJSON_ParseWithLengthOpts(body, len, NULL, false);
+        if (cJSON_IsObject(json)) {
+            oxl_request rq = {.method = "POST", .path = routes[route].path, .json = json, .fd = -1};
+            routes[route].fn(&g_srv, &rq, &rp);
+            check_reply(&rp);
+        }
+        cJSON_Delete(json);
+    }
+    free(body);
+    return 0;
+}
