@@ -699,7 +699,7 @@ static int load(oxl_srv *srv) {
         fprintf(stderr, "oxillama serve: %s\n", err.msg);
         return -1;
     }
-    srv->sched = oxl_sched_start(srv->model, srv->ctx, cfg->queue_size, cfg->n_batch, &err);
+    srv->sched = oxl_sched_start(srv->model, srv->ctx, cfg->queue_size, cfg->n_batch, &cp, &err);
     if (!srv->sched) {
         fprintf(stderr, "oxillama serve: %s\n", err.msg);
         return -1;

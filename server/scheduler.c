@@ -49,6 +49,17 @@ struct oxl_sched {
     oxl_token *b_tok;
     int32_t *b_pos, *b_seq;
     int8_t *b_logits;
+    /* embeddings: the second context (NULL until the first embedding job) and its jobs, FIFO */
+    oxl_ctx_params embd_params;
+    oxl_ctx *ectx;
+    int32_t n_embd;
+    oxl_job *ejobs[OXL_SRV_EMBD_JOBS];
+    int32_t n_ejobs;
+    oxl_token *e_tok;       /* the embedding batch, max(n_batch, n_ctx_slot) tokens */
+    int32_t *e_pos, *e_seq;
+    int8_t *e_keep;         /* all 0: no logits are needed */
+    oxl_job *e_job[OXL_SRV_EMBD_SEQ]; /* the job and input index decoded in sequence k */
+    int32_t e_input[OXL_SRV_EMBD_SEQ];
 };
 
 double oxl_now(void) {
@@ -65,6 +76,8 @@ void oxl_gen_params_free(oxl_gen_params *g) {
     }
     memset(g, 0, sizeof *g);
 }
+
+static void job_free(oxl_job *j);
 
 oxl_job *oxl_job_new(oxl_token *prompt, int32_t n_prompt, int32_t n_choices, const oxl_gen_params *gen) {
     oxl_job *j = calloc(1, sizeof *j);
@@ -85,6 +98,29 @@ oxl_job *oxl_job_new(oxl_token *prompt, int32_t n_prompt, int32_t n_choices, con
     return j;
 }
 
+oxl_job *oxl_embd_job_new(oxl_token *tokens, int32_t *input_len, int32_t n_inputs, int32_t n_embd) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < n_inputs; i++) {
+        n += input_len[i];
+    }
+    oxl_job *j = oxl_job_new(tokens, n, 1, &(oxl_gen_params){.max_tokens = 0, .top_logprobs = -1});
+    float *embd = malloc(sizeof(float) * (size_t)n_embd * (size_t)n_inputs);
+    if (!j || !embd) {
+        if (j) {
+            j->prompt = NULL;
+            job_free(j);
+        }
+        free(embd);
+        free(tokens);
+        free(input_len);
+        return NULL;
+    }
+    j->n_inputs = n_inputs;
+    j->input_len = input_len;
+    j->embd = embd;
+    return j;
+}
+
 static void job_free(oxl_job *j) {
     for (int i = 0; i < j->n_choices; i++) {
         free(j->choice[i].text);
@@ -92,6 +128,8 @@ static void job_free(oxl_job *j) {
     }
     oxl_gen_params_free(&j->gen);
     free(j->prompt);
+    free(j->input_len);
+    free(j->embd);
     pthread_cond_destroy(&j->cv);
     free(j);
 }
@@ -207,7 +245,24 @@ static void job_fail_running(oxl_sched *s, oxl_job *j, const char *msg) {
     }
 }
 
+/* Ends embedding job k of the list (done, failed with msg, or cancelled) and drops it from the list. */
+static void embd_job_end(oxl_sched *s, int32_t k, const char *msg) {
+    oxl_job *j = s->ejobs[k];
+    if (msg && !j->error[0]) {
+        snprintf(j->error, sizeof j->error, "%s", msg);
+    }
+    j->n_done = 1;
+    j->t_end = oxl_now();
+    pthread_cond_broadcast(&j->cv);
+    job_unref(j);
+    memmove(&s->ejobs[k], &s->ejobs[k + 1], sizeof(oxl_job *) * (size_t)(s->n_ejobs - k - 1));
+    s->n_ejobs--;
+}
+
 static void fail_all(oxl_sched *s, const char *msg) {
+    while (s->n_ejobs > 0) {
+        embd_job_end(s, 0, msg);
+    }
     for (int32_t i = 0; i < s->n_slots; i++) {
         if (s->slots[i].job) {
             job_fail_running(s, s->slots[i].job, msg);
@@ -255,6 +310,17 @@ static void admit(oxl_sched *s) {
             j->n_done = j->n_choices;
             pthread_cond_broadcast(&j->cv);
             job_unref(j);
+            continue;
+        }
+        if (j->n_inputs > 0) {
+            /* an embedding job joins the embedding list, in order, while it has room */
+            if (s->n_ejobs == OXL_SRV_EMBD_JOBS) {
+                return;
+            }
+            s->q_head = (s->q_head + 1) % s->q_cap;
+            s->q_len--;
+            j->t_start = oxl_now();
+            s->ejobs[s->n_ejobs++] = j;
             continue;
         }
         int32_t n_free = 0;
@@ -501,6 +567,136 @@ static void sample_slot(oxl_sched *s, slot *sl, double step_seconds) {
     pthread_cond_broadcast(&j->cv);
 }
 
+/* --- embeddings ------------------------------------------------------------------------------- */
+
+/* Creates the embedding context (mutex held): the model's pooling, or mean when the model has
+ * none (pooling none gives no vector per input; llama.cpp's server refuses it on this route). */
+static int embd_ctx_new(oxl_sched *s, oxl_error *err) {
+    oxl_ctx_params p = s->embd_params;
+    p.embeddings = true;
+    p.pooling = OXL_POOLING_UNSPECIFIED;
+    p.n_seq_max = OXL_SRV_EMBD_SEQ;
+    p.n_ctx = s->n_ctx_slot * OXL_SRV_EMBD_SEQ;
+    s->ectx = oxl_ctx_new(s->model, &p, err);
+    if (s->ectx && oxl_ctx_pooling(s->ectx) == OXL_POOLING_NONE) {
+        oxl_ctx_free(s->ectx);
+        p.pooling = OXL_POOLING_MEAN;
+        s->ectx = oxl_ctx_new(s->model, &p, err);
+    }
+    if (!s->ectx) {
+        return -1;
+    }
+    static const char *const names[] = {"none", "mean", "cls", "last"};
+    fprintf(stderr, "oxillama serve: embeddings: %d sequences of %d tokens, %s pooling%s\n", OXL_SRV_EMBD_SEQ,
+            s->n_ctx_slot, names[oxl_ctx_pooling(s->ectx)],
+            p.pooling == OXL_POOLING_MEAN ? " (the model has no pooling_type)" : " (the model's pooling_type)");
+    const size_t cap = (size_t)(s->n_batch > s->n_ctx_slot ? s->n_batch : s->n_ctx_slot);
+    s->e_tok = malloc(sizeof *s->e_tok * cap);
+    s->e_pos = malloc(sizeof *s->e_pos * cap);
+    s->e_seq = malloc(sizeof *s->e_seq * cap);
+    s->e_keep = calloc(cap, sizeof *s->e_keep);
+    if (!s->e_tok || !s->e_pos || !s->e_seq || !s->e_keep) {
+        return oxl_err_set(err, "out of memory for the embedding batch");
+    }
+    return 0;
+}
+
+/* One embedding decode (mutex held; released during the decode): whole inputs of the listed jobs
+ * in order, each in its own sequence from position 0, up to OXL_SRV_EMBD_SEQ inputs and n_batch
+ * tokens (a longer first input alone); then each input's pooled vector goes to its job. */
+static void embd_step(oxl_sched *s) {
+    for (int32_t k = s->n_ejobs - 1; k >= 0; k--) {
+        if (atomic_load(&s->ejobs[k]->cancelled)) {
+            embd_job_end(s, k, NULL);
+        }
+    }
+    if (s->n_ejobs == 0) {
+        return;
+    }
+    oxl_error err = {0};
+    if (!s->ectx && embd_ctx_new(s, &err) != 0) {
+        /* nothing half made stays: the next embedding job tries again */
+        char msg[256];
+        snprintf(msg, sizeof msg, "cannot create the embedding context: %.200s", err.msg);
+        fprintf(stderr, "oxillama serve: %s\n", msg);
+        oxl_ctx_free(s->ectx);
+        s->ectx = NULL;
+        free(s->e_tok);
+        free(s->e_pos);
+        free(s->e_seq);
+        free(s->e_keep);
+        s->e_tok = NULL;
+        s->e_pos = NULL;
+        s->e_seq = NULL;
+        s->e_keep = NULL;
+        while (s->n_ejobs > 0) {
+            embd_job_end(s, 0, msg);
+        }
+        return;
+    }
+    int32_t n = 0, n_seq = 0;
+    for (int32_t k = 0; k < s->n_ejobs && n_seq < OXL_SRV_EMBD_SEQ; k++) {
+        oxl_job *j = s->ejobs[k];
+        while (j->n_started < j->n_inputs && n_seq < OXL_SRV_EMBD_SEQ) {
+            const int32_t len = j->input_len[j->n_started];
+            if (n > 0 && n + len > s->n_batch) {
+                break;
+            }
+            int32_t off = 0;
+            for (int32_t i = 0; i < j->n_started; i++) {
+                off += j->input_len[i];
+            }
+            for (int32_t t = 0; t < len; t++) {
+                s->e_tok[n + t] = j->prompt[off + t];
+                s->e_pos[n + t] = t;
+                s->e_seq[n + t] = n_seq;
+            }
+            s->e_job[n_seq] = j;
+            s->e_input[n_seq++] = j->n_started++;
+            n += len;
+        }
+        if (j->n_started < j->n_inputs) {
+            break; /* the next input did not fit: inputs keep their order */
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    for (int32_t k = 0; k < n_seq; k++) {
+        oxl_seq_truncate(s->ectx, k, 0);
+    }
+    oxl_batch b = {n, s->e_tok, s->e_pos, s->e_seq, s->e_keep};
+    double t0 = oxl_now();
+    int rc = oxl_decode_batch(s->ectx, &b, &err);
+    double dt = oxl_now() - t0;
+    pthread_mutex_lock(&s->mu);
+    s->st.decode_steps++;
+    s->st.decode_seconds += dt;
+    s->st.prompt_tokens += (uint64_t)n;
+    if (rc != 0) {
+        fprintf(stderr, "oxillama serve: embedding decode failed: %s\n", err.msg);
+    }
+    for (int32_t k = 0; k < n_seq; k++) {
+        oxl_job *j = s->e_job[k];
+        const float *v = rc == 0 ? oxl_get_embeddings_seq(s->ectx, k) : NULL;
+        if (rc != 0) {
+            if (!j->error[0]) {
+                snprintf(j->error, sizeof j->error, "decode failed: %.200s", err.msg);
+            }
+        } else if (!v) {
+            snprintf(j->error, sizeof j->error, "internal error: no pooled embedding for sequence %d", k);
+        } else {
+            memcpy(j->embd + (size_t)s->e_input[k] * (size_t)s->n_embd, v, sizeof(float) * (size_t)s->n_embd);
+        }
+        j->n_embedded++;
+    }
+    /* jobs with every input done, or failed with nothing of theirs still in a decode, end */
+    for (int32_t k = s->n_ejobs - 1; k >= 0; k--) {
+        oxl_job *j = s->ejobs[k];
+        if (j->n_embedded == j->n_inputs || (j->error[0] && j->n_embedded == j->n_started)) {
+            embd_job_end(s, k, NULL);
+        }
+    }
+}
+
 /* --- the step loop ----------------------------------------------------------------------------- */
 
 /* Gathers one token per generating slot, then prompt chunks while the step has room. */
@@ -551,7 +747,7 @@ static void *sched_main(void *arg) {
         for (int32_t i = 0; i < s->n_slots; i++) {
             busy += s->slots[i].state != SLOT_IDLE;
         }
-        if (busy == 0 && s->q_len == 0) {
+        if (busy == 0 && s->q_len == 0 && s->n_ejobs == 0) {
             if (s->stopping) {
                 break;
             }
@@ -569,7 +765,13 @@ static void *sched_main(void *arg) {
             }
         }
         admit(s);
+        if (s->n_ejobs > 0) {
+            embd_step(s);
+        }
         int32_t n = build_batch(s);
+        if (n == 0 && s->n_ejobs > 0) {
+            continue;
+        }
         if (n == 0) {
             /* nothing to decode until a job arrives, is cancelled, or the server stops */
             pthread_cond_wait(&s->wake, &s->mu);
@@ -637,12 +839,18 @@ static void sched_free(oxl_sched *s) {
     free(s->b_pos);
     free(s->b_seq);
     free(s->b_logits);
+    oxl_ctx_free(s->ectx);
+    free(s->e_tok);
+    free(s->e_pos);
+    free(s->e_seq);
+    free(s->e_keep);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->wake);
     free(s);
 }
 
-oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_size, int32_t n_batch, oxl_error *err) {
+oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_size, int32_t n_batch,
+                           const oxl_ctx_params *embd_params, oxl_error *err) {
     oxl_sched *s = calloc(1, sizeof *s);
     if (!s) {
         oxl_err_set(err, "out of memory");
@@ -656,6 +864,8 @@ oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_s
     s->n_ctx_slot = oxl_ctx_n_ctx(ctx);
     s->n_slots = oxl_ctx_n_seq_max(ctx);
     s->n_batch = n_batch;
+    s->embd_params = *embd_params;
+    s->n_embd = oxl_model_n_embd(model);
     s->q_cap = queue_size;
     s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
     s->queue = calloc((size_t)queue_size, sizeof *s->queue);

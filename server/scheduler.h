@@ -2,7 +2,14 @@
  * queued requests into free slots (reusing the longest cached prompt prefix of a slot), gathers one
  * token per generating slot plus chunks of prompt tokens into ONE oxl_batch, decodes it, samples,
  * and publishes text to the waiting HTTP threads. Requests join and leave between steps
- * (continuous batching, as llama.cpp's server_context::update_slots). */
+ * (continuous batching, as llama.cpp's server_context::update_slots).
+ *
+ * Embedding jobs go through the same queue but not through the slots: the thread owns a second
+ * context, created at the first embedding job with embeddings on and OXL_SRV_EMBD_SEQ sequences of
+ * the slots' length, pooling as the model's `<arch>.pooling_type` says or, when the model has none
+ * (every decoder-only model), mean pooling. Each step, before the generation batch, it decodes
+ * whole inputs (up to OXL_SRV_EMBD_SEQ of them and n_batch tokens, or one longer input) each from
+ * position 0 of its own sequence, and stores their pooled vectors. */
 #ifndef OXL_SRV_SCHEDULER_H
 #define OXL_SRV_SCHEDULER_H
 
@@ -17,6 +24,8 @@
 #define OXL_SRV_MAX_STOP 8
 #define OXL_SRV_MAX_TOP_LOGPROBS 20
 #define OXL_SRV_MAX_CHOICES 16
+#define OXL_SRV_EMBD_SEQ 4   /* inputs the embedding context decodes together */
+#define OXL_SRV_EMBD_JOBS 16 /* embedding jobs taken from the queue at once */
 
 /* What one request asks of generation; immutable once submitted. */
 typedef struct oxl_gen_params {
@@ -66,6 +75,12 @@ typedef struct oxl_job {
     char error[256];            /* set when the scheduler ends the job early (shutdown, decode failure) */
     int refs;                   /* 2 while queued or running (submitter + scheduler) */
     atomic_bool cancelled;      /* the client went away */
+    /* embedding jobs (oxl_embd_job_new, n_inputs > 0): prompt holds the inputs back to back */
+    int32_t n_inputs;
+    int32_t *input_len;         /* [n_inputs] tokens of each input */
+    float *embd;                /* (n_embd, n_inputs) pooled embeddings as the library returns them */
+    int32_t n_started;          /* inputs given to a decode (scheduler thread only) */
+    int32_t n_embedded;         /* inputs whose vector is in embd; the job is done (n_done 1) at n_inputs */
     double t_submit, t_start, t_first, t_end; /* seconds, monotonic */
 } oxl_job;
 
@@ -88,9 +103,11 @@ typedef struct oxl_slot_info {
 } oxl_slot_info;
 
 /* Takes the model and context (not owned); one slot per context sequence; queue_size jobs may wait;
- * a step decodes at most n_batch prompt tokens besides one token per generating slot. Starts the
- * thread. NULL on failure with err set. */
-oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_size, int32_t n_batch, oxl_error *err);
+ * a step decodes at most n_batch prompt tokens besides one token per generating slot. embd_params
+ * (copied) gives the threads, batch and cache types of the embedding context; the scheduler sets its
+ * embeddings, pooling, sequences and length. Starts the thread. NULL on failure with err set. */
+oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_size, int32_t n_batch,
+                           const oxl_ctx_params *embd_params, oxl_error *err);
 /* Refuses new jobs, finishes the queued and running ones until deadline (monotonic seconds), ends
  * the rest with an error and joins the thread. Jobs stay valid until released. */
 void oxl_sched_stop(oxl_sched *s, double deadline);
@@ -99,6 +116,10 @@ void oxl_sched_free(oxl_sched *s);
 
 /* Creates a job owning prompt (malloc'd) and gen's arrays; NULL when out of memory. */
 oxl_job *oxl_job_new(oxl_token *prompt, int32_t n_prompt, int32_t n_choices, const oxl_gen_params *gen);
+/* Creates an embedding job owning tokens (n_inputs inputs back to back, malloc'd) and input_len
+ * (malloc'd, [n_inputs]); its embd has room for n_embd floats per input. NULL when out of memory
+ * (tokens and input_len are then freed too). */
+oxl_job *oxl_embd_job_new(oxl_token *tokens, int32_t *input_len, int32_t n_inputs, int32_t n_embd);
 /* Queues the job: 0, or -1 when the queue is full or the server is stopping (job unchanged, caller
  * still owns it and frees it with oxl_job_release). */
 int oxl_sched_submit(oxl_sched *s, oxl_job *job);

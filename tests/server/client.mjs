@@ -134,8 +134,40 @@ await expectError('json_object -> 400', 400, null,
   () => client.chat.completions.create({ ...chatBody, response_format: { type: 'json_object' } }));
 await expectError('wrong key -> 401', 401, 'invalid_api_key',
   () => new OpenAI({ baseURL: base + '/v1', apiKey: 'wrong', maxRetries: 0 }).models.list());
-await expectError('embeddings -> 501', 501, 'embeddings_not_supported',
-  () => client.embeddings.create({ model: modelId, input: 'hello' }));
+
+// --- embeddings: vectors of n_embd floats, L2-normalised, deterministic, base64 = float
+const nEmbd = 64; // stories260K's llama.embedding_length
+const norm = v => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+const sameVec = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+// JSON carries the shortest decimal of each float32: Math.fround gives the float32 back
+const sameF32 = (a, b) => a.length === b.length && a.every((x, i) => Math.fround(x) === Math.fround(b[i]));
+const e1 = await client.embeddings.create({ model: modelId, input: ['Once upon a time', 'The cat sat', 'Once upon a time'],
+  encoding_format: 'float' });
+const [va, vb, va2] = e1.data.map(d => d.embedding);
+check('embeddings shape', e1.object === 'list' && e1.data.length === 3 && e1.data.every((d, i) => d.index === i &&
+  d.object === 'embedding' && d.embedding.length === nEmbd) && e1.model === modelId,
+  JSON.stringify({ ...e1, data: e1.data.map(d => d.embedding.length) }));
+check('embeddings L2 norm 1', [va, vb].every(v => Math.abs(norm(v) - 1) < 1e-5), [va, vb].map(norm).join(' '));
+check('embeddings identical input -> identical vector', sameVec(va, va2));
+check('embeddings different inputs -> different vectors', !sameVec(va, vb) &&
+  va.reduce((s, x, i) => s + x * vb[i], 0) < 0.9999, String(va.reduce((s, x, i) => s + x * vb[i], 0)));
+check('embeddings usage', e1.usage.prompt_tokens > 6 && e1.usage.total_tokens === e1.usage.prompt_tokens,
+  JSON.stringify(e1.usage));
+// the client's default asks for base64 and decodes it itself
+const e2 = await client.embeddings.create({ model: modelId, input: 'Once upon a time' });
+check('embeddings base64 (client-decoded) = float', sameF32(Array.from(e2.data[0].embedding), va));
+const e3 = await client.embeddings.create({ model: modelId, input: 'Once upon a time', encoding_format: 'base64' });
+const raw = Buffer.from(e3.data[0].embedding, 'base64');
+const f32 = Array.from({ length: raw.length / 4 }, (_, i) => raw.readFloatLE(4 * i));
+check('embeddings base64 decodes to the same floats', typeof e3.data[0].embedding === 'string' && sameF32(f32, va),
+  `${raw.length} bytes`);
+await expectError('embeddings dimensions != n_embd -> 400', 400, 'invalid_value',
+  () => client.embeddings.create({ model: modelId, input: 'hello', dimensions: 32, encoding_format: 'float' }));
+// embeddings while a completion streams: neither disturbs the other
+const [sGen, ...eMany] = await Promise.all([streamCompletion(greedy), ...Array.from({ length: 6 }, () =>
+  client.embeddings.create({ model: modelId, input: ['The cat sat', 'Once upon a time'], encoding_format: 'float' }))]);
+check('embeddings during generation', sGen.text === expected && eMany.every(r => sameVec(r.data[0].embedding, vb) &&
+  sameVec(r.data[1].embedding, va)), JSON.stringify(sGen.text));
 
 // --- 16 parallel streams: each equals the same request alone (temperature 0)
 const t0 = performance.now();

@@ -146,7 +146,18 @@ req "context overflow -> 400" 400 '2048 tokens per slot.*3002 tokens.*"code":"co
 req "json_schema -> 400" 400 '"param":"response_format"' -H "$K" -H "$J" \
     -d '{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema"}}' "$base/v1/chat/completions"
 req "suffix -> 400" 400 'no fill-in-the-middle tokens.*"param":"suffix"' -H "$K" -H "$J" -d '{"prompt": "a", "suffix": "b"}' "$base/v1/completions"
-req "embeddings -> 501" 501 '"code":"embeddings_not_supported"' -H "$K" -H "$J" -d '{"input": ["a", "b"]}' "$base/v1/embeddings"
+req "embeddings" 200 '^\{"object":"list","data":\[\{"object":"embedding","index":0,"embedding":\[.*"index":1.*"model":"tiny-stories","usage":\{"prompt_tokens":[0-9]+,"total_tokens":[0-9]+\}\}$' \
+    -H "$K" -H "$J" -d '{"input": ["a", "b"]}' "$base/v1/embeddings"
+if [ "$(json "$work/body" "len(d['data'][1]['embedding'])")" = 64 ] &&
+    [ "$(json "$work/body" "round(sum(x*x for x in d['data'][0]['embedding']), 5)")" = 1.0 ]; then
+    pass "embeddings: 64 floats, L2 norm 1"
+else
+    fail "embeddings: 64 floats, L2 norm 1" "$(head -c 400 "$work/body")"
+fi
+req "embeddings token ids" 200 '"index":1' -H "$K" -H "$J" -d '{"input": [[1, 403, 407], [1, 319]]}' "$base/v1/embeddings"
+req "embeddings dimensions -> 400" 400 '64 dimensions only.*"param":"dimensions"' -H "$K" -H "$J" -d '{"input": "a", "dimensions": 128}' "$base/v1/embeddings"
+req "embeddings bad token -> 400" 400 '"param":"input\[1\]"' -H "$K" -H "$J" -d '{"input": [[1, 2], [1, 99999]]}' "$base/v1/embeddings"
+req "embeddings no input -> 400" 400 '"param":"input"' -H "$K" -H "$J" -d '{"input": []}' "$base/v1/embeddings"
 req "embeddings encoding -> 400" 400 '"param":"encoding_format"' -H "$K" -H "$J" -d '{"input": "a", "encoding_format": "hex"}' "$base/v1/embeddings"
 
 # llama.cpp's greedy continuation, through /v1/completions
