@@ -7,7 +7,9 @@
 #include "oxillama.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define STORIES OXL_SOURCE_DIR "/models/stories260K.gguf"
@@ -216,4 +218,67 @@ Test(embeddings, batched_sequences_equal_separate_runs) {
         cr_assert_eq(memcmp(oxl_get_embeddings_seq(ctx, 1), want_a, sizeof want_a), 0);
         oxl_ctx_free(ctx);
     }
+}
+
+/* Every architecture's graph (the dense decoder, MoE, latent attention, SSM and hybrid families of
+ * golden/arch): keeping embeddings leaves the logits bit for bit unchanged, every token has a
+ * finite embedding of n_embd floats, and mean pooling averages them. */
+Test(embeddings, every_architecture_keeps_its_logits, .timeout = 300) {
+    DIR *dir = opendir(OXL_SOURCE_DIR "/golden/arch");
+    cr_assert_not_null(dir);
+    int n_models = 0;
+    for (struct dirent *de; (de = readdir(dir));) {
+        const size_t len = strlen(de->d_name);
+        if (len < 6 || strcmp(de->d_name + len - 5, ".gguf") || strstr(de->d_name, ".logits.")) {
+            continue;
+        }
+        char path[512];
+        snprintf(path, sizeof path, "%s/golden/arch/%s", OXL_SOURCE_DIR, de->d_name);
+        oxl_error err = {0};
+        oxl_model_params mp = oxl_model_default_params();
+        oxl_model *m = oxl_model_load(path, &mp, &err);
+        cr_assert_not_null(m, "%s: %s", de->d_name, err.msg);
+        const int32_t n_vocab = oxl_model_n_vocab(m), n_embd = oxl_model_n_embd(m);
+        enum { N = 6 };
+        oxl_token tok[N];
+        for (int i = 0; i < N; i++) {
+            tok[i] = (oxl_token)((1 + 37 * i) % n_vocab);
+        }
+        oxl_ctx *cx[3];
+        const bool embd[3] = {false, true, true};
+        const oxl_pooling pool[3] = {OXL_POOLING_UNSPECIFIED, OXL_POOLING_NONE, OXL_POOLING_MEAN};
+        for (int c = 0; c < 3; c++) {
+            oxl_ctx_params cp = oxl_ctx_default_params();
+            cp.n_ctx = 32;
+            cp.n_threads = 2;
+            cp.embeddings = embd[c];
+            cp.pooling = pool[c];
+            cx[c] = oxl_ctx_new(m, &cp, &err);
+            cr_assert_not_null(cx[c], "%s: %s", de->d_name, err.msg);
+            cr_assert_eq(oxl_decode(cx[c], tok, N, true, &err), 0, "%s: %s", de->d_name, err.msg);
+        }
+        for (int i = 0; i < N; i++) {
+            cr_assert_eq(memcmp(oxl_get_logits(cx[0], i), oxl_get_logits(cx[1], i), sizeof(float) * (size_t)n_vocab),
+                         0, "%s token %d: keeping embeddings changed the logits", de->d_name, i);
+        }
+        const float *mean = oxl_get_embeddings_seq(cx[2], 0);
+        cr_assert_not_null(mean, "%s", de->d_name);
+        for (int k = 0; k < n_embd; k++) {
+            double sum = 0.0;
+            for (int i = 0; i < N; i++) {
+                const float v = oxl_get_embeddings_ith(cx[1], i)[k];
+                cr_assert(isfinite(v), "%s token %d element %d: %g", de->d_name, i, k, (double)v);
+                sum += v;
+            }
+            cr_assert(fabs(mean[k] - sum / N) <= 1e-5 * (1.0 + fabs(sum / N)), "%s element %d: mean %.9g, pooled %.9g",
+                      de->d_name, k, sum / N, (double)mean[k]);
+        }
+        for (int c = 0; c < 3; c++) {
+            oxl_ctx_free(cx[c]);
+        }
+        oxl_model_free(m);
+        n_models++;
+    }
+    closedir(dir);
+    cr_assert_geq(n_models, 30, "golden/arch holds %d models", n_models);
 }
