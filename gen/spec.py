@@ -110,6 +110,8 @@ class Feature:
 
 FEATURES = (
     Feature("osxsave", 1, 0, "ecx", 27),
+    Feature("ssse3", 1, 0, "ecx", 9),
+    Feature("sse41", 1, 0, "ecx", 19),
     Feature("fma", 1, 0, "ecx", 12),
     Feature("f16c", 1, 0, "ecx", 29),
     Feature("avx", 1, 0, "ecx", 28),
@@ -118,6 +120,7 @@ FEATURES = (
     Feature("avx512dq", 7, 0, "ebx", 17),
     Feature("avx512bw", 7, 0, "ebx", 30),
     Feature("avx512vl", 7, 0, "ebx", 31),
+    Feature("avx512vnni", 7, 0, "ecx", 11),
     Feature("os_ymm", "xcr0", xcr0_mask=0x6),      # SSE + AVX state
     Feature("os_zmm", "xcr0", xcr0_mask=0xE6),     # + opmask, ZMM0-15 high, ZMM16-31
 )
@@ -138,12 +141,19 @@ class Isa:
 
 ISAS = (
     Isa("scalar", 0, (), ()),
-    Isa("avx2", 1, ("-mavx2", "-mfma", "-mf16c"),
+    # SSSE3 + SSE4.1 (pmaddubsw, pmovsx/zx, blendv, roundps): no FMA and no F16C
+    Isa("sse41", 1, ("-mssse3", "-msse4.1"), ("ssse3", "sse41"), arch="x86", gemm_tile=(2, 2)),
+    Isa("avx2", 2, ("-mavx2", "-mfma", "-mf16c"),
         ("osxsave", "avx", "avx2", "fma", "f16c", "os_ymm"), arch="x86", gemm_tile=(2, 2)),
-    Isa("avx512bw", 2,
+    Isa("avx512bw", 3,
         ("-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq"),
         ("osxsave", "avx", "avx2", "fma", "f16c", "os_ymm", "avx512f", "avx512bw", "avx512vl",
          "avx512dq", "os_zmm"), arch="x86", base="avx2", gemm_tile=(4, 4)),
+    # AVX-512 + VNNI (vpdpbusd: u8 x s8 products summed into int32 lanes, no int16 saturation)
+    Isa("avx512vnni", 4,
+        ("-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni"),
+        ("osxsave", "avx", "avx2", "fma", "f16c", "os_ymm", "avx512f", "avx512bw", "avx512vl",
+         "avx512dq", "os_zmm", "avx512vnni"), arch="x86", base="avx512bw", gemm_tile=(4, 4)),
 )
 
 # Architecture guards: the C preprocessor test and the CMake processor regex for each arch.

@@ -68,24 +68,29 @@ size_t oxl_row_size(oxl_type t, int64_t ne0);
  * kernels when it has their features (see oxl_cpu_has_isa). */
 typedef enum oxl_isa {
     OXL_ISA_SCALAR = 0,
-    OXL_ISA_AVX2 = 1,
-    OXL_ISA_AVX512BW = 2,
-    OXL_ISA_COUNT = 3
+    OXL_ISA_SSE41 = 1,
+    OXL_ISA_AVX2 = 2,
+    OXL_ISA_AVX512BW = 3,
+    OXL_ISA_AVX512VNNI = 4,
+    OXL_ISA_COUNT = 5
 } oxl_isa;
 
 /* CPU features the ISA levels require (bits of a feature mask). */
 enum {
     OXL_CPU_FEATURE_OSXSAVE = 1u << 0,
-    OXL_CPU_FEATURE_FMA = 1u << 1,
-    OXL_CPU_FEATURE_F16C = 1u << 2,
-    OXL_CPU_FEATURE_AVX = 1u << 3,
-    OXL_CPU_FEATURE_AVX2 = 1u << 4,
-    OXL_CPU_FEATURE_AVX512F = 1u << 5,
-    OXL_CPU_FEATURE_AVX512DQ = 1u << 6,
-    OXL_CPU_FEATURE_AVX512BW = 1u << 7,
-    OXL_CPU_FEATURE_AVX512VL = 1u << 8,
-    OXL_CPU_FEATURE_OS_YMM = 1u << 9,
-    OXL_CPU_FEATURE_OS_ZMM = 1u << 10,
+    OXL_CPU_FEATURE_SSSE3 = 1u << 1,
+    OXL_CPU_FEATURE_SSE41 = 1u << 2,
+    OXL_CPU_FEATURE_FMA = 1u << 3,
+    OXL_CPU_FEATURE_F16C = 1u << 4,
+    OXL_CPU_FEATURE_AVX = 1u << 5,
+    OXL_CPU_FEATURE_AVX2 = 1u << 6,
+    OXL_CPU_FEATURE_AVX512F = 1u << 7,
+    OXL_CPU_FEATURE_AVX512DQ = 1u << 8,
+    OXL_CPU_FEATURE_AVX512BW = 1u << 9,
+    OXL_CPU_FEATURE_AVX512VL = 1u << 10,
+    OXL_CPU_FEATURE_AVX512VNNI = 1u << 11,
+    OXL_CPU_FEATURE_OS_YMM = 1u << 12,
+    OXL_CPU_FEATURE_OS_ZMM = 1u << 13,
 };
 
 typedef struct oxl_isa_info {
