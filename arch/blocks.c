@@ -567,8 +567,8 @@ static void attn_flash(void *arg, int ith, int nth) {
     _Alignas(64) float vbuf[1024];
     const void *q[OXL_ATTN_HEADS];
     float S[OXL_ATTN_HEADS], M[OXL_ATTN_HEADS], slope[OXL_ATTN_HEADS];
-    /* items dealt round-robin: causal rows grow with the position, so contiguous ranges would leave
-     * the thread holding the last tokens with most of the work */
+    /* items dealt round-robin to the parts: causal rows grow with the position, so contiguous ranges
+     * would leave the part holding the last tokens with most of the work */
     const int64_t per_token = (int64_t)t->p.n_head_kv * t->n_chunks;
     const int64_t n_items = (int64_t)t->ub->n * per_token;
     for (int64_t item = ith; item < n_items; item += nth) {
@@ -689,5 +689,12 @@ void oxl_attention(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *q, f
     }
     t.chunk = fit < t.group ? fit : t.group;
     t.n_chunks = (t.group + t.chunk - 1) / t.chunk;
-    oxl_pool_run(ctx->pool, ctx->params.flash_attn == OXL_FLASH_ATTN_OFF ? attn_unfused : attn_flash, &t);
+    if (ctx->params.flash_attn == OXL_FLASH_ATTN_OFF) {
+        oxl_pool_run(ctx->pool, attn_unfused, &t); /* one part per thread: scores are per part */
+    } else {
+        /* flash keeps its state on the stack: several parts per thread, so a descheduled thread
+         * holds back only a few items */
+        const int64_t n_items = groups * t.n_chunks, parts = 4 * (int64_t)nth;
+        oxl_pool_run_parts(ctx->pool, attn_flash, &t, (int)(n_items < parts ? n_items : parts));
+    }
 }

@@ -15,9 +15,13 @@
 #define OXL_CONVERT_INLINE 32768
 #define OXL_DOT_INLINE 32768
 
-/* Weight rows per thread come in multiples of this, so two threads never write one cache line of y
+/* Weight rows per part come in multiples of this, so two threads never write one cache line of y
  * (16 floats) in a decode step. */
 #define OXL_ROW_ALIGN 16
+
+/* Parts per thread of the vec_dot and conversion phases: a thread the OS deschedules holds back at
+ * most one small part while the others take the rest (src/threads.h). */
+#define OXL_PARTS_PER_THREAD 4
 
 size_t oxl_matmul_scratch_size(oxl_type t, int64_t k, int64_t n) {
     oxl_type vt = oxl_type_traits_get(t)->vec_dot_type;
@@ -59,7 +63,7 @@ static bool use_gemm(const oxl_kernels *kern, const oxl_tensor *w, int64_t n) {
 }
 
 /* Phase 2 (gemm): the kernel computes all n columns of a block of weight rows; blocks are whole
- * row tiles, one per thread. */
+ * row tiles, one per thread (the split the kernel's results were checked with). */
 static void gemm_rows(void *arg, int ith, int nth) {
     matmul_task *t = arg;
     int64_t lo, hi;
@@ -105,7 +109,7 @@ void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, 
         if (n == 1 || n * w->ne[0] <= OXL_CONVERT_INLINE) {
             convert_columns(&t, 0, 1);
         } else {
-            oxl_pool_run(pool, convert_columns, &t);
+            oxl_pool_run_parts(pool, convert_columns, &t, OXL_PARTS_PER_THREAD * oxl_pool_size(pool));
         }
     }
     if (use_gemm(t.kern, w, n)) {
@@ -113,7 +117,9 @@ void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, 
     } else if (w->ne[0] * w->ne[1] * n <= OXL_DOT_INLINE) {
         dot_rows(&t, 0, 1);
     } else {
-        oxl_pool_run(pool, dot_rows, &t);
+        const int64_t blocks = (w->ne[1] + OXL_ROW_ALIGN - 1) / OXL_ROW_ALIGN;
+        const int64_t parts = OXL_PARTS_PER_THREAD * (int64_t)oxl_pool_size(pool);
+        oxl_pool_run_parts(pool, dot_rows, &t, (int)(blocks < parts ? blocks : parts));
     }
 }
 

@@ -1,6 +1,8 @@
 /* A fixed pool of worker threads that run one data-parallel task at a time.
- * The caller is thread 0; workers spin briefly, then sleep on a condition variable, so an op costs no
- * thread creation and little latency. */
+ * A task is split into parts that the threads (the caller included) claim one at a time, so a
+ * thread the OS has descheduled delays only the part it holds: on a busy machine the others run
+ * the rest instead of waiting for it. Workers spin briefly, then sleep on a condition variable, so
+ * a task costs no thread creation and little latency. */
 #ifndef OXL_THREADS_H
 #define OXL_THREADS_H
 
@@ -8,16 +10,23 @@
 
 typedef struct oxl_pool oxl_pool;
 
-/* fn(arg, ith, nth) runs once on each of the nth threads, ith = 0 .. nth-1. */
+/* fn(arg, ith, nth) runs part ith of nth, once for each ith = 0 .. nth-1, on whichever thread claims
+ * it (one thread may run several parts, one after another). Parts must not wait for each other;
+ * per-part scratch indexed by ith is never used by two threads at once. */
 typedef void (*oxl_task_fn)(void *arg, int ith, int nth);
+
+/* Most parts of one task. */
+#define OXL_POOL_MAX_PARTS 4096
 
 /* n_threads >= 1 (including the caller). NULL with err on failure to start threads. */
 oxl_pool *oxl_pool_new(int n_threads, oxl_error *err);
 void oxl_pool_free(oxl_pool *pool);
 int oxl_pool_size(const oxl_pool *pool);
-/* Runs fn on every thread and returns when all have finished. Not reentrant. The cost beyond fn is
- * one release of the spinning workers and one wait for the last of them (bench/README.md gives
- * the measured cost per task). */
+/* Runs fn as n_parts parts (clamped to 1 .. OXL_POOL_MAX_PARTS) and returns when all have finished.
+ * Not reentrant. The cost beyond fn is one release of the spinning workers, one atomic claim per
+ * part and the wait for the last part (bench/README.md gives the measured cost per task). */
+void oxl_pool_run_parts(oxl_pool *pool, oxl_task_fn fn, void *arg, int n_parts);
+/* oxl_pool_run_parts with one part per thread (nth = oxl_pool_size). */
 void oxl_pool_run(oxl_pool *pool, oxl_task_fn fn, void *arg);
 /* Tasks run through the pool since it was made (counts the work split into tasks). */
 uint64_t oxl_pool_n_runs(const oxl_pool *pool);
