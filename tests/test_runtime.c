@@ -1,0 +1,127 @@
+/* Runtime checks that need no reference numbers: the KV cache types llama.cpp refuses are refused
+ * here with the same reasons (llama-context.cpp: a quantized V cache needs flash attention; a
+ * quantized cache needs head sizes divisible by its block size), a decode step allocates nothing,
+ * and a model read into memory (--no-mmap) computes exactly what the mapped one does.
+ * How close q8_0 / q4_0 caches come to f16 is checked against llama.cpp's own figures by the
+ * kv-quant ctest (tests/check_kv_quant.sh). */
+#include "alloc_probe.h"
+#include "oxillama.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+static oxl_model *load(const char *path, bool mmap) {
+    oxl_error err = {0};
+    oxl_model_params mp = oxl_model_default_params();
+    mp.use_mmap = mmap;
+    oxl_model *m = oxl_model_load(path, &mp, &err);
+    cr_assert_not_null(m, "%s: %s", path, err.msg);
+    return m;
+}
+
+static oxl_ctx_params params(oxl_kv_type k, oxl_kv_type v, oxl_flash_attn fa) {
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = 64;
+    cp.n_threads = 2;
+    cp.type_k = k;
+    cp.type_v = v;
+    cp.flash_attn = fa;
+    return cp;
+}
+
+#define STORIES OXL_SOURCE_DIR "/models/stories260K.gguf"
+/* qwen3 from the architecture goldens: head size 32, so q8_0 and q4_0 rows hold whole blocks */
+#define QWEN3 OXL_SOURCE_DIR "/golden/arch/qwen3.gguf"
+
+Test(kv_cache, quantized_v_needs_flash_attention) {
+    oxl_model *m = load(QWEN3, true);
+    oxl_error err = {0};
+    oxl_ctx_params cp = params(OXL_KV_F16, OXL_KV_Q8_0, OXL_FLASH_ATTN_OFF);
+    cr_assert_null(oxl_ctx_new(m, &cp, &err));
+    cr_assert(strstr(err.msg, "V cache type q8_0 needs flash attention"), "%s", err.msg);
+    /* a quantized K is fine without flash attention (K·q is a matrix product either way) */
+    cp = params(OXL_KV_Q4_0, OXL_KV_F16, OXL_FLASH_ATTN_OFF);
+    oxl_ctx *ctx = oxl_ctx_new(m, &cp, &err);
+    cr_assert_not_null(ctx, "%s", err.msg);
+    oxl_ctx_free(ctx);
+    oxl_model_free(m);
+}
+
+Test(kv_cache, quantized_cache_needs_whole_blocks_per_head) {
+    /* stories260K's heads are 8 wide; a q8_0 block is 32 */
+    oxl_model *m = load(STORIES, true);
+    oxl_error err = {0};
+    oxl_ctx_params cp = params(OXL_KV_Q8_0, OXL_KV_F16, OXL_FLASH_ATTN_ON);
+    cr_assert_null(oxl_ctx_new(m, &cp, &err));
+    cr_assert(strstr(err.msg, "K cache type q8_0 needs a head size divisible by 32; the model's is 8"), "%s", err.msg);
+    cp = params(OXL_KV_F16, OXL_KV_Q4_0, OXL_FLASH_ATTN_ON);
+    cr_assert_null(oxl_ctx_new(m, &cp, &err));
+    cr_assert(strstr(err.msg, "V cache type q4_0 needs a head size divisible by 32"), "%s", err.msg);
+    cp = params((oxl_kv_type)7, OXL_KV_F16, OXL_FLASH_ATTN_ON);
+    cr_assert_null(oxl_ctx_new(m, &cp, &err));
+    cr_assert(strstr(err.msg, "is not one of f32, f16, q8_0, q4_0"), "%s", err.msg);
+    oxl_model_free(m);
+}
+
+/* Generating a token allocates nothing: every buffer is sized when the context is made. */
+static void decode_steps_allocate_nothing(const char *path, oxl_kv_type kv, oxl_flash_attn fa) {
+    oxl_model *m = load(path, true);
+    oxl_error err = {0};
+    oxl_ctx_params cp = params(kv, kv, fa);
+    oxl_ctx *ctx = oxl_ctx_new(m, &cp, &err);
+    cr_assert_not_null(ctx, "%s", err.msg);
+    const oxl_token prompt[] = {1, 403, 407, 261, 378};
+    cr_assert_eq(oxl_decode(ctx, prompt, 5, false, &err), 0, "%s", err.msg);
+    oxl_token t = 300;
+    cr_assert_eq(oxl_decode(ctx, &t, 1, false, &err), 0, "%s", err.msg);
+    oxl_probe_reset();
+    for (int i = 0; i < 16; i++) {
+        t = (oxl_token)(3 + (i * 37) % 500);
+        cr_assert_eq(oxl_decode(ctx, &t, 1, false, &err), 0, "%s", err.msg);
+        cr_assert_not_null(oxl_get_logits(ctx, -1));
+    }
+    cr_assert_eq(oxl_probe_largest(), 0, "a decode step allocated %zu bytes", oxl_probe_largest());
+    oxl_ctx_free(ctx);
+    oxl_model_free(m);
+}
+
+Test(kv_cache, decode_steps_allocate_nothing) {
+    decode_steps_allocate_nothing(STORIES, OXL_KV_F16, OXL_FLASH_ATTN_ON);
+    decode_steps_allocate_nothing(STORIES, OXL_KV_F32, OXL_FLASH_ATTN_OFF);
+    decode_steps_allocate_nothing(QWEN3, OXL_KV_Q8_0, OXL_FLASH_ATTN_ON);
+    decode_steps_allocate_nothing(QWEN3, OXL_KV_Q4_0, OXL_FLASH_ATTN_ON);
+}
+
+/* The logits of a 5-token prompt and 4 single steps. */
+static void run_logits(oxl_model *m, oxl_kv_type kv, float *out) {
+    oxl_error err = {0};
+    oxl_ctx_params cp = params(kv, kv, OXL_FLASH_ATTN_ON);
+    oxl_ctx *ctx = oxl_ctx_new(m, &cp, &err);
+    cr_assert_not_null(ctx, "%s", err.msg);
+    const int32_t nv = oxl_model_n_vocab(m);
+    const oxl_token prompt[] = {1, 85, 406, 80, 298};
+    cr_assert_eq(oxl_decode(ctx, prompt, 5, true, &err), 0, "%s", err.msg);
+    for (int i = 0; i < 5; i++) {
+        memcpy(out + (size_t)i * nv, oxl_get_logits(ctx, i), sizeof(float) * (size_t)nv);
+    }
+    for (int i = 0; i < 4; i++) {
+        const oxl_token t = (oxl_token)(159 + i);
+        cr_assert_eq(oxl_decode(ctx, &t, 1, true, &err), 0, "%s", err.msg);
+        memcpy(out + (size_t)(5 + i) * nv, oxl_get_logits(ctx, 0), sizeof(float) * (size_t)nv);
+    }
+    oxl_ctx_free(ctx);
+}
+
+Test(kv_cache, read_model_equals_mapped_model) {
+    static float mapped[9 * 512], read[9 * 512];
+    const oxl_kv_type kinds[] = {OXL_KV_F16, OXL_KV_Q8_0, OXL_KV_Q4_0};
+    oxl_model *a = load(QWEN3, true), *b = load(QWEN3, false);
+    cr_assert_eq(oxl_model_n_vocab(a), 512);
+    for (int k = 0; k < 3; k++) {
+        run_logits(a, kinds[k], mapped);
+        run_logits(b, kinds[k], read);
+        cr_assert(memcmp(mapped, read, sizeof mapped) == 0, "kv type %d: logits differ", (int)kinds[k]);
+    }
+    oxl_model_free(a);
+    oxl_model_free(b);
+}
