@@ -1581,13 +1581,15 @@ static cJSON *float_array(const float *v, int32_t n) {
             o += 4;
             continue;
         }
+        char num[32];
         int len = 0;
         for (int prec = 6; prec <= 9; prec++) {
-            len = snprintf(buf + o, 17, "%.*g", prec, (double)v[i]);
-            if (strtof(buf + o, NULL) == v[i]) {
+            len = snprintf(num, sizeof num, "%.*g", prec, (double)v[i]);
+            if (strtof(num, NULL) == v[i]) {
                 break;
             }
         }
+        memcpy(buf + o, num, (size_t)len);
         o += (size_t)len;
     }
     buf[o++] = ']';
