@@ -3,6 +3,10 @@
  * x86: CPUID bits, plus XGETBV's XCR0 to see that the OS saves the YMM/ZMM registers (a CPU with
  * AVX2 under an OS that does not enable its state must not run AVX2 code). The features each ISA
  * needs come from the generated spec table (oxl_isa_infos, oxl_cpu_features.inc).
+ * Linux on AArch64 and RISC-V: bits of getauxval(AT_HWCAP) (asimd, asimddp; the V extension).
+ * WebAssembly: SIMD128 is a build-time choice (__wasm_simd128__), there is nothing to ask at run time.
+ * Each architecture's block defines the feature macros it uses; the others expand to nothing, so
+ * a feature of another architecture is never set.
  */
 #include "kernels.h"
 
@@ -10,6 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
+
+#define OXL_CPU_FEATURE_CPUID(bit, leaf, subleaf, reg, regbit)
+#define OXL_CPU_FEATURE_XCR0(bit, mask)
+#define OXL_CPU_FEATURE_HWCAP_ARM64(bit, hwcapbit)
+#define OXL_CPU_FEATURE_HWCAP_RISCV64(bit, hwcapbit)
+#define OXL_CPU_FEATURE_BUILD_WASM32(bit)
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -30,6 +40,8 @@ static uint32_t oxl_cpu_detect(void) {
 #define OXL_REG_ebx 1
 #define OXL_REG_ecx 2
 #define OXL_REG_edx 3
+#undef OXL_CPU_FEATURE_CPUID
+#undef OXL_CPU_FEATURE_XCR0
 #define OXL_CPU_FEATURE_CPUID(bit, leaf, subleaf, reg, regbit)                                       \
     if ((leaf) <= max_leaf) {                                                                        \
         unsigned r[4];                                                                               \
@@ -43,8 +55,38 @@ static uint32_t oxl_cpu_detect(void) {
         features |= (bit);                                                                           \
     }
 #include "oxl_cpu_features.inc"
-#undef OXL_CPU_FEATURE_CPUID
-#undef OXL_CPU_FEATURE_XCR0
+    return features;
+}
+#elif (defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64)) && defined(__linux__)
+#include <sys/auxv.h>
+
+static uint32_t oxl_cpu_detect(void) {
+    uint32_t features = 0;
+    const unsigned long hwcap = getauxval(AT_HWCAP);
+#if defined(__aarch64__)
+#undef OXL_CPU_FEATURE_HWCAP_ARM64
+#define OXL_CPU_FEATURE_HWCAP_ARM64(bit, hwcapbit)                                                   \
+    if (hwcap & (1ul << (hwcapbit))) {                                                               \
+        features |= (bit);                                                                           \
+    }
+#else
+#undef OXL_CPU_FEATURE_HWCAP_RISCV64
+#define OXL_CPU_FEATURE_HWCAP_RISCV64(bit, hwcapbit)                                                 \
+    if (hwcap & (1ul << (hwcapbit))) {                                                               \
+        features |= (bit);                                                                           \
+    }
+#endif
+#include "oxl_cpu_features.inc"
+    return features;
+}
+#elif defined(__wasm__)
+static uint32_t oxl_cpu_detect(void) {
+    uint32_t features = 0;
+#if defined(__wasm_simd128__)
+#undef OXL_CPU_FEATURE_BUILD_WASM32
+#define OXL_CPU_FEATURE_BUILD_WASM32(bit) features |= (bit);
+#endif
+#include "oxl_cpu_features.inc"
     return features;
 }
 #else
