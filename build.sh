@@ -2,10 +2,14 @@
 # oxillama's two set-up commands (see README):
 #   ./build.sh        install missing Debian packages, build, and run the demo on the bundled model
 #   ./build.sh test   build and run the whole test suite (what CI runs)
+#   ./build.sh cross [aarch64|riscv64|wasm32]   the cross-ISA stage alone (README "Other architectures")
 set -eu
 cd "$(dirname "$0")"
 
 PACKAGES="cmake ninja-build gcc python3 python3-jinja2 libcjson-dev libcriterion-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev clang libclang-rt-dev"
+
+# The cross stage's toolchains and emulators (README "Other architectures")
+CROSS_PACKAGES="qemu-user-static clang-16 lld-16 gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-riscv64-linux-gnu libc6-dev-riscv64-cross wasi-libc libclang-rt-16-dev-wasm32 nodejs"
 
 install_missing() {
     missing=""
@@ -35,6 +39,60 @@ sanitize() {
     tests/fuzz/run.sh "${OXL_FUZZ_SECONDS:-20}"
 }
 
+# The cross stage of `test`: the aarch64, riscv64 and wasm32 subset builds (cmake/*.cmake,
+# OXL_SUBSET), then on each target under emulation the kernel tests (oxl-kernel-tests) and
+# `oxillama golden` on the quant and model goldens: qemu-aarch64-static (neon, neondot),
+# qemu-riscv64-static with V at VLEN 128 and 256, Node's WASI (wasmsimd); then
+# tests/cross/determinism.sh compares greedy runs across all of them and x86's ISA caps. Every
+# emulated command is bounded by `timeout`. $1: one target only (aarch64, riscv64, wasm32).
+cross_build() { # build dir suffix, toolchain file name
+    cmake -S . -B "build-$1" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/$2.cmake" >/dev/null
+    ninja -C "build-$1" -j2
+}
+
+cross_checks() { # label, kernel test program, oxillama program, then the emulator command
+    label=$1 tests=$2 cli=$3
+    shift 3
+    echo "== $label: kernel tests"
+    timeout 600 "$@" "$tests" || return 1
+    echo "== $label: oxillama golden"
+    timeout 600 "$@" "$cli" golden golden/quant/*.gguf golden/models/*.once.gguf || return 1
+}
+
+cross() {
+    only=${1:-all}
+    case $only in aarch64|riscv64|wasm32|all) ;;
+    *)
+        echo "usage: ./build.sh cross [aarch64|riscv64|wasm32]" >&2
+        exit 2
+        ;;
+    esac
+    PACKAGES=$CROSS_PACKAGES install_missing
+    status=0
+    case $only in all|aarch64)
+        cross_build aarch64 aarch64-linux-gnu
+        cross_checks aarch64 build-aarch64/tests/cross/oxl-kernel-tests build-aarch64/oxillama \
+            qemu-aarch64-static || status=1
+    esac
+    case $only in all|riscv64)
+        cross_build riscv64 riscv64-linux-gnu
+        for vlen in 128 256; do
+            cross_checks "riscv64 vlen=$vlen" build-riscv64/tests/cross/oxl-kernel-tests build-riscv64/oxillama \
+                qemu-riscv64-static -cpu "rv64,v=true,vlen=$vlen" || status=1
+        done
+    esac
+    case $only in all|wasm32)
+        cross_build wasm wasm32-wasi
+        cross_checks wasm32 build-wasm/tests/cross/oxl-kernel-tests.wasm build-wasm/oxillama.wasm \
+            node --no-warnings tools/wasi-run.mjs || status=1
+    esac
+    if [ "$only" = all ]; then
+        echo "== determinism across x86, aarch64, riscv64 and wasm32"
+        tests/cross/determinism.sh . build build-aarch64 build-riscv64 build-wasm || status=1
+    fi
+    return $status
+}
+
 install_missing
 build
 case "${1:-demo}" in
@@ -44,9 +102,13 @@ demo)
 test)
     ctest --test-dir build --output-on-failure -j2 --timeout 900
     sanitize
+    cross
+    ;;
+cross)
+    cross "${2:-all}"
     ;;
 *)
-    echo "usage: ./build.sh [demo|test]" >&2
+    echo "usage: ./build.sh [demo|test|cross [aarch64|riscv64|wasm32]]" >&2
     exit 2
     ;;
 esac

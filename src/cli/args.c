@@ -250,9 +250,13 @@ size_t oxl_process_escapes(char *s, size_t len) {
 }
 
 void oxl_print_peak_rss(const char *prefix) {
+#if defined(__wasi__)
+    (void)prefix; /* WASI's getrusage has no peak RSS */
+#else
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
         /* ru_maxrss is in KiB on Linux */
         fprintf(stderr, "%s: peak RSS %.1f MiB\n", prefix, (double)ru.ru_maxrss / 1024.0);
     }
+#endif
 }

@@ -1,0 +1,73 @@
+#!/bin/sh
+# Cross-ISA determinism: `oxillama run` greedy (64 tokens, --temp 0) on stories260K in f32, Q8_0,
+# Q4_0 and Q4_K_M (made here by `oxillama quantize`; stories260K's rows of 64 and 172 elements are
+# not multiples of 256, so its Q4_K_M tensors fall back to the legacy formats, as llama-quantize
+# does) must print the same text on x86 under every OXILLAMA_ISA cap, AArch64 (scalar, neon,
+# neondot under qemu-aarch64-static), RISC-V (scalar; rvv at VLEN 128 and 256 under
+# qemu-riscv64-static) and wasm32 (scalar, wasmsimd under Node's WASI); the f32 text must also be
+# llama.cpp's (golden/run/once.prompt + once.expected).
+# usage: determinism.sh SOURCE_DIR X86_BUILD AARCH64_BUILD RISCV64_BUILD WASM_BUILD
+set -u
+src=$(cd "$1" && pwd)
+x86=$2 a64=$3 rv=$4 wasm=$5
+prompt=$(cat "$src/golden/run/once.prompt")
+want_f32=$(cat "$src/golden/run/once.prompt" "$src/golden/run/once.expected"; printf x)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+passed=0 failed=0
+
+check() { # name, ok (0/1), detail
+    if [ "$2" -eq 0 ]; then
+        echo "PASS  $1"
+        passed=$((passed + 1))
+    else
+        echo "FAIL  $1"
+        [ -n "$3" ] && echo "$3"
+        failed=$((failed + 1))
+    fi
+}
+
+# OXILLAMA_ISA cap, then the command that runs oxillama on this target
+targets() {
+    for isa in scalar sse41 avx2 avx512bw avx512vnni; do
+        echo "x86/$isa $isa $x86/oxillama"
+    done
+    for isa in scalar neon neondot; do
+        echo "aarch64/$isa $isa qemu-aarch64-static $a64/oxillama"
+    done
+    echo "riscv64/scalar scalar qemu-riscv64-static -cpu rv64,v=true,vlen=128 $rv/oxillama"
+    echo "riscv64/rvv-vlen128 rvv qemu-riscv64-static -cpu rv64,v=true,vlen=128 $rv/oxillama"
+    echo "riscv64/rvv-vlen256 rvv qemu-riscv64-static -cpu rv64,v=true,vlen=256 $rv/oxillama"
+    for isa in scalar wasmsimd; do
+        echo "wasm32/$isa $isa node --no-warnings $src/tools/wasi-run.mjs $wasm/oxillama.wasm"
+    done
+}
+
+"$x86/oxillama" quantize "$src/models/stories260K.gguf" "$tmp/stories260K-Q4_K_M.gguf" Q4_K_M >"$tmp/quantize.log" 2>&1
+check "quantize stories260K Q4_K_M" $? "$(tail -3 "$tmp/quantize.log")"
+
+for model in "$src/models/stories260K.gguf" "$src/models/stories260K-Q8_0.gguf" \
+    "$src/models/stories260K-Q4_0.gguf" "$tmp/stories260K-Q4_K_M.gguf"; do
+    name=$(basename "$model" .gguf)
+    ref="" ref_label=""
+    targets > "$tmp/targets"
+    while read -r label isa cmd; do
+        # shellcheck disable=SC2086  # cmd is a command line
+        got=$(OXILLAMA_ISA=$isa timeout 300 $cmd run -m "$model" -p "$prompt" -n 64 --temp 0 2>"$tmp/err" </dev/null; printf x)
+        if [ -z "$ref" ]; then
+            ref=$got ref_label=$label
+            if [ "$name" = stories260K ]; then
+                [ "$got" = "$want_f32" ]
+                check "$name $label == llama.cpp's greedy text" $? "  want: $want_f32
+  got:  $got"
+            fi
+            continue
+        fi
+        [ "$got" = "$ref" ]
+        check "$name $label == $ref_label" $? "  $ref_label: $ref
+  $label: $got
+  $(tail -2 "$tmp/err")"
+    done < "$tmp/targets"
+done
+echo "determinism: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
