@@ -21,6 +21,16 @@
 /* gemm's k must be a multiple of this: the lanes of one accumulator */
 #define OXL_GEMM_K_STEP 16
 
+/* gemm's k step of format t (a multiple of OXL_GEMM_K_STEP) */
+static inline int64_t oxl_gemm_k_step(oxl_type t) {
+    switch (t) {
+    case OXL_TYPE_BF16:
+        return 32;
+    default:
+        return OXL_GEMM_K_STEP;
+    }
+}
+
 #define OXL_KERNEL(op, type, isa, fn) OXL_KERNEL_SIG_##op(fn);
 #include "oxl_kernel_list.inc"
 #undef OXL_KERNEL

@@ -302,8 +302,9 @@ void oxl_golden_check_gemm(const oxl_quant_golden *qg, oxl_gemm_fn fn, const cha
         oxl_golden_line(r, false, "%s  %s has no tensors 'dq', 'yq' and 'dot'", name, qg->path);
         return;
     }
-    if (qg->ne0 % OXL_GEMM_K_STEP != 0) {
-        oxl_golden_line(r, false, "%s  rows of %lld are not a multiple of %d", name, (long long)qg->ne0, OXL_GEMM_K_STEP);
+    if (qg->ne0 % oxl_gemm_k_step(qg->type) != 0) {
+        oxl_golden_line(r, false, "%s  rows of %lld are not a multiple of %lld", name, (long long)qg->ne0,
+                        (long long)oxl_gemm_k_step(qg->type));
         return;
     }
     /* every q row times every yq row; the diagonal holds the golden's row pairs */

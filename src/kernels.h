@@ -8,8 +8,9 @@
  *   vec_dot:  *s = dot(x, y) over n elements, x in the weight format, y in its vec_dot_type
  *   gemm:     c[j * ldc + i] = dot(row i of a, column j of b) for i < m, j < n: a holds m weight rows
  *             of k elements (lda bytes apart), b n columns of k in the vec_dot_type (ldb bytes
- *             apart), c floats; k % OXL_GEMM_K_STEP == 0 (generated/oxl_kernel_decls.h). f32 and
- *             f16 only, summed as llamafile's tinyBLAS on AVX-512 (docs/kernels.md).
+ *             apart), c floats; k a multiple of oxl_gemm_k_step(type) (generated/oxl_kernel_decls.h:
+ *             16, bf16 32). f32, f16 and bf16 only, summed as llamafile's tinyBLAS on AVX-512 (bf16:
+ *             its AVX512-BF16 vdpbf16ps; docs/kernels.md).
  *   swiglu:   y[i] = silu(x[i]) * g[i] over one row of n (y may be x), f32 only: ggml_vec_swiglu_f32
  *             of the AVX-512 build (its vector SiLU on whole groups of 16, expf on the rest), so
  *             the row boundaries matter: call it once per row.

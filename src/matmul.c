@@ -1,6 +1,6 @@
 #include "matmul.h"
 
-#include "oxl_kernel_decls.h" /* generated: OXL_GEMM_K_STEP */
+#include "oxl_kernel_decls.h" /* generated: oxl_gemm_k_step */
 
 #include <stdbool.h>
 #include <string.h>
@@ -53,12 +53,13 @@ static void convert_columns(void *arg, int ith, int nth) {
 }
 
 /* ggml_compute_forward_mul_mat's choice on its AVX-512 build (ggml-cpu.c, llamafile_sgemm): the
- * tinyBLAS kernel takes f32 weights with f32 columns and f16 weights with f16-converted columns
- * when there are at least 2 columns, k % 16 == 0 and m % 4 == 0; everything else, decode steps
+ * tinyBLAS kernel takes f32 weights with f32 columns, f16 weights with f16-converted columns and
+ * bf16 weights with bf16-converted columns (AVX512-BF16) when there are at least 2 columns, k is a
+ * multiple of the kernel's step (16; bf16: 32) and m % 4 == 0; everything else, decode steps
  * included, is one vec_dot per output. The two sum in different orders, so the choice must be
  * ggml's for the results to be its to the last bit. */
 static bool use_gemm(const oxl_kernels *kern, const oxl_tensor *w, int64_t n) {
-    return kern->gemm[w->type] != NULL && n >= 2 && w->ne[0] % OXL_GEMM_K_STEP == 0 &&
+    return kern->gemm[w->type] != NULL && n >= 2 && w->ne[0] % oxl_gemm_k_step(w->type) == 0 &&
            w->ne[1] % OXL_GEMM_M_STEP == 0;
 }
 

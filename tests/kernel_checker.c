@@ -6,6 +6,7 @@
 #include "oxl_kernel_decls.h"
 
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +179,76 @@ float oxl_ref_dot_f16(int64_t n, const uint16_t *x, const uint16_t *y) {
     return (float)sum;
 }
 
+/* ---- AVX512-BF16's vdpbf16ps (Intel SDM pseudo-code), written out element by element ---------
+ * Lane l of an accumulator takes elements 2l + 1 then 2l of each 32-element chunk: the product of
+ * the two bf16 values (exact in fp32), added with rounding to nearest even; denormal inputs read
+ * as zero, denormal results become zero of the same sign. */
+static float oxl_ref_bf16_daz(uint16_t h) {
+    if ((h & 0x7f80) == 0) {
+        return (h & 0x8000) ? -0.0f : 0.0f;
+    }
+    return oxl_bf16_to_fp32(h);
+}
+
+static float oxl_ref_ftz(float f) {
+    if (f != 0.0f && fabsf(f) < FLT_MIN) {
+        return signbit(f) ? -0.0f : 0.0f;
+    }
+    return f;
+}
+
+/* lanes[l] after the vdpbf16ps steps over x[0..k), y[0..k) (k % 32 == 0) */
+static void oxl_ref_dpbf16(int64_t k, const uint16_t *x, const uint16_t *y, float lanes[16]) {
+    for (int l = 0; l < 16; l++) {
+        lanes[l] = 0.0f;
+    }
+    for (int64_t c = 0; c < k; c += 32) {
+        for (int l = 0; l < 16; l++) {
+            for (int e = 1; e >= 0; e--) {
+                const int64_t i = c + 2 * l + e;
+                const float p = oxl_ref_bf16_daz(x[i]) * oxl_ref_bf16_daz(y[i]);
+                lanes[l] = oxl_ref_ftz(lanes[l] + p);
+            }
+        }
+    }
+}
+
+float oxl_ref_dot_bf16(int64_t n, const uint16_t *x, const uint16_t *y) {
+    /* ggml_vec_dot_bf16 with __AVX512BF16__: elements 64j..64j+31 into c1, 64j+32..64j+63 into c2 */
+    const int64_t np = n & ~(int64_t)63;
+    float c1[16] = {0}, c2[16] = {0};
+    for (int64_t j = 0; j < np; j += 64) {
+        for (int l = 0; l < 16; l++) {
+            float a = c1[l];
+            for (int e = 1; e >= 0; e--) {
+                const int64_t i = j + 2 * l + e;
+                a = oxl_ref_ftz(a + oxl_ref_bf16_daz(x[i]) * oxl_ref_bf16_daz(y[i]));
+            }
+            c1[l] = a;
+            float b = c2[l];
+            for (int e = 1; e >= 0; e--) {
+                const int64_t i = j + 32 + 2 * l + e;
+                b = oxl_ref_ftz(b + oxl_ref_bf16_daz(x[i]) * oxl_ref_bf16_daz(y[i]));
+            }
+            c2[l] = b;
+        }
+    }
+    double sum = 0.0;
+    sum += (double)oxl_ref_tree16(c1);
+    sum += (double)oxl_ref_tree16(c2);
+    for (int64_t i = np; i < n; i++) {
+        const float p = oxl_bf16_to_fp32(x[i]) * oxl_bf16_to_fp32(y[i]);
+        sum += (double)p;
+    }
+    return (float)sum;
+}
+
+float oxl_ref_gemm_bf16_one(int64_t k, const uint16_t *a, const uint16_t *b) {
+    float lanes[16];
+    oxl_ref_dpbf16(k, a, b, lanes);
+    return oxl_ref_tree16(lanes);
+}
+
 float oxl_ref_gemm_one(int64_t k, const float *a, const float *b) {
     float lane[16] = {0};
     for (int64_t l = 0; l < k; l++) {
@@ -212,7 +283,9 @@ static void oxl_check_dot_order(const oxl_quant_golden *qg, oxl_type type, oxl_v
                 continue;
             }
             const void *x = xs + (size_t)(row * qg->ne0) * es, *y = ys + (size_t)(row * qg->ne0) * es;
-            const float want = type == OXL_TYPE_F32 ? oxl_ref_dot_f32(n, x, y) : oxl_ref_dot_f16(n, x, y);
+            const float want = type == OXL_TYPE_F32   ? oxl_ref_dot_f32(n, x, y)
+                               : type == OXL_TYPE_F16 ? oxl_ref_dot_f16(n, x, y)
+                                                      : oxl_ref_dot_bf16(n, x, y);
             float got = -1.0f;
             fn(n, &got, x, y);
             checks++;
@@ -225,8 +298,8 @@ static void oxl_check_dot_order(const oxl_quant_golden *qg, oxl_type type, oxl_v
     oxl_golden_line(r, bad == 0, "%s  vec_dot vs ggml's AVX-512 order: %d/%d bit-identical", name, checks - bad, checks);
 }
 
-/* f16: at n = 512 the golden dot is ggml_vec_dot_f16 of the AVX-512 build with no leftovers, so
- * the kernel must reproduce it to the bit */
+/* f16, bf16: at n = 512 the golden dot is ggml_vec_dot_f16 of the AVX-512 build (ggml_vec_dot_bf16
+ * of its AVX512-BF16 build) with no leftovers, so the kernel must reproduce it to the bit */
 static void oxl_check_dot_golden_bits(const oxl_quant_golden *qg, oxl_vec_dot_fn fn, const char *name,
                                       oxl_golden_report *r) {
     const size_t row = oxl_row_size(qg->type, qg->ne0), yrow = oxl_row_size(qg->yq_type, qg->ne0);
@@ -251,10 +324,10 @@ void oxl_check_vec_dot(oxl_type type, oxl_isa isa, oxl_vec_dot_fn fn, const char
     } else {
         oxl_golden_check_vec_dot(&cg.qg, fn, name, &r);
     }
-    if (type == OXL_TYPE_F32 || type == OXL_TYPE_F16) {
+    if (type == OXL_TYPE_F32 || type == OXL_TYPE_F16 || type == OXL_TYPE_BF16) {
         oxl_check_dot_order(&cg.qg, type, fn, name, &r);
     }
-    if (type == OXL_TYPE_F16) {
+    if (type == OXL_TYPE_F16 || type == OXL_TYPE_BF16) {
         oxl_check_dot_golden_bits(&cg.qg, fn, name, &r);
     }
     oxl_checker_finish(&cg, &r, name);
@@ -264,7 +337,7 @@ void oxl_check_vec_dot(oxl_type type, oxl_isa isa, oxl_vec_dot_fn fn, const char
  * of any register tile, with ldc > m; a: the golden's weight rows, b: its activation rows. */
 static void oxl_check_gemm_order(const oxl_quant_golden *qg, oxl_type type, oxl_gemm_fn fn, const char *name,
                                  oxl_golden_report *r) {
-    static const int64_t ks[] = {16, 64, 176, 512};
+    static const int64_t ks[] = {16, 32, 64, 96, 176, 224, 512};
     static const int64_t shapes[][2] = {{16, 16}, {16, 2}, {5, 7}, {4, 3}, {1, 1}, {12, 16}};
     const size_t es = oxl_type_traits_get(type)->type_size;
     const uint8_t *a = type == OXL_TYPE_F32 ? (const void *)qg->x : qg->q;
@@ -275,7 +348,8 @@ static void oxl_check_gemm_order(const oxl_quant_golden *qg, oxl_type type, oxl_
     const int64_t ldc = qg->nrows + 3;
     float *c = malloc((size_t)(ldc * qg->nrows) * sizeof(float));
     cr_assert(af != NULL && bf != NULL && c != NULL);
-    for (int64_t i = 0; i < qg->nrows * qg->ne0; i++) {
+    /* f32, f16 as floats for the f32 reference; the bf16 reference reads the bf16 bits */
+    for (int64_t i = 0; i < qg->nrows * qg->ne0 && type != OXL_TYPE_BF16; i++) {
         af[i] = type == OXL_TYPE_F32 ? qg->x[i] : oxl_fp16_to_fp32(((const uint16_t *)qg->q)[i]);
         bf[i] = type == OXL_TYPE_F32 ? qg->y[i] : oxl_fp16_to_fp32(((const uint16_t *)qg->yq)[i]);
     }
@@ -283,7 +357,7 @@ static void oxl_check_gemm_order(const oxl_quant_golden *qg, oxl_type type, oxl_
     for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
         for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
             const int64_t k = ks[ki], m = shapes[si][0], n = shapes[si][1];
-            if (k > qg->ne0 || m > qg->nrows || n > qg->nrows) {
+            if (k > qg->ne0 || m > qg->nrows || n > qg->nrows || k % oxl_gemm_k_step(type) != 0) {
                 continue;
             }
             /* rows start at row 1 of a and column 2 of b so tiles see unaligned data */
@@ -295,8 +369,13 @@ static void oxl_check_gemm_order(const oxl_quant_golden *qg, oxl_type type, oxl_
             for (int64_t j = 0; j < n; j++) {
                 for (int64_t i = 0; i < ldc; i++) {
                     const float got = c[j * ldc + i];
-                    const float want = i < m ? oxl_ref_gemm_one(k, af + (a0 + i) * qg->ne0, bf + (b0 + j) * qg->ne0)
-                                             : -7.0f; /* outside the block: untouched */
+                    float want = -7.0f; /* outside the block: untouched */
+                    if (i < m && type == OXL_TYPE_BF16) {
+                        want = oxl_ref_gemm_bf16_one(k, (const uint16_t *)qg->q + (a0 + i) * qg->ne0,
+                                                     (const uint16_t *)qg->yq + (b0 + j) * qg->ne0);
+                    } else if (i < m) {
+                        want = oxl_ref_gemm_one(k, af + (a0 + i) * qg->ne0, bf + (b0 + j) * qg->ne0);
+                    }
                     checks++;
                     if (!oxl_same_float(got, want) && bad++ < 5) {
                         fprintf(stderr, "%s  k %lld, m %lld, n %lld, out (%lld, %lld): %a, the tinyBLAS order gives %a\n",

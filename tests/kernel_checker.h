@@ -24,6 +24,10 @@ void oxl_check_swiglu(oxl_type type, oxl_isa isa, oxl_swiglu_fn fn, const char *
 /* The references themselves (exported for the cross-ISA tests in test_kernels.c). */
 float oxl_ref_dot_f32(int64_t n, const float *x, const float *y);
 float oxl_ref_dot_f16(int64_t n, const uint16_t *x, const uint16_t *y);
+/* ggml_vec_dot_bf16 of the AVX512-BF16 build (vdpbf16ps emulated per element) */
+float oxl_ref_dot_bf16(int64_t n, const uint16_t *x, const uint16_t *y);
+/* one output of the bf16 gemm (tinyBLAS<32, __m512, __m512bh>): k % 32 == 0 */
+float oxl_ref_gemm_bf16_one(int64_t k, const uint16_t *a, const uint16_t *b);
 /* one output of the gemm: a and b are k floats (f16 inputs converted exactly), k % 16 == 0 */
 float oxl_ref_gemm_one(int64_t k, const float *a, const float *b);
 /* ggml_v_silu of one lane (ggml-cpu/vec.h, AVX-512 form) */

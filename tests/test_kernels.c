@@ -32,8 +32,8 @@ Test(kernels, every_cap_gets_a_kernel_per_cell_within_the_cap) {
         }
         cr_expect_not_null(k.gemm[OXL_TYPE_F32], "cap %s: no f32 gemm", oxl_isa_name((oxl_isa)cap));
         cr_expect_not_null(k.gemm[OXL_TYPE_F16], "cap %s: no f16 gemm", oxl_isa_name((oxl_isa)cap));
-        cr_expect_null(k.gemm[OXL_TYPE_Q4_0], "gemm is only specified for f32 and f16");
-        cr_expect_null(k.gemm[OXL_TYPE_BF16], "gemm is only specified for f32 and f16");
+        cr_expect_null(k.gemm[OXL_TYPE_Q4_0], "gemm is only specified for f32, f16 and bf16");
+        cr_expect_not_null(k.gemm[OXL_TYPE_BF16], "cap %s: no bf16 gemm", oxl_isa_name((oxl_isa)cap));
         cr_expect_not_null(k.swiglu[OXL_TYPE_F32], "cap %s: no swiglu", oxl_isa_name((oxl_isa)cap));
         cr_expect_not_null(k.quant[OXL_TYPE_Q8_0]);
         cr_expect_not_null(k.quant[OXL_TYPE_Q8_1]);
