@@ -106,6 +106,7 @@ class Feature:
     reg: str = ""             # eax, ebx, ecx, edx
     bit: int = 0
     xcr0_mask: int = 0
+    arch: str = ""            # for "hwcap" (a bit of getauxval(AT_HWCAP)) and "build" features
 
 
 FEATURES = (
@@ -123,6 +124,12 @@ FEATURES = (
     Feature("avx512vnni", 7, 0, "ecx", 11),
     Feature("os_ymm", "xcr0", xcr0_mask=0x6),      # SSE + AVX state
     Feature("os_zmm", "xcr0", xcr0_mask=0xE6),     # + opmask, ZMM0-15 high, ZMM16-31
+    # Linux AT_HWCAP bits (asm/hwcap.h): AArch64 HWCAP_ASIMD, HWCAP_ASIMDDP; RISC-V COMPAT_HWCAP_ISA_V
+    # ('V' - 'A'). "build": set when the translation unit is compiled with that target feature.
+    Feature("asimd", "hwcap", bit=1, arch="arm64"),
+    Feature("asimddp", "hwcap", bit=20, arch="arm64"),
+    Feature("rvv", "hwcap", bit=21, arch="riscv64"),
+    Feature("simd128", "build", arch="wasm32"),
 )
 
 
@@ -154,11 +161,25 @@ ISAS = (
         ("-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni"),
         ("osxsave", "avx", "avx2", "fma", "f16c", "os_ymm", "avx512f", "avx512bw", "avx512vl",
          "avx512dq", "os_zmm", "avx512vnni"), arch="x86", base="avx512bw", gemm_tile=(4, 4)),
+    # AArch64 Advanced SIMD (every AArch64 CPU has it), then + SDOT/UDOT (FEAT_DotProd)
+    Isa("neon", 5, (), ("asimd",), arch="arm64", gemm_tile=(2, 2)),
+    Isa("neondot", 6, ("-march=armv8.2-a+dotprod",), ("asimd", "asimddp"), arch="arm64", base="neon",
+        gemm_tile=(2, 2)),
+    # RISC-V V 1.0, vector-length agnostic (any VLEN >= 128, the V extension's minimum). No
+    # auto-vectorization: the vector code is the templates' intrinsics (and QEMU 7.2, which the
+    # cross tests run on, asserts on some of clang 16's auto-vectorized sequences)
+    Isa("rvv", 7, ("-march=rv64gcv", "-fno-vectorize", "-fno-slp-vectorize"), ("rvv",), arch="riscv64",
+        gemm_tile=(2, 2)),
+    # WebAssembly SIMD128: a build-time choice (the wasm32 toolchain file passes -msimd128)
+    Isa("wasmsimd", 8, (), ("simd128",), arch="wasm32", gemm_tile=(2, 2)),
 )
 
 # Architecture guards: the C preprocessor test and the CMake processor regex for each arch.
 ARCHES = {
     "x86": ("defined(__x86_64__) || defined(__i386__)", "x86_64|AMD64|amd64|i[3-6]86"),
+    "arm64": ("defined(__aarch64__)", "aarch64|arm64|ARM64"),
+    "riscv64": ("defined(__riscv) && __riscv_xlen == 64", "riscv64"),
+    "wasm32": ("defined(__wasm_simd128__)", "wasm32"),
 }
 
 # Kernel ops, with the function name pattern (XNNPACK style: what, then __isa). gemm computes a
@@ -257,6 +278,9 @@ def validate(template_formats):
         errors.append(f"ISA ranks must be 0..n-1 in table order, got {ranks}")
     if ISAS[0].name != "scalar":
         errors.append("the first ISA must be scalar")
+    for ft in FEATURES:
+        if ft.leaf in ("hwcap", "build") and ft.arch not in ARCHES:
+            errors.append(f"CPU feature {ft.name}: {ft.leaf} needs a known arch, got {ft.arch!r}")
     for i in ISAS:
         for ft in i.features:
             if ft not in FEATURE_BY_NAME:

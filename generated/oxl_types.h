@@ -72,7 +72,11 @@ typedef enum oxl_isa {
     OXL_ISA_AVX2 = 2,
     OXL_ISA_AVX512BW = 3,
     OXL_ISA_AVX512VNNI = 4,
-    OXL_ISA_COUNT = 5
+    OXL_ISA_NEON = 5,
+    OXL_ISA_NEONDOT = 6,
+    OXL_ISA_RVV = 7,
+    OXL_ISA_WASMSIMD = 8,
+    OXL_ISA_COUNT = 9
 } oxl_isa;
 
 /* CPU features the ISA levels require (bits of a feature mask). */
@@ -91,6 +95,10 @@ enum {
     OXL_CPU_FEATURE_AVX512VNNI = 1u << 11,
     OXL_CPU_FEATURE_OS_YMM = 1u << 12,
     OXL_CPU_FEATURE_OS_ZMM = 1u << 13,
+    OXL_CPU_FEATURE_ASIMD = 1u << 14,
+    OXL_CPU_FEATURE_ASIMDDP = 1u << 15,
+    OXL_CPU_FEATURE_RVV = 1u << 16,
+    OXL_CPU_FEATURE_SIMD128 = 1u << 17,
 };
 
 typedef struct oxl_isa_info {
