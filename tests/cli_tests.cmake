@@ -38,6 +38,9 @@ endforeach()
 
 add_test(NAME perplexity-kld COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_perplexity.sh ${OXL_BIN}
          ${M}/stories260K.gguf ${G}/perplexity)
+# q8_0 and q4_0 KV caches against llama.cpp's runs with the same and with an f16 cache.
+add_test(NAME kv-quant COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_kv_quant.sh ${OXL_BIN}
+         ${G}/arch/qwen3.gguf ${G}/perplexity)
 
 # oxillama info shows a tensor's type, shape and offset as they stand in the file.
 add_test(NAME info-stories COMMAND ${OXL_BIN} info ${M}/stories260K.gguf)
