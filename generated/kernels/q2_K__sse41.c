@@ -31,6 +31,23 @@ static inline void oxl_scales_q2_K(const oxl_block_q2_K *b, int sc[16], int mn[1
     }
 }
 
+/* the 16 sub-blocks' integer dots with 256 int8 activations */
+static inline void oxl_parts_q2_K(const oxl_block_q2_K *b, const int8_t *y, int32_t part[16]) {
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *qs = b->qs + 32 * h;
+        for (int j = 0; j < 4; j++) {
+            const int8_t *yy = y + 128 * h + 32 * j;
+            int32_t s0 = 0, s1 = 0;
+            for (int l = 0; l < 16; l++) {
+                s0 += ((qs[l] >> (2 * j)) & 3) * yy[l];
+                s1 += ((qs[l + 16] >> (2 * j)) & 3) * yy[l + 16];
+            }
+            part[8 * h + 2 * j] = s0;
+            part[8 * h + 2 * j + 1] = s1;
+        }
+    }
+}
+
 /* y[0..n) = to_float(x), bit-exact */
 OXL_KERNEL_SIG_dequant(oxl_dequant_q2_K__sse41) {
     const oxl_block_q2_K *xb = x;
@@ -60,18 +77,13 @@ OXL_KERNEL_SIG_vec_dot(oxl_vec_dot_q2_K_q8_K__sse41) {
     const int64_t nb = n / OXL_QK_Q2_K;
     float sum = 0.0f;
     for (int64_t ib = 0; ib < nb; ib++) {
-        int8_t q[OXL_QK_Q2_K];
         int sc[OXL_QK_Q2_K / 16], mn[OXL_QK_Q2_K / 16];
-        oxl_unpack_q2_K(&xb[ib], q);
+        int32_t part[OXL_QK_Q2_K / 16];
         oxl_scales_q2_K(&xb[ib], sc, mn);
-        const int8_t *q8 = yb[ib].qs;
+        oxl_parts_q2_K(&xb[ib], yb[ib].qs, part);
         int32_t sumi = 0;
         for (int j = 0; j < OXL_QK_Q2_K / 16; j++) {
-            int32_t part = 0;
-            for (int l = 0; l < 16; l++) {
-                part += q[j * 16 + l] * q8[j * 16 + l];
-            }
-            sumi += sc[j] * part;
+            sumi += sc[j] * part[j];
         }
         int32_t summs = 0;
         for (int j = 0; j < OXL_QK_Q2_K / 16; j++) {

@@ -35,6 +35,30 @@ static inline void oxl_scales_q3_K(const oxl_block_q3_K *b, int sc[16], int mn[1
     }
 }
 
+/* the 16 sub-blocks' integer dots with 256 int8 activations: value = u + 4 h - 4 with u the 2 low
+ * bits and h the hmask bit, summed as u . y + 4 (h . y) - 4 sum(y) so every product is unsigned
+ * times signed */
+static inline void oxl_parts_q3_K(const oxl_block_q3_K *b, const int8_t *y, int32_t part[16]) {
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *qs = b->qs + 32 * h;
+        for (int j = 0; j < 4; j++) {
+            const int8_t *yy = y + 128 * h + 32 * j;
+            const int bit = 4 * h + j;
+            int32_t u0 = 0, u1 = 0, h0 = 0, h1 = 0, y0 = 0, y1 = 0;
+            for (int l = 0; l < 16; l++) {
+                u0 += ((qs[l] >> (2 * j)) & 3) * yy[l];
+                u1 += ((qs[l + 16] >> (2 * j)) & 3) * yy[l + 16];
+                h0 += ((b->hmask[l] >> bit) & 1) * yy[l];
+                h1 += ((b->hmask[l + 16] >> bit) & 1) * yy[l + 16];
+                y0 += yy[l];
+                y1 += yy[l + 16];
+            }
+            part[8 * h + 2 * j] = u0 + 4 * h0 - 4 * y0;
+            part[8 * h + 2 * j + 1] = u1 + 4 * h1 - 4 * y1;
+        }
+    }
+}
+
 /* y[0..n) = to_float(x), bit-exact */
 OXL_KERNEL_SIG_dequant(oxl_dequant_q3_K__wasmsimd) {
     const oxl_block_q3_K *xb = x;
@@ -62,18 +86,13 @@ OXL_KERNEL_SIG_vec_dot(oxl_vec_dot_q3_K_q8_K__wasmsimd) {
     const int64_t nb = n / OXL_QK_Q3_K;
     float sum = 0.0f;
     for (int64_t ib = 0; ib < nb; ib++) {
-        int8_t q[OXL_QK_Q3_K];
         int sc[OXL_QK_Q3_K / 16], mn[OXL_QK_Q3_K / 16];
-        oxl_unpack_q3_K(&xb[ib], q);
+        int32_t part[OXL_QK_Q3_K / 16];
         oxl_scales_q3_K(&xb[ib], sc, mn);
-        const int8_t *q8 = yb[ib].qs;
+        oxl_parts_q3_K(&xb[ib], yb[ib].qs, part);
         int32_t sumi = 0;
         for (int j = 0; j < OXL_QK_Q3_K / 16; j++) {
-            int32_t part = 0;
-            for (int l = 0; l < 16; l++) {
-                part += q[j * 16 + l] * q8[j * 16 + l];
-            }
-            sumi += sc[j] * part;
+            sumi += sc[j] * part[j];
         }
         sum += oxl_fp16_to_fp32(xb[ib].d) * yb[ib].d * (float)sumi;
     }

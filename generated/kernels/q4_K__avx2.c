@@ -34,6 +34,21 @@ static inline void oxl_scales_q4_K(const oxl_block_q4_K *b, int sc[8], int mn[8]
     }
 }
 
+/* the 8 sub-blocks' integer dots with 256 int8 activations */
+static inline void oxl_parts_q4_K(const oxl_block_q4_K *b, const int8_t *y, int32_t part[8]) {
+    for (int j = 0; j < 4; j++) {
+        const uint8_t *qs = b->qs + 32 * j;
+        const int8_t *yy = y + 64 * j;
+        int32_t s0 = 0, s1 = 0;
+        for (int l = 0; l < 32; l++) {
+            s0 += (qs[l] & 0x0f) * yy[l];
+            s1 += (qs[l] >> 4) * yy[l + 32];
+        }
+        part[2 * j] = s0;
+        part[2 * j + 1] = s1;
+    }
+}
+
 /* y[0..n) = to_float(x), bit-exact */
 OXL_KERNEL_SIG_dequant(oxl_dequant_q4_K__avx2) {
     const oxl_block_q4_K *xb = x;
@@ -63,25 +78,20 @@ OXL_KERNEL_SIG_vec_dot(oxl_vec_dot_q4_K_q8_K__avx2) {
     const int64_t nb = n / OXL_QK_Q4_K;
     float sum = 0.0f;
     for (int64_t ib = 0; ib < nb; ib++) {
-        int8_t q[OXL_QK_Q4_K];
         int sc[OXL_QK_Q4_K / 32], mn[OXL_QK_Q4_K / 32];
-        oxl_unpack_q4_K(&xb[ib], q);
+        int32_t part[OXL_QK_Q4_K / 32];
         oxl_scales_q4_K(&xb[ib], sc, mn);
-        const int8_t *q8 = yb[ib].qs;
+        oxl_parts_q4_K(&xb[ib], yb[ib].qs, part);
         int32_t sumi = 0;
         for (int j = 0; j < OXL_QK_Q4_K / 32; j++) {
-            int32_t part = 0;
-            for (int l = 0; l < 32; l++) {
-                part += q[j * 32 + l] * q8[j * 32 + l];
-            }
-            sumi += sc[j] * part;
+            sumi += sc[j] * part[j];
         }
         int32_t summs = 0;
         for (int j = 0; j < OXL_QK_Q4_K / 32; j++) {
             summs += mn[j] * (yb[ib].bsums[2 * j] + yb[ib].bsums[2 * j + 1]);
         }
-        const float d = yb[ib].d * oxl_fp16_to_fp32(xb[ib].d);
-        const float dmin = yb[ib].d * oxl_fp16_to_fp32(xb[ib].dmin);
+        const float d = yb[ib].d * _cvtsh_ss(xb[ib].d);
+        const float dmin = yb[ib].d * _cvtsh_ss(xb[ib].dmin);
         sum += d * (float)sumi - dmin * (float)summs;
     }
     *s = sum;

@@ -22,6 +22,18 @@ static inline void oxl_unpack_q5_1(const oxl_block_q5_1 *b, int8_t q[32]) {
     }
 }
 
+/* the block's integer dot with 32 int8 activations */
+static inline int32_t oxl_idot_q5_1(const oxl_block_q5_1 *b, const int8_t *y) {
+    const uint32_t qh = (uint32_t)b->qh[0] | (uint32_t)b->qh[1] << 8 | (uint32_t)b->qh[2] << 16 | (uint32_t)b->qh[3] << 24;
+    int32_t s = 0;
+    for (int j = 0; j < 16; j++) {
+        const int lo = ((b->qs[j] & 0x0f) | (int)((qh >> j) & 1) << 4);
+        const int hi = ((b->qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4);
+        s += lo * y[j] + hi * y[j + 16];
+    }
+    return s;
+}
+
 /* y[0..n) = to_float(x), bit-exact */
 OXL_KERNEL_SIG_dequant(oxl_dequant_q5_1__neon) {
     const oxl_block_q5_1 *xb = x;
@@ -44,12 +56,7 @@ OXL_KERNEL_SIG_vec_dot(oxl_vec_dot_q5_1_q8_1__neon) {
     const int64_t nb = n / OXL_QK_Q5_1;
     float sum = 0.0f;
     for (int64_t ib = 0; ib < nb; ib++) {
-        int8_t q[32];
-        oxl_unpack_q5_1(&xb[ib], q);
-        int32_t sumi = 0;
-        for (int j = 0; j < 32; j++) {
-            sumi += q[j] * yb[ib].qs[j];
-        }
+        const int32_t sumi = oxl_idot_q5_1(&xb[ib], yb[ib].qs);
         sum += (oxl_fp16_to_fp32(xb[ib].d) * oxl_fp16_to_fp32(yb[ib].d)) * (float)sumi +
                oxl_fp16_to_fp32(xb[ib].m) * oxl_fp16_to_fp32(yb[ib].s);
     }

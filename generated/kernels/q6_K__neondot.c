@@ -35,6 +35,34 @@ static inline void oxl_scales_q6_K(const oxl_block_q6_K *b, int sc[16], int mn[1
     }
 }
 
+/* the 16 sub-blocks' integer dots with 256 int8 activations: value = u - 32 with u the unsigned
+ * 6 bits, summed as u . y - 32 sum(y) so every product is unsigned times signed */
+static inline void oxl_parts_q6_K(const oxl_block_q6_K *b, const int8_t *y, int32_t part[16]) {
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *ql = b->ql + 64 * h;
+        const uint8_t *qh = b->qh + 32 * h;
+        const int8_t *yy = y + 128 * h;
+        for (int t = 0; t < 2; t++) {
+            int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, y0 = 0, y1 = 0, y2 = 0, y3 = 0;
+            for (int i = 0; i < 16; i++) {
+                const int l = 16 * t + i;
+                s0 += ((ql[l] & 0x0f) | ((qh[l] & 3) << 4)) * yy[l];
+                s1 += ((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) * yy[l + 32];
+                s2 += ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) * yy[l + 64];
+                s3 += ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) * yy[l + 96];
+                y0 += yy[l];
+                y1 += yy[l + 32];
+                y2 += yy[l + 64];
+                y3 += yy[l + 96];
+            }
+            part[8 * h + t] = s0 - 32 * y0;
+            part[8 * h + 2 + t] = s1 - 32 * y1;
+            part[8 * h + 4 + t] = s2 - 32 * y2;
+            part[8 * h + 6 + t] = s3 - 32 * y3;
+        }
+    }
+}
+
 /* y[0..n) = to_float(x), bit-exact */
 OXL_KERNEL_SIG_dequant(oxl_dequant_q6_K__neondot) {
     const oxl_block_q6_K *xb = x;
@@ -62,18 +90,13 @@ OXL_KERNEL_SIG_vec_dot(oxl_vec_dot_q6_K_q8_K__neondot) {
     const int64_t nb = n / OXL_QK_Q6_K;
     float sum = 0.0f;
     for (int64_t ib = 0; ib < nb; ib++) {
-        int8_t q[OXL_QK_Q6_K];
         int sc[OXL_QK_Q6_K / 16], mn[OXL_QK_Q6_K / 16];
-        oxl_unpack_q6_K(&xb[ib], q);
+        int32_t part[OXL_QK_Q6_K / 16];
         oxl_scales_q6_K(&xb[ib], sc, mn);
-        const int8_t *q8 = yb[ib].qs;
+        oxl_parts_q6_K(&xb[ib], yb[ib].qs, part);
         int32_t sumi = 0;
         for (int j = 0; j < OXL_QK_Q6_K / 16; j++) {
-            int32_t part = 0;
-            for (int l = 0; l < 16; l++) {
-                part += q[j * 16 + l] * q8[j * 16 + l];
-            }
-            sumi += sc[j] * part;
+            sumi += sc[j] * part[j];
         }
         sum += oxl_fp16_to_fp32(xb[ib].d) * yb[ib].d * (float)sumi;
     }
