@@ -96,3 +96,9 @@ set_tests_properties(info-arch-moe PROPERTIES
 add_test(NAME info-arch-ssm COMMAND ${OXL_BIN} info ${G}/arch/jamba.gguf)
 set_tests_properties(info-arch-ssm PROPERTIES
   PASS_REGULAR_EXPRESSION "ssm +mamba: d_inner 128, d_state 16, d_conv 4, dt_rank 4\n  recurrent layers 0 2")
+
+# Issue-5 parity on converted files: dense arch models converted to F16/Q8_0 by oxillama quantize give
+# llama.cpp's greedy continuation of the file llama-quantize made (golden/arch-converted/README.md).
+find_program(OXL_PYTHON3 python3)
+add_test(NAME arch-converted COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/check_converted.py ${OXL_BIN}
+         ${G} ${CMAKE_CURRENT_BINARY_DIR}/arch-converted)

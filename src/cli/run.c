@@ -136,6 +136,11 @@ int oxl_cmd_run(int argc, char **argv) {
             goto done;
         }
     }
+    /* bytes held back for an unfinished character are printed as they are, as llama.cpp would */
+    int32_t tail = oxl_detok_flush(&detok, piece, (int32_t)sizeof piece);
+    if (tail > 0) {
+        fwrite(piece, 1, (size_t)tail, stdout);
+    }
     double t3 = now_s();
     fputc('\n', stderr);
     fprintf(stderr, "oxillama: prompt %d tokens in %.1f ms (%.1f t/s); generated %d tokens in %.1f ms (%.1f t/s)\n",
