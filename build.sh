@@ -42,7 +42,8 @@ sanitize() {
 # The cross stage of `test`: the aarch64, riscv64 and wasm32 subset builds (cmake/*.cmake,
 # OXL_SUBSET), then on each target under emulation the kernel tests (oxl-kernel-tests) and
 # `oxillama golden` on the quant and model goldens: qemu-aarch64-static (neon, neondot),
-# qemu-riscv64-static with V at VLEN 128 and 256, Node's WASI (wasmsimd); then
+# qemu-riscv64-static with V at VLEN 128 and 256, Node's WASI (wasmsimd), and the kernel tests on
+# CPUs without dotprod or V (detection: those cells skipped, the rest pass); then
 # tests/cross/determinism.sh compares greedy runs across all of them and x86's ISA caps. Every
 # emulated command is bounded by `timeout`. $1: one target only (aarch64, riscv64, wasm32).
 cross_build() { # build dir suffix, toolchain file name
@@ -73,6 +74,8 @@ cross() {
         cross_build aarch64 aarch64-linux-gnu
         cross_checks aarch64 build-aarch64/tests/cross/oxl-kernel-tests build-aarch64/oxillama \
             qemu-aarch64-static || status=1
+        echo "== aarch64 without dotprod (cortex-a53): kernel tests, neondot skipped"
+        timeout 600 qemu-aarch64-static -cpu cortex-a53 build-aarch64/tests/cross/oxl-kernel-tests || status=1
     esac
     case $only in all|riscv64)
         cross_build riscv64 riscv64-linux-gnu
@@ -80,6 +83,8 @@ cross() {
             cross_checks "riscv64 vlen=$vlen" build-riscv64/tests/cross/oxl-kernel-tests build-riscv64/oxillama \
                 qemu-riscv64-static -cpu "rv64,v=true,vlen=$vlen" || status=1
         done
+        echo "== riscv64 without V: kernel tests, rvv skipped"
+        timeout 600 qemu-riscv64-static -cpu rv64 build-riscv64/tests/cross/oxl-kernel-tests || status=1
     esac
     case $only in all|wasm32)
         cross_build wasm wasm32-wasi
