@@ -29,8 +29,13 @@ check() { # name, ok (0/1), detail
 
 # OXILLAMA_ISA cap, then the command that runs oxillama on this target
 targets() {
-    for isa in scalar sse41 avx2 avx512bw avx512vnni; do
-        echo "x86/$isa $isa $x86/oxillama"
+    # x86: the caps this CPU reaches (a higher cap would repeat the best one)
+    flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
+    for cap in scalar: sse41:sse4_1 avx2:avx2 avx512bw:avx512bw avx512vnni:avx512_vnni; do
+        isa=${cap%%:*} flag=${cap#*:}
+        if [ -z "$flag" ] || echo "$flags" | grep -qw "$flag"; then
+            echo "x86/$isa $isa $x86/oxillama"
+        fi
     done
     for isa in scalar neon neondot; do
         echo "aarch64/$isa $isa qemu-aarch64-static $a64/oxillama"
