@@ -37,7 +37,7 @@ static const opt opts[] = {
     {"--max-connections", NULL, "max_connections", OPT_INT, OFF(max_connections), 1, 1 << 16, "open connections (default 128)"},
     {"--max-body", NULL, "max_body", OPT_SIZE, OFF(max_body), 1, 1LL << 40, "request body bytes before 413 (default 1048576)"},
     {"--max-headers", NULL, "max_headers", OPT_INT, OFF(max_headers), 1, 10000, "request headers before 431 (default 64)"},
-    {"--idle-timeout", NULL, "idle_timeout", OPT_INT, OFF(idle_timeout), 1, 86400, "seconds a silent connection is kept (default 60)"},
+    {"--idle-timeout", NULL, "idle_timeout", OPT_INT, OFF(idle_timeout), 1, 86400, "seconds a silent connection is kept, and a request may take to arrive (default 60)"},
     {"--shutdown-timeout", NULL, "shutdown_timeout", OPT_INT, OFF(shutdown_timeout), 0, 86400, "seconds in-flight requests get after SIGTERM (default 10)"},
     {"--rate-limit", NULL, "rate_limit", OPT_DOUBLE, OFF(rate_limit), 0, 1000000, "requests per minute per API key (0 = off)"},
     {"--rate-burst", NULL, "rate_burst", OPT_INT, OFF(rate_burst), 0, 1000000, "token bucket size (0 = one minute's worth)"},

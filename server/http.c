@@ -355,6 +355,90 @@ static int rate_take(const oxl_server_config *cfg, int key) {
 
 /* --- requests ---------------------------------------------------------------------------------- */
 
+/* --- request deadline ----------------------------------------------------------------------------
+ * libmicrohttpd's connection timeout (--idle-timeout) counts silence only, so a client sending its
+ * request line, headers or body one byte at a time would hold a connection and its thread for
+ * ever. Every connection is watched from its start and again from the end of each reply: a request
+ * not wholly received --idle-timeout seconds later gets its socket shut down, and the connection's
+ * thread, seeing the end of the stream, closes it. libmicrohttpd sends the close notification,
+ * which takes watch_mu, before it closes the socket, so a shutdown never reaches a reused
+ * descriptor. */
+typedef struct conn_watch {
+    int fd;
+    double since;   /* monotonic seconds: the connection's start or the end of its last reply */
+    bool receiving; /* a request is on its way (not yet handed to its route) */
+    struct conn_watch *prev, *next;
+} conn_watch;
+
+static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
+static conn_watch *watch_head;
+static atomic_bool watch_stop;
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    (void)cls;
+    pthread_mutex_lock(&watch_mu);
+    conn_watch *w = *socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        w = ci ? calloc(1, sizeof *w) : NULL;
+        if (w) {
+            w->fd = ci->connect_fd;
+            w->since = oxl_now();
+            w->receiving = true;
+            w->next = watch_head;
+            if (watch_head) {
+                watch_head->prev = w;
+            }
+            watch_head = w;
+        }
+        *socket_context = w;
+    } else if (w) {
+        if (w->prev) {
+            w->prev->next = w->next;
+        } else {
+            watch_head = w->next;
+        }
+        if (w->next) {
+            w->next->prev = w->prev;
+        }
+        free(w);
+        *socket_context = NULL;
+    }
+    pthread_mutex_unlock(&watch_mu);
+}
+
+/* Marks the connection's request as received (receiving false) or restarts its clock (true). */
+static void watch_mark(struct MHD_Connection *c, bool receiving) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    pthread_mutex_lock(&watch_mu);
+    conn_watch *w = ci ? ci->socket_context : NULL;
+    if (w) {
+        w->receiving = receiving;
+        w->since = oxl_now();
+    }
+    pthread_mutex_unlock(&watch_mu);
+}
+
+/* The watchdog thread: every 250 ms, shuts down connections whose request is overdue. */
+static void *watch_main(void *arg) {
+    const oxl_srv *srv = arg;
+    double limit = srv->cfg->idle_timeout;
+    while (!atomic_load(&watch_stop)) {
+        usleep(250000);
+        double now = oxl_now();
+        pthread_mutex_lock(&watch_mu);
+        for (conn_watch *w = watch_head; w; w = w->next) {
+            if (w->receiving && now - w->since > limit) {
+                shutdown(w->fd, SHUT_RDWR);
+                w->receiving = false;
+            }
+        }
+        pthread_mutex_unlock(&watch_mu);
+    }
+    return NULL;
+}
+
 typedef struct conn_req {
     const route *rt;
     char *body;
@@ -587,6 +671,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     /* the whole request is here */
+    watch_mark(c, false);
     oxl_api_error e = {0};
     cJSON *json = NULL;
     if (cr->too_big) {
@@ -632,6 +717,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
     oxl_srv *srv = cls;
     conn_req *cr = *con_cls;
+    watch_mark(c, true); /* the next request's clock starts now */
     if (cr) {
         free(cr->body);
         free(cr);
@@ -669,7 +755,8 @@ static struct MHD_Daemon *start_daemon(oxl_srv *srv, unsigned *port) {
         flags, (uint16_t)cfg->port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)cfg->idle_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+        MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "oxillama serve: cannot listen on %s:%d: %s\n", cfg->host, cfg->port, strerror(errno));
         return NULL;
@@ -734,8 +821,14 @@ int oxl_server_run(const oxl_server_config *cfg) {
     }
     fprintf(stderr, "oxillama serve: listening on http://%s%s%s:%u\n", strchr(cfg->host, ':') ? "[" : "", cfg->host,
             strchr(cfg->host, ':') ? "]" : "", port);
+    pthread_t watchdog;
+    bool watching = cfg->idle_timeout > 0 && pthread_create(&watchdog, NULL, watch_main, srv) == 0;
     if (load(srv) != 0) {
         MHD_stop_daemon(d);
+        if (watching) {
+            atomic_store(&watch_stop, true);
+            pthread_join(watchdog, NULL);
+        }
         if (srv->sched) {
             oxl_sched_stop(srv->sched, 0);
             oxl_sched_free(srv->sched);
@@ -759,6 +852,10 @@ int oxl_server_run(const oxl_server_config *cfg) {
         usleep(10000);
     }
     MHD_stop_daemon(d);
+    if (watching) {
+        atomic_store(&watch_stop, true);
+        pthread_join(watchdog, NULL);
+    }
     oxl_sched_free(srv->sched);
     oxl_ctx_free(srv->ctx);
     oxl_model_free(srv->model);

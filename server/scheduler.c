@@ -773,8 +773,20 @@ static void *sched_main(void *arg) {
             continue;
         }
         if (n == 0) {
-            /* nothing to decode until a job arrives, is cancelled, or the server stops */
-            pthread_cond_wait(&s->wake, &s->mu);
+            /* nothing to decode until a job arrives, is cancelled, or the server stops. Once
+             * stopping, nothing signals again (a job cancelled after oxl_sched_stop leaves its slot
+             * idle here): back to the top, which ends the loop when all is idle and fails what is
+             * left at the deadline; the short timed wait keeps that from spinning */
+            if (s->stopping) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += 10000000L;
+                ts.tv_sec += ts.tv_nsec / 1000000000L;
+                ts.tv_nsec %= 1000000000L;
+                pthread_cond_timedwait(&s->wake, &s->mu, &ts);
+            } else {
+                pthread_cond_wait(&s->wake, &s->mu);
+            }
             continue;
         }
         pthread_mutex_unlock(&s->mu);

@@ -31,7 +31,8 @@ typedef struct oxl_server_config {
     int max_connections;  /* --max-connections: open HTTP connections (default 128) */
     size_t max_body;      /* --max-body: request body bytes before 413 (default 1 MiB) */
     int max_headers;      /* --max-headers: request headers before 431 (default 64) */
-    int idle_timeout;     /* --idle-timeout: seconds a connection may stay silent (default 60) */
+    int idle_timeout;     /* --idle-timeout: seconds a connection may stay silent, and a request (line, headers,
+                             body) may take to arrive (default 60) */
     int shutdown_timeout; /* --shutdown-timeout: seconds in-flight requests get after SIGTERM (default 10) */
     double rate_limit;    /* --rate-limit: requests per minute per API key (0 = off) */
     int rate_burst;       /* --rate-burst: token bucket size (default: one minute's worth, at least 1) */

@@ -102,3 +102,18 @@ set_tests_properties(info-arch-ssm PROPERTIES
 find_program(OXL_PYTHON3 python3)
 add_test(NAME arch-converted COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/check_converted.py ${OXL_BIN}
          ${G} ${CMAKE_CURRENT_BINARY_DIR}/arch-converted)
+
+# The server under load: many connections and streams, slow and idle clients, clients leaving
+# mid-stream; greedy answers = llama.cpp's, RSS back within 10 % (tests/server/load.sh, ~5 s).
+add_test(NAME server-load COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/server/load.sh ${OXL_BIN} ${M}/stories260K.gguf ${G}/run)
+set_tests_properties(server-load PROPERTIES TIMEOUT 180)
+
+# Leak checks of run, quantize and a short server session under valgrind (tests/leak.sh). The
+# sanitizer build (build-asan) runs the same commands under LeakSanitizer instead.
+find_program(OXL_VALGRIND valgrind)
+if(OXL_VALGRIND AND NOT OXL_SANITIZE)
+  foreach(what run quantize server)
+    add_test(NAME leak-${what} COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/leak.sh ${what} ${OXL_BIN} ${CMAKE_SOURCE_DIR})
+    set_tests_properties(leak-${what} PROPERTIES TIMEOUT 600 LABELS leak)
+  endforeach()
+endif()
