@@ -2,7 +2,8 @@
 # Cross-ISA determinism: `oxillama run` greedy (64 tokens, --temp 0) on stories260K in f32, Q8_0,
 # Q4_0 and Q4_K_M (made here by `oxillama quantize`; stories260K's rows of 64 and 172 elements are
 # not multiples of 256, so its Q4_K_M tensors fall back to the legacy formats, as llama-quantize
-# does) must print the same text on x86 under every OXILLAMA_ISA cap, AArch64 (scalar, neon,
+# does), and golden/quantize's synth-small model (rows of 256 and 512) in Q4_K_M, whose tensors are
+# real K-quants (q4_K, q6_K), must print the same text on x86 under every OXILLAMA_ISA cap, AArch64 (scalar, neon,
 # neondot under qemu-aarch64-static), RISC-V (scalar; rvv at VLEN 128 and 256 under
 # qemu-riscv64-static) and wasm32 (scalar, wasmsimd under Node's WASI); the f32 text must also be
 # llama.cpp's (golden/run/once.prompt + once.expected).
@@ -50,9 +51,11 @@ targets() {
 
 "$x86/oxillama" quantize "$src/models/stories260K.gguf" "$tmp/stories260K-Q4_K_M.gguf" Q4_K_M >"$tmp/quantize.log" 2>&1
 check "quantize stories260K Q4_K_M" $? "$(tail -3 "$tmp/quantize.log")"
+"$x86/oxillama" quantize "$src/golden/quantize/synth-small-f32.gguf" "$tmp/synth-small-Q4_K_M.gguf" Q4_K_M >"$tmp/quantize.log" 2>&1
+check "quantize synth-small Q4_K_M" $? "$(tail -3 "$tmp/quantize.log")"
 
 for model in "$src/models/stories260K.gguf" "$src/models/stories260K-Q8_0.gguf" \
-    "$src/models/stories260K-Q4_0.gguf" "$tmp/stories260K-Q4_K_M.gguf"; do
+    "$src/models/stories260K-Q4_0.gguf" "$tmp/stories260K-Q4_K_M.gguf" "$tmp/synth-small-Q4_K_M.gguf"; do
     name=$(basename "$model" .gguf)
     ref="" ref_label=""
     targets > "$tmp/targets"
