@@ -8,7 +8,10 @@ BUILD_DIR holds `oxillama` and `oxl-make-synthetic`; PATH is an existing llama-b
 Makes the reference shape's synthetic model (F16, with the llama SPM vocabulary of
 golden/tokenizer/ggml-vocab-llama-spm.gguf), quantizes it with `oxillama quantize`, then runs
 `oxillama bench` and `llama-bench` (pp512 and tg128) on each file, alternating, and prints
-t/s of both and the ratio oxillama / llama.cpp.
+t/s of both and the ratio oxillama / llama.cpp. --roofline adds, for tg128, oxillama's share of the
+memory-bandwidth bound (`oxillama bench --roofline`). A file one of the engines cannot run gets
+"failed" in its cells and the others still run. The machine's load average before and after is
+printed, since a shared machine's other work changes both engines' rates.
 """
 import argparse
 import csv
@@ -21,17 +24,30 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_csv(cmd):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return list(csv.DictReader(io.StringIO(out)))
+    """CSV rows of a bench command, or None (with its stderr shown) when it fails."""
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.stderr.write(f"{' '.join(cmd)}: exit {p.returncode}\n{p.stderr[-2000:]}\n")
+        return None
+    return list(csv.DictReader(io.StringIO(p.stdout)))
 
 
-def rate(rows, test):
-    """avg t/s of the row for pp (n_gen 0) or tg (n_prompt 0)."""
-    for r in rows:
+def load_average():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def field(rows, test, key):
+    """Column key of the row for pp (n_gen 0) or tg (n_prompt 0); nan when absent."""
+    for r in rows or []:
         p, g = int(r["n_prompt"]), int(r["n_gen"])
         if (test == "pp" and p > 0 and g == 0) or (test == "tg" and g > 0 and p == 0):
-            return float(r["avg_ts"])
+            return float(r.get(key) or "nan")
     return float("nan")
+
+
+def cell(x, fmt="{:.2f}"):
+    return "failed" if x != x else fmt.format(x)
 
 
 def main():
@@ -42,6 +58,7 @@ def main():
     ap.add_argument("--reps", default="3")
     ap.add_argument("--types", default="Q4_0,Q4_K_M,Q8_0")
     ap.add_argument("--work", default="/tmp/oxl-bench")
+    ap.add_argument("--roofline", action="store_true")
     args = ap.parse_args()
 
     os.makedirs(args.work, exist_ok=True)
@@ -50,20 +67,26 @@ def main():
     if not os.path.exists(f16):
         subprocess.run([os.path.join(args.build, "oxl-make-synthetic"), "--vocab",
                         os.path.join(HERE, "golden/tokenizer/ggml-vocab-llama-spm.gguf"), f16], check=True)
-    print(f"| model | test | oxillama t/s | llama.cpp t/s | ratio |")
-    print(f"| --- | --- | ---: | ---: | ---: |")
+    print(f"load average before: {load_average()}")
+    bound_h, bound_s = (" bound % |", " ---: |") if args.roofline else ("", "")
+    print(f"| model | test | oxillama t/s | llama.cpp t/s | ratio |{bound_h}")
+    print(f"| --- | --- | ---: | ---: | ---: |{bound_s}")
     for q in args.types.split(","):
         path = os.path.join(args.work, f"synthetic-0.25B-{q}.gguf")
         if not os.path.exists(path):
             subprocess.run([oxl, "quantize", f16, path, q], check=True, stdout=subprocess.DEVNULL)
         common = ["-m", path, "-t", args.threads, "-r", args.reps, "-o", "csv"]
-        ours = run_csv([oxl, "bench"] + common)
+        ours = run_csv([oxl, "bench"] + common + (["--roofline"] if args.roofline else []))
         theirs = run_csv([args.llama_bench] + common)
         for test, name in (("pp", "pp512"), ("tg", "tg128")):
-            a, b = rate(ours, test), rate(theirs, test)
-            print(f"| {q} | {name} | {a:.2f} | {b:.2f} | {a / b:.2f} |")
+            a, b = field(ours, test, "avg_ts"), field(theirs, test, "avg_ts")
+            row = f"| {q} | {name} | {cell(a)} | {cell(b)} | {cell(a / b if b == b and b > 0 else float('nan'))} |"
+            if args.roofline:
+                share = field(ours, test, "bound_share") if test == "tg" else float("nan")
+                row += f" {cell(100 * share, '{:.1f}') if test == 'tg' else ''} |"
+            print(row)
         sys.stdout.flush()
-
+    print(f"load average after: {load_average()}")
 
 if __name__ == "__main__":
     main()
