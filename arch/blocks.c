@@ -422,7 +422,9 @@ typedef struct attn_task {
     oxl_vec_dot_fn vec_dot; /* K·q for the K cache's type */
     oxl_quant_fn q_conv;    /* q to K's vec_dot_type (NULL: f32, used as is) */
     size_t q_row;           /* bytes of one converted query head */
-    oxl_dequant_fn v_to_float; /* quantized V rows to f32 (NULL for f32 / f16 V) */
+    oxl_dequant_fn v_to_float; /* f16 or quantized V rows to f32 (NULL for f32 V) */
+    oxl_quant_fn to_f16;       /* f32 to f16 and back: the f16 accumulator's rounding */
+    oxl_dequant_fn from_f16;
     int group;              /* query heads per KV head */
     int chunk;              /* flash: query heads per item (a group is split into group/chunk items) */
     int n_chunks;
@@ -547,12 +549,20 @@ static void attn_unfused(void *arg, int ith, int nth) {
     }
 }
 
+/* Rounds n floats to f16 and back (the f16 accumulator's step); tmp holds n halves. */
+static void round_f16(const attn_task *t, float *x, uint16_t *tmp, int n) {
+    t->to_f16(x, tmp, n);
+    t->from_f16(tmp, x, n);
+}
+
 /* Flash attention, as ggml_flash_attn_ext on the CPU: for each query head, each score is scaled (by
  * scale / softcap with a soft-cap, then softcap * tanh), the mask added, then an online softmax over
  * the positions (running max M and sum S), rescaling the accumulator when the max grows. With an
  * f16 V cache the accumulator itself is f16, rounded after every fused multiply-add, exactly as
- * ggml's ggml_vec_mad_f16 / ggml_vec_scale_f16 do; with f32 or a quantized V (each row converted to
- * f32 by the format's dequantizer, ggml's v_to_float) it is f32 (ggml_vec_mad_f32).
+ * ggml's ggml_vec_mad_f16 / ggml_vec_scale_f16 do (held here as the f32 values of those halves, each
+ * step rounded through the f16 row converters: the same values, whole rows at a time); with f32 or a
+ * quantized V (each row converted to f32 by the format's dequantizer, ggml's v_to_float) it is f32
+ * (ggml_vec_mad_f32).
  * One item is one token and a chunk of the query heads that share a KV head: each K and V row is
  * read once for all of them, and every head's arithmetic is the same sequence as one head alone. */
 static void attn_flash(void *arg, int ith, int nth) {
@@ -562,7 +572,7 @@ static void attn_flash(void *arg, int ith, int nth) {
     const float scale = cap != 0.0f ? t->p.scale / cap : t->p.scale;
     const bool v16 = t->ctx->kv.type_v == OXL_TYPE_F16;
     _Alignas(64) float acc[OXL_ATTN_ACC];
-    _Alignas(64) uint16_t acc16[OXL_ATTN_ACC];
+    _Alignas(64) uint16_t half[1024];
     _Alignas(64) char qbuf[OXL_ATTN_ACC * sizeof(float)]; /* chunk * q_row <= chunk * head_dim * 4 */
     _Alignas(64) float vbuf[1024];
     const void *q[OXL_ATTN_HEADS];
@@ -584,7 +594,6 @@ static void attn_flash(void *arg, int ith, int nth) {
             M[i] = -INFINITY;
         }
         memset(acc, 0, (size_t)nh * D * sizeof(float));
-        memset(acc16, 0, (size_t)nh * D * sizeof(uint16_t));
         for (int32_t p = it.lo; p < it.n_kv; p++) {
             const char *kp = attn_key(t, &it, p);
             const void *vp = attn_value(t, &it, p);
@@ -604,40 +613,26 @@ static void attn_flash(void *arg, int ith, int nth) {
                 if (s > M[i]) {
                     ms = expf(M[i] - s);
                     M[i] = s;
+                    oxl_scale(acc + (size_t)i * D, D, ms);
                     if (v16) {
-                        uint16_t *a16 = acc16 + (size_t)i * D;
-                        for (int d = 0; d < D; d++) {
-                            a16[d] = oxl_fp32_to_fp16(oxl_fp16_to_fp32(a16[d]) * ms);
-                        }
-                    } else {
-                        oxl_scale(acc + (size_t)i * D, D, ms);
+                        round_f16(t, acc + (size_t)i * D, half, D);
                     }
                 } else {
                     vs = expf(s - M[i]);
                 }
+                const float *v = vp;
+                float *a = acc + (size_t)i * D;
+                for (int d = 0; d < D; d++) {
+                    a[d] = fmaf(v[d], vs, a[d]);
+                }
                 if (v16) {
-                    const uint16_t *v = vp;
-                    uint16_t *a16 = acc16 + (size_t)i * D;
-                    for (int d = 0; d < D; d++) {
-                        a16[d] = oxl_fp32_to_fp16(fmaf(oxl_fp16_to_fp32(v[d]), vs, oxl_fp16_to_fp32(a16[d])));
-                    }
-                } else {
-                    const float *v = vp;
-                    float *a = acc + (size_t)i * D;
-                    for (int d = 0; d < D; d++) {
-                        a[d] = fmaf(v[d], vs, a[d]);
-                    }
+                    round_f16(t, a, half, D);
                 }
                 S[i] = fmaf(S[i], ms, vs); /* contracted in ggml's build */
             }
         }
         for (int i = 0; i < nh; i++) {
             float *a = acc + (size_t)i * D;
-            if (v16) {
-                for (int d = 0; d < D; d++) {
-                    a[d] = oxl_fp16_to_fp32(acc16[(size_t)i * D + d]);
-                }
-            }
             if (t->p.sinks) {
                 /* the sink joins the running softmax after the values, in f32 */
                 const float sk = t->p.sinks[h0 + i];
@@ -669,7 +664,9 @@ void oxl_attention(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *q, f
                    .vec_dot = kern->vec_dot[kv->type_k],
                    .q_conv = qt == OXL_TYPE_F32 ? NULL : kern->quant[qt],
                    .q_row = oxl_row_size(qt, p->head_dim),
-                   .v_to_float = kv->type_v == OXL_TYPE_F32 || kv->type_v == OXL_TYPE_F16 ? NULL : kern->dequant[kv->type_v],
+                   .v_to_float = kv->type_v == OXL_TYPE_F32 ? NULL : kern->dequant[kv->type_v],
+                   .to_f16 = kern->quant[OXL_TYPE_F16],
+                   .from_f16 = kern->dequant[OXL_TYPE_F16],
                    .group = p->n_head / p->n_head_kv};
     if (p->max_bias > 0.0f) {
         /* ggml: n_head_log2 = the largest power of two <= n_head; heads past it take m1's odd powers */
