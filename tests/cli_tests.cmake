@@ -55,7 +55,7 @@ file(GLOB OXL_TOKENIZER_GOLDENS ${G}/tokenizer/*.gguf)
 add_test(NAME golden-tokenizer COMMAND ${OXL_BIN} golden ${OXL_TOKENIZER_GOLDENS})
 # The shared reference set's tokenizer fixtures (vocabularies not kept in golden/tokenizer: the
 # other BPE ones, Llama 3's, Baichuan's), when the set is beside the source tree.
-foreach(dir ${CMAKE_SOURCE_DIR}/../shared/golden/tokenizer /work/shared/golden/tokenizer)
+foreach(dir ${CMAKE_SOURCE_DIR}/../shared/golden/tokenizer)
   if(NOT OXL_SHARED_TOKENIZER_GOLDENS AND EXISTS ${dir})
     file(GLOB OXL_SHARED_TOKENIZER_GOLDENS ${dir}/*.gguf)
   endif()
