@@ -9,6 +9,8 @@
 #include "golden.h"
 #include "vocab.h"
 
+#include "vocab_test_util.h"
+
 #include <criterion/criterion.h>
 
 #include <stdio.h>
@@ -21,39 +23,6 @@
 #define GOLDEN_MODELS OXL_SOURCE_DIR "/golden/models/"
 
 #define MAX_TOKS 4096
-
-static char *slurp(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    *size = (size_t)n;
-    return buf;
-}
-
-static bool file_exists(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (f)
-        fclose(f);
-    return f != NULL;
-}
-
-/* Loads the vocabulary and closes the file: the vocabulary must not depend on it afterwards. */
-static oxl_vocab *load_vocab(const char *path) {
-    oxl_error err = {{0}};
-    oxl_gguf *g = oxl_gguf_open(path, &err);
-    cr_assert_not_null(g, "%s: %s", path, err.msg);
-    oxl_vocab *v = oxl_vocab_load(g, &err);
-    cr_assert_not_null(v, "%s: %s", path, err.msg);
-    oxl_gguf_close(g);
-    return v;
-}
 
 static int32_t tokenize(const oxl_vocab *v, const char *s, size_t len, oxl_token *out, bool add_special,
                         bool parse_special) {
@@ -99,8 +68,8 @@ static void run_fixture(const char *vocab_path, bool roundtrip) {
     char path[1024];
     size_t n_inp;
     snprintf(path, sizeof path, "%s.inp", vocab_path);
-    char *inp = slurp(path, &n_inp);
-    oxl_vocab *v = load_vocab(vocab_path);
+    char *inp = oxl_test_slurp(path, &n_inp);
+    oxl_vocab *v = oxl_test_load_vocab(vocab_path);
     static const char sep[] = "\n__ggml_vocab_test__\n";
     static oxl_token toks[MAX_TOKS];
     static char text[4 * MAX_TOKS];
@@ -125,7 +94,7 @@ Test(tokenizer, fixture_phi3) { run_fixture(TOKDIR "ggml-vocab-phi-3.gguf", true
 
 Test(tokenizer, fixture_baichuan) {
     const char *path = SHARED_TOKDIR "ggml-vocab-baichuan.gguf";
-    if (!file_exists(path))
+    if (!oxl_test_file_exists(path))
         cr_skip_test("%s is absent (the Baichuan vocabulary is not redistributed with the project)", path);
     run_fixture(path, false);
 }
@@ -144,7 +113,7 @@ static void check_golden_prompt(const char *golden) {
     cr_assert_eq(t->type, 26u, "tokens must be I32");
     int32_t n_expect = (int32_t)t->ne[0];
 
-    oxl_vocab *v = load_vocab(STORIES);
+    oxl_vocab *v = oxl_test_load_vocab(STORIES);
     oxl_token toks[MAX_TOKS];
     int32_t n = tokenize(v, prompt, strlen(prompt), toks, true, false);
     cr_assert_eq(n, n_expect, "'%s': %d tokens, llama.cpp %d", prompt, n, n_expect);
@@ -167,8 +136,8 @@ Test(tokenizer, stories260K_perplexity_text) {
      * newline; tokenized with BOS) in its KL-divergence base file: magic "_logits_", n_ctx, n_vocab,
      * n_chunk (int32), then the first n_ctx * n_chunk ids */
     size_t n_text, n_kld;
-    char *text = slurp(OXL_SOURCE_DIR "/golden/perplexity/stories.txt", &n_text);
-    char *kld = slurp(OXL_SOURCE_DIR "/golden/perplexity/stories260K.c128.kld", &n_kld);
+    char *text = oxl_test_slurp(OXL_SOURCE_DIR "/golden/perplexity/stories.txt", &n_text);
+    char *kld = oxl_test_slurp(OXL_SOURCE_DIR "/golden/perplexity/stories260K.c128.kld", &n_kld);
     cr_assert(n_kld > 20 && memcmp(kld, "_logits_", 8) == 0);
     int32_t hdr[3];
     memcpy(hdr, kld + 8, sizeof hdr);
@@ -176,7 +145,7 @@ Test(tokenizer, stories260K_perplexity_text) {
     cr_assert(n_expect > 0 && n_expect < MAX_TOKS && 20 + 4 * (size_t)n_expect <= n_kld);
     if (n_text && text[n_text - 1] == '\n')
         n_text--;
-    oxl_vocab *v = load_vocab(STORIES);
+    oxl_vocab *v = oxl_test_load_vocab(STORIES);
     static oxl_token toks[MAX_TOKS];
     int32_t n = tokenize(v, text, n_text, toks, true, false);
     cr_assert_geq(n, n_expect);
@@ -190,35 +159,17 @@ Test(tokenizer, stories260K_perplexity_text) {
     free(kld);
 }
 
-/* Id of the token with this text, found in the file's token list (not through the tokenizer). */
-static int32_t file_token_id(const char *path, const char *text) {
-    oxl_error err = {{0}};
-    oxl_gguf *g = oxl_gguf_open(path, &err);
-    cr_assert_not_null(g, "%s", err.msg);
-    int64_t ki = oxl_gguf_find_key(g, "tokenizer.ggml.tokens");
-    cr_assert_geq(ki, 0);
-    int32_t found = -1;
-    for (uint64_t i = 0; i < oxl_gguf_arr_n(g, ki); i++) {
-        size_t len;
-        const char *s = oxl_gguf_arr_str(g, ki, i, &len);
-        if (len == strlen(text) && memcmp(s, text, len) == 0)
-            found = (int32_t)i;
-    }
-    oxl_gguf_close(g);
-    return found;
-}
-
 Test(tokenizer, byte_fallback) {
     /* "ë" (C3 AB) is not among stories260K's 512 tokens: it becomes two byte tokens after the
      * space-prefix token "▁". */
-    cr_assert_eq(file_token_id(STORIES, "\xc3\xab"), -1);
-    cr_assert_eq(file_token_id(STORIES, "\xe2\x96\x81\xc3\xab"), -1);
-    const int32_t expect[3] = {file_token_id(STORIES, "\xe2\x96\x81"), file_token_id(STORIES, "<0xC3>"),
-                               file_token_id(STORIES, "<0xAB>")};
+    cr_assert_eq(oxl_test_file_token_id(STORIES, "\xc3\xab"), -1);
+    cr_assert_eq(oxl_test_file_token_id(STORIES, "\xe2\x96\x81\xc3\xab"), -1);
+    const int32_t expect[3] = {oxl_test_file_token_id(STORIES, "\xe2\x96\x81"), oxl_test_file_token_id(STORIES, "<0xC3>"),
+                               oxl_test_file_token_id(STORIES, "<0xAB>")};
     for (int i = 0; i < 3; i++)
         cr_assert_geq(expect[i], 0);
 
-    oxl_vocab *v = load_vocab(STORIES);
+    oxl_vocab *v = oxl_test_load_vocab(STORIES);
     oxl_token toks[MAX_TOKS];
     int32_t n = tokenize(v, "\xc3\xab", 2, toks, false, false);
     cr_assert_eq(n, 3);
@@ -238,7 +189,7 @@ Test(tokenizer, roundtrip_stories260K) {
         "\xe6\x88\x91\xe6\x83\xb3\xe5\x9c\xa8 apple \xe5\xb7\xa5\xe4\xbd\x9c",
         "",
     };
-    oxl_vocab *v = load_vocab(STORIES);
+    oxl_vocab *v = oxl_test_load_vocab(STORIES);
     oxl_token toks[MAX_TOKS];
     char text[4 * MAX_TOKS];
     for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) {
@@ -272,7 +223,7 @@ static bool utf8_complete(const unsigned char *s, size_t n) {
 
 Test(tokenizer, streaming_detok_never_splits_a_character) {
     const char *input = "Zo\xc3\xab saw \xe2\x82\xac and \xf0\x9f\x98\x80 \xe6\x88\x91.";
-    oxl_vocab *v = load_vocab(STORIES);
+    oxl_vocab *v = oxl_test_load_vocab(STORIES);
     oxl_token toks[MAX_TOKS];
     int32_t n = tokenize(v, input, strlen(input), toks, true, false);
     oxl_detok d = {0};
@@ -301,9 +252,9 @@ Test(tokenizer, streaming_detok_never_splits_a_character) {
 }
 
 Test(tokenizer, streaming_detok_passes_invalid_bytes) {
-    oxl_vocab *v = load_vocab(STORIES);
-    oxl_token b_e2 = file_token_id(STORIES, "<0xE2>"), b_ff = file_token_id(STORIES, "<0xFF>"),
-              b_41 = file_token_id(STORIES, "<0x41>");
+    oxl_vocab *v = oxl_test_load_vocab(STORIES);
+    oxl_token b_e2 = oxl_test_file_token_id(STORIES, "<0xE2>"), b_ff = oxl_test_file_token_id(STORIES, "<0xFF>"),
+              b_41 = oxl_test_file_token_id(STORIES, "<0x41>");
     oxl_detok d = {0};
     char out[16];
     /* 0xFF can never start a character: written at once */
@@ -326,7 +277,7 @@ Test(tokenizer, streaming_detok_passes_invalid_bytes) {
 // --- special tokens, pieces, API conventions -------------------------------------------------------
 
 Test(tokenizer, parse_special) {
-    oxl_vocab *v = load_vocab(STORIES);
+    oxl_vocab *v = oxl_test_load_vocab(STORIES);
     oxl_token a[MAX_TOKS], b[MAX_TOKS], c[MAX_TOKS];
     const char *s = "Hello<s>world";
     /* parsed: "Hello", BOS, then "world" with the space prefix llama.cpp adds after a special token */
@@ -348,10 +299,10 @@ Test(tokenizer, phi3_special_tokens_strip_following_whitespace) {
     /* llama.cpp marks Phi-3's special tokens RSTRIP: the newline after "<|user|>" and "<|end|>"
      * disappears when they are parsed */
     const char *path = TOKDIR "ggml-vocab-phi-3.gguf";
-    const oxl_token user = file_token_id(path, "<|user|>"), end = file_token_id(path, "<|end|>"),
-                    assistant = file_token_id(path, "<|assistant|>");
+    const oxl_token user = oxl_test_file_token_id(path, "<|user|>"), end = oxl_test_file_token_id(path, "<|end|>"),
+                    assistant = oxl_test_file_token_id(path, "<|assistant|>");
     cr_assert(user >= 0 && end >= 0 && assistant >= 0);
-    oxl_vocab *v = load_vocab(path);
+    oxl_vocab *v = oxl_test_load_vocab(path);
     oxl_token a[MAX_TOKS], b[MAX_TOKS];
     const char *s = "<|user|>\nHello<|end|>\n<|assistant|>";
     int32_t n = tokenize(v, s, strlen(s), a, false, true);
@@ -372,7 +323,7 @@ Test(tokenizer, roundtrip_random_text) {
      * Not every byte string does, in llama.cpp either: spaces are escaped to U+2581 before the text
      * is cut into characters, so a lead byte before a space takes part of the escape into its
      * character and those bytes come back as U+2581's; and a literal U+2581 comes back as a space. */
-    oxl_vocab *v = load_vocab(STORIES);
+    oxl_vocab *v = oxl_test_load_vocab(STORIES);
     static oxl_token toks[MAX_TOKS];
     static char text[4 * MAX_TOKS];
     static const char *const parts[] = {"a", "b", " ", "  ", "\n", "<s>", "e", "\xc3\xa9", "\xe2\x82\xac", "x",
@@ -406,10 +357,10 @@ Test(tokenizer, roundtrip_random_text) {
 }
 
 Test(tokenizer, special_pieces_and_ids) {
-    oxl_vocab *v = load_vocab(STORIES);
+    oxl_vocab *v = oxl_test_load_vocab(STORIES);
     cr_expect_eq(oxl_vocab_n_tokens(v), 512);
-    cr_expect_eq(oxl_vocab_bos(v), file_token_id(STORIES, "<s>"));
-    cr_expect_eq(oxl_vocab_eos(v), file_token_id(STORIES, "</s>"));
+    cr_expect_eq(oxl_vocab_bos(v), oxl_test_file_token_id(STORIES, "<s>"));
+    cr_expect_eq(oxl_vocab_eos(v), oxl_test_file_token_id(STORIES, "</s>"));
     cr_expect(oxl_vocab_is_eog(v, oxl_vocab_eos(v)));
     cr_expect(!oxl_vocab_is_eog(v, oxl_vocab_bos(v)));
     cr_expect(!oxl_vocab_is_eog(v, -1) && !oxl_vocab_is_eog(v, 512));

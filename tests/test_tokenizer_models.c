@@ -9,6 +9,8 @@
 #include "vocab.h"
 #include "vocab_internal.h"
 
+#include "vocab_test_util.h"
+
 #include <criterion/criterion.h>
 
 #include <stdio.h>
@@ -17,41 +19,6 @@
 
 #define TOKDIR OXL_SOURCE_DIR "/golden/tokenizer/"
 #define SHARED_TOKDIR OXL_SOURCE_DIR "/../shared/golden/tokenizer/"
-
-static bool file_exists(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (f)
-        fclose(f);
-    return f != NULL;
-}
-
-static oxl_vocab *load_vocab(const char *path) {
-    oxl_error err = {{0}};
-    oxl_gguf *g = oxl_gguf_open(path, &err);
-    cr_assert_not_null(g, "%s: %s", path, err.msg);
-    oxl_vocab *v = oxl_vocab_load(g, &err);
-    cr_assert_not_null(v, "%s: %s", path, err.msg);
-    oxl_gguf_close(g);
-    return v;
-}
-
-/* Id of the token whose text is `text` in the file's own token list (-1 when absent). */
-static int32_t file_token_id(const char *path, const char *text) {
-    oxl_error err = {{0}};
-    oxl_gguf *g = oxl_gguf_open(path, &err);
-    cr_assert_not_null(g, "%s", err.msg);
-    int64_t ki = oxl_gguf_find_key(g, "tokenizer.ggml.tokens");
-    cr_assert_geq(ki, 0);
-    int32_t found = -1;
-    for (uint64_t i = 0; i < oxl_gguf_arr_n(g, ki) && found < 0; i++) {
-        size_t len;
-        const char *s = oxl_gguf_arr_str(g, ki, i, &len);
-        if (len == strlen(text) && memcmp(s, text, len) == 0)
-            found = (int32_t)i;
-    }
-    oxl_gguf_close(g);
-    return found;
-}
 
 static int32_t tok(const oxl_vocab *v, const char *s, oxl_token *out, int32_t cap, bool add_special, bool parse) {
     int32_t n = oxl_vocab_tokenize(v, s, strlen(s), out, cap, add_special, parse);
@@ -78,7 +45,7 @@ static void run_fixture(const char *path) {
 static void run_shared_fixture(const char *name) {
     char path[1024];
     snprintf(path, sizeof path, "%sggml-vocab-%s.gguf", SHARED_TOKDIR, name);
-    if (!file_exists(path))
+    if (!oxl_test_file_exists(path))
         cr_skip_test("%s is absent (kept in the shared reference set only)", path);
     run_fixture(path);
 }
@@ -98,27 +65,12 @@ Test(tokenizer_models, fixture_qwen35) { run_shared_fixture("qwen35"); }
 
 // --- every pre-tokenizer against llama.cpp's splits ----------------------------------------------------
 
-static char *slurp(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    *size = (size_t)n;
-    return buf;
-}
-
 /* golden/tokenizer/pretokenize.splits holds, for each string of pretokenize.inp and each
  * tokenizer.ggml.pre value llama.cpp knows (one per pre-tokenizer type), the lengths in code points of
  * the words llama.cpp's unicode_regex_split gives (see golden/tokenizer/PROVENANCE.md). */
 Test(tokenizer_models, every_pre_tokenizer_splits_as_llama_cpp) {
     size_t n_inp, n_spl;
-    char *inp = slurp(TOKDIR "pretokenize.inp", &n_inp), *spl = slurp(TOKDIR "pretokenize.splits", &n_spl);
+    char *inp = oxl_test_slurp(TOKDIR "pretokenize.inp", &n_inp), *spl = oxl_test_slurp(TOKDIR "pretokenize.splits", &n_spl);
     static const char sep[] = "\n__ggml_vocab_test__\n";
     const char *str[512];
     size_t len[512];
@@ -182,9 +134,9 @@ Test(tokenizer_models, every_pre_tokenizer_splits_as_llama_cpp) {
  * parsed, and "<|begin_of_text|>" is 128000; pieces of control tokens only with special. */
 Test(tokenizer_models, llama3_bos_and_special_tokens) {
     const char *path = SHARED_TOKDIR "ggml-vocab-llama-bpe.gguf";
-    if (!file_exists(path))
+    if (!oxl_test_file_exists(path))
         cr_skip_test("%s is absent (kept in the shared reference set only)", path);
-    oxl_vocab *v = load_vocab(path);
+    oxl_vocab *v = oxl_test_load_vocab(path);
     oxl_token t[32], u[32];
     int32_t n = tok(v, "Hello", t, 32, true, false);
     cr_assert_geq(n, 2);
@@ -212,8 +164,8 @@ Test(tokenizer_models, llama3_bos_and_special_tokens) {
 #define GPT2 TOKDIR "ggml-vocab-gpt-2.gguf"
 
 Test(tokenizer_models, gpt2_special_token_only_when_parsed) {
-    oxl_vocab *v = load_vocab(GPT2);
-    int32_t eot = file_token_id(GPT2, "<|endoftext|>"), a = file_token_id(GPT2, "a"), b = file_token_id(GPT2, "b");
+    oxl_vocab *v = oxl_test_load_vocab(GPT2);
+    int32_t eot = oxl_test_file_token_id(GPT2, "<|endoftext|>"), a = oxl_test_file_token_id(GPT2, "a"), b = oxl_test_file_token_id(GPT2, "b");
     cr_assert(eot >= 0 && a >= 0 && b >= 0);
     oxl_token t[64];
     int32_t n = tok(v, "a<|endoftext|>b", t, 64, false, true);
@@ -231,15 +183,15 @@ Test(tokenizer_models, gpt2_special_token_only_when_parsed) {
 }
 
 Test(tokenizer_models, gpt2_byte_level_pieces) {
-    oxl_vocab *v = load_vocab(GPT2);
+    oxl_vocab *v = oxl_test_load_vocab(GPT2);
     /* "Ġworld": GPT-2's byte map writes the space byte 0x20 as U+0120 */
-    int32_t world = file_token_id(GPT2, "\xc4\xa0world");
+    int32_t world = oxl_test_file_token_id(GPT2, "\xc4\xa0world");
     cr_assert_geq(world, 0);
     char buf[16];
     cr_assert_eq(oxl_vocab_token_to_piece(v, world, buf, sizeof buf, false), 6);
     cr_expect_eq(memcmp(buf, " world", 6), 0);
     /* "Ċ" is the newline byte */
-    int32_t nl = file_token_id(GPT2, "\xc4\x8a");
+    int32_t nl = oxl_test_file_token_id(GPT2, "\xc4\x8a");
     cr_assert_geq(nl, 0);
     oxl_token t[8];
     cr_assert_eq(tok(v, "\n", t, 8, false, false), 1);
@@ -256,7 +208,7 @@ Test(tokenizer_models, gpt2_byte_level_pieces) {
 /* llama.cpp's clean_up_tokenization_spaces for GPT-2: no space before , . ! ? and 's 'm 're 've;
  * " ' " becomes "'". */
 Test(tokenizer_models, gpt2_detokenize_cleans_spaces) {
-    oxl_vocab *v = load_vocab(GPT2);
+    oxl_vocab *v = oxl_test_load_vocab(GPT2);
     static const struct {
         const char *in, *out;
     } cases[] = {
@@ -285,8 +237,8 @@ Test(tokenizer_models, gpt2_detokenize_cleans_spaces) {
 #define BGE TOKDIR "ggml-vocab-bert-bge.gguf"
 
 Test(tokenizer_models, wpm_cls_sep_lowercase_accents) {
-    oxl_vocab *v = load_vocab(BGE);
-    int32_t cls = file_token_id(BGE, "[CLS]"), sep = file_token_id(BGE, "[SEP]");
+    oxl_vocab *v = oxl_test_load_vocab(BGE);
+    int32_t cls = oxl_test_file_token_id(BGE, "[CLS]"), sep = oxl_test_file_token_id(BGE, "[SEP]");
     cr_assert(cls >= 0 && sep >= 0);
     oxl_token t[32], u[32];
     int32_t n = tok(v, "Hello world", t, 32, true, false);
@@ -302,12 +254,12 @@ Test(tokenizer_models, wpm_cls_sep_lowercase_accents) {
     for (int32_t i = 0; i < a; i++)
         cr_expect_eq(t[i], u[i]);
     /* punctuation is a word of its own; words are "▁"-prefixed tokens */
-    int32_t hello = file_token_id(BGE, "\xe2\x96\x81hello"), comma = file_token_id(BGE, "\xe2\x96\x81,");
+    int32_t hello = oxl_test_file_token_id(BGE, "\xe2\x96\x81hello"), comma = oxl_test_file_token_id(BGE, "\xe2\x96\x81,");
     cr_assert(hello >= 0 && comma >= 0);
     cr_assert_eq(tok(v, "hello,hello", t, 32, false, false), 3);
     cr_expect(t[0] == hello && t[1] == comma && t[2] == hello);
     /* a character no token starts with makes its word [UNK] */
-    int32_t unk = file_token_id(BGE, "[UNK]");
+    int32_t unk = oxl_test_file_token_id(BGE, "[UNK]");
     cr_assert_eq(tok(v, "\xe2\x98\x83", t, 32, false, false), 1);
     cr_expect_eq(t[0], unk);
     oxl_vocab_free(v);
@@ -583,7 +535,7 @@ Test(tokenizer_models, ugm_malformed_charsmap) {
 // --- detokenization of special tokens (SPM) ------------------------------------------------------------
 
 Test(tokenizer_models, detokenize_remove_and_unparse_special) {
-    oxl_vocab *v = load_vocab(TOKDIR "ggml-vocab-llama-spm.gguf");
+    oxl_vocab *v = oxl_test_load_vocab(TOKDIR "ggml-vocab-llama-spm.gguf");
     oxl_token t[16];
     int32_t n = tok(v, "Hello", t, 16, true, false);
     cr_assert_geq(n, 2);
