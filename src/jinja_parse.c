@@ -262,20 +262,22 @@ static jj_node *parse_subscript(parser *p, jj_node *obj) {
     return n;
 }
 
+/* A call of n: `(` arguments `)`. */
+static jj_node *parse_call(parser *p, jj_node *n) {
+    jj_node *c = node(p, JN_CALL, cur(p)->pos);
+    if (!c || !parse_args(p, c)) {
+        return NULL;
+    }
+    c->a = n;
+    return c;
+}
+
 static jj_node *parse_postfix(parser *p, jj_node *n) {
     while (n) {
         if (is_op(p, ".") || is_op(p, "[")) {
             n = parse_subscript(p, n);
         } else if (is_op(p, "(")) {
-            jj_node *c = node(p, JN_CALL, cur(p)->pos);
-            if (!c) {
-                return NULL;
-            }
-            c->a = n;
-            if (!parse_args(p, c)) {
-                return NULL;
-            }
-            n = c;
+            n = parse_call(p, n);
         } else {
             break;
         }
@@ -361,15 +363,7 @@ static jj_node *parse_filter_expr(parser *p, jj_node *n) {
         } else if (is_name(p, "is")) {
             n = parse_test(p, n);
         } else if (is_op(p, "(")) {
-            jj_node *c = node(p, JN_CALL, cur(p)->pos);
-            if (!c) {
-                return NULL;
-            }
-            c->a = n;
-            if (!parse_args(p, c)) {
-                return NULL;
-            }
-            n = c;
+            n = parse_call(p, n);
         } else {
             break;
         }
