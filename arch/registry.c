@@ -1,6 +1,7 @@
 /* The architecture table: add a family by adding its file and one line here. */
 #include "arch.h"
 
+#include <pthread.h>
 #include <string.h>
 
 static const oxl_arch *const registry[] = {
@@ -32,13 +33,18 @@ bool oxl_model_describe(const oxl_model *m, FILE *out) {
     return true;
 }
 
-const char *oxl_arch_names(void) {
-    static char names[512];
-    if (!names[0]) {
-        for (size_t i = 0; i < N_ARCH; i++) {
-            strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
-            strncat(names, registry[i]->name, sizeof names - strlen(names) - 1);
-        }
+static char arch_names[512];
+
+static void build_arch_names(void) {
+    for (size_t i = 0; i < N_ARCH; i++) {
+        strncat(arch_names, i ? ", " : "", sizeof arch_names - strlen(arch_names) - 1);
+        strncat(arch_names, registry[i]->name, sizeof arch_names - strlen(arch_names) - 1);
     }
-    return names;
+}
+
+const char *oxl_arch_names(void) {
+    /* built once, so loads on several threads never write it together */
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, build_arch_names);
+    return arch_names;
 }
