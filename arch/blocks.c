@@ -425,6 +425,7 @@ typedef struct attn_task {
     oxl_dequant_fn v_to_float; /* f16 or quantized V rows to f32 (NULL for f32 V) */
     oxl_quant_fn to_f16;       /* f32 to f16 and back: the f16 accumulator's rounding */
     oxl_dequant_fn from_f16;
+    oxl_mad_fn mad;            /* the accumulator step: fma, rounded to halves with an f16 V */
     int group;              /* query heads per KV head */
     int chunk;              /* flash: query heads per item (a group is split into group/chunk items) */
     int n_chunks;
@@ -620,14 +621,7 @@ static void attn_flash(void *arg, int ith, int nth) {
                 } else {
                     vs = expf(s - M[i]);
                 }
-                const float *v = vp;
-                float *a = acc + (size_t)i * D;
-                for (int d = 0; d < D; d++) {
-                    a[d] = fmaf(v[d], vs, a[d]);
-                }
-                if (v16) {
-                    round_f16(t, a, half, D);
-                }
+                t->mad(D, acc + (size_t)i * D, vp, vs); /* rounded to halves with an f16 V */
                 S[i] = fmaf(S[i], ms, vs); /* contracted in ggml's build */
             }
         }
@@ -667,6 +661,7 @@ void oxl_attention(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *q, f
                    .v_to_float = kv->type_v == OXL_TYPE_F32 ? NULL : kern->dequant[kv->type_v],
                    .to_f16 = kern->quant[OXL_TYPE_F16],
                    .from_f16 = kern->dequant[OXL_TYPE_F16],
+                   .mad = kern->mad[kv->type_v == OXL_TYPE_F16 ? OXL_TYPE_F16 : OXL_TYPE_F32],
                    .group = p->n_head / p->n_head_kv};
     if (p->max_bias > 0.0f) {
         /* ggml: n_head_log2 = the largest power of two <= n_head; heads past it take m1's odd powers */

@@ -21,8 +21,8 @@
 
 enum { OXL_BENCH_K = 4096, OXL_BENCH_GEMM_N = 8 };
 
-typedef enum { OP_dequant, OP_quant, OP_vec_dot, OP_gemm, OP_swiglu } oxl_bench_op;
-static const char *const oxl_bench_op_names[] = {"dequant", "quant", "vec_dot", "gemm", "swiglu"};
+typedef enum { OP_dequant, OP_quant, OP_vec_dot, OP_gemm, OP_swiglu, OP_mad } oxl_bench_op;
+static const char *const oxl_bench_op_names[] = {"dequant", "quant", "vec_dot", "gemm", "swiglu", "mad"};
 
 static const struct {
     oxl_bench_op op;
@@ -35,6 +35,7 @@ static const struct {
         oxl_vec_dot_fn vec_dot;
         oxl_gemm_fn gemm;
         oxl_swiglu_fn swiglu;
+        oxl_mad_fn mad;
     } fn;
 } oxl_bench_cells[] = {
 #define OXL_KERNEL(op, type, isa, fn) {OP_##op, type, isa, #fn, {.op = fn}},
@@ -130,7 +131,7 @@ int main(int argc, char **argv) {
         int64_t nrows = (int64_t)(mib * 1048576.0 / (double)wrow);
         nrows = nrows < 1 ? 1 : nrows;
         /* quant and swiglu read f32 rows: size them by the f32 bytes */
-        if (op == OP_quant || op == OP_swiglu) {
+        if (op == OP_quant || op == OP_swiglu || op == OP_mad) {
             nrows = (int64_t)(mib * 1048576.0 / (OXL_BENCH_K * sizeof(float)));
             nrows = nrows < 1 ? 1 : nrows;
         }
@@ -206,6 +207,13 @@ int main(int argc, char **argv) {
                 }
                 bytes_per_pass = (double)(nrows / 2) * OXL_BENCH_K * sizeof(float);
                 blocks_per_pass = (double)(nrows / 2) * OXL_BENCH_K / (double)blck;
+                break;
+            case OP_mad:
+                for (int64_t r = 0; r < nrows; r++) {
+                    oxl_bench_cells[c].fn.mad(OXL_BENCH_K, out, xf + r * OXL_BENCH_K, 0.5f);
+                }
+                bytes_per_pass = (double)nrows * OXL_BENCH_K * sizeof(float);
+                blocks_per_pass = (double)nrows * OXL_BENCH_K / (double)blck;
                 break;
             }
             passes++;

@@ -30,15 +30,16 @@ class Format:
     quantized: bool
     fields: tuple = ()
     elem: str = ""            # C type of one element, for block size 1 formats
-    ops: tuple = ()           # kernel ops this format has: dequant, quant, vec_dot, gemm, swiglu
+    ops: tuple = ()           # kernel ops this format has: dequant, quant, vec_dot, gemm, swiglu, mad
     isas: tuple = ()          # ISAs with cells for this format (empty: every ISA)
 
 
 # ggml's type ids (ggml.h enum ggml_type); ids not listed here (4, 5, 31..33, 36..38) were
 # removed from ggml and are not valid.
 FORMATS = (
-    Format(0, "f32", 1, 4, "f32", False, elem="float", ops=("dequant", "quant", "vec_dot", "gemm", "swiglu")),
-    Format(1, "f16", 1, 2, "f16", False, elem="uint16_t", ops=("dequant", "quant", "vec_dot", "gemm")),
+    Format(0, "f32", 1, 4, "f32", False, elem="float",
+           ops=("dequant", "quant", "vec_dot", "gemm", "swiglu", "mad")),
+    Format(1, "f16", 1, 2, "f16", False, elem="uint16_t", ops=("dequant", "quant", "vec_dot", "gemm", "mad")),
     Format(2, "q4_0", 32, 18, "q8_0", True, (("d", "f16", 1), ("qs", "u8", 16)),
            ops=("dequant", "vec_dot")),
     Format(3, "q4_1", 32, 20, "q8_1", True, (("d", "f16", 1), ("m", "f16", 1), ("qs", "u8", 16)),
@@ -185,8 +186,10 @@ ARCHES = {
 # Kernel ops, with the function name pattern (XNNPACK style: what, then __isa). gemm computes a
 # block of outputs of a weight matrix times activation columns in the partner format, with the
 # register tile of the ISA in its name. swiglu is ggml_vec_swiglu_f32 of the AVX-512 build
-# (ggml's vector SiLU on whole groups of 16, libm's expf on the rest) on every ISA.
-OPS = ("dequant", "quant", "vec_dot", "gemm", "swiglu")
+# (ggml's vector SiLU on whole groups of 16, libm's expf on the rest) on every ISA. mad is the
+# attention accumulator's step y = fma(x, s, y), ggml_vec_mad_f32; on f16 each result is rounded to
+# half precision (ggml_vec_mad_f16, whose accumulator is stored in f16), y holding those halves' values.
+OPS = ("dequant", "quant", "vec_dot", "gemm", "swiglu", "mad")
 
 # Formats whose f32 sums follow ggml's AVX-512 order exactly on every ISA (docs/kernels.md,
 # "Summation order"): vec_dot as ggml_vec_dot_f32/_f16/_bf16, gemm as the llamafile tinyBLAS kernel
@@ -263,6 +266,8 @@ def validate(template_formats):
             errors.append(f"{f.name}: gemm is only specified for the ggml-order formats {GGML_ORDER_FORMATS}")
         if "swiglu" in f.ops and f.name != "f32":
             errors.append(f"{f.name}: swiglu is only specified for f32")
+        if "mad" in f.ops and f.name not in ("f32", "f16"):
+            errors.append(f"{f.name}: mad is only specified for f32 and f16 accumulators")
         for i in f.isas:
             if i not in ISA_BY_NAME:
                 errors.append(f"{f.name}: unknown ISA {i}")

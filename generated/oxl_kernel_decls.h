@@ -17,6 +17,7 @@
     void fn(int64_t k, int64_t m, int64_t n, const void *restrict a, size_t lda, const void *restrict b, \
             size_t ldb, float *restrict c, int64_t ldc)
 #define OXL_KERNEL_SIG_swiglu(fn) void fn(int64_t n, float *y, const float *x, const float *g)
+#define OXL_KERNEL_SIG_mad(fn) void fn(int64_t n, float *restrict y, const float *restrict x, float s)
 
 /* gemm's k must be a multiple of this: the lanes of one accumulator */
 #define OXL_GEMM_K_STEP 16

@@ -361,7 +361,8 @@ void oxl_golden_check_reference_quant(const oxl_quant_golden *qg, oxl_golden_rep
 
 /* ---- the runner: every kernel cell of the list whose format the file covers ---- */
 
-typedef enum oxl_cell_op { OXL_CELL_dequant, OXL_CELL_quant, OXL_CELL_vec_dot, OXL_CELL_gemm, OXL_CELL_swiglu } oxl_cell_op;
+typedef enum oxl_cell_op { OXL_CELL_dequant, OXL_CELL_quant, OXL_CELL_vec_dot, OXL_CELL_gemm, OXL_CELL_swiglu,
+               OXL_CELL_mad } oxl_cell_op;
 
 static const struct {
     oxl_cell_op op;
@@ -374,6 +375,7 @@ static const struct {
         oxl_vec_dot_fn vec_dot;
         oxl_gemm_fn gemm;
         oxl_swiglu_fn swiglu;
+        oxl_mad_fn mad;
     } fn;
 } oxl_cells[] = {
 #define OXL_KERNEL(op, type, isa, fn) {OXL_CELL_##op, type, isa, #fn, {.op = fn}},
@@ -425,8 +427,9 @@ int oxl_golden_quant(const oxl_gguf *g, oxl_golden_report *r, oxl_error *err) {
             oxl_golden_check_gemm(&qg, oxl_cells[i].fn.gemm, oxl_cells[i].name, r);
             break;
         case OXL_CELL_swiglu:
-            /* an activation, not a format conversion: the quant goldens hold nothing for it (its
-             * checks are the kernel tests') */
+        case OXL_CELL_mad:
+            /* an activation and an accumulator step, not format conversions: the quant goldens hold
+             * nothing for them (their checks are the kernel tests') */
             break;
         }
     }

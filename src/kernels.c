@@ -13,6 +13,7 @@ typedef enum oxl_kernel_op {
     OXL_KERNEL_OP_vec_dot,
     OXL_KERNEL_OP_gemm,
     OXL_KERNEL_OP_swiglu,
+    OXL_KERNEL_OP_mad,
 } oxl_kernel_op;
 
 typedef struct oxl_kernel_entry {
@@ -25,6 +26,7 @@ typedef struct oxl_kernel_entry {
         oxl_vec_dot_fn vec_dot;
         oxl_gemm_fn gemm;
         oxl_swiglu_fn swiglu;
+        oxl_mad_fn mad;
     } fn;
 } oxl_kernel_entry;
 
@@ -71,6 +73,12 @@ void oxl_kernels_build(oxl_kernels *k, oxl_isa cap) {
             if (k->swiglu[e->type] == NULL) {
                 k->swiglu[e->type] = e->fn.swiglu;
                 k->swiglu_isa[e->type] = e->isa;
+            }
+            break;
+        case OXL_KERNEL_OP_mad:
+            if (k->mad[e->type] == NULL) {
+                k->mad[e->type] = e->fn.mad;
+                k->mad_isa[e->type] = e->isa;
             }
             break;
         }

@@ -14,6 +14,8 @@
  *   swiglu:   y[i] = silu(x[i]) * g[i] over one row of n (y may be x), f32 only: ggml_vec_swiglu_f32
  *             of the AVX-512 build (its vector SiLU on whole groups of 16, expf on the rest), so
  *             the row boundaries matter: call it once per row.
+ *   mad:      y[i] = fma(x[i], s, y[i]) over n (ggml_vec_mad_f32); on f16, each result rounded to
+ *             the nearest half (ggml_vec_mad_f16: y holds an f16 accumulator's values as floats).
  */
 #ifndef OXL_KERNELS_H
 #define OXL_KERNELS_H
@@ -29,6 +31,7 @@ typedef void (*oxl_vec_dot_fn)(int64_t n, float *restrict s, const void *restric
 typedef void (*oxl_gemm_fn)(int64_t k, int64_t m, int64_t n, const void *restrict a, size_t lda,
                             const void *restrict b, size_t ldb, float *restrict c, int64_t ldc);
 typedef void (*oxl_swiglu_fn)(int64_t n, float *y, const float *x, const float *g);
+typedef void (*oxl_mad_fn)(int64_t n, float *restrict y, const float *restrict x, float s);
 
 /* The chosen kernel per format (indexed by oxl_type; NULL where the format has no such op). */
 typedef struct oxl_kernels {
@@ -37,11 +40,13 @@ typedef struct oxl_kernels {
     oxl_vec_dot_fn vec_dot[OXL_TYPE_COUNT]; /* indexed by the weight format */
     oxl_gemm_fn gemm[OXL_TYPE_COUNT];       /* indexed by the weight format */
     oxl_swiglu_fn swiglu[OXL_TYPE_COUNT];   /* [OXL_TYPE_F32] only */
+    oxl_mad_fn mad[OXL_TYPE_COUNT];         /* [OXL_TYPE_F32], [OXL_TYPE_F16]: the accumulator's type */
     oxl_isa dequant_isa[OXL_TYPE_COUNT];
     oxl_isa quant_isa[OXL_TYPE_COUNT];
     oxl_isa vec_dot_isa[OXL_TYPE_COUNT];
     oxl_isa gemm_isa[OXL_TYPE_COUNT];
     oxl_isa swiglu_isa[OXL_TYPE_COUNT];
+    oxl_isa mad_isa[OXL_TYPE_COUNT];
 } oxl_kernels;
 
 /* The process-wide table, built on first use (thread-safe). */

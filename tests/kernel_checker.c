@@ -479,3 +479,51 @@ void oxl_check_swiglu(oxl_type type, oxl_isa isa, oxl_swiglu_fn fn, const char *
     oxl_golden_line(&r, bad == 0, "%s  swiglu vs ggml_vec_swiglu_f32: %d/%d bit-identical", name, checks - bad, checks);
     cr_assert(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", name, r.n_fail);
 }
+
+/* ---- ggml_vec_mad_f32 / ggml_vec_mad_f16 (ggml-cpu/vec.h, AVX-512 build) -------------------------
+ * y[i] = fmaf(x[i], s, y[i]); the f16 version keeps y in f16, so each result is rounded to the
+ * nearest half (ties to even, as F16C's vcvtps2ph with rounding mode 0). */
+void oxl_check_mad(oxl_type type, oxl_isa isa, oxl_mad_fn fn, const char *name) {
+    if (!oxl_cpu_has_isa(isa)) {
+        cr_skip_test("this CPU has no %s", oxl_isa_name(isa));
+    }
+    cr_assert(type == OXL_TYPE_F32 || type == OXL_TYPE_F16);
+    enum { N = 300 };
+    static float x[N], y0[N], want[N], got[N];
+    uint32_t st = 4242;
+    for (int i = 0; i < N; i++) {
+        st = st * 1664525u + 1013904223u;
+        x[i] = ((float)(st >> 8) / 16777216.0f - 0.5f) * 8.0f;
+        st = st * 1664525u + 1013904223u;
+        const float y = ((float)(st >> 8) / 16777216.0f - 0.5f) * 30.0f;
+        /* an f16 accumulator only ever holds halves */
+        y0[i] = type == OXL_TYPE_F16 ? oxl_fp16_to_fp32(oxl_fp32_to_fp16(y)) : y;
+    }
+    static const float scales[] = {0.0f, 1.0f, 0.3333333f, -2.5f, 1e-3f, 7.77f};
+    static const int64_t lengths[] = {0, 1, 15, 16, 17, 64, 100, N};
+    oxl_golden_report r = {stderr, 0, 0};
+    int checks = 0, bad = 0;
+    for (size_t si = 0; si < sizeof scales / sizeof scales[0]; si++) {
+        for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+            const int64_t n = lengths[li];
+            const float s = scales[si];
+            for (int64_t i = 0; i < n; i++) {
+                const float f = fmaf(x[i], s, y0[i]);
+                want[i] = type == OXL_TYPE_F16 ? oxl_fp16_to_fp32(oxl_fp32_to_fp16(f)) : f;
+            }
+            memcpy(got, y0, sizeof got);
+            fn(n, got, x, s);
+            for (int64_t i = 0; i < N; i++) {
+                checks++;
+                const float w = i < n ? want[i] : y0[i];
+                if (!oxl_same_float(got[i], w) && bad++ < 5) {
+                    fprintf(stderr, "%s  n %lld, s %a, element %lld: %a, expected %a\n", name, (long long)n, s,
+                            (long long)i, got[i], w);
+                }
+            }
+        }
+    }
+    oxl_golden_line(&r, bad == 0, "%s  mad vs fmaf%s: %d/%d bit-identical", name,
+                    type == OXL_TYPE_F16 ? " + f16 rounding" : "", checks - bad, checks);
+    cr_assert(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", name, r.n_fail);
+}

@@ -20,6 +20,9 @@ void oxl_check_gemm(oxl_type type, oxl_isa isa, oxl_gemm_fn fn, const char *name
 /* swiglu: bit for bit against a scalar reference of ggml_vec_swiglu_f32 (AVX-512 build) on
  * activations that reach every branch of ggml's vector expf, in place and not */
 void oxl_check_swiglu(oxl_type type, oxl_isa isa, oxl_swiglu_fn fn, const char *name);
+/* mad: bit for bit against fmaf (ggml_vec_mad_f32) and, on f16, fmaf then rounding to the nearest
+ * half (ggml_vec_mad_f16), over lengths that leave every leftover size. */
+void oxl_check_mad(oxl_type type, oxl_isa isa, oxl_mad_fn fn, const char *name);
 
 /* The references themselves (exported for the cross-ISA tests in test_kernels.c). */
 float oxl_ref_dot_f32(int64_t n, const float *x, const float *y);

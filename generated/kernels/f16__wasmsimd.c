@@ -107,3 +107,26 @@ OXL_KERNEL_SIG_gemm(oxl_gemm_f16_f16_2x2__wasmsimd) {
         }
     }
 }
+
+/* y[i] = fma(x[i], s, y[i]) for i < n, rounded once, then to the nearest half (y holds the
+ * values of an f16 accumulator): ggml_vec_mad_f16 (ggml-cpu/vec.h) of the AVX-512 build,
+ * bit-identical on every ISA */
+OXL_KERNEL_SIG_mad(oxl_mad_f16__wasmsimd) {
+    const oxl_f32x16 sv = oxl_f32x16_set1(s);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        oxl_f32x16_store(y + i, oxl_f32x16_fma(oxl_f32x16_load(y + i), oxl_f32x16_load(x + i), sv));
+    }
+    for (; i < n; i++) {
+        y[i] = fmaf(x[i], s, y[i]);
+    }
+    uint16_t h[OXL_VF_LEN];
+    int64_t j = 0;
+    for (; j + OXL_VF_LEN <= n; j += OXL_VF_LEN) {
+        oxl_vf_store_f16(h, oxl_vf_load(y + j));
+        oxl_vf_store(y + j, oxl_vf_load_f16(h));
+    }
+    for (; j < n; j++) {
+        y[j] = oxl_fp16_to_fp32(oxl_fp32_to_fp16(y[j]));
+    }
+}

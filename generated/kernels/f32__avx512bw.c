@@ -137,3 +137,16 @@ OXL_KERNEL_SIG_swiglu(oxl_swiglu_f32__avx512bw) {
         y[i] = x[i] / (1.0f + expf(-x[i])) * g[i];
     }
 }
+
+/* y[i] = fma(x[i], s, y[i]) for i < n, rounded once: ggml_vec_mad_f32 (ggml-cpu/vec.h) of the AVX-512 build,
+ * bit-identical on every ISA */
+OXL_KERNEL_SIG_mad(oxl_mad_f32__avx512bw) {
+    const oxl_f32x16 sv = oxl_f32x16_set1(s);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        oxl_f32x16_store(y + i, oxl_f32x16_fma(oxl_f32x16_load(y + i), oxl_f32x16_load(x + i), sv));
+    }
+    for (; i < n; i++) {
+        y[i] = fmaf(x[i], s, y[i]);
+    }
+}
