@@ -21,6 +21,9 @@ typedef struct oxl_arch {
     void (*forward)(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits);
     /* Optional: prints the hyper-parameters the graph actually uses (oxillama info), one per line. */
     void (*describe)(const oxl_model *m, FILE *out);
+    /* Optional: repacks the weights the forward pass multiplies into the CPU's interleaved layout
+     * (oxl_tensor_repack), handing each buffer to oxl_model_own; evict as oxl_tensor_repack's. */
+    void (*repack)(oxl_model *m, bool evict);
 } oxl_arch;
 
 /* NULL when the architecture is not in the registry. */

@@ -347,6 +347,29 @@ int oxl_decoder_load(oxl_model *m, const oxl_decoder_opts *o, const oxl_tensor_s
     return 0;
 }
 
+/* The projection weights of every attention/dense-FFN layer and the output head: the 2-D tensors of
+ * the table that are not norms or biases (MoE experts, Mamba and latent-attention tensors keep their
+ * plain rows). A field two kinds share is repacked once. */
+void oxl_decoder_repack(oxl_model *m, bool evict) {
+    oxl_decoder *d = m->weights;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        for (size_t k = 0; k < sizeof tensor_table / sizeof tensor_table[0]; k++) {
+            const tensor_info *ti = &tensor_table[k];
+            if (!ti->name || !ti->layer || ti->f32) {
+                continue;
+            }
+            oxl_tensor *t = (oxl_tensor *)((char *)&d->layers[il] + ti->offset);
+            if (!oxl_model_own(m, oxl_tensor_repack(t, evict))) {
+                t->rp = NULL; /* no memory to track it: the plain rows serve */
+            }
+        }
+    }
+    /* the head; a tied head shares token_embd's rows, which look-ups still read */
+    if (!oxl_model_own(m, oxl_tensor_repack(&d->output, evict && d->output.data != d->token_embd.data))) {
+        d->output.rp = NULL;
+    }
+}
+
 /* ---- forward ----------------------------------------------------------------------------- */
 
 /* Activation buffers of one batch, carved from ctx->work in this order. */

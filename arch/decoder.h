@@ -188,10 +188,12 @@ void oxl_decoder_free(void *weights);
 size_t oxl_decoder_work_size(const oxl_model *m, int32_t n_batch, int32_t n_ctx, int n_threads);
 void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits);
 void oxl_decoder_describe(const oxl_model *m, FILE *out);
+void oxl_decoder_repack(oxl_model *m, bool evict);
 
 /* An oxl_arch entry for a decoder architecture with its load function. */
 #define OXL_DECODER_ARCH(arch_name, load_fn)                                                                    \
     {.name = (arch_name), .load = (load_fn), .free_weights = oxl_decoder_free,                                 \
-     .work_size = oxl_decoder_work_size, .forward = oxl_decoder_forward, .describe = oxl_decoder_describe}
+     .work_size = oxl_decoder_work_size, .forward = oxl_decoder_forward, .describe = oxl_decoder_describe, \
+     .repack = oxl_decoder_repack}
 
 #endif

@@ -11,6 +11,7 @@
  * activations from the partner format's scalar quant kernel. */
 #include "kernels.h"
 #include "oxl_kernel_decls.h"
+#include "oxl_blocks.h"
 #include "quantize.h"
 
 #include <math.h>
@@ -21,8 +22,9 @@
 
 enum { OXL_BENCH_K = 4096, OXL_BENCH_GEMM_N = 8 };
 
-typedef enum { OP_dequant, OP_quant, OP_vec_dot, OP_gemm, OP_swiglu, OP_mad } oxl_bench_op;
-static const char *const oxl_bench_op_names[] = {"dequant", "quant", "vec_dot", "gemm", "swiglu", "mad"};
+typedef enum { OP_dequant, OP_quant, OP_vec_dot, OP_gemm, OP_swiglu, OP_mad, OP_repack, OP_gemm_rp } oxl_bench_op;
+static const char *const oxl_bench_op_names[] = {"dequant", "quant", "vec_dot", "gemm",
+                                                 "swiglu",  "mad",   "repack",  "gemm_rp"};
 
 static const struct {
     oxl_bench_op op;
@@ -36,6 +38,8 @@ static const struct {
         oxl_gemm_fn gemm;
         oxl_swiglu_fn swiglu;
         oxl_mad_fn mad;
+        oxl_repack_fn repack;
+        oxl_gemm_rp_fn gemm_rp;
     } fn;
 } oxl_bench_cells[] = {
 #define OXL_KERNEL(op, type, isa, fn) {OP_##op, type, isa, #fn, {.op = fn}},
@@ -146,18 +150,46 @@ int main(int argc, char **argv) {
         }
         const oxl_type pt = tr->vec_dot_type;
         void *w = NULL, *act = NULL;
-        if (op == OP_dequant || op == OP_vec_dot || op == OP_gemm) {
+        const bool rp = op == OP_repack || op == OP_gemm_rp;
+        const int rp_rows = oxl_repack_rows(t, oxl_bench_cells[c].isa);
+        if (rp) {
+            nrows = nrows / rp_rows * rp_rows;
+        }
+        if (op == OP_dequant || op == OP_vec_dot || op == OP_gemm || rp) {
             w = oxl_bench_convert(&scalar, t, xf, nrows);
         }
-        if (op == OP_vec_dot || op == OP_gemm) {
+        if (op == OP_vec_dot || op == OP_gemm || op == OP_gemm_rp) {
             act = oxl_bench_convert(&scalar, pt, xf, OXL_BENCH_GEMM_N);
         }
-        if ((op == OP_dequant || op == OP_vec_dot || op == OP_gemm) && (w == NULL || (op != OP_dequant && act == NULL))) {
+        /* gemm_rp: the weights in its layout, and the activation block sums a q8_0 partner needs */
+        void *wrp = NULL;
+        int32_t bsum[OXL_BENCH_GEMM_N * OXL_BENCH_K / 32];
+        if (rp && w != NULL) {
+            wrp = malloc((size_t)nrows / (size_t)rp_rows * (size_t)(OXL_BENCH_K / tr->blck_size) *
+                         oxl_repack_group_bytes(t, oxl_bench_cells[c].isa));
+            oxl_kernels kk;
+            oxl_kernels_build(&kk, oxl_bench_cells[c].isa);
+            if (wrp != NULL && kk.repack[t] != NULL) {
+                kk.repack[t](OXL_BENCH_K, nrows, w, wrow, wrp);
+            }
+            if (act != NULL && pt == OXL_TYPE_Q8_0) {
+                for (int j = 0; j < OXL_BENCH_GEMM_N * OXL_BENCH_K / 32; j++) {
+                    const oxl_block_q8_0 *blk = (const oxl_block_q8_0 *)act + j;
+                    bsum[j] = 0;
+                    for (int i = 0; i < 32; i++) {
+                        bsum[j] += blk->qs[i];
+                    }
+                }
+            }
+        }
+        if ((op == OP_dequant || op == OP_vec_dot || op == OP_gemm || rp) &&
+            (w == NULL || (rp && wrp == NULL) || (op != OP_dequant && op != OP_repack && act == NULL))) {
             printf("%-8s %-8s %-11s %-40s %9s %12s\n", tr->name, oxl_bench_op_names[op], isa, oxl_bench_cells[c].name,
                    "-", "(no data)");
             free(xf);
             free(out);
             free(w);
+            free(wrp);
             free(act);
             continue;
         }
@@ -208,6 +240,17 @@ int main(int argc, char **argv) {
                 bytes_per_pass = (double)(nrows / 2) * OXL_BENCH_K * sizeof(float);
                 blocks_per_pass = (double)(nrows / 2) * OXL_BENCH_K / (double)blck;
                 break;
+            case OP_repack:
+                oxl_bench_cells[c].fn.repack(OXL_BENCH_K, nrows, w, wrow, wrp);
+                bytes_per_pass = (double)wrow * (double)nrows;
+                blocks_per_pass = (double)nrows * OXL_BENCH_K / (double)blck;
+                break;
+            case OP_gemm_rp:
+                oxl_bench_cells[c].fn.gemm_rp(OXL_BENCH_K, nrows, OXL_BENCH_GEMM_N, wrp, act, oxl_row_size(pt, OXL_BENCH_K),
+                                              pt == OXL_TYPE_Q8_0 ? bsum : NULL, out, 0);
+                bytes_per_pass = (double)wrow * (double)nrows;
+                blocks_per_pass = (double)nrows * OXL_BENCH_K / (double)blck;
+                break;
             case OP_mad:
                 for (int64_t r = 0; r < nrows; r++) {
                     oxl_bench_cells[c].fn.mad(OXL_BENCH_K, out, xf + r * OXL_BENCH_K, 0.5f);
@@ -226,6 +269,7 @@ int main(int argc, char **argv) {
         free(xf);
         free(out);
         free(w);
+        free(wrp);
         free(act);
     }
     return 0;

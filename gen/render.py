@@ -81,6 +81,9 @@ class Generator:
                     continue
                 for i in reversed(spec.cell_isas(f)):
                     out.append((op, f, i))
+            for op in spec.REPACK_OPS:
+                for rp in reversed([r for r in spec.REPACKS if r.fmt == f.name]):
+                    out.append((op, f, spec.ISA_BY_NAME[rp.isa]))
         return out
 
     # --- outputs ----------------------------------------------------------------------------------
@@ -111,6 +114,12 @@ class Generator:
                 path = f"kernels/{f.name}__{i.name}.c"
                 render(tpl, path, fmt=f, isa=i, sources=chain + ["kernel.c.j2"])
                 units.append((path, i))
+        for rp in spec.REPACKS:
+            f, i = spec.FORMAT_BY_NAME[rp.fmt], spec.ISA_BY_NAME[rp.isa]
+            tpl = f"repack/{rp.fmt}__{rp.isa}.c.j2"
+            path = f"kernels/repack_{rp.fmt}__{rp.isa}.c"
+            render(tpl, path, fmt=f, isa=i, rp=rp, sources=[tpl, "repack.c.j2"])
+            units.append((path, i))
         for i in spec.ISAS:
             render(f"isa/{i.name}.h.j2", f"isa/oxl_isa_{i.name}.h", isa=i)
         render("oxl_kernels.cmake.j2", "oxl_kernels.cmake", units=units)

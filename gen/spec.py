@@ -191,6 +191,33 @@ ARCHES = {
 # half precision (ggml_vec_mad_f16, whose accumulator is stored in f16), y holding those halves' values.
 OPS = ("dequant", "quant", "vec_dot", "gemm", "swiglu", "mad")
 
+# Ops of the repacked weight layouts (REPACKS below): repack rewrites whole groups of weight rows
+# into a layout interleaved for one ISA's register tile; gemm_rp multiplies such groups by
+# activation columns in the format's partner type.
+REPACK_OPS = ("repack", "gemm_rp")
+
+
+@dataclass(frozen=True)
+class Repack:
+    """Weights repacked at load for one ISA: `rows` consecutive rows interleaved per block of the
+    format (one group block of `group_bytes`, the rows' scales first, then their quants arranged so
+    that lane r of a vector holds row r), multiplied by gemm_rp in register tiles of `rows` outputs x
+    `cols` activation columns. The layout of each format is described in its template,
+    templates/repack/<format>__<isa>.c.j2."""
+    fmt: str
+    isa: str
+    rows: int
+    cols: int
+    group_bytes: int
+
+
+REPACKS = (
+    Repack("q4_0", "avx512vnni", 16, 8, 16 * 2 + 16 * 16),
+    Repack("q8_0", "avx512vnni", 16, 8, 16 * 2 + 16 * 32),
+    Repack("q4_K", "avx512vnni", 16, 4, 16 * 2 * 2 + 8 * 16 + 4 * 32 + 16 * 128),
+    Repack("q6_K", "avx512vnni", 16, 4, 16 * 2 + 8 * 32 + 16 * 256),
+)
+
 # Formats whose f32 sums follow ggml's AVX-512 order exactly on every ISA (docs/kernels.md,
 # "Summation order"): vec_dot as ggml_vec_dot_f32/_f16/_bf16, gemm as the llamafile tinyBLAS kernel
 # (bf16: the AVX512-BF16 build's vdpbf16ps, emulated lane by lane).
@@ -215,7 +242,20 @@ def kernel_name(op, fmt, isa):
     if op == "gemm":
         mr, nr = ISA_BY_NAME[isa].gemm_tile
         return f"oxl_gemm_{f.name}_{f.partner}_{mr}x{nr}__{isa}"
+    if op == "repack":
+        rp = repack_of(fmt, isa)
+        return f"oxl_repack_{f.name}_{rp.rows}r__{isa}"
+    if op == "gemm_rp":
+        rp = repack_of(fmt, isa)
+        return f"oxl_gemm_rp_{f.name}_{f.partner}_{rp.rows}x{rp.cols}__{isa}"
     return f"oxl_{op}_{f.name}__{isa}"
+
+
+def repack_of(fmt, isa):
+    for rp in REPACKS:
+        if rp.fmt == fmt and rp.isa == isa:
+            return rp
+    raise SpecError(f"no repacked layout of {fmt} on {isa}")
 
 
 FORMAT_BY_NAME = {f.name: f for f in FORMATS}
@@ -273,6 +313,19 @@ def validate(template_formats):
                 errors.append(f"{f.name}: unknown ISA {i}")
         if f.ops and f.isas and "scalar" not in f.isas:
             errors.append(f"{f.name}: no scalar cell (every (format, op) needs one)")
+    seen = set()
+    for rp in REPACKS:
+        f = FORMAT_BY_NAME.get(rp.fmt)
+        if f is None or rp.isa not in ISA_BY_NAME:
+            errors.append(f"repack {rp.fmt} on {rp.isa}: unknown format or ISA")
+            continue
+        if (rp.fmt, rp.isa) in seen:
+            errors.append(f"repack {rp.fmt} on {rp.isa}: listed twice")
+        seen.add((rp.fmt, rp.isa))
+        if "vec_dot" not in f.ops or "quant" not in FORMAT_BY_NAME[f.partner].ops:
+            errors.append(f"repack {rp.fmt}: needs the format's vec_dot and its partner's quantizer")
+        if rp.rows <= 0 or rp.cols <= 0 or rp.group_bytes < rp.rows * f.size:
+            errors.append(f"repack {rp.fmt} on {rp.isa}: bad tile")
     with_kernels = {f.name for f in FORMATS if f.ops}
     for n in sorted(with_kernels - set(template_formats)):
         errors.append(f"{n}: has kernel ops but no template templates/formats/{n}.c.j2")

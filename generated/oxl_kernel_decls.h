@@ -17,6 +17,11 @@
     void fn(int64_t k, int64_t m, int64_t n, const void *restrict a, size_t lda, const void *restrict b, \
             size_t ldb, float *restrict c, int64_t ldc)
 #define OXL_KERNEL_SIG_swiglu(fn) void fn(int64_t n, float *y, const float *x, const float *g)
+#define OXL_KERNEL_SIG_repack(fn) \
+    void fn(int64_t k, int64_t m, const void *restrict src, size_t src_row, void *restrict dst)
+#define OXL_KERNEL_SIG_gemm_rp(fn)                                                                     \
+    void fn(int64_t k, int64_t m, int64_t n, const void *restrict a, const void *restrict b, size_t ldb, \
+            const int32_t *restrict bsum, float *restrict c, int64_t ldc)
 #define OXL_KERNEL_SIG_mad(fn) void fn(int64_t n, float *restrict y, const float *restrict x, float s)
 
 /* gemm's k must be a multiple of this: the lanes of one accumulator */
@@ -30,6 +35,40 @@ static inline int64_t oxl_gemm_k_step(oxl_type t) {
     default:
         return OXL_GEMM_K_STEP;
     }
+}
+
+/* The repacked layout of format t on isa (spec REPACKS): rows interleaved per group and bytes of
+ * one group block (rows rows x one block of t); 0 when t has none on isa. */
+static inline int oxl_repack_rows(oxl_type t, oxl_isa isa) {
+    if (t == OXL_TYPE_Q4_0 && isa == OXL_ISA_AVX512VNNI) {
+        return 16;
+    }
+    if (t == OXL_TYPE_Q8_0 && isa == OXL_ISA_AVX512VNNI) {
+        return 16;
+    }
+    if (t == OXL_TYPE_Q4_K && isa == OXL_ISA_AVX512VNNI) {
+        return 16;
+    }
+    if (t == OXL_TYPE_Q6_K && isa == OXL_ISA_AVX512VNNI) {
+        return 16;
+    }
+    return 0;
+}
+
+static inline size_t oxl_repack_group_bytes(oxl_type t, oxl_isa isa) {
+    if (t == OXL_TYPE_Q4_0 && isa == OXL_ISA_AVX512VNNI) {
+        return 288;
+    }
+    if (t == OXL_TYPE_Q8_0 && isa == OXL_ISA_AVX512VNNI) {
+        return 544;
+    }
+    if (t == OXL_TYPE_Q4_K && isa == OXL_ISA_AVX512VNNI) {
+        return 2368;
+    }
+    if (t == OXL_TYPE_Q6_K && isa == OXL_ISA_AVX512VNNI) {
+        return 4384;
+    }
+    return 0;
 }
 
 #define OXL_KERNEL(op, type, isa, fn) OXL_KERNEL_SIG_##op(fn);

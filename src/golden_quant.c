@@ -362,7 +362,7 @@ void oxl_golden_check_reference_quant(const oxl_quant_golden *qg, oxl_golden_rep
 /* ---- the runner: every kernel cell of the list whose format the file covers ---- */
 
 typedef enum oxl_cell_op { OXL_CELL_dequant, OXL_CELL_quant, OXL_CELL_vec_dot, OXL_CELL_gemm, OXL_CELL_swiglu,
-               OXL_CELL_mad } oxl_cell_op;
+               OXL_CELL_mad, OXL_CELL_repack, OXL_CELL_gemm_rp } oxl_cell_op;
 
 static const struct {
     oxl_cell_op op;
@@ -376,6 +376,8 @@ static const struct {
         oxl_gemm_fn gemm;
         oxl_swiglu_fn swiglu;
         oxl_mad_fn mad;
+        oxl_repack_fn repack;
+        oxl_gemm_rp_fn gemm_rp;
     } fn;
 } oxl_cells[] = {
 #define OXL_KERNEL(op, type, isa, fn) {OXL_CELL_##op, type, isa, #fn, {.op = fn}},
@@ -428,7 +430,9 @@ int oxl_golden_quant(const oxl_gguf *g, oxl_golden_report *r, oxl_error *err) {
             break;
         case OXL_CELL_swiglu:
         case OXL_CELL_mad:
-            /* an activation and an accumulator step, not format conversions: the quant goldens hold
+        case OXL_CELL_repack:
+        case OXL_CELL_gemm_rp:
+            /* an activation, an accumulator step and the repacked layouts: the quant goldens hold
              * nothing for them (their checks are the kernel tests') */
             break;
         }

@@ -14,6 +14,8 @@ typedef enum oxl_kernel_op {
     OXL_KERNEL_OP_gemm,
     OXL_KERNEL_OP_swiglu,
     OXL_KERNEL_OP_mad,
+    OXL_KERNEL_OP_repack,
+    OXL_KERNEL_OP_gemm_rp,
 } oxl_kernel_op;
 
 typedef struct oxl_kernel_entry {
@@ -27,6 +29,8 @@ typedef struct oxl_kernel_entry {
         oxl_gemm_fn gemm;
         oxl_swiglu_fn swiglu;
         oxl_mad_fn mad;
+        oxl_repack_fn repack;
+        oxl_gemm_rp_fn gemm_rp;
     } fn;
 } oxl_kernel_entry;
 
@@ -75,12 +79,30 @@ void oxl_kernels_build(oxl_kernels *k, oxl_isa cap) {
                 k->swiglu_isa[e->type] = e->isa;
             }
             break;
+        case OXL_KERNEL_OP_repack:
+            /* a layout and its gemm come as a pair from one ISA (the first listed, the best) */
+            if (k->repack[e->type] == NULL) {
+                k->repack[e->type] = e->fn.repack;
+                k->repack_isa[e->type] = e->isa;
+                k->repack_rows[e->type] = oxl_repack_rows(e->type, e->isa);
+                k->repack_group_bytes[e->type] = oxl_repack_group_bytes(e->type, e->isa);
+            }
+            break;
+        case OXL_KERNEL_OP_gemm_rp:
+            break;
         case OXL_KERNEL_OP_mad:
             if (k->mad[e->type] == NULL) {
                 k->mad[e->type] = e->fn.mad;
                 k->mad_isa[e->type] = e->isa;
             }
             break;
+        }
+    }
+    /* the gemm of the chosen layout's ISA */
+    for (size_t i = 0; i < n; i++) {
+        const oxl_kernel_entry *e = &oxl_kernel_entries[i];
+        if (e->op == OXL_KERNEL_OP_gemm_rp && k->repack[e->type] != NULL && e->isa == k->repack_isa[e->type]) {
+            k->gemm_rp[e->type] = e->fn.gemm_rp;
         }
     }
 }

@@ -14,6 +14,12 @@
  *   swiglu:   y[i] = silu(x[i]) * g[i] over one row of n (y may be x), f32 only: ggml_vec_swiglu_f32
  *             of the AVX-512 build (its vector SiLU on whole groups of 16, expf on the rest), so
  *             the row boundaries matter: call it once per row.
+ *   repack:   rows 0..m of a weight matrix (m a multiple of the layout's rows) rewritten into the
+ *             ISA's interleaved layout (gen/spec.py REPACKS; oxl_repack_rows/_group_bytes in
+ *             generated/oxl_kernel_decls.h): group g, block b at (g * blocks per row + b) * group bytes
+ *   gemm_rp:  gemm over repacked weights: c[j * ldc + i] = row i . column j for i < m, j < n, the
+ *             columns in the vec_dot_type (ldb bytes apart); for a q8_0 partner bsum[j * k / 32 + b]
+ *             holds the sum of block b's quants of column j (NULL for q8_K, which carries bsums)
  *   mad:      y[i] = fma(x[i], s, y[i]) over n (ggml_vec_mad_f32); on f16, each result rounded to
  *             the nearest half (ggml_vec_mad_f16: y holds an f16 accumulator's values as floats).
  */
@@ -31,6 +37,9 @@ typedef void (*oxl_vec_dot_fn)(int64_t n, float *restrict s, const void *restric
 typedef void (*oxl_gemm_fn)(int64_t k, int64_t m, int64_t n, const void *restrict a, size_t lda,
                             const void *restrict b, size_t ldb, float *restrict c, int64_t ldc);
 typedef void (*oxl_swiglu_fn)(int64_t n, float *y, const float *x, const float *g);
+typedef void (*oxl_repack_fn)(int64_t k, int64_t m, const void *restrict src, size_t src_row, void *restrict dst);
+typedef void (*oxl_gemm_rp_fn)(int64_t k, int64_t m, int64_t n, const void *restrict a, const void *restrict b,
+                               size_t ldb, const int32_t *restrict bsum, float *restrict c, int64_t ldc);
 typedef void (*oxl_mad_fn)(int64_t n, float *restrict y, const float *restrict x, float s);
 
 /* The chosen kernel per format (indexed by oxl_type; NULL where the format has no such op). */
@@ -40,6 +49,10 @@ typedef struct oxl_kernels {
     oxl_vec_dot_fn vec_dot[OXL_TYPE_COUNT]; /* indexed by the weight format */
     oxl_gemm_fn gemm[OXL_TYPE_COUNT];       /* indexed by the weight format */
     oxl_swiglu_fn swiglu[OXL_TYPE_COUNT];   /* [OXL_TYPE_F32] only */
+    oxl_repack_fn repack[OXL_TYPE_COUNT];   /* weight formats with a repacked layout on this CPU */
+    oxl_gemm_rp_fn gemm_rp[OXL_TYPE_COUNT];
+    int repack_rows[OXL_TYPE_COUNT];        /* the chosen layout's rows per group (0: none) */
+    size_t repack_group_bytes[OXL_TYPE_COUNT];
     oxl_mad_fn mad[OXL_TYPE_COUNT];         /* [OXL_TYPE_F32], [OXL_TYPE_F16]: the accumulator's type */
     oxl_isa dequant_isa[OXL_TYPE_COUNT];
     oxl_isa quant_isa[OXL_TYPE_COUNT];
@@ -47,6 +60,7 @@ typedef struct oxl_kernels {
     oxl_isa gemm_isa[OXL_TYPE_COUNT];
     oxl_isa swiglu_isa[OXL_TYPE_COUNT];
     oxl_isa mad_isa[OXL_TYPE_COUNT];
+    oxl_isa repack_isa[OXL_TYPE_COUNT];
 } oxl_kernels;
 
 /* The process-wide table, built on first use (thread-safe). */

@@ -1,9 +1,16 @@
 #include "matmul.h"
 
+#include "oxl_blocks.h"       /* generated: oxl_block_q8_0 */
 #include "oxl_kernel_decls.h" /* generated: oxl_gemm_k_step */
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 /* llamafile's tinyBLAS (ggml-cpu/llamafile/sgemm.cpp, tinyBLAS::matmul) takes only weight matrices
  * whose row count is a multiple of its smallest row tile. */
@@ -23,9 +30,21 @@
  * most one small part while the others take the rest (src/threads.h). */
 #define OXL_PARTS_PER_THREAD 4
 
+/* The repacked path's activation block sums (q8_0 partners): one int32 per 32 elements per column,
+ * after the converted columns, 64-byte aligned. */
+static size_t bsum_offset(oxl_type vt, int64_t k, int64_t n) {
+    return (oxl_row_size(vt, k) * (size_t)n + 63) & ~(size_t)63;
+}
+
 size_t oxl_matmul_scratch_size(oxl_type t, int64_t k, int64_t n) {
     oxl_type vt = oxl_type_traits_get(t)->vec_dot_type;
-    return vt == OXL_TYPE_F32 ? 0 : oxl_row_size(vt, k) * (size_t)n;
+    if (vt == OXL_TYPE_F32) {
+        return 0;
+    }
+    if (oxl_kernels_get()->repack[t] != NULL && vt == OXL_TYPE_Q8_0) {
+        return bsum_offset(vt, k, n) + (size_t)(k / 32) * (size_t)n * sizeof(int32_t);
+    }
+    return oxl_row_size(vt, k) * (size_t)n;
 }
 
 typedef struct matmul_task {
@@ -38,6 +57,7 @@ typedef struct matmul_task {
     const void *xq; /* converted columns */
     size_t xq_row;  /* bytes per converted column */
     void *scratch;
+    int32_t *bsum;  /* repacked path, q8_0 columns: the sum of each block's quants */
 } matmul_task;
 
 /* Phase 1: convert the activation columns to the vec_dot_type, split by column. */
@@ -48,7 +68,18 @@ static void convert_columns(void *arg, int ith, int nth) {
     oxl_split_range(t->n, ith, nth, &lo, &hi);
     int64_t k = t->w->ne[0];
     for (int64_t j = lo; j < hi; j++) {
-        t->kern->quant[vt](t->x + j * k, (char *)t->scratch + (size_t)j * t->xq_row, k);
+        const oxl_block_q8_0 *q = (const void *)((char *)t->scratch + (size_t)j * t->xq_row);
+        t->kern->quant[vt](t->x + j * k, (void *)q, k);
+        if (t->bsum) {
+            int32_t *s = t->bsum + j * (k / 32);
+            for (int64_t b = 0; b < k / 32; b++) {
+                int32_t sum = 0;
+                for (int i = 0; i < 32; i++) {
+                    sum += q[b].qs[i];
+                }
+                s[b] = sum;
+            }
+        }
     }
 }
 
@@ -94,6 +125,54 @@ static void dot_rows(void *arg, int ith, int nth) {
     }
 }
 
+/* Phase 2 (repacked): parts of whole row groups, each for all n columns: a group's weights stay in
+ * the core's cache while the columns stream past; groups are 16 rows, so parts never share a cache
+ * line of y. */
+static void gemm_rp_rows(void *arg, int ith, int nth) {
+    matmul_task *t = arg;
+    const int rows = t->kern->repack_rows[t->w->type];
+    const size_t gbytes = t->kern->repack_group_bytes[t->w->type] *
+                          (size_t)(t->w->ne[0] / oxl_type_traits_get(t->w->type)->blck_size);
+    int64_t lo, hi;
+    oxl_split_range(t->w->ne[1] / rows, ith, nth, &lo, &hi);
+    if (hi > lo) {
+        t->kern->gemm_rp[t->w->type](t->w->ne[0], (hi - lo) * rows, t->n, (const char *)t->w->rp + (size_t)lo * gbytes,
+                                     t->xq, t->xq_row, t->bsum, t->y + lo * rows, t->ldy);
+    }
+}
+
+void *oxl_tensor_repack(oxl_tensor *w, bool evict) {
+    const oxl_kernels *k = oxl_kernels_get();
+    if (w->data == NULL || w->rp != NULL || k->repack[w->type] == NULL || k->gemm_rp[w->type] == NULL) {
+        return NULL;
+    }
+    const int rows = k->repack_rows[w->type];
+    const int64_t blck = oxl_type_traits_get(w->type)->blck_size;
+    if (w->ne[1] % rows != 0 || w->ne[0] % blck != 0 || w->row_size != oxl_row_size(w->type, w->ne[0])) {
+        return NULL;
+    }
+    const size_t bytes = (size_t)(w->ne[1] / rows) * (size_t)(w->ne[0] / blck) * k->repack_group_bytes[w->type];
+    void *buf = NULL;
+    if (posix_memalign(&buf, 64, bytes) != 0) {
+        return NULL;
+    }
+    k->repack[w->type](w->ne[0], w->ne[1], w->data, w->row_size, buf);
+    w->rp = buf;
+#if defined(__unix__) || defined(__APPLE__)
+    if (evict) {
+        const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        const uintptr_t lo = ((uintptr_t)w->data + page - 1) & ~(page - 1);
+        const uintptr_t hi = ((uintptr_t)w->data + (uintptr_t)w->ne[1] * w->row_size) & ~(page - 1);
+        if (hi > lo) {
+            (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        }
+    }
+#else
+    (void)evict;
+#endif
+    return buf;
+}
+
 void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy,
                 void *scratch) {
     oxl_type vt = oxl_type_traits_get(w->type)->vec_dot_type;
@@ -106,6 +185,9 @@ void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, 
     } else {
         t.xq = scratch;
         t.xq_row = oxl_row_size(vt, w->ne[0]);
+        if (w->rp != NULL && vt == OXL_TYPE_Q8_0) {
+            t.bsum = (int32_t *)((char *)scratch + bsum_offset(vt, w->ne[0], n));
+        }
         /* a decode step's single column would keep one thread busy and the others waiting */
         if (n == 1 || n * w->ne[0] <= OXL_CONVERT_INLINE) {
             convert_columns(&t, 0, 1);
@@ -113,7 +195,15 @@ void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, 
             oxl_pool_run_parts(pool, convert_columns, &t, OXL_PARTS_PER_THREAD * oxl_pool_size(pool));
         }
     }
-    if (use_gemm(t.kern, w, n)) {
+    if (w->rp != NULL) {
+        const int64_t groups = w->ne[1] / t.kern->repack_rows[w->type];
+        const int64_t parts = n == 1 ? OXL_PARTS_PER_THREAD * (int64_t)oxl_pool_size(pool) : oxl_pool_size(pool);
+        if (w->ne[0] * w->ne[1] * n <= OXL_DOT_INLINE) {
+            gemm_rp_rows(&t, 0, 1);
+        } else {
+            oxl_pool_run_parts(pool, gemm_rp_rows, &t, (int)(groups < parts ? groups : parts));
+        }
+    } else if (use_gemm(t.kern, w, n)) {
         oxl_pool_run(pool, gemm_rows, &t);
     } else if (w->ne[0] * w->ne[1] * n <= OXL_DOT_INLINE) {
         dot_rows(&t, 0, 1);

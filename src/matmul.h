@@ -21,6 +21,9 @@ typedef struct oxl_tensor {
     int64_t ne[2];  /* ne0 = row length (contiguous), ne1 = rows */
     size_t row_size; /* bytes per row */
     const void *data;
+    /* The rows repacked at load into the CPU's interleaved layout (src/kernels.h repack), or NULL;
+     * data stays the plain rows (embedding look-ups and slices read those). */
+    const void *rp;
 } oxl_tensor;
 
 /* Bytes of scratch oxl_matmul needs for n columns of length k against weights of type t. */
@@ -30,6 +33,15 @@ size_t oxl_matmul_scratch_size(oxl_type t, int64_t k, int64_t n);
  * column stride ldy (>= m). scratch holds oxl_matmul_scratch_size(W->type, k, n) bytes. */
 void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy,
                 void *scratch);
+
+/* Repacks W's rows into the CPU's interleaved layout for its type (kern->repack: Q4_0, Q8_0, Q4_K,
+ * Q6_K on AVX-512 VNNI) when it has one and W's shape allows it (rows a multiple of the layout's
+ * group, ne0 of the block size). On success W->rp points at a new buffer the caller owns (returned;
+ * 64-byte aligned, free with free()); NULL when W keeps its plain layout or memory is short (the
+ * plain rows then serve, with the same results up to float summation order). With evict, the
+ * page-aligned interior of W's plain data is dropped from memory (madvise MADV_DONTNEED): for a
+ * read-only file mapping only, where a later read pages it back in from the file. */
+void *oxl_tensor_repack(oxl_tensor *w, bool evict);
 
 /* Dequantizes row r of W into out (ne0 floats): embedding look-ups. */
 void oxl_tensor_get_row(const oxl_tensor *w, int64_t r, float *out);

@@ -17,7 +17,7 @@
 #endif
 
 oxl_model_params oxl_model_default_params(void) {
-    return (oxl_model_params){.use_mmap = true, .use_mlock = false};
+    return (oxl_model_params){.use_mmap = true, .use_mlock = false, .repack = true};
 }
 
 oxl_model *oxl_model_from_gguf(oxl_gguf *g, oxl_error *err) {
@@ -153,16 +153,42 @@ oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_
     }
     m->file_buf = buf;
     m->file_buf_size = size;
+    if (p.repack && m->arch->repack) {
+        /* only a read-only file mapping can give its pages back (they page in again from the file) */
+        m->arch->repack(m, p.use_mmap && !p.use_mlock);
+    }
     if (p.use_mlock) {
         lock_tensor_data(m);
     }
     return m;
 }
 
+bool oxl_model_own(oxl_model *m, void *buf) {
+    if (buf == NULL) {
+        return true;
+    }
+    if (m->n_owned == m->cap_owned) {
+        const size_t cap = m->cap_owned ? 2 * m->cap_owned : 64;
+        void **p = realloc(m->owned, cap * sizeof *p);
+        if (p == NULL) {
+            free(buf);
+            return false;
+        }
+        m->owned = p;
+        m->cap_owned = cap;
+    }
+    m->owned[m->n_owned++] = buf;
+    return true;
+}
+
 void oxl_model_free(oxl_model *m) {
     if (!m) {
         return;
     }
+    for (size_t i = 0; i < m->n_owned; i++) {
+        free(m->owned[i]);
+    }
+    free(m->owned);
     if (m->arch && m->weights) {
         m->arch->free_weights(m->weights);
     }

@@ -3,7 +3,9 @@
 
 #include "golden_quant.h"
 #include "oxl_fp16.h"
+#include "oxl_blocks.h"
 #include "oxl_kernel_decls.h"
+#include "quantize.h"
 
 #include <criterion/criterion.h>
 #include <float.h>
@@ -526,4 +528,104 @@ void oxl_check_mad(oxl_type type, oxl_isa isa, oxl_mad_fn fn, const char *name) 
     oxl_golden_line(&r, bad == 0, "%s  mad vs fmaf%s: %d/%d bit-identical", name,
                     type == OXL_TYPE_F16 ? " + f16 rounding" : "", checks - bad, checks);
     cr_assert(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", name, r.n_fail);
+}
+
+/* ---- repacked layouts: gemm_rp(repack(W)) against vec_dot(W) ----------------------------------- */
+static void oxl_check_repacked(oxl_type type, oxl_isa isa, const char *name) {
+    if (!oxl_cpu_has_isa(isa)) {
+        cr_skip_test("this CPU has no %s", oxl_isa_name(isa));
+    }
+    oxl_kernels kk, ks;
+    oxl_kernels_build(&kk, isa);
+    oxl_kernels_build(&ks, OXL_ISA_SCALAR);
+    cr_assert(kk.repack[type] != NULL && kk.gemm_rp[type] != NULL && kk.repack_isa[type] == isa,
+              "%s: the %s table does not choose this layout", name, oxl_isa_name(isa));
+    const oxl_type_traits *tr = oxl_type_traits_get(type);
+    const oxl_type pt = tr->vec_dot_type;
+    const int rows = kk.repack_rows[type];
+    oxl_golden_report r = {stderr, 0, 0};
+    int checks = 0, bad = 0;
+    uint32_t st = 99;
+    const int64_t ks_list[] = {256, 512, 1024};
+    const int64_t ns_list[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 17};
+    for (size_t ki = 0; ki < sizeof ks_list / sizeof ks_list[0]; ki++) {
+        const int64_t k = ks_list[ki], m = 3 * rows, nmax = 17, ldc = m + 5;
+        float *wf = malloc((size_t)(m * k) * sizeof(float)), *xf = malloc((size_t)(nmax * k) * sizeof(float));
+        float *row = malloc((size_t)k * sizeof(float)), *col = malloc((size_t)k * sizeof(float));
+        const size_t wrow = oxl_row_size(type, k), xrow = oxl_row_size(pt, k);
+        char *w = malloc(wrow * (size_t)m), *x = malloc(xrow * (size_t)nmax);
+        const size_t rp_bytes = (size_t)(m / rows) * (size_t)(k / tr->blck_size) * kk.repack_group_bytes[type];
+        void *wrp = malloc(rp_bytes);
+        int32_t *bsum = malloc((size_t)(nmax * k / 32) * sizeof(int32_t));
+        float *c = malloc((size_t)(ldc * nmax) * sizeof(float));
+        for (int64_t i = 0; i < m * k; i++) {
+            st = st * 1664525u + 1013904223u;
+            /* rows of different magnitudes, some elements large (exercising every scale) */
+            wf[i] = ((float)(st >> 8) / 16777216.0f - 0.5f) * (1.0f + (float)(i / k % 5)) * ((st & 63) == 0 ? 8.0f : 1.0f);
+        }
+        for (int64_t i = 0; i < nmax * k; i++) {
+            st = st * 1664525u + 1013904223u;
+            xf[i] = ((float)(st >> 8) / 16777216.0f - 0.5f) * 3.0f;
+        }
+        oxl_error err = {0};
+        cr_assert_eq(oxl_quantize_rows(type, wf, w, m, k, NULL, &err), 0, "%s", err.msg);
+        for (int64_t j = 0; j < nmax; j++) {
+            ks.quant[pt](xf + j * k, x + (size_t)j * xrow, k);
+            for (int64_t b = 0; b < k / 32 && pt == OXL_TYPE_Q8_0; b++) {
+                const oxl_block_q8_0 *blk = (const oxl_block_q8_0 *)(x + (size_t)j * xrow) + b;
+                int32_t sum = 0;
+                for (int i = 0; i < 32; i++) {
+                    sum += blk->qs[i];
+                }
+                bsum[j * (k / 32) + b] = sum;
+            }
+        }
+        kk.repack[type](k, m, w, wrow, wrp);
+        for (size_t ni = 0; ni < sizeof ns_list / sizeof ns_list[0]; ni++) {
+            const int64_t n = ns_list[ni];
+            for (int64_t i = 0; i < ldc * nmax; i++) {
+                c[i] = -12345.0f;
+            }
+            kk.gemm_rp[type](k, m, n, wrp, x, xrow, pt == OXL_TYPE_Q8_0 ? bsum : NULL, c, ldc);
+            for (int64_t j = 0; j < nmax; j++) {
+                ks.dequant[pt](x + (size_t)j * xrow, col, k);
+                for (int64_t i = 0; i < ldc; i++) {
+                    const float got = c[j * ldc + i];
+                    checks++;
+                    if (j >= n || i >= m) {
+                        if (got != -12345.0f && bad++ < 5) {
+                            fprintf(stderr, "%s  k %lld n %lld: wrote outside the product at row %lld column %lld\n",
+                                    name, (long long)k, (long long)n, (long long)i, (long long)j);
+                        }
+                        continue;
+                    }
+                    float want = 0.0f;
+                    ks.vec_dot[type](k, &want, w + (size_t)i * wrow, x + (size_t)j * xrow);
+                    ks.dequant[type](w + (size_t)i * wrow, row, k);
+                    double bound = 0.0;
+                    for (int64_t e = 0; e < k; e++) {
+                        bound += fabs((double)row[e] * (double)col[e]);
+                    }
+                    if (!(fabs((double)got - (double)want) <= 1e-5 * bound + 1e-30) && bad++ < 5) {
+                        fprintf(stderr, "%s  k %lld n %lld row %lld column %lld: %.9g, vec_dot gives %.9g (sum |w x| %.3g)\n",
+                                name, (long long)k, (long long)n, (long long)i, (long long)j, got, want, bound);
+                    }
+                }
+            }
+        }
+        free(wf), free(xf), free(row), free(col), free(w), free(x), free(wrp), free(bsum), free(c);
+    }
+    oxl_golden_line(&r, bad == 0, "%s  gemm_rp(repack(W)) vs vec_dot(W): %d/%d within 1e-5 of sum |w x|", name,
+                    checks - bad, checks);
+    cr_assert(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", name, r.n_fail);
+}
+
+void oxl_check_repack(oxl_type type, oxl_isa isa, oxl_repack_fn fn, const char *name) {
+    (void)fn;
+    oxl_check_repacked(type, isa, name);
+}
+
+void oxl_check_gemm_rp(oxl_type type, oxl_isa isa, oxl_gemm_rp_fn fn, const char *name) {
+    (void)fn;
+    oxl_check_repacked(type, isa, name);
 }

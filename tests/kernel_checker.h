@@ -22,6 +22,13 @@ void oxl_check_gemm(oxl_type type, oxl_isa isa, oxl_gemm_fn fn, const char *name
 void oxl_check_swiglu(oxl_type type, oxl_isa isa, oxl_swiglu_fn fn, const char *name);
 /* mad: bit for bit against fmaf (ggml_vec_mad_f32) and, on f16, fmaf then rounding to the nearest
  * half (ggml_vec_mad_f16), over lengths that leave every leftover size. */
+/* repack and gemm_rp (one check, run for both cells): weights from the reference quantizer of
+ * random values, repacked by the ISA's repack kernel and multiplied by its gemm_rp against columns
+ * from the partner's quantizer, for several k, m and column counts (every tile remainder); each
+ * output against the scalar vec_dot of the plain rows, within 1e-5 of sum |w x| (the block integers
+ * are exact; only the float sums are ordered differently). Outputs outside m x n stay untouched. */
+void oxl_check_repack(oxl_type type, oxl_isa isa, oxl_repack_fn fn, const char *name);
+void oxl_check_gemm_rp(oxl_type type, oxl_isa isa, oxl_gemm_rp_fn fn, const char *name);
 void oxl_check_mad(oxl_type type, oxl_isa isa, oxl_mad_fn fn, const char *name);
 
 /* The references themselves (exported for the cross-ISA tests in test_kernels.c). */

@@ -39,6 +39,7 @@ static const opt_def opt_table[] = {
     {"-fa", "--flash-attn", OPT_FA, F(flash_attn), "flash attention: on, off, auto (default auto = on)"},
     {NULL, "--no-mmap", OPT_FLAG, F(no_mmap), "read the model into memory instead of mapping it"},
     {NULL, "--mlock", OPT_FLAG, F(mlock), "keep the model's pages in RAM (needs RLIMIT_MEMLOCK)"},
+    {"-nr", "--no-repack", OPT_FLAG, F(no_repack), "keep weights in the file's layout (no interleaved repacking)"},
     {NULL, "--kl-divergence-base", OPT_STR, F(kld_base), "llama.cpp log-probability file to write, or read with --kl-divergence"},
     {NULL, "--kl-divergence", OPT_FLAG, F(kld), "compare against --kl-divergence-base"},
     {NULL, "--ids", OPT_FLAG, F(ids), "tokenize: print only the ids"},

@@ -23,6 +23,7 @@ typedef struct oxl_opts {
     oxl_kv_type type_v;     /* -ctv, --cache-type-v */
     oxl_flash_attn flash_attn; /* -fa, --flash-attn */
     bool no_mmap;           /* --no-mmap */
+    bool no_repack;         /* -nr, --no-repack */
     bool mlock;             /* --mlock */
     const char *kld_base;   /* --kl-divergence-base */
     bool kld;               /* --kl-divergence */

@@ -38,6 +38,7 @@ typedef struct bench_opts {
     const char *output;
     bool roofline;
     bool no_mmap;
+    bool no_repack;
 } bench_opts;
 
 typedef struct bench_test {
@@ -67,7 +68,7 @@ static int parse_int_list(char *s, int *out, int cap) {
 static void usage(void) {
     printf("usage: oxillama bench -m FILE[,FILE...] [-p 512] [-n 128] [-pg 512,128] [-t N[,N...]] [-r 5]\n"
            "                      [-b 2048] [-o md|csv|json] [-ctk f16|f32|q8_0|q4_0] [-ctv f16|f32|q8_0|q4_0]\n"
-           "                      [-fa on|off] [-mmp 0|1] [--roofline]\n");
+           "                      [-fa on|off] [-mmp 0|1] [-nr 0|1] [--roofline]\n");
 }
 
 static int parse_opts(bench_opts *o, int argc, char **argv) {
@@ -131,6 +132,9 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
             bad = oxl_kv_type_parse(v, &o->type_k);
         } else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) {
             bad = oxl_kv_type_parse(v, &o->type_v);
+        } else if (!strcmp(a, "-nr") || !strcmp(a, "--no-repack")) {
+            bad = strcmp(v, "0") && strcmp(v, "1");
+            o->no_repack = !strcmp(v, "1");
         } else if (!strcmp(a, "-mmp") || !strcmp(a, "--mmap")) {
             bad = strcmp(v, "0") && strcmp(v, "1");
             o->no_mmap = !strcmp(v, "0");
@@ -360,6 +364,7 @@ int oxl_cmd_bench(int argc, char **argv) {
         oxl_error err = {0};
         oxl_model_params mp = oxl_model_default_params();
         mp.use_mmap = !o.no_mmap;
+        mp.repack = !o.no_repack;
         const double t_load = now_s();
         oxl_model *m = oxl_model_load(o.models[im], &mp, &err);
         if (!m) {

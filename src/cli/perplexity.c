@@ -31,6 +31,7 @@ int oxl_cmd_perplexity(int argc, char **argv) {
     }
     oxl_error err = {0};
     oxl_model_params mp = oxl_model_default_params();
+    mp.repack = !o.no_repack;
     oxl_model *model = oxl_model_load(oxl_opts_model(&o), &mp, &err);
     if (!model) {
         fprintf(stderr, "error: %s\n", err.msg);

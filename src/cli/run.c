@@ -52,6 +52,7 @@ int oxl_cmd_run(int argc, char **argv) {
 
     double t0 = now_s();
     oxl_model_params mp = oxl_model_default_params();
+    mp.repack = !o.no_repack;
     mp.use_mmap = !o.no_mmap;
     mp.use_mlock = o.mlock;
     model = oxl_model_load(oxl_opts_model(&o), &mp, &err);
