@@ -347,27 +347,73 @@ int oxl_decoder_load(oxl_model *m, const oxl_decoder_opts *o, const oxl_tensor_s
     return 0;
 }
 
+typedef struct repack_job {
+    oxl_tensor **t;
+    void **buf;
+    size_t *bytes;
+    bool *evict;
+    size_t n;
+} repack_job;
+
+static void repack_part(void *arg, int ith, int nth) {
+    repack_job *j = arg;
+    for (size_t i = (size_t)ith; i < j->n; i += (size_t)nth) {
+        j->buf[i] = oxl_tensor_repack(j->t[i], j->evict[i], &j->bytes[i]);
+    }
+}
+
 /* The projection weights of every attention/dense-FFN layer and the output head: the 2-D tensors of
- * the table that are not norms or biases (MoE experts, Mamba and latent-attention tensors keep their
- * plain rows). A field two kinds share is repacked once. */
+ * the table that are not norms or biases, and attn_q/k/v (bound by bind_qkv; MoE experts, Mamba and
+ * latent-attention tensors keep their plain rows). A field two kinds share is repacked once. The
+ * tensors are shared out to one thread per physical core. */
 void oxl_decoder_repack(oxl_model *m, bool evict) {
     oxl_decoder *d = m->weights;
-    for (int il = 0; il < m->hp.n_layer; il++) {
-        for (size_t k = 0; k < sizeof tensor_table / sizeof tensor_table[0]; k++) {
-            const tensor_info *ti = &tensor_table[k];
-            if (!ti->name || !ti->layer || ti->f32) {
-                continue;
+    const size_t per_layer = sizeof tensor_table / sizeof tensor_table[0] + 3;
+    const size_t cap = (size_t)m->hp.n_layer * per_layer + 1;
+    repack_job j = {calloc(cap, sizeof *j.t), calloc(cap, sizeof *j.buf), calloc(cap, sizeof *j.bytes),
+                    calloc(cap, sizeof *j.evict), 0};
+    oxl_pool *pool = j.t && j.buf && j.bytes && j.evict ? oxl_pool_new(oxl_n_physical_cores(), NULL) : NULL;
+    if (pool) {
+        size_t n = 0;
+        for (int il = 0; il < m->hp.n_layer; il++) {
+            oxl_decoder_layer *l = &d->layers[il];
+            for (size_t k = 0; k < sizeof tensor_table / sizeof tensor_table[0]; k++) {
+                const tensor_info *ti = &tensor_table[k];
+                if (ti->name && ti->layer && !ti->f32) {
+                    j.t[n++] = (oxl_tensor *)((char *)l + ti->offset);
+                }
             }
-            oxl_tensor *t = (oxl_tensor *)((char *)&d->layers[il] + ti->offset);
-            if (!oxl_model_own(m, oxl_tensor_repack(t, evict))) {
-                t->rp = NULL; /* no memory to track it: the plain rows serve */
+            j.t[n++] = &l->wq;
+            j.t[n++] = &l->wk;
+            j.t[n++] = &l->wv;
+        }
+        /* the head; a tied head shares token_embd's rows, which look-ups still read */
+        j.t[n++] = &d->output;
+        /* a field two kinds share appears twice: keep its first */
+        size_t u = 0;
+        for (size_t i = 0; i < n; i++) {
+            bool dup = false;
+            for (size_t q = 0; q < u && !dup; q++) {
+                dup = j.t[q] == j.t[i];
+            }
+            if (!dup) {
+                j.evict[u] = evict && !(j.t[i] == &d->output && d->output.data == d->token_embd.data);
+                j.t[u++] = j.t[i];
             }
         }
+        j.n = u;
+        oxl_pool_run_parts(pool, repack_part, &j, u < OXL_POOL_MAX_PARTS ? (int)u : OXL_POOL_MAX_PARTS);
+        for (size_t i = 0; i < u; i++) {
+            if (!oxl_model_own(m, j.buf[i], j.bytes[i])) {
+                j.t[i]->rp = NULL; /* no memory to track it: the plain rows serve */
+            }
+        }
+        oxl_pool_free(pool);
     }
-    /* the head; a tied head shares token_embd's rows, which look-ups still read */
-    if (!oxl_model_own(m, oxl_tensor_repack(&d->output, evict && d->output.data != d->token_embd.data))) {
-        d->output.rp = NULL;
-    }
+    free(j.t);
+    free(j.buf);
+    free(j.bytes);
+    free(j.evict);
 }
 
 /* ---- forward ----------------------------------------------------------------------------- */

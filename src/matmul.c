@@ -141,28 +141,47 @@ static void gemm_rp_rows(void *arg, int ith, int nth) {
     }
 }
 
-void *oxl_tensor_repack(oxl_tensor *w, bool evict) {
+void *oxl_tensor_repack(oxl_tensor *w, bool evict, size_t *bytes_out) {
     const oxl_kernels *k = oxl_kernels_get();
     if (w->data == NULL || w->rp != NULL || k->repack[w->type] == NULL || k->gemm_rp[w->type] == NULL) {
         return NULL;
     }
     const int rows = k->repack_rows[w->type];
     const int64_t blck = oxl_type_traits_get(w->type)->blck_size;
-    if (w->ne[1] % rows != 0 || w->ne[0] % blck != 0 || w->row_size != oxl_row_size(w->type, w->ne[0])) {
+    if (w->ne[1] % rows != 0 || w->ne[0] % blck != 0 || w->row_size != oxl_row_size(w->type, w->ne[0]) ||
+        w->row_size > (size_t)INT32_MAX / 16) {
         return NULL;
     }
     const size_t bytes = (size_t)(w->ne[1] / rows) * (size_t)(w->ne[0] / blck) * k->repack_group_bytes[w->type];
+    const size_t src_bytes = (size_t)w->ne[1] * w->row_size;
+#if defined(__unix__) || defined(__APPLE__)
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+#endif
+#if defined(MAP_POPULATE)
+    /* all pages at once: one call instead of a page fault per 4 KiB while repacking */
+    void *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (buf == MAP_FAILED) {
+        return NULL;
+    }
+#if defined(MADV_POPULATE_READ)
+    {
+        const uintptr_t lo = (uintptr_t)w->data & ~(page - 1);
+        (void)madvise((void *)lo, (uintptr_t)w->data + src_bytes - lo, MADV_POPULATE_READ);
+    }
+#endif
+#else
     void *buf = NULL;
     if (posix_memalign(&buf, 64, bytes) != 0) {
         return NULL;
     }
+#endif
     k->repack[w->type](w->ne[0], w->ne[1], w->data, w->row_size, buf);
     w->rp = buf;
+    *bytes_out = bytes;
 #if defined(__unix__) || defined(__APPLE__)
     if (evict) {
-        const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
         const uintptr_t lo = ((uintptr_t)w->data + page - 1) & ~(page - 1);
-        const uintptr_t hi = ((uintptr_t)w->data + (uintptr_t)w->ne[1] * w->row_size) & ~(page - 1);
+        const uintptr_t hi = ((uintptr_t)w->data + src_bytes) & ~(page - 1);
         if (hi > lo) {
             (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
         }
@@ -171,6 +190,17 @@ void *oxl_tensor_repack(oxl_tensor *w, bool evict) {
     (void)evict;
 #endif
     return buf;
+}
+
+void oxl_tensor_repack_free(void *buf, size_t bytes) {
+#if defined(MAP_POPULATE)
+    if (buf != NULL) {
+        munmap(buf, bytes);
+    }
+#else
+    (void)bytes;
+    free(buf);
+#endif
 }
 
 void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy,

@@ -36,12 +36,13 @@ void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, 
 
 /* Repacks W's rows into the CPU's interleaved layout for its type (kern->repack: Q4_0, Q8_0, Q4_K,
  * Q6_K on AVX-512 VNNI) when it has one and W's shape allows it (rows a multiple of the layout's
- * group, ne0 of the block size). On success W->rp points at a new buffer the caller owns (returned;
- * 64-byte aligned, free with free()); NULL when W keeps its plain layout or memory is short (the
+ * group, ne0 of the block size). On success W->rp points at a new buffer of *bytes the caller owns
+ * (returned; page-aligned; free with oxl_tensor_repack_free); NULL when W keeps its plain layout or memory is short (the
  * plain rows then serve, with the same results up to float summation order). With evict, the
  * page-aligned interior of W's plain data is dropped from memory (madvise MADV_DONTNEED): for a
  * read-only file mapping only, where a later read pages it back in from the file. */
-void *oxl_tensor_repack(oxl_tensor *w, bool evict);
+void *oxl_tensor_repack(oxl_tensor *w, bool evict, size_t *bytes);
+void oxl_tensor_repack_free(void *buf, size_t bytes);
 
 /* Dequantizes row r of W into out (ne0 floats): embedding look-ups. */
 void oxl_tensor_get_row(const oxl_tensor *w, int64_t r, float *out);

@@ -163,21 +163,21 @@ oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_
     return m;
 }
 
-bool oxl_model_own(oxl_model *m, void *buf) {
+bool oxl_model_own(oxl_model *m, void *buf, size_t bytes) {
     if (buf == NULL) {
         return true;
     }
     if (m->n_owned == m->cap_owned) {
         const size_t cap = m->cap_owned ? 2 * m->cap_owned : 64;
-        void **p = realloc(m->owned, cap * sizeof *p);
+        struct oxl_owned_buf *p = realloc(m->owned, cap * sizeof *p);
         if (p == NULL) {
-            free(buf);
+            oxl_tensor_repack_free(buf, bytes);
             return false;
         }
         m->owned = p;
         m->cap_owned = cap;
     }
-    m->owned[m->n_owned++] = buf;
+    m->owned[m->n_owned++] = (struct oxl_owned_buf){buf, bytes};
     return true;
 }
 
@@ -186,7 +186,7 @@ void oxl_model_free(oxl_model *m) {
         return;
     }
     for (size_t i = 0; i < m->n_owned; i++) {
-        free(m->owned[i]);
+        oxl_tensor_repack_free(m->owned[i].p, m->owned[i].bytes);
     }
     free(m->owned);
     if (m->arch && m->weights) {

@@ -42,13 +42,16 @@ struct oxl_model {
     char desc[160];
     void *file_buf;                /* without mmap: the whole file read into memory (owned), else NULL */
     size_t file_buf_size;
-    void **owned;                  /* buffers freed with the model: repacked weights */
+    struct oxl_owned_buf {         /* repacked weights, freed with the model */
+        void *p;
+        size_t bytes;
+    } *owned;
     size_t n_owned, cap_owned;
 };
 
-/* Hands buf (from malloc/posix_memalign, or NULL: ignored) to the model, which frees it with
- * itself. Returns false (and frees buf) when memory is short. */
-bool oxl_model_own(oxl_model *m, void *buf);
+/* Hands a buffer of oxl_tensor_repack (NULL: ignored) to the model, which frees it with itself.
+ * Returns false (and frees buf) when memory is short. */
+bool oxl_model_own(oxl_model *m, void *buf, size_t bytes);
 
 /* Takes ownership of g (closed on failure too). */
 oxl_model *oxl_model_from_gguf(oxl_gguf *g, oxl_error *err);

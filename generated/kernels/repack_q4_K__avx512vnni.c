@@ -27,16 +27,19 @@ typedef struct oxl_rp_q4_K {
 } oxl_rp_q4_K;
 static_assert(sizeof(oxl_rp_q4_K) == 2368, "group block size");
 
-/* dst = rows 0..m of src (m a multiple of 16, k elements each, src_row bytes apart) in
- * the layout above: group g, block b at dst + (g * (k / 256) + b) * 2368 */
+/* dst = rows 0..m of src (m a multiple of 16, k elements each, src_row bytes apart, 16 *
+ * src_row < 2^31) in the layout above: group g, block b at dst + (g * (k / 256) + b) * 2368 */
 OXL_KERNEL_SIG_repack(oxl_repack_q4_K_16r__avx512vnni) {
     const int64_t nb = k / OXL_QK_Q4_K;
+    /* byte offsets of the 16 rows, for gathering one dword of each */
+    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int32_t)src_row));
     for (int64_t g = 0; g < m / 16; g++) {
         for (int64_t b = 0; b < nb; b++) {
             oxl_rp_q4_K *o = (oxl_rp_q4_K *)dst + g * nb + b;
+            const char *x0 = (const char *)src + (size_t)(g * 16) * src_row + (size_t)b * sizeof(oxl_block_q4_K);
             for (int r = 0; r < 16; r++) {
-                const oxl_block_q4_K *x =
-                    (const oxl_block_q4_K *)((const char *)src + (size_t)(g * 16 + r) * src_row) + b;
+                const oxl_block_q4_K *x = (const oxl_block_q4_K *)(x0 + (size_t)r * src_row);
                 o->d[r] = x->d;
                 o->dmin[r] = x->dmin;
                 const uint8_t *q = x->scales;
@@ -52,10 +55,11 @@ OXL_KERNEL_SIG_repack(oxl_repack_q4_K_16r__avx512vnni) {
                     o->sc[s][r] = (uint8_t)sc;
                     o->mn[s / 2][2 * r + s % 2] = (uint8_t)mn;
                 }
-                for (int h = 0; h < 4; h++) {
-                    for (int v = 0; v < 8; v++) {
-                        memcpy(&o->qs[h][v][4 * r], x->qs + 32 * h + 4 * v, 4);
-                    }
+            }
+            for (int h = 0; h < 4; h++) {
+                for (int v = 0; v < 8; v++) {
+                    _mm512_storeu_si512(o->qs[h][v],
+                                        _mm512_i32gather_epi32(rows, x0 + offsetof(oxl_block_q4_K, qs) + 32 * h + 4 * v, 1));
                 }
             }
         }

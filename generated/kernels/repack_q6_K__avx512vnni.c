@@ -24,35 +24,40 @@ typedef struct oxl_rp_q6_K {
 } oxl_rp_q6_K;
 static_assert(sizeof(oxl_rp_q6_K) == 4384, "group block size");
 
-/* dst = rows 0..m of src (m a multiple of 16, k elements each, src_row bytes apart) in
- * the layout above: group g, block b at dst + (g * (k / 256) + b) * 4384 */
+/* dst = rows 0..m of src (m a multiple of 16, k elements each, src_row bytes apart, 16 *
+ * src_row < 2^31) in the layout above: group g, block b at dst + (g * (k / 256) + b) * 4384 */
 OXL_KERNEL_SIG_repack(oxl_repack_q6_K_16r__avx512vnni) {
     const int64_t nb = k / OXL_QK_Q6_K;
+    /* the 16 rows' unpacked values, and their offsets for gathering one dword of each */
+    _Alignas(64) uint8_t un[16][256];
+    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(256));
     for (int64_t g = 0; g < m / 16; g++) {
         for (int64_t b = 0; b < nb; b++) {
             oxl_rp_q6_K *o = (oxl_rp_q6_K *)dst + g * nb + b;
+            const char *x0 = (const char *)src + (size_t)(g * 16) * src_row + (size_t)b * sizeof(oxl_block_q6_K);
             for (int r = 0; r < 16; r++) {
-                const oxl_block_q6_K *x =
-                    (const oxl_block_q6_K *)((const char *)src + (size_t)(g * 16 + r) * src_row) + b;
+                const oxl_block_q6_K *x = (const oxl_block_q6_K *)(x0 + (size_t)r * src_row);
                 o->d[r] = x->d;
                 for (int s = 0; s < 16; s++) {
                     o->sc[s / 2][2 * r + s % 2] = x->scales[s];
                 }
+                uint8_t *u = un[r]; /* the row's 6-bit values, unsigned, in element order */
                 for (int h = 0; h < 2; h++) {
                     const uint8_t *ql = x->ql + 64 * h;
                     const uint8_t *qh = x->qh + 32 * h;
+                    uint8_t *e = u + 128 * h;
                     for (int l = 0; l < 32; l++) {
-                        const uint8_t u[4] = {
-                            (uint8_t)((ql[l] & 0x0f) | ((qh[l] & 3) << 4)),
-                            (uint8_t)((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)),
-                            (uint8_t)((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)),
-                            (uint8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)),
-                        };
-                        for (int t = 0; t < 4; t++) {
-                            const int e = 128 * h + 32 * t + l; /* element of the super-block */
-                            o->q[e / 16][e % 16 / 4][4 * r + e % 4] = u[t];
-                        }
+                        e[l] = (uint8_t)((ql[l] & 0x0f) | ((qh[l] & 3) << 4));
+                        e[l + 32] = (uint8_t)((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4));
+                        e[l + 64] = (uint8_t)((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+                        e[l + 96] = (uint8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
                     }
+                }
+            }
+            for (int s = 0; s < 16; s++) {
+                for (int v = 0; v < 4; v++) {
+                    _mm512_storeu_si512(o->q[s][v], _mm512_i32gather_epi32(rows, &un[0][16 * s + 4 * v], 1));
                 }
             }
         }

@@ -21,22 +21,24 @@ typedef struct oxl_rp_q8_0 {
 } oxl_rp_q8_0;
 static_assert(sizeof(oxl_rp_q8_0) == 544, "group block size");
 
-/* dst = rows 0..m of src (m a multiple of 16, k elements each, src_row bytes apart) in
- * the layout above: group g, block b at dst + (g * (k / 32) + b) * 544 */
+/* dst = rows 0..m of src (m a multiple of 16, k elements each, src_row bytes apart, 16 *
+ * src_row < 2^31) in the layout above: group g, block b at dst + (g * (k / 32) + b) * 544 */
 OXL_KERNEL_SIG_repack(oxl_repack_q8_0_16r__avx512vnni) {
     const int64_t nb = k / OXL_QK_Q8_0;
+    /* byte offsets of the 16 rows, for gathering one dword of each */
+    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int32_t)src_row));
     for (int64_t g = 0; g < m / 16; g++) {
         for (int64_t b = 0; b < nb; b++) {
             oxl_rp_q8_0 *o = (oxl_rp_q8_0 *)dst + g * nb + b;
+            const char *x0 = (const char *)src + (size_t)(g * 16) * src_row + (size_t)b * sizeof(oxl_block_q8_0);
             for (int r = 0; r < 16; r++) {
-                const oxl_block_q8_0 *x =
-                    (const oxl_block_q8_0 *)((const char *)src + (size_t)(g * 16 + r) * src_row) + b;
+                const oxl_block_q8_0 *x = (const oxl_block_q8_0 *)(x0 + (size_t)r * src_row);
                 o->d[r] = x->d;
-                for (int v = 0; v < 8; v++) {
-                    for (int j = 0; j < 4; j++) {
-                        o->qs[v][4 * r + j] = (uint8_t)((uint8_t)x->qs[4 * v + j] ^ 0x80u);
-                    }
-                }
+            }
+            for (int v = 0; v < 8; v++) {
+                const __m512i q = _mm512_i32gather_epi32(rows, x0 + offsetof(oxl_block_q8_0, qs) + 4 * v, 1);
+                _mm512_storeu_si512(o->qs[v], _mm512_xor_si512(q, _mm512_set1_epi8((char)0x80)));
             }
         }
     }
