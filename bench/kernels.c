@@ -12,6 +12,7 @@
 #include "kernels.h"
 #include "oxl_kernel_decls.h"
 #include "oxl_blocks.h"
+#include "matmul.h"
 #include "quantize.h"
 
 #include <math.h>
@@ -163,7 +164,7 @@ int main(int argc, char **argv) {
         }
         /* gemm_rp: the weights in its layout, and the activation block sums a q8_0 partner needs */
         void *wrp = NULL;
-        int32_t bsum[OXL_BENCH_GEMM_N * OXL_BENCH_K / 32];
+        int32_t bsum[OXL_BENCH_GEMM_N * (OXL_BENCH_K / 32 + OXL_BENCH_K / 4)];
         if (rp && w != NULL) {
             wrp = malloc((size_t)nrows / (size_t)rp_rows * (size_t)(OXL_BENCH_K / tr->blck_size) *
                          oxl_repack_group_bytes(t, oxl_bench_cells[c].isa));
@@ -172,14 +173,9 @@ int main(int argc, char **argv) {
             if (wrp != NULL && kk.repack[t] != NULL) {
                 kk.repack[t](OXL_BENCH_K, nrows, w, wrow, wrp);
             }
-            if (act != NULL && pt == OXL_TYPE_Q8_0) {
-                for (int j = 0; j < OXL_BENCH_GEMM_N * OXL_BENCH_K / 32; j++) {
-                    const oxl_block_q8_0 *blk = (const oxl_block_q8_0 *)act + j;
-                    bsum[j] = 0;
-                    for (int i = 0; i < 32; i++) {
-                        bsum[j] += blk->qs[i];
-                    }
-                }
+            for (int j = 0; act != NULL && pt == OXL_TYPE_Q8_0 && j < OXL_BENCH_GEMM_N; j++) {
+                oxl_q8_0_sums((const char *)act + (size_t)j * oxl_row_size(pt, OXL_BENCH_K), OXL_BENCH_K,
+                              bsum + j * (OXL_BENCH_K / 32 + OXL_BENCH_K / 4));
             }
         }
         if ((op == OP_dequant || op == OP_vec_dot || op == OP_gemm || rp) &&

@@ -18,8 +18,10 @@
  *             ISA's interleaved layout (gen/spec.py REPACKS; oxl_repack_rows/_group_bytes in
  *             generated/oxl_kernel_decls.h): group g, block b at (g * blocks per row + b) * group bytes
  *   gemm_rp:  gemm over repacked weights: c[j * ldc + i] = row i . column j for i < m, j < n, the
- *             columns in the vec_dot_type (ldb bytes apart); for a q8_0 partner bsum[j * k / 32 + b]
- *             holds the sum of block b's quants of column j (NULL for q8_K, which carries bsums)
+ *             columns in the vec_dot_type (ldb bytes apart); for a q8_0 partner bsum holds per column
+ *             (k / 32 + k / 4 apart) the sum of each block's quants, then of each group of 4 (NULL
+ *             for q8_K, which carries bsums). One column (n == 1) is summed in ggml's vec_dot order
+ *             where the layout's template says so (Q4_0, Q8_0: decoding equals the plain rows')
  *   mad:      y[i] = fma(x[i], s, y[i]) over n (ggml_vec_mad_f32); on f16, each result rounded to
  *             the nearest half (ggml_vec_mad_f16: y holds an f16 accumulator's values as floats).
  */

@@ -30,8 +30,8 @@
  * most one small part while the others take the rest (src/threads.h). */
 #define OXL_PARTS_PER_THREAD 4
 
-/* The repacked path's activation block sums (q8_0 partners): one int32 per 32 elements per column,
- * after the converted columns, 64-byte aligned. */
+/* The repacked path's activation sums (q8_0 partners): per column one int32 per block of 32 and one
+ * per group of 4, after the converted columns, 64-byte aligned. */
 static size_t bsum_offset(oxl_type vt, int64_t k, int64_t n) {
     return (oxl_row_size(vt, k) * (size_t)n + 63) & ~(size_t)63;
 }
@@ -42,7 +42,7 @@ size_t oxl_matmul_scratch_size(oxl_type t, int64_t k, int64_t n) {
         return 0;
     }
     if (oxl_kernels_get()->repack[t] != NULL && vt == OXL_TYPE_Q8_0) {
-        return bsum_offset(vt, k, n) + (size_t)(k / 32) * (size_t)n * sizeof(int32_t);
+        return bsum_offset(vt, k, n) + (size_t)(k / 32 + k / 4) * (size_t)n * sizeof(int32_t);
     }
     return oxl_row_size(vt, k) * (size_t)n;
 }
@@ -71,14 +71,7 @@ static void convert_columns(void *arg, int ith, int nth) {
         const oxl_block_q8_0 *q = (const void *)((char *)t->scratch + (size_t)j * t->xq_row);
         t->kern->quant[vt](t->x + j * k, (void *)q, k);
         if (t->bsum) {
-            int32_t *s = t->bsum + j * (k / 32);
-            for (int64_t b = 0; b < k / 32; b++) {
-                int32_t sum = 0;
-                for (int i = 0; i < 32; i++) {
-                    sum += q[b].qs[i];
-                }
-                s[b] = sum;
-            }
+            oxl_q8_0_sums(q, k, t->bsum + j * (k / 32 + k / 4));
         }
     }
 }
@@ -122,6 +115,20 @@ static void dot_rows(void *arg, int ith, int nth) {
         for (int64_t j = 0; j < t->n; j++, xcol += t->xq_row) {
             dot(k, &t->y[j * t->ldy + r], wrow, xcol);
         }
+    }
+}
+
+void oxl_q8_0_sums(const void *xq, int64_t k, int32_t *out) {
+    const oxl_block_q8_0 *q = xq;
+    int32_t *g = out + k / 32;
+    for (int64_t b = 0; b < k / 32; b++) {
+        int32_t sum = 0;
+        for (int v = 0; v < 8; v++) {
+            const int8_t *e = q[b].qs + 4 * v;
+            g[8 * b + v] = e[0] + e[1] + e[2] + e[3];
+            sum += g[8 * b + v];
+        }
+        out[b] = sum;
     }
 }
 

@@ -44,6 +44,11 @@ void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, 
 void *oxl_tensor_repack(oxl_tensor *w, bool evict, size_t *bytes);
 void oxl_tensor_repack_free(void *buf, size_t bytes);
 
+/* The activation sums gemm_rp takes with q8_0 columns (src/kernels.h): for one column xq of k
+ * elements (k / 32 q8_0 blocks), out[0 .. k/32) = each block's quant sum and out[k/32 .. k/32 + k/4)
+ * = each group of 4's. */
+void oxl_q8_0_sums(const void *xq, int64_t k, int32_t *out);
+
 /* Dequantizes row r of W into out (ne0 floats): embedding look-ups. */
 void oxl_tensor_get_row(const oxl_tensor *w, int64_t r, float *out);
 

@@ -74,8 +74,10 @@ static inline int32_t oxl_load_i32(const void *p) {
 
 /* 16 rows x nc columns (nc <= 4, a constant after inlining) */
 static inline __attribute__((always_inline)) void oxl_rp_tile(const oxl_rp_q4_K *w, int64_t nb, int nc, const char *b,
-                                                              size_t ldb, const int32_t *bsum, float *c, int64_t ldc) {
+                                                              size_t ldb, const int32_t *bsum, int64_t bstride, float *c,
+                                                              int64_t ldc) {
     (void)bsum;
+    (void)bstride;
     __m512 acc[4];
     for (int j = 0; j < nc; j++) {
         acc[j] = _mm512_setzero_ps();
@@ -133,25 +135,31 @@ static inline __attribute__((always_inline)) void oxl_rp_tile(const oxl_rp_q4_K 
 OXL_KERNEL_SIG_gemm_rp(oxl_gemm_rp_q4_K_q8_K_16x4__avx512vnni) {
     const int64_t nb = k / OXL_QK_Q4_K;
     const oxl_rp_q4_K *w = a;
-    (void)bsum;
+    const int64_t bstride = k / 32 + k / 4; /* q8_0 columns: block sums, then group-of-4 sums */
     for (int64_t g = 0; g < m / 16; g++, w += nb) {
+#ifdef OXL_RP_GEMV
+        if (n == 1) {
+            oxl_rp_gemv(w, nb, (const char *)b, bsum + nb, c + g * 16);
+            continue;
+        }
+#endif
         int64_t j = 0;
         for (; j + 4 <= n; j += 4) {
-            oxl_rp_tile(w, nb, 4, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * nb : NULL,
-                        c + j * ldc + g * 16, ldc);
+            oxl_rp_tile(w, nb, 4, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * bstride : NULL,
+                        bstride, c + j * ldc + g * 16, ldc);
         }
         switch (n - j) {
         case 1:
-            oxl_rp_tile(w, nb, 1, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * nb : NULL,
-                        c + j * ldc + g * 16, ldc);
+            oxl_rp_tile(w, nb, 1, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * bstride : NULL,
+                        bstride, c + j * ldc + g * 16, ldc);
             break;
         case 2:
-            oxl_rp_tile(w, nb, 2, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * nb : NULL,
-                        c + j * ldc + g * 16, ldc);
+            oxl_rp_tile(w, nb, 2, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * bstride : NULL,
+                        bstride, c + j * ldc + g * 16, ldc);
             break;
         case 3:
-            oxl_rp_tile(w, nb, 3, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * nb : NULL,
-                        c + j * ldc + g * 16, ldc);
+            oxl_rp_tile(w, nb, 3, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * bstride : NULL,
+                        bstride, c + j * ldc + g * 16, ldc);
             break;
         default:
             break;

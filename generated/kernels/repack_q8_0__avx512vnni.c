@@ -52,7 +52,8 @@ static inline int32_t oxl_load_i32(const void *p) {
 
 /* 16 rows x nc columns (nc <= 8, a constant after inlining) */
 static inline __attribute__((always_inline)) void oxl_rp_tile(const oxl_rp_q8_0 *w, int64_t nb, int nc, const char *b,
-                                                              size_t ldb, const int32_t *bsum, float *c, int64_t ldc) {
+                                                              size_t ldb, const int32_t *bsum, int64_t bstride, float *c,
+                                                              int64_t ldc) {
     __m512 acc[8];
     for (int j = 0; j < nc; j++) {
         acc[j] = _mm512_setzero_ps();
@@ -61,7 +62,7 @@ static inline __attribute__((always_inline)) void oxl_rp_tile(const oxl_rp_q8_0 
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
         for (int j = 0; j < nc; j++) {
             const oxl_block_q8_0 *x = (const oxl_block_q8_0 *)(b + (size_t)j * ldb) + ib;
-            __m512i s = _mm512_set1_epi32(-128 * bsum[j * nb + ib]);
+            __m512i s = _mm512_set1_epi32(-128 * bsum[j * bstride + ib]);
             for (int v = 0; v < 8; v++) {
                 s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x->qs + 4 * v)));
             }
@@ -74,46 +75,84 @@ static inline __attribute__((always_inline)) void oxl_rp_tile(const oxl_rp_q8_0 
     }
 }
 
+/* lane v of ggml's per-block products: the exact sum of the 4 products of group v, scaled by the
+ * block's d and added with one FMA (ggml: acc = fmadd(d, q, acc)) */
+static inline __m512 oxl_rp_lane(__m512 acc, __m512 d, __m512i q, const oxl_block_q8_0 *x, const int32_t *gsum, int v) {
+    const __m512i s = _mm512_dpbusd_epi32(_mm512_set1_epi32(-128 * gsum[v]), q, _mm512_set1_epi32(oxl_load_i32(x->qs + 4 * v)));
+    return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc);
+}
+
+/* One column (a decode step) in ggml's order, ggml_vec_dot_q8_0_q8_0 of the x86 build: 8 float
+ * lanes, lane v accumulating group v (elements 4v..4v+3) of every block in turn, then ggml's
+ * hsum_float_8, ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)): the same floats as the plain rows'
+ * dot, so decoding gives llama.cpp's logits to the last bit of its own sums. gsum: the column's
+ * group-of-4 sums. */
+#define OXL_RP_GEMV 1
+static inline void oxl_rp_gemv(const oxl_rp_q8_0 *w, int64_t nb, const char *b, const int32_t *gsum, float *c) {
+    const oxl_block_q8_0 *x = (const oxl_block_q8_0 *)b;
+    __m512 acc[8];
+    for (int v = 0; v < 8; v++) {
+        acc[v] = _mm512_setzero_ps();
+    }
+    for (int64_t ib = 0; ib < nb; ib++) {
+        const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d)),
+                                       _mm512_set1_ps(oxl_fp16_to_fp32(x[ib].d)));
+        for (int v = 0; v < 8; v++) {
+            acc[v] = oxl_rp_lane(acc[v], d, _mm512_loadu_si512(w[ib].qs[v]), x + ib, gsum + 8 * ib, v);
+        }
+    }
+    const __m512 lo = _mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6]));
+    const __m512 hi = _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7]));
+    _mm512_storeu_ps(c, _mm512_add_ps(lo, hi));
+}
+
 /* c[j * ldc + i] = sum over k of row i of a (repacked, m a multiple of 16) times column j of b
- * (q8_0 blocks, ldb bytes apart); bsum[j * (k / 32) + b] = the sum of block b's 32 quants */
+ * (q8_0 blocks, ldb bytes apart); bsum holds per column (k / 32 + k / 4 apart) the sum of
+ * each block's 32 quants, then of each group of 4 */
 OXL_KERNEL_SIG_gemm_rp(oxl_gemm_rp_q8_0_q8_0_16x8__avx512vnni) {
     const int64_t nb = k / OXL_QK_Q8_0;
     const oxl_rp_q8_0 *w = a;
-    (void)bsum;
+    const int64_t bstride = k / 32 + k / 4; /* q8_0 columns: block sums, then group-of-4 sums */
     for (int64_t g = 0; g < m / 16; g++, w += nb) {
+#ifdef OXL_RP_GEMV
+        if (n == 1) {
+            oxl_rp_gemv(w, nb, (const char *)b, bsum + nb, c + g * 16);
+            continue;
+        }
+#endif
         int64_t j = 0;
         for (; j + 8 <= n; j += 8) {
-            oxl_rp_tile(w, nb, 8, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * nb : NULL,
-                        c + j * ldc + g * 16, ldc);
+            oxl_rp_tile(w, nb, 8, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * bstride : NULL,
+                        bstride, c + j * ldc + g * 16, ldc);
         }
         switch (n - j) {
         case 1:
-            oxl_rp_tile(w, nb, 1, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * nb : NULL,
-                        c + j * ldc + g * 16, ldc);
+            oxl_rp_tile(w, nb, 1, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * bstride : NULL,
+                        bstride, c + j * ldc + g * 16, ldc);
             break;
         case 2:
-            oxl_rp_tile(w, nb, 2, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * nb : NULL,
-                        c + j * ldc + g * 16, ldc);
+            oxl_rp_tile(w, nb, 2, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * bstride : NULL,
+                        bstride, c + j * ldc + g * 16, ldc);
             break;
         case 3:
-            oxl_rp_tile(w, nb, 3, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * nb : NULL,
-                        c + j * ldc + g * 16, ldc);
+            oxl_rp_tile(w, nb, 3, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * bstride : NULL,
+                        bstride, c + j * ldc + g * 16, ldc);
             break;
         case 4:
-            oxl_rp_tile(w, nb, 4, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * nb : NULL,
-                        c + j * ldc + g * 16, ldc);
+            oxl_rp_tile(w, nb, 4, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * bstride : NULL,
+                        bstride, c + j * ldc + g * 16, ldc);
             break;
         case 5:
-            oxl_rp_tile(w, nb, 5, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * nb : NULL,
-                        c + j * ldc + g * 16, ldc);
+            oxl_rp_tile(w, nb, 5, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * bstride : NULL,
+                        bstride, c + j * ldc + g * 16, ldc);
             break;
         case 6:
-            oxl_rp_tile(w, nb, 6, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * nb : NULL,
-                        c + j * ldc + g * 16, ldc);
+            oxl_rp_tile(w, nb, 6, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * bstride : NULL,
+                        bstride, c + j * ldc + g * 16, ldc);
             break;
         case 7:
-            oxl_rp_tile(w, nb, 7, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * nb : NULL,
-                        c + j * ldc + g * 16, ldc);
+            oxl_rp_tile(w, nb, 7, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * bstride : NULL,
+                        bstride, c + j * ldc + g * 16, ldc);
             break;
         default:
             break;
