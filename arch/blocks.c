@@ -5,6 +5,7 @@
 #include "quantize.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -429,6 +430,14 @@ typedef struct attn_task {
     int group;              /* query heads per KV head */
     int chunk;              /* flash: query heads per item (a group is split into group/chunk items) */
     int n_chunks;
+    /* tiled flash (batches of OXL_FA_TILE_Q+ tokens): the token tiles, each of one sequence */
+    int32_t *tile_j0, *tile_n;
+    int32_t n_tiles;
+    oxl_sgemm_acc_fn sgemm;
+    oxl_softmax_fn softmax;
+    oxl_dequant_fn k_to_float; /* f16 K/V rows to f32, NULL for f32 */
+    float *tile_buf;           /* tile_floats per part */
+    size_t tile_floats;
 } attn_task;
 
 /* The per-token part of an item: cache rows and visible positions. */
@@ -649,6 +658,157 @@ static void attn_flash(void *arg, int ith, int nth) {
     }
 }
 
+/* ggml's tiled flash attention (ggml_compute_forward_flash_attn_ext_tiled, ggml-cpu/ops.cpp), which
+ * ggml runs for batches of at least GGML_FA_TILE_Q (64) tokens when K and V are both f32 or both f16
+ * and head_dim is a multiple of 16: per query row, f32 queries (not rounded to f16), the keys and
+ * values in tiles of 64 cache cells from cell 0, each tile's scores one product (simd_gemm),
+ * times scale, soft-capped, plus the mask; a tile whose cells are all masked is skipped; the online
+ * softmax works per tile (the tile's max, then ggml_vec_soft_max_f32's double sum added to the
+ * float S), and the f32 accumulator gains softmax(scores) x V as one more product. Every row's
+ * arithmetic depends only on the row, so the rows are grouped here as suits this cache: one item
+ * is a KV head's query heads over a tile of up to 64 consecutive tokens of one sequence. */
+#define OXL_FA_TILE_Q 64
+#define OXL_FA_TILE_KV 64
+
+static void attn_tiled(void *arg, int ith, int nth) {
+    attn_task *t = arg;
+    const int D = t->p.head_dim, G = t->group, T = OXL_FA_TILE_KV;
+    const float cap = t->p.softcap;
+    const float scale = cap != 0.0f ? t->p.scale / cap : t->p.scale;
+    const int64_t max_rows = (int64_t)G * OXL_FA_TILE_Q;
+    float *Q = t->tile_buf + (size_t)ith * t->tile_floats, *KQ = Q + max_rows * D, *mask = KQ + max_rows * T, *VKQ = mask + max_rows * T;
+    float *V32 = VKQ + max_rows * D, *K32 = V32 + (size_t)T * D, *M = K32 + (size_t)T * D, *S = M + max_rows;
+    bool *skip = (bool *)(S + max_rows);
+    const int64_t n_items = (int64_t)t->p.n_head_kv * t->n_tiles;
+    for (int64_t item = ith; item < n_items; item += nth) {
+        const int hk = (int)(item % t->p.n_head_kv);
+        const int32_t j0 = t->tile_j0[item / t->p.n_head_kv], len = t->tile_n[item / t->p.n_head_kv];
+        const int h0 = hk * G;
+        const int64_t rows = (int64_t)G * len; /* row r: head h0 + r / len, token j0 + r % len */
+        int32_t lo = INT32_MAX, end = 0;
+        for (int32_t tq = 0; tq < len; tq++) {
+            const attn_item it = attn_item_at(t, j0 + tq, hk);
+            lo = it.lo < lo ? it.lo : lo;
+            end = it.n_kv > end ? it.n_kv : end;
+        }
+        const attn_item it0 = attn_item_at(t, j0, hk);
+        for (int64_t r = 0; r < rows; r++) {
+            memcpy(Q + r * D, t->q + ((size_t)(j0 + r % len) * t->p.n_head + h0 + r / len) * D, (size_t)D * sizeof(float));
+            M[r] = -INFINITY;
+            S[r] = 0.0f;
+        }
+        memset(VKQ, 0, (size_t)rows * D * sizeof(float));
+        memset(K32, 0, (size_t)T * D * sizeof(float));
+        memset(V32, 0, (size_t)T * D * sizeof(float));
+        for (int32_t ic = lo / T * T; ic < end; ic += T) {
+            const int kv_tile = end - ic < T ? end - ic : T;
+            bool can_skip = true;
+            for (int64_t r = 0; r < rows; r++) {
+                const attn_item it = attn_item_at(t, j0 + (int32_t)(r % len), hk);
+                const float slope = attn_slope(t, h0 + (int)(r / len));
+                for (int tk = 0; tk < T; tk++) {
+                    const int32_t p = ic + tk;
+                    const float m = tk < kv_tile && p >= it.lo && p < it.n_kv ? attn_bias(t, &it, slope, p) : -INFINITY;
+                    mask[r * T + tk] = m;
+                    can_skip &= m == -INFINITY;
+                }
+            }
+            if (can_skip) {
+                continue;
+            }
+            /* K tile transposed: K32[d][tk] */
+            for (int tk = 0; tk < kv_tile; tk++) {
+                const char *kp = attn_key(t, &it0, ic + tk);
+                float krow[1024];
+                if (t->k_to_float) {
+                    t->k_to_float(kp, krow, D);
+                } else {
+                    memcpy(krow, kp, (size_t)D * sizeof(float));
+                }
+                for (int d = 0; d < D; d++) {
+                    K32[d * T + tk] = krow[d];
+                }
+            }
+            memset(KQ, 0, (size_t)rows * T * sizeof(float));
+            t->sgemm(rows, D, T, KQ, Q, K32);
+            for (int64_t e = 0; e < rows * T; e++) {
+                KQ[e] *= scale;
+            }
+            if (cap != 0.0f) {
+                for (int64_t e = 0; e < rows * T; e++) {
+                    KQ[e] = tanhf(KQ[e]) * cap;
+                }
+            }
+            for (int64_t e = 0; e < rows * T; e++) {
+                /* padded cells: -inf (ggml sets them before adding its mask, whose value there is
+                 * -inf too) */
+                KQ[e] = KQ[e] + mask[e];
+            }
+            for (int64_t r = 0; r < rows; r++) {
+                float *kq = KQ + r * T;
+                float tile_max = -INFINITY;
+                for (int tk = 0; tk < T; tk++) {
+                    tile_max = tile_max > kq[tk] ? tile_max : kq[tk];
+                }
+                skip[r] = tile_max == -INFINITY;
+                if (skip[r]) {
+                    continue;
+                }
+                const float m_new = fmaxf(M[r], tile_max);
+                if (m_new > M[r]) {
+                    const float ms = expf(M[r] - m_new);
+                    oxl_scale(VKQ + r * D, D, ms);
+                    S[r] *= ms;
+                }
+                M[r] = m_new;
+                S[r] += t->softmax(T, kq, kq, m_new);
+            }
+            for (int tk = 0; tk < kv_tile; tk++) {
+                const void *vp = attn_value(t, &it0, ic + tk);
+                if (t->k_to_float) {
+                    t->k_to_float(vp, V32 + tk * D, D);
+                } else {
+                    memcpy(V32 + tk * D, vp, (size_t)D * sizeof(float));
+                }
+            }
+            for (int64_t r = 0; r < rows; r++) {
+                if (skip[r]) {
+                    memset(KQ + r * T, 0, (size_t)T * sizeof(float));
+                }
+            }
+            t->sgemm(rows, T, D, VKQ, KQ, V32);
+        }
+        for (int64_t r = 0; r < rows; r++) {
+            const int h = h0 + (int)(r / len);
+            float *a = VKQ + r * D;
+            if (t->p.sinks) {
+                const float sk = t->p.sinks[h];
+                float ms = 1.0f, vs = 1.0f;
+                if (sk > M[r]) {
+                    ms = expf(M[r] - sk);
+                    oxl_scale(a, D, ms);
+                } else {
+                    vs = expf(sk - M[r]);
+                }
+                S[r] = S[r] * ms + vs;
+            }
+            const float s_inv = S[r] == 0.0f ? 0.0f : 1.0f / S[r];
+            float *out = t->out + ((size_t)(j0 + r % len) * t->p.n_head + h) * D;
+            for (int d = 0; d < D; d++) {
+                out[d] = a[d] * s_inv;
+            }
+        }
+    }
+}
+
+/* Floats of one part's tile state (attn_tiled): Q (rows x D), scores and mask (rows x T), the
+ * accumulator (rows x D), a V tile (T x D), a transposed K tile (D x T), the rows' M and S, and
+ * their skip flags (a float each, for alignment). */
+static size_t attn_tile_floats(int group, int head_dim) {
+    const size_t rows = (size_t)group * OXL_FA_TILE_Q, D = (size_t)head_dim, T = OXL_FA_TILE_KV;
+    return rows * (2 * D + 2 * T) + 2 * T * D + 3 * rows;
+}
+
 void oxl_attention(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *q, float *out,
                    const oxl_attn_params *p, float *scores) {
     const oxl_kernels *kern = oxl_kernels_get();
@@ -681,7 +841,42 @@ void oxl_attention(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *q, f
     }
     t.chunk = fit < t.group ? fit : t.group;
     t.n_chunks = (t.group + t.chunk - 1) / t.chunk;
-    if (ctx->params.flash_attn == OXL_FLASH_ATTN_OFF) {
+    /* ggml's choice of its tiled kernel (ggml_compute_forward_flash_attn_ext_f16) */
+    const bool tiled = ctx->params.flash_attn != OXL_FLASH_ATTN_OFF && ub->n >= OXL_FA_TILE_Q &&
+                       kv->type_k == kv->type_v && (kv->type_k == OXL_TYPE_F32 || kv->type_k == OXL_TYPE_F16) &&
+                       p->head_dim % 16 == 0 && p->head_dim <= 1024;
+    int32_t *tiles = tiled ? malloc(2 * (size_t)ub->n * sizeof(int32_t)) : NULL;
+    int parts_tiled = 0;
+    if (tiles) {
+        /* runs of consecutive tokens of one sequence, cut every OXL_FA_TILE_Q */
+        t.tile_j0 = tiles;
+        t.tile_n = tiles + ub->n;
+        for (int32_t j = 0; j < ub->n; j++) {
+            const bool same = t.n_tiles > 0 && ub->seq[j] == ub->seq[j - 1] && t.tile_n[t.n_tiles - 1] < OXL_FA_TILE_Q;
+            if (same) {
+                t.tile_n[t.n_tiles - 1]++;
+            } else {
+                t.tile_j0[t.n_tiles] = j;
+                t.tile_n[t.n_tiles++] = 1;
+            }
+        }
+        const int64_t n_items = (int64_t)p->n_head_kv * t.n_tiles, parts = 4 * (int64_t)nth;
+        parts_tiled = (int)(n_items < parts ? n_items : parts);
+        t.tile_floats = attn_tile_floats(t.group, p->head_dim);
+        t.tile_buf = malloc((size_t)parts_tiled * t.tile_floats * sizeof(float));
+        if (!t.tile_buf) {
+            free(tiles); /* short of memory: the position-by-position kernel needs none */
+            tiles = NULL;
+        }
+    }
+    if (tiles) {
+        t.sgemm = kern->sgemm_acc[OXL_TYPE_F32];
+        t.softmax = kern->softmax[OXL_TYPE_F32];
+        t.k_to_float = kv->type_k == OXL_TYPE_F16 ? kern->dequant[OXL_TYPE_F16] : NULL;
+        oxl_pool_run_parts(ctx->pool, attn_tiled, &t, parts_tiled);
+        free(t.tile_buf);
+        free(tiles);
+    } else if (ctx->params.flash_attn == OXL_FLASH_ATTN_OFF) {
         oxl_pool_run(ctx->pool, attn_unfused, &t); /* one part per thread: scores are per part */
     } else {
         /* flash keeps its state on the stack: several parts per thread, so a descheduled thread

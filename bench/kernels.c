@@ -23,9 +23,11 @@
 
 enum { OXL_BENCH_K = 4096, OXL_BENCH_GEMM_N = 8 };
 
-typedef enum { OP_dequant, OP_quant, OP_vec_dot, OP_gemm, OP_swiglu, OP_mad, OP_repack, OP_gemm_rp } oxl_bench_op;
-static const char *const oxl_bench_op_names[] = {"dequant", "quant", "vec_dot", "gemm",
-                                                 "swiglu",  "mad",   "repack",  "gemm_rp"};
+typedef enum {
+    OP_dequant, OP_quant, OP_vec_dot, OP_gemm, OP_swiglu, OP_mad, OP_repack, OP_gemm_rp, OP_sgemm_acc, OP_softmax
+} oxl_bench_op;
+static const char *const oxl_bench_op_names[] = {"dequant", "quant",   "vec_dot",   "gemm",   "swiglu",
+                                                 "mad",     "repack",  "gemm_rp",   "sgemm_acc", "softmax"};
 
 static const struct {
     oxl_bench_op op;
@@ -41,6 +43,8 @@ static const struct {
         oxl_mad_fn mad;
         oxl_repack_fn repack;
         oxl_gemm_rp_fn gemm_rp;
+        oxl_sgemm_acc_fn sgemm_acc;
+        oxl_softmax_fn softmax;
     } fn;
 } oxl_bench_cells[] = {
 #define OXL_KERNEL(op, type, isa, fn) {OP_##op, type, isa, #fn, {.op = fn}},
@@ -136,7 +140,7 @@ int main(int argc, char **argv) {
         int64_t nrows = (int64_t)(mib * 1048576.0 / (double)wrow);
         nrows = nrows < 1 ? 1 : nrows;
         /* quant and swiglu read f32 rows: size them by the f32 bytes */
-        if (op == OP_quant || op == OP_swiglu || op == OP_mad) {
+        if (op == OP_quant || op == OP_swiglu || op == OP_mad || op == OP_sgemm_acc || op == OP_softmax) {
             nrows = (int64_t)(mib * 1048576.0 / (OXL_BENCH_K * sizeof(float)));
             nrows = nrows < 1 ? 1 : nrows;
         }
@@ -245,6 +249,21 @@ int main(int argc, char **argv) {
                 oxl_bench_cells[c].fn.gemm_rp(OXL_BENCH_K, nrows, OXL_BENCH_GEMM_N, wrp, act, oxl_row_size(pt, OXL_BENCH_K),
                                               pt == OXL_TYPE_Q8_0 ? bsum : NULL, out, 0);
                 bytes_per_pass = (double)wrow * (double)nrows;
+                blocks_per_pass = (double)nrows * OXL_BENCH_K / (double)blck;
+                break;
+            case OP_sgemm_acc:
+                /* flash attention's shape: 64 x 64 tiles, k = 64 */
+                for (int64_t r = 0; r + 2 <= nrows; r += 2) {
+                    oxl_bench_cells[c].fn.sgemm_acc(64, 64, 64, out, xf + r * OXL_BENCH_K, xf + (r + 1) * OXL_BENCH_K);
+                }
+                bytes_per_pass = (double)(nrows / 2) * OXL_BENCH_K * sizeof(float);
+                blocks_per_pass = (double)(nrows / 2) * OXL_BENCH_K / (double)blck;
+                break;
+            case OP_softmax:
+                for (int64_t r = 0; r < nrows; r++) {
+                    sink += (float)oxl_bench_cells[c].fn.softmax(OXL_BENCH_K, out, xf + r * OXL_BENCH_K, 4.0f);
+                }
+                bytes_per_pass = (double)nrows * OXL_BENCH_K * sizeof(float);
                 blocks_per_pass = (double)nrows * OXL_BENCH_K / (double)blck;
                 break;
             case OP_mad:

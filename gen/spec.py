@@ -38,7 +38,7 @@ class Format:
 # removed from ggml and are not valid.
 FORMATS = (
     Format(0, "f32", 1, 4, "f32", False, elem="float",
-           ops=("dequant", "quant", "vec_dot", "gemm", "swiglu", "mad")),
+           ops=("dequant", "quant", "vec_dot", "gemm", "swiglu", "mad", "sgemm_acc", "softmax")),
     Format(1, "f16", 1, 2, "f16", False, elem="uint16_t", ops=("dequant", "quant", "vec_dot", "gemm", "mad")),
     Format(2, "q4_0", 32, 18, "q8_0", True, (("d", "f16", 1), ("qs", "u8", 16)),
            ops=("dequant", "vec_dot")),
@@ -189,7 +189,9 @@ ARCHES = {
 # (ggml's vector SiLU on whole groups of 16, libm's expf on the rest) on every ISA. mad is the
 # attention accumulator's step y = fma(x, s, y), ggml_vec_mad_f32; on f16 each result is rounded to
 # half precision (ggml_vec_mad_f16, whose accumulator is stored in f16), y holding those halves' values.
-OPS = ("dequant", "quant", "vec_dot", "gemm", "swiglu", "mad")
+# sgemm_acc and softmax are the two steps of ggml's tiled flash attention (prompt batches of 64+
+# tokens): simd_gemm (C += A B, each output one FMA per k in order) and ggml_vec_soft_max_f32.
+OPS = ("dequant", "quant", "vec_dot", "gemm", "swiglu", "mad", "sgemm_acc", "softmax")
 
 # Ops of the repacked weight layouts (REPACKS below): repack rewrites whole groups of weight rows
 # into a layout interleaved for one ISA's register tile; gemm_rp multiplies such groups by
@@ -306,6 +308,9 @@ def validate(template_formats):
             errors.append(f"{f.name}: gemm is only specified for the ggml-order formats {GGML_ORDER_FORMATS}")
         if "swiglu" in f.ops and f.name != "f32":
             errors.append(f"{f.name}: swiglu is only specified for f32")
+        for op in ("sgemm_acc", "softmax"):
+            if op in f.ops and f.name != "f32":
+                errors.append(f"{f.name}: {op} is only specified for f32")
         if "mad" in f.ops and f.name not in ("f32", "f16"):
             errors.append(f"{f.name}: mad is only specified for f32 and f16 accumulators")
         for i in f.isas:

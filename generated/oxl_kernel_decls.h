@@ -22,6 +22,9 @@
 #define OXL_KERNEL_SIG_gemm_rp(fn)                                                                     \
     void fn(int64_t k, int64_t m, int64_t n, const void *restrict a, const void *restrict b, size_t ldb, \
             const int32_t *restrict bsum, float *restrict c, int64_t ldc)
+#define OXL_KERNEL_SIG_sgemm_acc(fn) \
+    void fn(int64_t m, int64_t k, int64_t n, float *restrict c, const float *restrict a, const float *restrict b)
+#define OXL_KERNEL_SIG_softmax(fn) double fn(int64_t n, float *y, const float *x, float max)
 #define OXL_KERNEL_SIG_mad(fn) void fn(int64_t n, float *restrict y, const float *restrict x, float s)
 
 /* gemm's k must be a multiple of this: the lanes of one accumulator */

@@ -362,7 +362,8 @@ void oxl_golden_check_reference_quant(const oxl_quant_golden *qg, oxl_golden_rep
 /* ---- the runner: every kernel cell of the list whose format the file covers ---- */
 
 typedef enum oxl_cell_op { OXL_CELL_dequant, OXL_CELL_quant, OXL_CELL_vec_dot, OXL_CELL_gemm, OXL_CELL_swiglu,
-               OXL_CELL_mad, OXL_CELL_repack, OXL_CELL_gemm_rp } oxl_cell_op;
+               OXL_CELL_mad, OXL_CELL_repack, OXL_CELL_gemm_rp, OXL_CELL_sgemm_acc,
+               OXL_CELL_softmax } oxl_cell_op;
 
 static const struct {
     oxl_cell_op op;
@@ -378,6 +379,8 @@ static const struct {
         oxl_mad_fn mad;
         oxl_repack_fn repack;
         oxl_gemm_rp_fn gemm_rp;
+        oxl_sgemm_acc_fn sgemm_acc;
+        oxl_softmax_fn softmax;
     } fn;
 } oxl_cells[] = {
 #define OXL_KERNEL(op, type, isa, fn) {OXL_CELL_##op, type, isa, #fn, {.op = fn}},
@@ -432,7 +435,9 @@ int oxl_golden_quant(const oxl_gguf *g, oxl_golden_report *r, oxl_error *err) {
         case OXL_CELL_mad:
         case OXL_CELL_repack:
         case OXL_CELL_gemm_rp:
-            /* an activation, an accumulator step and the repacked layouts: the quant goldens hold
+        case OXL_CELL_sgemm_acc:
+        case OXL_CELL_softmax:
+            /* activations, attention steps and the repacked layouts: the quant goldens hold
              * nothing for them (their checks are the kernel tests') */
             break;
         }

@@ -16,6 +16,8 @@ typedef enum oxl_kernel_op {
     OXL_KERNEL_OP_mad,
     OXL_KERNEL_OP_repack,
     OXL_KERNEL_OP_gemm_rp,
+    OXL_KERNEL_OP_sgemm_acc,
+    OXL_KERNEL_OP_softmax,
 } oxl_kernel_op;
 
 typedef struct oxl_kernel_entry {
@@ -31,6 +33,8 @@ typedef struct oxl_kernel_entry {
         oxl_mad_fn mad;
         oxl_repack_fn repack;
         oxl_gemm_rp_fn gemm_rp;
+        oxl_sgemm_acc_fn sgemm_acc;
+        oxl_softmax_fn softmax;
     } fn;
 } oxl_kernel_entry;
 
@@ -89,6 +93,16 @@ void oxl_kernels_build(oxl_kernels *k, oxl_isa cap) {
             }
             break;
         case OXL_KERNEL_OP_gemm_rp:
+            break;
+        case OXL_KERNEL_OP_sgemm_acc:
+            if (k->sgemm_acc[e->type] == NULL) {
+                k->sgemm_acc[e->type] = e->fn.sgemm_acc;
+            }
+            break;
+        case OXL_KERNEL_OP_softmax:
+            if (k->softmax[e->type] == NULL) {
+                k->softmax[e->type] = e->fn.softmax;
+            }
             break;
         case OXL_KERNEL_OP_mad:
             if (k->mad[e->type] == NULL) {

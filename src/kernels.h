@@ -22,6 +22,9 @@
  *             (k / 32 + k / 4 apart) the sum of each block's quants, then of each group of 4 (NULL
  *             for q8_K, which carries bsums). One column (n == 1) is summed in ggml's vec_dot order
  *             where the layout's template says so (Q4_0, Q8_0: decoding equals the plain rows')
+ *   sgemm_acc: c[m x n] += a[m x k] b[k x n] (row-major, n % 16 == 0), each output one FMA per kk in
+ *             order: ggml's simd_gemm, the products of its tiled flash attention (f32 only)
+ *   softmax:  y[i] = exp(x[i] - max), returning the sum in double: ggml_vec_soft_max_f32 (f32 only)
  *   mad:      y[i] = fma(x[i], s, y[i]) over n (ggml_vec_mad_f32); on f16, each result rounded to
  *             the nearest half (ggml_vec_mad_f16: y holds an f16 accumulator's values as floats).
  */
@@ -42,6 +45,9 @@ typedef void (*oxl_swiglu_fn)(int64_t n, float *y, const float *x, const float *
 typedef void (*oxl_repack_fn)(int64_t k, int64_t m, const void *restrict src, size_t src_row, void *restrict dst);
 typedef void (*oxl_gemm_rp_fn)(int64_t k, int64_t m, int64_t n, const void *restrict a, const void *restrict b,
                                size_t ldb, const int32_t *restrict bsum, float *restrict c, int64_t ldc);
+typedef void (*oxl_sgemm_acc_fn)(int64_t m, int64_t k, int64_t n, float *restrict c, const float *restrict a,
+                                 const float *restrict b);
+typedef double (*oxl_softmax_fn)(int64_t n, float *y, const float *x, float max);
 typedef void (*oxl_mad_fn)(int64_t n, float *restrict y, const float *restrict x, float s);
 
 /* The chosen kernel per format (indexed by oxl_type; NULL where the format has no such op). */
@@ -55,7 +61,9 @@ typedef struct oxl_kernels {
     oxl_gemm_rp_fn gemm_rp[OXL_TYPE_COUNT];
     int repack_rows[OXL_TYPE_COUNT];        /* the chosen layout's rows per group (0: none) */
     size_t repack_group_bytes[OXL_TYPE_COUNT];
-    oxl_mad_fn mad[OXL_TYPE_COUNT];         /* [OXL_TYPE_F32], [OXL_TYPE_F16]: the accumulator's type */
+    oxl_mad_fn mad[OXL_TYPE_COUNT];
+    oxl_sgemm_acc_fn sgemm_acc[OXL_TYPE_COUNT]; /* [OXL_TYPE_F32] only */
+    oxl_softmax_fn softmax[OXL_TYPE_COUNT];     /* [OXL_TYPE_F32] only */         /* [OXL_TYPE_F32], [OXL_TYPE_F16]: the accumulator's type */
     oxl_isa dequant_isa[OXL_TYPE_COUNT];
     oxl_isa quant_isa[OXL_TYPE_COUNT];
     oxl_isa vec_dot_isa[OXL_TYPE_COUNT];

@@ -38,6 +38,9 @@ endforeach()
 
 add_test(NAME perplexity-kld COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_perplexity.sh ${OXL_BIN}
          ${M}/stories260K.gguf ${G}/perplexity)
+# ggml's tiled flash attention for prompt batches (golden/README.md, perplexity: qwen3 -b 128 -fa on).
+add_test(NAME flash-tiled COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_flash_tiled.sh ${OXL_BIN}
+         ${G}/arch/qwen3.gguf ${G}/perplexity)
 # q8_0 and q4_0 KV caches against llama.cpp's runs with the same and with an f16 cache.
 add_test(NAME kv-quant COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_kv_quant.sh ${OXL_BIN}
          ${G}/arch/qwen3.gguf ${G}/perplexity)

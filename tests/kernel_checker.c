@@ -409,22 +409,23 @@ void oxl_check_gemm(oxl_type type, oxl_isa isa, oxl_gemm_fn fn, const char *name
  * ggml_v_expf(t): n = (t * log2(e) + 1.5 * 2^23) - 1.5 * 2^23 (round to integer), b = t - n * ln2
  * with ln2 in two parts, j = a degree-5 polynomial in b written as FMAs, e = vscalefps(j, n) =
  * j * 2^n rounded once; |n| > 192 gives 0 (n <= 0) or inf. silu(x) = x / (1 + ggml_v_expf(0 - x)). */
-float oxl_ref_vsilu(float x) {
-    const float t = 0.0f - x;
+float oxl_ref_vexpf(float t) {
     const float n = fmaf(t, 0x1.715476p+0f, 0x1.8p23f) - 0x1.8p23f;
     const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, t));
     const float u = b * b;
     const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
                          fmaf(0x1.ffffecp-1f, b, 1.0f));
-    float e;
     if (isnan(n)) {
-        e = n;
-    } else if (fabsf(n) > 192.0f) {
-        e = n <= 0.0f ? 0.0f : INFINITY;
-    } else {
-        e = ldexpf(j, (int)n);
+        return n;
     }
-    return x / (1.0f + e);
+    if (fabsf(n) > 192.0f) {
+        return n <= 0.0f ? 0.0f : INFINITY;
+    }
+    return ldexpf(j, (int)n);
+}
+
+float oxl_ref_vsilu(float x) {
+    return x / (1.0f + oxl_ref_vexpf(0.0f - x));
 }
 
 static void oxl_ref_swiglu(int64_t n, float *y, const float *x, const float *g) {
@@ -668,4 +669,110 @@ void oxl_check_repack(oxl_type type, oxl_isa isa, oxl_repack_fn fn, const char *
 void oxl_check_gemm_rp(oxl_type type, oxl_isa isa, oxl_gemm_rp_fn fn, const char *name) {
     (void)fn;
     oxl_check_repacked(type, isa, name);
+}
+
+/* ---- ggml's tiled flash attention steps (ggml-cpu/simd-gemm.h, vec.cpp) ------------------------ */
+void oxl_check_sgemm_acc(oxl_type type, oxl_isa isa, oxl_sgemm_acc_fn fn, const char *name) {
+    if (!oxl_cpu_has_isa(isa)) {
+        cr_skip_test("this CPU has no %s", oxl_isa_name(isa));
+    }
+    cr_assert_eq(type, OXL_TYPE_F32);
+    static const int64_t shapes[][3] = {{64, 64, 64}, {1, 64, 16}, {7, 13, 48}, {5, 1, 80}, {130, 64, 128}, {3, 0, 32}};
+    oxl_golden_report r = {stderr, 0, 0};
+    int checks = 0, bad = 0;
+    uint32_t st = 31337;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int64_t m = shapes[si][0], k = shapes[si][1], n = shapes[si][2];
+        float *a = malloc((size_t)(m * k + 1) * sizeof(float)), *b = malloc((size_t)(k * n + 1) * sizeof(float));
+        float *c = malloc((size_t)(m * n) * sizeof(float)), *want = malloc((size_t)(m * n) * sizeof(float));
+        for (int64_t i = 0; i < m * k; i++) {
+            st = st * 1664525u + 1013904223u;
+            a[i] = ((float)(st >> 8) / 16777216.0f - 0.5f) * 4.0f;
+        }
+        for (int64_t i = 0; i < k * n; i++) {
+            st = st * 1664525u + 1013904223u;
+            b[i] = ((float)(st >> 8) / 16777216.0f - 0.5f) * 2.0f;
+        }
+        for (int64_t i = 0; i < m * n; i++) {
+            st = st * 1664525u + 1013904223u;
+            c[i] = want[i] = (float)(st >> 8) / 16777216.0f - 0.5f;
+        }
+        for (int64_t i = 0; i < m; i++) {
+            for (int64_t j = 0; j < n; j++) {
+                for (int64_t kk = 0; kk < k; kk++) {
+                    want[i * n + j] = fmaf(b[kk * n + j], a[i * k + kk], want[i * n + j]);
+                }
+            }
+        }
+        fn(m, k, n, c, a, b);
+        for (int64_t i = 0; i < m * n; i++) {
+            checks++;
+            if (!oxl_same_float(c[i], want[i]) && bad++ < 5) {
+                fprintf(stderr, "%s  %lldx%lldx%lld element %lld: %a, simd_gemm gives %a\n", name, (long long)m,
+                        (long long)k, (long long)n, (long long)i, c[i], want[i]);
+            }
+        }
+        free(a), free(b), free(c), free(want);
+    }
+    oxl_golden_line(&r, bad == 0, "%s  sgemm_acc vs simd_gemm: %d/%d bit-identical", name, checks - bad, checks);
+    cr_assert(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", name, r.n_fail);
+}
+
+void oxl_check_softmax(oxl_type type, oxl_isa isa, oxl_softmax_fn fn, const char *name) {
+    if (!oxl_cpu_has_isa(isa)) {
+        cr_skip_test("this CPU has no %s", oxl_isa_name(isa));
+    }
+    cr_assert_eq(type, OXL_TYPE_F32);
+    enum { N = 300 };
+    static float x[N], got[N], want[N];
+    uint32_t st = 2024;
+    for (int i = 0; i < N; i++) {
+        st = st * 1664525u + 1013904223u;
+        x[i] = i % 37 == 5 ? -INFINITY : ((float)(st >> 8) / 16777216.0f - 0.9f) * 60.0f;
+    }
+    static const int64_t lengths[] = {0, 3, 16, 17, 64, 100, N};
+    static const float maxes[] = {0.0f, 5.5f, 31.0f, -2.0f};
+    oxl_golden_report r = {stderr, 0, 0};
+    int checks = 0, bad = 0;
+    for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+        for (size_t mi = 0; mi < sizeof maxes / sizeof maxes[0]; mi++) {
+            const int64_t n = lengths[li];
+            const float max = maxes[mi];
+            /* the reference: ggml_v_expf lane by lane (oxl_ref_vsilu's exp, as swiglu's check) */
+            double sum_want = 0.0;
+            int64_t i = 0;
+            for (; i + 16 <= n; i += 16) {
+                float u[16];
+                for (int l = 0; l < 16; l++) {
+                    u[l] = want[i + l] = oxl_ref_vexpf(x[i + l] - max);
+                }
+                float h[8];
+                for (int l = 0; l < 8; l++) {
+                    h[l] = u[l] + u[l + 8];
+                }
+                for (int l = 0; l < 4; l++) {
+                    h[l] += h[l + 4];
+                }
+                sum_want += (double)((h[0] + h[2]) + (h[1] + h[3]));
+            }
+            for (; i < n; i++) {
+                want[i] = expf(x[i] - max);
+                sum_want += (double)want[i];
+            }
+            const double sum = fn(n, got, x, max);
+            checks++;
+            if (sum != sum_want && bad++ < 5) {
+                fprintf(stderr, "%s  n %lld max %g: sum %.17g, ggml gives %.17g\n", name, (long long)n, max, sum, sum_want);
+            }
+            for (int64_t e = 0; e < n; e++) {
+                checks++;
+                if (!oxl_same_float(got[e], want[e]) && bad++ < 5) {
+                    fprintf(stderr, "%s  n %lld element %lld: %a, ggml gives %a\n", name, (long long)n, (long long)e,
+                            got[e], want[e]);
+                }
+            }
+        }
+    }
+    oxl_golden_line(&r, bad == 0, "%s  softmax vs ggml_vec_soft_max_f32: %d/%d bit-identical", name, checks - bad, checks);
+    cr_assert(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", name, r.n_fail);
 }

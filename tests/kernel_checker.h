@@ -29,6 +29,11 @@ void oxl_check_swiglu(oxl_type type, oxl_isa isa, oxl_swiglu_fn fn, const char *
  * are exact; only the float sums are ordered differently). Outputs outside m x n stay untouched. */
 void oxl_check_repack(oxl_type type, oxl_isa isa, oxl_repack_fn fn, const char *name);
 void oxl_check_gemm_rp(oxl_type type, oxl_isa isa, oxl_gemm_rp_fn fn, const char *name);
+/* sgemm_acc and softmax: bit for bit against scalar references of ggml's simd_gemm (fmaf per kk in
+ * order) and ggml_vec_soft_max_f32 (ggml_v_expf per group of 16, GCC's _mm512_reduce_add_ps order,
+ * double sum; expf on the rest). */
+void oxl_check_sgemm_acc(oxl_type type, oxl_isa isa, oxl_sgemm_acc_fn fn, const char *name);
+void oxl_check_softmax(oxl_type type, oxl_isa isa, oxl_softmax_fn fn, const char *name);
 void oxl_check_mad(oxl_type type, oxl_isa isa, oxl_mad_fn fn, const char *name);
 
 /* The references themselves (exported for the cross-ISA tests in test_kernels.c). */
@@ -42,5 +47,7 @@ float oxl_ref_gemm_bf16_one(int64_t k, const uint16_t *a, const uint16_t *b);
 float oxl_ref_gemm_one(int64_t k, const float *a, const float *b);
 /* ggml_v_silu of one lane (ggml-cpu/vec.h, AVX-512 form) */
 float oxl_ref_vsilu(float x);
+/* ggml_v_expf of one lane (AVX-512 build) */
+float oxl_ref_vexpf(float t);
 
 #endif

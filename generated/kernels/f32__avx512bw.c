@@ -150,3 +150,87 @@ OXL_KERNEL_SIG_mad(oxl_mad_f32__avx512bw) {
         y[i] = fmaf(x[i], s, y[i]);
     }
 }
+
+/* c[i * n + j] += sum over kk < k of a[i * k + kk] * b[kk * n + j] for i < m, j < n (n % 16 == 0),
+ * each output one FMA per kk in order from its old value: ggml's simd_gemm (ggml-cpu/simd-gemm.h),
+ * bit-identical on every ISA */
+OXL_KERNEL_SIG_sgemm_acc(oxl_sgemm_acc_f32__avx512bw) {
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4) {
+        int64_t j = 0;
+        for (; j + 64 <= n; j += 64) {
+            oxl_f32x16 acc[4][4];
+            for (int r = 0; r < 4; r++) {
+                for (int q = 0; q < 4; q++) {
+                    acc[r][q] = oxl_f32x16_load(c + (i + r) * n + j + 16 * q);
+                }
+            }
+            for (int64_t kk = 0; kk < k; kk++) {
+                oxl_f32x16 bv[4];
+                for (int q = 0; q < 4; q++) {
+                    bv[q] = oxl_f32x16_load(b + kk * n + j + 16 * q);
+                }
+                for (int r = 0; r < 4; r++) {
+                    const oxl_f32x16 av = oxl_f32x16_set1(a[(i + r) * k + kk]);
+                    for (int q = 0; q < 4; q++) {
+                        acc[r][q] = oxl_f32x16_fma(acc[r][q], bv[q], av);
+                    }
+                }
+            }
+            for (int r = 0; r < 4; r++) {
+                for (int q = 0; q < 4; q++) {
+                    oxl_f32x16_store(c + (i + r) * n + j + 16 * q, acc[r][q]);
+                }
+            }
+        }
+        for (; j < n; j += 16) {
+            for (int r = 0; r < 4; r++) {
+                oxl_f32x16 acc = oxl_f32x16_load(c + (i + r) * n + j);
+                for (int64_t kk = 0; kk < k; kk++) {
+                    acc = oxl_f32x16_fma(acc, oxl_f32x16_load(b + kk * n + j), oxl_f32x16_set1(a[(i + r) * k + kk]));
+                }
+                oxl_f32x16_store(c + (i + r) * n + j, acc);
+            }
+        }
+    }
+    for (; i < m; i++) {
+        for (int64_t j = 0; j < n; j += 16) {
+            oxl_f32x16 acc = oxl_f32x16_load(c + i * n + j);
+            for (int64_t kk = 0; kk < k; kk++) {
+                acc = oxl_f32x16_fma(acc, oxl_f32x16_load(b + kk * n + j), oxl_f32x16_set1(a[i * k + kk]));
+            }
+            oxl_f32x16_store(c + i * n + j, acc);
+        }
+    }
+}
+
+/* y[i] = exp(x[i] - max) for i < n, returning their sum in double: ggml_vec_soft_max_f32 of the
+ * AVX-512 build (ggml_v_expf on groups of 16, each group's _mm512_reduce_add_ps added to the
+ * double sum; libm's expf on the rest), bit-identical on every ISA. y may be x. */
+OXL_KERNEL_SIG_softmax(oxl_softmax_f32__avx512bw) {
+    int64_t i = 0;
+    double sum = 0.0;
+    for (; i + 16 <= n; i += 16) {
+        const oxl_f32x16 t = oxl_f32x16_sub(oxl_f32x16_load(x + i), oxl_f32x16_set1(max));
+        const oxl_f32x16 e_shift = oxl_f32x16_set1(0x1.8p23f);
+        const oxl_f32x16 e_k = oxl_f32x16_sub(oxl_f32x16_fma(e_shift, t, oxl_f32x16_set1(0x1.715476p+0f)), e_shift);
+        const oxl_f32x16 e_nk = oxl_f32x16_sub(oxl_f32x16_zero(), e_k);
+        const oxl_f32x16 e_b = oxl_f32x16_fma(oxl_f32x16_fma(t, e_nk, oxl_f32x16_set1(0x1.62e4p-1f)), e_nk,
+                                            oxl_f32x16_set1(0x1.7f7d1cp-20f));
+        const oxl_f32x16 e_u = oxl_f32x16_mul(e_b, e_b);
+        const oxl_f32x16 e_p34 = oxl_f32x16_fma(oxl_f32x16_set1(0x1.573e2ep-5f), oxl_f32x16_set1(0x1.0e4020p-7f), e_b);
+        const oxl_f32x16 e_p56 = oxl_f32x16_fma(oxl_f32x16_set1(0x1.fffdb6p-2f), oxl_f32x16_set1(0x1.555e66p-3f), e_b);
+        const oxl_f32x16 e_p7 = oxl_f32x16_fma(oxl_f32x16_set1(1.0f), oxl_f32x16_set1(0x1.ffffecp-1f), e_b);
+        const oxl_f32x16 e_j = oxl_f32x16_fma(e_p7, oxl_f32x16_fma(e_p56, e_p34, e_u), e_u);
+        const oxl_f32x16 e = oxl_f32x16_scale_exp2(e_j, e_k);
+
+        oxl_f32x16_store(y + i, e);
+        sum += (double)oxl_f32x16_reduce(e);
+    }
+    for (; i < n; i++) {
+        const float v = expf(x[i] - max);
+        sum += (double)v;
+        y[i] = v;
+    }
+    return sum;
+}
