@@ -31,12 +31,17 @@ OXL_KERNEL_SIG_quant(oxl_quant_q8_K__rvv) {
     const int64_t nb = n / OXL_QK_Q8_K;
     for (int64_t ib = 0; ib < nb; ib++) {
         const float *xs = x + ib * OXL_QK_Q8_K;
-        float amax = 0.0f, max = 0.0f;
-        for (int j = 0; j < OXL_QK_Q8_K; j++) {
-            const float ax = fabsf(xs[j]);
-            if (ax > amax) {
-                amax = ax;
+        oxl_vf m = oxl_vf_zero();
+        for (int j = 0; j < OXL_QK_Q8_K; j += OXL_VF_LEN) {
+            m = oxl_vf_absmax(m, oxl_vf_load(xs + j));
+        }
+        const float amax = oxl_vf_hmax(m);
+        /* the signed value: the first element of that magnitude, as ggml's strict > keeps */
+        float max = 0.0f;
+        for (int j = 0; j < OXL_QK_Q8_K && amax != 0.0f; j++) {
+            if (fabsf(xs[j]) == amax) {
                 max = xs[j];
+                break;
             }
         }
         if (amax == 0.0f) {
@@ -49,10 +54,11 @@ OXL_KERNEL_SIG_quant(oxl_quant_q8_K__rvv) {
             }
             continue;
         }
+        /* |iscale * x| <= 127 up to one rounding, so the rounded values need no cap */
         const float iscale = -127.0f / max;
-        for (int j = 0; j < OXL_QK_Q8_K; j++) {
-            const int v = (int)nearbyintf(iscale * xs[j]);
-            yb[ib].qs[j] = (int8_t)(v < 127 ? v : 127);
+        const oxl_vf is = oxl_vf_set1(iscale);
+        for (int j = 0; j < OXL_QK_Q8_K; j += OXL_VF_LEN) {
+            oxl_vf_store_i8_rne(yb[ib].qs + j, oxl_vf_mul(oxl_vf_load(xs + j), is));
         }
         for (int j = 0; j < OXL_QK_Q8_K / 16; j++) {
             int sum = 0;

@@ -50,28 +50,497 @@ static inline int32_t oxl_load_i32(const void *p) {
     return v;
 }
 
-/* 16 rows x nc columns (nc <= 8, a constant after inlining) */
-static inline __attribute__((always_inline)) void oxl_rp_tile(const oxl_rp_q8_0 *w, int64_t nb, int nc, const char *b,
-                                                              size_t ldb, const int32_t *bsum, int64_t bstride, float *c,
-                                                              int64_t ldc) {
-    __m512 acc[8];
-    for (int j = 0; j < nc; j++) {
-        acc[j] = _mm512_setzero_ps();
-    }
+/* 16 rows x NC columns, one function per column count (the columns unrolled, so every
+ * accumulator stays in a register) */
+static inline void oxl_rp_tile_1(const oxl_rp_q8_0 *w, int64_t nb, const char *b, size_t ldb, const int32_t *bsum,
+                                    int64_t bstride, float *c, int64_t ldc) {
+    __m512 acc0 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
+    const int32_t *s0 = bsum + 0 * bstride;
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
-        for (int j = 0; j < nc; j++) {
-            const oxl_block_q8_0 *x = (const oxl_block_q8_0 *)(b + (size_t)j * ldb) + ib;
-            __m512i s = _mm512_set1_epi32(-128 * bsum[j * bstride + ib]);
+
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s0[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x->qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
             }
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(oxl_fp16_to_fp32(x->d)));
-            acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), d, acc[j]);
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
         }
     }
-    for (int j = 0; j < nc; j++) {
-        _mm512_storeu_ps(c + j * ldc, acc[j]);
+    _mm512_storeu_ps(c + 0 * ldc, acc0);
+}
+
+static inline void oxl_rp_tile_2(const oxl_rp_q8_0 *w, int64_t nb, const char *b, size_t ldb, const int32_t *bsum,
+                                    int64_t bstride, float *c, int64_t ldc) {
+    __m512 acc0 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
+    const int32_t *s0 = bsum + 0 * bstride;
+    __m512 acc1 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
+    const int32_t *s1 = bsum + 1 * bstride;
+    for (int64_t ib = 0; ib < nb; ib++) {
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
+
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s0[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+            }
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s1[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+            }
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
+        }
+    }
+    _mm512_storeu_ps(c + 0 * ldc, acc0);
+    _mm512_storeu_ps(c + 1 * ldc, acc1);
+}
+
+static inline void oxl_rp_tile_3(const oxl_rp_q8_0 *w, int64_t nb, const char *b, size_t ldb, const int32_t *bsum,
+                                    int64_t bstride, float *c, int64_t ldc) {
+    __m512 acc0 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
+    const int32_t *s0 = bsum + 0 * bstride;
+    __m512 acc1 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
+    const int32_t *s1 = bsum + 1 * bstride;
+    __m512 acc2 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x2 = (const oxl_block_q8_0 *)(b + 2 * ldb);
+    const int32_t *s2 = bsum + 2 * bstride;
+    for (int64_t ib = 0; ib < nb; ib++) {
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
+
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s0[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+            }
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s1[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+            }
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s2[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+            }
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
+        }
+    }
+    _mm512_storeu_ps(c + 0 * ldc, acc0);
+    _mm512_storeu_ps(c + 1 * ldc, acc1);
+    _mm512_storeu_ps(c + 2 * ldc, acc2);
+}
+
+static inline void oxl_rp_tile_4(const oxl_rp_q8_0 *w, int64_t nb, const char *b, size_t ldb, const int32_t *bsum,
+                                    int64_t bstride, float *c, int64_t ldc) {
+    __m512 acc0 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
+    const int32_t *s0 = bsum + 0 * bstride;
+    __m512 acc1 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
+    const int32_t *s1 = bsum + 1 * bstride;
+    __m512 acc2 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x2 = (const oxl_block_q8_0 *)(b + 2 * ldb);
+    const int32_t *s2 = bsum + 2 * bstride;
+    __m512 acc3 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x3 = (const oxl_block_q8_0 *)(b + 3 * ldb);
+    const int32_t *s3 = bsum + 3 * bstride;
+    for (int64_t ib = 0; ib < nb; ib++) {
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
+
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s0[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+            }
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s1[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+            }
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s2[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+            }
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s3[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+            }
+            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))), acc3);
+        }
+    }
+    _mm512_storeu_ps(c + 0 * ldc, acc0);
+    _mm512_storeu_ps(c + 1 * ldc, acc1);
+    _mm512_storeu_ps(c + 2 * ldc, acc2);
+    _mm512_storeu_ps(c + 3 * ldc, acc3);
+}
+
+static inline void oxl_rp_tile_5(const oxl_rp_q8_0 *w, int64_t nb, const char *b, size_t ldb, const int32_t *bsum,
+                                    int64_t bstride, float *c, int64_t ldc) {
+    __m512 acc0 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
+    const int32_t *s0 = bsum + 0 * bstride;
+    __m512 acc1 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
+    const int32_t *s1 = bsum + 1 * bstride;
+    __m512 acc2 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x2 = (const oxl_block_q8_0 *)(b + 2 * ldb);
+    const int32_t *s2 = bsum + 2 * bstride;
+    __m512 acc3 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x3 = (const oxl_block_q8_0 *)(b + 3 * ldb);
+    const int32_t *s3 = bsum + 3 * bstride;
+    __m512 acc4 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x4 = (const oxl_block_q8_0 *)(b + 4 * ldb);
+    const int32_t *s4 = bsum + 4 * bstride;
+    for (int64_t ib = 0; ib < nb; ib++) {
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
+
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s0[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+            }
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s1[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+            }
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s2[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+            }
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s3[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+            }
+            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))), acc3);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s4[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
+            }
+            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))), acc4);
+        }
+    }
+    _mm512_storeu_ps(c + 0 * ldc, acc0);
+    _mm512_storeu_ps(c + 1 * ldc, acc1);
+    _mm512_storeu_ps(c + 2 * ldc, acc2);
+    _mm512_storeu_ps(c + 3 * ldc, acc3);
+    _mm512_storeu_ps(c + 4 * ldc, acc4);
+}
+
+static inline void oxl_rp_tile_6(const oxl_rp_q8_0 *w, int64_t nb, const char *b, size_t ldb, const int32_t *bsum,
+                                    int64_t bstride, float *c, int64_t ldc) {
+    __m512 acc0 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
+    const int32_t *s0 = bsum + 0 * bstride;
+    __m512 acc1 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
+    const int32_t *s1 = bsum + 1 * bstride;
+    __m512 acc2 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x2 = (const oxl_block_q8_0 *)(b + 2 * ldb);
+    const int32_t *s2 = bsum + 2 * bstride;
+    __m512 acc3 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x3 = (const oxl_block_q8_0 *)(b + 3 * ldb);
+    const int32_t *s3 = bsum + 3 * bstride;
+    __m512 acc4 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x4 = (const oxl_block_q8_0 *)(b + 4 * ldb);
+    const int32_t *s4 = bsum + 4 * bstride;
+    __m512 acc5 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x5 = (const oxl_block_q8_0 *)(b + 5 * ldb);
+    const int32_t *s5 = bsum + 5 * bstride;
+    for (int64_t ib = 0; ib < nb; ib++) {
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
+
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s0[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+            }
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s1[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+            }
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s2[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+            }
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s3[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+            }
+            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))), acc3);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s4[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
+            }
+            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))), acc4);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s5[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 4 * v)));
+            }
+            acc5 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x5[ib].d))), acc5);
+        }
+    }
+    _mm512_storeu_ps(c + 0 * ldc, acc0);
+    _mm512_storeu_ps(c + 1 * ldc, acc1);
+    _mm512_storeu_ps(c + 2 * ldc, acc2);
+    _mm512_storeu_ps(c + 3 * ldc, acc3);
+    _mm512_storeu_ps(c + 4 * ldc, acc4);
+    _mm512_storeu_ps(c + 5 * ldc, acc5);
+}
+
+static inline void oxl_rp_tile_7(const oxl_rp_q8_0 *w, int64_t nb, const char *b, size_t ldb, const int32_t *bsum,
+                                    int64_t bstride, float *c, int64_t ldc) {
+    __m512 acc0 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
+    const int32_t *s0 = bsum + 0 * bstride;
+    __m512 acc1 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
+    const int32_t *s1 = bsum + 1 * bstride;
+    __m512 acc2 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x2 = (const oxl_block_q8_0 *)(b + 2 * ldb);
+    const int32_t *s2 = bsum + 2 * bstride;
+    __m512 acc3 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x3 = (const oxl_block_q8_0 *)(b + 3 * ldb);
+    const int32_t *s3 = bsum + 3 * bstride;
+    __m512 acc4 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x4 = (const oxl_block_q8_0 *)(b + 4 * ldb);
+    const int32_t *s4 = bsum + 4 * bstride;
+    __m512 acc5 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x5 = (const oxl_block_q8_0 *)(b + 5 * ldb);
+    const int32_t *s5 = bsum + 5 * bstride;
+    __m512 acc6 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x6 = (const oxl_block_q8_0 *)(b + 6 * ldb);
+    const int32_t *s6 = bsum + 6 * bstride;
+    for (int64_t ib = 0; ib < nb; ib++) {
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
+
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s0[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+            }
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s1[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+            }
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s2[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+            }
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s3[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+            }
+            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))), acc3);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s4[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
+            }
+            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))), acc4);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s5[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 4 * v)));
+            }
+            acc5 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x5[ib].d))), acc5);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s6[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x6[ib].qs + 4 * v)));
+            }
+            acc6 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x6[ib].d))), acc6);
+        }
+    }
+    _mm512_storeu_ps(c + 0 * ldc, acc0);
+    _mm512_storeu_ps(c + 1 * ldc, acc1);
+    _mm512_storeu_ps(c + 2 * ldc, acc2);
+    _mm512_storeu_ps(c + 3 * ldc, acc3);
+    _mm512_storeu_ps(c + 4 * ldc, acc4);
+    _mm512_storeu_ps(c + 5 * ldc, acc5);
+    _mm512_storeu_ps(c + 6 * ldc, acc6);
+}
+
+static inline void oxl_rp_tile_8(const oxl_rp_q8_0 *w, int64_t nb, const char *b, size_t ldb, const int32_t *bsum,
+                                    int64_t bstride, float *c, int64_t ldc) {
+    __m512 acc0 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
+    const int32_t *s0 = bsum + 0 * bstride;
+    __m512 acc1 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
+    const int32_t *s1 = bsum + 1 * bstride;
+    __m512 acc2 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x2 = (const oxl_block_q8_0 *)(b + 2 * ldb);
+    const int32_t *s2 = bsum + 2 * bstride;
+    __m512 acc3 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x3 = (const oxl_block_q8_0 *)(b + 3 * ldb);
+    const int32_t *s3 = bsum + 3 * bstride;
+    __m512 acc4 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x4 = (const oxl_block_q8_0 *)(b + 4 * ldb);
+    const int32_t *s4 = bsum + 4 * bstride;
+    __m512 acc5 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x5 = (const oxl_block_q8_0 *)(b + 5 * ldb);
+    const int32_t *s5 = bsum + 5 * bstride;
+    __m512 acc6 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x6 = (const oxl_block_q8_0 *)(b + 6 * ldb);
+    const int32_t *s6 = bsum + 6 * bstride;
+    __m512 acc7 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x7 = (const oxl_block_q8_0 *)(b + 7 * ldb);
+    const int32_t *s7 = bsum + 7 * bstride;
+    for (int64_t ib = 0; ib < nb; ib++) {
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
+
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s0[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+            }
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s1[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+            }
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s2[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+            }
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s3[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+            }
+            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))), acc3);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s4[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
+            }
+            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))), acc4);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s5[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 4 * v)));
+            }
+            acc5 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x5[ib].d))), acc5);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s6[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x6[ib].qs + 4 * v)));
+            }
+            acc6 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x6[ib].d))), acc6);
+        }
+        {
+            __m512i s = _mm512_set1_epi32(-128 * s7[ib]);
+            for (int v = 0; v < 8; v++) {
+                s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(w[ib].qs[v]), _mm512_set1_epi32(oxl_load_i32(x7[ib].qs + 4 * v)));
+            }
+            acc7 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x7[ib].d))), acc7);
+        }
+    }
+    _mm512_storeu_ps(c + 0 * ldc, acc0);
+    _mm512_storeu_ps(c + 1 * ldc, acc1);
+    _mm512_storeu_ps(c + 2 * ldc, acc2);
+    _mm512_storeu_ps(c + 3 * ldc, acc3);
+    _mm512_storeu_ps(c + 4 * ldc, acc4);
+    _mm512_storeu_ps(c + 5 * ldc, acc5);
+    _mm512_storeu_ps(c + 6 * ldc, acc6);
+    _mm512_storeu_ps(c + 7 * ldc, acc7);
+}
+
+static inline void oxl_rp_tile(const oxl_rp_q8_0 *w, int64_t nb, int nc, const char *b, size_t ldb, const int32_t *bsum,
+                               int64_t bstride, float *c, int64_t ldc) {
+    switch (nc) {
+    case 1:
+        oxl_rp_tile_1(w, nb, b, ldb, bsum, bstride, c, ldc);
+        break;
+    case 2:
+        oxl_rp_tile_2(w, nb, b, ldb, bsum, bstride, c, ldc);
+        break;
+    case 3:
+        oxl_rp_tile_3(w, nb, b, ldb, bsum, bstride, c, ldc);
+        break;
+    case 4:
+        oxl_rp_tile_4(w, nb, b, ldb, bsum, bstride, c, ldc);
+        break;
+    case 5:
+        oxl_rp_tile_5(w, nb, b, ldb, bsum, bstride, c, ldc);
+        break;
+    case 6:
+        oxl_rp_tile_6(w, nb, b, ldb, bsum, bstride, c, ldc);
+        break;
+    case 7:
+        oxl_rp_tile_7(w, nb, b, ldb, bsum, bstride, c, ldc);
+        break;
+    case 8:
+        oxl_rp_tile_8(w, nb, b, ldb, bsum, bstride, c, ldc);
+        break;
+    default:
+        break;
     }
 }
 
@@ -96,7 +565,7 @@ static inline void oxl_rp_gemv(const oxl_rp_q8_0 *w, int64_t nb, const char *b, 
     }
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d)),
-                                       _mm512_set1_ps(oxl_fp16_to_fp32(x[ib].d)));
+                                       _mm512_set1_ps(_cvtsh_ss(x[ib].d)));
         for (int v = 0; v < 8; v++) {
             acc[v] = oxl_rp_lane(acc[v], d, _mm512_loadu_si512(w[ib].qs[v]), x + ib, gsum + 8 * ib, v);
         }
