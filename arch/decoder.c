@@ -5,6 +5,7 @@
 #include "error.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,73 +348,117 @@ int oxl_decoder_load(oxl_model *m, const oxl_decoder_opts *o, const oxl_tensor_s
     return 0;
 }
 
+/* Repacking at load: every tensor's buffer is allocated first, then the work is cut into pieces of
+ * a few hundred rows (whole groups) that the threads claim, so one big tensor (the output head)
+ * does not leave the other threads idle. */
+typedef struct repack_piece {
+    int32_t tensor;
+    int64_t r0, r1;
+} repack_piece;
+
 typedef struct repack_job {
     oxl_tensor **t;
     void **buf;
     size_t *bytes;
     bool *evict;
-    size_t n;
+    atomic_int *left; /* pieces of each tensor not yet done: the thread finishing the last evicts */
+    repack_piece *pieces;
+    size_t n_pieces;
 } repack_job;
 
 static void repack_part(void *arg, int ith, int nth) {
     repack_job *j = arg;
-    for (size_t i = (size_t)ith; i < j->n; i += (size_t)nth) {
-        j->buf[i] = oxl_tensor_repack(j->t[i], j->evict[i], &j->bytes[i]);
+    for (size_t i = (size_t)ith; i < j->n_pieces; i += (size_t)nth) {
+        const repack_piece *p = &j->pieces[i];
+        oxl_tensor_repack_rows(j->t[p->tensor], j->buf[p->tensor], p->r0, p->r1);
+        /* one release of the plain pages per tensor: each is a TLB shootdown on every thread */
+        if (atomic_fetch_sub(&j->left[p->tensor], 1) == 1 && j->evict[p->tensor]) {
+            oxl_tensor_evict(j->t[p->tensor]);
+        }
     }
 }
 
 /* The projection weights of every attention/dense-FFN layer and the output head: the 2-D tensors of
  * the table that are not norms or biases, and attn_q/k/v (bound by bind_qkv; MoE experts, Mamba and
  * latent-attention tensors keep their plain rows). A field two kinds share is repacked once. The
- * tensors are shared out to one thread per physical core. */
+ * pieces are shared out to one thread per physical core. */
 void oxl_decoder_repack(oxl_model *m, bool evict) {
     oxl_decoder *d = m->weights;
+    const oxl_kernels *k = oxl_kernels_get();
     const size_t per_layer = sizeof tensor_table / sizeof tensor_table[0] + 3;
     const size_t cap = (size_t)m->hp.n_layer * per_layer + 1;
     repack_job j = {calloc(cap, sizeof *j.t), calloc(cap, sizeof *j.buf), calloc(cap, sizeof *j.bytes),
-                    calloc(cap, sizeof *j.evict), 0};
-    oxl_pool *pool = j.t && j.buf && j.bytes && j.evict ? oxl_pool_new(oxl_n_physical_cores(), NULL) : NULL;
-    if (pool) {
-        size_t n = 0;
-        for (int il = 0; il < m->hp.n_layer; il++) {
-            oxl_decoder_layer *l = &d->layers[il];
-            for (size_t k = 0; k < sizeof tensor_table / sizeof tensor_table[0]; k++) {
-                const tensor_info *ti = &tensor_table[k];
-                if (ti->name && ti->layer && !ti->f32) {
-                    j.t[n++] = (oxl_tensor *)((char *)l + ti->offset);
-                }
-            }
-            j.t[n++] = &l->wq;
-            j.t[n++] = &l->wk;
-            j.t[n++] = &l->wv;
-        }
-        /* the head; a tied head shares token_embd's rows, which look-ups still read */
-        j.t[n++] = &d->output;
-        /* a field two kinds share appears twice: keep its first */
-        size_t u = 0;
-        for (size_t i = 0; i < n; i++) {
-            bool dup = false;
-            for (size_t q = 0; q < u && !dup; q++) {
-                dup = j.t[q] == j.t[i];
-            }
-            if (!dup) {
-                j.evict[u] = evict && !(j.t[i] == &d->output && d->output.data == d->token_embd.data);
-                j.t[u++] = j.t[i];
-            }
-        }
-        j.n = u;
-        oxl_pool_run_parts(pool, repack_part, &j, u < OXL_POOL_MAX_PARTS ? (int)u : OXL_POOL_MAX_PARTS);
-        for (size_t i = 0; i < u; i++) {
-            if (!oxl_model_own(m, j.buf[i], j.bytes[i])) {
-                j.t[i]->rp = NULL; /* no memory to track it: the plain rows serve */
-            }
-        }
-        oxl_pool_free(pool);
+                    calloc(cap, sizeof *j.evict), calloc(cap, sizeof *j.left), NULL, 0};
+    if (!j.t || !j.buf || !j.bytes || !j.evict || !j.left) {
+        goto out;
     }
+    size_t n = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        oxl_decoder_layer *l = &d->layers[il];
+        for (size_t kind = 0; kind < sizeof tensor_table / sizeof tensor_table[0]; kind++) {
+            const tensor_info *ti = &tensor_table[kind];
+            if (ti->name && ti->layer && !ti->f32) {
+                j.t[n++] = (oxl_tensor *)((char *)l + ti->offset);
+            }
+        }
+        j.t[n++] = &l->wq;
+        j.t[n++] = &l->wk;
+        j.t[n++] = &l->wv;
+    }
+    /* the head; a tied head shares token_embd's rows, which look-ups still read */
+    j.t[n++] = &d->output;
+    /* the tensors with a layout, once each (a field two kinds share appears twice), and their pieces */
+    size_t u = 0, n_pieces = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool dup = false;
+        for (size_t q = 0; q < u && !dup; q++) {
+            dup = j.t[q] == j.t[i];
+        }
+        const size_t bytes = dup ? 0 : oxl_tensor_repack_bytes(j.t[i]);
+        if (bytes == 0) {
+            continue;
+        }
+        j.evict[u] = evict && !(j.t[i] == &d->output && d->output.data == d->token_embd.data);
+        j.bytes[u] = bytes;
+        j.t[u++] = j.t[i];
+        n_pieces += (size_t)((j.t[i]->ne[1] + 255) / 256);
+    }
+    j.pieces = malloc(n_pieces * sizeof *j.pieces + 1);
+    if (!j.pieces) {
+        goto out;
+    }
+    for (size_t i = 0; i < u; i++) {
+        j.buf[i] = oxl_tensor_repack_alloc(j.bytes[i]);
+        if (!j.buf[i]) {
+            continue; /* short of memory: this tensor keeps its plain rows */
+        }
+        /* 256 rows a piece (a multiple of every layout's group) */
+        for (int64_t r0 = 0; r0 < j.t[i]->ne[1]; r0 += 256) {
+            const int64_t r1 = r0 + 256 < j.t[i]->ne[1] ? r0 + 256 : j.t[i]->ne[1];
+            j.pieces[j.n_pieces++] = (repack_piece){(int32_t)i, r0, r1};
+            atomic_fetch_add(&j.left[i], 1);
+        }
+    }
+    (void)k;
+    oxl_pool *pool = oxl_pool_new(oxl_n_physical_cores(), NULL);
+    if (pool) {
+        oxl_pool_run_parts(pool, repack_part, &j, j.n_pieces < OXL_POOL_MAX_PARTS ? (int)j.n_pieces : OXL_POOL_MAX_PARTS);
+        oxl_pool_free(pool);
+    } else {
+        repack_part(&j, 0, 1);
+    }
+    for (size_t i = 0; i < u; i++) {
+        if (j.buf[i] && oxl_model_own(m, j.buf[i], j.bytes[i])) {
+            j.t[i]->rp = j.buf[i];
+        }
+    }
+out:
     free(j.t);
     free(j.buf);
     free(j.bytes);
     free(j.evict);
+    free(j.left);
+    free(j.pieces);
 }
 
 /* ---- forward ----------------------------------------------------------------------------- */

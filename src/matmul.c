@@ -148,59 +148,54 @@ static void gemm_rp_rows(void *arg, int ith, int nth) {
     }
 }
 
-void *oxl_tensor_repack(oxl_tensor *w, bool evict, size_t *bytes_out) {
+size_t oxl_tensor_repack_bytes(const oxl_tensor *w) {
     const oxl_kernels *k = oxl_kernels_get();
     if (w->data == NULL || w->rp != NULL || k->repack[w->type] == NULL || k->gemm_rp[w->type] == NULL) {
-        return NULL;
+        return 0;
     }
     const int rows = k->repack_rows[w->type];
     const int64_t blck = oxl_type_traits_get(w->type)->blck_size;
     if (w->ne[1] % rows != 0 || w->ne[0] % blck != 0 || w->row_size != oxl_row_size(w->type, w->ne[0]) ||
         w->row_size > (size_t)INT32_MAX / 16) {
-        return NULL;
+        return 0;
     }
-    const size_t bytes = (size_t)(w->ne[1] / rows) * (size_t)(w->ne[0] / blck) * k->repack_group_bytes[w->type];
-    const size_t src_bytes = (size_t)w->ne[1] * w->row_size;
+    return (size_t)(w->ne[1] / rows) * (size_t)(w->ne[0] / blck) * k->repack_group_bytes[w->type];
+}
+
+void *oxl_tensor_repack_alloc(size_t bytes) {
 #if defined(__unix__) || defined(__APPLE__)
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-#endif
-#if defined(MAP_POPULATE)
-    /* all pages at once: one call instead of a page fault per 4 KiB while repacking */
-    void *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (buf == MAP_FAILED) {
-        return NULL;
-    }
-#if defined(MADV_POPULATE_READ)
-    {
-        const uintptr_t lo = (uintptr_t)w->data & ~(page - 1);
-        (void)madvise((void *)lo, (uintptr_t)w->data + src_bytes - lo, MADV_POPULATE_READ);
-    }
-#endif
+    /* its own mapping, page-aligned, its pages faulted in by the threads that fill them */
+    void *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return buf == MAP_FAILED ? NULL : buf;
 #else
     void *buf = NULL;
-    if (posix_memalign(&buf, 64, bytes) != 0) {
-        return NULL;
-    }
+    return posix_memalign(&buf, 64, bytes) == 0 ? buf : NULL;
 #endif
-    k->repack[w->type](w->ne[0], w->ne[1], w->data, w->row_size, buf);
-    w->rp = buf;
-    *bytes_out = bytes;
+}
+
+void oxl_tensor_repack_rows(const oxl_tensor *w, void *dst, int64_t r0, int64_t r1) {
+    const oxl_kernels *k = oxl_kernels_get();
+    const int rows = k->repack_rows[w->type];
+    const size_t group = (size_t)(w->ne[0] / oxl_type_traits_get(w->type)->blck_size) * k->repack_group_bytes[w->type];
+    const char *src = (const char *)w->data + (size_t)r0 * w->row_size;
+    k->repack[w->type](w->ne[0], r1 - r0, src, w->row_size, (char *)dst + (size_t)(r0 / rows) * group);
+}
+
+void oxl_tensor_evict(const oxl_tensor *w) {
 #if defined(__unix__) || defined(__APPLE__)
-    if (evict) {
-        const uintptr_t lo = ((uintptr_t)w->data + page - 1) & ~(page - 1);
-        const uintptr_t hi = ((uintptr_t)w->data + src_bytes) & ~(page - 1);
-        if (hi > lo) {
-            (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
-        }
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = ((uintptr_t)w->data + page - 1) & ~(page - 1);
+    const uintptr_t hi = ((uintptr_t)w->data + (size_t)w->ne[1] * w->row_size) & ~(page - 1);
+    if (hi > lo) {
+        (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
     }
 #else
-    (void)evict;
+    (void)w;
 #endif
-    return buf;
 }
 
 void oxl_tensor_repack_free(void *buf, size_t bytes) {
-#if defined(MAP_POPULATE)
+#if defined(__unix__) || defined(__APPLE__)
     if (buf != NULL) {
         munmap(buf, bytes);
     }

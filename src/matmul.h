@@ -34,14 +34,22 @@ size_t oxl_matmul_scratch_size(oxl_type t, int64_t k, int64_t n);
 void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy,
                 void *scratch);
 
-/* Repacks W's rows into the CPU's interleaved layout for its type (kern->repack: Q4_0, Q8_0, Q4_K,
- * Q6_K on AVX-512 VNNI) when it has one and W's shape allows it (rows a multiple of the layout's
- * group, ne0 of the block size). On success W->rp points at a new buffer of *bytes the caller owns
- * (returned; page-aligned; free with oxl_tensor_repack_free); NULL when W keeps its plain layout or memory is short (the
- * plain rows then serve, with the same results up to float summation order). With evict, the
- * page-aligned interior of W's plain data is dropped from memory (madvise MADV_DONTNEED): for a
- * read-only file mapping only, where a later read pages it back in from the file. */
-void *oxl_tensor_repack(oxl_tensor *w, bool evict, size_t *bytes);
+/* Repacking W's rows into the CPU's interleaved layout for its type (kern->repack: Q4_0, Q8_0,
+ * Q4_K, Q6_K on AVX-512 VNNI), in three steps so that threads can share the work:
+ *   oxl_tensor_repack_bytes: the layout's size, or 0 when W has none (no kernel on this CPU, rows
+ *     not a multiple of the layout's group, ne0 not of the block size, or already repacked);
+ *   oxl_tensor_repack_alloc: a buffer of that size (page-aligned; NULL when memory is short: W then
+ *     keeps its plain layout, with the same results up to float summation order), freed with
+ *     oxl_tensor_repack_free;
+ *   oxl_tensor_repack_rows: rows r0..r1 (multiples of the group) into dst;
+ *   oxl_tensor_evict (optional, once all rows are done): the page-aligned interior of W's plain rows
+ *     dropped from memory (MADV_DONTNEED): for a read-only file mapping only, where a later read
+ *     pages it back in from the file.
+ * The caller then sets W->rp = dst. */
+size_t oxl_tensor_repack_bytes(const oxl_tensor *w);
+void *oxl_tensor_repack_alloc(size_t bytes);
+void oxl_tensor_repack_rows(const oxl_tensor *w, void *dst, int64_t r0, int64_t r1);
+void oxl_tensor_evict(const oxl_tensor *w);
 void oxl_tensor_repack_free(void *buf, size_t bytes);
 
 /* The activation sums gemm_rp takes with q8_0 columns (src/kernels.h): for one column xq of k

@@ -38,23 +38,27 @@ OXL_KERNEL_SIG_repack(oxl_repack_q4_K_16r__avx512vnni) {
         for (int64_t b = 0; b < nb; b++) {
             oxl_rp_q4_K *o = (oxl_rp_q4_K *)dst + g * nb + b;
             const char *x0 = (const char *)src + (size_t)(g * 16) * src_row + (size_t)b * sizeof(oxl_block_q4_K);
-            for (int r = 0; r < 16; r++) {
-                const oxl_block_q4_K *x = (const oxl_block_q4_K *)(x0 + (size_t)r * src_row);
-                o->d[r] = x->d;
-                o->dmin[r] = x->dmin;
-                const uint8_t *q = x->scales;
-                for (int s = 0; s < 8; s++) {
-                    int sc, mn;
-                    if (s < 4) {
-                        sc = q[s] & 63;
-                        mn = q[s + 4] & 63;
-                    } else {
-                        sc = (q[s + 4] & 0x0f) | ((q[s - 4] >> 6) << 4);
-                        mn = (q[s + 4] >> 4) | ((q[s] >> 6) << 4);
-                    }
-                    o->sc[s][r] = (uint8_t)sc;
-                    o->mn[s / 2][2 * r + s % 2] = (uint8_t)mn;
-                }
+            /* the 16 rows' d and dmin, then their 12 scale bytes as three dwords per lane, decoded
+             * for all rows at once (get_scale_min_k4: sub-blocks 0-3 take the low 6 bits of bytes
+             * 0-3 and 4-7, sub-blocks 4-7 a nibble of bytes 8-11 and the top 2 bits of 0-3 / 4-7) */
+            const __m512i dd = _mm512_i32gather_epi32(rows, x0 + offsetof(oxl_block_q4_K, d), 1);
+            _mm256_storeu_si256((__m256i *)o->d, _mm512_cvtepi32_epi16(dd));
+            _mm256_storeu_si256((__m256i *)o->dmin, _mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+            const __m512i s0 = _mm512_i32gather_epi32(rows, x0 + offsetof(oxl_block_q4_K, scales), 1);
+            const __m512i s1 = _mm512_i32gather_epi32(rows, x0 + offsetof(oxl_block_q4_K, scales) + 4, 1);
+            const __m512i s2 = _mm512_i32gather_epi32(rows, x0 + offsetof(oxl_block_q4_K, scales) + 8, 1);
+            const __m512i m6 = _mm512_set1_epi32(0x3f3f3f3f), m4 = _mm512_set1_epi32(0x0f0f0f0f);
+            const __m512i top = _mm512_set1_epi32(0x30303030);
+            const __m512i sc[2] = {_mm512_and_si512(s0, m6),
+                                   _mm512_or_si512(_mm512_and_si512(s2, m4), _mm512_and_si512(_mm512_srli_epi32(s0, 2), top))};
+            const __m512i mn[2] = {_mm512_and_si512(s1, m6),
+                                   _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(s2, 4), m4),
+                                                   _mm512_and_si512(_mm512_srli_epi32(s1, 2), top))};
+            for (int s = 0; s < 8; s++) {
+                _mm_storeu_si128((__m128i *)o->sc[s], _mm512_cvtepi32_epi8(_mm512_srli_epi32(sc[s / 4], 8 * (s % 4))));
+            }
+            for (int p = 0; p < 4; p++) {
+                _mm256_storeu_si256((__m256i *)o->mn[p], _mm512_cvtepi32_epi16(_mm512_srli_epi32(mn[p / 2], 16 * (p % 2))));
             }
             for (int h = 0; h < 4; h++) {
                 for (int v = 0; v < 8; v++) {

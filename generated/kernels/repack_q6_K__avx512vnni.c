@@ -28,36 +28,40 @@ static_assert(sizeof(oxl_rp_q6_K) == 4384, "group block size");
  * src_row < 2^31) in the layout above: group g, block b at dst + (g * (k / 256) + b) * 4384 */
 OXL_KERNEL_SIG_repack(oxl_repack_q6_K_16r__avx512vnni) {
     const int64_t nb = k / OXL_QK_Q6_K;
-    /* the 16 rows' unpacked values, and their offsets for gathering one dword of each */
-    _Alignas(64) uint8_t un[16][256];
+    /* byte offsets of the 16 rows, for gathering one dword of each */
     const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                            _mm512_set1_epi32(256));
+                                            _mm512_set1_epi32((int32_t)src_row));
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m3 = _mm512_set1_epi8(0x03);
     for (int64_t g = 0; g < m / 16; g++) {
         for (int64_t b = 0; b < nb; b++) {
             oxl_rp_q6_K *o = (oxl_rp_q6_K *)dst + g * nb + b;
             const char *x0 = (const char *)src + (size_t)(g * 16) * src_row + (size_t)b * sizeof(oxl_block_q6_K);
-            for (int r = 0; r < 16; r++) {
-                const oxl_block_q6_K *x = (const oxl_block_q6_K *)(x0 + (size_t)r * src_row);
-                o->d[r] = x->d;
-                for (int s = 0; s < 16; s++) {
-                    o->sc[s / 2][2 * r + s % 2] = x->scales[s];
-                }
-                uint8_t *u = un[r]; /* the row's 6-bit values, unsigned, in element order */
-                for (int h = 0; h < 2; h++) {
-                    const uint8_t *ql = x->ql + 64 * h;
-                    const uint8_t *qh = x->qh + 32 * h;
-                    uint8_t *e = u + 128 * h;
-                    for (int l = 0; l < 32; l++) {
-                        e[l] = (uint8_t)((ql[l] & 0x0f) | ((qh[l] & 3) << 4));
-                        e[l + 32] = (uint8_t)((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4));
-                        e[l + 64] = (uint8_t)((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
-                        e[l + 96] = (uint8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
-                    }
-                }
+            /* d: the dword ending with it (the last two scale bytes, then d), so no read passes the block */
+            const __m512i dd = _mm512_i32gather_epi32(rows, x0 + offsetof(oxl_block_q6_K, d) - 2, 1);
+            _mm256_storeu_si256((__m256i *)o->d, _mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+            /* scales: dword i of a row holds sub-blocks 4i..4i+3, i.e. pairs 2i and 2i + 1 */
+            for (int i = 0; i < 4; i++) {
+                const __m512i sc = _mm512_i32gather_epi32(rows, x0 + offsetof(oxl_block_q6_K, scales) + 4 * i, 1);
+                _mm256_storeu_si256((__m256i *)o->sc[2 * i], _mm512_cvtepi32_epi16(sc));
+                _mm256_storeu_si256((__m256i *)o->sc[2 * i + 1], _mm512_cvtepi32_epi16(_mm512_srli_epi32(sc, 16)));
             }
-            for (int s = 0; s < 16; s++) {
-                for (int v = 0; v < 4; v++) {
-                    _mm512_storeu_si512(o->q[s][v], _mm512_i32gather_epi32(rows, &un[0][16 * s + 4 * v], 1));
+            /* elements 128h + 32t + l (l < 32): the low nibble of ql[64h + l] (t = 0) or of
+             * ql[64h + 32 + l] (t = 1), the high nibbles of those (t = 2, 3), and bits 2t, 2t+1 of
+             * qh[32h + l]; four consecutive l at a time */
+            for (int h = 0; h < 2; h++) {
+                for (int l = 0; l < 32; l += 4) {
+                    const char *b = x0 + offsetof(oxl_block_q6_K, ql) + 64 * h + l;
+                    const __m512i q0 = _mm512_i32gather_epi32(rows, b, 1);
+                    const __m512i q1 = _mm512_i32gather_epi32(rows, b + 32, 1);
+                    const __m512i qh = _mm512_i32gather_epi32(rows, x0 + offsetof(oxl_block_q6_K, qh) + 32 * h + l, 1);
+                    const __m512i lo4[4] = {_mm512_and_si512(q0, m4), _mm512_and_si512(q1, m4),
+                                            _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4),
+                                            _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4)};
+                    for (int t = 0; t < 4; t++) {
+                        const __m512i hi2 = _mm512_and_si512(_mm512_srli_epi16(qh, 2 * t), m3);
+                        const int e = 128 * h + 32 * t + l;
+                        _mm512_storeu_si512(o->q[e / 16][e % 16 / 4], _mm512_or_si512(lo4[t], _mm512_slli_epi16(hi2, 4)));
+                    }
                 }
             }
         }

@@ -32,10 +32,8 @@ OXL_KERNEL_SIG_repack(oxl_repack_q8_0_16r__avx512vnni) {
         for (int64_t b = 0; b < nb; b++) {
             oxl_rp_q8_0 *o = (oxl_rp_q8_0 *)dst + g * nb + b;
             const char *x0 = (const char *)src + (size_t)(g * 16) * src_row + (size_t)b * sizeof(oxl_block_q8_0);
-            for (int r = 0; r < 16; r++) {
-                const oxl_block_q8_0 *x = (const oxl_block_q8_0 *)(x0 + (size_t)r * src_row);
-                o->d[r] = x->d;
-            }
+            _mm256_storeu_si256((__m256i *)o->d,
+                                _mm512_cvtepi32_epi16(_mm512_i32gather_epi32(rows, x0 + offsetof(oxl_block_q8_0, d), 1)));
             for (int v = 0; v < 8; v++) {
                 const __m512i q = _mm512_i32gather_epi32(rows, x0 + offsetof(oxl_block_q8_0, qs) + 4 * v, 1);
                 _mm512_storeu_si512(o->qs[v], _mm512_xor_si512(q, _mm512_set1_epi8((char)0x80)));
