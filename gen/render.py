@@ -173,6 +173,11 @@ class Generator:
                     else:
                         row.append(f"-> {last}")
                 rows.append(row)
+            for op in spec.REPACK_OPS:
+                layouts = {rp.isa: rp for rp in spec.REPACKS if rp.fmt == f.name}
+                if layouts:
+                    rows.append([f.name, op] + [f"layout {layouts[i.name].rows}x{layouts[i.name].cols}"
+                                                if i.name in layouts else "-" for i in spec.ISAS])
         no_kernels = [f.name for f in spec.FORMATS if not f.ops]
         widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
@@ -180,6 +185,7 @@ class Generator:
         lines.append("")
         lines.append("generic: the format's template on the ISA's primitives; override: an ISA-specific")
         lines.append("template (in parentheses: inherited from that base ISA); -> isa: no cell, dispatch")
-        lines.append("falls back to that lower ISA.")
+        lines.append("falls back to that lower ISA. layout RxC: a repacked layout of R interleaved rows, multiplied")
+        lines.append("in tiles of R rows x C columns (templates/repack/); -: the plain rows serve.")
         lines.append(f"formats without kernels yet: {', '.join(no_kernels)}")
         return "\n".join(lines)

@@ -52,6 +52,9 @@ static inline int oxl_repack_rows(oxl_type t, oxl_isa isa) {
     if (t == OXL_TYPE_Q4_K && isa == OXL_ISA_AVX512VNNI) {
         return 16;
     }
+    if (t == OXL_TYPE_Q5_K && isa == OXL_ISA_AVX512VNNI) {
+        return 16;
+    }
     if (t == OXL_TYPE_Q6_K && isa == OXL_ISA_AVX512VNNI) {
         return 16;
     }
@@ -67,6 +70,9 @@ static inline size_t oxl_repack_group_bytes(oxl_type t, oxl_isa isa) {
     }
     if (t == OXL_TYPE_Q4_K && isa == OXL_ISA_AVX512VNNI) {
         return 2368;
+    }
+    if (t == OXL_TYPE_Q5_K && isa == OXL_ISA_AVX512VNNI) {
+        return 2880;
     }
     if (t == OXL_TYPE_Q6_K && isa == OXL_ISA_AVX512VNNI) {
         return 4384;
