@@ -4,7 +4,7 @@
     python3 bench/compare.py --build BUILD_DIR --llama-bench PATH [--threads 2] [--reps 3]
                              [--types Q4_0,Q4_K_M,Q8_0] [--work /tmp/oxl-bench] [--roofline]
 
-BUILD_DIR holds `oxillama` and `oxl-make-synthetic`; PATH is an existing llama-bench binary.
+BUILD_DIR holds `oxillama` and `bench/oxl-make-synthetic`; PATH is an existing llama-bench binary.
 Makes the reference shape's synthetic model (F16, with the llama SPM vocabulary of
 golden/tokenizer/ggml-vocab-llama-spm.gguf), quantizes it with `oxillama quantize`, then runs
 `oxillama bench` and `llama-bench` (pp512 and tg128) on each file, alternating, and prints
@@ -65,7 +65,7 @@ def main():
     oxl = os.path.join(args.build, "oxillama")
     f16 = os.path.join(args.work, "synthetic-0.25B-F16.gguf")
     if not os.path.exists(f16):
-        subprocess.run([os.path.join(args.build, "oxl-make-synthetic"), "--vocab",
+        subprocess.run([os.path.join(args.build, "bench", "oxl-make-synthetic"), "--vocab",
                         os.path.join(HERE, "golden/tokenizer/ggml-vocab-llama-spm.gguf"), f16], check=True)
     print(f"load average before: {load_average()}")
     bound_h, bound_s = (" bound % |", " ---: |") if args.roofline else ("", "")

@@ -29,7 +29,12 @@ static inline oxl_vf oxl_vf_load_bf16(const uint16_t *p) { return oxl_bf16_to_fp
 static inline void oxl_vf_store_bf16(uint16_t *p, oxl_vf v) { *p = oxl_fp32_to_bf16(v); }
 static inline oxl_vf oxl_vf_load_i8(const int8_t *p) { return (float)*p; }
 /* rounds to nearest even; lanes are within the int8 range */
-static inline void oxl_vf_store_i8_rne(int8_t *p, oxl_vf v) { *p = (int8_t)nearbyintf(v); }
+/* rounded to nearest even and saturated as x86's cvtps2dq + packs do: NaN and values beyond int32
+ * become INT32_MIN, so -128 (no undefined float-to-int conversion) */
+static inline void oxl_vf_store_i8_rne(int8_t *p, oxl_vf v) {
+    const float r = nearbyintf(v);
+    *p = !(r >= -2147483648.0f && r < 2147483648.0f) ? (int8_t)-128 : r > 127.0f ? (int8_t)127 : r < -128.0f ? (int8_t)-128 : (int8_t)r;
+}
 /* the low (hi = 0) or high nibble of each byte, minus 8 */
 static inline oxl_vf oxl_vf_load_q4(const uint8_t *p, int hi) {
     return (float)(((hi ? *p >> 4 : *p) & 0x0f) - 8);

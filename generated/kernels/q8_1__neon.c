@@ -38,10 +38,11 @@ OXL_KERNEL_SIG_quant(oxl_quant_q8_1__neon) {
         const float d = amax / 127.0f;
         const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
         int32_t sum = 0;
+        for (int j = 0; j < OXL_QK_Q8_1; j += OXL_VF_LEN) {
+            oxl_vf_store_i8_rne(yb[ib].qs + j, oxl_vf_mul(oxl_vf_load(xs + j), oxl_vf_set1(id)));
+        }
         for (int j = 0; j < OXL_QK_Q8_1; j++) {
-            const int v = (int)nearbyintf(xs[j] * id);
-            yb[ib].qs[j] = (int8_t)v;
-            sum += v;
+            sum += yb[ib].qs[j];
         }
         yb[ib].d = oxl_fp32_to_fp16(d);
         yb[ib].s = oxl_fp32_to_fp16(d * (float)sum);
