@@ -393,6 +393,40 @@ static void store_row(oxl_type t, const float *src, void *dst, int64_t n) {
     }
 }
 
+void oxl_fwht_rows(float *x, int64_t total, int n) {
+    const float scale = 1.0f / sqrtf((float)n);
+    for (int64_t r = 0; r + n <= total; r += n) {
+        float *d = x + r;
+        for (int j = 0; j < n; j++) {
+            d[j] = d[j] * scale;
+        }
+        for (int len = 1; len < n; len <<= 1) {
+            for (int i = 0; i < n; i += 2 * len) {
+                for (int j = 0; j < len; j++) {
+                    const float u = d[i + j], v = d[i + len + j];
+                    d[i + j] = u + v;
+                    d[i + len + j] = u - v;
+                }
+            }
+        }
+    }
+}
+
+int oxl_kv_rot_k(const oxl_ctx *ctx, int head_dim) {
+    if (!oxl_type_traits_get(ctx->kv.type_k)->is_quantized || head_dim % 64 != 0) {
+        return 0;
+    }
+    int n = 64;
+    while (head_dim % (2 * n) == 0) {
+        n *= 2;
+    }
+    return n;
+}
+
+int oxl_kv_rot_v(const oxl_ctx *ctx, int head_dim) {
+    return oxl_type_traits_get(ctx->kv.type_v)->is_quantized && head_dim % 64 == 0 ? 64 : 0;
+}
+
 void oxl_kv_store(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *k, const float *v) {
     oxl_kv_cache *kv = &ctx->kv;
     for (int32_t j = 0; j < ub->n; j++) {

@@ -119,6 +119,17 @@ typedef struct oxl_attn_params {
                          * (gpt-oss attention sinks: ggml_soft_max_add_sinks, flash-attn's sinks) */
 } oxl_attn_params;
 
+/* The Walsh-Hadamard rotation llama.cpp applies around a quantized KV cache (llama-kv-cache.cpp
+ * attn_rot_k / attn_rot_v, computed by ggml_compute_forward_fwht): each run of n floats of x (total
+ * of them, n a power of two) times 1/sqrtf(n), then the butterflies u + v, u - v with the run
+ * length doubling. The rotation is its own inverse. */
+void oxl_fwht_rows(float *x, int64_t total, int n);
+/* The rotation sizes for this context's cache (0: none): K (with Q) when K is quantized and
+ * head_dim % 64 == 0, the largest power of two dividing head_dim; V (and the attention output)
+ * when V is quantized and head_dim % 64 == 0, 64. */
+int oxl_kv_rot_k(const oxl_ctx *ctx, int head_dim);
+int oxl_kv_rot_v(const oxl_ctx *ctx, int head_dim);
+
 /* Causal multi-head attention for the pass's tokens: q (n_head*head_dim, n) → out
  * (n_head*head_dim, n), each token reading its sequence's cache within its mask: fused with an
  * online softmax (ggml_flash_attn_ext: score*scale, soft-cap, + slope*mask) unless

@@ -685,12 +685,24 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
             oxl_mla_attention(ctx, &o->mla, &l->mla, il, ub, &rope[swa], a, b.ao, b.mla, b.scores);
         } else {
             attn_qkv(ctx, ub, d, l, &rope[swa], a, &b);
+            /* llama.cpp rotates q and k (v and the output) around a quantized cache */
+            const int rot_k = oxl_kv_rot_k(ctx, hp->head_dim), rot_v = oxl_kv_rot_v(ctx, hp->head_dim);
+            if (rot_k) {
+                oxl_fwht_rows(b.q, (int64_t)hp->n_head * hp->head_dim * n, rot_k);
+                oxl_fwht_rows(b.k, (int64_t)hp->n_head_kv * hp->head_dim * n, rot_k);
+            }
+            if (rot_v) {
+                oxl_fwht_rows(b.v, (int64_t)hp->n_head_kv * hp->head_dim * n, rot_v);
+            }
             oxl_kv_store(ctx, il, ub, b.k, b.v);
             const oxl_attn_params ap = {.n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
                                         .scale = o->kq_scale, .softcap = o->attn_softcap,
                                         .n_swa = swa ? o->n_swa : 0, .max_bias = o->max_alibi_bias,
                                         .sinks = l->attn_sinks.data};
             oxl_attention(ctx, il, ub, b.q, b.att, &ap, b.scores);
+            if (rot_v) {
+                oxl_fwht_rows(b.att, (int64_t)hp->n_head * hp->head_dim * n, rot_v);
+            }
             linear(pool, &l->wo, &l->bo, b.att, n, b.ao, b.scratch);
         }
         if (l->attn_post_norm.data) {

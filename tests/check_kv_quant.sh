@@ -10,14 +10,18 @@
 #      q8_0: mean KLD 0.000073 ± 0.000002, max 0.000447, same top 98.571 ± 0.473 %
 #      q4_0: mean KLD 0.012047 ± 0.000322, max 0.068659, same top 77.460 ± 1.666 %
 #    Bound: mean KLD <= llama.cpp's mean + 3 standard errors (q8_0 0.000079, q4_0 0.013013).
-# usage: check_kv_quant.sh OXILLAMA_BINARY MODEL DIR
+# 3. A model with 64-wide heads (synth-small, golden/quantize), where llama.cpp rotates q and k (v
+#    and the attention output) by a Walsh-Hadamard matrix around the quantized cache: with the same
+#    cache type, mean KLD <= 1e-6 and 100 % same top token (perplexity/synth-small.c128.fa.T.kld).
+# usage: check_kv_quant.sh OXILLAMA_BINARY MODEL DIR [MODEL_HEAD64]
 set -eu
 bin=$1
 model=$2
 dir=$3
+model64=${4:-}
 status=0
-kld() { # cache type, base file -> "mean_kld same_top"
-    out=$("$bin" perplexity -m "$model" -c 128 -t 2 -fa on -ctk "$1" -ctv "$1" --kl-divergence-base "$2" \
+kld() { # cache type, base file [model] -> "mean_kld same_top"
+    out=$("$bin" perplexity -m "${3:-$model}" -c 128 -t 2 -fa on -ctk "$1" -ctv "$1" --kl-divergence-base "$2" \
           --kl-divergence 2>/dev/null)
     k=$(printf '%s\n' "$out" | sed -n 's/^Mean    KLD: *\([-0-9.e]*\).*/\1/p')
     t=$(printf '%s\n' "$out" | sed -n 's/^Same top p: *\([0-9.]*\).*/\1/p')
@@ -33,4 +37,11 @@ for spec in q8_0:0.000079 q4_0:0.013013; do
     echo "$type vs llama.cpp f16: mean KLD $1 (<= $bound, llama.cpp's own drift + 3 SE)"
     awk -v k="$1" -v b="$bound" 'BEGIN { exit (k != "nan" && k + 0 <= b + 0) ? 0 : 1 }' || status=1
 done
+if [ -n "$model64" ]; then
+    for type in q8_0 q4_0; do
+        set -- $(kld "$type" "$dir/synth-small.c128.fa.$type.kld" "$model64")
+        echo "head 64, $type vs llama.cpp $type (Hadamard-rotated): mean KLD $1 (<= 1e-6), same top $2 % (100)"
+        awk -v k="$1" -v t="$2" 'BEGIN { exit (k != "nan" && k + 0 <= 1e-6 && t == "100.000") ? 0 : 1 }' || status=1
+    done
+fi
 exit $status

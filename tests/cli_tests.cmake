@@ -46,7 +46,7 @@ add_test(NAME repack-kquant COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_repack.
          ${G}/quantize/synth-small-f32.gguf ${G}/perplexity ${CMAKE_CURRENT_BINARY_DIR}/repack-kquant)
 # q8_0 and q4_0 KV caches against llama.cpp's runs with the same and with an f16 cache.
 add_test(NAME kv-quant COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_kv_quant.sh ${OXL_BIN}
-         ${G}/arch/qwen3.gguf ${G}/perplexity)
+         ${G}/arch/qwen3.gguf ${G}/perplexity ${G}/quantize/synth-small-f32.gguf)
 
 # oxillama info shows a tensor's type, shape and offset as they stand in the file.
 add_test(NAME info-stories COMMAND ${OXL_BIN} info ${M}/stories260K.gguf)

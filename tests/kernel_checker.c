@@ -330,7 +330,11 @@ void oxl_check_vec_dot(oxl_type type, oxl_isa isa, oxl_vec_dot_fn fn, const char
     if (type == OXL_TYPE_F32 || type == OXL_TYPE_F16 || type == OXL_TYPE_BF16) {
         oxl_check_dot_order(&cg.qg, type, fn, name, &r);
     }
-    if (type == OXL_TYPE_F16 || type == OXL_TYPE_BF16) {
+    /* q4_0/q8_0 on x86: ggml's own dot (one accumulator of 8 lanes, hsum_float_8), which the
+     * golden's llama.cpp computed; the K.q products of a q8_0/q4_0 KV cache depend on it */
+    const bool x86_q = (type == OXL_TYPE_Q4_0 || type == OXL_TYPE_Q8_0) &&
+                       (isa == OXL_ISA_AVX2 || isa == OXL_ISA_AVX512BW || isa == OXL_ISA_AVX512VNNI);
+    if (type == OXL_TYPE_F16 || type == OXL_TYPE_BF16 || x86_q) {
         oxl_check_dot_golden_bits(&cg.qg, fn, name, &r);
     }
     oxl_checker_finish(&cg, &r, name);

@@ -49,20 +49,13 @@ OXL_KERNEL_SIG_vec_dot(oxl_vec_dot_q8_0_q8_0__avx2) {
     const oxl_block_q8_0 *yb = y;
     const int64_t nb = n / OXL_QK_Q8_0;
     __m256 acc0 = _mm256_setzero_ps();
-    __m256 acc1 = _mm256_setzero_ps();
     int64_t ib = 0;
-    for (; ib + 2 <= nb; ib += 2) {
+    for (; ib + 1 <= nb; ib += 1) {
         {
             const int64_t b = ib + 0;
             const __m256 d = _mm256_set1_ps(_cvtsh_ss(xb[b].d) * _cvtsh_ss(yb[b].d));
             const __m256i lanes = oxl_vi8x32_dot_lanes(oxl_vi8x32_load(xb[b].qs), oxl_vi8x32_load(yb[b].qs));
             acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc0);
-        }
-        {
-            const int64_t b = ib + 1;
-            const __m256 d = _mm256_set1_ps(_cvtsh_ss(xb[b].d) * _cvtsh_ss(yb[b].d));
-            const __m256i lanes = oxl_vi8x32_dot_lanes(oxl_vi8x32_load(xb[b].qs), oxl_vi8x32_load(yb[b].qs));
-            acc1 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc1);
         }
     }
     for (; ib < nb; ib++) {
@@ -70,5 +63,5 @@ OXL_KERNEL_SIG_vec_dot(oxl_vec_dot_q8_0_q8_0__avx2) {
         const __m256i lanes = oxl_vi8x32_dot_lanes(oxl_vi8x32_load(xb[ib].qs), oxl_vi8x32_load(yb[ib].qs));
         acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc0);
     }
-    *s = oxl_hsum_ps256(_mm256_add_ps(acc0, acc1));
+    *s = oxl_hsum_ps256(acc0);
 }
