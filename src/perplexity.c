@@ -243,7 +243,9 @@ int oxl_perplexity(const oxl_model *model, const oxl_ctx_params *cp, const char 
     }
     oxl_ctx_params c = *cp;
     c.n_ctx = n_ctx;
-    c.n_batch = n_ctx;
+    /* passes of cp->n_batch tokens within each window (llama-perplexity's -b/-ub): the attention
+     * kernel ggml picks depends on the pass size */
+    c.n_batch = cp->n_batch > 0 && cp->n_batch < n_ctx ? cp->n_batch : n_ctx;
     ctx = oxl_ctx_new(model, &c, err);
     if (!ctx) {
         goto done;

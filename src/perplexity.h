@@ -32,7 +32,7 @@ typedef struct oxl_ppl_params {
 } oxl_ppl_params;
 
 /* text: UTF-8 input (unused when comparing: the base file holds the tokens). A context is made from
- * cp with n_ctx and n_batch set to the window. Returns 0, or -1 with err (a malformed base file is
+ * cp with n_ctx set to the window and n_batch to cp->n_batch (at most the window; <= 0: the window). Returns 0, or -1 with err (a malformed base file is
  * named with the field and byte offset at fault). */
 int oxl_perplexity(const oxl_model *model, const oxl_ctx_params *cp, const char *text, size_t len,
                    const oxl_ppl_params *p, oxl_ppl_stats *out, oxl_error *err);

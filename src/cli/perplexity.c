@@ -43,6 +43,7 @@ int oxl_cmd_perplexity(int argc, char **argv) {
     cp.type_k = o.type_k;
     cp.type_v = o.type_v;
     cp.flash_attn = o.flash_attn;
+    cp.n_batch = o.n_batch;
     oxl_ppl_params pp = {
         .n_ctx = o.n_ctx > 0 ? o.n_ctx : 512, .base_path = o.kld_base, .compare = o.kld, .progress = stdout,
     };
