@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "context.h"
 #include "gguf.h"
+#include "model.h"
 #include "oxillama.h"
 #include "threads.h"
 
@@ -163,6 +164,11 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
     }
     if (o->n_threads == 0) {
         o->threads[o->n_threads++] = oxl_n_physical_cores();
+    }
+    for (int i = 0; i < o->n_threads; i++) {
+        if (o->threads[i] == 0) { /* -t 0: the default */
+            o->threads[i] = oxl_n_physical_cores();
+        }
     }
     return 0;
 }
@@ -322,6 +328,201 @@ static void print_json_string(const char *s) {
     putchar('"');
 }
 
+/* llama.cpp's llama_model_ftype_name for general.file_type (llama-bench's model_type column). */
+static const char *ftype_name(uint64_t ft) {
+    static const struct {
+        uint64_t id;
+        const char *name;
+    } names[] = {
+        {0, "all F32"}, {1, "F16"}, {2, "Q4_0"}, {3, "Q4_1"}, {7, "Q8_0"}, {8, "Q5_0"}, {9, "Q5_1"},
+        {10, "Q2_K - Medium"}, {11, "Q3_K - Small"}, {12, "Q3_K - Medium"}, {13, "Q3_K - Large"},
+        {14, "Q4_K - Small"}, {15, "Q4_K - Medium"}, {16, "Q5_K - Small"}, {17, "Q5_K - Medium"}, {18, "Q6_K"},
+        {19, "IQ2_XXS - 2.0625 bpw"}, {20, "IQ2_XS - 2.3125 bpw"}, {21, "Q2_K - Small"}, {22, "IQ3_XS - 3.3 bpw"},
+        {23, "IQ3_XXS - 3.0625 bpw"}, {24, "IQ1_S - 1.5625 bpw"}, {25, "IQ4_NL - 4.5 bpw"},
+        {26, "IQ3_S - 3.4375 bpw"}, {27, "IQ3_S mix - 3.66 bpw"}, {28, "IQ2_S - 2.5 bpw"}, {29, "IQ2_M - 2.7 bpw"},
+        {30, "IQ4_XS - 4.25 bpw"}, {31, "IQ1_M - 1.75 bpw"}, {32, "BF16"}, {36, "TQ1_0 - 1.69 bpw"},
+        {37, "TQ2_0 - 2.06 bpw"}, {38, "MXFP4 MoE"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (names[i].id == ft) {
+            return names[i].name;
+        }
+    }
+    return "?";
+}
+
+/* "<architecture> <parameters> <file type>", as llama-bench's model_type ("llama 1B Q4_0") with the
+ * parameter count in place of llama.cpp's size class. */
+static void model_type(const oxl_model *m, char *buf, size_t cap) {
+    const char *arch = "?";
+    const char *ft = "?";
+    int64_t k = oxl_gguf_find_key(m->gguf, "general.architecture");
+    if (k >= 0 && oxl_gguf_kv_type(m->gguf, k) == OXL_GGUF_STRING) {
+        arch = oxl_gguf_kv_str(m->gguf, k, NULL);
+    }
+    uint64_t v;
+    char guessed[48] = "";
+    k = oxl_gguf_find_key(m->gguf, "general.file_type");
+    if (k >= 0 && oxl_gguf_kv_uint(m->gguf, k, &v)) {
+        ft = ftype_name(v);
+    } else {
+        /* as llama.cpp guesses: the type most of the matrices have */
+        int64_t count[OXL_TYPE_COUNT] = {0};
+        uint32_t best = 0;
+        for (int64_t i = 0; i < oxl_gguf_n_tensors(m->gguf); i++) {
+            const oxl_gguf_tensor *t = oxl_gguf_tensor_at(m->gguf, i);
+            if (t->n_dims >= 2 && t->type < OXL_TYPE_COUNT && ++count[t->type] > count[best]) {
+                best = t->type;
+            }
+        }
+        snprintf(guessed, sizeof guessed, "%s (guessed)",
+                 best == OXL_TYPE_F32 ? "all F32" : oxl_type_traits_get((oxl_type)best)->name);
+        ft = guessed;
+    }
+    const double p = (double)oxl_model_n_params(m);
+    if (p >= 1e9) {
+        snprintf(buf, cap, "%s %.1fB %s", arch, p / 1e9, ft);
+    } else {
+        snprintf(buf, cap, "%s %.*fM %s", arch, p >= 1e7 ? 0 : 2, p / 1e6, ft);
+    }
+}
+
+/* The CPU's name (/proc/cpuinfo "model name"), or "unknown". */
+static void cpu_info(char *buf, size_t cap) {
+    snprintf(buf, cap, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (!strncmp(line, "model name", 10) && colon) {
+            colon += 1 + (colon[1] == ' ');
+            colon[strcspn(colon, "\n")] = 0;
+            snprintf(buf, cap, "%s", colon);
+            break;
+        }
+    }
+    if (f) {
+        fclose(f);
+    }
+}
+
+static const char *kv_name(oxl_kv_type t) {
+    switch (t) {
+    case OXL_KV_F32: return "f32";
+    case OXL_KV_F16: return "f16";
+    case OXL_KV_Q8_0: return "q8_0";
+    case OXL_KV_Q4_0: return "q4_0";
+    }
+    return "?";
+}
+
+/* One row of results, printed in llama-bench's markdown, CSV or JSON. */
+typedef struct bench_row {
+    const char *filename;
+    char type[96];
+    uint64_t size, n_params;
+    int n_batch, n_threads, n_prompt, n_gen;
+    const char *type_k, *type_v, *flash_attn, *load_mode;
+    bool repack;
+    char test_time[32];
+    double avg_ns, stddev_ns, avg_ts, stddev_ts, bound;
+} bench_row;
+
+/* llama-bench's CSV and JSON fields in its order, with the values that apply to a CPU-only engine
+ * (GPU fields empty or 0), then oxillama's own: repack, and bound_share with --roofline. */
+static void print_fields(const bench_row *r, const char *cpu, bool json, bool roofline) {
+    char num[64];
+    struct {
+        const char *key;
+        const char *str; /* quoted string, or NULL: num */
+        char val[64];
+    } f[48];
+    int n = 0;
+#define S(k, v) (f[n].key = (k), f[n].str = (v), n++)
+#define N(k, ...) (f[n].key = (k), f[n].str = NULL, snprintf(f[n].val, sizeof f[n].val, __VA_ARGS__), n++)
+    S("build_commit", "oxillama");
+    N("build_number", "0");
+    S("cpu_info", cpu);
+    S("gpu_info", "");
+    S("backends", "CPU");
+    S("model_filename", r->filename);
+    S("model_type", r->type);
+    N("model_size", "%llu", (unsigned long long)r->size);
+    N("model_n_params", "%llu", (unsigned long long)r->n_params);
+    N("n_batch", "%d", r->n_batch);
+    N("n_ubatch", "%d", r->n_batch);
+    N("n_threads", "%d", r->n_threads);
+    S("cpu_mask", "0x0");
+    N("cpu_strict", "0");
+    N("poll", "50");
+    S("type_k", r->type_k);
+    S("type_v", r->type_v);
+    N("n_gpu_layers", "0");
+    N("n_cpu_moe", "0");
+    S("split_mode", "none");
+    N("main_gpu", "0");
+    N("no_kv_offload", "0");
+    S("flash_attn", r->flash_attn);
+    S("devices", "none");
+    S("tensor_split", "0.00");
+    S("tensor_buft_overrides", "none");
+    S("load_mode", r->load_mode);
+    N("embeddings", "0");
+    N("no_op_offload", "0");
+    N("no_host", "0");
+    N("fit_target", "0");
+    N("fit_min_ctx", "0");
+    N("n_prompt", "%d", r->n_prompt);
+    N("n_gen", "%d", r->n_gen);
+    N("n_depth", "0");
+    S("test_time", r->test_time);
+    N("avg_ns", "%.0f", r->avg_ns);
+    N("stddev_ns", "%.0f", r->stddev_ns);
+    N("avg_ts", "%.6f", r->avg_ts);
+    N("stddev_ts", "%.6f", r->stddev_ts);
+    N("repack", "%d", r->repack ? 1 : 0);
+    if (roofline) {
+        N("bound_share", "%.4f", r->bound);
+    }
+#undef S
+#undef N
+    (void)num;
+    for (int i = 0; i < n; i++) {
+        if (json) {
+            printf("%s\"%s\": ", i ? ", " : "  {", f[i].key);
+        } else if (i) {
+            putchar(',');
+        }
+        if (f[i].str) {
+            if (json) {
+                print_json_string(f[i].str);
+            } else {
+                /* CSV: quoted, with any quote doubled */
+                putchar('"');
+                for (const char *c = f[i].str; *c; c++) {
+                    if (*c == '"') {
+                        putchar('"');
+                    }
+                    putchar(*c);
+                }
+                putchar('"');
+            }
+        } else {
+            fputs(f[i].val, stdout);
+        }
+    }
+    printf(json ? "}" : "\n");
+}
+
+static void print_csv_header(bool roofline) {
+    printf("build_commit,build_number,cpu_info,gpu_info,backends,model_filename,model_type,model_size,model_n_params,"
+           "n_batch,n_ubatch,n_threads,cpu_mask,cpu_strict,poll,type_k,type_v,n_gpu_layers,n_cpu_moe,split_mode,"
+           "main_gpu,no_kv_offload,flash_attn,devices,tensor_split,tensor_buft_overrides,load_mode,embeddings,"
+           "no_op_offload,no_host,fit_target,fit_min_ctx,n_prompt,n_gen,n_depth,test_time,avg_ns,stddev_ns,avg_ts,"
+           "stddev_ts,repack%s\n",
+           roofline ? ",bound_share" : "");
+}
+
 int oxl_cmd_bench(int argc, char **argv) {
     bench_opts o;
     if (parse_opts(&o, argc, argv) != 0) {
@@ -341,22 +542,30 @@ int oxl_cmd_bench(int argc, char **argv) {
         }
     }
     for (int i = 0; i < o.n_pg; i++) {
-        tests[n_tests++] = (bench_test){o.pg[i][0], o.pg[i][1]};
+        if (o.pg[i][0] + o.pg[i][1] > 0) {
+            tests[n_tests++] = (bench_test){o.pg[i][0], o.pg[i][1]};
+        }
     }
     const bool md = !strcmp(o.output, "md"), csv = !strcmp(o.output, "csv"), json = !strcmp(o.output, "json");
+    /* markdown: llama-bench's columns, plus one per setting given away from its default, as it does */
+    const bool col_tk = o.type_k != OXL_KV_F16, col_tv = o.type_v != OXL_KV_F16;
+    const bool col_fa = o.flash_attn != OXL_FLASH_ATTN_AUTO, col_nr = o.no_repack, col_mmap = o.no_mmap;
     if (md) {
-        printf("| model                          |       size |     params | backend    | threads |            test |"
-               "                  t/s |%s\n",
-               o.roofline ? " bound % |" : "");
-        printf("| ------------------------------ | ---------: | ---------: | ---------- | ------: | --------------: |"
-               " -------------------: |%s\n",
-               o.roofline ? " ------: |" : "");
+        printf("| model                          |       size |     params | backend    | threads |%s%s%s%s%s"
+               "            test |                  t/s |%s\n",
+               col_tk ? " type_k |" : "", col_tv ? " type_v |" : "", col_fa ? "   fa |" : "", col_nr ? " repack |" : "",
+               col_mmap ? " mmap |" : "", o.roofline ? " bound % |" : "");
+        printf("| ------------------------------ | ---------: | ---------: | ---------- | ------: |%s%s%s%s%s"
+               " --------------: | -------------------: |%s\n",
+               col_tk ? " -----: |" : "", col_tv ? " -----: |" : "", col_fa ? " ---: |" : "",
+               col_nr ? " -----: |" : "", col_mmap ? " ---: |" : "", o.roofline ? " ------: |" : "");
     } else if (csv) {
-        printf("model_filename,model_desc,model_size,model_n_params,n_threads,n_prompt,n_gen,avg_ts,stddev_ts%s\n",
-               o.roofline ? ",bound_share" : "");
+        print_csv_header(o.roofline);
     } else {
         printf("[\n");
     }
+    char cpu[256];
+    cpu_info(cpu, sizeof cpu);
     srand(1234);
     int status = 0;
     bool first_json = true;
@@ -396,7 +605,11 @@ int oxl_cmd_bench(int argc, char **argv) {
                     status = 1;
                     continue;
                 }
-                double sum = 0.0, sum2 = 0.0;
+                double sum = 0.0, sum2 = 0.0, sum_ns = 0.0, sum_ns2 = 0.0;
+                char test_time[32];
+                const time_t now = time(NULL);
+                struct tm tmv;
+                strftime(test_time, sizeof test_time, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tmv));
                 const uint64_t runs0 = oxl_pool_n_runs(ctx->pool);
                 bool ok = run_test(ctx, m, t, toks, cp.n_batch) >= 0; /* warm-up */
                 const uint64_t tasks = oxl_pool_n_runs(ctx->pool) - runs0;
@@ -406,6 +619,8 @@ int oxl_cmd_bench(int argc, char **argv) {
                     double ts = (t->n_prompt + t->n_gen) / s;
                     sum += ts;
                     sum2 += ts * ts;
+                    sum_ns += s * 1e9;
+                    sum_ns2 += s * 1e9 * s * 1e9;
                 }
                 oxl_ctx_free(ctx);
                 free(toks);
@@ -424,12 +639,24 @@ int oxl_cmd_bench(int argc, char **argv) {
                 }
                 char name[64];
                 test_name(t, name, sizeof name);
-                char desc[64];
-                snprintf(desc, sizeof desc, "%s", oxl_model_desc(m));
+                bench_row row = {.filename = o.models[im], .size = oxl_model_size(m), .n_params = oxl_model_n_params(m),
+                                 .n_batch = o.n_batch, .n_threads = o.threads[it], .n_prompt = t->n_prompt,
+                                 .n_gen = t->n_gen, .type_k = kv_name(o.type_k), .type_v = kv_name(o.type_v),
+                                 .flash_attn = o.flash_attn == OXL_FLASH_ATTN_OFF  ? "off"
+                                               : o.flash_attn == OXL_FLASH_ATTN_ON ? "on"
+                                                                                  : "auto",
+                                 .load_mode = o.no_mmap ? "none" : "mmap", .repack = !o.no_repack,
+                                 .avg_ns = sum_ns / o.reps, .avg_ts = mean, .stddev_ts = sd, .bound = bound};
+                const double mean_ns = sum_ns / o.reps;
+                row.stddev_ns =
+                    o.reps > 1 ? sqrt(fmax(0.0, (sum_ns2 - o.reps * mean_ns * mean_ns) / (o.reps - 1))) : 0.0;
+                model_type(m, row.type, sizeof row.type);
+                memcpy(row.test_time, test_time, sizeof row.test_time);
                 if (md) {
                     char size[32], params[32], tps[48], bnd[16] = "";
                     snprintf(size, sizeof size, "%.2f MiB", (double)oxl_model_size(m) / (1024.0 * 1024.0));
                     snprintf(params, sizeof params, "%.2f M", (double)oxl_model_n_params(m) / 1e6);
+                    /* "±" is two bytes: one more of field width keeps the column's 20 characters */
                     snprintf(tps, sizeof tps, "%.2f ± %.2f", mean, sd);
                     if (o.roofline) {
                         if (bound > 0) {
@@ -438,29 +665,28 @@ int oxl_cmd_bench(int argc, char **argv) {
                             snprintf(bnd, sizeof bnd, "       |");
                         }
                     }
-                    printf("| %-30.30s | %10s | %10s | %-10s | %7d | %15s | %20s |%s\n", desc, size, params, "CPU",
-                           o.threads[it], name, tps, bnd);
-                } else if (csv) {
-                    printf("\"%s\",\"%s\",%llu,%llu,%d,%d,%d,%.6f,%.6f", o.models[im], desc,
-                           (unsigned long long)oxl_model_size(m), (unsigned long long)oxl_model_n_params(m),
-                           o.threads[it], t->n_prompt, t->n_gen, mean, sd);
-                    if (o.roofline) {
-                        printf(",%.4f", bound);
+                    printf("| %-30.30s | %10s | %10s | %-10s | %7d |", row.type, size, params, "CPU", o.threads[it]);
+                    if (col_tk) {
+                        printf(" %6s |", row.type_k);
                     }
-                    printf("\n");
-                } else if (json) {
-                    printf("%s  {\"model_filename\": ", first_json ? "" : ",\n");
-                    print_json_string(o.models[im]);
-                    printf(", \"model_desc\": ");
-                    print_json_string(desc);
-                    printf(", \"model_size\": %llu, \"model_n_params\": %llu, \"n_threads\": %d, \"n_prompt\": %d, "
-                           "\"n_gen\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f",
-                           (unsigned long long)oxl_model_size(m), (unsigned long long)oxl_model_n_params(m),
-                           o.threads[it], t->n_prompt, t->n_gen, mean, sd);
-                    if (o.roofline) {
-                        printf(", \"bound_share\": %.4f", bound);
+                    if (col_tv) {
+                        printf(" %6s |", row.type_v);
                     }
-                    printf("}");
+                    if (col_fa) {
+                        printf(" %4s |", o.flash_attn == OXL_FLASH_ATTN_OFF ? "0" : "1");
+                    }
+                    if (col_nr) {
+                        printf(" %6d |", row.repack ? 1 : 0);
+                    }
+                    if (col_mmap) {
+                        printf(" %4d |", o.no_mmap ? 0 : 1);
+                    }
+                    printf(" %15s | %21s |%s\n", name, tps, bnd);
+                } else {
+                    if (json && !first_json) {
+                        printf(",\n");
+                    }
+                    print_fields(&row, cpu, json, o.roofline);
                     first_json = false;
                 }
                 fflush(stdout);
@@ -471,6 +697,8 @@ int oxl_cmd_bench(int argc, char **argv) {
     }
     if (json) {
         printf("\n]\n");
+    } else if (md) {
+        printf("\nbuild: oxillama\n");
     }
     return status;
 }
