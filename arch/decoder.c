@@ -450,6 +450,9 @@ void oxl_decoder_repack(oxl_model *m, bool evict) {
     for (size_t i = 0; i < u; i++) {
         if (j.buf[i] && oxl_model_own(m, j.buf[i], j.bytes[i])) {
             j.t[i]->rp = j.buf[i];
+            if (j.evict[i]) {
+                (void)oxl_model_note_evicted(m, j.t[i]->data); /* short of memory: --mlock locks it too */
+            }
         }
     }
 out:

@@ -105,8 +105,20 @@ static void *read_file(const char *path, size_t *size, oxl_error *err) {
 
 /* llama.cpp's --mlock (llama_mlock): locks the pages of the tensor data (mapped or read) in RAM.
  * Failing is not fatal there either: the message says why and the model stays usable. */
-static void lock_tensor_data(const oxl_model *m) {
+static void lock_range(const oxl_model *m, const void *p, size_t len) {
 #if !defined(__wasi__)
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = (uintptr_t)p & ~(page - 1);
+    if (len > 0 && mlock((const void *)lo, len + ((uintptr_t)p - lo)) != 0) {
+        fprintf(stderr, "warning: %s: cannot lock %zu bytes in RAM (--mlock): %s; raise RLIMIT_MEMLOCK (ulimit -l)\n",
+                oxl_gguf_path(m->gguf), len, strerror(errno));
+    }
+#else
+    (void)m, (void)p, (void)len;
+#endif
+}
+
+static void lock_tensor_data(const oxl_model *m) {
     const oxl_gguf *g = m->gguf;
     if (oxl_gguf_n_tensors(g) == 0) {
         return;
@@ -115,17 +127,35 @@ static void lock_tensor_data(const oxl_model *m) {
     if (!t0->data) {
         return;
     }
-    const uintptr_t data = (uintptr_t)t0->data - (uintptr_t)t0->offset; /* start of the data section */
-    const size_t len = oxl_gguf_file_size(g) - oxl_gguf_data_offset(g);
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t lo = data & ~(page - 1);
-    if (len > 0 && mlock((const void *)lo, len + (data - lo)) != 0) {
-        fprintf(stderr, "warning: %s: cannot lock %zu bytes in RAM (--mlock): %s; raise RLIMIT_MEMLOCK (ulimit -l)\n",
-                oxl_gguf_path(g), len, strerror(errno));
+    if (m->n_evicted == 0) {
+        const uintptr_t data = (uintptr_t)t0->data - (uintptr_t)t0->offset; /* start of the data section */
+        lock_range(m, (const void *)data, oxl_gguf_file_size(g) - oxl_gguf_data_offset(g));
+        return;
     }
-#else
-    (void)m;
-#endif
+    /* repacked: the tensors still used in the file's layout, and the repacked copies */
+    for (int64_t i = 0; i < oxl_gguf_n_tensors(g); i++) {
+        const oxl_gguf_tensor *t = oxl_gguf_tensor_at(g, i);
+        bool released = false;
+        for (size_t e = 0; e < m->n_evicted && !released; e++) {
+            released = m->evicted[e] == t->data;
+        }
+        if (!released) {
+            lock_range(m, t->data, t->nbytes);
+        }
+    }
+    for (size_t i = 0; i < m->n_owned; i++) {
+        lock_range(m, m->owned[i].p, m->owned[i].bytes);
+    }
+}
+
+bool oxl_model_note_evicted(oxl_model *m, const void *data) {
+    const void **p = realloc(m->evicted, (m->n_evicted + 1) * sizeof *p);
+    if (p == NULL) {
+        return false;
+    }
+    m->evicted = p;
+    m->evicted[m->n_evicted++] = data;
+    return true;
 }
 
 oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_error *err) {
@@ -154,8 +184,10 @@ oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_
     m->file_buf = buf;
     m->file_buf_size = size;
     if (p.repack && m->arch->repack) {
-        /* only a read-only file mapping can give its pages back (they page in again from the file) */
-        m->arch->repack(m, p.use_mmap && !p.use_mlock);
+        /* the plain rows of repacked tensors are released: a read-only file mapping pages them in
+         * again if ever read, and nothing reads them from a --no-mmap copy (the repacked rows serve
+         * the products, look-ups use tensors that are not repacked) */
+        m->arch->repack(m, true);
     }
     if (p.use_mlock) {
         lock_tensor_data(m);
@@ -189,6 +221,7 @@ void oxl_model_free(oxl_model *m) {
         oxl_tensor_repack_free(m->owned[i].p, m->owned[i].bytes);
     }
     free(m->owned);
+    free(m->evicted);
     if (m->arch && m->weights) {
         m->arch->free_weights(m->weights);
     }

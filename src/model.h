@@ -47,11 +47,16 @@ struct oxl_model {
         size_t bytes;
     } *owned;
     size_t n_owned, cap_owned;
+    const void **evicted;          /* tensor data released after repacking (not to be locked) */
+    size_t n_evicted;
 };
 
 /* Hands a buffer of oxl_tensor_repack (NULL: ignored) to the model, which frees it with itself.
  * Returns false (and frees buf) when memory is short. */
 bool oxl_model_own(oxl_model *m, void *buf, size_t bytes);
+/* Records that the plain data starting at data was released after repacking (--mlock then locks
+ * the repacked copy instead). Returns false when memory is short (nothing recorded). */
+bool oxl_model_note_evicted(oxl_model *m, const void *data);
 
 /* Takes ownership of g (closed on failure too). */
 oxl_model *oxl_model_from_gguf(oxl_gguf *g, oxl_error *err);
