@@ -58,6 +58,7 @@ static int deepseek2_load(oxl_model *m, oxl_error *err) {
     }
     /* the cache holds one "head" per token: the latent and the rotated rope key */
     hp->head_dim = o.mla.kv_lora_rank + hp->n_rot;
+    hp->head_dim_v = o.mla.kv_lora_rank;
     hp->n_head_kv = 1;
     o.mla.norm_eps = o.norm_eps;
     if (log_mul != 0.0f) {

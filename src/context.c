@@ -38,12 +38,20 @@ static int check_kv_types(const oxl_hparams *hp, const oxl_ctx_params *p, oxl_ty
         return oxl_err_set(err, "context: V cache type %s needs flash attention (-fa on), as in llama.cpp",
                            oxl_type_traits_get(tv)->name);
     }
+    /* latent attention reads V as the first head_dim_v values of each K row (llama.cpp: "model does
+     * not support different K and V cache types", and V's blocks must divide n_embd_head_v) */
+    if (hp->head_dim_v > 0 && tk != tv) {
+        return oxl_err_set(err, "context: this model's V is a view of its K cache, so the K and V cache types must be "
+                           "the same (got %s and %s), as in llama.cpp", oxl_type_traits_get(tk)->name,
+                           oxl_type_traits_get(tv)->name);
+    }
     const oxl_type ts[2] = {tk, tv};
     for (int i = 0; i < 2; i++) {
         const int64_t blck = oxl_type_traits_get(ts[i])->blck_size;
-        if (hp->n_head_kv > 0 && hp->head_dim % blck != 0) {
+        const int dim = i == 1 && hp->head_dim_v > 0 ? hp->head_dim_v : hp->head_dim;
+        if (hp->n_head_kv > 0 && dim % blck != 0) {
             return oxl_err_set(err, "context: %s cache type %s needs a head size divisible by %lld; the model's is %d",
-                               i == 0 ? "K" : "V", oxl_type_traits_get(ts[i])->name, (long long)blck, hp->head_dim);
+                               i == 0 ? "K" : "V", oxl_type_traits_get(ts[i])->name, (long long)blck, dim);
         }
     }
     return 0;

@@ -29,6 +29,8 @@ typedef struct oxl_hparams {
     int32_t n_pos_max;     /* positions the model can encode (rows of a learned position table); 0: any */
     int32_t n_embd_r;      /* recurrent models: floats of conv state per sequence and layer (0: none) */
     int32_t n_embd_s;      /* recurrent models: floats of scan state per sequence and layer */
+    int32_t head_dim_v;    /* latent attention (deepseek2): the V part of a cache row (kv_lora_rank),
+                              V being a view of K; 0: V rows are head_dim wide and stored apart */
 } oxl_hparams;
 
 struct oxl_model {
