@@ -52,10 +52,13 @@ add_test(NAME kv-quant COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_kv_quant.sh 
 # on) and its markdown columns, with the model named as llama-bench does (t/s values not checked).
 add_test(NAME bench-csv COMMAND ${OXL_BIN} bench -m ${M}/stories260K-Q4_0.gguf -p 8 -n 0 -r 1 -t 1 -o csv)
 set_tests_properties(bench-csv PROPERTIES PASS_REGULAR_EXPRESSION
-  "build_commit,build_number,cpu_info,gpu_info,backends,model_filename,model_type,model_size,model_n_params,n_batch,n_ubatch,n_threads,cpu_mask,cpu_strict,poll,type_k,type_v,n_gpu_layers,n_cpu_moe,split_mode,main_gpu,no_kv_offload,flash_attn,devices,tensor_split,tensor_buft_overrides,load_mode,embeddings,no_op_offload,no_host,fit_target,fit_min_ctx,n_prompt,n_gen,n_depth,test_time,avg_ns,stddev_ns,avg_ts,stddev_ts,repack\n\"oxillama\",0,\"[^\"]*\",\"\",\"CPU\",\"[^\"]*stories260K-Q4_0\.gguf\",\"llama 0\.29M Q4_0\",[0-9]+,292800,2048,2048,1,[^\n]*,8,0,0,\"[0-9T:Z-]+\",[0-9]+,0,[0-9.]+,0\.000000,1\n")
+  "build_commit,build_number,cpu_info,gpu_info,backends,model_filename,model_type,model_size,model_n_params,n_batch,n_ubatch,n_threads,cpu_mask,cpu_strict,poll,type_k,type_v,n_gpu_layers,n_cpu_moe,split_mode,main_gpu,no_kv_offload,flash_attn,devices,tensor_split,tensor_buft_overrides,load_mode,embeddings,no_op_offload,no_host,fit_target,fit_min_ctx,n_prompt,n_gen,n_depth,test_time,avg_ns,stddev_ns,avg_ts,stddev_ts,repack\n\"oxillama\",\"0\",\"[^\"]*\",\"\",\"CPU\",\"[^\"]*stories260K-Q4_0\.gguf\",\"llama 0\.29M Q4_0\",\"[0-9]+\",\"292800\",\"2048\",\"512\",\"1\",\"0x0\",\"0\",\"50\",\"f16\",\"f16\",\"-1\",[^\n]*\"8\",\"0\",\"0\",\"[0-9T:Z-]+\",\"[0-9]+\",\"0\",\"[0-9.]+\",\"0\.000000\",\"1\"\n")
 add_test(NAME bench-md COMMAND ${OXL_BIN} bench -m ${M}/stories260K.gguf -p 8 -n 4 -r 1 -t 1 -ctk f32)
 set_tests_properties(bench-md PROPERTIES PASS_REGULAR_EXPRESSION
   "\\| model +\\| +size \\| +params \\| backend +\\| threads \\| type_k \\| +test \\| +t/s \\|\n.*\\| llama 0\\.29M all F32 \\(guessed\\) +\\| +1\\.12 MiB \\| +0\\.29 M \\| CPU +\\| +1 \\| +f32 \\| +pp8 \\| +[0-9.]+ ± [0-9.]+ \\|\n\\| llama 0\\.29M all F32 \\(guessed\\) .* tg4 ")
+# Latent attention reads V from the K cache: different K and V cache types are refused (llama.cpp too).
+add_test(NAME kv-mla-types COMMAND ${OXL_BIN} run -m ${G}/arch/deepseek2.gguf -p Once -n 1 -ctk q8_0 -ctv f16)
+set_tests_properties(kv-mla-types PROPERTIES PASS_REGULAR_EXPRESSION "K and V cache types must be the same")
 # oxillama info shows a tensor's type, shape and offset as they stand in the file.
 add_test(NAME info-stories COMMAND ${OXL_BIN} info ${M}/stories260K.gguf)
 set_tests_properties(info-stories PROPERTIES

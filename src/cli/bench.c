@@ -33,7 +33,7 @@ typedef struct bench_opts {
     int pg[MAX_LIST][2], n_pg;
     int threads[MAX_LIST], n_threads;
     int reps;
-    int n_batch;
+    int n_batch, n_ubatch;
     oxl_kv_type type_k, type_v;
     oxl_flash_attn flash_attn;
     const char *output;
@@ -68,14 +68,15 @@ static int parse_int_list(char *s, int *out, int cap) {
 
 static void usage(void) {
     printf("usage: oxillama bench -m FILE[,FILE...] [-p 512] [-n 128] [-pg 512,128] [-t N[,N...]] [-r 5]\n"
-           "                      [-b 2048] [-o md|csv|json] [-ctk f16|f32|q8_0|q4_0] [-ctv f16|f32|q8_0|q4_0]\n"
-           "                      [-fa on|off] [-mmp 0|1] [-nr 0|1] [--roofline]\n");
+           "                      [-b 2048] [-ub 512] [-o md|csv|json] [-ctk f16|f32|q8_0|q4_0] [-ctv f16|f32|q8_0|q4_0]\n"
+           "                      [-fa on|off|auto] [-mmp 0|1] [-nr 0|1] [--roofline]\n");
 }
 
 static int parse_opts(bench_opts *o, int argc, char **argv) {
     memset(o, 0, sizeof *o);
     o->reps = 5;
     o->n_batch = 2048;
+    o->n_ubatch = 512;
     o->type_k = o->type_v = OXL_KV_F16;
     o->flash_attn = OXL_FLASH_ATTN_AUTO;
     o->output = "md";
@@ -126,6 +127,9 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
         } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
             o->n_batch = atoi(v);
             bad = o->n_batch < 1;
+        } else if (!strcmp(a, "-ub") || !strcmp(a, "--ubatch-size")) {
+            o->n_ubatch = atoi(v);
+            bad = o->n_ubatch < 1;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             o->output = v;
             bad = strcmp(v, "md") && strcmp(v, "csv") && strcmp(v, "json");
@@ -140,8 +144,11 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
             bad = strcmp(v, "0") && strcmp(v, "1");
             o->no_mmap = !strcmp(v, "0");
         } else if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
-            bad = strcmp(v, "on") && strcmp(v, "off") && strcmp(v, "1") && strcmp(v, "0");
-            o->flash_attn = (!strcmp(v, "off") || !strcmp(v, "0")) ? OXL_FLASH_ATTN_OFF : OXL_FLASH_ATTN_ON;
+            bad = strcmp(v, "on") && strcmp(v, "off") && strcmp(v, "auto") && strcmp(v, "1") && strcmp(v, "0") &&
+                  strcmp(v, "-1");
+            o->flash_attn = (!strcmp(v, "off") || !strcmp(v, "0"))    ? OXL_FLASH_ATTN_OFF
+                            : (!strcmp(v, "auto") || !strcmp(v, "-1")) ? OXL_FLASH_ATTN_AUTO
+                                                                      : OXL_FLASH_ATTN_ON;
         } else {
             fprintf(stderr, "error: unknown option '%s'\n", a);
             return -1;
@@ -421,8 +428,10 @@ typedef struct bench_row {
     const char *filename;
     char type[96];
     uint64_t size, n_params;
-    int n_batch, n_threads, n_prompt, n_gen;
-    const char *type_k, *type_v, *flash_attn, *load_mode;
+    int n_batch, n_ubatch, n_threads, n_prompt, n_gen, flash_attn;
+    const char *type_k, *type_v, *load_mode;
+    int n_samples;
+    const double *samples_ns;
     bool repack;
     char test_time[32];
     double avg_ns, stddev_ns, avg_ts, stddev_ts, bound;
@@ -431,15 +440,16 @@ typedef struct bench_row {
 /* llama-bench's CSV and JSON fields in its order, with the values that apply to a CPU-only engine
  * (GPU fields empty or 0), then oxillama's own: repack, and bound_share with --roofline. */
 static void print_fields(const bench_row *r, const char *cpu, bool json, bool roofline) {
-    char num[64];
     struct {
         const char *key;
-        const char *str; /* quoted string, or NULL: num */
-        char val[64];
+        char kind;        /* 's' string, 'n' number, 'b' boolean */
+        const char *str;  /* 's' */
+        char val[64];     /* 'n', 'b' ("0"/"1") */
     } f[48];
     int n = 0;
-#define S(k, v) (f[n].key = (k), f[n].str = (v), n++)
-#define N(k, ...) (f[n].key = (k), f[n].str = NULL, snprintf(f[n].val, sizeof f[n].val, __VA_ARGS__), n++)
+#define S(k, v) (f[n].key = (k), f[n].kind = 's', f[n].str = (v), n++)
+#define N(k, ...) (f[n].key = (k), f[n].kind = 'n', snprintf(f[n].val, sizeof f[n].val, __VA_ARGS__), n++)
+#define B(k, v) (f[n].key = (k), f[n].kind = 'b', snprintf(f[n].val, sizeof f[n].val, "%d", (v) ? 1 : 0), n++)
     S("build_commit", "oxillama");
     N("build_number", "0");
     S("cpu_info", cpu);
@@ -450,26 +460,26 @@ static void print_fields(const bench_row *r, const char *cpu, bool json, bool ro
     N("model_size", "%llu", (unsigned long long)r->size);
     N("model_n_params", "%llu", (unsigned long long)r->n_params);
     N("n_batch", "%d", r->n_batch);
-    N("n_ubatch", "%d", r->n_batch);
+    N("n_ubatch", "%d", r->n_ubatch);
     N("n_threads", "%d", r->n_threads);
     S("cpu_mask", "0x0");
-    N("cpu_strict", "0");
+    B("cpu_strict", false);
     N("poll", "50");
     S("type_k", r->type_k);
     S("type_v", r->type_v);
-    N("n_gpu_layers", "0");
+    N("n_gpu_layers", "-1");
     N("n_cpu_moe", "0");
-    S("split_mode", "none");
+    S("split_mode", "layer");
     N("main_gpu", "0");
-    N("no_kv_offload", "0");
-    S("flash_attn", r->flash_attn);
-    S("devices", "none");
+    B("no_kv_offload", false);
+    N("flash_attn", "%d", r->flash_attn);
+    S("devices", "auto");
     S("tensor_split", "0.00");
     S("tensor_buft_overrides", "none");
     S("load_mode", r->load_mode);
-    N("embeddings", "0");
+    B("embeddings", false);
     N("no_op_offload", "0");
-    N("no_host", "0");
+    B("no_host", false);
     N("fit_target", "0");
     N("fit_min_ctx", "0");
     N("n_prompt", "%d", r->n_prompt);
@@ -480,38 +490,56 @@ static void print_fields(const bench_row *r, const char *cpu, bool json, bool ro
     N("stddev_ns", "%.0f", r->stddev_ns);
     N("avg_ts", "%.6f", r->avg_ts);
     N("stddev_ts", "%.6f", r->stddev_ts);
-    N("repack", "%d", r->repack ? 1 : 0);
-    if (roofline) {
-        N("bound_share", "%.4f", r->bound);
-    }
 #undef S
 #undef N
-    (void)num;
+#undef B
     for (int i = 0; i < n; i++) {
         if (json) {
             printf("%s\"%s\": ", i ? ", " : "  {", f[i].key);
-        } else if (i) {
-            putchar(',');
-        }
-        if (f[i].str) {
-            if (json) {
+            if (f[i].kind == 's') {
                 print_json_string(f[i].str);
+            } else if (f[i].kind == 'b') {
+                fputs(f[i].val[0] == '1' ? "true" : "false", stdout);
             } else {
-                /* CSV: quoted, with any quote doubled */
-                putchar('"');
-                for (const char *c = f[i].str; *c; c++) {
-                    if (*c == '"') {
-                        putchar('"');
-                    }
-                    putchar(*c);
-                }
-                putchar('"');
+                fputs(f[i].val, stdout);
             }
         } else {
-            fputs(f[i].val, stdout);
+            /* CSV as llama-bench writes it: every value quoted, any quote doubled */
+            if (i) {
+                putchar(',');
+            }
+            putchar('"');
+            for (const char *c = f[i].kind == 's' ? f[i].str : f[i].val; *c; c++) {
+                if (*c == '"') {
+                    putchar('"');
+                }
+                putchar(*c);
+            }
+            putchar('"');
         }
     }
-    printf(json ? "}" : "\n");
+    if (json) {
+        /* llama-bench's per-run samples, then oxillama's own fields */
+        printf(", \"samples_ns\": [ ");
+        for (int i = 0; i < r->n_samples; i++) {
+            printf("%s%.0f", i ? ", " : "", r->samples_ns[i]);
+        }
+        printf(" ], \"samples_ts\": [ ");
+        for (int i = 0; i < r->n_samples; i++) {
+            printf("%s%g", i ? ", " : "", (r->n_prompt + r->n_gen) / (r->samples_ns[i] * 1e-9));
+        }
+        printf(" ], \"repack\": %s", r->repack ? "true" : "false");
+        if (roofline) {
+            printf(", \"bound_share\": %.4f", r->bound);
+        }
+        printf("}");
+    } else {
+        printf(",\"%d\"", r->repack ? 1 : 0);
+        if (roofline) {
+            printf(",\"%.4f\"", r->bound);
+        }
+        printf("\n");
+    }
 }
 
 static void print_csv_header(bool roofline) {
@@ -591,7 +619,7 @@ int oxl_cmd_bench(int argc, char **argv) {
                 const bench_test *t = &tests[k];
                 oxl_ctx_params cp = oxl_ctx_default_params();
                 cp.n_ctx = t->n_prompt + t->n_gen + 1;
-                cp.n_batch = o.n_batch < cp.n_ctx ? o.n_batch : cp.n_ctx;
+                cp.n_batch = o.n_ubatch < cp.n_ctx ? o.n_ubatch : cp.n_ctx; /* the pass: llama-bench's -ub */
                 cp.n_threads = o.threads[it];
                 cp.type_k = o.type_k;
                 cp.type_v = o.type_v;
@@ -605,16 +633,19 @@ int oxl_cmd_bench(int argc, char **argv) {
                     status = 1;
                     continue;
                 }
-                double sum = 0.0, sum2 = 0.0, sum_ns = 0.0, sum_ns2 = 0.0;
+                double sum = 0.0, sum2 = 0.0, sum_ns = 0.0, sum_ns2 = 0.0, samples[256];
                 char test_time[32];
                 const time_t now = time(NULL);
                 struct tm tmv;
                 strftime(test_time, sizeof test_time, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tmv));
                 const uint64_t runs0 = oxl_pool_n_runs(ctx->pool);
-                bool ok = run_test(ctx, m, t, toks, cp.n_batch) >= 0; /* warm-up */
+                bool ok = run_test(ctx, m, t, toks, o.n_batch) >= 0; /* warm-up */
                 const uint64_t tasks = oxl_pool_n_runs(ctx->pool) - runs0;
                 for (int r = 0; ok && r < o.reps; r++) {
-                    double s = run_test(ctx, m, t, toks, cp.n_batch);
+                    double s = run_test(ctx, m, t, toks, o.n_batch);
+                    if (r < (int)(sizeof samples / sizeof samples[0])) {
+                        samples[r] = s * 1e9;
+                    }
                     ok = s > 0;
                     double ts = (t->n_prompt + t->n_gen) / s;
                     sum += ts;
@@ -640,11 +671,13 @@ int oxl_cmd_bench(int argc, char **argv) {
                 char name[64];
                 test_name(t, name, sizeof name);
                 bench_row row = {.filename = o.models[im], .size = oxl_model_size(m), .n_params = oxl_model_n_params(m),
-                                 .n_batch = o.n_batch, .n_threads = o.threads[it], .n_prompt = t->n_prompt,
-                                 .n_gen = t->n_gen, .type_k = kv_name(o.type_k), .type_v = kv_name(o.type_v),
-                                 .flash_attn = o.flash_attn == OXL_FLASH_ATTN_OFF  ? "off"
-                                               : o.flash_attn == OXL_FLASH_ATTN_ON ? "on"
-                                                                                  : "auto",
+                                 .n_batch = o.n_batch, .n_ubatch = o.n_ubatch, .n_threads = o.threads[it],
+                                 .n_prompt = t->n_prompt, .n_gen = t->n_gen, .type_k = kv_name(o.type_k),
+                                 .type_v = kv_name(o.type_v),
+                                 .flash_attn = o.flash_attn == OXL_FLASH_ATTN_OFF  ? 0
+                                               : o.flash_attn == OXL_FLASH_ATTN_ON ? 1
+                                                                                  : -1,
+                                 .n_samples = o.reps < 256 ? o.reps : 256, .samples_ns = samples,
                                  .load_mode = o.no_mmap ? "none" : "mmap", .repack = !o.no_repack,
                                  .avg_ns = sum_ns / o.reps, .avg_ts = mean, .stddev_ts = sd, .bound = bound};
                 const double mean_ns = sum_ns / o.reps;
