@@ -82,7 +82,9 @@ class Generator:
                 for i in reversed(spec.cell_isas(f)):
                     out.append((op, f, i))
             for op in spec.REPACK_OPS:
-                for rp in reversed([r for r in spec.REPACKS if r.fmt == f.name]):
+                # best ISA first, as the dispatch loop takes the first one the CPU and cap allow
+                for rp in sorted((r for r in spec.REPACKS if r.fmt == f.name),
+                                 key=lambda r: spec.ISA_BY_NAME[r.isa].rank, reverse=True):
                     out.append((op, f, spec.ISA_BY_NAME[rp.isa]))
         return out
 
@@ -176,8 +178,14 @@ class Generator:
             for op in spec.REPACK_OPS:
                 layouts = {rp.isa: rp for rp in spec.REPACKS if rp.fmt == f.name}
                 if layouts:
-                    rows.append([f.name, op] + [f"layout {layouts[i.name].rows}x{layouts[i.name].cols}"
-                                                if i.name in layouts else "-" for i in spec.ISAS])
+                    row, last = [f.name, op], None
+                    for i in spec.ISAS:
+                        if i.name in layouts:
+                            row.append(f"layout {layouts[i.name].rows}x{layouts[i.name].cols}")
+                            last = i
+                        else:
+                            row.append(f"-> {last.name}" if last and last.arch == i.arch else "-")
+                    rows.append(row)
         no_kernels = [f.name for f in spec.FORMATS if not f.ops]
         widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]

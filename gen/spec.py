@@ -215,6 +215,7 @@ class Repack:
 
 REPACKS = (
     Repack("q4_0", "avx512vnni", 16, 8, 16 * 2 + 16 * 16),
+    Repack("q4_0", "avx2", 8, 8, 8 * 2 + 8 * 16),
     Repack("q8_0", "avx512vnni", 16, 8, 16 * 2 + 16 * 32),
     Repack("q4_K", "avx512vnni", 16, 4, 16 * 2 * 2 + 8 * 16 + 4 * 32 + 16 * 128),
     Repack("q5_K", "avx512vnni", 16, 4, 16 * 2 * 2 + 8 * 16 + 4 * 32 + 16 * 128 + 8 * 8 * 8),

@@ -46,6 +46,9 @@ static inline int oxl_repack_rows(oxl_type t, oxl_isa isa) {
     if (t == OXL_TYPE_Q4_0 && isa == OXL_ISA_AVX512VNNI) {
         return 16;
     }
+    if (t == OXL_TYPE_Q4_0 && isa == OXL_ISA_AVX2) {
+        return 8;
+    }
     if (t == OXL_TYPE_Q8_0 && isa == OXL_ISA_AVX512VNNI) {
         return 16;
     }
@@ -64,6 +67,9 @@ static inline int oxl_repack_rows(oxl_type t, oxl_isa isa) {
 static inline size_t oxl_repack_group_bytes(oxl_type t, oxl_isa isa) {
     if (t == OXL_TYPE_Q4_0 && isa == OXL_ISA_AVX512VNNI) {
         return 288;
+    }
+    if (t == OXL_TYPE_Q4_0 && isa == OXL_ISA_AVX2) {
+        return 144;
     }
     if (t == OXL_TYPE_Q8_0 && isa == OXL_ISA_AVX512VNNI) {
         return 544;
