@@ -218,8 +218,10 @@ REPACKS = (
     Repack("q4_0", "avx2", 8, 8, 8 * 2 + 8 * 16),
     Repack("q8_0", "avx512vnni", 16, 8, 16 * 2 + 16 * 32),
     Repack("q4_K", "avx512vnni", 16, 4, 16 * 2 * 2 + 8 * 16 + 4 * 32 + 16 * 128),
+    Repack("q4_K", "avx2", 8, 4, 8 * 2 * 2 + 8 * 8 + 4 * 16 + 8 * 128),
     Repack("q5_K", "avx512vnni", 16, 4, 16 * 2 * 2 + 8 * 16 + 4 * 32 + 16 * 128 + 8 * 8 * 8),
     Repack("q6_K", "avx512vnni", 16, 4, 16 * 2 + 8 * 32 + 16 * 256),
+    Repack("q6_K", "avx2", 8, 4, 8 * 2 + 8 * 16 + 8 * 256),
 )
 
 # Formats whose f32 sums follow ggml's AVX-512 order exactly on every ISA (docs/kernels.md,

@@ -55,11 +55,17 @@ static inline int oxl_repack_rows(oxl_type t, oxl_isa isa) {
     if (t == OXL_TYPE_Q4_K && isa == OXL_ISA_AVX512VNNI) {
         return 16;
     }
+    if (t == OXL_TYPE_Q4_K && isa == OXL_ISA_AVX2) {
+        return 8;
+    }
     if (t == OXL_TYPE_Q5_K && isa == OXL_ISA_AVX512VNNI) {
         return 16;
     }
     if (t == OXL_TYPE_Q6_K && isa == OXL_ISA_AVX512VNNI) {
         return 16;
+    }
+    if (t == OXL_TYPE_Q6_K && isa == OXL_ISA_AVX2) {
+        return 8;
     }
     return 0;
 }
@@ -77,11 +83,17 @@ static inline size_t oxl_repack_group_bytes(oxl_type t, oxl_isa isa) {
     if (t == OXL_TYPE_Q4_K && isa == OXL_ISA_AVX512VNNI) {
         return 2368;
     }
+    if (t == OXL_TYPE_Q4_K && isa == OXL_ISA_AVX2) {
+        return 1184;
+    }
     if (t == OXL_TYPE_Q5_K && isa == OXL_ISA_AVX512VNNI) {
         return 2880;
     }
     if (t == OXL_TYPE_Q6_K && isa == OXL_ISA_AVX512VNNI) {
         return 4384;
+    }
+    if (t == OXL_TYPE_Q6_K && isa == OXL_ISA_AVX2) {
+        return 2192;
     }
     return 0;
 }

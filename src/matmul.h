@@ -35,7 +35,8 @@ void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, 
                 void *scratch);
 
 /* Repacking W's rows into the CPU's interleaved layout for its type (kern->repack: Q4_0, Q8_0,
- * Q4_K, Q5_K, Q6_K on AVX-512 VNNI), in three steps so that threads can share the work:
+ * Q4_K, Q5_K, Q6_K on AVX-512 VNNI; Q4_0, Q4_K, Q6_K on AVX2), in three steps so that threads can
+ * share the work:
  *   oxl_tensor_repack_bytes: the layout's size, or 0 when W has none (no kernel on this CPU, rows
  *     not a multiple of the layout's group, ne0 not of the block size, or already repacked);
  *   oxl_tensor_repack_alloc: a buffer of that size (page-aligned; NULL when memory is short: W then
