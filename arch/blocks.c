@@ -719,13 +719,14 @@ static void attn_tiled(void *arg, int ith, int nth) {
         const int32_t j0 = t->tile_j0[item / t->p.n_head_kv], len = t->tile_n[item / t->p.n_head_kv];
         const int h0 = hk * G;
         const int64_t rows = (int64_t)G * len; /* row r: head h0 + r / len, token j0 + r % len */
+        attn_item tok[OXL_FA_TILE_Q]; /* each token's cache rows and visible positions */
         int32_t lo = INT32_MAX, end = 0;
         for (int32_t tq = 0; tq < len; tq++) {
-            const attn_item it = attn_item_at(t, j0 + tq, hk);
-            lo = it.lo < lo ? it.lo : lo;
-            end = it.n_kv > end ? it.n_kv : end;
+            tok[tq] = attn_item_at(t, j0 + tq, hk);
+            lo = tok[tq].lo < lo ? tok[tq].lo : lo;
+            end = tok[tq].n_kv > end ? tok[tq].n_kv : end;
         }
-        const attn_item it0 = attn_item_at(t, j0, hk);
+        const attn_item it0 = attn_item_at(t, j0, hk); /* the rows all tokens of the tile share */
         for (int64_t r = 0; r < rows; r++) {
             memcpy(Q + r * D, t->q + ((size_t)(j0 + r % len) * t->p.n_head + h0 + r / len) * D, (size_t)D * sizeof(float));
             M[r] = -INFINITY;
@@ -737,14 +738,17 @@ static void attn_tiled(void *arg, int ith, int nth) {
         for (int32_t ic = lo / T * T; ic < end; ic += T) {
             const int kv_tile = end - ic < T ? end - ic : T;
             bool can_skip = true;
-            for (int64_t r = 0; r < rows; r++) {
-                const attn_item it = attn_item_at(t, j0 + (int32_t)(r % len), hk);
-                const float slope = attn_slope(t, h0 + (int)(r / len));
-                for (int tk = 0; tk < T; tk++) {
-                    const int32_t p = ic + tk;
-                    const float m = tk < kv_tile && p >= it.lo && p < it.n_kv ? attn_bias(t, &it, slope, p) : -INFINITY;
-                    mask[r * T + tk] = m;
-                    can_skip &= m == -INFINITY;
+            for (int hi = 0; hi < G; hi++) {
+                const float slope = attn_slope(t, h0 + hi);
+                for (int32_t tq = 0; tq < len; tq++) {
+                    const attn_item *it = &tok[tq];
+                    float *mrow = mask + ((int64_t)hi * len + tq) * T;
+                    for (int tk = 0; tk < T; tk++) {
+                        const int32_t p = ic + tk;
+                        const float m = tk < kv_tile && p >= it->lo && p < it->n_kv ? attn_bias(t, it, slope, p) : -INFINITY;
+                        mrow[tk] = m;
+                        can_skip &= m == -INFINITY;
+                    }
                 }
             }
             if (can_skip) {

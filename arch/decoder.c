@@ -384,7 +384,6 @@ static void repack_part(void *arg, int ith, int nth) {
  * pieces are shared out to one thread per physical core. */
 void oxl_decoder_repack(oxl_model *m, bool evict) {
     oxl_decoder *d = m->weights;
-    const oxl_kernels *k = oxl_kernels_get();
     const size_t per_layer = sizeof tensor_table / sizeof tensor_table[0] + 3;
     const size_t cap = (size_t)m->hp.n_layer * per_layer + 1;
     repack_job j = {calloc(cap, sizeof *j.t), calloc(cap, sizeof *j.buf), calloc(cap, sizeof *j.bytes),
@@ -439,7 +438,6 @@ void oxl_decoder_repack(oxl_model *m, bool evict) {
             atomic_fetch_add(&j.left[i], 1);
         }
     }
-    (void)k;
     oxl_pool *pool = oxl_pool_new(oxl_n_physical_cores(), NULL);
     if (pool) {
         oxl_pool_run_parts(pool, repack_part, &j, j.n_pieces < OXL_POOL_MAX_PARTS ? (int)j.n_pieces : OXL_POOL_MAX_PARTS);
