@@ -68,6 +68,16 @@ class Generator:
             i = spec.ISA_BY_NAME.get(i.base) if i.base else None
         return f"formats/{fmt}.c.j2", None
 
+    def extends_chain(self, template):
+        """template and the templates it extends, in order."""
+        chain = [template]
+        while True:
+            src = self.env.loader.get_source(self.env, chain[-1])[0]
+            node = next(self.env.parse(src).find_all(jinja2.nodes.Extends), None)
+            if node is None or not isinstance(node.template, jinja2.nodes.Const):
+                return chain
+            chain.append(node.template.value)
+
     def overridden_ops(self, template):
         src = self.env.loader.get_source(self.env, template)[0]
         return {b.name for b in self.env.parse(src).find_all(jinja2.nodes.Block)}
@@ -120,7 +130,7 @@ class Generator:
             f, i = spec.FORMAT_BY_NAME[rp.fmt], spec.ISA_BY_NAME[rp.isa]
             tpl = f"repack/{rp.fmt}__{rp.isa}.c.j2"
             path = f"kernels/repack_{rp.fmt}__{rp.isa}.c"
-            render(tpl, path, fmt=f, isa=i, rp=rp, sources=[tpl, "repack.c.j2"])
+            render(tpl, path, fmt=f, isa=i, rp=rp, sources=self.extends_chain(tpl))
             units.append((path, i))
         for i in spec.ISAS:
             render(f"isa/{i.name}.h.j2", f"isa/oxl_isa_{i.name}.h", isa=i)

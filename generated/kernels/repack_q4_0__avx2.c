@@ -12,6 +12,18 @@
 #include <stdint.h>
 #include <string.h>
 
+/* four bytes (one lane's group of an int8 dot) as an int32, for broadcasting */
+static inline int32_t oxl_load_i32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* byte offsets of the 8 interleaved rows, step bytes apart, for gathering one dword of each */
+static inline __m256i oxl_rp_row_offsets(size_t step) {
+    return _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int32_t)step));
+}
+
 /* One group block: the 8 rows' scales, then 4 vectors of 32 bytes; byte 4r + j of vector v is byte
  * 4v + j of row r's qs, so its low nibbles are elements 4v..4v+3 of row r and its high nibbles
  * elements 16 + 4v.. (group v + 4). Quants stay unsigned (0..15), the u8 operand of pmaddubsw
@@ -27,8 +39,7 @@ static_assert(sizeof(oxl_rp_q4_0) == 144, "group block size");
  * src_row < 2^31) in the layout above: group g, block b at dst + (g * (k / 32) + b) * 144 */
 OXL_KERNEL_SIG_repack(oxl_repack_q4_0_8r__avx2) {
     const int64_t nb = k / OXL_QK_Q4_0;
-    /* byte offsets of the 8 rows, for gathering one dword of each */
-    const __m256i rows = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int32_t)src_row));
+    const __m256i rows = oxl_rp_row_offsets(src_row);
     for (int64_t g = 0; g < m / 8; g++) {
         for (int64_t b = 0; b < nb; b++) {
             oxl_rp_q4_0 *o = (oxl_rp_q4_0 *)dst + g * nb + b;
@@ -46,12 +57,6 @@ OXL_KERNEL_SIG_repack(oxl_repack_q4_0_8r__avx2) {
             }
         }
     }
-}
-
-static inline int32_t oxl_load_i32(const void *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
 }
 
 /* 8 rows x NC columns, one function per column count (the columns unrolled) */
@@ -599,8 +604,8 @@ static inline void oxl_rp_tile_8(const oxl_rp_q4_0 *w, int64_t nb, const char *b
     _mm256_storeu_ps(c + 7 * ldc, acc7);
 }
 
-static inline void oxl_rp_tile(const oxl_rp_q4_0 *w, int64_t nb, int nc, const char *b, size_t ldb, const int32_t *bsum,
-                               int64_t bstride, float *c, int64_t ldc) {
+static inline void oxl_rp_tile(const oxl_rp_q4_0 *w, int64_t nb, int nc, const char *b, size_t ldb,
+                               const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
     switch (nc) {
     case 1:
         oxl_rp_tile_1(w, nb, b, ldb, bsum, bstride, c, ldc);

@@ -12,6 +12,19 @@
 #include <stdint.h>
 #include <string.h>
 
+/* four bytes (one lane's group of an int8 dot) as an int32, for broadcasting */
+static inline int32_t oxl_load_i32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* byte offsets of the 16 interleaved rows, step bytes apart, for gathering one dword of each */
+static inline __m512i oxl_rp_row_offsets(size_t step) {
+    return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                              _mm512_set1_epi32((int32_t)step));
+}
+
 /* One group block: the 16 rows' scales, then 4 vectors of 64 bytes; byte 4r + j of vector v is byte
  * 4v + j of row r's qs, so its low nibbles are elements 4v..4v+3 of row r (lane r of the int8 group
  * v) and its high nibbles elements 16 + 4v.. (group v + 4). Quants stay unsigned (0..15): vpdpbusd
@@ -27,9 +40,7 @@ static_assert(sizeof(oxl_rp_q4_0) == 288, "group block size");
  * src_row < 2^31) in the layout above: group g, block b at dst + (g * (k / 32) + b) * 288 */
 OXL_KERNEL_SIG_repack(oxl_repack_q4_0_16r__avx512vnni) {
     const int64_t nb = k / OXL_QK_Q4_0;
-    /* byte offsets of the 16 rows, for gathering one dword of each */
-    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                            _mm512_set1_epi32((int32_t)src_row));
+    const __m512i rows = oxl_rp_row_offsets(src_row);
     for (int64_t g = 0; g < m / 16; g++) {
         for (int64_t b = 0; b < nb; b++) {
             oxl_rp_q4_0 *o = (oxl_rp_q4_0 *)dst + g * nb + b;
@@ -43,16 +54,8 @@ OXL_KERNEL_SIG_repack(oxl_repack_q4_0_16r__avx512vnni) {
     }
 }
 
-static inline int32_t oxl_load_i32(const void *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-/* 16 rows x NC columns, one function per column count (the columns unrolled, so every
- * accumulator stays in a register) */
-static inline void oxl_rp_tile_1(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb, const int32_t *bsum,
-                                    int64_t bstride, float *c, int64_t ldc) {
+static inline void oxl_rp_tile_1(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb,
+                                    const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512 acc0 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
@@ -68,16 +71,18 @@ static inline void oxl_rp_tile_1(const oxl_rp_q4_0 *w, int64_t nb, const char *b
         {
             __m512i s = _mm512_set1_epi32(-8 * s0[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
             }
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))),
+                                   acc0);
         }
     }
     _mm512_storeu_ps(c + 0 * ldc, acc0);
 }
 
-static inline void oxl_rp_tile_2(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb, const int32_t *bsum,
-                                    int64_t bstride, float *c, int64_t ldc) {
+static inline void oxl_rp_tile_2(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb,
+                                    const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512 acc0 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
@@ -96,24 +101,28 @@ static inline void oxl_rp_tile_2(const oxl_rp_q4_0 *w, int64_t nb, const char *b
         {
             __m512i s = _mm512_set1_epi32(-8 * s0[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
             }
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))),
+                                   acc0);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s1[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
             }
-            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))),
+                                   acc1);
         }
     }
     _mm512_storeu_ps(c + 0 * ldc, acc0);
     _mm512_storeu_ps(c + 1 * ldc, acc1);
 }
 
-static inline void oxl_rp_tile_3(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb, const int32_t *bsum,
-                                    int64_t bstride, float *c, int64_t ldc) {
+static inline void oxl_rp_tile_3(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb,
+                                    const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512 acc0 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
@@ -135,23 +144,29 @@ static inline void oxl_rp_tile_3(const oxl_rp_q4_0 *w, int64_t nb, const char *b
         {
             __m512i s = _mm512_set1_epi32(-8 * s0[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
             }
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))),
+                                   acc0);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s1[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
             }
-            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))),
+                                   acc1);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s2[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
             }
-            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))),
+                                   acc2);
         }
     }
     _mm512_storeu_ps(c + 0 * ldc, acc0);
@@ -159,8 +174,8 @@ static inline void oxl_rp_tile_3(const oxl_rp_q4_0 *w, int64_t nb, const char *b
     _mm512_storeu_ps(c + 2 * ldc, acc2);
 }
 
-static inline void oxl_rp_tile_4(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb, const int32_t *bsum,
-                                    int64_t bstride, float *c, int64_t ldc) {
+static inline void oxl_rp_tile_4(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb,
+                                    const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512 acc0 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
@@ -185,30 +200,38 @@ static inline void oxl_rp_tile_4(const oxl_rp_q4_0 *w, int64_t nb, const char *b
         {
             __m512i s = _mm512_set1_epi32(-8 * s0[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
             }
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))),
+                                   acc0);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s1[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
             }
-            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))),
+                                   acc1);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s2[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
             }
-            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))),
+                                   acc2);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s3[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
             }
-            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))), acc3);
+            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))),
+                                   acc3);
         }
     }
     _mm512_storeu_ps(c + 0 * ldc, acc0);
@@ -217,8 +240,8 @@ static inline void oxl_rp_tile_4(const oxl_rp_q4_0 *w, int64_t nb, const char *b
     _mm512_storeu_ps(c + 3 * ldc, acc3);
 }
 
-static inline void oxl_rp_tile_5(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb, const int32_t *bsum,
-                                    int64_t bstride, float *c, int64_t ldc) {
+static inline void oxl_rp_tile_5(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb,
+                                    const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512 acc0 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
@@ -246,37 +269,47 @@ static inline void oxl_rp_tile_5(const oxl_rp_q4_0 *w, int64_t nb, const char *b
         {
             __m512i s = _mm512_set1_epi32(-8 * s0[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
             }
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))),
+                                   acc0);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s1[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
             }
-            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))),
+                                   acc1);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s2[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
             }
-            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))),
+                                   acc2);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s3[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
             }
-            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))), acc3);
+            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))),
+                                   acc3);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s4[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
             }
-            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))), acc4);
+            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))),
+                                   acc4);
         }
     }
     _mm512_storeu_ps(c + 0 * ldc, acc0);
@@ -286,8 +319,8 @@ static inline void oxl_rp_tile_5(const oxl_rp_q4_0 *w, int64_t nb, const char *b
     _mm512_storeu_ps(c + 4 * ldc, acc4);
 }
 
-static inline void oxl_rp_tile_6(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb, const int32_t *bsum,
-                                    int64_t bstride, float *c, int64_t ldc) {
+static inline void oxl_rp_tile_6(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb,
+                                    const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512 acc0 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
@@ -318,44 +351,56 @@ static inline void oxl_rp_tile_6(const oxl_rp_q4_0 *w, int64_t nb, const char *b
         {
             __m512i s = _mm512_set1_epi32(-8 * s0[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
             }
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))),
+                                   acc0);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s1[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
             }
-            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))),
+                                   acc1);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s2[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
             }
-            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))),
+                                   acc2);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s3[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
             }
-            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))), acc3);
+            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))),
+                                   acc3);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s4[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
             }
-            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))), acc4);
+            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))),
+                                   acc4);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s5[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 4 * v)));
             }
-            acc5 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x5[ib].d))), acc5);
+            acc5 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x5[ib].d))),
+                                   acc5);
         }
     }
     _mm512_storeu_ps(c + 0 * ldc, acc0);
@@ -366,8 +411,8 @@ static inline void oxl_rp_tile_6(const oxl_rp_q4_0 *w, int64_t nb, const char *b
     _mm512_storeu_ps(c + 5 * ldc, acc5);
 }
 
-static inline void oxl_rp_tile_7(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb, const int32_t *bsum,
-                                    int64_t bstride, float *c, int64_t ldc) {
+static inline void oxl_rp_tile_7(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb,
+                                    const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512 acc0 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
@@ -401,51 +446,65 @@ static inline void oxl_rp_tile_7(const oxl_rp_q4_0 *w, int64_t nb, const char *b
         {
             __m512i s = _mm512_set1_epi32(-8 * s0[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
             }
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))),
+                                   acc0);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s1[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
             }
-            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))),
+                                   acc1);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s2[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
             }
-            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))),
+                                   acc2);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s3[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
             }
-            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))), acc3);
+            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))),
+                                   acc3);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s4[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
             }
-            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))), acc4);
+            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))),
+                                   acc4);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s5[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 4 * v)));
             }
-            acc5 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x5[ib].d))), acc5);
+            acc5 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x5[ib].d))),
+                                   acc5);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s6[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x6[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x6[ib].qs + 4 * v)));
             }
-            acc6 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x6[ib].d))), acc6);
+            acc6 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x6[ib].d))),
+                                   acc6);
         }
     }
     _mm512_storeu_ps(c + 0 * ldc, acc0);
@@ -457,8 +516,8 @@ static inline void oxl_rp_tile_7(const oxl_rp_q4_0 *w, int64_t nb, const char *b
     _mm512_storeu_ps(c + 6 * ldc, acc6);
 }
 
-static inline void oxl_rp_tile_8(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb, const int32_t *bsum,
-                                    int64_t bstride, float *c, int64_t ldc) {
+static inline void oxl_rp_tile_8(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb,
+                                    const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512 acc0 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
@@ -495,58 +554,74 @@ static inline void oxl_rp_tile_8(const oxl_rp_q4_0 *w, int64_t nb, const char *b
         {
             __m512i s = _mm512_set1_epi32(-8 * s0[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
             }
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))),
+                                   acc0);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s1[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
             }
-            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))),
+                                   acc1);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s2[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
             }
-            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))),
+                                   acc2);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s3[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
             }
-            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))), acc3);
+            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))),
+                                   acc3);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s4[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
             }
-            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))), acc4);
+            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))),
+                                   acc4);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s5[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 4 * v)));
             }
-            acc5 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x5[ib].d))), acc5);
+            acc5 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x5[ib].d))),
+                                   acc5);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s6[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x6[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x6[ib].qs + 4 * v)));
             }
-            acc6 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x6[ib].d))), acc6);
+            acc6 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x6[ib].d))),
+                                   acc6);
         }
         {
             __m512i s = _mm512_set1_epi32(-8 * s7[ib]);
             for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v], _mm512_set1_epi32(oxl_load_i32(x7[ib].qs + 4 * v)));
+                s = _mm512_dpbusd_epi32(s, q[v],
+                                        _mm512_set1_epi32(oxl_load_i32(x7[ib].qs + 4 * v)));
             }
-            acc7 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x7[ib].d))), acc7);
+            acc7 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x7[ib].d))),
+                                   acc7);
         }
     }
     _mm512_storeu_ps(c + 0 * ldc, acc0);
@@ -559,8 +634,8 @@ static inline void oxl_rp_tile_8(const oxl_rp_q4_0 *w, int64_t nb, const char *b
     _mm512_storeu_ps(c + 7 * ldc, acc7);
 }
 
-static inline void oxl_rp_tile(const oxl_rp_q4_0 *w, int64_t nb, int nc, const char *b, size_t ldb, const int32_t *bsum,
-                               int64_t bstride, float *c, int64_t ldc) {
+static inline void oxl_rp_tile(const oxl_rp_q4_0 *w, int64_t nb, int nc, const char *b, size_t ldb,
+                               const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
     switch (nc) {
     case 1:
         oxl_rp_tile_1(w, nb, b, ldb, bsum, bstride, c, ldc);
@@ -594,15 +669,11 @@ static inline void oxl_rp_tile(const oxl_rp_q4_0 *w, int64_t nb, int nc, const c
 /* lane v of ggml's per-block products: the exact sum of the 4 products of group v, scaled by the
  * block's d and added with one FMA (ggml: acc = fmadd(d, q, acc)) */
 static inline __m512 oxl_rp_lane(__m512 acc, __m512 d, __m512i q, const oxl_block_q8_0 *x, const int32_t *gsum, int v) {
-    const __m512i s = _mm512_dpbusd_epi32(_mm512_set1_epi32(-8 * gsum[v]), q, _mm512_set1_epi32(oxl_load_i32(x->qs + 4 * v)));
+    const __m512i s =
+        _mm512_dpbusd_epi32(_mm512_set1_epi32(-8 * gsum[v]), q, _mm512_set1_epi32(oxl_load_i32(x->qs + 4 * v)));
     return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc);
 }
 
-/* One column (a decode step) in ggml's order, ggml_vec_dot_q4_0_q8_0 of the x86 build: 8 float
- * lanes, lane v accumulating group v (elements 4v..4v+3) of every block in turn, then ggml's
- * hsum_float_8, ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)): the same floats as the plain rows'
- * dot, so decoding gives llama.cpp's logits to the last bit of its own sums. gsum: the column's
- * group-of-4 sums. */
 #define OXL_RP_GEMV 1
 static inline void oxl_rp_gemv(const oxl_rp_q4_0 *w, int64_t nb, const char *b, const int32_t *gsum, float *c) {
     const oxl_block_q8_0 *x = (const oxl_block_q8_0 *)b;
@@ -614,11 +685,15 @@ static inline void oxl_rp_gemv(const oxl_rp_q4_0 *w, int64_t nb, const char *b, 
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d)),
                                        _mm512_set1_ps(_cvtsh_ss(x[ib].d)));
+        __m512i q[8];
         for (int v = 0; v < 4; v++) {
             const __m512i p = _mm512_loadu_si512(w[ib].qs[v]);
-            const __m512i lo = _mm512_and_si512(p, m4), hi = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
-            acc[v] = oxl_rp_lane(acc[v], d, lo, x + ib, gsum + 8 * ib, v);
-            acc[v + 4] = oxl_rp_lane(acc[v + 4], d, hi, x + ib, gsum + 8 * ib, v + 4);
+            q[v] = _mm512_and_si512(p, m4);
+            q[v + 4] = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
+        }
+for (int v = 0; v < 8; v++) {
+            acc[v] = oxl_rp_lane(acc[v], d, q[v], x + ib,
+                                 gsum + 8 * ib, v);
         }
     }
     const __m512 lo = _mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6]));

@@ -12,6 +12,18 @@
 #include <stdint.h>
 #include <string.h>
 
+/* four bytes (one lane's group of an int8 dot) as an int32, for broadcasting */
+static inline int32_t oxl_load_i32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* byte offsets of the 8 interleaved rows, step bytes apart, for gathering one dword of each */
+static inline __m256i oxl_rp_row_offsets(size_t step) {
+    return _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int32_t)step));
+}
+
 /* One group block (one super-block of 256 of 8 rows): the rows' d and dmin, the 6-bit scales decoded
  * (sc[s][r]: sub-block s of row r), the 6-bit mins decoded in pairs (mn[p][2r + t]: sub-block 2p + t
  * of row r, int16 pairs for pmaddwd once widened), then the quants: byte 4r + j of qs[h][v] is byte
@@ -28,12 +40,25 @@ typedef struct oxl_rp_q4_K {
 } oxl_rp_q4_K;
 static_assert(sizeof(oxl_rp_q4_K) == 1184, "group block size");
 
+static inline void oxl_scales_q4_K(const oxl_block_q4_K *b, int sc[8], int mn[8]) {
+    const uint8_t *q = b->scales;
+    for (int j = 0; j < 8; j++) {
+        if (j < 4) {
+            sc[j] = q[j] & 63;
+            mn[j] = q[j + 4] & 63;
+        } else {
+            sc[j] = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
+            mn[j] = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+        }
+    }
+}
+
+
 /* dst = rows 0..m of src (m a multiple of 8, k elements each, src_row bytes apart, 16 *
  * src_row < 2^31) in the layout above: group g, block b at dst + (g * (k / 256) + b) * 1184 */
 OXL_KERNEL_SIG_repack(oxl_repack_q4_K_8r__avx2) {
     const int64_t nb = k / OXL_QK_Q4_K;
-    /* byte offsets of the 8 rows, for gathering one dword of each */
-    const __m256i rows = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int32_t)src_row));
+    const __m256i rows = oxl_rp_row_offsets(src_row);
     for (int64_t g = 0; g < m / 8; g++) {
         for (int64_t b = 0; b < nb; b++) {
             oxl_rp_q4_K *o = (oxl_rp_q4_K *)dst + g * nb + b;
@@ -42,18 +67,11 @@ OXL_KERNEL_SIG_repack(oxl_repack_q4_K_8r__avx2) {
                 const oxl_block_q4_K *x = (const oxl_block_q4_K *)(x0 + (size_t)r * src_row);
                 o->d[r] = x->d;
                 o->dmin[r] = x->dmin;
-                const uint8_t *q = x->scales;
+                int sc[8], mn[8];
+                oxl_scales_q4_K(x, sc, mn);
                 for (int s = 0; s < 8; s++) {
-                    int sc, mn;
-                    if (s < 4) {
-                        sc = q[s] & 63;
-                        mn = q[s + 4] & 63;
-                    } else {
-                        sc = (q[s + 4] & 0x0f) | ((q[s - 4] >> 6) << 4);
-                        mn = (q[s + 4] >> 4) | ((q[s] >> 6) << 4);
-                    }
-                    o->sc[s][r] = (uint8_t)sc;
-                    o->mn[s / 2][2 * r + s % 2] = (uint8_t)mn;
+                    o->sc[s][r] = (uint8_t)sc[s];
+                    o->mn[s / 2][2 * r + s % 2] = (uint8_t)mn[s];
                 }
             }
             for (int h = 0; h < 4; h++) {
@@ -65,12 +83,6 @@ OXL_KERNEL_SIG_repack(oxl_repack_q4_K_8r__avx2) {
             }
         }
     }
-}
-
-static inline int32_t oxl_load_i32(const void *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
 }
 
 /* 8 rows x nc columns (nc <= 4, a constant after inlining) */

@@ -12,12 +12,25 @@
 #include <stdint.h>
 #include <string.h>
 
+/* four bytes (one lane's group of an int8 dot) as an int32, for broadcasting */
+static inline int32_t oxl_load_i32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* byte offsets of the 16 interleaved rows, step bytes apart, for gathering one dword of each */
+static inline __m512i oxl_rp_row_offsets(size_t step) {
+    return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                              _mm512_set1_epi32((int32_t)step));
+}
+
 /* One group block (one super-block of 256 of 16 rows): the rows' d and dmin, the 6-bit scales
  * decoded (sc[s][r]: sub-block s of row r), the 6-bit mins decoded in pairs (mn[p][2r + t]: sub-block
  * 2p + t of row r, int16 pairs for vpdpwssd once widened), then the quants: byte 4r + j of qs[h][v]
  * is byte 32h + 4v + j of row r's qs, whose low nibble is element 4v + j of sub-block 2h and high
  * nibble that of sub-block 2h + 1. Sub-block sums: d * scale * dot - dmin * min * sum(activations),
- * as ggml's vec_dot_q4_K_q8_K. */
+ * as ggml's vec_dot_q4_K_q8_K. (q5_K extends this template with its fifth bits.) */
 typedef struct oxl_rp_q4_K {
     uint16_t d[16];
     uint16_t dmin[16];
@@ -31,9 +44,7 @@ static_assert(sizeof(oxl_rp_q4_K) == 2368, "group block size");
  * src_row < 2^31) in the layout above: group g, block b at dst + (g * (k / 256) + b) * 2368 */
 OXL_KERNEL_SIG_repack(oxl_repack_q4_K_16r__avx512vnni) {
     const int64_t nb = k / OXL_QK_Q4_K;
-    /* byte offsets of the 16 rows, for gathering one dword of each */
-    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                            _mm512_set1_epi32((int32_t)src_row));
+    const __m512i rows = oxl_rp_row_offsets(src_row);
     for (int64_t g = 0; g < m / 16; g++) {
         for (int64_t b = 0; b < nb; b++) {
             oxl_rp_q4_K *o = (oxl_rp_q4_K *)dst + g * nb + b;
@@ -68,12 +79,6 @@ OXL_KERNEL_SIG_repack(oxl_repack_q4_K_16r__avx512vnni) {
             }
         }
     }
-}
-
-static inline int32_t oxl_load_i32(const void *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
 }
 
 /* 16 rows x nc columns (nc <= 4, a constant after inlining) */

@@ -12,6 +12,18 @@
 #include <stdint.h>
 #include <string.h>
 
+/* four bytes (one lane's group of an int8 dot) as an int32, for broadcasting */
+static inline int32_t oxl_load_i32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* byte offsets of the 8 interleaved rows, step bytes apart, for gathering one dword of each */
+static inline __m256i oxl_rp_row_offsets(size_t step) {
+    return _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int32_t)step));
+}
+
 /* One group block (one super-block of 256 of 8 rows): the rows' d, the int8 scales in pairs
  * (sc[p][2r + t]: sub-block 2p + t of row r, int16 pairs for pmaddwd once widened), then the 6-bit
  * quants unpacked to one byte each, unsigned (0..63): byte 4r + j of q[s][v] is element 16s + 4v + j
@@ -29,8 +41,7 @@ static_assert(sizeof(oxl_rp_q6_K) == 2192, "group block size");
  * src_row < 2^31) in the layout above: group g, block b at dst + (g * (k / 256) + b) * 2192 */
 OXL_KERNEL_SIG_repack(oxl_repack_q6_K_8r__avx2) {
     const int64_t nb = k / OXL_QK_Q6_K;
-    /* byte offsets of the 8 rows, for gathering one dword of each */
-    const __m256i rows = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int32_t)src_row));
+    const __m256i rows = oxl_rp_row_offsets(src_row);
     const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(0x03), lo16 = _mm256_set1_epi32(0xffff);
     for (int64_t g = 0; g < m / 8; g++) {
         for (int64_t b = 0; b < nb; b++) {
@@ -70,12 +81,6 @@ OXL_KERNEL_SIG_repack(oxl_repack_q6_K_8r__avx2) {
             }
         }
     }
-}
-
-static inline int32_t oxl_load_i32(const void *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
 }
 
 /* 8 rows x nc columns (nc <= 4, a constant after inlining) */
