@@ -24,10 +24,15 @@
 enum { OXL_BENCH_K = 4096, OXL_BENCH_GEMM_N = 8 };
 
 typedef enum {
-    OP_dequant, OP_quant, OP_vec_dot, OP_gemm, OP_swiglu, OP_mad, OP_repack, OP_gemm_rp, OP_sgemm_acc, OP_softmax
+#define X(op) OP_##op,
+    OXL_KERNEL_OPS(X)
+#undef X
 } oxl_bench_op;
-static const char *const oxl_bench_op_names[] = {"dequant", "quant",   "vec_dot",   "gemm",   "swiglu",
-                                                 "mad",     "repack",  "gemm_rp",   "sgemm_acc", "softmax"};
+static const char *const oxl_bench_op_names[] = {
+#define X(op) #op,
+    OXL_KERNEL_OPS(X)
+#undef X
+};
 
 static const struct {
     oxl_bench_op op;
@@ -35,16 +40,9 @@ static const struct {
     oxl_isa isa;
     const char *name;
     union {
-        oxl_dequant_fn dequant;
-        oxl_quant_fn quant;
-        oxl_vec_dot_fn vec_dot;
-        oxl_gemm_fn gemm;
-        oxl_swiglu_fn swiglu;
-        oxl_mad_fn mad;
-        oxl_repack_fn repack;
-        oxl_gemm_rp_fn gemm_rp;
-        oxl_sgemm_acc_fn sgemm_acc;
-        oxl_softmax_fn softmax;
+#define X(op) oxl_##op##_fn op;
+        OXL_KERNEL_OPS(X)
+#undef X
     } fn;
 } oxl_bench_cells[] = {
 #define OXL_KERNEL(op, type, isa, fn) {OP_##op, type, isa, #fn, {.op = fn}},

@@ -46,6 +46,7 @@ class Generator:
             fmt_by_name=spec.FORMAT_BY_NAME, isa_by_name=spec.ISA_BY_NAME,
         )
         self.env.filters["groupby_guard"] = group_by_guard
+        self.env.filters["format_x"] = lambda op: f"X({op})"
         fdir = os.path.join(TEMPLATES, "formats")
         names = sorted(n[:-len(".c.j2")] for n in os.listdir(fdir) if n.endswith(".c.j2"))
         self.base_templates = [n for n in names if "__" not in n]

@@ -98,6 +98,10 @@ static inline size_t oxl_repack_group_bytes(oxl_type t, oxl_isa isa) {
     return 0;
 }
 
+/* Every kernel op, in the spec's order: X(op) per op (enums, names and function-pointer unions of
+ * the kernel list's users; the pointer type of op is oxl_<op>_fn, src/kernels.h). */
+#define OXL_KERNEL_OPS(X) X(dequant) X(quant) X(vec_dot) X(gemm) X(swiglu) X(mad) X(sgemm_acc) X(softmax) X(repack) X(gemm_rp)
+
 #define OXL_KERNEL(op, type, isa, fn) OXL_KERNEL_SIG_##op(fn);
 #include "oxl_kernel_list.inc"
 #undef OXL_KERNEL

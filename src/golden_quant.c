@@ -361,9 +361,11 @@ void oxl_golden_check_reference_quant(const oxl_quant_golden *qg, oxl_golden_rep
 
 /* ---- the runner: every kernel cell of the list whose format the file covers ---- */
 
-typedef enum oxl_cell_op { OXL_CELL_dequant, OXL_CELL_quant, OXL_CELL_vec_dot, OXL_CELL_gemm, OXL_CELL_swiglu,
-               OXL_CELL_mad, OXL_CELL_repack, OXL_CELL_gemm_rp, OXL_CELL_sgemm_acc,
-               OXL_CELL_softmax } oxl_cell_op;
+typedef enum oxl_cell_op {
+#define X(op) OXL_CELL_##op,
+    OXL_KERNEL_OPS(X)
+#undef X
+} oxl_cell_op;
 
 static const struct {
     oxl_cell_op op;
@@ -371,16 +373,9 @@ static const struct {
     oxl_isa isa;
     const char *name;
     union {
-        oxl_dequant_fn dequant;
-        oxl_quant_fn quant;
-        oxl_vec_dot_fn vec_dot;
-        oxl_gemm_fn gemm;
-        oxl_swiglu_fn swiglu;
-        oxl_mad_fn mad;
-        oxl_repack_fn repack;
-        oxl_gemm_rp_fn gemm_rp;
-        oxl_sgemm_acc_fn sgemm_acc;
-        oxl_softmax_fn softmax;
+#define X(op) oxl_##op##_fn op;
+        OXL_KERNEL_OPS(X)
+#undef X
     } fn;
 } oxl_cells[] = {
 #define OXL_KERNEL(op, type, isa, fn) {OXL_CELL_##op, type, isa, #fn, {.op = fn}},

@@ -8,16 +8,9 @@
 #include <string.h>
 
 typedef enum oxl_kernel_op {
-    OXL_KERNEL_OP_dequant,
-    OXL_KERNEL_OP_quant,
-    OXL_KERNEL_OP_vec_dot,
-    OXL_KERNEL_OP_gemm,
-    OXL_KERNEL_OP_swiglu,
-    OXL_KERNEL_OP_mad,
-    OXL_KERNEL_OP_repack,
-    OXL_KERNEL_OP_gemm_rp,
-    OXL_KERNEL_OP_sgemm_acc,
-    OXL_KERNEL_OP_softmax,
+#define X(op) OXL_KERNEL_OP_##op,
+    OXL_KERNEL_OPS(X)
+#undef X
 } oxl_kernel_op;
 
 typedef struct oxl_kernel_entry {
@@ -25,16 +18,9 @@ typedef struct oxl_kernel_entry {
     oxl_type type;
     oxl_isa isa;
     union {
-        oxl_dequant_fn dequant;
-        oxl_quant_fn quant;
-        oxl_vec_dot_fn vec_dot;
-        oxl_gemm_fn gemm;
-        oxl_swiglu_fn swiglu;
-        oxl_mad_fn mad;
-        oxl_repack_fn repack;
-        oxl_gemm_rp_fn gemm_rp;
-        oxl_sgemm_acc_fn sgemm_acc;
-        oxl_softmax_fn softmax;
+#define X(op) oxl_##op##_fn op;
+        OXL_KERNEL_OPS(X)
+#undef X
     } fn;
 } oxl_kernel_entry;
 
