@@ -80,9 +80,14 @@ void oxl_kernels_build(oxl_kernels *k, oxl_isa cap);
 
 /* CPU support for an ISA level (CPUID + XGETBV on x86). */
 bool oxl_cpu_has_isa(oxl_isa isa);
-/* The cap from OXILLAMA_ISA, or the best ISA when unset; unknown names are reported on stderr once
- * and ignored. */
+/* The cap from OXILLAMA_ISA, or the best ISA this CPU runs when it is unset, not an ISA's name, or
+ * names an ISA this CPU cannot run (oxl_isa_env_check reports those two cases). */
 oxl_isa oxl_isa_cap(void);
+/* 0 when OXILLAMA_ISA is unset or names an ISA this CPU runs; otherwise -1 with err saying which
+ * (an unknown name, or an ISA the CPU lacks, with the ISAs it has). oxl_model_load and the CLI refuse
+ * to run on such a setting rather than silently use another ISA. */
+struct oxl_error;
+int oxl_isa_env_check(struct oxl_error *err);
 const char *oxl_isa_name(oxl_isa isa);
 /* -1 when name is not an ISA of the spec. */
 int oxl_isa_from_name(const char *name);

@@ -159,6 +159,9 @@ bool oxl_model_note_evicted(oxl_model *m, const void *data) {
 }
 
 oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_error *err) {
+    if (oxl_isa_env_check(err) < 0) {
+        return NULL;
+    }
     const oxl_model_params p = params ? *params : oxl_model_default_params();
     void *buf = NULL;
     size_t size = 0;
