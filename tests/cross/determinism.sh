@@ -10,6 +10,8 @@
 # Node's WASI). A run fails when it exits non-zero, prints no continuation, or prints another text.
 # A missing golden fails the check (it never falls back to comparing the targets with each other).
 # usage: determinism.sh SOURCE_DIR X86_BUILD AARCH64_BUILD RISCV64_BUILD WASM_BUILD
+# OXL_DETERMINISM_ONLY=PREFIX keeps the targets whose label starts with PREFIX (e.g. x86/, for
+# tests/mutation/run.py, which has no cross builds); the run says so.
 set -u
 src=$(cd "$1" && pwd)
 x86=$2 a64=$3 rv=$4 wasm=$5
@@ -56,6 +58,11 @@ check "quantize stories260K Q4_K_M" $? "$(tail -3 "$tmp/quantize.log")"
 check "quantize synth-small Q4_K_M" $? "$(tail -3 "$tmp/quantize.log")"
 
 targets > "$tmp/targets"
+if [ -n "${OXL_DETERMINISM_ONLY:-}" ]; then
+    grep "^$OXL_DETERMINISM_ONLY" "$tmp/targets" > "$tmp/targets.only"
+    mv "$tmp/targets.only" "$tmp/targets"
+    echo "determinism: targets limited to $OXL_DETERMINISM_ONLY* (OXL_DETERMINISM_ONLY)"
+fi
 for model in "$src/models/stories260K.gguf" "$src/models/stories260K-Q8_0.gguf" \
     "$src/models/stories260K-Q4_0.gguf" "$tmp/stories260K-Q4_K_M.gguf" "$tmp/synth-small-Q4_K_M.gguf"; do
     name=$(basename "$model" .gguf)
