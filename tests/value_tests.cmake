@@ -1,0 +1,13 @@
+# oxillama run -cnv: the prompt the model is given (--verbose-prompt) for -sys, --chat-template NAME,
+# --chat-template JINJA and --chat-template-file FILE equals llama.cpp's rendering of the same
+# conversation (golden/chat-templates, golden/chat-builtin); stdin from a file ending in /exit; every
+# case checks the exit status (tests/check_chat_cli.py).
+find_program(OXL_PYTHON3 python3)
+execute_process(COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/check_chat_cli.py - - - list
+                OUTPUT_VARIABLE oxl_chat_cli_cases OUTPUT_STRIP_TRAILING_WHITESPACE)
+string(REPLACE "\n" ";" oxl_chat_cli_cases "${oxl_chat_cli_cases}")
+foreach(case IN LISTS oxl_chat_cli_cases)
+  add_test(NAME chat-cli-${case} COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/check_chat_cli.py ${OXL_BIN}
+           ${M}/stories260K.gguf ${G} ${case})
+endforeach()
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/check_chat_cli.py)
