@@ -11,3 +11,8 @@ foreach(case IN LISTS oxl_chat_cli_cases)
            ${M}/stories260K.gguf ${G} ${case})
 endforeach()
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/check_chat_cli.py)
+
+# llama.cpp's embeddings of the encoder models (golden/arch/bert, nomic-bert: golden.kind
+# embeddings) through `oxillama golden`: the model's pooling, the pooled and the per-token
+# embeddings, each within 3.8e-5 of the reference's largest value; exit status 0 and every line.
+add_test(NAME golden-embeddings COMMAND sh -c "out=$('${OXL_BIN}' golden '${G}/arch/bert.logits.gguf' '${G}/arch/nomic-bert.logits.gguf') || { echo \"exit status $?\"; echo \"$out\"; exit 1; }; echo \"$out\"; [ $(echo \"$out\" | grep -c '^PASS  embeddings') -eq 6 ] && echo \"$out\" | grep -q '^# 6 passed, 0 failed, 0 files not checkable$'")
