@@ -16,3 +16,8 @@ set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_CURRENT_S
 # embeddings) through `oxillama golden`: the model's pooling, the pooled and the per-token
 # embeddings, each within 3.8e-5 of the reference's largest value; exit status 0 and every line.
 add_test(NAME golden-embeddings COMMAND sh -c "out=$('${OXL_BIN}' golden '${G}/arch/bert.logits.gguf' '${G}/arch/nomic-bert.logits.gguf') || { echo \"exit status $?\"; echo \"$out\"; exit 1; }; echo \"$out\"; [ $(echo \"$out\" | grep -c '^PASS  embeddings') -eq 6 ] && echo \"$out\" | grep -q '^# 6 passed, 0 failed, 0 files not checkable$'")
+
+# oxillama quantize (the command) for every FTYPE and FTYPE-imat of golden/quantize/expected.json:
+# general.file_type value, tensor order, each tensor's type, shape and sha256 as llama-quantize's.
+add_test(NAME quantize-cli-llama COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/check_quantize_cli.py ${OXL_BIN}
+         ${G} ${CMAKE_CURRENT_BINARY_DIR}/quantize-cli-llama)
