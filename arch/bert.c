@@ -11,8 +11,11 @@
  *                   = down · (silu(gate·h) * up·h) (nomic-bert)
  *   embedding of a token = x after the last layer (llama.cpp's t_embd; no final norm)
  *
- * Attention: each token sees every token of its sequence in the same pass (the whole sequence must
- * be in one decode of at most n_batch tokens, as llama_encode requires), in the unfused f32 ops of
+ * Each pass encodes its sequences afresh, as llama_encode does on a model without memory: a
+ * token's position is its index among its sequence's tokens in the pass (a context that decodes a
+ * sequence again without truncating it gives the same embeddings), and it attends to every token of
+ * its sequence in the pass, so the whole sequence must be in one decode of at most n_batch tokens,
+ * as llama_encode requires. Attention runs in the unfused f32 ops of
  * llama.cpp's graph without flash attention: kq = K·q (ggml's f32 vec_dot), softmax(kq/sqrt(d) +
  * mask) with the sum in double, then each output element the vec_dot of V's transposed row with
  * kq. The model has no vocabulary logits: the rows of logits a decode asks for are zeros. */
@@ -137,6 +140,7 @@ typedef struct bert_acts {
     float *gate;    /* (F, n) */
     float *up;      /* (F, n) */
     float *scores;  /* n per thread */
+    int32_t *pos;   /* (n) each token's position within its sequence in the pass */
     float *scratch; /* matmul scratch */
 } bert_acts;
 
@@ -156,9 +160,9 @@ static size_t bert_layout(const oxl_model *m, int32_t n, int n_threads, void *ba
         }
     }
     const size_t sizes[] = {E * n, E * n, 3 * E * n, E * n, E * n, E * n, E * n, E * n, E * n, F * n, F * n,
-                            (size_t)n * (size_t)n_threads, scratch / sizeof(float) + 16};
+                            (size_t)n * (size_t)n_threads, (size_t)n, scratch / sizeof(float) + 16};
     float **slots[] = {&a->x, &a->h, &a->qkv, &a->q, &a->k, &a->v, &a->vt, &a->att, &a->ao, &a->gate, &a->up,
-                       &a->scores, &a->scratch};
+                       &a->scores, (float **)&a->pos, &a->scratch};
     size_t off = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (base) {
@@ -234,6 +238,11 @@ static void bert_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
     const int64_t E = hp->n_embd, F = hp->n_ff;
     bert_acts a;
     bert_layout(m, n, oxl_pool_size(pool), ctx->work, &a);
+    /* positions from 0 within each sequence of the pass (contexts hold at most 256 sequences) */
+    int32_t *pos = a.pos, seen[256] = {0};
+    for (int32_t j = 0; j < n; j++) {
+        pos[j] = seen[ub->seq[j] & 255]++;
+    }
 
     /* embeddings: token + token type 0 (+ learned position), then LayerNorm */
     for (int32_t j = 0; j < n; j++) {
@@ -244,7 +253,7 @@ static void bert_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
             oxl_add(xj, a.h, E);
         }
         if (w->pos_embd.data) {
-            const int64_t p = ub->pos[j] < w->pos_embd.ne[1] ? ub->pos[j] : w->pos_embd.ne[1] - 1;
+            const int64_t p = pos[j] < w->pos_embd.ne[1] ? pos[j] : w->pos_embd.ne[1] - 1;
             oxl_tensor_get_row(&w->pos_embd, p, a.h);
             /* ggml_add(get_rows(pos_embd), inpL): position row first */
             for (int64_t e = 0; e < E; e++) {
@@ -275,8 +284,8 @@ static void bert_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
         }
         if (w->rope.mode != OXL_ROPE_NONE) {
             for (int32_t j = 0; j < n; j++) {
-                oxl_rope_apply(a.q + (size_t)j * E, hp->n_head, hp->head_dim, ub->pos[j], &w->rope);
-                oxl_rope_apply(a.k + (size_t)j * E, hp->n_head, hp->head_dim, ub->pos[j], &w->rope);
+                oxl_rope_apply(a.q + (size_t)j * E, hp->n_head, hp->head_dim, pos[j], &w->rope);
+                oxl_rope_apply(a.k + (size_t)j * E, hp->n_head, hp->head_dim, pos[j], &w->rope);
             }
         }
         for (int32_t j = 0; j < n; j++) {

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define STORIES OXL_SOURCE_DIR "/models/stories260K.gguf"
@@ -323,10 +324,11 @@ static void embd_golden_open(const char *id, embd_golden *eg) {
               (long long)et->ne[0], (long long)et->ne[1]);
 }
 
-static oxl_ctx *embd_ctx(oxl_model *m, oxl_pooling pooling) {
+static oxl_ctx *embd_ctx(oxl_model *m, oxl_pooling pooling, int n_seq) {
     oxl_error err = {0};
     oxl_ctx_params cp = oxl_ctx_default_params();
-    cp.n_ctx = 64;
+    cp.n_ctx = 128 * n_seq;
+    cp.n_seq_max = n_seq;
     cp.n_threads = 2;
     cp.embeddings = true;
     cp.pooling = pooling;
@@ -357,7 +359,7 @@ static void check_encoder_golden(const char *id, oxl_pooling want_pooling, doubl
     cr_assert_eq(oxl_model_n_embd(m), eg.n_embd);
 
     /* the model's own pooling (unspecified resolves to <arch>.pooling_type) */
-    oxl_ctx *ctx = embd_ctx(m, OXL_POOLING_UNSPECIFIED);
+    oxl_ctx *ctx = embd_ctx(m, OXL_POOLING_UNSPECIFIED, 1);
     cr_assert_eq(oxl_ctx_pooling(ctx), want_pooling, "%s: pooling %d", id, (int)oxl_ctx_pooling(ctx));
     cr_assert_eq(oxl_decode(ctx, eg.tokens, eg.n_tokens, false, &err), 0, "%s", err.msg);
     const float *pooled = oxl_get_embeddings_seq(ctx, 0);
@@ -369,16 +371,54 @@ static void check_encoder_golden(const char *id, oxl_pooling want_pooling, doubl
     }
     oxl_ctx_free(ctx);
 
-    ctx = embd_ctx(m, OXL_POOLING_NONE);
+    ctx = embd_ctx(m, OXL_POOLING_NONE, 1);
     cr_assert_eq(oxl_decode(ctx, eg.tokens, eg.n_tokens, false, &err), 0, "%s", err.msg);
     double d_tokens = 0.0;
+    float *first = malloc(sizeof(float) * (size_t)(eg.n_embd * eg.n_tokens));
+    cr_assert_not_null(first);
     for (int32_t i = 0; i < eg.n_tokens; i++) {
         const float *e = oxl_get_embeddings_ith(ctx, i);
         cr_assert_not_null(e, "%s token %d", id, i);
         const double d = max_abs_diff(e, eg.embd_tokens + (size_t)i * eg.n_embd, eg.n_embd);
         d_tokens = d > d_tokens || isnan(d) ? d : d_tokens;
+        memcpy(first + (size_t)i * eg.n_embd, e, sizeof(float) * (size_t)eg.n_embd);
     }
+    /* llama_encode keeps nothing between calls: the same tokens again give the same embeddings,
+     * although the context counts them at positions 48.. of the sequence */
+    cr_assert_eq(oxl_decode(ctx, eg.tokens, eg.n_tokens, false, &err), 0, "%s", err.msg);
+    for (int32_t i = 0; i < eg.n_tokens; i++) {
+        cr_expect_eq(memcmp(oxl_get_embeddings_ith(ctx, i), first + (size_t)i * eg.n_embd,
+                            sizeof(float) * (size_t)eg.n_embd),
+                     0, "%s token %d: a second decode of the same tokens differs", id, i);
+    }
+    free(first);
     oxl_ctx_free(ctx);
+
+    /* the golden sequence as sequence 1, interleaved in one batch with another sequence (0): each
+     * token attends to its own sequence only */
+    ctx = embd_ctx(m, OXL_POOLING_UNSPECIFIED, 2);
+    enum { N_OTHER = 5 };
+    const int32_t n_all = eg.n_tokens + N_OTHER;
+    oxl_token *tok = malloc(sizeof(oxl_token) * (size_t)n_all);
+    int32_t *bpos = malloc(sizeof(int32_t) * (size_t)n_all), *bseq = malloc(sizeof(int32_t) * (size_t)n_all);
+    cr_assert(tok && bpos && bseq);
+    int32_t ig = 0, io = 0;
+    for (int32_t i = 0; i < n_all; i++) {
+        const bool other = i % 3 == 1 && io < N_OTHER;
+        tok[i] = other ? 7 + 11 * io : eg.tokens[ig];
+        bpos[i] = other ? io++ : ig++;
+        bseq[i] = other ? 0 : 1;
+    }
+    oxl_batch b = {.n_tokens = n_all, .token = tok, .pos = bpos, .seq_id = bseq};
+    cr_assert_eq(oxl_decode_batch(ctx, &b, &err), 0, "%s", err.msg);
+    const double d_batched = max_abs_diff(oxl_get_embeddings_seq(ctx, 1), eg.embd, eg.n_embd);
+    free(tok);
+    free(bpos);
+    free(bseq);
+    oxl_ctx_free(ctx);
+    fprintf(stderr, "embeddings %s: batched beside another sequence, pooled max |diff| %.3g\n", id, d_batched);
+    cr_expect(d_batched <= tol_pooled, "%s: pooled embedding batched with another sequence differs by %.3g > %.3g",
+              id, d_batched, tol_pooled);
     fprintf(stderr, "embeddings %s: max |oxillama - llama.cpp| pooled %.3g (bound %.3g), per token %.3g (bound %.3g); "
                     "largest |value| %.3g\n", id, d_pooled, tol_pooled, d_tokens, tol_tokens, scale);
     cr_expect(d_pooled <= tol_pooled, "%s: pooled embedding differs from llama.cpp's by %.3g > %.3g", id, d_pooled,
