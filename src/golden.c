@@ -135,6 +135,84 @@ done:
     return rc;
 }
 
+/* max |a - b| over n floats relative to the largest |b| (NaN when any difference is NaN). */
+static double rel_diff(const float *a, const float *b, int64_t n) {
+    double max_abs = 0.0, scale = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double d = fabs((double)a[i] - (double)b[i]);
+        max_abs = d > max_abs || isnan(d) ? d : max_abs;
+        scale = fmax(scale, fabs((double)b[i]));
+    }
+    return max_abs / fmax(scale, 1e-30);
+}
+
+static oxl_ctx *embeddings_ctx(oxl_model *model, int32_t n_tok, oxl_pooling pooling, oxl_error *err) {
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = n_tok + 1;
+    cp.n_batch = n_tok; /* the whole sequence in one pass, as llama_encode */
+    cp.embeddings = true;
+    cp.pooling = pooling;
+    cp.type_k = cp.type_v = OXL_KV_F32; /* as the reference run: no flash attention */
+    cp.flash_attn = OXL_FLASH_ATTN_OFF;
+    return oxl_ctx_new(model, &cp, err);
+}
+
+int oxl_golden_embeddings(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err) {
+    static const char *const pooling_names[] = {"none", "mean", "cls", "last"};
+    const double tol = 3.8e-5;
+    oxl_model_params mp = oxl_model_default_params();
+    oxl_model *model = oxl_model_load(model_path, &mp, err);
+    if (!model) {
+        return -1;
+    }
+    const int32_t n_embd = oxl_model_n_embd(model);
+    int rc = -1;
+    oxl_ctx *ctx = NULL;
+    const char *want_pooling = NULL;
+    const oxl_gguf_tensor *tt = need_tensor(g, "tokens", OXL_TYPE_I32, 0, 0, err);
+    const oxl_gguf_tensor *te = tt ? need_tensor(g, "embd", OXL_TYPE_F32, n_embd, 0, err) : NULL;
+    const oxl_gguf_tensor *tet = te ? need_tensor(g, "embd_tokens", OXL_TYPE_F32, n_embd, tt->ne[0], err) : NULL;
+    if (!tet || te->ne[1] != 1) {
+        oxl_err_prefix(err, "embeddings golden for %s (n_embd %d)", model_path, n_embd);
+        goto done;
+    }
+    if (oxl_gguf_get_str(g, "golden.pooling", &want_pooling, err) != 1) {
+        oxl_err_set(err, "%s: missing string key 'golden.pooling'", oxl_gguf_path(g));
+        goto done;
+    }
+    const int32_t n_tok = (int32_t)tt->ne[0];
+    ctx = embeddings_ctx(model, n_tok, OXL_POOLING_UNSPECIFIED, err);
+    if (!ctx || oxl_decode(ctx, tt->data, n_tok, false, err) != 0) {
+        goto done;
+    }
+    const oxl_pooling pooling = oxl_ctx_pooling(ctx);
+    const char *name = pooling >= 0 && pooling <= OXL_POOLING_LAST ? pooling_names[pooling] : "?";
+    oxl_golden_line(r, !strcmp(name, want_pooling), "embeddings pooling  the model's is %s, llama.cpp's %s", name,
+                    want_pooling);
+    const float *pooled = oxl_get_embeddings_seq(ctx, 0);
+    const double d_pooled = pooled ? rel_diff(pooled, te->data, n_embd) : NAN;
+    oxl_golden_line(r, d_pooled <= tol, "embeddings pooled (%s) max|Δ|/max|ref| = %.3g (tolerance %g)", name,
+                    d_pooled, tol);
+    oxl_ctx_free(ctx);
+    ctx = embeddings_ctx(model, n_tok, OXL_POOLING_NONE, err);
+    if (!ctx || oxl_decode(ctx, tt->data, n_tok, false, err) != 0) {
+        goto done;
+    }
+    double d_tokens = 0.0;
+    for (int32_t j = 0; j < n_tok; j++) {
+        const float *e = oxl_get_embeddings_ith(ctx, j);
+        const double d = e ? rel_diff(e, (const float *)tet->data + (size_t)j * n_embd, n_embd) : NAN;
+        d_tokens = d > d_tokens || isnan(d) ? d : d_tokens;
+    }
+    oxl_golden_line(r, d_tokens <= tol, "embeddings per token max|Δ|/max|ref| = %.3g over %d tokens (tolerance %g)",
+                    d_tokens, n_tok, tol);
+    rc = 0;
+done:
+    oxl_ctx_free(ctx);
+    oxl_model_free(model);
+    return rc;
+}
+
 /* The model a logits golden names (golden.model), looked up beside the golden file and in the
  * models/ folders next to it. */
 static int find_model(const oxl_gguf *g, const char *golden_path, char *out, size_t cap, oxl_error *err) {
@@ -180,13 +258,15 @@ int oxl_golden_run_file(const char *path, const char *model_path, oxl_golden_rep
         oxl_err_set(err, "%s: missing string key 'golden.kind'", path);
     } else if (!strcmp(kind, "quant")) {
         rc = oxl_golden_quant(g, r, err);
-    } else if (!strcmp(kind, "logits")) {
+    } else if (!strcmp(kind, "logits") || !strcmp(kind, "embeddings")) {
         char found[4096];
         if (model_path || find_model(g, path, found, sizeof found, err) == 0) {
-            rc = oxl_golden_logits(g, model_path ? model_path : found, r, err);
+            rc = !strcmp(kind, "logits") ? oxl_golden_logits(g, model_path ? model_path : found, r, err)
+                                         : oxl_golden_embeddings(g, model_path ? model_path : found, r, err);
         }
     } else {
-        oxl_err_set(err, "%s: golden.kind '%s' is not one oxillama checks yet (quant, logits)", path, kind);
+        oxl_err_set(err, "%s: golden.kind '%s' is not one oxillama checks yet (quant, logits, embeddings)", path,
+                    kind);
     }
     oxl_gguf_close(g);
     return rc;

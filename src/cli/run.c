@@ -105,6 +105,9 @@ int oxl_cmd_run(int argc, char **argv) {
         fprintf(stderr, "error: the prompt is %d tokens, the context only %d (-c)\n", n_tok, n_ctx);
         goto done;
     }
+    if (o.verbose_prompt) {
+        oxl_print_verbose_prompt(model, prompt, prompt_len, toks, n_tok);
+    }
     fwrite(prompt, 1, prompt_len, stdout);
     fflush(stdout);
 
