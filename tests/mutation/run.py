@@ -14,6 +14,7 @@ Closing line: "mutation: N passed, N failed" (passed = caught). Exit status 1 if
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,8 @@ import sys
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # name, what it breaks, [(file, old, new)], check (a shell command run in the copy's root; $B is
-# its build directory, $S the copy)
+# its build directory, $S the copy), expect (a regex the check's output must match: it failed for
+# this mutation's reason, not another)
 MUTATIONS = [
     dict(
         name="sampler-temperature-first",
@@ -36,18 +38,21 @@ MUTATIONS = [
              "    /* top-p: float softmax over the current order"),
         ],
         check="ctest --test-dir $B -R '^(sampling-seeded|unit)$' --output-on-failure",
+        expect=r"FAIL",
     ),
     dict(
         name="logprobs-unnormalised",
         what="the log-sum-exp dropped from the server's logprobs (the greedy token reports 0)",
         edits=[("server/scheduler.c", "float lse = mx + (float)log(sum);", "float lse = mx;")],
         check="ctest --test-dir $B -R '^server$' --output-on-failure",
+        expect=r"FAIL",
     ),
     dict(
         name="generated-hand-edit",
         what="a hand edit in the committed generated/ tree",
         edits=[("generated/oxl_types.c", "\n", "\n/* edited by hand */\n")],
         check="ctest --test-dir $B -R '^gen-drift$' --output-on-failure",
+        expect=r"generated/ differs from the generator's output",
     ),
     dict(
         name="crash-on-q4_K_M",
@@ -58,6 +63,7 @@ MUTATIONS = [
                 "    const oxl_model_params p = params ? *params : oxl_model_default_params();\n"),
                ("src/model.c", "#include <errno.h>\n", "#include <errno.h>\n#include <signal.h>\n")],
         check="OXL_DETERMINISM_ONLY=x86/ sh tests/cross/determinism.sh . $B none none none",
+        expect=r"FAIL  (stories260K|synth-small)-Q4_K_M x86/\w+\n  exit status [1-9]",
     ),
     dict(
         name="kv-f32-stored-as-f16",
@@ -66,6 +72,7 @@ MUTATIONS = [
                 "    case OXL_KV_F32: return OXL_TYPE_F32;\n",
                 "    case OXL_KV_F32: return OXL_TYPE_F16;\n")],
         check="ctest --test-dir $B -R '^(golden-logits-avx2|golden-arch-avx2|unit)$' --output-on-failure",
+        expect=r"golden-(logits|arch)-avx2 \(Failed\)",
     ),
     dict(
         name="refusal-exits-0",
@@ -73,12 +80,16 @@ MUTATIONS = [
         edits=[("src/cli/run.c", "    oxl_error err = {0};\n    int status = 1;\n",
                 "    oxl_error err = {0};\n    int status = 0;\n")],
         check="ctest --test-dir $B -R '^kv-mla-types$' --output-on-failure",
+        expect=r"exit status 0, expected refusal",
     ),
     dict(
         name="embedding-scaled",
         what="every embedding output scaled by 1.01",
-        edits=[],  # filled below (EMBEDDING_EDIT), where the embedding output is written
+        edits=[("arch/bert.c",
+                "        memcpy(ub->embd, a.x, (size_t)(E * n) * sizeof(float));\n",
+                "        for (int64_t q = 0; q < E * n; q++) {\n            ub->embd[q] = a.x[q] * 1.01f;\n        }\n")],
         check="ctest --test-dir $B -R '^(unit|golden-embeddings)$' --output-on-failure",
+        expect=r"golden-embeddings \(Failed\)",
     ),
 ]
 
@@ -173,9 +184,12 @@ def main():
                 print("   the mutant does not build")
                 ok = False
         if ok:
-            rc, out = run(m["check"], tree, env)
-            ok = rc != 0
+            rc, out = run(m["check"], tree, env, show=400)
+            reason = re.search(m["expect"], out) is not None
+            ok = rc != 0 and reason
             print("\n".join("   | " + line for line in out.splitlines()[-12:]))
+            if rc != 0 and not reason:
+                print(f"   the check failed, but not as expected (no match for {m['expect']!r})")
         for path, text in saved.items():
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(text)
