@@ -24,6 +24,9 @@ typedef struct oxl_arch {
     /* Optional: repacks the weights the forward pass multiplies into the CPU's interleaved layout
      * (oxl_tensor_repack), handing each buffer to oxl_model_own; evict as oxl_tensor_repack's. */
     void (*repack)(oxl_model *m, bool evict);
+    /* An encoder without an output head (llama_model_has_decoder false): it makes embeddings, not
+     * logits, and a decode's tokens must fit one pass (llama_encode's n_ubatch >= n_tokens). */
+    bool encoder_only;
 } oxl_arch;
 
 /* NULL when the architecture is not in the registry. */

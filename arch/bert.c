@@ -335,7 +335,8 @@ static void bert_describe(const oxl_model *m, FILE *out) {
 }
 
 const oxl_arch oxl_arch_bert = {.name = "bert", .load = bert_load, .free_weights = bert_free,
-                                .work_size = bert_work_size, .forward = bert_forward, .describe = bert_describe};
+                                .work_size = bert_work_size, .forward = bert_forward, .describe = bert_describe,
+                                .encoder_only = true};
 const oxl_arch oxl_arch_nomic_bert = {.name = "nomic-bert", .load = nomic_bert_load, .free_weights = bert_free,
                                       .work_size = bert_work_size, .forward = bert_forward,
-                                      .describe = bert_describe};
+                                      .describe = bert_describe, .encoder_only = true};

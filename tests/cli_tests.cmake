@@ -78,6 +78,10 @@ oxl_output_test(bench-md ok "\\| model +\\| +size \\| +params \\| backend +\\| t
 # Latent attention reads V from the K cache: different K and V cache types are refused (llama.cpp too).
 oxl_output_test(kv-mla-types refusal "K and V cache types must be the same"
   ${OXL_BIN} run -m ${G}/arch/deepseek2.gguf -p Once -n 1 -ctk q8_0 -ctv f16)
+# An embedding model (no output head) cannot generate: run refuses it rather than print text from
+# zero logits.
+oxl_output_test(run-refuses-encoder refusal "bert\\.gguf: an embedding model \\(no output head\\) cannot generate text"
+  ${OXL_BIN} run -m ${G}/arch/bert.gguf -p Hello -n 4)
 # oxillama info shows a tensor's type, shape and offset as they stand in the file.
 oxl_output_test(info-stories ok "blk\\.0\\.ffn_gate\\.weight +f32 +64 x 172 +44032 +311808"
   ${OXL_BIN} info ${M}/stories260K.gguf)

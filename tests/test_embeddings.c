@@ -438,3 +438,31 @@ Test(embeddings_golden, nomic_bert_equals_llama_cpp) {
     /* measured: pooled 1.19e-07, per token 1.13e-06 (values up to 1.6) */
     check_encoder_golden("nomic-bert", OXL_POOLING_MEAN, 4.7e-7, 4.5e-6);
 }
+
+/* An encoder has no output head and encodes each decode afresh: oxl_model_has_decoder says so, and a
+ * decode larger than one pass is refused (llama.cpp: llama_encode needs n_ubatch >= n_tokens),
+ * where splitting it would silently encode two halves apart. */
+Test(embeddings_golden, encoder_refuses_a_decode_over_one_pass) {
+    embd_golden eg;
+    embd_golden_open("bert", &eg);
+    oxl_error err = {0};
+    oxl_model *m = oxl_model_load(eg.model, NULL, &err);
+    cr_assert_not_null(m, "%s", err.msg);
+    cr_expect_not(oxl_model_has_decoder(m));
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = 128;
+    cp.n_batch = eg.n_tokens / 2;
+    cp.embeddings = true;
+    oxl_ctx *ctx = oxl_ctx_new(m, &cp, &err);
+    cr_assert_not_null(ctx, "%s", err.msg);
+    cr_expect_eq(oxl_decode(ctx, eg.tokens, eg.n_tokens, false, &err), -1);
+    cr_expect(strstr(err.msg, "must fit one pass") != NULL, "%s", err.msg);
+    oxl_ctx_free(ctx);
+    oxl_model_free(m);
+    oxl_gguf_close(eg.g);
+
+    oxl_model *dec = oxl_model_load(OXL_SOURCE_DIR "/models/stories260K.gguf", NULL, &err);
+    cr_assert_not_null(dec, "%s", err.msg);
+    cr_expect(oxl_model_has_decoder(dec));
+    oxl_model_free(dec);
+}

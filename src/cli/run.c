@@ -60,6 +60,11 @@ int oxl_cmd_run(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }
+    if (!oxl_model_has_decoder(model)) {
+        fprintf(stderr, "error: %s: an embedding model (no output head) cannot generate text\n",
+                oxl_opts_model(&o));
+        goto done;
+    }
     oxl_ctx_params cp = oxl_ctx_default_params();
     cp.n_ctx = o.n_ctx;
     cp.n_batch = o.n_batch;
