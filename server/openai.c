@@ -309,6 +309,13 @@ static int parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error 
         return -1;
     }
     g->frequency_penalty = field(b, "frequency_penalty") ? (float)x : 0;
+    g->penalty_last_n = 64; /* llama-server's repeat_last_n */
+    if ((rc = get_int(b, "repeat_last_n", 0, 1e9, &k, e)) < 0) {
+        return -1;
+    }
+    if (rc) {
+        g->penalty_last_n = (int32_t)k;
+    }
     const char *max_names[] = {"max_tokens", "max_completion_tokens", "max_output_tokens"};
     for (int i = 0; i < 3; i++) {
         if ((rc = get_int(b, max_names[i], 1, 1e9, &k, e)) < 0) {
