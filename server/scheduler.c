@@ -775,7 +775,9 @@ static void *sched_main(void *arg) {
             embd_step(s);
         }
         int32_t n = build_batch(s);
-        if (n == 0 && s->n_ejobs > 0) {
+        /* the embedding decode released the mutex: jobs queued meanwhile signalled no one waiting,
+         * and are admitted at the top of the loop */
+        if (n == 0 && (s->n_ejobs > 0 || s->q_len > 0)) {
             continue;
         }
         if (n == 0) {
