@@ -234,6 +234,8 @@ raw.decode('utf-8')
 events = [json.loads(l[6:]) for l in raw.split(b'\n') if l.startswith(b'data: {')]
 assert len(events) >= 2 and events[-1]['choices'][0]['finish_reason'] == 'length'
 " "$work/body"; then pass "stream is valid UTF-8"; else fail "stream is valid UTF-8" "$(head -c 300 "$work/body")"; fi
+# presence/frequency penalties: llama-server's replies for the same settings (golden/server/)
+python3 "$here/check_penalties.py" "$base" sk-test-1 "$golden/../server/penalties.json" || status=1
 # logit_bias: token 261 is " a" (see the tokenize check below); +100 makes greedy pick it every time
 req "logit_bias" 200 '"text":" a a a a a"' -H "$K" -H "$J" \
     -d '{"prompt": "Once", "max_tokens": 5, "temperature": 0, "logit_bias": {"261": 100}}' "$base/v1/completions"
