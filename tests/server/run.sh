@@ -200,7 +200,8 @@ fi
 # "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n" (stories260K has no such special tokens:
 # the markers are plain text). The ids are llama.cpp's (d32676d): llama-tokenize -m models/stories260K.gguf
 # -p '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n' --ids (-p expands the escapes; -f would
-# drop the final newline); llama-server renders that text for a model without a chat template.
+# drop the final newline). llama-server renders that text for this model (its /apply-template of
+# [{"role": "user", "content": "Hi"}]) and counts 42 prompt tokens for that chat.
 chatml_ids='[1, 410, 504, 506, 288, 98, 356, 295, 413, 506, 505, 425, 419, 285, 13, 440, 417, 504, 506, 288, 98, 367, 506, 505, 13, 504, 506, 288, 98, 356, 295, 413, 506, 505, 412, 419, 419, 293, 413, 303, 413, 13]'
 n_chatml=$(python3 -c "import json, sys; print(len(json.loads(sys.argv[1])))" "$chatml_ids")
 cli_ids=$("$bin" tokenize -m "$model" -p '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n' --ids 2>/dev/null)
