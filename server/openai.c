@@ -271,6 +271,11 @@ static int parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error 
     if (check_model(srv, b, e) < 0) {
         return -1;
     }
+    if (!oxl_model_has_decoder(srv->model)) {
+        return oxl_api_err(e, 400, "invalid_request_error", "model_not_supported", "model",
+                           "'%s' is an embedding model (no output head): it serves /v1/embeddings only, not "
+                           "text generation", srv->model_id);
+    }
     if ((rc = get_num(b, "temperature", 0, 2, &x, e)) < 0) {
         return -1;
     }

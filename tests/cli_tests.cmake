@@ -122,6 +122,8 @@ endforeach()
 # oxillama serve end to end on loopback ports, with curl and the OpenAI Node client (tests/server/).
 add_test(NAME server COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/server/run.sh ${OXL_BIN} ${M}/stories260K.gguf ${G}/run)
 set_tests_properties(server PROPERTIES TIMEOUT 600)
+# An embedding model behind the server: generation routes refused, embeddings served.
+add_test(NAME server-encoder COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/server/encoder.sh ${OXL_BIN} ${G}/arch/bert.gguf)
 # oxillama info shows the graph parameters gemma2's model uses (golden/arch/README.md: window 8 on
 # layers 0 and 2, attention soft-cap 5, final soft-cap 0.5).
 oxl_output_test(info-arch-graph ok "soft-cap 5\n  sliding window +n_swa 8 on layers 0 2\n.*final soft-cap 0\\.5"
