@@ -45,7 +45,7 @@ MUTATIONS = [
         what="the log-sum-exp dropped from the server's logprobs (the greedy token reports 0)",
         edits=[("server/scheduler.c", "float lse = mx + (float)log(sum);", "float lse = mx;")],
         check="ctest --test-dir $B -R '^server$' --output-on-failure",
-        expect=r"FAIL",
+        expect=r"FAIL  logprobs",
     ),
     dict(
         name="generated-hand-edit",
