@@ -4,12 +4,16 @@
 #include "error.h"
 #include "oxl_types.h"
 
+#include <errno.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* The bound on a logits golden's max|Δ|/range where no tolerances.tsv is beside it. */
+#define OXL_GOLDEN_DEFAULT_BOUND 1e-3
 
 void oxl_golden_line(oxl_golden_report *r, bool pass, const char *fmt, ...) {
     if (pass) {
@@ -52,7 +56,57 @@ static int32_t argmax(const float *x, int32_t n) {
     return best;
 }
 
+/* The bound on max|Δ|/range for the logits golden at path: its line in tolerances.tsv beside it
+ * (columns: file name, bound on x86-64, bound on other architectures; golden/README.md,
+ * "Tolerances"). Returns 1 with *bound set, 0 when no tolerances.tsv is beside the file (*bound =
+ * the default), -1 with err when the table is unreadable, malformed or has no line for the file. */
+static int logits_bound(const char *path, double *bound, oxl_error *err) {
+    char dir_buf[4096], base_buf[4096], table[4096];
+    snprintf(dir_buf, sizeof dir_buf, "%s", path);
+    snprintf(base_buf, sizeof base_buf, "%s", path);
+    const char *base = basename(base_buf);
+    snprintf(table, sizeof table, "%s/tolerances.tsv", dirname(dir_buf));
+    *bound = OXL_GOLDEN_DEFAULT_BOUND;
+    FILE *f = fopen(table, "r");
+    if (!f) {
+        return errno == ENOENT ? 0 : oxl_err_set(err, "%s: %s", table, strerror(errno));
+    }
+#if defined(__x86_64__)
+    const int column = 0;
+#else
+    const int column = 1;
+#endif
+    char line[1024];
+    int found = 0, line_no = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        line_no++;
+        char name[512];
+        double b[2];
+        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0') {
+            continue;
+        }
+        if (sscanf(line, "%511s %lf %lf", name, &b[0], &b[1]) != 3 || !(b[0] >= 0.0) || !(b[1] >= 0.0)) {
+            fclose(f);
+            return oxl_err_set(err, "%s:%d: expected 'file x86-64-bound other-bound'", table, line_no);
+        }
+        if (!strcmp(name, base)) {
+            *bound = b[column];
+            found = 1;
+        }
+    }
+    fclose(f);
+    if (!found) {
+        return oxl_err_set(err, "%s: no bound for %s (measure it on every ISA cap and add a line)", table, base);
+    }
+    return 1;
+}
+
 int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err) {
+    double bound;
+    const int have_bound = logits_bound(oxl_gguf_path(g), &bound, err);
+    if (have_bound < 0) {
+        return -1;
+    }
     oxl_model_params mp = oxl_model_default_params();
     oxl_model *model = oxl_model_load(model_path, &mp, err);
     if (!model) {
@@ -105,7 +159,8 @@ int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_repo
         n_argmax_diff += argmax(ours, n_vocab) != argmax(want, n_vocab);
     }
     oxl_golden_line(r, n_argmax_diff == 0, "logits argmax  %d/%d positions differ", n_argmax_diff, n_tok);
-    oxl_golden_line(r, max_rel <= 1e-3, "logits max|Δ|/range = %.3g over %d positions (tolerance 1e-3)", max_rel, n_tok);
+    oxl_golden_line(r, max_rel <= bound, "logits max|Δ|/range %.2e (bound %.1e%s) over %d positions", max_rel, bound,
+                    have_bound ? "" : ", default: no tolerances.tsv beside the file", n_tok);
     /* greedy continuation, one token per decode step */
     const int32_t *want_greedy = tg->data;
     int32_t first_diff = -1;

@@ -27,7 +27,9 @@ void oxl_golden_line(oxl_golden_report *r, bool pass, const char *fmt, ...)
 int oxl_golden_quant(const oxl_gguf *g, oxl_golden_report *r, oxl_error *err);
 
 /* golden.kind = logits: runs model_path on `tokens`, compares `logits` (argmax at every position,
- * max |Δ| relative to the logit range) and the greedy continuation `greedy`. */
+ * max |Δ| relative to the logit range) and the greedy continuation `greedy`. The bound on
+ * max|Δ|/range is the golden file's line in tolerances.tsv beside it (golden/README.md,
+ * "Tolerances"); without such a table, 1e-3; a table without a line for the file is an error. */
 int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err);
 
 /* golden.kind = embeddings (an encoder model of golden/arch: bert, nomic-bert): runs model_path on

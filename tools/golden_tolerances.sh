@@ -1,0 +1,41 @@
+#!/bin/sh
+# Measures max|Δ|/range of logits goldens on every ISA cap this CPU runs and prints, per file, the
+# worst value and the bound the tolerances.tsv rule gives: max(3 × worst, 1e-6), rounded up to two
+# significant digits (golden/README.md, "Tolerances").
+#   tools/golden_tolerances.sh OXILLAMA GOLDEN...     e.g. build/oxillama golden/arch/*.logits.gguf
+# The caps tried are OXL_TOLERANCE_ISAS (default: the x86-64 ones); a cap the CPU lacks is skipped.
+set -eu
+[ $# -ge 2 ] || { echo "usage: $0 OXILLAMA GOLDEN..." >&2; exit 2; }
+bin=$1
+shift
+isas=${OXL_TOLERANCE_ISAS:-scalar sse41 avx2 avx512bw avx512vnni}
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+status=0
+for isa in $isas; do
+    out=$(OXILLAMA_ISA=$isa "$bin" golden "$@") || status=1
+    cap=$(printf '%s\n' "$out" | sed -n 's/^# ISA cap: //p')
+    if [ "$cap" != "$isa" ]; then
+        echo "# $isa: not on this CPU (cap $cap), skipped" >&2
+        continue
+    fi
+    printf '%s\n' "$out" | awk -v isa="$isa" '
+        /^# / && !/^# ISA cap/ && !/passed/ { n = split($2, p, "/"); file = p[n] }
+        / logits max\|Δ\|\/range / { print file, isa, $4 }' >>"$tmp"
+done
+printf '# file\tworst\tbound\t(worst per ISA cap)\n'
+awk '
+    { if (!($1 in worst) || $3 + 0 > worst[$1]) worst[$1] = $3 + 0; per[$1] = per[$1] " " $2 "=" $3 }
+    END {
+        for (f in worst) {
+            b = 3 * worst[f]
+            if (b < 1e-6) b = 1e-6
+            e = 10 ^ (int(log(b) / log(10) + 100) - 100 - 1)
+            r = int(b / e); if (r * e < b * (1 - 1e-12)) r++
+            printf "%s\t%.2e\t%.1e\t(%s )\n", f, worst[f], r * e, per[f]
+        }
+    }' "$tmp" | sort
+if [ $status -ne 0 ]; then
+    echo "# some checks failed (see oxillama golden's output)" >&2
+fi
+exit $status
