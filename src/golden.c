@@ -12,8 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The bound on a logits golden's max|Δ|/range where no tolerances.tsv is beside it. */
+/* The bounds where no tolerances.tsv is beside a golden file: a logits golden's max|Δ|/range, an
+ * embeddings golden's max|Δ|/max|ref|. */
 #define OXL_GOLDEN_DEFAULT_BOUND 1e-3
+#define OXL_GOLDEN_DEFAULT_EMBD_BOUND 3.8e-5
 
 void oxl_golden_line(oxl_golden_report *r, bool pass, const char *fmt, ...) {
     if (pass) {
@@ -56,17 +58,18 @@ static int32_t argmax(const float *x, int32_t n) {
     return best;
 }
 
-/* The bound on max|Δ|/range for the logits golden at path: its line in tolerances.tsv beside it
- * (columns: file name, bound on x86-64, bound on other architectures; golden/README.md,
- * "Tolerances"). Returns 1 with *bound set, 0 when no tolerances.tsv is beside the file (*bound =
- * the default), -1 with err when the table is unreadable, malformed or has no line for the file. */
-static int logits_bound(const char *path, double *bound, oxl_error *err) {
-    char dir_buf[4096], base_buf[4096], table[4096];
+/* The bound on a measure of the golden file at path: the line of tolerances.tsv beside it named
+ * after the file (what NULL) or after the file and the measure ("<file>:<what>"); columns: that
+ * name, bound on x86-64, bound on other architectures (golden/README.md, "Tolerances"). Returns 1
+ * with *bound set, 0 when no tolerances.tsv is beside the file (*bound = fallback), -1 with err
+ * when the table is unreadable, malformed or has no such line. */
+static int golden_bound(const char *path, const char *what, double fallback, double *bound, oxl_error *err) {
+    char dir_buf[4096], base_buf[4096], table[4096], key[600];
     snprintf(dir_buf, sizeof dir_buf, "%s", path);
     snprintf(base_buf, sizeof base_buf, "%s", path);
-    const char *base = basename(base_buf);
+    snprintf(key, sizeof key, "%s%s%s", basename(base_buf), what ? ":" : "", what ? what : "");
     snprintf(table, sizeof table, "%s/tolerances.tsv", dirname(dir_buf));
-    *bound = OXL_GOLDEN_DEFAULT_BOUND;
+    *bound = fallback;
     FILE *f = fopen(table, "r");
     if (!f) {
         return errno == ENOENT ? 0 : oxl_err_set(err, "%s: %s", table, strerror(errno));
@@ -89,21 +92,21 @@ static int logits_bound(const char *path, double *bound, oxl_error *err) {
             fclose(f);
             return oxl_err_set(err, "%s:%d: expected 'file x86-64-bound other-bound'", table, line_no);
         }
-        if (!strcmp(name, base)) {
+        if (!strcmp(name, key)) {
             *bound = b[column];
             found = 1;
         }
     }
     fclose(f);
     if (!found) {
-        return oxl_err_set(err, "%s: no bound for %s (measure it on every ISA cap and add a line)", table, base);
+        return oxl_err_set(err, "%s: no bound for %s (measure it on every ISA cap and add a line)", table, key);
     }
     return 1;
 }
 
 int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err) {
     double bound;
-    const int have_bound = logits_bound(oxl_gguf_path(g), &bound, err);
+    const int have_bound = golden_bound(oxl_gguf_path(g), NULL, OXL_GOLDEN_DEFAULT_BOUND, &bound, err);
     if (have_bound < 0) {
         return -1;
     }
@@ -214,7 +217,15 @@ static oxl_ctx *embeddings_ctx(oxl_model *model, int32_t n_tok, oxl_pooling pool
 
 int oxl_golden_embeddings(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err) {
     static const char *const pooling_names[] = {"none", "mean", "cls", "last"};
-    const double tol = 3.8e-5;
+    const char *path = oxl_gguf_path(g);
+    double tol_pooled, tol_tokens;
+    const int have_pooled = golden_bound(path, "pooled", OXL_GOLDEN_DEFAULT_EMBD_BOUND, &tol_pooled, err);
+    const int have_tokens =
+        have_pooled < 0 ? -1 : golden_bound(path, "tokens", OXL_GOLDEN_DEFAULT_EMBD_BOUND, &tol_tokens, err);
+    if (have_tokens < 0) {
+        return -1;
+    }
+    const char *no_table = have_tokens ? "" : ", default: no tolerances.tsv beside the file";
     oxl_model_params mp = oxl_model_default_params();
     oxl_model *model = oxl_model_load(model_path, &mp, err);
     if (!model) {
@@ -246,8 +257,8 @@ int oxl_golden_embeddings(const oxl_gguf *g, const char *model_path, oxl_golden_
                     want_pooling);
     const float *pooled = oxl_get_embeddings_seq(ctx, 0);
     const double d_pooled = pooled ? rel_diff(pooled, te->data, n_embd) : NAN;
-    oxl_golden_line(r, d_pooled <= tol, "embeddings pooled (%s) max|Δ|/max|ref| = %.3g (tolerance %g)", name,
-                    d_pooled, tol);
+    oxl_golden_line(r, d_pooled <= tol_pooled, "embeddings pooled (%s) max|Δ|/max|ref| %.2e (bound %.1e%s)", name,
+                    d_pooled, tol_pooled, no_table);
     oxl_ctx_free(ctx);
     ctx = embeddings_ctx(model, n_tok, OXL_POOLING_NONE, err);
     if (!ctx || oxl_decode(ctx, tt->data, n_tok, false, err) != 0) {
@@ -259,8 +270,9 @@ int oxl_golden_embeddings(const oxl_gguf *g, const char *model_path, oxl_golden_
         const double d = e ? rel_diff(e, (const float *)tet->data + (size_t)j * n_embd, n_embd) : NAN;
         d_tokens = d > d_tokens || isnan(d) ? d : d_tokens;
     }
-    oxl_golden_line(r, d_tokens <= tol, "embeddings per token max|Δ|/max|ref| = %.3g over %d tokens (tolerance %g)",
-                    d_tokens, n_tok, tol);
+    oxl_golden_line(r, d_tokens <= tol_tokens,
+                    "embeddings per token max|Δ|/max|ref| %.2e (bound %.1e%s) over %d tokens", d_tokens, tol_tokens,
+                    no_table, n_tok);
     rc = 0;
 done:
     oxl_ctx_free(ctx);

@@ -1,7 +1,8 @@
 #!/bin/sh
-# Measures max|Δ|/range of logits goldens on every ISA cap this CPU runs and prints, per file, the
-# worst value and the bound the tolerances.tsv rule gives: max(3 × worst, 1e-6), rounded up to two
-# significant digits (golden/README.md, "Tolerances").
+# Measures max|Δ|/range of logits goldens (and max|Δ|/max|ref| of embeddings goldens, pooled and
+# per token) on every ISA cap this CPU runs and prints, per tolerances.tsv line, the worst value and
+# the bound the rule gives: max(3 × worst, 1e-6), rounded up to two significant digits
+# (golden/README.md, "Tolerances").
 #   tools/golden_tolerances.sh OXILLAMA GOLDEN...     e.g. build/oxillama golden/arch/*.logits.gguf
 # The caps tried are OXL_TOLERANCE_ISAS (default: the x86-64 ones); a cap the CPU cannot run is skipped.
 set -eu
@@ -22,7 +23,15 @@ for isa in $isas; do
     [ "$rc" -eq 0 ] || status=1
     printf '%s\n' "$out" | awk -v isa="$isa" '
         /^# / && !/^# ISA cap/ && !/passed/ { n = split($2, p, "/"); file = p[n] }
-        / logits max\|Δ\|\/range / { print file, isa, $4 }' >>"$tmp"
+        /^(PASS|FAIL)  / {
+            for (i = 3; i < NF; i++) {
+                if ($i ~ /^max\|Δ\|\//) {
+                    key = file
+                    if ($2 == "embeddings") key = key ($3 == "pooled" ? ":pooled" : ":tokens")
+                    print key, isa, $(i + 1)
+                }
+            }
+        }' >>"$tmp"
 done
 printf '# file\tworst\tbound\t(worst per ISA cap)\n'
 awk '
