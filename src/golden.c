@@ -4,12 +4,18 @@
 #include "error.h"
 #include "oxl_types.h"
 
+#include <errno.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* The bounds where no tolerances.tsv is beside a golden file: a logits golden's max|Δ|/range, an
+ * embeddings golden's max|Δ|/max|ref|. */
+#define OXL_GOLDEN_DEFAULT_BOUND 1e-3
+#define OXL_GOLDEN_DEFAULT_EMBD_BOUND 3.8e-5
 
 void oxl_golden_line(oxl_golden_report *r, bool pass, const char *fmt, ...) {
     if (pass) {
@@ -52,7 +58,58 @@ static int32_t argmax(const float *x, int32_t n) {
     return best;
 }
 
+/* The bound on a measure of the golden file at path: the line of tolerances.tsv beside it named
+ * after the file (what NULL) or after the file and the measure ("<file>:<what>"); columns: that
+ * name, bound on x86-64, bound on other architectures (golden/README.md, "Tolerances"). Returns 1
+ * with *bound set, 0 when no tolerances.tsv is beside the file (*bound = fallback), -1 with err
+ * when the table is unreadable, malformed or has no such line. */
+static int golden_bound(const char *path, const char *what, double fallback, double *bound, oxl_error *err) {
+    char dir_buf[4096], base_buf[4096], table[4096], key[600];
+    snprintf(dir_buf, sizeof dir_buf, "%s", path);
+    snprintf(base_buf, sizeof base_buf, "%s", path);
+    snprintf(key, sizeof key, "%s%s%s", basename(base_buf), what ? ":" : "", what ? what : "");
+    snprintf(table, sizeof table, "%s/tolerances.tsv", dirname(dir_buf));
+    *bound = fallback;
+    FILE *f = fopen(table, "r");
+    if (!f) {
+        return errno == ENOENT ? 0 : oxl_err_set(err, "%s: %s", table, strerror(errno));
+    }
+#if defined(__x86_64__)
+    const int column = 0;
+#else
+    const int column = 1;
+#endif
+    char line[1024];
+    int found = 0, line_no = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        line_no++;
+        char name[512];
+        double b[2];
+        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0') {
+            continue;
+        }
+        if (sscanf(line, "%511s %lf %lf", name, &b[0], &b[1]) != 3 || !(b[0] >= 0.0) || !(b[1] >= 0.0)) {
+            fclose(f);
+            return oxl_err_set(err, "%s:%d: expected 'file x86-64-bound other-bound'", table, line_no);
+        }
+        if (!strcmp(name, key)) {
+            *bound = b[column];
+            found = 1;
+        }
+    }
+    fclose(f);
+    if (!found) {
+        return oxl_err_set(err, "%s: no bound for %s (measure it on every ISA cap and add a line)", table, key);
+    }
+    return 1;
+}
+
 int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err) {
+    double bound;
+    const int have_bound = golden_bound(oxl_gguf_path(g), NULL, OXL_GOLDEN_DEFAULT_BOUND, &bound, err);
+    if (have_bound < 0) {
+        return -1;
+    }
     oxl_model_params mp = oxl_model_default_params();
     oxl_model *model = oxl_model_load(model_path, &mp, err);
     if (!model) {
@@ -105,7 +162,8 @@ int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_repo
         n_argmax_diff += argmax(ours, n_vocab) != argmax(want, n_vocab);
     }
     oxl_golden_line(r, n_argmax_diff == 0, "logits argmax  %d/%d positions differ", n_argmax_diff, n_tok);
-    oxl_golden_line(r, max_rel <= 1e-3, "logits max|Δ|/range = %.3g over %d positions (tolerance 1e-3)", max_rel, n_tok);
+    oxl_golden_line(r, max_rel <= bound, "logits max|Δ|/range %.2e (bound %.1e%s) over %d positions", max_rel, bound,
+                    have_bound ? "" : ", default: no tolerances.tsv beside the file", n_tok);
     /* greedy continuation, one token per decode step */
     const int32_t *want_greedy = tg->data;
     int32_t first_diff = -1;
@@ -159,7 +217,15 @@ static oxl_ctx *embeddings_ctx(oxl_model *model, int32_t n_tok, oxl_pooling pool
 
 int oxl_golden_embeddings(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err) {
     static const char *const pooling_names[] = {"none", "mean", "cls", "last"};
-    const double tol = 3.8e-5;
+    const char *path = oxl_gguf_path(g);
+    double tol_pooled, tol_tokens;
+    const int have_pooled = golden_bound(path, "pooled", OXL_GOLDEN_DEFAULT_EMBD_BOUND, &tol_pooled, err);
+    const int have_tokens =
+        have_pooled < 0 ? -1 : golden_bound(path, "tokens", OXL_GOLDEN_DEFAULT_EMBD_BOUND, &tol_tokens, err);
+    if (have_tokens < 0) {
+        return -1;
+    }
+    const char *no_table = have_tokens ? "" : ", default: no tolerances.tsv beside the file";
     oxl_model_params mp = oxl_model_default_params();
     oxl_model *model = oxl_model_load(model_path, &mp, err);
     if (!model) {
@@ -191,8 +257,8 @@ int oxl_golden_embeddings(const oxl_gguf *g, const char *model_path, oxl_golden_
                     want_pooling);
     const float *pooled = oxl_get_embeddings_seq(ctx, 0);
     const double d_pooled = pooled ? rel_diff(pooled, te->data, n_embd) : NAN;
-    oxl_golden_line(r, d_pooled <= tol, "embeddings pooled (%s) max|Δ|/max|ref| = %.3g (tolerance %g)", name,
-                    d_pooled, tol);
+    oxl_golden_line(r, d_pooled <= tol_pooled, "embeddings pooled (%s) max|Δ|/max|ref| %.2e (bound %.1e%s)", name,
+                    d_pooled, tol_pooled, no_table);
     oxl_ctx_free(ctx);
     ctx = embeddings_ctx(model, n_tok, OXL_POOLING_NONE, err);
     if (!ctx || oxl_decode(ctx, tt->data, n_tok, false, err) != 0) {
@@ -204,8 +270,9 @@ int oxl_golden_embeddings(const oxl_gguf *g, const char *model_path, oxl_golden_
         const double d = e ? rel_diff(e, (const float *)tet->data + (size_t)j * n_embd, n_embd) : NAN;
         d_tokens = d > d_tokens || isnan(d) ? d : d_tokens;
     }
-    oxl_golden_line(r, d_tokens <= tol, "embeddings per token max|Δ|/max|ref| = %.3g over %d tokens (tolerance %g)",
-                    d_tokens, n_tok, tol);
+    oxl_golden_line(r, d_tokens <= tol_tokens,
+                    "embeddings per token max|Δ|/max|ref| %.2e (bound %.1e%s) over %d tokens", d_tokens, tol_tokens,
+                    no_table, n_tok);
     rc = 0;
 done:
     oxl_ctx_free(ctx);
