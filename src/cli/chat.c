@@ -22,18 +22,6 @@ static int render(const oxl_model *m, const char *tmpl, const cJSON *msgs, bool 
     return 0;
 }
 
-void oxl_print_verbose_prompt(const oxl_model *m, const char *text, size_t len, const oxl_token *toks, int32_t n) {
-    fputs("prompt: '", stderr);
-    fwrite(text, 1, len, stderr);
-    fprintf(stderr, "'\nnumber of tokens in prompt = %d\n", n);
-    char piece[256];
-    for (int32_t i = 0; i < n; i++) {
-        const int32_t w = oxl_token_to_piece(m, toks[i], piece, (int32_t)sizeof piece, true);
-        fprintf(stderr, "%6d -> '%.*s'\n", toks[i], w > 0 ? w : 0, piece);
-    }
-    fputc('\n', stderr);
-}
-
 /* Tokenizes text (special tokens parsed, BOS only on the first turn) and decodes it. */
 static int feed(oxl_ctx *ctx, const oxl_model *m, const char *text, bool first, bool verbose) {
     const size_t len = strlen(text);
