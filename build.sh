@@ -25,7 +25,7 @@ install_missing() {
 }
 
 build() {
-    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DOXL_WERROR=ON >/dev/null
     ninja -C build -j2
 }
 
@@ -33,7 +33,7 @@ build() {
 # UndefinedBehaviorSanitizer, LeakSanitizer on (any report fails its test), then each libFuzzer
 # harness for OXL_FUZZ_SECONDS seconds (default 20; tests/fuzz/run.sh, README "Hostile input").
 sanitize() {
-    cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOXL_SANITIZE=ON >/dev/null
+    cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOXL_SANITIZE=ON -DOXL_WERROR=ON >/dev/null
     ninja -C build-asan -j2
     ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j2 --timeout 900
     tests/fuzz/run.sh "${OXL_FUZZ_SECONDS:-20}"
@@ -49,7 +49,8 @@ sanitize() {
 # caps with llama.cpp's texts. Every emulated command is bounded by `timeout`.
 # $1: one target only (aarch64, riscv64, wasm32).
 cross_build() { # build dir suffix, toolchain file name
-    cmake -S . -B "build-$1" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/$2.cmake" >/dev/null
+    cmake -S . -B "build-$1" -G Ninja -DCMAKE_BUILD_TYPE=Release -DOXL_WERROR=ON \
+        -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/$2.cmake" >/dev/null
     ninja -C "build-$1" -j2
 }
 

@@ -461,10 +461,10 @@ int jj_lex(jj_arena *a, const char *src, size_t len, jj_token **toks, size_t *n_
         if (raw_end) {
             line_starting = src[raw_end - 1] == '\n';
             size_t body = raw_end, e = body, end_close = 0;
-            char sign = 0;
+            char close_sign = 0;
             for (; e + 1 < len && !end_close; e++) {
                 if (src[e] == '{' && src[e + 1] == '%') {
-                    end_close = raw_close(src, len, e, &sign);
+                    end_close = raw_close(src, len, e, &close_sign);
                     if (end_close) {
                         break;
                     }
@@ -474,11 +474,11 @@ int jj_lex(jj_arena *a, const char *src, size_t len, jj_token **toks, size_t *n_
                 return lex_fail(&lx, j, "missing end of raw directive");
             }
             size_t body_end = e;
-            if (sign == '-') {
+            if (close_sign == '-') {
                 while (body_end > body && is_space(src[body_end - 1])) {
                     body_end--;
                 }
-            } else if (sign != '+') {
+            } else if (close_sign != '+') {
                 size_t l_pos = body_end;
                 while (l_pos > body && src[l_pos - 1] != '\n') {
                     l_pos--;

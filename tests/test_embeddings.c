@@ -306,11 +306,11 @@ static void embd_golden_open(const char *id, embd_golden *eg) {
     oxl_error err = {0};
     eg->g = oxl_gguf_open(path, &err);
     cr_assert_not_null(eg->g, "%s", err.msg);
-    const char *kind = NULL, *model = NULL;
+    const char *kind = NULL, *model_file = NULL;
     cr_assert_eq(oxl_gguf_get_str(eg->g, "golden.kind", &kind, &err), 1, "%s", err.msg);
     cr_assert_str_eq(kind, "embeddings");
-    cr_assert_eq(oxl_gguf_get_str(eg->g, "golden.model", &model, &err), 1, "%s", err.msg);
-    snprintf(eg->model, sizeof eg->model, "%s/golden/arch/%s", OXL_SOURCE_DIR, model);
+    cr_assert_eq(oxl_gguf_get_str(eg->g, "golden.model", &model_file, &err), 1, "%s", err.msg);
+    snprintf(eg->model, sizeof eg->model, "%s/golden/arch/%s", OXL_SOURCE_DIR, model_file);
     const oxl_gguf_tensor *t = oxl_gguf_find_tensor(eg->g, "tokens");
     const oxl_gguf_tensor *e = oxl_gguf_find_tensor(eg->g, "embd");
     const oxl_gguf_tensor *et = oxl_gguf_find_tensor(eg->g, "embd_tokens");

@@ -61,9 +61,9 @@ OXL_KERNEL_SIG_repack(oxl_repack_q6_K_16r__avx512vnni) {
              * qh[32h + l]; four consecutive l at a time */
             for (int h = 0; h < 2; h++) {
                 for (int l = 0; l < 32; l += 4) {
-                    const char *b = x0 + offsetof(oxl_block_q6_K, ql) + 64 * h + l;
-                    const __m512i q0 = _mm512_i32gather_epi32(rows, b, 1);
-                    const __m512i q1 = _mm512_i32gather_epi32(rows, b + 32, 1);
+                    const char *qlp = x0 + offsetof(oxl_block_q6_K, ql) + 64 * h + l;
+                    const __m512i q0 = _mm512_i32gather_epi32(rows, qlp, 1);
+                    const __m512i q1 = _mm512_i32gather_epi32(rows, qlp + 32, 1);
                     const __m512i qh = _mm512_i32gather_epi32(rows, x0 + offsetof(oxl_block_q6_K, qh) + 32 * h + l, 1);
                     const __m512i lo4[4] = {_mm512_and_si512(q0, m4), _mm512_and_si512(q1, m4),
                                             _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4),
