@@ -64,8 +64,8 @@ static int bert_load_common(oxl_model *m, bool nomic, oxl_error *err) {
     }
     int64_t n_types = 0;
     if (oxl_gguf_get_int(m->gguf, "tokenizer.ggml.token_type_count", &n_types, err) != 1 || n_types <= 0) {
-        return oxl_err_set(err, "%s: %s model needs to define token type count (tokenizer.ggml.token_type_count)",
-                           path, m->arch->name);
+        return oxl_err_set(err, "%s: %s model needs to define token type count (tokenizer.ggml.token_type_count)", path,
+                           m->arch->name);
     }
     bert_weights *w = calloc(1, sizeof *w);
     if (!w) {
@@ -130,18 +130,18 @@ static int nomic_bert_load(oxl_model *m, oxl_error *err) { return bert_load_comm
 /* ---- forward ----------------------------------------------------------------------------- */
 
 typedef struct bert_acts {
-    float *x;       /* (E, n) layer input */
-    float *h;       /* (E, n) after the attention block */
-    float *qkv;     /* (3E, n) */
+    float *x;         /* (E, n) layer input */
+    float *h;         /* (E, n) after the attention block */
+    float *qkv;       /* (3E, n) */
     float *q, *k, *v; /* (E, n) each */
-    float *vt;      /* (n, E): V transposed, row (head, d) over the pass's tokens */
-    float *att;     /* (E, n) */
-    float *ao;      /* (E, n) */
-    float *gate;    /* (F, n) */
-    float *up;      /* (F, n) */
-    float *scores;  /* n per thread */
-    int32_t *pos;   /* (n) each token's position within its sequence in the pass */
-    float *scratch; /* matmul scratch */
+    float *vt;        /* (n, E): V transposed, row (head, d) over the pass's tokens */
+    float *att;       /* (E, n) */
+    float *ao;        /* (E, n) */
+    float *gate;      /* (F, n) */
+    float *up;        /* (F, n) */
+    float *scores;    /* n per thread */
+    int32_t *pos;     /* (n) each token's position within its sequence in the pass */
+    float *scratch;   /* matmul scratch */
 } bert_acts;
 
 static size_t bert_layout(const oxl_model *m, int32_t n, int n_threads, void *base, bert_acts *a) {
@@ -159,10 +159,16 @@ static size_t bert_layout(const oxl_model *m, int32_t n, int n_threads, void *ba
             }
         }
     }
-    const size_t sizes[] = {E * n, E * n, 3 * E * n, E * n, E * n, E * n, E * n, E * n, E * n, F * n, F * n,
-                            (size_t)n * (size_t)n_threads, (size_t)n, scratch / sizeof(float) + 16};
-    float **slots[] = {&a->x, &a->h, &a->qkv, &a->q, &a->k, &a->v, &a->vt, &a->att, &a->ao, &a->gate, &a->up,
-                       &a->scores, (float **)&a->pos, &a->scratch};
+    const size_t sizes[] = {E * n,     E * n,
+                            3 * E * n, E * n,
+                            E * n,     E * n,
+                            E * n,     E * n,
+                            E * n,     F * n,
+                            F * n,     (size_t)n * (size_t)n_threads,
+                            (size_t)n, scratch / sizeof(float) + 16};
+    float **slots[] = {&a->x,  &a->h,      &a->qkv,           &a->q,      &a->k,
+                       &a->v,  &a->vt,     &a->att,           &a->ao,     &a->gate,
+                       &a->up, &a->scores, (float **)&a->pos, &a->scratch};
     size_t off = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (base) {
@@ -264,8 +270,12 @@ static void bert_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
     oxl_norm(OXL_NORM_LAYER, a.x, &w->tok_norm, &w->tok_norm_b, a.x, E, n, w->norm_eps);
 
     const oxl_kernels *kern = oxl_kernels_get();
-    bert_attn_task t = {.ub = ub, .a = &a, .n_head = hp->n_head, .head_dim = hp->head_dim,
-                        .scale = 1.0f / sqrtf((float)hp->head_dim), .dot = kern->vec_dot[OXL_TYPE_F32],
+    bert_attn_task t = {.ub = ub,
+                        .a = &a,
+                        .n_head = hp->n_head,
+                        .head_dim = hp->head_dim,
+                        .scale = 1.0f / sqrtf((float)hp->head_dim),
+                        .dot = kern->vec_dot[OXL_TYPE_F32],
                         .softmax = kern->softmax[OXL_TYPE_F32]};
     for (int il = 0; il < hp->n_layer; il++) {
         const bert_layer *l = &w->layers[il];
@@ -334,9 +344,17 @@ static void bert_describe(const oxl_model *m, FILE *out) {
     }
 }
 
-const oxl_arch oxl_arch_bert = {.name = "bert", .load = bert_load, .free_weights = bert_free,
-                                .work_size = bert_work_size, .forward = bert_forward, .describe = bert_describe,
+const oxl_arch oxl_arch_bert = {.name = "bert",
+                                .load = bert_load,
+                                .free_weights = bert_free,
+                                .work_size = bert_work_size,
+                                .forward = bert_forward,
+                                .describe = bert_describe,
                                 .encoder_only = true};
-const oxl_arch oxl_arch_nomic_bert = {.name = "nomic-bert", .load = nomic_bert_load, .free_weights = bert_free,
-                                      .work_size = bert_work_size, .forward = bert_forward,
-                                      .describe = bert_describe, .encoder_only = true};
+const oxl_arch oxl_arch_nomic_bert = {.name = "nomic-bert",
+                                      .load = nomic_bert_load,
+                                      .free_weights = bert_free,
+                                      .work_size = bert_work_size,
+                                      .forward = bert_forward,
+                                      .describe = bert_describe,
+                                      .encoder_only = true};

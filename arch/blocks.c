@@ -28,8 +28,8 @@ int oxl_hp_int(const oxl_model *m, const char *key, int32_t *out, bool required,
         return required ? oxl_err_set(err, "%s: missing required key '%s'", oxl_gguf_path(m->gguf), full) : 0;
     }
     if (v <= 0 || v > INT32_MAX) {
-        return oxl_err_set(err, "%s: key '%s' = %lld: must be a positive 32-bit integer",
-                           oxl_gguf_path(m->gguf), full, (long long)v);
+        return oxl_err_set(err, "%s: key '%s' = %lld: must be a positive 32-bit integer", oxl_gguf_path(m->gguf), full,
+                           (long long)v);
     }
     *out = (int32_t)v;
     return 0;
@@ -81,8 +81,8 @@ int oxl_hp_count(const oxl_model *m, const char *key, int32_t *out, bool require
         return required ? oxl_err_set(err, "%s: missing required key '%s'", oxl_gguf_path(m->gguf), full) : 0;
     }
     if (v < 0 || v > INT32_MAX) {
-        return oxl_err_set(err, "%s: key '%s' = %lld: must be a non-negative 32-bit integer",
-                           oxl_gguf_path(m->gguf), full, (long long)v);
+        return oxl_err_set(err, "%s: key '%s' = %lld: must be a non-negative 32-bit integer", oxl_gguf_path(m->gguf),
+                           full, (long long)v);
     }
     *out = (int32_t)v;
     return 0;
@@ -158,8 +158,8 @@ int oxl_bind_tensor_3d(const oxl_model *m, oxl_tensor *t, const char *name, int 
     }
     if (gt->ne[0] != ne0 || gt->ne[1] != ne1 || gt->ne[2] != ne2 || gt->ne[3] != 1) {
         return oxl_err_set(err, "%s: tensor '%s' has shape (%lld, %lld, %lld, %lld); expected (%lld, %lld, %lld)", path,
-                           full, (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2],
-                           (long long)gt->ne[3], (long long)ne0, (long long)ne1, (long long)ne2);
+                           full, (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2], (long long)gt->ne[3],
+                           (long long)ne0, (long long)ne1, (long long)ne2);
     }
     return oxl_bind_tensor_view(m, t, gt, ne0, ne1, err);
 }
@@ -193,7 +193,8 @@ int oxl_bind_tensor(const oxl_model *m, oxl_tensor *t, const char *name, int il,
             snprintf(want, sizeof want, "(%lld)", (long long)ne0);
         }
         return oxl_err_set(err, "%s: tensor '%s' has shape (%lld, %lld, %lld, %lld); expected %s", path, full,
-                           (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2], (long long)gt->ne[3], want);
+                           (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2], (long long)gt->ne[3],
+                           want);
     }
     return oxl_bind_tensor_view(m, t, gt, ne0, ne1, err);
 }
@@ -267,7 +268,8 @@ void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_r
     float corr[2] = {0.0f, 0.0f};
     if (r->ext_factor != 0.0f) {
         corr[0] = fmaxf(0.0f, floorf(rope_yarn_corr_dim(r->n_rot, r->n_ctx_orig, r->beta_fast, r->freq_base)));
-        corr[1] = fminf((float)(r->n_rot - 1), ceilf(rope_yarn_corr_dim(r->n_rot, r->n_ctx_orig, r->beta_slow, r->freq_base)));
+        corr[1] = fminf((float)(r->n_rot - 1),
+                        ceilf(rope_yarn_corr_dim(r->n_rot, r->n_ctx_orig, r->beta_slow, r->freq_base)));
     }
     float theta = (float)pos;
     const int sect_dims = r->sections[0] + r->sections[1] + r->sections[2] + r->sections[3];
@@ -451,18 +453,18 @@ typedef struct attn_task {
     const float *q;
     float *out;
     oxl_attn_params p;
-    float m0, m1;         /* ALiBi slope bases (ggml_soft_max_ext / ggml_flash_attn_ext) */
+    float m0, m1; /* ALiBi slope bases (ggml_soft_max_ext / ggml_flash_attn_ext) */
     uint32_t n_head_log2;
     float *scores;
-    oxl_vec_dot_fn vec_dot; /* K·q for the K cache's type */
-    oxl_quant_fn q_conv;    /* q to K's vec_dot_type (NULL: f32, used as is) */
-    size_t q_row;           /* bytes of one converted query head */
+    oxl_vec_dot_fn vec_dot;    /* K·q for the K cache's type */
+    oxl_quant_fn q_conv;       /* q to K's vec_dot_type (NULL: f32, used as is) */
+    size_t q_row;              /* bytes of one converted query head */
     oxl_dequant_fn v_to_float; /* f16 or quantized V rows to f32 (NULL for f32 V) */
     oxl_quant_fn to_f16;       /* f32 to f16 and back: the f16 accumulator's rounding */
     oxl_dequant_fn from_f16;
-    oxl_mad_fn mad;            /* the accumulator step: fma, rounded to halves with an f16 V */
-    int group;              /* query heads per KV head */
-    int chunk;              /* flash: query heads per item (a group is split into group/chunk items) */
+    oxl_mad_fn mad; /* the accumulator step: fma, rounded to halves with an f16 V */
+    int group;      /* query heads per KV head */
+    int chunk;      /* flash: query heads per item (a group is split into group/chunk items) */
     int n_chunks;
     /* tiled flash (batches of OXL_FA_TILE_Q+ tokens): the token tiles, each of one sequence */
     int32_t *tile_j0, *tile_n;
@@ -477,9 +479,9 @@ typedef struct attn_task {
 /* The per-token part of an item: cache rows and visible positions. */
 typedef struct attn_item {
     size_t k_off, v_off; /* bytes from a cache row's start to this KV head's columns */
-    size_t row0;   /* cache row of the sequence's position 0 */
-    int32_t lo;    /* first visible position (sliding window) */
-    int32_t n_kv;  /* causal: positions lo .. pos of the token */
+    size_t row0;         /* cache row of the sequence's position 0 */
+    int32_t lo;          /* first visible position (sliding window) */
+    int32_t n_kv;        /* causal: positions lo .. pos of the token */
     int32_t pos;
 } attn_item;
 
@@ -665,7 +667,7 @@ static void attn_flash(void *arg, int ith, int nth) {
                     vs = expf(s - M[i]);
                 }
                 t->mad(D, acc + (size_t)i * D, vp, vs); /* rounded to halves with an f16 V */
-                S[i] = fmaf(S[i], ms, vs); /* contracted in ggml's build */
+                S[i] = fmaf(S[i], ms, vs);              /* contracted in ggml's build */
             }
         }
         for (int i = 0; i < nh; i++) {
@@ -710,7 +712,8 @@ static void attn_tiled(void *arg, int ith, int nth) {
     const float cap = t->p.softcap;
     const float scale = cap != 0.0f ? t->p.scale / cap : t->p.scale;
     const int64_t max_rows = (int64_t)G * OXL_FA_TILE_Q;
-    float *Q = t->tile_buf + (size_t)ith * t->tile_floats, *KQ = Q + max_rows * D, *mask = KQ + max_rows * T, *VKQ = mask + max_rows * T;
+    float *Q = t->tile_buf + (size_t)ith * t->tile_floats, *KQ = Q + max_rows * D, *mask = KQ + max_rows * T,
+          *VKQ = mask + max_rows * T;
     float *V32 = VKQ + max_rows * D, *K32 = V32 + (size_t)T * D, *M = K32 + (size_t)T * D, *S = M + max_rows;
     bool *skip = (bool *)(S + max_rows);
     const int64_t n_items = (int64_t)t->p.n_head_kv * t->n_tiles;
@@ -719,7 +722,7 @@ static void attn_tiled(void *arg, int ith, int nth) {
         const int32_t j0 = t->tile_j0[item / t->p.n_head_kv], len = t->tile_n[item / t->p.n_head_kv];
         const int h0 = hk * G;
         const int64_t rows = (int64_t)G * len; /* row r: head h0 + r / len, token j0 + r % len */
-        attn_item tok[OXL_FA_TILE_Q]; /* each token's cache rows and visible positions */
+        attn_item tok[OXL_FA_TILE_Q];          /* each token's cache rows and visible positions */
         int32_t lo = INT32_MAX, end = 0;
         for (int32_t tq = 0; tq < len; tq++) {
             tok[tq] = attn_item_at(t, j0 + tq, hk);
@@ -728,7 +731,8 @@ static void attn_tiled(void *arg, int ith, int nth) {
         }
         const attn_item it0 = attn_item_at(t, j0, hk); /* the rows all tokens of the tile share */
         for (int64_t r = 0; r < rows; r++) {
-            memcpy(Q + r * D, t->q + ((size_t)(j0 + r % len) * t->p.n_head + h0 + r / len) * D, (size_t)D * sizeof(float));
+            memcpy(Q + r * D, t->q + ((size_t)(j0 + r % len) * t->p.n_head + h0 + r / len) * D,
+                   (size_t)D * sizeof(float));
             M[r] = -INFINITY;
             S[r] = 0.0f;
         }
@@ -745,7 +749,8 @@ static void attn_tiled(void *arg, int ith, int nth) {
                     float *mrow = mask + ((int64_t)hi * len + tq) * T;
                     for (int tk = 0; tk < T; tk++) {
                         const int32_t p = ic + tk;
-                        const float m = tk < kv_tile && p >= it->lo && p < it->n_kv ? attn_bias(t, it, slope, p) : -INFINITY;
+                        const float m =
+                            tk < kv_tile && p >= it->lo && p < it->n_kv ? attn_bias(t, it, slope, p) : -INFINITY;
                         mrow[tk] = m;
                         can_skip &= m == -INFINITY;
                     }
@@ -847,12 +852,18 @@ static size_t attn_tile_floats(int group, int head_dim) {
     return rows * (2 * D + 2 * T) + 2 * T * D + 3 * rows;
 }
 
-void oxl_attention(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *q, float *out,
-                   const oxl_attn_params *p, float *scores) {
+void oxl_attention(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *q, float *out, const oxl_attn_params *p,
+                   float *scores) {
     const oxl_kernels *kern = oxl_kernels_get();
     const oxl_kv_cache *kv = &ctx->kv;
     const oxl_type qt = oxl_type_traits_get(kv->type_k)->vec_dot_type;
-    attn_task t = {.ctx = ctx, .il = il, .ub = ub, .q = q, .out = out, .p = *p, .scores = scores,
+    attn_task t = {.ctx = ctx,
+                   .il = il,
+                   .ub = ub,
+                   .q = q,
+                   .out = out,
+                   .p = *p,
+                   .scores = scores,
                    .vec_dot = kern->vec_dot[kv->type_k],
                    .q_conv = qt == OXL_TYPE_F32 ? NULL : kern->quant[qt],
                    .q_row = oxl_row_size(qt, p->head_dim),

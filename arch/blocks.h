@@ -58,8 +58,8 @@ void oxl_norm(oxl_norm_kind kind, const float *x, const oxl_tensor *w, const oxl
 
 typedef enum oxl_rope_mode {
     OXL_ROPE_NONE = -1,
-    OXL_ROPE_NORM = 0, /* GPT-J style: rotates adjacent pairs (2i, 2i+1)     (LLAMA_ROPE_TYPE_NORM) */
-    OXL_ROPE_NEOX = 2, /* GPT-NeoX style: rotates (i, i + n_rot/2)            (LLAMA_ROPE_TYPE_NEOX) */
+    OXL_ROPE_NORM = 0,  /* GPT-J style: rotates adjacent pairs (2i, 2i+1)     (LLAMA_ROPE_TYPE_NORM) */
+    OXL_ROPE_NEOX = 2,  /* GPT-NeoX style: rotates (i, i + n_rot/2)            (LLAMA_ROPE_TYPE_NEOX) */
     OXL_ROPE_MROPE = 8, /* multi-section NeoX (ggml_rope_multi, LLAMA_ROPE_TYPE_MROPE): pair i takes the
                          * position of its section (i % sum(sections)); for text the t, h, w positions
                          * are the token's and the fourth (extra) position is 0 */
@@ -68,11 +68,11 @@ typedef enum oxl_rope_mode {
 /* The arguments of one ggml_rope_ext call. */
 typedef struct oxl_rope {
     oxl_rope_mode mode;
-    int n_rot;            /* rotated dims at the start of each head; the rest pass through */
+    int n_rot; /* rotated dims at the start of each head; the rest pass through */
     float freq_base;
-    float freq_scale;     /* 1 / linear scaling factor */
-    float ext_factor;     /* YaRN extrapolation mix (0: off) */
-    float attn_factor;    /* multiplies cos and sin */
+    float freq_scale;  /* 1 / linear scaling factor */
+    float ext_factor;  /* YaRN extrapolation mix (0: off) */
+    float attn_factor; /* multiplies cos and sin */
     float beta_fast, beta_slow;
     int32_t n_ctx_orig;   /* YaRN's original context (ggml_rope_yarn_corr_dims) */
     const float *factors; /* (n_rot/2) frequency divisors (llama3 rope_freqs, LongRoPE), or NULL */
@@ -111,10 +111,10 @@ void oxl_kv_store(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *k, co
 /* One attention layer's shape and score options (llama.cpp build_attn_mha). */
 typedef struct oxl_attn_params {
     int n_head, n_head_kv, head_dim; /* query head h reads KV head h / (n_head / n_head_kv) */
-    float scale;    /* kq_scale */
-    float softcap;  /* 0: off; else scores = softcap * tanh(scores / softcap) */
-    int32_t n_swa;  /* 0: full causal; else a query at p sees keys p - n_swa + 1 .. p (LLAMA_SWA_TYPE_STANDARD) */
-    float max_bias; /* 0: off; else ALiBi: head h adds slope_h * -(p_q - p_k), ggml's m0/m1 slopes */
+    float scale;                     /* kq_scale */
+    float softcap;                   /* 0: off; else scores = softcap * tanh(scores / softcap) */
+    int32_t n_swa;      /* 0: full causal; else a query at p sees keys p - n_swa + 1 .. p (LLAMA_SWA_TYPE_STANDARD) */
+    float max_bias;     /* 0: off; else ALiBi: head h adds slope_h * -(p_q - p_k), ggml's m0/m1 slopes */
     const float *sinks; /* (n_head) or NULL: head h's learned logit joins its softmax without a value
                          * (gpt-oss attention sinks: ggml_soft_max_add_sinks, flash-attn's sinks) */
 } oxl_attn_params;
@@ -136,7 +136,7 @@ int oxl_kv_rot_v(const oxl_ctx *ctx, int head_dim);
  * ctx->params.flash_attn is off, then the separate ops of llama.cpp's unfused graph (soft-cap of
  * the raw score, ggml_soft_max_ext(scale, ALiBi) summing in double, the weighted sum of values).
  * scores holds n_ctx + head_dim floats per thread. */
-void oxl_attention(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *q, float *out,
-                   const oxl_attn_params *p, float *scores);
+void oxl_attention(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *q, float *out, const oxl_attn_params *p,
+                   float *scores);
 
 #endif

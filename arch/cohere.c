@@ -11,16 +11,13 @@
 #include "decoder.h"
 
 static const oxl_tensor_spec command_r_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM),
-    OXL_REQ(L_ATTN_NORM),  OXL_REQ(L_QKV),         OXL_REQ(L_ATTN_OUT),
-    OXL_REQ(L_FFN_GATE),   OXL_REQ(L_FFN_UP),      OXL_REQ(L_FFN_DOWN),
+    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_REQ(L_ATTN_NORM), OXL_REQ(L_QKV),
+    OXL_REQ(L_ATTN_OUT),   OXL_REQ(L_FFN_GATE),    OXL_REQ(L_FFN_UP),    OXL_REQ(L_FFN_DOWN),
 };
 
 static const oxl_tensor_spec command_r_qk_norm_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM),
-    OXL_REQ(L_ATTN_NORM),  OXL_REQ(L_QKV),         OXL_REQ(L_ATTN_OUT),
-    OXL_REQ(L_Q_NORM_HEADS), OXL_REQ(L_K_NORM_HEADS),
-    OXL_REQ(L_FFN_GATE),   OXL_REQ(L_FFN_UP),      OXL_REQ(L_FFN_DOWN),
+    OXL_REQ(T_TOKEN_EMBD),   OXL_REQ(T_OUTPUT_NORM),  OXL_REQ(L_ATTN_NORM), OXL_REQ(L_QKV),    OXL_REQ(L_ATTN_OUT),
+    OXL_REQ(L_Q_NORM_HEADS), OXL_REQ(L_K_NORM_HEADS), OXL_REQ(L_FFN_GATE),  OXL_REQ(L_FFN_UP), OXL_REQ(L_FFN_DOWN),
 };
 
 static int command_r_load(oxl_model *m, oxl_error *err) {

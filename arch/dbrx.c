@@ -10,9 +10,8 @@
 #include "error.h"
 
 static const oxl_tensor_spec dbrx_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_REQ(T_OUTPUT),
-    OXL_REQ(L_ATTN_NORM),  OXL_REQ(L_ATTN_QKV),    OXL_REQ(L_ATTN_OUT),
-    OXL_REQ(L_ATTN_OUT_NORM_FFN), OXL_REQ(L_MOE),
+    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM),       OXL_REQ(T_OUTPUT), OXL_REQ(L_ATTN_NORM), OXL_REQ(L_ATTN_QKV),
+    OXL_REQ(L_ATTN_OUT),   OXL_REQ(L_ATTN_OUT_NORM_FFN), OXL_REQ(L_MOE),
 };
 
 static int dbrx_load(oxl_model *m, oxl_error *err) {

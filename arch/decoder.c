@@ -46,8 +46,10 @@ int oxl_decoder_hparams(oxl_model *m, oxl_decoder_opts *o, oxl_rope_mode mode, o
     hp->n_head_kv = 0;
     for (int32_t il = 0; r == 0 && il < hp->n_layer; il++) {
         if (kv_layers[il] != 0 && hp->n_head_kv != 0 && kv_layers[il] != hp->n_head_kv) {
-            r = oxl_err_set(err, "%s: %s.attention.head_count_kv differs between attention layers (%d, %d); "
-                            "unsupported", path, arch, hp->n_head_kv, kv_layers[il]);
+            r = oxl_err_set(err,
+                            "%s: %s.attention.head_count_kv differs between attention layers (%d, %d); "
+                            "unsupported",
+                            path, arch, hp->n_head_kv, kv_layers[il]);
         }
         hp->n_head_kv = kv_layers[il] ? kv_layers[il] : hp->n_head_kv;
     }
@@ -91,8 +93,10 @@ int oxl_decoder_hparams(oxl_model *m, oxl_decoder_opts *o, oxl_rope_mode mode, o
                            arch, head_dim_v, hp->head_dim);
     }
     if (hp->head_dim < 1 || hp->head_dim > 1024 || hp->n_rot > hp->head_dim || hp->n_rot % 2) {
-        return oxl_err_set(err, "%s: unsupported head size %d / %s.rope.dimension_count %d (head size <= 1024, even "
-                           "rotary dims <= head size)", path, hp->head_dim, arch, hp->n_rot);
+        return oxl_err_set(err,
+                           "%s: unsupported head size %d / %s.rope.dimension_count %d (head size <= 1024, even "
+                           "rotary dims <= head size)",
+                           path, hp->head_dim, arch, hp->n_rot);
     }
     /* every layer binds at least a query, an output and a down projection: refuse a block count the
      * file cannot back before allocating per layer */
@@ -123,9 +127,15 @@ int oxl_decoder_hparams(oxl_model *m, oxl_decoder_opts *o, oxl_rope_mode mode, o
         mscale *= 1.0f / (1.0f + 0.1f * logf(f));
     }
     mscale *= attn_factor;
-    o->rope = (oxl_rope){.mode = mode, .n_rot = hp->n_rot, .freq_base = hp->rope_freq_base,
-                         .freq_scale = hp->rope_freq_scale, .ext_factor = ext_factor, .attn_factor = mscale,
-                         .beta_fast = 32.0f, .beta_slow = 1.0f, .n_ctx_orig = n_ctx_orig};
+    o->rope = (oxl_rope){.mode = mode,
+                         .n_rot = hp->n_rot,
+                         .freq_base = hp->rope_freq_base,
+                         .freq_scale = hp->rope_freq_scale,
+                         .ext_factor = ext_factor,
+                         .attn_factor = mscale,
+                         .beta_fast = 32.0f,
+                         .beta_slow = 1.0f,
+                         .n_ctx_orig = n_ctx_orig};
     o->rope_swa = o->rope;
     o->n_ctx_orig = n_ctx_orig;
     o->kq_scale = 1.0f / sqrtf((float)hp->head_dim);
@@ -153,9 +163,9 @@ typedef enum dim { D_NONE, D_E, D_V, D_Q, D_KV, D_QKV, D_F, D_2F, D_HD, D_H, D_H
 typedef struct tensor_info {
     const char *name; /* "blk.%d." prefix for layer tensors */
     bool layer;
-    size_t offset;    /* into oxl_decoder or oxl_decoder_layer */
+    size_t offset; /* into oxl_decoder or oxl_decoder_layer */
     dim ne0, ne1;
-    bool f32;         /* norms and biases: f32 as llama.cpp computes them */
+    bool f32; /* norms and biases: f32 as llama.cpp computes them */
 } tensor_info;
 
 #define G(f) false, offsetof(oxl_decoder, f)
@@ -212,12 +222,18 @@ static const tensor_info tensor_table[OXL_TENSOR_KIND_COUNT] = {
 /* The attention tensors a recurrent layer does not have. */
 static bool attention_kind(oxl_tensor_kind k) {
     switch (k) {
-    case OXL_L_QKV: case OXL_L_ATTN_QKV: case OXL_L_ATTN_QKV_B:
-    case OXL_L_Q_NORM_HEAD: case OXL_L_K_NORM_HEAD: case OXL_L_Q_NORM_HEADS: case OXL_L_K_NORM_HEADS:
-    case OXL_L_Q_NORM_FULL: case OXL_L_K_NORM_FULL: case OXL_L_ATTN_OUT: case OXL_L_ATTN_OUT_B:
-        return true;
-    default:
-        return false;
+    case OXL_L_QKV:
+    case OXL_L_ATTN_QKV:
+    case OXL_L_ATTN_QKV_B:
+    case OXL_L_Q_NORM_HEAD:
+    case OXL_L_K_NORM_HEAD:
+    case OXL_L_Q_NORM_HEADS:
+    case OXL_L_K_NORM_HEADS:
+    case OXL_L_Q_NORM_FULL:
+    case OXL_L_K_NORM_FULL:
+    case OXL_L_ATTN_OUT:
+    case OXL_L_ATTN_OUT_B: return true;
+    default: return false;
     }
 }
 
@@ -386,8 +402,13 @@ void oxl_decoder_repack(oxl_model *m, bool evict) {
     oxl_decoder *d = m->weights;
     const size_t per_layer = sizeof tensor_table / sizeof tensor_table[0] + 3;
     const size_t cap = (size_t)m->hp.n_layer * per_layer + 1;
-    repack_job j = {calloc(cap, sizeof *j.t), calloc(cap, sizeof *j.buf), calloc(cap, sizeof *j.bytes),
-                    calloc(cap, sizeof *j.evict), calloc(cap, sizeof *j.left), NULL, 0};
+    repack_job j = {calloc(cap, sizeof *j.t),
+                    calloc(cap, sizeof *j.buf),
+                    calloc(cap, sizeof *j.bytes),
+                    calloc(cap, sizeof *j.evict),
+                    calloc(cap, sizeof *j.left),
+                    NULL,
+                    0};
     if (!j.t || !j.buf || !j.bytes || !j.evict || !j.left) {
         goto out;
     }
@@ -440,7 +461,8 @@ void oxl_decoder_repack(oxl_model *m, bool evict) {
     }
     oxl_pool *pool = oxl_pool_new(oxl_n_physical_cores(), NULL);
     if (pool) {
-        oxl_pool_run_parts(pool, repack_part, &j, j.n_pieces < OXL_POOL_MAX_PARTS ? (int)j.n_pieces : OXL_POOL_MAX_PARTS);
+        oxl_pool_run_parts(pool, repack_part, &j,
+                           j.n_pieces < OXL_POOL_MAX_PARTS ? (int)j.n_pieces : OXL_POOL_MAX_PARTS);
         oxl_pool_free(pool);
     } else {
         repack_part(&j, 0, 1);
@@ -497,12 +519,30 @@ static size_t acts_layout(const oxl_model *m, int32_t n, int32_t n_ctx, int n_th
     const size_t moe = oxl_moe_work_size(&d->o.moe, hp->n_embd, n) / sizeof(float);
     const size_t ssm = oxl_ssm_work_size(&d->o.ssm, n) / sizeof(float);
     const size_t mla = oxl_mla_work_size(m, &d->o.mla, n) / sizeof(float);
-    const size_t sizes[] = {E * n, E * n, E * n, QKV * n, Q * n, KV * n, KV * n, Q * n, E * n, E * n, 2 * F * n,
-                            F * n, E * n, E * n, moe, ssm, mla, (size_t)(n_ctx + hp->head_dim) * n_threads,
-                            widest * n + 64};
-    float **slots[] = {&a->x, &a->xb, &a->xb2, &a->qkv, &a->q, &a->k, &a->v, &a->att, &a->ao, &a->fo, &a->gate,
-                       &a->up, &a->xout, &a->fo2, (float **)&a->moe, (float **)&a->ssm, (float **)&a->mla,
-                       &a->scores, &a->scratch};
+    const size_t sizes[] = {
+        E * n,          E * n, E * n, QKV * n, Q * n,     KV * n,
+        KV * n,         Q * n, E * n, E * n,   2 * F * n, F * n,
+        E * n,          E * n, moe,   ssm,     mla,       (size_t)(n_ctx + hp->head_dim) * n_threads,
+        widest * n + 64};
+    float **slots[] = {&a->x,
+                       &a->xb,
+                       &a->xb2,
+                       &a->qkv,
+                       &a->q,
+                       &a->k,
+                       &a->v,
+                       &a->att,
+                       &a->ao,
+                       &a->fo,
+                       &a->gate,
+                       &a->up,
+                       &a->xout,
+                       &a->fo2,
+                       (float **)&a->moe,
+                       (float **)&a->ssm,
+                       (float **)&a->mla,
+                       &a->scores,
+                       &a->scratch};
     size_t off = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (base) {
@@ -696,9 +736,13 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
                 oxl_fwht_rows(b.v, (int64_t)hp->n_head_kv * hp->head_dim * n, rot_v);
             }
             oxl_kv_store(ctx, il, ub, b.k, b.v);
-            const oxl_attn_params ap = {.n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
-                                        .scale = o->kq_scale, .softcap = o->attn_softcap,
-                                        .n_swa = swa ? o->n_swa : 0, .max_bias = o->max_alibi_bias,
+            const oxl_attn_params ap = {.n_head = hp->n_head,
+                                        .n_head_kv = hp->n_head_kv,
+                                        .head_dim = hp->head_dim,
+                                        .scale = o->kq_scale,
+                                        .softcap = o->attn_softcap,
+                                        .n_swa = swa ? o->n_swa : 0,
+                                        .max_bias = o->max_alibi_bias,
                                         .sinks = l->attn_sinks.data};
             oxl_attention(ctx, il, ub, b.q, b.att, &ap, b.scores);
             if (rot_v) {
@@ -776,11 +820,13 @@ static void describe_rope(FILE *out, const char *what, const oxl_rope *r) {
         return;
     }
     fprintf(out, "  %-16s %s, n_rot %d, freq_base %g, freq_scale %g, attn_factor %g", what,
-            r->mode == OXL_ROPE_NEOX ? "neox" : r->mode == OXL_ROPE_MROPE ? "m-rope" : "normal", r->n_rot,
-            r->freq_base, r->freq_scale, r->attn_factor);
+            r->mode == OXL_ROPE_NEOX    ? "neox"
+            : r->mode == OXL_ROPE_MROPE ? "m-rope"
+                                        : "normal",
+            r->n_rot, r->freq_base, r->freq_scale, r->attn_factor);
     if (r->mode == OXL_ROPE_MROPE) {
-        fprintf(out, ", sections [%d, %d, %d, %d] (text: the extra section unrotated)", r->sections[0],
-                r->sections[1], r->sections[2], r->sections[3]);
+        fprintf(out, ", sections [%d, %d, %d, %d] (text: the extra section unrotated)", r->sections[0], r->sections[1],
+                r->sections[2], r->sections[3]);
     }
     if (r->ext_factor != 0.0f) {
         fprintf(out, ", yarn ext_factor %g beta %g/%g n_ctx_orig %d", r->ext_factor, r->beta_fast, r->beta_slow,
@@ -842,8 +888,10 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
     fprintf(out, "  %-16s %s, eps %g", "norm", o->norm == OXL_NORM_RMS ? "rms" : "layer", o->norm_eps);
     const oxl_decoder_layer *l0 = &d->layers[0];
     if (l0->q_norm.data) {
-        fprintf(out, "; q/k norms %s", o->qk_norm_full ? "over the full projection"
-                                       : l0->q_norm.ne[1] > 1 ? "per head, own weights" : "per head");
+        fprintf(out, "; q/k norms %s",
+                o->qk_norm_full        ? "over the full projection"
+                : l0->q_norm.ne[1] > 1 ? "per head, own weights"
+                                       : "per head");
     }
     if (!l0->attn_norm.data) {
         fputs("; no pre-norms", out);
@@ -876,9 +924,11 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
         }
     }
     if (o->mla.kv_lora_rank > 0) {
-        fprintf(out, "  %-16s q_lora_rank %d, kv_lora_rank %d, head k %d (rope %d) v %d, kq_scale %g; cache: latent + "
-                "rope key (%d floats per token)\n", "latent attention", o->mla.q_lora_rank, o->mla.kv_lora_rank,
-                o->mla.head_k, hp->n_rot, o->mla.head_v, o->mla.kq_scale, hp->head_dim);
+        fprintf(out,
+                "  %-16s q_lora_rank %d, kv_lora_rank %d, head k %d (rope %d) v %d, kq_scale %g; cache: latent + "
+                "rope key (%d floats per token)\n",
+                "latent attention", o->mla.q_lora_rank, o->mla.kv_lora_rank, o->mla.head_k, hp->n_rot, o->mla.head_v,
+                o->mla.kq_scale, hp->head_dim);
     }
     if (o->ssm.kind != OXL_SSM_NONE) {
         oxl_ssm_describe(&o->ssm, out);
@@ -910,5 +960,6 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
     if (any) {
         fputc('\n', out);
     }
-    fprintf(out, "  %-16s %s\n", "output", d->output.data == d->token_embd.data ? "tied to token_embd" : "output.weight");
+    fprintf(out, "  %-16s %s\n", "output",
+            d->output.data == d->token_embd.data ? "tied to token_embd" : "output.weight");
 }

@@ -34,33 +34,33 @@ typedef enum oxl_ffn_kind {
 
 /* Everything an architecture decides about the graph; zero means "not used" for the scales. */
 typedef struct oxl_decoder_opts {
-    oxl_norm_kind norm;      /* every norm of the model, q/k norms included */
-    float norm_eps;          /* layer_norm_rms_epsilon or layer_norm_epsilon, as the architecture reads */
+    oxl_norm_kind norm; /* every norm of the model, q/k norms included */
+    float norm_eps;     /* layer_norm_rms_epsilon or layer_norm_epsilon, as the architecture reads */
     oxl_ffn_kind ffn;
-    bool parallel;           /* attention and FFN both read the layer input: x + attn + ffn */
-    bool parallel_if_no_ffn_norm; /* a layer without ffn_norm is parallel (StableLM-2-12B) */
-    bool qk_norm_full;       /* q/k norms span the whole projection (OLMo-2), not each head */
-    float embd_scale;        /* token embeddings *= (gemma: sqrt(n_embd); granite: embedding_scale) */
-    float residual_scale;    /* branch outputs *= before each residual add (granite) */
-    float q_scale;           /* q *= after RoPE (gemma, phi), with kq_scale then 1 */
-    float kq_scale;          /* softmax scale of the scores */
-    float attn_softcap;      /* attention scores soft-cap (gemma2) */
-    float max_alibi_bias;    /* ALiBi (bloom) */
-    float logit_scale;       /* logits *= (command-r: logit_scale; granite: 1 / logit_scale) */
-    float final_softcap;     /* logits soft-cap (gemma2) */
-    int32_t n_swa;           /* 0: no sliding-window layers; else the window of the swa layers */
-    uint32_t swa_pattern;    /* layer il is swa when il % pattern < pattern - 1 (0: every layer) */
-    oxl_rope rope;           /* full-attention layers; mode OXL_ROPE_NONE: no RoPE */
-    oxl_rope rope_swa;       /* sliding-window layers */
-    bool long_factors;       /* LongRoPE: rope_factors_long when the padded context exceeds n_ctx_orig */
-    int32_t n_ctx_orig;      /* rope.scaling.original_context_length (default context_length) */
-    float clamp_kqv;         /* q, k, v (or the fused qkv) clamped to [-c, c] (dbrx) */
-    oxl_moe_opts moe;        /* experts of the layers that bind OXL_L_MOE */
-    unsigned moe_parts;      /* OXL_MOE_HAS_* flags: which optional MoE tensors the loader creates */
-    float moe_dense_scale;   /* layers with both a dense FFN and experts: (dense + moe) * this (grok) */
-    oxl_ssm_opts ssm;        /* kind != OXL_SSM_NONE: recurrent layers exist */
-    bool ssm_dt_b_c_norms;   /* the Mamba-1 mixer RMS-normalises dt, B and C (jamba) */
-    oxl_mla_opts mla;        /* kv_lora_rank > 0: layers bind OXL_L_MLA (value_length may differ) */
+    bool parallel;                   /* attention and FFN both read the layer input: x + attn + ffn */
+    bool parallel_if_no_ffn_norm;    /* a layer without ffn_norm is parallel (StableLM-2-12B) */
+    bool qk_norm_full;               /* q/k norms span the whole projection (OLMo-2), not each head */
+    float embd_scale;                /* token embeddings *= (gemma: sqrt(n_embd); granite: embedding_scale) */
+    float residual_scale;            /* branch outputs *= before each residual add (granite) */
+    float q_scale;                   /* q *= after RoPE (gemma, phi), with kq_scale then 1 */
+    float kq_scale;                  /* softmax scale of the scores */
+    float attn_softcap;              /* attention scores soft-cap (gemma2) */
+    float max_alibi_bias;            /* ALiBi (bloom) */
+    float logit_scale;               /* logits *= (command-r: logit_scale; granite: 1 / logit_scale) */
+    float final_softcap;             /* logits soft-cap (gemma2) */
+    int32_t n_swa;                   /* 0: no sliding-window layers; else the window of the swa layers */
+    uint32_t swa_pattern;            /* layer il is swa when il % pattern < pattern - 1 (0: every layer) */
+    oxl_rope rope;                   /* full-attention layers; mode OXL_ROPE_NONE: no RoPE */
+    oxl_rope rope_swa;               /* sliding-window layers */
+    bool long_factors;               /* LongRoPE: rope_factors_long when the padded context exceeds n_ctx_orig */
+    int32_t n_ctx_orig;              /* rope.scaling.original_context_length (default context_length) */
+    float clamp_kqv;                 /* q, k, v (or the fused qkv) clamped to [-c, c] (dbrx) */
+    oxl_moe_opts moe;                /* experts of the layers that bind OXL_L_MOE */
+    unsigned moe_parts;              /* OXL_MOE_HAS_* flags: which optional MoE tensors the loader creates */
+    float moe_dense_scale;           /* layers with both a dense FFN and experts: (dense + moe) * this (grok) */
+    oxl_ssm_opts ssm;                /* kind != OXL_SSM_NONE: recurrent layers exist */
+    bool ssm_dt_b_c_norms;           /* the Mamba-1 mixer RMS-normalises dt, B and C (jamba) */
+    oxl_mla_opts mla;                /* kv_lora_rank > 0: layers bind OXL_L_MLA (value_length may differ) */
     const int32_t *n_head_kv_layers; /* read at load only: per-layer head_count_kv, 0 marking a recurrent
                                       * layer (jamba); NULL with ssm.kind set: every layer recurrent */
 } oxl_decoder_opts;
@@ -70,30 +70,54 @@ typedef struct oxl_decoder_opts {
 /* Every tensor a dense decoder may have; names and shapes as llama.cpp's src/llama-arch.cpp and the
  * load_arch_tensors of each model (shape letters in decoder.c's table). */
 typedef enum oxl_tensor_kind {
-    OXL_T_TOKEN_EMBD, OXL_T_TOKEN_EMBD_NORM, OXL_T_TOKEN_EMBD_NORM_B, OXL_T_POS_EMBD,
-    OXL_T_OUTPUT_NORM, OXL_T_OUTPUT_NORM_B, OXL_T_OUTPUT, OXL_T_OUTPUT_B,
-    OXL_T_ROPE_FREQS, OXL_T_ROPE_LONG, OXL_T_ROPE_SHORT,
-    OXL_L_ATTN_NORM, OXL_L_ATTN_NORM_B, OXL_L_ATTN_NORM_2, OXL_L_ATTN_NORM_2_B,
-    OXL_L_QKV,       /* attn_qkv (+ bias) when present, else attn_q/k/v (+ biases): create_tensor_qkv */
-    OXL_L_ATTN_QKV, OXL_L_ATTN_QKV_B,
-    OXL_L_Q_NORM_HEAD, OXL_L_K_NORM_HEAD,   /* (head_dim), shared by all heads */
-    OXL_L_Q_NORM_HEADS, OXL_L_K_NORM_HEADS, /* (head_dim, n_head[_kv]), one per head */
-    OXL_L_Q_NORM_FULL, OXL_L_K_NORM_FULL,   /* (n_head*head_dim) / (n_head_kv*head_dim) */
-    OXL_L_ATTN_OUT, OXL_L_ATTN_OUT_B, OXL_L_ATTN_POST_NORM,
-    OXL_L_FFN_NORM, OXL_L_FFN_NORM_B,
-    OXL_L_FFN_GATE, OXL_L_FFN_GATE_B, OXL_L_FFN_UP, OXL_L_FFN_UP_B, OXL_L_FFN_UP_GATE, OXL_L_FFN_DOWN,
-    OXL_L_FFN_DOWN_B, OXL_L_FFN_POST_NORM,
-    OXL_L_ATTN_OUT_NORM,    /* attn_output_norm as the post-attention norm (grok) */
-    OXL_L_ATTN_OUT_NORM_FFN, /* attn_output_norm as the FFN's pre-norm (dbrx) */
-    OXL_L_LAYER_OUT_NORM,   /* layer_output_norm as the post-FFN norm (grok) */
-    OXL_L_MOE,              /* router and experts (moe.h), with the optional parts of opts.moe_parts; layers
-                             * below opts.moe.n_dense_lead skip it; with OXL_MOE_OPTIONAL, layers without a
-                             * router keep their dense FFN */
+    OXL_T_TOKEN_EMBD,
+    OXL_T_TOKEN_EMBD_NORM,
+    OXL_T_TOKEN_EMBD_NORM_B,
+    OXL_T_POS_EMBD,
+    OXL_T_OUTPUT_NORM,
+    OXL_T_OUTPUT_NORM_B,
+    OXL_T_OUTPUT,
+    OXL_T_OUTPUT_B,
+    OXL_T_ROPE_FREQS,
+    OXL_T_ROPE_LONG,
+    OXL_T_ROPE_SHORT,
+    OXL_L_ATTN_NORM,
+    OXL_L_ATTN_NORM_B,
+    OXL_L_ATTN_NORM_2,
+    OXL_L_ATTN_NORM_2_B,
+    OXL_L_QKV, /* attn_qkv (+ bias) when present, else attn_q/k/v (+ biases): create_tensor_qkv */
+    OXL_L_ATTN_QKV,
+    OXL_L_ATTN_QKV_B,
+    OXL_L_Q_NORM_HEAD,
+    OXL_L_K_NORM_HEAD, /* (head_dim), shared by all heads */
+    OXL_L_Q_NORM_HEADS,
+    OXL_L_K_NORM_HEADS, /* (head_dim, n_head[_kv]), one per head */
+    OXL_L_Q_NORM_FULL,
+    OXL_L_K_NORM_FULL, /* (n_head*head_dim) / (n_head_kv*head_dim) */
+    OXL_L_ATTN_OUT,
+    OXL_L_ATTN_OUT_B,
+    OXL_L_ATTN_POST_NORM,
+    OXL_L_FFN_NORM,
+    OXL_L_FFN_NORM_B,
+    OXL_L_FFN_GATE,
+    OXL_L_FFN_GATE_B,
+    OXL_L_FFN_UP,
+    OXL_L_FFN_UP_B,
+    OXL_L_FFN_UP_GATE,
+    OXL_L_FFN_DOWN,
+    OXL_L_FFN_DOWN_B,
+    OXL_L_FFN_POST_NORM,
+    OXL_L_ATTN_OUT_NORM,      /* attn_output_norm as the post-attention norm (grok) */
+    OXL_L_ATTN_OUT_NORM_FFN,  /* attn_output_norm as the FFN's pre-norm (dbrx) */
+    OXL_L_LAYER_OUT_NORM,     /* layer_output_norm as the post-FFN norm (grok) */
+    OXL_L_MOE,                /* router and experts (moe.h), with the optional parts of opts.moe_parts; layers
+                               * below opts.moe.n_dense_lead skip it; with OXL_MOE_OPTIONAL, layers without a
+                               * router keep their dense FFN */
     OXL_L_POST_ATTN_NORM_FFN, /* post_attention_norm as the FFN's pre-norm (gpt-oss) */
-    OXL_L_ATTN_SINKS,       /* (n_head) attention sink logits (gpt-oss) */
-    OXL_L_MLA,              /* latent attention (mla.h): q/q_a/q_b, kv_a_mqa, k_b, v_b, attn_output */
-    OXL_L_SSM,              /* the Mamba mixer's tensors (ssm.h), on recurrent layers only; the attention
-                             * kinds (q/k/v, q/k norms, attn_output) are skipped there */
+    OXL_L_ATTN_SINKS,         /* (n_head) attention sink logits (gpt-oss) */
+    OXL_L_MLA,                /* latent attention (mla.h): q/q_a/q_b, kv_a_mqa, k_b, v_b, attn_output */
+    OXL_L_SSM,                /* the Mamba mixer's tensors (ssm.h), on recurrent layers only; the attention
+                               * kinds (q/k/v, q/k norms, attn_output) are skipped there */
     OXL_TENSOR_KIND_COUNT
 } oxl_tensor_kind;
 
@@ -103,8 +127,10 @@ typedef struct oxl_tensor_spec {
     bool required;
 } oxl_tensor_spec;
 
-#define OXL_REQ(k) {OXL_##k, true}
-#define OXL_OPT(k) {OXL_##k, false}
+#define OXL_REQ(k)                                                                                                     \
+    { OXL_##k, true }
+#define OXL_OPT(k)                                                                                                     \
+    { OXL_##k, false }
 
 typedef struct oxl_decoder_layer {
     oxl_tensor attn_norm;      /* (n_embd) */
@@ -191,9 +217,10 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out);
 void oxl_decoder_repack(oxl_model *m, bool evict);
 
 /* An oxl_arch entry for a decoder architecture with its load function. */
-#define OXL_DECODER_ARCH(arch_name, load_fn)                                                                    \
-    {.name = (arch_name), .load = (load_fn), .free_weights = oxl_decoder_free,                                 \
-     .work_size = oxl_decoder_work_size, .forward = oxl_decoder_forward, .describe = oxl_decoder_describe, \
-     .repack = oxl_decoder_repack}
+#define OXL_DECODER_ARCH(arch_name, load_fn)                                                                           \
+    {                                                                                                                  \
+        .name = (arch_name), .load = (load_fn), .free_weights = oxl_decoder_free, .work_size = oxl_decoder_work_size,  \
+        .forward = oxl_decoder_forward, .describe = oxl_decoder_describe, .repack = oxl_decoder_repack                 \
+    }
 
 #endif

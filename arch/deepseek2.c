@@ -19,9 +19,8 @@
 #include <math.h>
 
 static const oxl_tensor_spec deepseek2_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_OPT(T_OUTPUT),
-    OXL_REQ(L_ATTN_NORM),  OXL_REQ(L_MLA),
-    OXL_REQ(L_FFN_NORM),   OXL_OPT(L_FFN_GATE),    OXL_OPT(L_FFN_UP),  OXL_OPT(L_FFN_DOWN), OXL_REQ(L_MOE),
+    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_OPT(T_OUTPUT), OXL_REQ(L_ATTN_NORM), OXL_REQ(L_MLA),
+    OXL_REQ(L_FFN_NORM),   OXL_OPT(L_FFN_GATE),    OXL_OPT(L_FFN_UP), OXL_OPT(L_FFN_DOWN),  OXL_REQ(L_MOE),
 };
 
 /* llama_context's YaRN magnitude for a scaling factor and an mscale. */
@@ -29,8 +28,8 @@ static float get_mscale(float scale, float mscale) { return scale <= 1.0f ? 1.0f
 
 static int deepseek2_load(oxl_model *m, oxl_error *err) {
     const char *path = oxl_gguf_path(m->gguf);
-    oxl_decoder_opts o = {.norm = OXL_NORM_RMS, .ffn = OXL_FFN_SWIGLU,
-                          .moe_parts = OXL_MOE_HAS_SHEXP | OXL_MOE_HAS_PROBS_B};
+    oxl_decoder_opts o = {
+        .norm = OXL_NORM_RMS, .ffn = OXL_FFN_SWIGLU, .moe_parts = OXL_MOE_HAS_SHEXP | OXL_MOE_HAS_PROBS_B};
     float log_mul = 0.0f, rope_attn_factor = 1.0f;
     if (oxl_hp_int(m, "attention.kv_lora_rank", &o.mla.kv_lora_rank, true, err) ||
         oxl_hp_count(m, "attention.q_lora_rank", &o.mla.q_lora_rank, true, err) ||
@@ -49,9 +48,10 @@ static int deepseek2_load(oxl_model *m, oxl_error *err) {
         return -1;
     }
     if (o.mla.head_k <= hp->n_rot || o.mla.head_v > 4096 || o.mla.kv_lora_rank + hp->n_rot > 1024) {
-        return oxl_err_set(err, "%s: deepseek2 key_length_mla %d must exceed rope.dimension_count %d; value_length_mla "
-                           "%d, kv_lora_rank %d out of range", path, o.mla.head_k, hp->n_rot, o.mla.head_v,
-                           o.mla.kv_lora_rank);
+        return oxl_err_set(err,
+                           "%s: deepseek2 key_length_mla %d must exceed rope.dimension_count %d; value_length_mla "
+                           "%d, kv_lora_rank %d out of range",
+                           path, o.mla.head_k, hp->n_rot, o.mla.head_v, o.mla.kv_lora_rank);
     }
     if (o.moe.n_expert == 0 || o.moe.n_ff_exp == 0) {
         return oxl_err_set(err, "%s: deepseek2.expert_count / expert_feed_forward_length missing or 0", path);
@@ -67,7 +67,8 @@ static int deepseek2_load(oxl_model *m, oxl_error *err) {
     const float f = 1.0f / o.rope.freq_scale;
     if (o.rope.ext_factor != 0.0f && log_mul != 0.0f) {
         const float mscale = log_mul != 1.0f ? log_mul : 1.0f;
-        o.rope.attn_factor = get_mscale(f, mscale) / get_mscale(f, log_mul) / (1.0f + 0.1f * logf(f)) * rope_attn_factor;
+        o.rope.attn_factor =
+            get_mscale(f, mscale) / get_mscale(f, log_mul) / (1.0f + 0.1f * logf(f)) * rope_attn_factor;
     }
     o.rope_swa = o.rope;
     const float attn_factor_org = o.rope.attn_factor * (1.0f + 0.1f * logf(f));

@@ -10,10 +10,9 @@
 #include "error.h"
 
 static const oxl_tensor_spec falcon_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD),  OXL_REQ(T_OUTPUT_NORM),  OXL_REQ(T_OUTPUT_NORM_B), OXL_OPT(T_OUTPUT),
-    OXL_REQ(L_ATTN_NORM),   OXL_REQ(L_ATTN_NORM_B),  OXL_OPT(L_ATTN_NORM_2),   OXL_OPT(L_ATTN_NORM_2_B),
-    OXL_REQ(L_ATTN_QKV),    OXL_REQ(L_ATTN_OUT),
-    OXL_REQ(L_FFN_UP),      OXL_REQ(L_FFN_DOWN),
+    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_REQ(T_OUTPUT_NORM_B), OXL_OPT(T_OUTPUT),
+    OXL_REQ(L_ATTN_NORM),  OXL_REQ(L_ATTN_NORM_B), OXL_OPT(L_ATTN_NORM_2),   OXL_OPT(L_ATTN_NORM_2_B),
+    OXL_REQ(L_ATTN_QKV),   OXL_REQ(L_ATTN_OUT),    OXL_REQ(L_FFN_UP),        OXL_REQ(L_FFN_DOWN),
 };
 
 static int falcon_load(oxl_model *m, oxl_error *err) {
@@ -22,7 +21,8 @@ static int falcon_load(oxl_model *m, oxl_error *err) {
         return -1;
     }
     if (m->hp.n_rot != m->hp.head_dim) {
-        return oxl_err_set(err, "%s: falcon.rope.dimension_count = %d must equal the head size %d (as llama.cpp requires)",
+        return oxl_err_set(err,
+                           "%s: falcon.rope.dimension_count = %d must equal the head size %d (as llama.cpp requires)",
                            oxl_gguf_path(m->gguf), m->hp.n_rot, m->hp.head_dim);
     }
     return OXL_DECODER_LOAD(m, &o, falcon_tensors, err);

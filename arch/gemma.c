@@ -19,22 +19,21 @@
 #include <math.h>
 
 static const oxl_tensor_spec gemma_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM),
-    OXL_REQ(L_ATTN_NORM),  OXL_REQ(L_QKV),         OXL_REQ(L_ATTN_OUT),
-    OXL_REQ(L_FFN_NORM),   OXL_REQ(L_FFN_GATE),    OXL_REQ(L_FFN_UP),   OXL_REQ(L_FFN_DOWN),
+    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_REQ(L_ATTN_NORM), OXL_REQ(L_QKV),      OXL_REQ(L_ATTN_OUT),
+    OXL_REQ(L_FFN_NORM),   OXL_REQ(L_FFN_GATE),    OXL_REQ(L_FFN_UP),    OXL_REQ(L_FFN_DOWN),
 };
 
 static const oxl_tensor_spec gemma2_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM),
-    OXL_REQ(L_ATTN_NORM),  OXL_REQ(L_QKV),         OXL_REQ(L_ATTN_OUT), OXL_REQ(L_ATTN_POST_NORM),
-    OXL_REQ(L_FFN_NORM),   OXL_REQ(L_FFN_GATE),    OXL_REQ(L_FFN_UP),   OXL_REQ(L_FFN_DOWN), OXL_REQ(L_FFN_POST_NORM),
+    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM),    OXL_REQ(L_ATTN_NORM),     OXL_REQ(L_QKV),
+    OXL_REQ(L_ATTN_OUT),   OXL_REQ(L_ATTN_POST_NORM), OXL_REQ(L_FFN_NORM),      OXL_REQ(L_FFN_GATE),
+    OXL_REQ(L_FFN_UP),     OXL_REQ(L_FFN_DOWN),       OXL_REQ(L_FFN_POST_NORM),
 };
 
 static const oxl_tensor_spec gemma3_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_OPT(T_OUTPUT),
-    OXL_REQ(L_ATTN_NORM),  OXL_REQ(L_QKV),         OXL_REQ(L_ATTN_OUT), OXL_REQ(L_ATTN_POST_NORM),
-    OXL_REQ(L_Q_NORM_HEAD), OXL_REQ(L_K_NORM_HEAD),
-    OXL_REQ(L_FFN_NORM),   OXL_REQ(L_FFN_GATE),    OXL_REQ(L_FFN_UP),   OXL_REQ(L_FFN_DOWN), OXL_REQ(L_FFN_POST_NORM),
+    OXL_REQ(T_TOKEN_EMBD),  OXL_REQ(T_OUTPUT_NORM),   OXL_OPT(T_OUTPUT),         OXL_REQ(L_ATTN_NORM),
+    OXL_REQ(L_QKV),         OXL_REQ(L_ATTN_OUT),      OXL_REQ(L_ATTN_POST_NORM), OXL_REQ(L_Q_NORM_HEAD),
+    OXL_REQ(L_K_NORM_HEAD), OXL_REQ(L_FFN_NORM),      OXL_REQ(L_FFN_GATE),       OXL_REQ(L_FFN_UP),
+    OXL_REQ(L_FFN_DOWN),    OXL_REQ(L_FFN_POST_NORM),
 };
 
 /* What the three share: RMSNorm, NeoX RoPE, GELU-gated FFN, embeddings * sqrt(n_embd), q pre-scaled. */
@@ -45,8 +44,8 @@ static int gemma_common(oxl_model *m, oxl_decoder_opts *o, int32_t n_layer_27b, 
     }
     const oxl_hparams *hp = &m->hp;
     o->embd_scale = sqrtf((float)hp->n_embd);
-    o->q_scale = hp->n_layer == n_layer_27b ? 1.0f / sqrtf((float)(hp->n_embd / hp->n_head))
-                                            : 1.0f / sqrtf((float)hp->head_dim);
+    o->q_scale =
+        hp->n_layer == n_layer_27b ? 1.0f / sqrtf((float)(hp->n_embd / hp->n_head)) : 1.0f / sqrtf((float)hp->head_dim);
     o->kq_scale = 1.0f;
     return 0;
 }
@@ -76,8 +75,7 @@ static int gemma2_load(oxl_model *m, oxl_error *err) {
 
 static int gemma3_load(oxl_model *m, oxl_error *err) {
     oxl_decoder_opts o;
-    if (gemma_common(m, &o, 62, err) ||
-        oxl_hp_int(m, "attention.sliding_window", &o.n_swa, false, err) ||
+    if (gemma_common(m, &o, 62, err) || oxl_hp_int(m, "attention.sliding_window", &o.n_swa, false, err) ||
         oxl_hp_float(m, "final_logit_softcapping", &o.final_softcap, false, err)) {
         return -1;
     }

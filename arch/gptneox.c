@@ -9,11 +9,10 @@
 #include "decoder.h"
 
 static const oxl_tensor_spec gptneox_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD),  OXL_REQ(T_OUTPUT_NORM),  OXL_REQ(T_OUTPUT_NORM_B), OXL_REQ(T_OUTPUT),
-    OXL_REQ(L_ATTN_NORM),   OXL_REQ(L_ATTN_NORM_B),  OXL_REQ(L_ATTN_QKV),      OXL_REQ(L_ATTN_QKV_B),
-    OXL_REQ(L_ATTN_OUT),    OXL_REQ(L_ATTN_OUT_B),
-    OXL_REQ(L_FFN_NORM),    OXL_REQ(L_FFN_NORM_B),
-    OXL_REQ(L_FFN_UP),      OXL_REQ(L_FFN_UP_B),     OXL_REQ(L_FFN_DOWN),      OXL_REQ(L_FFN_DOWN_B),
+    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_REQ(T_OUTPUT_NORM_B), OXL_REQ(T_OUTPUT),
+    OXL_REQ(L_ATTN_NORM),  OXL_REQ(L_ATTN_NORM_B), OXL_REQ(L_ATTN_QKV),      OXL_REQ(L_ATTN_QKV_B),
+    OXL_REQ(L_ATTN_OUT),   OXL_REQ(L_ATTN_OUT_B),  OXL_REQ(L_FFN_NORM),      OXL_REQ(L_FFN_NORM_B),
+    OXL_REQ(L_FFN_UP),     OXL_REQ(L_FFN_UP_B),    OXL_REQ(L_FFN_DOWN),      OXL_REQ(L_FFN_DOWN_B),
 };
 
 static int gptneox_load(oxl_model *m, oxl_error *err) {

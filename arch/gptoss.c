@@ -15,17 +15,17 @@
 #include "error.h"
 
 static const oxl_tensor_spec gptoss_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_REQ(T_OUTPUT),
-    OXL_REQ(L_ATTN_NORM),  OXL_REQ(L_QKV),         OXL_REQ(L_ATTN_OUT), OXL_REQ(L_ATTN_OUT_B), OXL_REQ(L_ATTN_SINKS),
-    OXL_REQ(L_POST_ATTN_NORM_FFN), OXL_REQ(L_MOE),
+    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_REQ(T_OUTPUT),     OXL_REQ(L_ATTN_NORM),          OXL_REQ(L_QKV),
+    OXL_REQ(L_ATTN_OUT),   OXL_REQ(L_ATTN_OUT_B),  OXL_REQ(L_ATTN_SINKS), OXL_REQ(L_POST_ATTN_NORM_FFN), OXL_REQ(L_MOE),
 };
 
 static int gptoss_load(oxl_model *m, oxl_error *err) {
-    oxl_decoder_opts o = {.norm = OXL_NORM_RMS, .ffn = OXL_FFN_SWIGLU, .moe_parts = OXL_MOE_HAS_ROUTER_BIAS,
+    oxl_decoder_opts o = {.norm = OXL_NORM_RMS,
+                          .ffn = OXL_FFN_SWIGLU,
+                          .moe_parts = OXL_MOE_HAS_ROUTER_BIAS,
                           .moe = {.gating = OXL_MOE_SOFTMAX_WEIGHT, .act = OXL_MOE_SWIGLU_OAI}};
     if (oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || oxl_moe_hparams(m, &o.moe, 0, OXL_MOE_KEY_FF_EXP, err) ||
-        oxl_hp_int(m, "attention.sliding_window", &o.n_swa, true, err) ||
-        oxl_decoder_swa_pattern(m, &o, 2, err) ||
+        oxl_hp_int(m, "attention.sliding_window", &o.n_swa, true, err) || oxl_decoder_swa_pattern(m, &o, 2, err) ||
         oxl_hp_float(m, "rope.freq_base_swa", &o.rope_swa.freq_base, false, err)) {
         return -1;
     }

@@ -16,11 +16,10 @@
 #include <math.h>
 
 static const oxl_tensor_spec granite_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD),  OXL_REQ(T_OUTPUT_NORM),  OXL_OPT(T_OUTPUT),
-    OXL_OPT(T_ROPE_FREQS),  OXL_OPT(T_ROPE_LONG),    OXL_OPT(T_ROPE_SHORT),
-    OXL_REQ(L_ATTN_NORM),   OXL_REQ(L_QKV),          OXL_REQ(L_ATTN_OUT),    OXL_OPT(L_ATTN_OUT_B),
-    OXL_REQ(L_FFN_NORM),    OXL_REQ(L_FFN_GATE),     OXL_REQ(L_FFN_UP),      OXL_REQ(L_FFN_DOWN),
-    OXL_OPT(L_FFN_GATE_B),  OXL_OPT(L_FFN_UP_B),     OXL_OPT(L_FFN_DOWN_B),
+    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_OPT(T_OUTPUT), OXL_OPT(T_ROPE_FREQS), OXL_OPT(T_ROPE_LONG),
+    OXL_OPT(T_ROPE_SHORT), OXL_REQ(L_ATTN_NORM),   OXL_REQ(L_QKV),    OXL_REQ(L_ATTN_OUT),   OXL_OPT(L_ATTN_OUT_B),
+    OXL_REQ(L_FFN_NORM),   OXL_REQ(L_FFN_GATE),    OXL_REQ(L_FFN_UP), OXL_REQ(L_FFN_DOWN),   OXL_OPT(L_FFN_GATE_B),
+    OXL_OPT(L_FFN_UP_B),   OXL_OPT(L_FFN_DOWN_B),
 };
 
 /* Reads the multipliers; logit_scale becomes the factor the logits are multiplied by. */

@@ -8,9 +8,8 @@
 #include "decoder.h"
 
 static const oxl_tensor_spec internlm2_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_REQ(T_OUTPUT),
-    OXL_REQ(L_ATTN_NORM),  OXL_REQ(L_QKV),         OXL_REQ(L_ATTN_OUT),
-    OXL_REQ(L_FFN_NORM),   OXL_REQ(L_FFN_GATE),    OXL_REQ(L_FFN_UP),   OXL_REQ(L_FFN_DOWN),
+    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_REQ(T_OUTPUT),   OXL_REQ(L_ATTN_NORM), OXL_REQ(L_QKV),
+    OXL_REQ(L_ATTN_OUT),   OXL_REQ(L_FFN_NORM),    OXL_REQ(L_FFN_GATE), OXL_REQ(L_FFN_UP),    OXL_REQ(L_FFN_DOWN),
 };
 
 static int internlm2_load(oxl_model *m, oxl_error *err) {

@@ -17,18 +17,16 @@
 #include "error.h"
 
 static const oxl_tensor_spec llama_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD),   OXL_REQ(T_OUTPUT_NORM),  OXL_OPT(T_OUTPUT),
-    OXL_OPT(T_ROPE_FREQS),   OXL_OPT(T_ROPE_LONG),    OXL_OPT(T_ROPE_SHORT),
-    OXL_REQ(L_ATTN_NORM),    OXL_REQ(L_QKV),          OXL_REQ(L_ATTN_OUT),  OXL_OPT(L_ATTN_OUT_B),
-    OXL_REQ(L_FFN_NORM),     OXL_REQ(L_FFN_GATE),     OXL_REQ(L_FFN_UP),    OXL_REQ(L_FFN_DOWN),
-    OXL_OPT(L_FFN_GATE_B),   OXL_OPT(L_FFN_UP_B),     OXL_OPT(L_FFN_DOWN_B),
+    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_OPT(T_OUTPUT), OXL_OPT(T_ROPE_FREQS), OXL_OPT(T_ROPE_LONG),
+    OXL_OPT(T_ROPE_SHORT), OXL_REQ(L_ATTN_NORM),   OXL_REQ(L_QKV),    OXL_REQ(L_ATTN_OUT),   OXL_OPT(L_ATTN_OUT_B),
+    OXL_REQ(L_FFN_NORM),   OXL_REQ(L_FFN_GATE),    OXL_REQ(L_FFN_UP), OXL_REQ(L_FFN_DOWN),   OXL_OPT(L_FFN_GATE_B),
+    OXL_OPT(L_FFN_UP_B),   OXL_OPT(L_FFN_DOWN_B),
 };
 
 static const oxl_tensor_spec mixtral_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD),   OXL_REQ(T_OUTPUT_NORM),  OXL_OPT(T_OUTPUT),
-    OXL_OPT(T_ROPE_FREQS),   OXL_OPT(T_ROPE_LONG),    OXL_OPT(T_ROPE_SHORT),
-    OXL_REQ(L_ATTN_NORM),    OXL_REQ(L_QKV),          OXL_REQ(L_ATTN_OUT),  OXL_OPT(L_ATTN_OUT_B),
-    OXL_REQ(L_FFN_NORM),     OXL_REQ(L_MOE),
+    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_OPT(T_OUTPUT),    OXL_OPT(T_ROPE_FREQS),
+    OXL_OPT(T_ROPE_LONG),  OXL_OPT(T_ROPE_SHORT),  OXL_REQ(L_ATTN_NORM), OXL_REQ(L_QKV),
+    OXL_REQ(L_ATTN_OUT),   OXL_OPT(L_ATTN_OUT_B),  OXL_REQ(L_FFN_NORM),  OXL_REQ(L_MOE),
 };
 
 static int llama_load(oxl_model *m, oxl_error *err) {
@@ -37,7 +35,8 @@ static int llama_load(oxl_model *m, oxl_error *err) {
         return -1;
     }
     if (m->hp.n_rot != m->hp.head_dim) {
-        return oxl_err_set(err, "%s: llama.rope.dimension_count = %d must equal the head size %d (as llama.cpp requires)",
+        return oxl_err_set(err,
+                           "%s: llama.rope.dimension_count = %d must equal the head size %d (as llama.cpp requires)",
                            oxl_gguf_path(m->gguf), m->hp.n_rot, m->hp.head_dim);
     }
     o.moe.norm_w = true;

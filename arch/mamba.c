@@ -19,14 +19,13 @@
 #include <stdlib.h>
 
 static const oxl_tensor_spec mamba_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_OPT(T_OUTPUT),
-    OXL_REQ(L_ATTN_NORM),  OXL_REQ(L_SSM),
+    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_OPT(T_OUTPUT), OXL_REQ(L_ATTN_NORM), OXL_REQ(L_SSM),
 };
 
 static const oxl_tensor_spec jamba_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_OPT(T_OUTPUT),
-    OXL_REQ(L_ATTN_NORM),  OXL_REQ(L_SSM),         OXL_REQ(L_QKV),      OXL_REQ(L_ATTN_OUT),
-    OXL_REQ(L_FFN_NORM),   OXL_REQ(L_MOE),         OXL_OPT(L_FFN_GATE), OXL_OPT(L_FFN_UP),  OXL_OPT(L_FFN_DOWN),
+    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_OPT(T_OUTPUT),   OXL_REQ(L_ATTN_NORM),
+    OXL_REQ(L_SSM),        OXL_REQ(L_QKV),         OXL_REQ(L_ATTN_OUT), OXL_REQ(L_FFN_NORM),
+    OXL_REQ(L_MOE),        OXL_OPT(L_FFN_GATE),    OXL_OPT(L_FFN_UP),   OXL_OPT(L_FFN_DOWN),
 };
 
 /* The keys of an attention-free model: llama_model_base's shape keys (the attention ones are 0), the
@@ -61,8 +60,8 @@ static int mamba2_load(oxl_model *m, oxl_error *err) {
 }
 
 static int jamba_load(oxl_model *m, oxl_error *err) {
-    oxl_decoder_opts o = {.norm = OXL_NORM_RMS, .ffn = OXL_FFN_SWIGLU, .ssm_dt_b_c_norms = true,
-                          .moe_parts = OXL_MOE_OPTIONAL};
+    oxl_decoder_opts o = {
+        .norm = OXL_NORM_RMS, .ffn = OXL_FFN_SWIGLU, .ssm_dt_b_c_norms = true, .moe_parts = OXL_MOE_OPTIONAL};
     if (oxl_decoder_hparams(m, &o, OXL_ROPE_NONE, err) || oxl_moe_hparams(m, &o.moe, m->hp.n_ff, 0, err) ||
         oxl_ssm_hparams(m, &o.ssm, OXL_SSM_MAMBA, err)) {
         return -1;
@@ -84,8 +83,10 @@ static int jamba_load(oxl_model *m, oxl_error *err) {
     for (int il = 0; il < m->hp.n_layer; il++) {
         const oxl_decoder_layer *l = &d->layers[il];
         if (!l->moe.gate_inp.data && !(l->ffn_gate.data && l->ffn_up.data && l->ffn_down.data)) {
-            return oxl_err_set(err, "%s: layer %d has neither blk.%d.ffn_gate_inp.weight (experts) nor the dense "
-                               "blk.%d.ffn_gate/up/down.weight", oxl_gguf_path(m->gguf), il, il, il);
+            return oxl_err_set(err,
+                               "%s: layer %d has neither blk.%d.ffn_gate_inp.weight (experts) nor the dense "
+                               "blk.%d.ffn_gate/up/down.weight",
+                               oxl_gguf_path(m->gguf), il, il, il);
         }
         if (o.moe.n_expert == 0 && l->moe.gate_inp.data) {
             return oxl_err_set(err, "%s: layer %d has experts but jamba.expert_count is 0", oxl_gguf_path(m->gguf), il);

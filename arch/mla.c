@@ -12,8 +12,10 @@ int oxl_mla_bind(const oxl_model *m, const oxl_mla_opts *o, oxl_mla_layer *l, in
     char name[64];
     snprintf(name, sizeof name, "blk.%d.attn_kv_b.weight", il);
     if (oxl_gguf_find_tensor(m->gguf, name) && !oxl_gguf_find_tensor(m->gguf, "blk.0.attn_k_b.weight")) {
-        return oxl_err_set(err, "%s: tensor '%s' (merged K/V up-projection of older files) is not supported; "
-                           "convert with split attn_k_b / attn_v_b", oxl_gguf_path(m->gguf), name);
+        return oxl_err_set(err,
+                           "%s: tensor '%s' (merged K/V up-projection of older files) is not supported; "
+                           "convert with split attn_k_b / attn_v_b",
+                           oxl_gguf_path(m->gguf), name);
     }
     if (Q > 0) {
         if (oxl_bind_tensor(m, &l->wq_a, "blk.%d.attn_q_a.weight", il, E, Q, true, err) ||
@@ -48,8 +50,13 @@ static size_t mla_layout(const oxl_model *m, const oxl_mla_opts *o, int32_t n, v
     const oxl_hparams *hp = &m->hp;
     const size_t H = (size_t)hp->n_head, R = (size_t)hp->n_rot, C = (size_t)o->kv_lora_rank;
     const size_t K = C + R, widest = (size_t)(hp->n_embd > o->q_lora_rank ? hp->n_embd : o->q_lora_rank) + C;
-    const size_t sizes[] = {H * o->head_k * n, (size_t)o->q_lora_rank * n, K * n, H * K * n, H * K * n,
-                            H * o->head_v * n, (C > (size_t)o->head_k ? C : (size_t)o->head_k) * n,
+    const size_t sizes[] = {H * o->head_k * n,
+                            (size_t)o->q_lora_rank * n,
+                            K * n,
+                            H * K * n,
+                            H * K * n,
+                            H * o->head_v * n,
+                            (C > (size_t)o->head_k ? C : (size_t)o->head_k) * n,
                             (widest > H * o->head_v ? widest : H * o->head_v) * n + 64};
     float **slots[] = {&w->q, &w->qa, &w->kv, &w->qabs, &w->att, &w->vo, &w->col, &w->scratch};
     size_t off = 0;

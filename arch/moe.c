@@ -25,30 +25,33 @@ int oxl_moe_hparams(oxl_model *m, oxl_moe_opts *o, int32_t n_ff_default, unsigne
          oxl_hp_count(m, "expert_feed_forward_length", &o->n_ff_exp, (keys & OXL_MOE_KEY_DEEPSEEK) != 0, err)) ||
         ((keys & OXL_MOE_KEY_FF_SHEXP) &&
          oxl_hp_count(m, "expert_shared_feed_forward_length", &o->n_ff_shexp, false, err)) ||
-        ((keys & OXL_MOE_KEY_DEEPSEEK) &&
-         (oxl_hp_count(m, "expert_shared_count", &n_shared, true, err) ||
-          oxl_hp_count(m, "leading_dense_block_count", &o->n_dense_lead, false, err) ||
-          oxl_hp_count(m, "expert_gating_func", &gating, false, err) ||
-          oxl_hp_float(m, "expert_weights_scale", &o->w_scale, false, err) ||
-          oxl_hp_bool(m, "expert_weights_norm", &o->norm_w, false, err)))) {
+        ((keys & OXL_MOE_KEY_DEEPSEEK) && (oxl_hp_count(m, "expert_shared_count", &n_shared, true, err) ||
+                                           oxl_hp_count(m, "leading_dense_block_count", &o->n_dense_lead, false, err) ||
+                                           oxl_hp_count(m, "expert_gating_func", &gating, false, err) ||
+                                           oxl_hp_float(m, "expert_weights_scale", &o->w_scale, false, err) ||
+                                           oxl_hp_bool(m, "expert_weights_norm", &o->norm_w, false, err)))) {
         return -1;
     }
     if (o->n_expert == 0) {
         return 0;
     }
     if (o->n_expert > 512 || o->n_expert_used < 1 || o->n_expert_used > o->n_expert) {
-        return oxl_err_set(err, "%s: %s.expert_count = %d / expert_used_count = %d: need 1 <= used <= count <= 512", path,
-                           arch, o->n_expert, o->n_expert_used);
+        return oxl_err_set(err, "%s: %s.expert_count = %d / expert_used_count = %d: need 1 <= used <= count <= 512",
+                           path, arch, o->n_expert, o->n_expert_used);
     }
-    if (o->n_group > 1 && (o->n_expert % o->n_group != 0 || o->n_expert / o->n_group < 2 ||
-                           o->n_group_used < 1 || o->n_group_used > o->n_group)) {
-        return oxl_err_set(err, "%s: %s.expert_group_count = %d / expert_group_used_count = %d do not split %d experts "
-                           "into groups of at least 2", path, arch, o->n_group, o->n_group_used, o->n_expert);
+    if (o->n_group > 1 && (o->n_expert % o->n_group != 0 || o->n_expert / o->n_group < 2 || o->n_group_used < 1 ||
+                           o->n_group_used > o->n_group)) {
+        return oxl_err_set(err,
+                           "%s: %s.expert_group_count = %d / expert_group_used_count = %d do not split %d experts "
+                           "into groups of at least 2",
+                           path, arch, o->n_group, o->n_group_used, o->n_expert);
     }
     gating = gating == 0 ? OXL_MOE_SOFTMAX : gating; /* NONE: llama.cpp's default */
     if (gating < OXL_MOE_SOFTMAX || gating > OXL_MOE_SOFTMAX_WEIGHT) {
-        return oxl_err_set(err, "%s: %s.expert_gating_func = %d is not 1 (softmax), 2 (sigmoid) or 3 (softmax of "
-                           "the selected)", path, arch, gating);
+        return oxl_err_set(err,
+                           "%s: %s.expert_gating_func = %d is not 1 (softmax), 2 (sigmoid) or 3 (softmax of "
+                           "the selected)",
+                           path, arch, gating);
     }
     o->gating = (oxl_moe_gating)gating;
     if (n_shared > 0 && o->n_ff_shexp == 0) {
@@ -66,8 +69,7 @@ static bool has_tensor(const oxl_model *m, const char *fmt, int il) {
     return oxl_gguf_find_tensor(m->gguf, full) != NULL;
 }
 
-int oxl_moe_bind(const oxl_model *m, const oxl_moe_opts *o, oxl_moe_layer *l, int il, unsigned parts,
-                 oxl_error *err) {
+int oxl_moe_bind(const oxl_model *m, const oxl_moe_opts *o, oxl_moe_layer *l, int il, unsigned parts, oxl_error *err) {
     const int64_t E = m->hp.n_embd, F = o->n_ff_exp, X = o->n_expert, S = o->n_ff_shexp;
     const bool biased = parts & OXL_MOE_HAS_ROUTER_BIAS;
     if ((parts & OXL_MOE_OPTIONAL) && !has_tensor(m, "blk.%d.ffn_gate_inp.weight", il)) {
@@ -97,8 +99,8 @@ int oxl_moe_bind(const oxl_model *m, const oxl_moe_opts *o, oxl_moe_layer *l, in
         oxl_bind_tensor(m, &l->gate_inp_shexp, "blk.%d.ffn_gate_inp_shexp.weight", il, E, 0, true, err)) {
         return -1;
     }
-    const oxl_tensor *f32[] = {&l->gate_inp_b, &l->exp_probs_b, &l->gate_exps_b, &l->up_exps_b, &l->down_exps_b,
-                               &l->gate_inp_shexp};
+    const oxl_tensor *f32[] = {&l->gate_inp_b, &l->exp_probs_b, &l->gate_exps_b,
+                               &l->up_exps_b,  &l->down_exps_b, &l->gate_inp_shexp};
     for (size_t i = 0; i < sizeof f32 / sizeof f32[0]; i++) {
         if (f32[i]->data && f32[i]->type != OXL_TYPE_F32) {
             return oxl_err_set(err, "%s: tensor '%s' must be f32", oxl_gguf_path(m->gguf), f32[i]->name);
@@ -111,29 +113,30 @@ int oxl_moe_bind(const oxl_model *m, const oxl_moe_opts *o, oxl_moe_layer *l, in
 
 /* Work buffers of one call, carved in this order. */
 typedef struct moe_work {
-    float *probs;    /* (n_expert, n) gating output */
-    float *sel;      /* (n_expert) selection scores of one token */
-    int32_t *topk;   /* (k, n) selected experts, best first */
-    float *w;        /* (k, n) their weights */
-    int32_t *rows;   /* (k*n) per expert, the (token*k + slot) entries routed to it, expert by expert */
-    int32_t *count;  /* (n_expert + 1) start of each expert's entries in rows */
-    float *xg;       /* (n_embd, n) the gathered inputs of one expert */
-    float *g;        /* (n_ff, n) gate (n_ff = the wider of n_ff_exp and n_ff_shexp) */
-    float *u;        /* (n_ff, n) up */
-    float *d;        /* (n_embd, n) down */
-    float *slots;    /* (n_embd, k, n) each slot's weighted expert output */
-    float *scratch;  /* matmul conversions */
+    float *probs;   /* (n_expert, n) gating output */
+    float *sel;     /* (n_expert) selection scores of one token */
+    int32_t *topk;  /* (k, n) selected experts, best first */
+    float *w;       /* (k, n) their weights */
+    int32_t *rows;  /* (k*n) per expert, the (token*k + slot) entries routed to it, expert by expert */
+    int32_t *count; /* (n_expert + 1) start of each expert's entries in rows */
+    float *xg;      /* (n_embd, n) the gathered inputs of one expert */
+    float *g;       /* (n_ff, n) gate (n_ff = the wider of n_ff_exp and n_ff_shexp) */
+    float *u;       /* (n_ff, n) up */
+    float *d;       /* (n_embd, n) down */
+    float *slots;   /* (n_embd, k, n) each slot's weighted expert output */
+    float *scratch; /* matmul conversions */
 } moe_work;
 
 static size_t moe_layout(const oxl_moe_opts *o, int64_t E, int32_t n, void *base, moe_work *w) {
     const size_t X = (size_t)o->n_expert, K = (size_t)o->n_expert_used;
     const size_t F = (size_t)(o->n_ff_exp > o->n_ff_shexp ? o->n_ff_exp : o->n_ff_shexp);
     const size_t widest = (size_t)E > F ? (size_t)E : F;
-    const size_t sizes[] = {X * n, X, K * n, K * n, K * n, X + 1, (size_t)E * n, F * n, F * n, (size_t)E * n,
-                            (size_t)E * K * n, widest * n + 64};
-    void **slots[] = {(void **)&w->probs, (void **)&w->sel, (void **)&w->topk, (void **)&w->w, (void **)&w->rows,
-                      (void **)&w->count, (void **)&w->xg, (void **)&w->g, (void **)&w->u, (void **)&w->d,
-                      (void **)&w->slots, (void **)&w->scratch};
+    const size_t sizes[] = {
+        X * n,          X, K * n, K * n, K * n, X + 1, (size_t)E * n, F * n, F * n, (size_t)E * n, (size_t)E * K * n,
+        widest * n + 64};
+    void **slots[] = {(void **)&w->probs, (void **)&w->sel,   (void **)&w->topk,  (void **)&w->w,
+                      (void **)&w->rows,  (void **)&w->count, (void **)&w->xg,    (void **)&w->g,
+                      (void **)&w->u,     (void **)&w->d,     (void **)&w->slots, (void **)&w->scratch};
     size_t off = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (base) {
@@ -261,12 +264,8 @@ static void expert_act(const oxl_moe_opts *o, moe_work *w, int64_t n) {
     float *g = w->g;
     const float *u = w->u;
     switch (o->act) {
-    case OXL_MOE_SILU:
-        oxl_swiglu(g, u, o->n_ff_exp, n / o->n_ff_exp);
-        break;
-    case OXL_MOE_GELU:
-        oxl_geglu(g, u, n);
-        break;
+    case OXL_MOE_SILU: oxl_swiglu(g, u, o->n_ff_exp, n / o->n_ff_exp); break;
+    case OXL_MOE_GELU: oxl_geglu(g, u, n); break;
     case OXL_MOE_SWIGLU_OAI:
         for (int64_t i = 0; i < n; i++) {
             const float x = fminf(g[i], 7.0f);
@@ -277,8 +276,8 @@ static void expert_act(const oxl_moe_opts *o, moe_work *w, int64_t n) {
     }
 }
 
-void oxl_moe_forward(oxl_ctx *ctx, const oxl_moe_opts *o, const oxl_moe_layer *l, const float *x, int32_t n,
-                     float *out, void *work) {
+void oxl_moe_forward(oxl_ctx *ctx, const oxl_moe_opts *o, const oxl_moe_layer *l, const float *x, int32_t n, float *out,
+                     void *work) {
     oxl_pool *pool = ctx->pool;
     const int64_t E = ctx->model->hp.n_embd, F = o->n_ff_exp;
     const int X = o->n_expert, K = o->n_expert_used;
@@ -362,8 +361,11 @@ void oxl_moe_forward(oxl_ctx *ctx, const oxl_moe_opts *o, const oxl_moe_layer *l
         oxl_matmul(pool, &l->down_shexp, w.g, n, w.d, E, w.scratch);
         if (l->gate_inp_shexp.data) {
             /* ggml: silu(t) / t with t the (1, n) product of the gate vector and x */
-            const oxl_tensor gv = {.name = l->gate_inp_shexp.name, .type = OXL_TYPE_F32, .ne = {E, 1},
-                                   .row_size = (size_t)E * sizeof(float), .data = l->gate_inp_shexp.data};
+            const oxl_tensor gv = {.name = l->gate_inp_shexp.name,
+                                   .type = OXL_TYPE_F32,
+                                   .ne = {E, 1},
+                                   .row_size = (size_t)E * sizeof(float),
+                                   .data = l->gate_inp_shexp.data};
             oxl_matmul(pool, &gv, x, n, w.probs, 1, w.scratch);
             for (int32_t j = 0; j < n; j++) {
                 const float t = w.probs[j];

@@ -32,44 +32,44 @@ typedef enum oxl_moe_act {
 
 /* What an architecture decides about its experts (read by oxl_moe_hparams, adjusted by the arch). */
 typedef struct oxl_moe_opts {
-    int32_t n_expert;       /* <arch>.expert_count; 0: no MoE layers */
-    int32_t n_expert_used;  /* <arch>.expert_used_count (top-k) */
-    int32_t n_ff_exp;       /* rows of each expert's gate/up: expert_feed_forward_length */
-    int32_t n_ff_shexp;     /* rows of the shared experts' gate/up (all shared experts side by side) */
-    int32_t n_group;        /* expert_group_count (<= 1: no groups) */
-    int32_t n_group_used;   /* expert_group_used_count */
-    int32_t n_dense_lead;   /* leading_dense_block_count: layers 0 .. n-1 keep a dense FFN */
+    int32_t n_expert;      /* <arch>.expert_count; 0: no MoE layers */
+    int32_t n_expert_used; /* <arch>.expert_used_count (top-k) */
+    int32_t n_ff_exp;      /* rows of each expert's gate/up: expert_feed_forward_length */
+    int32_t n_ff_shexp;    /* rows of the shared experts' gate/up (all shared experts side by side) */
+    int32_t n_group;       /* expert_group_count (<= 1: no groups) */
+    int32_t n_group_used;  /* expert_group_used_count */
+    int32_t n_dense_lead;  /* leading_dense_block_count: layers 0 .. n-1 keep a dense FFN */
     oxl_moe_gating gating;
-    bool norm_w;            /* divide the k weights by their sum */
-    float w_scale;          /* expert_weights_scale; 0 or 1: none */
+    bool norm_w;   /* divide the k weights by their sum */
+    float w_scale; /* expert_weights_scale; 0 or 1: none */
     oxl_moe_act act;
 } oxl_moe_opts;
 
 /* One layer's router and experts. Expert matrices are bound as ggml's 3-D tensors (ne0, ne1,
  * n_expert); the oxl_tensor holds expert 0's (ne0, ne1) view and expert e starts e*ne1 rows on. */
 typedef struct oxl_moe_layer {
-    oxl_tensor gate_inp;      /* (n_embd, n_expert) router */
-    oxl_tensor gate_inp_b;    /* (n_expert) router bias (gpt-oss) */
-    oxl_tensor exp_probs_b;   /* (n_expert) selection bias (DeepSeek-V3) */
-    oxl_tensor gate_exps;     /* (n_embd, n_ff_exp) x n_expert */
-    oxl_tensor up_exps;       /* (n_embd, n_ff_exp) x n_expert */
-    oxl_tensor down_exps;     /* (n_ff_exp, n_embd) x n_expert */
-    oxl_tensor gate_exps_b;   /* (n_ff_exp, n_expert) per-expert biases (gpt-oss) */
-    oxl_tensor up_exps_b;     /* (n_ff_exp, n_expert) */
-    oxl_tensor down_exps_b;   /* (n_embd, n_expert) */
+    oxl_tensor gate_inp;       /* (n_embd, n_expert) router */
+    oxl_tensor gate_inp_b;     /* (n_expert) router bias (gpt-oss) */
+    oxl_tensor exp_probs_b;    /* (n_expert) selection bias (DeepSeek-V3) */
+    oxl_tensor gate_exps;      /* (n_embd, n_ff_exp) x n_expert */
+    oxl_tensor up_exps;        /* (n_embd, n_ff_exp) x n_expert */
+    oxl_tensor down_exps;      /* (n_ff_exp, n_embd) x n_expert */
+    oxl_tensor gate_exps_b;    /* (n_ff_exp, n_expert) per-expert biases (gpt-oss) */
+    oxl_tensor up_exps_b;      /* (n_ff_exp, n_expert) */
+    oxl_tensor down_exps_b;    /* (n_embd, n_expert) */
     oxl_tensor gate_inp_shexp; /* (n_embd) shared-expert gate: sigmoid(x · w) (qwen2moe) */
-    oxl_tensor gate_shexp;    /* (n_embd, n_ff_shexp) shared experts */
-    oxl_tensor up_shexp;      /* (n_embd, n_ff_shexp) */
-    oxl_tensor down_shexp;    /* (n_ff_shexp, n_embd) */
+    oxl_tensor gate_shexp;     /* (n_embd, n_ff_shexp) shared experts */
+    oxl_tensor up_shexp;       /* (n_embd, n_ff_shexp) */
+    oxl_tensor down_shexp;     /* (n_ff_shexp, n_embd) */
 } oxl_moe_layer;
 
 /* Which optional parts a model's loader creates. */
 enum {
-    OXL_MOE_HAS_ROUTER_BIAS = 1 << 0,  /* ffn_gate_inp.bias and ffn_{gate,up,down}_exps.bias */
-    OXL_MOE_HAS_PROBS_B = 1 << 1,      /* exp_probs_b.bias (optional in the file) */
-    OXL_MOE_HAS_SHEXP = 1 << 2,        /* ffn_{gate,up,down}_shexp */
-    OXL_MOE_HAS_SHEXP_GATE = 1 << 3,   /* ffn_gate_inp_shexp */
-    OXL_MOE_OPTIONAL = 1 << 4,         /* a layer without ffn_gate_inp is dense (jamba): bind nothing */
+    OXL_MOE_HAS_ROUTER_BIAS = 1 << 0, /* ffn_gate_inp.bias and ffn_{gate,up,down}_exps.bias */
+    OXL_MOE_HAS_PROBS_B = 1 << 1,     /* exp_probs_b.bias (optional in the file) */
+    OXL_MOE_HAS_SHEXP = 1 << 2,       /* ffn_{gate,up,down}_shexp */
+    OXL_MOE_HAS_SHEXP_GATE = 1 << 3,  /* ffn_gate_inp_shexp */
+    OXL_MOE_OPTIONAL = 1 << 4,        /* a layer without ffn_gate_inp is dense (jamba): bind nothing */
 };
 
 /* Which keys beyond llama_model_base's an architecture's loader reads. */
@@ -91,16 +91,15 @@ int oxl_moe_hparams(oxl_model *m, oxl_moe_opts *o, int32_t n_ff_default, unsigne
 
 /* Binds layer il's router and experts (names of llama.cpp's LLM_TENSOR_FFN_*_EXPS) with their shapes;
  * a missing or mis-shaped router or expert tensor is an error naming it. */
-int oxl_moe_bind(const oxl_model *m, const oxl_moe_opts *o, oxl_moe_layer *l, int il, unsigned parts,
-                 oxl_error *err);
+int oxl_moe_bind(const oxl_model *m, const oxl_moe_opts *o, oxl_moe_layer *l, int il, unsigned parts, oxl_error *err);
 
 /* Bytes of work oxl_moe_forward needs for n tokens of n_embd floats. */
 size_t oxl_moe_work_size(const oxl_moe_opts *o, int64_t n_embd, int32_t n);
 
 /* out (n_embd, n) = the MoE block of x (n_embd, n), as described at the top. work holds
  * oxl_moe_work_size bytes (64-byte aligned). Counts its expert dispatches in ctx->moe_stats. */
-void oxl_moe_forward(oxl_ctx *ctx, const oxl_moe_opts *o, const oxl_moe_layer *l, const float *x, int32_t n,
-                     float *out, void *work);
+void oxl_moe_forward(oxl_ctx *ctx, const oxl_moe_opts *o, const oxl_moe_layer *l, const float *x, int32_t n, float *out,
+                     void *work);
 
 /* Prints the routing of o (oxillama info). */
 void oxl_moe_describe(const oxl_moe_opts *o, FILE *out);

@@ -13,10 +13,9 @@
 #include "decoder.h"
 
 static const oxl_tensor_spec olmo2_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD),  OXL_REQ(T_OUTPUT_NORM),  OXL_REQ(T_OUTPUT),
-    OXL_REQ(L_QKV),         OXL_REQ(L_Q_NORM_FULL),  OXL_REQ(L_K_NORM_FULL),
-    OXL_REQ(L_ATTN_OUT),    OXL_REQ(L_ATTN_POST_NORM),
-    OXL_REQ(L_FFN_GATE),    OXL_REQ(L_FFN_UP),       OXL_REQ(L_FFN_DOWN),      OXL_REQ(L_FFN_POST_NORM),
+    OXL_REQ(T_TOKEN_EMBD),  OXL_REQ(T_OUTPUT_NORM), OXL_REQ(T_OUTPUT),   OXL_REQ(L_QKV),
+    OXL_REQ(L_Q_NORM_FULL), OXL_REQ(L_K_NORM_FULL), OXL_REQ(L_ATTN_OUT), OXL_REQ(L_ATTN_POST_NORM),
+    OXL_REQ(L_FFN_GATE),    OXL_REQ(L_FFN_UP),      OXL_REQ(L_FFN_DOWN), OXL_REQ(L_FFN_POST_NORM),
 };
 
 static int olmo2_load(oxl_model *m, oxl_error *err) {

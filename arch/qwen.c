@@ -22,28 +22,24 @@
 
 static const oxl_tensor_spec qwen2_tensors[] = {
     OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_OPT(T_OUTPUT),   OXL_OPT(T_OUTPUT_B),
-    OXL_REQ(L_ATTN_NORM),  OXL_REQ(L_QKV),         OXL_REQ(L_ATTN_OUT),
-    OXL_REQ(L_FFN_NORM),   OXL_REQ(L_FFN_GATE),    OXL_REQ(L_FFN_UP),   OXL_REQ(L_FFN_DOWN),
+    OXL_REQ(L_ATTN_NORM),  OXL_REQ(L_QKV),         OXL_REQ(L_ATTN_OUT), OXL_REQ(L_FFN_NORM),
+    OXL_REQ(L_FFN_GATE),   OXL_REQ(L_FFN_UP),      OXL_REQ(L_FFN_DOWN),
 };
 
 static const oxl_tensor_spec qwen3_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD),     OXL_REQ(T_OUTPUT_NORM),     OXL_OPT(T_OUTPUT),
-    OXL_REQ(L_ATTN_NORM),      OXL_REQ(L_QKV),             OXL_REQ(L_ATTN_OUT),
-    OXL_REQ(L_Q_NORM_HEAD),    OXL_REQ(L_K_NORM_HEAD),
-    OXL_REQ(L_FFN_NORM),       OXL_REQ(L_FFN_GATE),        OXL_REQ(L_FFN_UP),   OXL_REQ(L_FFN_DOWN),
+    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_OPT(T_OUTPUT),      OXL_REQ(L_ATTN_NORM),
+    OXL_REQ(L_QKV),        OXL_REQ(L_ATTN_OUT),    OXL_REQ(L_Q_NORM_HEAD), OXL_REQ(L_K_NORM_HEAD),
+    OXL_REQ(L_FFN_NORM),   OXL_REQ(L_FFN_GATE),    OXL_REQ(L_FFN_UP),      OXL_REQ(L_FFN_DOWN),
 };
 
 static const oxl_tensor_spec qwen2moe_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_REQ(T_OUTPUT),
-    OXL_REQ(L_ATTN_NORM),  OXL_REQ(L_QKV),         OXL_REQ(L_ATTN_OUT),
-    OXL_REQ(L_FFN_NORM),   OXL_REQ(L_MOE),
+    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_REQ(T_OUTPUT),   OXL_REQ(L_ATTN_NORM),
+    OXL_REQ(L_QKV),        OXL_REQ(L_ATTN_OUT),    OXL_REQ(L_FFN_NORM), OXL_REQ(L_MOE),
 };
 
 static const oxl_tensor_spec qwen3moe_tensors[] = {
-    OXL_REQ(T_TOKEN_EMBD),  OXL_REQ(T_OUTPUT_NORM),  OXL_OPT(T_OUTPUT),
-    OXL_REQ(L_ATTN_NORM),   OXL_REQ(L_QKV),          OXL_REQ(L_ATTN_OUT),
-    OXL_REQ(L_Q_NORM_HEAD), OXL_REQ(L_K_NORM_HEAD),
-    OXL_REQ(L_FFN_NORM),    OXL_REQ(L_MOE),
+    OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_OPT(T_OUTPUT),      OXL_REQ(L_ATTN_NORM), OXL_REQ(L_QKV),
+    OXL_REQ(L_ATTN_OUT),   OXL_REQ(L_Q_NORM_HEAD), OXL_REQ(L_K_NORM_HEAD), OXL_REQ(L_FFN_NORM),  OXL_REQ(L_MOE),
 };
 
 /* Both MoE variants refuse a model without experts, as llama.cpp's loaders do. */
@@ -59,8 +55,8 @@ static int moe_keys(oxl_model *m, oxl_decoder_opts *o, int32_t n_ff_default, uns
 }
 
 static int qwen2moe_load(oxl_model *m, oxl_error *err) {
-    oxl_decoder_opts o = {.norm = OXL_NORM_RMS, .ffn = OXL_FFN_SWIGLU,
-                          .moe_parts = OXL_MOE_HAS_SHEXP | OXL_MOE_HAS_SHEXP_GATE};
+    oxl_decoder_opts o = {
+        .norm = OXL_NORM_RMS, .ffn = OXL_FFN_SWIGLU, .moe_parts = OXL_MOE_HAS_SHEXP | OXL_MOE_HAS_SHEXP_GATE};
     int32_t used = 1;
     if (oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || oxl_hp_count(m, "expert_used_count", &used, false, err)) {
         return -1;

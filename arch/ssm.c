@@ -24,18 +24,21 @@ int oxl_ssm_hparams(oxl_model *m, oxl_ssm_opts *o, oxl_ssm_kind kind, oxl_error 
         return -1;
     }
     if (o->d_conv < 2 || o->d_conv > 64 || o->d_state > 4096 || o->d_inner > (1 << 20) || o->dt_rank > o->d_inner) {
-        return oxl_err_set(err, "%s: %s.ssm sizes out of range: conv_kernel %d (2 .. 64), state_size %d (<= 4096), "
-                           "inner_size %d, time_step_rank %d (<= inner_size)", path, arch, o->d_conv, o->d_state,
-                           o->d_inner, o->dt_rank);
+        return oxl_err_set(err,
+                           "%s: %s.ssm sizes out of range: conv_kernel %d (2 .. 64), state_size %d (<= 4096), "
+                           "inner_size %d, time_step_rank %d (<= inner_size)",
+                           path, arch, o->d_conv, o->d_state, o->d_inner, o->dt_rank);
     }
     if (kind == OXL_SSM_MAMBA && o->d_inner != 2 * m->hp.n_embd) {
         return oxl_err_set(err, "%s: %s.ssm.inner_size = %d must be 2 * embedding_length = %d (as llama.cpp requires)",
                            path, arch, o->d_inner, 2 * m->hp.n_embd);
     }
-    if (kind == OXL_SSM_MAMBA2 && (o->d_inner % o->dt_rank != 0 || o->d_inner % o->n_group != 0 ||
-                                   o->dt_rank % o->n_group != 0)) {
-        return oxl_err_set(err, "%s: %s.ssm.time_step_rank (heads) = %d and group_count = %d must divide inner_size %d "
-                           "(and groups the heads)", path, arch, o->dt_rank, o->n_group, o->d_inner);
+    if (kind == OXL_SSM_MAMBA2 &&
+        (o->d_inner % o->dt_rank != 0 || o->d_inner % o->n_group != 0 || o->dt_rank % o->n_group != 0)) {
+        return oxl_err_set(err,
+                           "%s: %s.ssm.time_step_rank (heads) = %d and group_count = %d must divide inner_size %d "
+                           "(and groups the heads)",
+                           path, arch, o->dt_rank, o->n_group, o->d_inner);
     }
     const int64_t n_r = (o->d_conv - 1) * conv_dim(o), n_s = (int64_t)o->d_state * o->d_inner;
     if (n_r > (1 << 28) || n_s > (1 << 28)) {
@@ -98,8 +101,8 @@ typedef struct ssm_work {
 static size_t ssm_layout(const oxl_ssm_opts *o, int32_t n, void *base, ssm_work *w) {
     const size_t I = (size_t)o->d_inner, C = (size_t)conv_dim(o);
     const size_t in_rows = o->kind == OXL_SSM_MAMBA2 ? I + C + (size_t)o->dt_rank : 2 * I;
-    const size_t sizes[] = {in_rows * n, C * n, ((size_t)o->dt_rank + 2 * (size_t)o->d_state) * n, I * n, I * n,
-                            in_rows * n + 64};
+    const size_t sizes[] = {in_rows * n, C * n, ((size_t)o->dt_rank + 2 * (size_t)o->d_state) * n,
+                            I * n,       I * n, in_rows * n + 64};
     float **slots[] = {&w->proj, &w->xc, &w->xdb, &w->dt, &w->y, &w->scratch};
     size_t off = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -214,8 +217,8 @@ void oxl_ssm_forward(oxl_ctx *ctx, const oxl_ssm_opts *o, const oxl_ssm_layer *l
     const int64_t n_head = two ? R : I, head_dim = I / n_head;
     ssm_work w;
     ssm_layout(o, n, work, &w);
-    ssm_task t = {.ctx = ctx, .o = o, .l = l, .il = il, .ub = ub, .w = &w, .in_rows = l->in.ne[1],
-                  .x_off = two ? I : 0};
+    ssm_task t = {
+        .ctx = ctx, .o = o, .l = l, .il = il, .ub = ub, .w = &w, .in_rows = l->in.ne[1], .x_off = two ? I : 0};
 
     /* input projection, then the causal conv on x (Mamba-1) or xBC (Mamba-2) */
     oxl_matmul(pool, &l->in, a, n, w.proj, t.in_rows, w.scratch);

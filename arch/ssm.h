@@ -26,12 +26,12 @@ typedef enum oxl_ssm_kind { OXL_SSM_NONE, OXL_SSM_MAMBA, OXL_SSM_MAMBA2 } oxl_ss
 
 typedef struct oxl_ssm_opts {
     oxl_ssm_kind kind;
-    int32_t d_conv;   /* ssm.conv_kernel */
-    int32_t d_inner;  /* ssm.inner_size */
-    int32_t d_state;  /* ssm.state_size */
-    int32_t dt_rank;  /* ssm.time_step_rank (Mamba-2: the number of heads) */
-    int32_t n_group;  /* ssm.group_count (Mamba-2; Mamba-1: 1) */
-    float norm_eps;   /* the model's RMS epsilon (jamba's dt/B/C norms, Mamba-2's grouped norm) */
+    int32_t d_conv;  /* ssm.conv_kernel */
+    int32_t d_inner; /* ssm.inner_size */
+    int32_t d_state; /* ssm.state_size */
+    int32_t dt_rank; /* ssm.time_step_rank (Mamba-2: the number of heads) */
+    int32_t n_group; /* ssm.group_count (Mamba-2; Mamba-1: 1) */
+    float norm_eps;  /* the model's RMS epsilon (jamba's dt/B/C norms, Mamba-2's grouped norm) */
 } oxl_ssm_opts;
 
 typedef struct oxl_ssm_layer {

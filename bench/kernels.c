@@ -225,8 +225,9 @@ int main(int argc, char **argv) {
                 break;
             case OP_gemm:
                 for (int64_t r = 0; r + gemm_m <= nrows; r += gemm_m) {
-                    oxl_bench_cells[c].fn.gemm(OXL_BENCH_K, gemm_m, OXL_BENCH_GEMM_N, (const uint8_t *)w + (size_t)r * wrow,
-                                               wrow, act, oxl_row_size(pt, OXL_BENCH_K), out, gemm_m);
+                    oxl_bench_cells[c].fn.gemm(OXL_BENCH_K, gemm_m, OXL_BENCH_GEMM_N,
+                                               (const uint8_t *)w + (size_t)r * wrow, wrow, act,
+                                               oxl_row_size(pt, OXL_BENCH_K), out, gemm_m);
                 }
                 bytes_per_pass = (double)wrow * (double)(nrows / gemm_m * gemm_m);
                 blocks_per_pass = (double)(nrows / gemm_m * gemm_m) * OXL_BENCH_K / (double)blck;
@@ -244,8 +245,8 @@ int main(int argc, char **argv) {
                 blocks_per_pass = (double)nrows * OXL_BENCH_K / (double)blck;
                 break;
             case OP_gemm_rp:
-                oxl_bench_cells[c].fn.gemm_rp(OXL_BENCH_K, nrows, OXL_BENCH_GEMM_N, wrp, act, oxl_row_size(pt, OXL_BENCH_K),
-                                              pt == OXL_TYPE_Q8_0 ? bsum : NULL, out, 0);
+                oxl_bench_cells[c].fn.gemm_rp(OXL_BENCH_K, nrows, OXL_BENCH_GEMM_N, wrp, act,
+                                              oxl_row_size(pt, OXL_BENCH_K), pt == OXL_TYPE_Q8_0 ? bsum : NULL, out, 0);
                 bytes_per_pass = (double)wrow * (double)nrows;
                 blocks_per_pass = (double)nrows * OXL_BENCH_K / (double)blck;
                 break;

@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
     struct {
         const char *flag;
         int *field;
-    } ints[] = {{"--n-embd", &sh.n_embd}, {"--n-layer", &sh.n_layer}, {"--n-ff", &sh.n_ff},
+    } ints[] = {{"--n-embd", &sh.n_embd}, {"--n-layer", &sh.n_layer},     {"--n-ff", &sh.n_ff},
                 {"--n-head", &sh.n_head}, {"--n-head-kv", &sh.n_head_kv}, {"--ctx", &sh.ctx}};
     for (int i = 1; i < argc; i++) {
         bool used = false;
@@ -134,20 +134,20 @@ int main(int argc, char **argv) {
     }
     const int head_dim = sh.n_embd / sh.n_head, kv = head_dim * sh.n_head_kv;
     rc = rc ? rc
-            : (oxl_gguf_writer_set_str(w, "general.architecture", "llama", &err) ||
-               oxl_gguf_writer_set_str(w, "general.name", "oxillama synthetic", &err) ||
-               oxl_gguf_writer_set_u32(w, "general.file_type", wtype == OXL_TYPE_F16 ? 1 : 0, &err) ||
-               oxl_gguf_writer_set_u32(w, "llama.context_length", (uint32_t)sh.ctx, &err) ||
-               oxl_gguf_writer_set_u32(w, "llama.embedding_length", (uint32_t)sh.n_embd, &err) ||
-               oxl_gguf_writer_set_u32(w, "llama.block_count", (uint32_t)sh.n_layer, &err) ||
-               oxl_gguf_writer_set_u32(w, "llama.feed_forward_length", (uint32_t)sh.n_ff, &err) ||
-               oxl_gguf_writer_set_u32(w, "llama.attention.head_count", (uint32_t)sh.n_head, &err) ||
-               oxl_gguf_writer_set_u32(w, "llama.attention.head_count_kv", (uint32_t)sh.n_head_kv, &err) ||
-               oxl_gguf_writer_set_u32(w, "llama.rope.dimension_count", (uint32_t)head_dim, &err) ||
-               oxl_gguf_writer_set_f32(w, "llama.rope.freq_base", 10000.0f, &err) ||
-               oxl_gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f, &err))
-                  ? -1
-                  : 0;
+         : (oxl_gguf_writer_set_str(w, "general.architecture", "llama", &err) ||
+            oxl_gguf_writer_set_str(w, "general.name", "oxillama synthetic", &err) ||
+            oxl_gguf_writer_set_u32(w, "general.file_type", wtype == OXL_TYPE_F16 ? 1 : 0, &err) ||
+            oxl_gguf_writer_set_u32(w, "llama.context_length", (uint32_t)sh.ctx, &err) ||
+            oxl_gguf_writer_set_u32(w, "llama.embedding_length", (uint32_t)sh.n_embd, &err) ||
+            oxl_gguf_writer_set_u32(w, "llama.block_count", (uint32_t)sh.n_layer, &err) ||
+            oxl_gguf_writer_set_u32(w, "llama.feed_forward_length", (uint32_t)sh.n_ff, &err) ||
+            oxl_gguf_writer_set_u32(w, "llama.attention.head_count", (uint32_t)sh.n_head, &err) ||
+            oxl_gguf_writer_set_u32(w, "llama.attention.head_count_kv", (uint32_t)sh.n_head_kv, &err) ||
+            oxl_gguf_writer_set_u32(w, "llama.rope.dimension_count", (uint32_t)head_dim, &err) ||
+            oxl_gguf_writer_set_f32(w, "llama.rope.freq_base", 10000.0f, &err) ||
+            oxl_gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f, &err))
+             ? -1
+             : 0;
     /* the tensors, in llama.cpp's order */
     size_t n_specs = 3 + 9 * (size_t)sh.n_layer, k = 0;
     tensor_spec *specs = calloc(n_specs, sizeof *specs);
@@ -155,13 +155,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "error: out of memory\n");
         return 1;
     }
-#define SPEC(nd, e0, e1, ...)                                                                                      \
-    do {                                                                                                           \
-        snprintf(specs[k].name, sizeof specs[k].name, __VA_ARGS__);                                                \
-        specs[k].n_dims = nd;                                                                                      \
-        specs[k].ne[0] = e0;                                                                                       \
-        specs[k].ne[1] = e1;                                                                                       \
-        k++;                                                                                                       \
+#define SPEC(nd, e0, e1, ...)                                                                                          \
+    do {                                                                                                               \
+        snprintf(specs[k].name, sizeof specs[k].name, __VA_ARGS__);                                                    \
+        specs[k].n_dims = nd;                                                                                          \
+        specs[k].ne[0] = e0;                                                                                           \
+        specs[k].ne[1] = e1;                                                                                           \
+        k++;                                                                                                           \
     } while (0)
     SPEC(2, sh.n_embd, n_vocab, "token_embd.weight");
     SPEC(1, sh.n_embd, 1, "output_norm.weight");

@@ -67,7 +67,7 @@ bool oxl_model_has_decoder(const oxl_model *model);
 uint64_t oxl_model_n_params(const oxl_model *model); /* elements of all tensors */
 /* The model's Jinja chat template (tokenizer.chat_template), owned by the model; NULL when absent. */
 const char *oxl_model_chat_template(const oxl_model *model);
-uint64_t oxl_model_size(const oxl_model *model);     /* bytes of all tensor data */
+uint64_t oxl_model_size(const oxl_model *model); /* bytes of all tensor data */
 /* A one-line description: architecture, parameter count, file type. Owned by the model. */
 const char *oxl_model_desc(const oxl_model *model);
 
@@ -103,16 +103,16 @@ typedef enum oxl_pooling {
 } oxl_pooling;
 
 typedef struct oxl_ctx_params {
-    int32_t n_ctx;     /* KV cache length in tokens, shared equally by the sequences;
-                          0 = the model's training context per sequence */
-    int32_t n_batch;   /* most tokens per internal forward pass (default 512) */
-    int32_t n_seq_max; /* sequences with their own KV cache (default 1; a server's slots) */
-    int32_t n_threads; /* worker threads including the caller; 0 = number of physical cores */
+    int32_t n_ctx;      /* KV cache length in tokens, shared equally by the sequences;
+                           0 = the model's training context per sequence */
+    int32_t n_batch;    /* most tokens per internal forward pass (default 512) */
+    int32_t n_seq_max;  /* sequences with their own KV cache (default 1; a server's slots) */
+    int32_t n_threads;  /* worker threads including the caller; 0 = number of physical cores */
     oxl_kv_type type_k; /* default f16, as llama.cpp */
     oxl_kv_type type_v;
     oxl_flash_attn flash_attn; /* default auto (= on, as llama.cpp's CPU backend) */
-    bool embeddings;     /* keep the final-norm output of every token of a decode (default false) */
-    oxl_pooling pooling; /* with embeddings: how they are pooled (default unspecified = the model's) */
+    bool embeddings;           /* keep the final-norm output of every token of a decode (default false) */
+    oxl_pooling pooling;       /* with embeddings: how they are pooled (default unspecified = the model's) */
 } oxl_ctx_params;
 
 oxl_ctx_params oxl_ctx_default_params(void);

@@ -14,11 +14,11 @@
 typedef enum opt_kind { OPT_STR, OPT_INT, OPT_SIZE, OPT_DOUBLE, OPT_KEY } opt_kind;
 
 typedef struct opt {
-    const char *flag;  /* long flag */
-    const char *alt;   /* short flag or NULL */
-    const char *name;  /* JSON member; the variable is OXILLAMA_ + its upper case */
+    const char *flag; /* long flag */
+    const char *alt;  /* short flag or NULL */
+    const char *name; /* JSON member; the variable is OXILLAMA_ + its upper case */
     opt_kind kind;
-    size_t offset;     /* into oxl_server_config (unused by OPT_KEY) */
+    size_t offset; /* into oxl_server_config (unused by OPT_KEY) */
     long long min, max;
     const char *help;
 } opt;
@@ -29,18 +29,28 @@ static const opt opts[] = {
     {"--alias", NULL, "alias", OPT_STR, OFF(alias), 0, 0, "model id shown by /v1/models (default: file name)"},
     {"--host", NULL, "host", OPT_STR, OFF(host), 0, 0, "address to bind (default 127.0.0.1)"},
     {"--port", NULL, "port", OPT_INT, OFF(port), 0, 65535, "TCP port (default 8080; 0 = any free port)"},
-    {"--ctx-size", "-c", "ctx_size", OPT_INT, OFF(n_ctx), 0, INT_MAX, "KV cache tokens for all slots (0 = training context per slot)"},
+    {"--ctx-size", "-c", "ctx_size", OPT_INT, OFF(n_ctx), 0, INT_MAX,
+     "KV cache tokens for all slots (0 = training context per slot)"},
     {"--parallel", "-np", "parallel", OPT_INT, OFF(n_parallel), 1, 256, "slots decoded together (default 4)"},
     {"--threads", "-t", "threads", OPT_INT, OFF(n_threads), 0, 1024, "compute threads (0 = physical cores)"},
-    {"--batch-size", "-b", "batch_size", OPT_INT, OFF(n_batch), 1, 1 << 20, "most tokens per forward pass (default 512)"},
-    {"--queue-size", NULL, "queue_size", OPT_INT, OFF(queue_size), 1, 1 << 20, "requests waiting for a slot before 503 (default 64)"},
-    {"--max-connections", NULL, "max_connections", OPT_INT, OFF(max_connections), 1, 1 << 16, "open connections (default 128)"},
-    {"--max-body", NULL, "max_body", OPT_SIZE, OFF(max_body), 1, 1LL << 40, "request body bytes before 413 (default 1048576)"},
-    {"--max-headers", NULL, "max_headers", OPT_INT, OFF(max_headers), 1, 10000, "request headers before 431 (default 64)"},
-    {"--idle-timeout", NULL, "idle_timeout", OPT_INT, OFF(idle_timeout), 1, 86400, "seconds a silent connection is kept, and a request may take to arrive (default 60)"},
-    {"--shutdown-timeout", NULL, "shutdown_timeout", OPT_INT, OFF(shutdown_timeout), 0, 86400, "seconds in-flight requests get after SIGTERM (default 10)"},
-    {"--rate-limit", NULL, "rate_limit", OPT_DOUBLE, OFF(rate_limit), 0, 1000000, "requests per minute per API key (0 = off)"},
-    {"--rate-burst", NULL, "rate_burst", OPT_INT, OFF(rate_burst), 0, 1000000, "token bucket size (0 = one minute's worth)"},
+    {"--batch-size", "-b", "batch_size", OPT_INT, OFF(n_batch), 1, 1 << 20,
+     "most tokens per forward pass (default 512)"},
+    {"--queue-size", NULL, "queue_size", OPT_INT, OFF(queue_size), 1, 1 << 20,
+     "requests waiting for a slot before 503 (default 64)"},
+    {"--max-connections", NULL, "max_connections", OPT_INT, OFF(max_connections), 1, 1 << 16,
+     "open connections (default 128)"},
+    {"--max-body", NULL, "max_body", OPT_SIZE, OFF(max_body), 1, 1LL << 40,
+     "request body bytes before 413 (default 1048576)"},
+    {"--max-headers", NULL, "max_headers", OPT_INT, OFF(max_headers), 1, 10000,
+     "request headers before 431 (default 64)"},
+    {"--idle-timeout", NULL, "idle_timeout", OPT_INT, OFF(idle_timeout), 1, 86400,
+     "seconds a silent connection is kept, and a request may take to arrive (default 60)"},
+    {"--shutdown-timeout", NULL, "shutdown_timeout", OPT_INT, OFF(shutdown_timeout), 0, 86400,
+     "seconds in-flight requests get after SIGTERM (default 10)"},
+    {"--rate-limit", NULL, "rate_limit", OPT_DOUBLE, OFF(rate_limit), 0, 1000000,
+     "requests per minute per API key (0 = off)"},
+    {"--rate-burst", NULL, "rate_burst", OPT_INT, OFF(rate_burst), 0, 1000000,
+     "token bucket size (0 = one minute's worth)"},
     {"--cors-origin", NULL, "cors_origin", OPT_STR, OFF(cors_origin), 0, 0, "allowed CORS origin (default: CORS off)"},
     {"--api-key", NULL, "api_key", OPT_KEY, 0, 0, 0, "API key; repeat for several (JSON: a string or a list)"},
     {"--api-key-file", NULL, "api_key_file", OPT_STR, OFF(api_key_file), 0, 0, "file of API keys, one per line"},
@@ -93,8 +103,7 @@ static int set_opt(oxl_server_config *cfg, key_layer *kl, const opt *o, const ch
         *(char **)base = s;
         return 0;
     }
-    case OPT_KEY:
-        return add_key(kl, v, where);
+    case OPT_KEY: return add_key(kl, v, where);
     case OPT_INT:
     case OPT_SIZE: {
         long long x = strtoll(v, &end, 10);
@@ -225,7 +234,9 @@ static int apply_config_file(oxl_server_config *cfg, key_layer *kl, const char *
             rc = set_opt(cfg, kl, o, num, where);
         } else {
             fprintf(stderr, "oxillama serve: %s: expected a %s\n", where,
-                    o->kind == OPT_STR ? "string" : o->kind == OPT_KEY ? "string or a list of strings" : "number");
+                    o->kind == OPT_STR   ? "string"
+                    : o->kind == OPT_KEY ? "string or a list of strings"
+                                         : "number");
             rc = -1;
         }
     }

@@ -163,7 +163,7 @@ static void h_slots(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 typedef struct route {
     const char *method;
     const char *path;
-    bool prefix;      /* path followed by "/..." matches too */
+    bool prefix; /* path followed by "/..." matches too */
     oxl_handler fn;
     auth_kind auth;
     bool needs_model; /* 503 until the model is loaded */
@@ -198,8 +198,9 @@ static void h_health(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
 static void h_ready(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     if (!atomic_load(&srv->ready) || atomic_load(&srv->stopping)) {
         oxl_api_error e;
-        oxl_api_err(&e, 503, "unavailable_error", atomic_load(&srv->stopping) ? "server_shutting_down" : "model_loading",
-                    NULL, atomic_load(&srv->stopping) ? "The server is shutting down" : "The model is loading");
+        oxl_api_err(&e, 503, "unavailable_error",
+                    atomic_load(&srv->stopping) ? "server_shutting_down" : "model_loading", NULL,
+                    atomic_load(&srv->stopping) ? "The server is shutting down" : "The model is loading");
         e.retry_after = 1;
         oxl_reply_error(out, &e);
         return;
@@ -258,16 +259,18 @@ static void h_metrics(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     }
     metric(&m, "requests_rejected_queue_full_total", "counter", "Requests refused with 503 because the queue was full.",
            (double)atomic_load(&srv->n_rejected_queue));
-    metric(&m, "requests_rate_limited_total", "counter", "Requests refused with 429.", (double)atomic_load(&srv->n_rate_limited));
-    metric(&m, "requests_unauthorized_total", "counter", "Requests refused with 401.", (double)atomic_load(&srv->n_unauthorized));
+    metric(&m, "requests_rate_limited_total", "counter", "Requests refused with 429.",
+           (double)atomic_load(&srv->n_rate_limited));
+    metric(&m, "requests_unauthorized_total", "counter", "Requests refused with 401.",
+           (double)atomic_load(&srv->n_unauthorized));
     metric(&m, "requests_cancelled_total", "counter", "Requests whose client disconnected before the end.",
            (double)atomic_load(&srv->n_cancelled));
     if (atomic_load(&srv->ready)) {
         oxl_sched_stats st;
         oxl_sched_stats_get(srv->sched, &st);
         metric(&m, "prompt_tokens_total", "counter", "Prompt tokens of admitted requests.", (double)st.prompt_tokens);
-        metric(&m, "prompt_tokens_cached_total", "counter", "Prompt tokens found in a slot's KV cache (not recomputed).",
-               (double)st.prompt_tokens_cached);
+        metric(&m, "prompt_tokens_cached_total", "counter",
+               "Prompt tokens found in a slot's KV cache (not recomputed).", (double)st.prompt_tokens_cached);
         metric(&m, "generated_tokens_total", "counter", "Tokens generated.", (double)st.gen_tokens);
         metric(&m, "decode_steps_total", "counter", "Batched decode steps.", (double)st.decode_steps);
         metric(&m, "decode_seconds_total", "counter", "Wall time spent decoding batches.", st.decode_seconds);
@@ -479,7 +482,8 @@ static enum MHD_Result send_reply(oxl_srv *srv, struct MHD_Connection *c, oxl_re
         MHD_add_response_header(resp, "X-Accel-Buffering", "no");
     } else {
         if (!rp->body) {
-            rp->body = strdup("{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}");
+            rp->body = strdup(
+                "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}");
             rp->len = rp->body ? strlen(rp->body) : 0;
             rp->status = 500;
             rp->ctype = "application/json";
@@ -584,8 +588,8 @@ static int precheck(oxl_srv *srv, struct MHD_Connection *c, const char *url, con
             if (wait > 0) {
                 atomic_fetch_add(&srv->n_rate_limited, 1);
                 oxl_api_err(e, 429, "rate_limit_error", "rate_limit_exceeded", NULL,
-                            "Rate limit reached for this API key: %g requests per minute; retry in %d s", cfg->rate_limit,
-                            wait);
+                            "Rate limit reached for this API key: %g requests per minute; retry in %d s",
+                            cfg->rate_limit, wait);
                 e->retry_after = wait;
                 return -1;
             }
@@ -606,7 +610,8 @@ static int precheck(oxl_srv *srv, struct MHD_Connection *c, const char *url, con
         return -1;
     }
     if (cr->rt->needs_model && !atomic_load(&srv->ready)) {
-        oxl_api_err(e, 503, "unavailable_error", "model_loading", NULL, "The model is loading; retry when /ready answers 200");
+        oxl_api_err(e, 503, "unavailable_error", "model_loading", NULL,
+                    "The model is loading; retry when /ready answers 200");
         e->retry_after = 1;
         return -1;
     }
@@ -694,7 +699,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         if (bad < cr->len) {
             oxl_api_err(&e, 400, "invalid_request_error", "invalid_utf8", NULL,
-                        "The request body is not valid UTF-8: byte 0x%02x at offset %zu", (unsigned char)cr->body[bad], bad);
+                        "The request body is not valid UTF-8: byte 0x%02x at offset %zu", (unsigned char)cr->body[bad],
+                        bad);
             return send_error(srv, c, &e);
         }
         cr->body[cr->len] = 0;
@@ -708,7 +714,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         if (!cJSON_IsObject(json)) {
             cJSON_Delete(json);
-            oxl_api_err(&e, 400, "invalid_request_error", "invalid_json", NULL, "The request body must be a JSON object");
+            oxl_api_err(&e, 400, "invalid_request_error", "invalid_json", NULL,
+                        "The request body must be a JSON object");
             return send_error(srv, c, &e);
         }
     }
@@ -757,12 +764,12 @@ static struct MHD_Daemon *start_daemon(oxl_srv *srv, unsigned *port) {
             return NULL;
         }
     }
-    struct MHD_Daemon *d = MHD_start_daemon(
-        flags, (uint16_t)cfg->port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)cfg->idle_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
-        MHD_OPTION_END);
+    struct MHD_Daemon *d =
+        MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
+                         (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                         (size_t)CONN_MEMORY_LIMIT, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+                         MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "oxillama serve: cannot listen on %s:%d: %s\n", cfg->host, cfg->port, strerror(errno));
         return NULL;

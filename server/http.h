@@ -36,12 +36,12 @@ typedef struct oxl_api_error {
     const char *code; /* NULL renders as null */
     char param[96];   /* empty renders as null */
     char msg[640];
-    int retry_after;  /* seconds; > 0 adds Retry-After */
+    int retry_after; /* seconds; > 0 adds Retry-After */
 } oxl_api_error;
 
 /* Sets e and returns -1. param may be NULL. */
-int oxl_api_err(oxl_api_error *e, int status, const char *type, const char *code, const char *param, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
+int oxl_api_err(oxl_api_error *e, int status, const char *type, const char *code, const char *param, const char *fmt,
+                ...) __attribute__((format(printf, 6, 7)));
 
 typedef struct oxl_request {
     const char *method;

@@ -16,7 +16,8 @@
 
 /* --- small helpers ----------------------------------------------------------------------------- */
 
-int oxl_api_err(oxl_api_error *e, int status, const char *type, const char *code, const char *param, const char *fmt, ...) {
+int oxl_api_err(oxl_api_error *e, int status, const char *type, const char *code, const char *param, const char *fmt,
+                ...) {
     e->status = status;
     e->type = type;
     e->code = code;
@@ -178,11 +179,11 @@ typedef enum api_kind { API_CHAT, API_COMPLETION, API_RESPONSES } api_kind;
 typedef struct api_req {
     api_kind kind;
     oxl_gen_params gen;
-    int n;               /* choices per prompt */
+    int n; /* choices per prompt */
     bool stream, include_usage, echo;
-    bool logprobs;       /* chat: logprobs; completions: logprobs given */
-    const cJSON *tools;  /* valid while the request is handled */
-    bool has_tools;      /* tools were given: replies may hold tool calls */
+    bool logprobs;      /* chat: logprobs; completions: logprobs given */
+    const cJSON *tools; /* valid while the request is handled */
+    bool has_tools;     /* tools were given: replies may hold tool calls */
     char id[64];
     time_t created;
 } api_req;
@@ -274,7 +275,8 @@ static int parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error 
     if (!oxl_model_has_decoder(srv->model)) {
         return oxl_api_err(e, 400, "invalid_request_error", "model_not_supported", "model",
                            "'%s' is an embedding model (no output head): it serves /v1/embeddings only, not "
-                           "text generation", srv->model_id);
+                           "text generation",
+                           srv->model_id);
     }
     if ((rc = get_num(b, "temperature", 0, 2, &x, e)) < 0) {
         return -1;
@@ -453,10 +455,12 @@ static cJSON *normalize_messages(const cJSON *msgs, const char *param, oxl_api_e
                 oxl_api_error ign;
                 get_str(p, "type", &type, &ign);
                 get_str(p, "text", &t, &ign);
-                if (!type || (strcmp(type, "text") && strcmp(type, "input_text") && strcmp(type, "output_text")) || !t) {
+                if (!type || (strcmp(type, "text") && strcmp(type, "input_text") && strcmp(type, "output_text")) ||
+                    !t) {
                     char w2[96];
                     snprintf(w2, sizeof w2, "%s.content[%d]", where, pi);
-                    BAD(e, w2, "'%s': only text parts ({\"type\": \"text\", \"text\": ...}) are supported; got type '%.40s'",
+                    BAD(e, w2,
+                        "'%s': only text parts ({\"type\": \"text\", \"text\": ...}) are supported; got type '%.40s'",
                         w2, type ? type : "?");
                     free(text);
                     cJSON_Delete(nm);
@@ -507,8 +511,9 @@ static int submit(oxl_srv *srv, oxl_job *j, oxl_api_error *e) {
     if (oxl_sched_submit(srv->sched, j) != 0) {
         atomic_fetch_add(&srv->n_rejected_queue, 1);
         oxl_api_err(e, 503, "server_error", atomic_load(&srv->stopping) ? "server_shutting_down" : "server_overloaded",
-                    NULL, atomic_load(&srv->stopping) ? "The server is shutting down" :
-                                                         "The server is overloaded: the request queue is full; retry later");
+                    NULL,
+                    atomic_load(&srv->stopping) ? "The server is shutting down"
+                                                : "The server is overloaded: the request queue is full; retry later");
         e->retry_after = 1;
         return -1;
     }
@@ -674,7 +679,8 @@ static cJSON *parse_tool_calls(const char *text, size_t *content_len) {
             cJSON_AddStringToObject(call, "type", "function");
             cJSON *fn = cJSON_AddObjectToObject(call, "function");
             cJSON_AddStringToObject(fn, "name", name->valuestring);
-            char *a = args ? (cJSON_IsString(args) ? strdup(args->valuestring) : cJSON_PrintUnformatted(args)) : strdup("{}");
+            char *a =
+                args ? (cJSON_IsString(args) ? strdup(args->valuestring) : cJSON_PrintUnformatted(args)) : strdup("{}");
             cJSON_AddStringToObject(fn, "arguments", a ? a : "{}");
             free(a);
             cJSON_AddItemToArray(calls, call);
@@ -834,20 +840,20 @@ static cJSON *response_object(oxl_srv *srv, const api_req *r, const char *msg_id
 /* --- streams ----------------------------------------------------------------------------------- */
 
 typedef struct choice_progress {
-    size_t sent;       /* text bytes sent */
-    int32_t lp_sent;   /* logprob records sent */
+    size_t sent;     /* text bytes sent */
+    int32_t lp_sent; /* logprob records sent */
     bool started, finished;
 } choice_progress;
 
 typedef struct stream_state {
     api_req r;
-    char **prompts;    /* completions with echo: each prompt's text */
+    char **prompts; /* completions with echo: each prompt's text */
     int n_prompts;
     choice_progress *cp; /* one per choice over all jobs */
     bool usage_sent;
-    int seq;           /* responses: sequence_number */
+    int seq; /* responses: sequence_number */
     char msg_id[64];
-    int phase;         /* responses: 0 = nothing sent, 1 = deltas, 2 = completed */
+    int phase; /* responses: 0 = nothing sent, 1 = deltas, 2 = completed */
 } stream_state;
 
 static void put_event(oxl_stream *st, const char *event, cJSON *data) {
@@ -1273,9 +1279,9 @@ static void run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **tok
     } else {
         char msg_id[64];
         random_id("msg_", msg_id, sizeof msg_id);
-        cJSON *o = r->kind == API_CHAT         ? chat_object(srv, r, jobs[0])
+        cJSON *o = r->kind == API_CHAT        ? chat_object(srv, r, jobs[0])
                    : r->kind == API_RESPONSES ? response_object(srv, r, msg_id, jobs[0])
-                                               : completion_object(srv, r, jobs, n_jobs, prompts);
+                                              : completion_object(srv, r, jobs, n_jobs, prompts);
         release_jobs(srv, jobs, n_jobs);
         oxl_reply_json(out, 200, o);
     }
@@ -1514,8 +1520,8 @@ void oxl_api_responses(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
             cJSON_AddItemToArray(msgs, d);
         }
     }
-    if (!(norm = normalize_messages(msgs, "input", &e)) || chat_prompt(srv, norm, NULL, &toks, &n_toks, "input", &e) < 0 ||
-        check_context(srv, n_toks, "input", &e) < 0) {
+    if (!(norm = normalize_messages(msgs, "input", &e)) ||
+        chat_prompt(srv, norm, NULL, &toks, &n_toks, "input", &e) < 0 || check_context(srv, n_toks, "input", &e) < 0) {
         goto fail;
     }
     cJSON_Delete(msgs);
@@ -1585,8 +1591,8 @@ static char *base64_f32(const float *v, int32_t n) {
     }
     size_t o = 0;
     for (size_t i = 0; i < nb; i += 3) {
-        const uint32_t t = (uint32_t)bytes[i] << 16 | (i + 1 < nb ? (uint32_t)bytes[i + 1] << 8 : 0) |
-                           (i + 2 < nb ? bytes[i + 2] : 0);
+        const uint32_t t =
+            (uint32_t)bytes[i] << 16 | (i + 1 < nb ? (uint32_t)bytes[i + 1] << 8 : 0) | (i + 2 < nb ? bytes[i + 2] : 0);
         out[o++] = tab[t >> 18 & 63];
         out[o++] = tab[t >> 12 & 63];
         out[o++] = i + 1 < nb ? tab[t >> 6 & 63] : '=';
@@ -1705,7 +1711,8 @@ void oxl_api_embeddings(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
         if (lens[i] > n_ctx) {
             oxl_api_err(&e, 400, "invalid_request_error", "context_length_exceeded", param,
                         "This model's maximum context length is %d tokens per slot, however '%s' resulted in %d "
-                        "tokens", n_ctx, param, lens[i]);
+                        "tokens",
+                        n_ctx, param, lens[i]);
             goto fail;
         }
         total += (size_t)lens[i];

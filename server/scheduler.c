@@ -12,22 +12,22 @@
 typedef enum slot_state { SLOT_IDLE, SLOT_PROMPT, SLOT_GEN } slot_state;
 
 typedef struct slot {
-    int32_t id;             /* the sequence id */
+    int32_t id; /* the sequence id */
     slot_state state;
     oxl_job *job;
-    int32_t ci;             /* choice index in job */
-    oxl_token *cache;       /* the tokens in this sequence's KV cache, n_ctx_slot long */
+    int32_t ci;       /* choice index in job */
+    oxl_token *cache; /* the tokens in this sequence's KV cache, n_ctx_slot long */
     int32_t n_cache;
-    oxl_token pending;      /* sampled, decoded next step */
+    oxl_token pending; /* sampled, decoded next step */
     oxl_sampler *smpl;
     oxl_detok detok;
-    char *raw;              /* generated text, including what a stop string may still claim */
+    char *raw; /* generated text, including what a stop string may still claim */
     size_t raw_len, raw_cap, published;
-    int32_t *counts;        /* occurrences in the penalty window; all 0 between samplings */
-    float *work;            /* n_vocab logits after bias and penalties */
+    int32_t *counts; /* occurrences in the penalty window; all 0 between samplings */
+    float *work;     /* n_vocab logits after bias and penalties */
     int32_t n_gen, n_prompt;
-    int32_t batch_idx;      /* index of this slot's logits in the step's batch, -1 if none */
-    int32_t n_step;         /* tokens this slot put in the step's batch */
+    int32_t batch_idx; /* index of this slot's logits in the step's batch, -1 if none */
+    int32_t n_step;    /* tokens this slot put in the step's batch */
     uint64_t last_used;
 } slot;
 
@@ -38,8 +38,8 @@ struct oxl_sched {
     slot *slots;
     pthread_t thread;
     pthread_mutex_t mu;
-    pthread_cond_t wake;    /* new job, cancellation or stop */
-    oxl_job **queue;        /* ring */
+    pthread_cond_t wake; /* new job, cancellation or stop */
+    oxl_job **queue;     /* ring */
     int32_t q_cap, q_head, q_len;
     bool stopping;
     double deadline;
@@ -55,9 +55,9 @@ struct oxl_sched {
     int32_t n_embd;
     oxl_job *ejobs[OXL_SRV_EMBD_JOBS];
     int32_t n_ejobs;
-    oxl_token *e_tok;       /* the embedding batch, max(n_batch, n_ctx_slot) tokens */
+    oxl_token *e_tok; /* the embedding batch, max(n_batch, n_ctx_slot) tokens */
     int32_t *e_pos, *e_seq;
-    int8_t *e_keep;         /* all 0: no logits are needed */
+    int8_t *e_keep;                   /* all 0: no logits are needed */
     oxl_job *e_job[OXL_SRV_EMBD_SEQ]; /* the job and input index decoded in sequence k */
     int32_t e_input[OXL_SRV_EMBD_SEQ];
 };

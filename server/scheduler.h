@@ -35,9 +35,9 @@ typedef struct oxl_gen_params {
      * penalty_last_n tokens of the sequence (prompt and generated), once and per occurrence */
     float presence_penalty;
     float frequency_penalty;
-    int32_t penalty_last_n;      /* repeat_last_n, 64 by default; 0: no penalties */
+    int32_t penalty_last_n; /* repeat_last_n, 64 by default; 0: no penalties */
     int32_t n_bias;
-    oxl_token *bias_tok;         /* logit_bias: added to these tokens' logits */
+    oxl_token *bias_tok; /* logit_bias: added to these tokens' logits */
     float *bias_val;
     int32_t n_stop;
     char *stop[OXL_SRV_MAX_STOP]; /* never emitted; matched across token boundaries */
@@ -71,19 +71,19 @@ typedef struct oxl_job {
     int32_t n_choices;
     oxl_gen_params gen;
     /* shared, under the scheduler's mutex */
-    pthread_cond_t cv;          /* signalled when output grows or the job ends */
+    pthread_cond_t cv; /* signalled when output grows or the job ends */
     oxl_choice_out choice[OXL_SRV_MAX_CHOICES];
-    int32_t n_done;             /* choices finished */
-    int32_t n_cached;           /* prompt tokens found in a slot's cache (first choice) */
-    char error[256];            /* set when the scheduler ends the job early (shutdown, decode failure) */
-    int refs;                   /* 2 while queued or running (submitter + scheduler) */
-    atomic_bool cancelled;      /* the client went away */
+    int32_t n_done;        /* choices finished */
+    int32_t n_cached;      /* prompt tokens found in a slot's cache (first choice) */
+    char error[256];       /* set when the scheduler ends the job early (shutdown, decode failure) */
+    int refs;              /* 2 while queued or running (submitter + scheduler) */
+    atomic_bool cancelled; /* the client went away */
     /* embedding jobs (oxl_embd_job_new, n_inputs > 0): prompt holds the inputs back to back */
     int32_t n_inputs;
-    int32_t *input_len;         /* [n_inputs] tokens of each input */
-    float *embd;                /* (n_embd, n_inputs) pooled embeddings as the library returns them */
-    int32_t n_started;          /* inputs given to a decode (scheduler thread only) */
-    int32_t n_embedded;         /* inputs whose vector is in embd; the job is done (n_done 1) at n_inputs */
+    int32_t *input_len; /* [n_inputs] tokens of each input */
+    float *embd;        /* (n_embd, n_inputs) pooled embeddings as the library returns them */
+    int32_t n_started;  /* inputs given to a decode (scheduler thread only) */
+    int32_t n_embedded; /* inputs whose vector is in embd; the job is done (n_done 1) at n_inputs */
     double t_submit, t_start, t_first, t_end; /* seconds, monotonic */
 } oxl_job;
 
@@ -92,7 +92,7 @@ typedef struct oxl_sched oxl_sched;
 /* Counters for /metrics and /slots, read under the mutex with oxl_sched_stats. */
 typedef struct oxl_sched_stats {
     uint64_t prompt_tokens, prompt_tokens_cached, gen_tokens, decode_steps;
-    double decode_seconds;   /* wall time in oxl_decode_batch */
+    double decode_seconds;    /* wall time in oxl_decode_batch */
     double gen_token_seconds; /* sum over generated tokens of the step time that produced them */
     int32_t queue_depth, slots_busy, n_slots, n_ctx_slot;
 } oxl_sched_stats;

@@ -19,25 +19,25 @@
 #define OXL_SRV_KEY_MAX 256 /* bytes of one API key */
 
 typedef struct oxl_server_config {
-    char *model;          /* -m: GGUF file */
-    char *alias;          /* --alias: the model id of /v1/models (default: the file name) */
-    char *host;           /* --host: address to bind (default 127.0.0.1) */
-    int port;             /* --port (default 8080; 0 = any free port, printed on stderr) */
-    int n_ctx;            /* -c: KV cache tokens for all slots together (0 = training context per slot) */
-    int n_parallel;       /* -np: slots decoded together (default 4) */
-    int n_threads;        /* -t: compute threads (0 = physical cores) */
-    int n_batch;          /* -b: most tokens per forward pass (default 512) */
-    int queue_size;       /* --queue-size: requests waiting for a slot before 503 (default 64) */
-    int max_connections;  /* --max-connections: open HTTP connections (default 128) */
-    size_t max_body;      /* --max-body: request body bytes before 413 (default 1 MiB) */
-    int max_headers;      /* --max-headers: request headers before 431 (default 64) */
-    int idle_timeout;     /* --idle-timeout: seconds a connection may stay silent, and a request (line, headers,
-                             body) may take to arrive (default 60) */
-    int shutdown_timeout; /* --shutdown-timeout: seconds in-flight requests get after SIGTERM (default 10) */
-    double rate_limit;    /* --rate-limit: requests per minute per API key (0 = off) */
-    int rate_burst;       /* --rate-burst: token bucket size (default: one minute's worth, at least 1) */
-    char *cors_origin;    /* --cors-origin: Access-Control-Allow-Origin value (default: no CORS) */
-    char *api_key_file;   /* --api-key-file: one key per line */
+    char *model;                  /* -m: GGUF file */
+    char *alias;                  /* --alias: the model id of /v1/models (default: the file name) */
+    char *host;                   /* --host: address to bind (default 127.0.0.1) */
+    int port;                     /* --port (default 8080; 0 = any free port, printed on stderr) */
+    int n_ctx;                    /* -c: KV cache tokens for all slots together (0 = training context per slot) */
+    int n_parallel;               /* -np: slots decoded together (default 4) */
+    int n_threads;                /* -t: compute threads (0 = physical cores) */
+    int n_batch;                  /* -b: most tokens per forward pass (default 512) */
+    int queue_size;               /* --queue-size: requests waiting for a slot before 503 (default 64) */
+    int max_connections;          /* --max-connections: open HTTP connections (default 128) */
+    size_t max_body;              /* --max-body: request body bytes before 413 (default 1 MiB) */
+    int max_headers;              /* --max-headers: request headers before 431 (default 64) */
+    int idle_timeout;             /* --idle-timeout: seconds a connection may stay silent, and a request (line, headers,
+                                     body) may take to arrive (default 60) */
+    int shutdown_timeout;         /* --shutdown-timeout: seconds in-flight requests get after SIGTERM (default 10) */
+    double rate_limit;            /* --rate-limit: requests per minute per API key (0 = off) */
+    int rate_burst;               /* --rate-burst: token bucket size (default: one minute's worth, at least 1) */
+    char *cors_origin;            /* --cors-origin: Access-Control-Allow-Origin value (default: no CORS) */
+    char *api_key_file;           /* --api-key-file: one key per line */
     char *keys[OXL_SRV_MAX_KEYS]; /* --api-key (repeatable) plus the keys of api_key_file */
     int n_keys;
     bool help;

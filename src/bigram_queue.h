@@ -12,7 +12,7 @@
 typedef struct oxl_bigram {
     int32_t left, right; /* symbol indices */
     double priority;
-    size_t size;         /* joined length when queued; stale when the symbols have changed since */
+    size_t size; /* joined length when queued; stale when the symbols have changed since */
 } oxl_bigram;
 
 typedef struct oxl_bigram_queue {

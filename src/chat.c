@@ -15,11 +15,11 @@
 
 /* --- built-in formats -------------------------------------------------------------------------- */
 typedef enum {
-    STYLE_ROLES,       /* per-role prefix/suffix only */
-    STYLE_LLAMA2,      /* [INST] turns; flags: SYS, BOS inside history, strip */
-    STYLE_MISTRAL,     /* v1/v3/v3-tekken [INST] turns */
-    STYLE_MERGE_SYS,   /* system text held back and put in front of the next user turn */
-    STYLE_RWKV,        /* "Assistant:" right after the last message when it is the user's */
+    STYLE_ROLES,     /* per-role prefix/suffix only */
+    STYLE_LLAMA2,    /* [INST] turns; flags: SYS, BOS inside history, strip */
+    STYLE_MISTRAL,   /* v1/v3/v3-tekken [INST] turns */
+    STYLE_MERGE_SYS, /* system text held back and put in front of the next user turn */
+    STYLE_RWKV,      /* "Assistant:" right after the last message when it is the user's */
 } chat_style;
 
 enum { TRIM_SYS = 1, TRIM_USER = 2, TRIM_ASSISTANT = 4, TRIM_OTHER = 8, TRIM_ALL = 15 };
@@ -34,20 +34,21 @@ typedef struct chat_role {
 typedef struct chat_format {
     const char *name;
     chat_style style;
-    const char *begin;         /* before everything */
-    const char *begin_no_sys;  /* before everything when the first message is not a system one */
-    const char *first_sys;     /* when set: a leading system message renders as first_sys-prefix + content + this */
+    const char *begin;        /* before everything */
+    const char *begin_no_sys; /* before everything when the first message is not a system one */
+    const char *first_sys;    /* when set: a leading system message renders as first_sys-prefix + content + this */
     const char *first_sys_pre;
-    const char *first_prefix;  /* when set: the prefix pattern of the very first message */
+    const char *first_prefix; /* when set: the prefix pattern of the very first message */
     chat_role roles[6];
-    unsigned trim;             /* TRIM_* of contents, by role */
-    const char *gen;           /* appended when add_generation_prompt */
-    const char *no_gen;        /* appended when not */
-    unsigned flags;            /* STYLE_LLAMA2: L2_*; STYLE_MISTRAL: 1 v1, 3 v3, 4 v3-tekken;
-                                * STYLE_MERGE_SYS: 1 = only a user turn takes the held system text */
+    unsigned trim;      /* TRIM_* of contents, by role */
+    const char *gen;    /* appended when add_generation_prompt */
+    const char *no_gen; /* appended when not */
+    unsigned flags;     /* STYLE_LLAMA2: L2_*; STYLE_MISTRAL: 1 v1, 3 v3, 4 v3-tekken;
+                         * STYLE_MERGE_SYS: 1 = only a user turn takes the held system text */
 } chat_format;
 
-#define ROLE(r, p, s) {r, p, s}
+#define ROLE(r, p, s)                                                                                                  \
+    { r, p, s }
 
 static const chat_format formats[] = {
     {.name = "chatml", .roles = {ROLE("*", "<|im_start|>%r\n", "<|im_end|>\n")}, .gen = "<|im_start|>assistant\n"},
@@ -65,14 +66,21 @@ static const chat_format formats[] = {
      .roles = {ROLE("system", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]"), ROLE("user", "[INST]", "[/INST]"),
                ROLE("*", "", "</s>")}},
     {.name = "phi3", .roles = {ROLE("*", "<|%r|>\n", "<|end|>\n")}, .gen = "<|assistant|>\n"},
-    {.name = "phi4", .roles = {ROLE("*", "<|im_start|>%r<|im_sep|>", "<|im_end|>")}, .gen = "<|im_start|>assistant<|im_sep|>"},
+    {.name = "phi4",
+     .roles = {ROLE("*", "<|im_start|>%r<|im_sep|>", "<|im_end|>")},
+     .gen = "<|im_start|>assistant<|im_sep|>"},
     {.name = "falcon3", .roles = {ROLE("*", "<|%r|>\n", "\n")}, .gen = "<|assistant|>\n"},
     {.name = "zephyr", .roles = {ROLE("*", "<|%r|>\n", "<|endoftext|>\n")}, .gen = "<|assistant|>\n"},
     {.name = "monarch", .first_prefix = "%r\n", .roles = {ROLE("*", "<s>%r\n", "</s>\n")}, .gen = "<s>assistant\n"},
-    {.name = "gemma", .style = STYLE_MERGE_SYS, .trim = TRIM_ALL,
-     .roles = {ROLE("assistant", "<start_of_turn>model\n", "<end_of_turn>\n"), ROLE("*", "<start_of_turn>%r\n", "<end_of_turn>\n")},
+    {.name = "gemma",
+     .style = STYLE_MERGE_SYS,
+     .trim = TRIM_ALL,
+     .roles = {ROLE("assistant", "<start_of_turn>model\n", "<end_of_turn>\n"),
+               ROLE("*", "<start_of_turn>%r\n", "<end_of_turn>\n")},
      .gen = "<start_of_turn>model\n"},
-    {.name = "orion", .style = STYLE_MERGE_SYS, .flags = 1,
+    {.name = "orion",
+     .style = STYLE_MERGE_SYS,
+     .flags = 1,
      .roles = {ROLE("user", "Human: ", "\n\nAssistant: </s>"), ROLE("*", "", "</s>")}},
     {.name = "openchat",
      .roles = {ROLE("system", "", "<|end_of_turn|>"), ROLE("*", "GPT4 Correct %C: ", "<|end_of_turn|>")},
@@ -81,98 +89,141 @@ static const chat_format formats[] = {
      .roles = {ROLE("system", "", "\n\n"), ROLE("user", "USER: ", "\n"), ROLE("assistant", "ASSISTANT: ", "</s>\n")},
      .gen = "ASSISTANT:"},
     {.name = "vicuna-orca",
-     .roles = {ROLE("system", "SYSTEM: ", "\n"), ROLE("user", "USER: ", "\n"), ROLE("assistant", "ASSISTANT: ", "</s>\n")},
+     .roles = {ROLE("system", "SYSTEM: ", "\n"), ROLE("user", "USER: ", "\n"),
+               ROLE("assistant", "ASSISTANT: ", "</s>\n")},
      .gen = "ASSISTANT:"},
     {.name = "deepseek",
-     .roles = {ROLE("system", "", ""), ROLE("user", "### Instruction:\n", "\n"), ROLE("assistant", "### Response:\n", "\n<|EOT|>\n")},
+     .roles = {ROLE("system", "", ""), ROLE("user", "### Instruction:\n", "\n"),
+               ROLE("assistant", "### Response:\n", "\n<|EOT|>\n")},
      .gen = "### Response:\n"},
     {.name = "deepseek2",
-     .roles = {ROLE("system", "", "\n\n"), ROLE("user", "User: ", "\n\n"), ROLE("assistant", "Assistant: ", "<｜end▁of▁sentence｜>")},
+     .roles = {ROLE("system", "", "\n\n"), ROLE("user", "User: ", "\n\n"),
+               ROLE("assistant", "Assistant: ", "<｜end▁of▁sentence｜>")},
      .gen = "Assistant:"},
     {.name = "deepseek3",
-     .roles = {ROLE("system", "", "\n\n"), ROLE("user", "<｜User｜>", ""), ROLE("assistant", "<｜Assistant｜>", "<｜end▁of▁sentence｜>")},
+     .roles = {ROLE("system", "", "\n\n"), ROLE("user", "<｜User｜>", ""),
+               ROLE("assistant", "<｜Assistant｜>", "<｜end▁of▁sentence｜>")},
      .gen = "<｜Assistant｜>"},
     {.name = "deepseek-ocr", .roles = {ROLE("*", "", "")}},
-    {.name = "command-r", .trim = TRIM_ALL,
+    {.name = "command-r",
+     .trim = TRIM_ALL,
      .roles = {ROLE("system", "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>", "<|END_OF_TURN_TOKEN|>"),
                ROLE("user", "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>", "<|END_OF_TURN_TOKEN|>"),
                ROLE("assistant", "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>", "<|END_OF_TURN_TOKEN|>")},
      .gen = "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"},
-    {.name = "llama3", .trim = TRIM_ALL, .roles = {ROLE("*", "<|start_header_id|>%r<|end_header_id|>\n\n", "<|eot_id|>")},
+    {.name = "llama3",
+     .trim = TRIM_ALL,
+     .roles = {ROLE("*", "<|start_header_id|>%r<|end_header_id|>\n\n", "<|eot_id|>")},
      .gen = "<|start_header_id|>assistant<|end_header_id|>\n\n"},
     {.name = "chatglm3", .begin = "[gMASK]sop", .roles = {ROLE("*", "<|%r|>\n ", "")}, .gen = "<|assistant|>"},
     {.name = "chatglm4", .begin = "[gMASK]<sop>", .roles = {ROLE("*", "<|%r|>\n", "")}, .gen = "<|assistant|>\n"},
     {.name = "glmedge", .roles = {ROLE("*", "<|%r|>\n", "")}, .gen = "<|assistant|>"},
     {.name = "minicpm", .trim = TRIM_ALL, .roles = {ROLE("user", "<用户>", "<AI>"), ROLE("*", "", "")}},
-    {.name = "exaone3", .trim = TRIM_ALL,
+    {.name = "exaone3",
+     .trim = TRIM_ALL,
      .roles = {ROLE("system", "[|system|]", "[|endofturn|]\n"), ROLE("user", "[|user|]", "\n"),
                ROLE("assistant", "[|assistant|]", "[|endofturn|]\n")},
      .gen = "[|assistant|]"},
-    {.name = "exaone4", .trim = TRIM_ALL,
+    {.name = "exaone4",
+     .trim = TRIM_ALL,
      .roles = {ROLE("system", "[|system|]", "[|endofturn|]\n"), ROLE("user", "[|user|]", "\n"),
                ROLE("assistant", "[|assistant|]", "[|endofturn|]\n"), ROLE("tool", "[|tool|]", "[|endofturn|]\n")},
      .gen = "[|assistant|]"},
-    {.name = "exaone-moe", .trim = TRIM_ALL,
+    {.name = "exaone-moe",
+     .trim = TRIM_ALL,
      .roles = {ROLE("system", "<|system|>\n", "<|endofturn|>\n"), ROLE("user", "<|user|>\n", "<|endofturn|>\n"),
                ROLE("assistant", "<|assistant|>\n", "<|endofturn|>\n"), ROLE("tool", "<|tool|>\n", "<|endofturn|>\n")},
      .gen = "<|assistant|>\n"},
-    {.name = "rwkv-world", .style = STYLE_RWKV, .trim = TRIM_ALL,
-     .roles = {ROLE("system", "System: ", "\n\n"), ROLE("user", "User: ", "\n\n"), ROLE("assistant", "Assistant: ", "\n\n")}},
+    {.name = "rwkv-world",
+     .style = STYLE_RWKV,
+     .trim = TRIM_ALL,
+     .roles = {ROLE("system", "System: ", "\n\n"), ROLE("user", "User: ", "\n\n"),
+               ROLE("assistant", "Assistant: ", "\n\n")}},
     {.name = "granite",
-     .roles = {ROLE("assistant_tool_call", "<|start_of_role|>assistant_tool_call<|end_of_role|><|tool_call|>", "<|end_of_text|>\n"),
+     .roles = {ROLE("assistant_tool_call", "<|start_of_role|>assistant_tool_call<|end_of_role|><|tool_call|>",
+                    "<|end_of_text|>\n"),
                ROLE("*", "<|start_of_role|>%r<|end_of_role|>", "<|end_of_text|>\n")},
      .gen = "<|start_of_role|>assistant<|end_of_role|>"},
     {.name = "granite-4.0",
-     .roles = {ROLE("assistant_tool_call", "<|start_of_role|>assistant<|end_of_role|><|tool_call|>", "<|end_of_text|>\n"),
+     .roles = {ROLE("assistant_tool_call", "<|start_of_role|>assistant<|end_of_role|><|tool_call|>",
+                    "<|end_of_text|>\n"),
                ROLE("*", "<|start_of_role|>%r<|end_of_role|>", "<|end_of_text|>\n")},
      .gen = "<|start_of_role|>assistant<|end_of_role|>"},
     {.name = "granite-4.1",
-     .roles = {ROLE("assistant_tool_call", "<|start_of_role|>assistant<|end_of_role|><|tool_call|>", "<|end_of_text|>\n"),
+     .roles = {ROLE("assistant_tool_call", "<|start_of_role|>assistant<|end_of_role|><|tool_call|>",
+                    "<|end_of_text|>\n"),
                ROLE("*", "<|start_of_role|>%r<|end_of_role|>", "<|end_of_text|>\n")},
      .gen = "<|start_of_role|>assistant<|end_of_role|>"},
-    {.name = "gigachat", .begin = "<s>", .first_sys_pre = "", .first_sys = "<|message_sep|>",
+    {.name = "gigachat",
+     .begin = "<s>",
+     .first_sys_pre = "",
+     .first_sys = "<|message_sep|>",
      .roles = {ROLE("user", "user<|role_sep|>", "<|message_sep|>available functions<|role_sep|>[]<|message_sep|>"),
                ROLE("assistant", "assistant<|role_sep|>", "<|message_sep|>")},
      .gen = "assistant<|role_sep|>"},
-    {.name = "megrez", .roles = {ROLE("*", "<|role_start|>%r<|role_end|>", "<|turn_end|>")}, .gen = "<|role_start|>assistant<|role_end|>"},
+    {.name = "megrez",
+     .roles = {ROLE("*", "<|role_start|>%r<|role_end|>", "<|turn_end|>")},
+     .gen = "<|role_start|>assistant<|role_end|>"},
     {.name = "yandex",
      .roles = {ROLE("user", " Пользователь: ", "\n\n"), ROLE("assistant", " Ассистент: ", "\n\n")},
      .gen = " Ассистент:[SEP]"},
-    {.name = "bailing", .roles = {ROLE("user", "<role>HUMAN</role>", ""), ROLE("*", "<role>%R</role>", "")}, .gen = "<role>ASSISTANT</role>"},
-    {.name = "bailing-think", .roles = {ROLE("user", "<role>HUMAN</role>", ""), ROLE("*", "<role>%R</role>", "")},
+    {.name = "bailing",
+     .roles = {ROLE("user", "<role>HUMAN</role>", ""), ROLE("*", "<role>%R</role>", "")},
+     .gen = "<role>ASSISTANT</role>"},
+    {.name = "bailing-think",
+     .roles = {ROLE("user", "<role>HUMAN</role>", ""), ROLE("*", "<role>%R</role>", "")},
      .gen = "<role>ASSISTANT</role><think>"},
-    {.name = "bailing2", .begin_no_sys = "<role>SYSTEM</role>detailed thinking off<|role_end|>",
+    {.name = "bailing2",
+     .begin_no_sys = "<role>SYSTEM</role>detailed thinking off<|role_end|>",
      .roles = {ROLE("user", "<role>HUMAN</role>", "<|role_end|>"), ROLE("*", "<role>%R</role>", "<|role_end|>")},
      .gen = "<role>ASSISTANT</role>"},
-    {.name = "llama4", .trim = TRIM_ALL, .roles = {ROLE("*", "<|header_start|>%r<|header_end|>\n\n", "<|eot|>")},
+    {.name = "llama4",
+     .trim = TRIM_ALL,
+     .roles = {ROLE("*", "<|header_start|>%r<|header_end|>\n\n", "<|eot|>")},
      .gen = "<|header_start|>assistant<|header_end|>\n\n"},
-    {.name = "smolvlm", .begin = "<|im_start|>",
-     .roles = {ROLE("system", "", "\n\n"), ROLE("user", "User: ", "<end_of_utterance>\n"), ROLE("*", "Assistant: ", "<end_of_utterance>\n")},
+    {.name = "smolvlm",
+     .begin = "<|im_start|>",
+     .roles = {ROLE("system", "", "\n\n"), ROLE("user", "User: ", "<end_of_utterance>\n"),
+               ROLE("*", "Assistant: ", "<end_of_utterance>\n")},
      .gen = "Assistant:"},
     {.name = "dots1",
      .roles = {ROLE("system", "<|system|>", "<|endofsystem|>"), ROLE("user", "<|userprompt|>", "<|endofuserprompt|>"),
                ROLE("*", "<|response|>", "<|endofresponse|>")},
      .gen = "<|response|>"},
     {.name = "hunyuan-moe",
-     .roles = {ROLE("system", "<|startoftext|>", "<|extra_4|>"), ROLE("assistant", "", "<|eos|>"), ROLE("*", "<|startoftext|>", "<|extra_0|>")}},
+     .roles = {ROLE("system", "<|startoftext|>", "<|extra_4|>"), ROLE("assistant", "", "<|eos|>"),
+               ROLE("*", "<|startoftext|>", "<|extra_0|>")}},
     {.name = "gpt-oss",
-     .roles = {ROLE("assistant", "<|start|>assistant<|message|>", "<|return|>"), ROLE("*", "<|start|>%r<|message|>", "<|end|>")},
+     .roles = {ROLE("assistant", "<|start|>assistant<|message|>", "<|return|>"),
+               ROLE("*", "<|start|>%r<|message|>", "<|end|>")},
      .gen = "<|start|>assistant"},
-    {.name = "hunyuan-dense", .first_sys_pre = "", .first_sys = "<｜hy_place▁holder▁no▁3｜>",
-     .roles = {ROLE("assistant", "<｜hy_Assistant｜>", "<｜hy_place▁holder▁no▁2｜>"), ROLE("user", "<｜hy_User｜>", "<｜hy_Assistant｜>")}},
-    {.name = "hunyuan-vl", .begin = "<｜hy_begin▁of▁sentence｜>", .first_sys_pre = "", .first_sys = "<｜hy_place▁holder▁no▁3｜>",
+    {.name = "hunyuan-dense",
+     .first_sys_pre = "",
+     .first_sys = "<｜hy_place▁holder▁no▁3｜>",
+     .roles = {ROLE("assistant", "<｜hy_Assistant｜>", "<｜hy_place▁holder▁no▁2｜>"),
+               ROLE("user", "<｜hy_User｜>", "<｜hy_Assistant｜>")}},
+    {.name = "hunyuan-vl",
+     .begin = "<｜hy_begin▁of▁sentence｜>",
+     .first_sys_pre = "",
+     .first_sys = "<｜hy_place▁holder▁no▁3｜>",
      .roles = {ROLE("user", "", "<｜hy_User｜>"), ROLE("assistant", "", "<｜hy_Assistant｜>")}},
     {.name = "kimi-k2",
-     .roles = {ROLE("system", "<|im_system|>system<|im_middle|>", "<|im_end|>"), ROLE("user", "<|im_user|>user<|im_middle|>", "<|im_end|>"),
+     .roles = {ROLE("system", "<|im_system|>system<|im_middle|>", "<|im_end|>"),
+               ROLE("user", "<|im_user|>user<|im_middle|>", "<|im_end|>"),
                ROLE("assistant", "<|im_assistant|>assistant<|im_middle|>", "<|im_end|>"),
                ROLE("tool", "<|im_system|>tool<|im_middle|>", "<|im_end|>"), ROLE("*", "", "<|im_end|>")},
      .gen = "<|im_assistant|>assistant<|im_middle|>"},
-    {.name = "seed_oss", .trim = TRIM_ASSISTANT, .roles = {ROLE("*", "<seed:bos>%r\n", "<seed:eos>")}, .gen = "<seed:bos>assistant\n"},
-    {.name = "grok-2", .trim = TRIM_SYS | TRIM_USER,
+    {.name = "seed_oss",
+     .trim = TRIM_ASSISTANT,
+     .roles = {ROLE("*", "<seed:bos>%r\n", "<seed:eos>")},
+     .gen = "<seed:bos>assistant\n"},
+    {.name = "grok-2",
+     .trim = TRIM_SYS | TRIM_USER,
      .roles = {ROLE("system", "System: ", "<|separator|>\n\n"), ROLE("user", "Human: ", "<|separator|>\n\n"),
                ROLE("assistant", "Assistant: ", "<|separator|>\n\n")},
      .gen = "Assistant:"},
-    {.name = "pangu-embedded", .begin_no_sys = "[unused9]系统：[unused10]",
+    {.name = "pangu-embedded",
+     .begin_no_sys = "[unused9]系统：[unused10]",
      .roles = {ROLE("system", "[unused9]系统：", "[unused10]"), ROLE("user", "[unused9]用户：", "[unused10]"),
                ROLE("assistant", "[unused9]助手：", "[unused10]"), ROLE("tool", "[unused9]工具：", "[unused10]"),
                ROLE("function", "[unused9]方法：", "[unused10]")},
@@ -270,8 +321,10 @@ static const chat_role *role_fmt(const chat_format *f, const char *role) {
 }
 
 static bool trims(const chat_format *f, const char *role) {
-    unsigned bit = !strcmp(role, "system") ? TRIM_SYS : !strcmp(role, "user") ? TRIM_USER
-                   : !strcmp(role, "assistant") ? TRIM_ASSISTANT : TRIM_OTHER;
+    unsigned bit = !strcmp(role, "system")      ? TRIM_SYS
+                   : !strcmp(role, "user")      ? TRIM_USER
+                   : !strcmp(role, "assistant") ? TRIM_ASSISTANT
+                                                : TRIM_OTHER;
     return (f->trim & bit) != 0;
 }
 
@@ -426,7 +479,8 @@ static const detect_rule rules[] = {
     {{"<|start_of_role|>", "<tool_call>"}, "granite-4.1"},
     {{"<|start_of_role|>", "<tools>"}, "granite-4.1"},
     {{"<|start_of_role|>"}, "granite"},
-    {{"message['role'] + additional_special_tokens[0] + message['content'] + additional_special_tokens[1]"}, "gigachat"},
+    {{"message['role'] + additional_special_tokens[0] + message['content'] + additional_special_tokens[1]"},
+     "gigachat"},
     {{"<|role_start|>"}, "megrez"},
     {{" Ассистент:"}, "yandex"},
     {{"<role>ASSISTANT</role>", "'HUMAN'"}, "bailing"},
@@ -464,7 +518,7 @@ const char *oxl_chat_detect(const char *t) {
         if (has(t, "' [INST] ' + system_message") || has(t, "[AVAILABLE_TOOLS]")) {
             return has(t, " [INST]") ? "mistral-v1" : has(t, "\"[INST]\"") ? "mistral-v3-tekken" : "mistral-v3";
         }
-        return has(t, "content.strip()")            ? "llama2-sys-strip"
+        return has(t, "content.strip()")       ? "llama2-sys-strip"
                : has(t, "bos_token + '[INST]") ? "llama2-sys-bos"
                : has(t, "<<SYS>>")             ? "llama2-sys"
                                                : "llama2";
@@ -509,8 +563,10 @@ int oxl_chat_render(const char *template_src, const cJSON *messages, const cJSON
             const cJSON *content = cJSON_GetObjectItemCaseSensitive(it, "content");
             if (!cJSON_IsString(role) || !(cJSON_IsString(content) || cJSON_IsNull(content) || !content)) {
                 free(m);
-                return oxl_err_set(err, "chat: message %zu needs a string role and a string content for the built-in "
-                                        "format '%s'", i, f->name);
+                return oxl_err_set(err,
+                                   "chat: message %zu needs a string role and a string content for the built-in "
+                                   "format '%s'",
+                                   i, f->name);
             }
             m[i].role = role->valuestring;
             m[i].content = cJSON_IsString(content) ? content->valuestring : "";

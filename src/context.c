@@ -11,9 +11,15 @@
 #include <string.h>
 
 oxl_ctx_params oxl_ctx_default_params(void) {
-    return (oxl_ctx_params){.n_ctx = 0, .n_batch = 512, .n_seq_max = 1, .n_threads = 0,
-                            .type_k = OXL_KV_F16, .type_v = OXL_KV_F16, .flash_attn = OXL_FLASH_ATTN_AUTO,
-                            .embeddings = false, .pooling = OXL_POOLING_UNSPECIFIED};
+    return (oxl_ctx_params){.n_ctx = 0,
+                            .n_batch = 512,
+                            .n_seq_max = 1,
+                            .n_threads = 0,
+                            .type_k = OXL_KV_F16,
+                            .type_v = OXL_KV_F16,
+                            .flash_attn = OXL_FLASH_ATTN_AUTO,
+                            .embeddings = false,
+                            .pooling = OXL_POOLING_UNSPECIFIED};
 }
 
 /* The cache element type of a -ctk/-ctv value; OXL_TYPE_COUNT for a value out of the enum. */
@@ -31,8 +37,8 @@ static oxl_type kv_type(oxl_kv_type t) {
  * attention; a quantized row must hold whole blocks per head, or heads would share a block. */
 static int check_kv_types(const oxl_hparams *hp, const oxl_ctx_params *p, oxl_type tk, oxl_type tv, oxl_error *err) {
     if (tk == OXL_TYPE_COUNT || tv == OXL_TYPE_COUNT) {
-        return oxl_err_set(err, "context: KV cache type %d / %d is not one of f32, f16, q8_0, q4_0",
-                           (int)p->type_k, (int)p->type_v);
+        return oxl_err_set(err, "context: KV cache type %d / %d is not one of f32, f16, q8_0, q4_0", (int)p->type_k,
+                           (int)p->type_v);
     }
     if (tv != OXL_TYPE_F32 && tv != OXL_TYPE_F16 && p->flash_attn == OXL_FLASH_ATTN_OFF) {
         return oxl_err_set(err, "context: V cache type %s needs flash attention (-fa on), as in llama.cpp",
@@ -41,9 +47,10 @@ static int check_kv_types(const oxl_hparams *hp, const oxl_ctx_params *p, oxl_ty
     /* latent attention reads V as the first head_dim_v values of each K row (llama.cpp: "model does
      * not support different K and V cache types", and V's blocks must divide n_embd_head_v) */
     if (hp->head_dim_v > 0 && tk != tv) {
-        return oxl_err_set(err, "context: this model's V is a view of its K cache, so the K and V cache types must be "
-                           "the same (got %s and %s), as in llama.cpp", oxl_type_traits_get(tk)->name,
-                           oxl_type_traits_get(tv)->name);
+        return oxl_err_set(err,
+                           "context: this model's V is a view of its K cache, so the K and V cache types must be "
+                           "the same (got %s and %s), as in llama.cpp",
+                           oxl_type_traits_get(tk)->name, oxl_type_traits_get(tv)->name);
     }
     const oxl_type ts[2] = {tk, tv};
     for (int i = 0; i < 2; i++) {
@@ -77,8 +84,8 @@ static int resolve_pooling(const oxl_model *m, const oxl_ctx_params *p, oxl_pool
         }
     }
     if (v < OXL_POOLING_NONE || v > OXL_POOLING_LAST) {
-        return oxl_err_set(err, "context: %s %lld is not none (0), mean (1), cls (2) or last (3)%s", what,
-                           (long long)v, v == 4 ? "; rank pooling is not supported" : "");
+        return oxl_err_set(err, "context: %s %lld is not none (0), mean (1), cls (2) or last (3)%s", what, (long long)v,
+                           v == 4 ? "; rank pooling is not supported" : "");
     }
     *out = (oxl_pooling)v;
     return 0;
@@ -351,8 +358,12 @@ int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) {
     int32_t row = 0;
     for (int32_t done = 0; done < n;) {
         const int32_t nb = n - done < ctx->params.n_batch ? n - done : ctx->params.n_batch;
-        oxl_ubatch ub = {.n = nb, .token = b->token + done, .pos = b->pos + done, .seq = b->seq_id + done,
-                         .out_ids = ctx->out_ids, .embd = ctx->embd ? ctx->embd + (size_t)done * E : NULL};
+        oxl_ubatch ub = {.n = nb,
+                         .token = b->token + done,
+                         .pos = b->pos + done,
+                         .seq = b->seq_id + done,
+                         .out_ids = ctx->out_ids,
+                         .embd = ctx->embd ? ctx->embd + (size_t)done * E : NULL};
         for (int32_t j = 0; j < nb; j++) {
             const int32_t i = done + j;
             const bool keep = b->logits ? b->logits[i] != 0 : i == n - 1;

@@ -9,13 +9,13 @@
  * elements, position-major: row s*n_ctx + p holds the keys of position p of sequence s, heads
  * concatenated. */
 typedef struct oxl_kv_cache {
-    oxl_type type_k;  /* OXL_TYPE_F32 or OXL_TYPE_F16 */
+    oxl_type type_k; /* OXL_TYPE_F32 or OXL_TYPE_F16 */
     oxl_type type_v;
     int32_t kv_dim;
-    size_t k_row;     /* bytes per cached position */
+    size_t k_row; /* bytes per cached position */
     size_t v_row;
-    void **k;         /* [n_layer] */
-    void **v;         /* [n_layer] */
+    void **k; /* [n_layer] */
+    void **v; /* [n_layer] */
 } oxl_kv_cache;
 
 /* One forward pass: at most n_batch tokens of a batch, with the tokens whose logits are wanted. */
@@ -42,26 +42,26 @@ struct oxl_ctx {
     const oxl_model *model;
     oxl_ctx_params params;
     oxl_pool *pool;
-    int32_t n_ctx;      /* per sequence */
+    int32_t n_ctx; /* per sequence */
     int32_t n_seq_max;
-    int32_t *n_past;    /* [n_seq_max] */
+    int32_t *n_past; /* [n_seq_max] */
     oxl_kv_cache kv;
-    float **rs_conv;    /* [n_layer] recurrent models: (n_embd_r, n_seq_max) conv states, zero at start */
-    float **rs_ssm;     /* [n_layer] (n_embd_s, n_seq_max) scan states */
-    void *work;         /* the architecture's activations for one pass */
+    float **rs_conv; /* [n_layer] recurrent models: (n_embd_r, n_seq_max) conv states, zero at start */
+    float **rs_ssm;  /* [n_layer] (n_embd_s, n_seq_max) scan states */
+    void *work;      /* the architecture's activations for one pass */
     size_t work_size;
-    float *logits;      /* (n_vocab, logits_cap) rows of kept logits */
+    float *logits; /* (n_vocab, logits_cap) rows of kept logits */
     int32_t logits_cap;
     int32_t *logit_row; /* [last_n] row in logits of each token of the last decode, or -1 */
     int32_t last_n;
     int32_t last_cap;
-    int32_t *out_ids;   /* scratch for ubatch output indices, n_batch */
+    int32_t *out_ids;    /* scratch for ubatch output indices, n_batch */
     oxl_pooling pooling; /* resolved (never unspecified); NONE without embeddings */
-    float *embd;        /* (n_embd, embd_cap) final-norm output of each token of the last decode */
+    float *embd;         /* (n_embd, embd_cap) final-norm output of each token of the last decode */
     int32_t embd_cap;
-    float *embd_seq;    /* (n_embd, n_seq_max) pooled embeddings of the last decode */
-    bool *embd_seq_ok;  /* [n_seq_max] sequence had tokens in the last decode */
-    int32_t *seq0_pos;  /* oxl_decode's batch: pos[cap], seq[cap], keep[cap] in one block */
+    float *embd_seq;   /* (n_embd, n_seq_max) pooled embeddings of the last decode */
+    bool *embd_seq_ok; /* [n_seq_max] sequence had tokens in the last decode */
+    int32_t *seq0_pos; /* oxl_decode's batch: pos[cap], seq[cap], keep[cap] in one block */
     int32_t seq0_cap;
     oxl_moe_stats moe_stats;
 };

@@ -45,17 +45,17 @@ static uint32_t oxl_cpu_detect(void) {
 #define OXL_REG_edx 3
 #undef OXL_CPU_FEATURE_CPUID
 #undef OXL_CPU_FEATURE_XCR0
-#define OXL_CPU_FEATURE_CPUID(bit, leaf, subleaf, reg, regbit)                                       \
-    if ((leaf) <= max_leaf) {                                                                        \
-        unsigned r[4];                                                                               \
-        __cpuid_count((leaf), (subleaf), r[0], r[1], r[2], r[3]);                                    \
-        if (r[OXL_REG_##reg] & (1u << (regbit))) {                                                   \
-            features |= (bit);                                                                       \
-        }                                                                                            \
+#define OXL_CPU_FEATURE_CPUID(bit, leaf, subleaf, reg, regbit)                                                         \
+    if ((leaf) <= max_leaf) {                                                                                          \
+        unsigned r[4];                                                                                                 \
+        __cpuid_count((leaf), (subleaf), r[0], r[1], r[2], r[3]);                                                      \
+        if (r[OXL_REG_##reg] & (1u << (regbit))) {                                                                     \
+            features |= (bit);                                                                                         \
+        }                                                                                                              \
     }
-#define OXL_CPU_FEATURE_XCR0(bit, mask)                                                              \
-    if ((xcr0 & (mask)) == (mask)) {                                                                 \
-        features |= (bit);                                                                           \
+#define OXL_CPU_FEATURE_XCR0(bit, mask)                                                                                \
+    if ((xcr0 & (mask)) == (mask)) {                                                                                   \
+        features |= (bit);                                                                                             \
     }
 #include "oxl_cpu_features.inc"
     return features;
@@ -68,15 +68,15 @@ static uint32_t oxl_cpu_detect(void) {
     const unsigned long hwcap = getauxval(AT_HWCAP);
 #if defined(__aarch64__)
 #undef OXL_CPU_FEATURE_HWCAP_ARM64
-#define OXL_CPU_FEATURE_HWCAP_ARM64(bit, hwcapbit)                                                   \
-    if (hwcap & (1ul << (hwcapbit))) {                                                               \
-        features |= (bit);                                                                           \
+#define OXL_CPU_FEATURE_HWCAP_ARM64(bit, hwcapbit)                                                                     \
+    if (hwcap & (1ul << (hwcapbit))) {                                                                                 \
+        features |= (bit);                                                                                             \
     }
 #else
 #undef OXL_CPU_FEATURE_HWCAP_RISCV64
-#define OXL_CPU_FEATURE_HWCAP_RISCV64(bit, hwcapbit)                                                 \
-    if (hwcap & (1ul << (hwcapbit))) {                                                               \
-        features |= (bit);                                                                           \
+#define OXL_CPU_FEATURE_HWCAP_RISCV64(bit, hwcapbit)                                                                   \
+    if (hwcap & (1ul << (hwcapbit))) {                                                                                 \
+        features |= (bit);                                                                                             \
     }
 #endif
 #include "oxl_cpu_features.inc"
@@ -93,9 +93,7 @@ static uint32_t oxl_cpu_detect(void) {
     return features;
 }
 #else
-static uint32_t oxl_cpu_detect(void) {
-    return 0;
-}
+static uint32_t oxl_cpu_detect(void) { return 0; }
 #endif
 
 static pthread_once_t oxl_cpu_once = PTHREAD_ONCE_INIT;
@@ -145,8 +143,8 @@ static void oxl_cpu_init(void) {
         oxl_cpu_list_isas(oxl_cpu_env_error, cap - 1, false);
         strncat(oxl_cpu_env_error, ")", cap - strlen(oxl_cpu_env_error) - 1);
     } else if (!oxl_cpu_supports(isa)) {
-        snprintf(oxl_cpu_env_error, cap, "OXILLAMA_ISA=%s: this CPU cannot run %s (it runs: ",
-                 oxl_isa_infos[isa].name, oxl_isa_infos[isa].name);
+        snprintf(oxl_cpu_env_error, cap, "OXILLAMA_ISA=%s: this CPU cannot run %s (it runs: ", oxl_isa_infos[isa].name,
+                 oxl_isa_infos[isa].name);
         oxl_cpu_list_isas(oxl_cpu_env_error, cap - 1, true);
         strncat(oxl_cpu_env_error, ")", cap - strlen(oxl_cpu_env_error) - 1);
     } else {
@@ -175,9 +173,7 @@ oxl_isa oxl_isa_cap(void) {
     return oxl_cpu_cap;
 }
 
-const char *oxl_isa_name(oxl_isa isa) {
-    return (unsigned)isa < OXL_ISA_COUNT ? oxl_isa_infos[isa].name : "unknown";
-}
+const char *oxl_isa_name(oxl_isa isa) { return (unsigned)isa < OXL_ISA_COUNT ? oxl_isa_infos[isa].name : "unknown"; }
 
 int oxl_isa_from_name(const char *name) {
     for (int i = 0; i < OXL_ISA_COUNT; i++) {

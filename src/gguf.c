@@ -49,28 +49,28 @@
 
 #define OXL_GGUF_MAGIC "GGUF"
 #define OXL_GGUF_MAX_VERSION 3
-#define OXL_GGUF_MAX_STRING_LEN ((uint64_t)1 << 30)   /* ggml's GGUF_MAX_STRING_LENGTH */
-#define OXL_GGUF_MAX_ARRAY_LEN ((uint64_t)1 << 30)    /* ggml's GGUF_MAX_ARRAY_ELEMENTS */
-#define OXL_GGUF_MAX_NAME 64                          /* ggml's GGML_MAX_NAME, including the NUL */
-#define OXL_GGUF_MAX_NESTING 8                        /* arrays of arrays, at most this deep */
-#define OXL_GGUF_MIN_KV_BYTES 13                      /* key length 8 + type 4 + a 1-byte value */
-#define OXL_GGUF_MIN_TENSOR_BYTES 32                  /* name length 8 + n_dims 4 + ne 8 + type 4 + offset 8 */
+#define OXL_GGUF_MAX_STRING_LEN ((uint64_t)1 << 30) /* ggml's GGUF_MAX_STRING_LENGTH */
+#define OXL_GGUF_MAX_ARRAY_LEN ((uint64_t)1 << 30)  /* ggml's GGUF_MAX_ARRAY_ELEMENTS */
+#define OXL_GGUF_MAX_NAME 64                        /* ggml's GGML_MAX_NAME, including the NUL */
+#define OXL_GGUF_MAX_NESTING 8                      /* arrays of arrays, at most this deep */
+#define OXL_GGUF_MIN_KV_BYTES 13                    /* key length 8 + type 4 + a 1-byte value */
+#define OXL_GGUF_MIN_TENSOR_BYTES 32                /* name length 8 + n_dims 4 + ne 8 + type 4 + offset 8 */
 
 /* ---- the parsed file ------------------------------------------------------------------------- */
 
 typedef struct oxl_gguf_kv {
-    char *key;             /* NUL-terminated copy */
+    char *key; /* NUL-terminated copy */
     size_t key_len;
-    size_t key_pos;        /* file offset of the key's length field */
-    size_t val_pos;        /* file offset of the value (after the type, or the array header) */
+    size_t key_pos; /* file offset of the key's length field */
+    size_t val_pos; /* file offset of the value (after the type, or the array header) */
     oxl_gguf_vtype type;
-    uint64_t bits;         /* scalar: the value's little-endian bytes, zero-extended */
-    char *str;             /* STRING: NUL-terminated copy */
+    uint64_t bits; /* scalar: the value's little-endian bytes, zero-extended */
+    char *str;     /* STRING: NUL-terminated copy */
     size_t str_len;
-    oxl_gguf_vtype arr_type;      /* ARRAY: element type */
-    uint64_t arr_n;               /* ARRAY: element count */
-    const uint8_t *arr_data;      /* ARRAY: first element, inside the file */
-    uint64_t *arr_str_pos;        /* ARRAY of STRING: file offset of each element's length field */
+    oxl_gguf_vtype arr_type; /* ARRAY: element type */
+    uint64_t arr_n;          /* ARRAY: element count */
+    const uint8_t *arr_data; /* ARRAY: first element, inside the file */
+    uint64_t *arr_str_pos;   /* ARRAY of STRING: file offset of each element's length field */
 } oxl_gguf_kv;
 
 /* Open-addressing hash set of names -> index (keys, tensor names). */
@@ -119,9 +119,10 @@ static size_t rd_left(const oxl_gguf_rd *r) { return r->size - r->pos; }
 
 /* Fails unless n more bytes are available. The field is "<ctx> <what>" (ctx may be empty). */
 static int rd_need(oxl_gguf_rd *r, uint64_t n, const char *ctx, const char *what) {
-    if (n <= rd_left(r)) return 0;
-    return rd_fail(r, "%s%s%s at byte %zu: file truncated (needs %" PRIu64 " bytes, %zu remain)", ctx,
-                   *ctx ? " " : "", what, r->pos, n, rd_left(r));
+    if (n <= rd_left(r))
+        return 0;
+    return rd_fail(r, "%s%s%s at byte %zu: file truncated (needs %" PRIu64 " bytes, %zu remain)", ctx, *ctx ? " " : "",
+                   what, r->pos, n, rd_left(r));
 }
 
 static uint32_t rd_u32(oxl_gguf_rd *r) {
@@ -140,7 +141,8 @@ static uint64_t rd_u64(oxl_gguf_rd *r) {
 
 /* Reads a string header and checks the bytes are in the file; *s points into the file. */
 static int rd_str(oxl_gguf_rd *r, const char *ctx, const char *what, const uint8_t **s, uint64_t *len) {
-    if (rd_need(r, 8, ctx, what)) return -1;
+    if (rd_need(r, 8, ctx, what))
+        return -1;
     size_t at = r->pos;
     uint64_t n = rd_u64(r);
     if (n > rd_left(r))
@@ -167,25 +169,34 @@ static char *dup_bytes(const uint8_t *s, size_t n) {
 /* Bytes of a fixed-size value type; 0 for STRING, ARRAY and unknown types. */
 static size_t vtype_size(uint32_t t) {
     switch (t) {
-    case OXL_GGUF_UINT8: case OXL_GGUF_INT8: case OXL_GGUF_BOOL: return 1;
-    case OXL_GGUF_UINT16: case OXL_GGUF_INT16: return 2;
-    case OXL_GGUF_UINT32: case OXL_GGUF_INT32: case OXL_GGUF_FLOAT32: return 4;
-    case OXL_GGUF_UINT64: case OXL_GGUF_INT64: case OXL_GGUF_FLOAT64: return 8;
+    case OXL_GGUF_UINT8:
+    case OXL_GGUF_INT8:
+    case OXL_GGUF_BOOL: return 1;
+    case OXL_GGUF_UINT16:
+    case OXL_GGUF_INT16: return 2;
+    case OXL_GGUF_UINT32:
+    case OXL_GGUF_INT32:
+    case OXL_GGUF_FLOAT32: return 4;
+    case OXL_GGUF_UINT64:
+    case OXL_GGUF_INT64:
+    case OXL_GGUF_FLOAT64: return 8;
     default: return 0;
     }
 }
 
 /* Least bytes one element of type t occupies (its count check before any per-element work). */
 static size_t vtype_min_size(uint32_t t) {
-    if (t == OXL_GGUF_STRING) return 8;
-    if (t == OXL_GGUF_ARRAY) return 12;
+    if (t == OXL_GGUF_STRING)
+        return 8;
+    if (t == OXL_GGUF_ARRAY)
+        return 12;
     return vtype_size(t);
 }
 
 const char *oxl_gguf_vtype_name(oxl_gguf_vtype t) {
     static const char *const names[OXL_GGUF_VTYPE_COUNT] = {
-        "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
-        "bool", "string", "array", "uint64", "int64", "float64",
+        "uint8", "int8",   "uint16", "int16",  "uint32", "int32",   "float32",
+        "bool",  "string", "array",  "uint64", "int64",  "float64",
     };
     return (unsigned)t < OXL_GGUF_VTYPE_COUNT ? names[t] : "unknown";
 }
@@ -193,7 +204,8 @@ const char *oxl_gguf_vtype_name(oxl_gguf_vtype t) {
 /* Reads an array header (element type, count) at r->pos and checks the count against the bytes
  * left. ctx names the key (and element) for messages. */
 static int rd_array_header(oxl_gguf_rd *r, const char *ctx, int depth, uint32_t *type, uint64_t *n) {
-    if (rd_need(r, 12, ctx, "array header")) return -1;
+    if (rd_need(r, 12, ctx, "array header"))
+        return -1;
     size_t at = r->pos;
     *type = rd_u32(r);
     if (*type >= OXL_GGUF_VTYPE_COUNT)
@@ -206,9 +218,9 @@ static int rd_array_header(oxl_gguf_rd *r, const char *ctx, int depth, uint32_t 
         return rd_fail(r, "%s array length %" PRIu64 " at byte %zu: more than the limit of %" PRIu64 " elements", ctx,
                        *n, at + 4, OXL_GGUF_MAX_ARRAY_LEN);
     if (*n > rd_left(r) / vtype_min_size(*type))
-        return rd_fail(r, "%s array length %" PRIu64 " at byte %zu: %s elements need at least %zu bytes each, %zu remain",
-                       ctx, *n, at + 4, oxl_gguf_vtype_name((oxl_gguf_vtype)*type), vtype_min_size(*type),
-                       rd_left(r));
+        return rd_fail(r,
+                       "%s array length %" PRIu64 " at byte %zu: %s elements need at least %zu bytes each, %zu remain",
+                       ctx, *n, at + 4, oxl_gguf_vtype_name((oxl_gguf_vtype)*type), vtype_min_size(*type), rd_left(r));
     return 0;
 }
 
@@ -222,7 +234,8 @@ static int rd_skip_elems(oxl_gguf_rd *r, const char *ctx, uint32_t t, uint64_t n
     }
     char ectx[OXL_ERROR_MSG_MAX / 2];
     for (uint64_t j = 0; j < n; j++) {
-        if (pos) pos[j] = r->pos;
+        if (pos)
+            pos[j] = r->pos;
         if (t == OXL_GGUF_STRING) {
             const uint8_t *s;
             uint64_t len;
@@ -236,13 +249,16 @@ static int rd_skip_elems(oxl_gguf_rd *r, const char *ctx, uint32_t t, uint64_t n
                 }
             }
             snprintf(ectx, sizeof ectx, "%.200s element %" PRIu64, ctx, j);
-            if (rd_str(r, ectx, "string", &s, &len)) return -1;
+            if (rd_str(r, ectx, "string", &s, &len))
+                return -1;
         } else {
             uint32_t et;
             uint64_t en;
             snprintf(ectx, sizeof ectx, "%.200s element %" PRIu64, ctx, j);
-            if (rd_array_header(r, ectx, depth + 1, &et, &en)) return -1;
-            if (rd_skip_elems(r, ectx, et, en, depth + 1, NULL)) return -1;
+            if (rd_array_header(r, ectx, depth + 1, &et, &en))
+                return -1;
+            if (rd_skip_elems(r, ectx, et, en, depth + 1, NULL))
+                return -1;
         }
     }
     return 0;
@@ -252,13 +268,15 @@ static int rd_skip_elems(oxl_gguf_rd *r, const char *ctx, uint32_t t, uint64_t n
 
 static uint64_t hash_name(const char *s, size_t n) {
     uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 1099511628211u;
     return h;
 }
 
 static int names_init(oxl_gguf_names *t, int64_t n) {
     size_t cap = 16;
-    while (cap < (size_t)n * 2) cap *= 2;
+    while (cap < (size_t)n * 2)
+        cap *= 2;
     t->slot = calloc(cap, sizeof *t->slot);
     t->mask = cap - 1;
     return t->slot ? 0 : -1;
@@ -270,16 +288,19 @@ typedef const char *(*name_of_fn)(const oxl_gguf *g, int64_t i, size_t *len);
 
 static int64_t names_find(const oxl_gguf_names *t, const oxl_gguf *g, name_of_fn name_of, const char *s, size_t n,
                           int64_t insert) {
-    if (!t->slot) return -1;
+    if (!t->slot)
+        return -1;
     for (size_t h = hash_name(s, n) & t->mask;; h = (h + 1) & t->mask) {
         int64_t v = t->slot[h];
         if (v == 0) {
-            if (insert >= 0) t->slot[h] = insert + 1;
+            if (insert >= 0)
+                t->slot[h] = insert + 1;
             return -1;
         }
         size_t len;
         const char *other = name_of(g, v - 1, &len);
-        if (len == n && memcmp(other, s, n) == 0) return v - 1;
+        if (len == n && memcmp(other, s, n) == 0)
+            return v - 1;
     }
 }
 
@@ -296,39 +317,52 @@ static const char *tensor_name_of(const oxl_gguf *g, int64_t i, size_t *len) {
 /* ---- parsing --------------------------------------------------------------------------------- */
 
 static int parse_header(oxl_gguf *g, oxl_gguf_rd *r, int64_t *n_tensors, int64_t *n_kv) {
-    if (rd_need(r, 4, "", "magic")) return -1;
+    if (rd_need(r, 4, "", "magic"))
+        return -1;
     if (memcmp(r->b, OXL_GGUF_MAGIC, 4) != 0) {
         char m[4];
-        for (int i = 0; i < 4; i++) m[i] = r->b[i] >= 0x20 && r->b[i] < 0x7f ? (char)r->b[i] : '?';
+        for (int i = 0; i < 4; i++)
+            m[i] = r->b[i] >= 0x20 && r->b[i] < 0x7f ? (char)r->b[i] : '?';
         if (memcmp(r->b, "FUGG", 4) == 0)
             return rd_fail(r, "magic 'FUGG' at byte 0: byte-swapped magic; big-endian GGUF files are not supported");
         return rd_fail(r, "magic '%.4s' at byte 0: not a GGUF file (expected 'GGUF')", m);
     }
     r->pos = 4;
-    if (rd_need(r, 4, "", "version")) return -1;
+    if (rd_need(r, 4, "", "version"))
+        return -1;
     g->version = rd_u32(r);
-    if (g->version == 0) return rd_fail(r, "version 0 at byte 4: invalid GGUF version");
+    if (g->version == 0)
+        return rd_fail(r, "version 0 at byte 4: invalid GGUF version");
     if ((g->version & 0xffffu) == 0)
-        return rd_fail(r, "version 0x%08" PRIx32 " at byte 4: the file is big-endian (byte-swapped version %" PRIu32
-                          "); only little-endian GGUF files are supported",
+        return rd_fail(r,
+                       "version 0x%08" PRIx32 " at byte 4: the file is big-endian (byte-swapped version %" PRIu32
+                       "); only little-endian GGUF files are supported",
                        g->version, __builtin_bswap32(g->version));
     if (g->version == 1)
         return rd_fail(r, "version 1 at byte 4: GGUF v1 is no longer supported (convert the file to v3)");
     if (g->version > OXL_GGUF_MAX_VERSION)
         return rd_fail(r, "version %" PRIu32 " at byte 4: newer than the supported versions 2 and 3", g->version);
 
-    if (rd_need(r, 8, "", "tensor count")) return -1;
+    if (rd_need(r, 8, "", "tensor count"))
+        return -1;
     *n_tensors = (int64_t)rd_u64(r);
-    if (rd_need(r, 8, "", "key-value count")) return -1;
+    if (rd_need(r, 8, "", "key-value count"))
+        return -1;
     *n_kv = (int64_t)rd_u64(r);
-    if (*n_tensors < 0) return rd_fail(r, "tensor count %" PRId64 " at byte 8: negative", *n_tensors);
-    if (*n_kv < 0) return rd_fail(r, "key-value count %" PRId64 " at byte 16: negative", *n_kv);
+    if (*n_tensors < 0)
+        return rd_fail(r, "tensor count %" PRId64 " at byte 8: negative", *n_tensors);
+    if (*n_kv < 0)
+        return rd_fail(r, "key-value count %" PRId64 " at byte 16: negative", *n_kv);
     if ((uint64_t)*n_kv > rd_left(r) / OXL_GGUF_MIN_KV_BYTES)
-        return rd_fail(r, "key-value count %" PRId64 " at byte 16: larger than the file can hold (%zu bytes remain, "
-                          "a pair needs at least %d)", *n_kv, rd_left(r), OXL_GGUF_MIN_KV_BYTES);
+        return rd_fail(r,
+                       "key-value count %" PRId64 " at byte 16: larger than the file can hold (%zu bytes remain, "
+                       "a pair needs at least %d)",
+                       *n_kv, rd_left(r), OXL_GGUF_MIN_KV_BYTES);
     if ((uint64_t)*n_tensors > (rd_left(r) - (size_t)*n_kv * OXL_GGUF_MIN_KV_BYTES) / OXL_GGUF_MIN_TENSOR_BYTES)
-        return rd_fail(r, "tensor count %" PRId64 " at byte 8: larger than the file can hold (%zu bytes remain, a "
-                          "tensor info needs at least %d)", *n_tensors, rd_left(r), OXL_GGUF_MIN_TENSOR_BYTES);
+        return rd_fail(r,
+                       "tensor count %" PRId64 " at byte 8: larger than the file can hold (%zu bytes remain, a "
+                       "tensor info needs at least %d)",
+                       *n_tensors, rd_left(r), OXL_GGUF_MIN_TENSOR_BYTES);
     return 0;
 }
 
@@ -340,12 +374,15 @@ static int parse_kv(oxl_gguf *g, oxl_gguf_rd *r, int64_t i) {
     kv->key_pos = r->pos;
     const uint8_t *s;
     uint64_t len;
-    if (rd_str(r, ctx, "name", &s, &len)) return -1;
-    if (len == 0) return rd_fail(r, "key %" PRId64 " name at byte %zu: empty", i, kv->key_pos);
+    if (rd_str(r, ctx, "name", &s, &len))
+        return -1;
+    if (len == 0)
+        return rd_fail(r, "key %" PRId64 " name at byte %zu: empty", i, kv->key_pos);
     if (memchr(s, 0, (size_t)len))
         return rd_fail(r, "key %" PRId64 " name at byte %zu: contains a NUL byte", i, kv->key_pos);
     kv->key = dup_bytes(s, (size_t)len);
-    if (!kv->key) return rd_fail(r, "key %" PRId64 " at byte %zu: out of memory", i, kv->key_pos);
+    if (!kv->key)
+        return rd_fail(r, "key %" PRId64 " at byte %zu: out of memory", i, kv->key_pos);
     kv->key_len = (size_t)len;
     int64_t prev = names_find(&g->kv_names, g, kv_name_of, kv->key, kv->key_len, i);
     if (prev >= 0)
@@ -353,7 +390,8 @@ static int parse_kv(oxl_gguf *g, oxl_gguf_rd *r, int64_t i) {
                        kv->key_pos, prev, g->kv[prev].key_pos);
     snprintf(ctx, sizeof ctx, "key %" PRId64 " ('%.200s')", i, kv->key);
 
-    if (rd_need(r, 4, ctx, "value type")) return -1;
+    if (rd_need(r, 4, ctx, "value type"))
+        return -1;
     size_t type_pos = r->pos;
     uint32_t t = rd_u32(r);
     if (t >= OXL_GGUF_VTYPE_COUNT)
@@ -362,27 +400,32 @@ static int parse_kv(oxl_gguf *g, oxl_gguf_rd *r, int64_t i) {
     kv->val_pos = r->pos;
 
     if (t == OXL_GGUF_STRING) {
-        if (rd_str(r, ctx, "string value", &s, &len)) return -1;
+        if (rd_str(r, ctx, "string value", &s, &len))
+            return -1;
         kv->str = dup_bytes(s, (size_t)len);
-        if (!kv->str) return rd_fail(r, "%s at byte %zu: out of memory", ctx, kv->val_pos);
+        if (!kv->str)
+            return rd_fail(r, "%s at byte %zu: out of memory", ctx, kv->val_pos);
         kv->str_len = (size_t)len;
         return 0;
     }
     if (t == OXL_GGUF_ARRAY) {
         uint32_t et;
-        if (rd_array_header(r, ctx, 0, &et, &kv->arr_n)) return -1;
+        if (rd_array_header(r, ctx, 0, &et, &kv->arr_n))
+            return -1;
         kv->arr_type = (oxl_gguf_vtype)et;
         kv->val_pos = r->pos;
         kv->arr_data = r->b + r->pos;
         if (et == OXL_GGUF_STRING) {
             /* the count check bounds this table by the file size (8 bytes per element) */
             kv->arr_str_pos = malloc((size_t)(kv->arr_n ? kv->arr_n : 1) * sizeof *kv->arr_str_pos);
-            if (!kv->arr_str_pos) return rd_fail(r, "%s at byte %zu: out of memory", ctx, kv->val_pos);
+            if (!kv->arr_str_pos)
+                return rd_fail(r, "%s at byte %zu: out of memory", ctx, kv->val_pos);
         }
         return rd_skip_elems(r, ctx, et, kv->arr_n, 0, kv->arr_str_pos);
     }
     size_t n = vtype_size(t);
-    if (rd_need(r, n, ctx, "value")) return -1;
+    if (rd_need(r, n, ctx, "value"))
+        return -1;
     memcpy(&kv->bits, r->b + r->pos, n); /* little-endian host: low bytes */
     r->pos += n;
     return 0;
@@ -391,15 +434,16 @@ static int parse_kv(oxl_gguf *g, oxl_gguf_rd *r, int64_t i) {
 static int parse_alignment(oxl_gguf *g, oxl_gguf_rd *r) {
     g->alignment = OXL_GGUF_DEFAULT_ALIGNMENT;
     int64_t i = oxl_gguf_find_key(g, "general.alignment");
-    if (i < 0) return 0;
+    if (i < 0)
+        return 0;
     const oxl_gguf_kv *kv = &g->kv[i];
     if (kv->type != OXL_GGUF_UINT32)
         return rd_fail(r, "key %" PRId64 " ('general.alignment') value at byte %zu: type %s, must be uint32", i,
                        kv->val_pos, oxl_gguf_vtype_name(kv->type));
     uint32_t a = (uint32_t)kv->bits;
     if (a == 0 || (a & (a - 1)) != 0)
-        return rd_fail(r, "key %" PRId64 " ('general.alignment') value %" PRIu32 " at byte %zu: not a power of two",
-                       i, a, kv->val_pos);
+        return rd_fail(r, "key %" PRId64 " ('general.alignment') value %" PRIu32 " at byte %zu: not a power of two", i,
+                       a, kv->val_pos);
     g->alignment = a;
     return 0;
 }
@@ -412,14 +456,16 @@ static int parse_tensor_info(oxl_gguf *g, oxl_gguf_rd *r, int64_t i, size_t *off
     size_t name_pos = r->pos;
     const uint8_t *s;
     uint64_t len;
-    if (rd_str(r, ctx, "name", &s, &len)) return -1;
+    if (rd_str(r, ctx, "name", &s, &len))
+        return -1;
     if (len >= OXL_GGUF_MAX_NAME)
         return rd_fail(r, "tensor %" PRId64 " name length %" PRIu64 " at byte %zu: longer than %d bytes", i, len,
                        name_pos, OXL_GGUF_MAX_NAME - 1);
     if (memchr(s, 0, (size_t)len))
         return rd_fail(r, "tensor %" PRId64 " name at byte %zu: contains a NUL byte", i, name_pos);
     char *name = dup_bytes(s, (size_t)len);
-    if (!name) return rd_fail(r, "tensor %" PRId64 " at byte %zu: out of memory", i, name_pos);
+    if (!name)
+        return rd_fail(r, "tensor %" PRId64 " at byte %zu: out of memory", i, name_pos);
     t->name = name;
     int64_t prev = names_find(&g->tensor_names, g, tensor_name_of, name, (size_t)len, i);
     if (prev >= 0)
@@ -427,16 +473,19 @@ static int parse_tensor_info(oxl_gguf *g, oxl_gguf_rd *r, int64_t i, size_t *off
                        prev);
     snprintf(ctx, sizeof ctx, "tensor %" PRId64 " ('%s')", i, name);
 
-    if (rd_need(r, 4, ctx, "n_dims")) return -1;
+    if (rd_need(r, 4, ctx, "n_dims"))
+        return -1;
     size_t at = r->pos;
     t->n_dims = rd_u32(r);
     if (t->n_dims < 1 || t->n_dims > OXL_GGUF_MAX_DIMS)
         return rd_fail(r, "%s n_dims = %" PRIu32 " at byte %zu: must be 1..%d", ctx, t->n_dims, at, OXL_GGUF_MAX_DIMS);
-    if (rd_need(r, (uint64_t)t->n_dims * 8, ctx, "dimensions")) return -1;
+    if (rd_need(r, (uint64_t)t->n_dims * 8, ctx, "dimensions"))
+        return -1;
     size_t dims_pos = r->pos;
     for (uint32_t j = 0; j < OXL_GGUF_MAX_DIMS; j++) {
         t->ne[j] = 1;
-        if (j >= t->n_dims) continue;
+        if (j >= t->n_dims)
+            continue;
         at = r->pos;
         t->ne[j] = (int64_t)rd_u64(r);
         if (t->ne[j] < 0)
@@ -446,11 +495,15 @@ static int parse_tensor_info(oxl_gguf *g, oxl_gguf_rd *r, int64_t i, size_t *off
     /* ggml's representability test, kept as written there (it also rejects a product of exactly
      * INT64_MAX); a zero dimension makes the tensor empty and trivially representable */
     if (ne[0] > 0 && ne[1] > 0 && ne[2] > 0 && ne[3] > 0 &&
-        (INT64_MAX / ne[1] <= ne[0] || INT64_MAX / ne[2] <= ne[0] * ne[1] || INT64_MAX / ne[3] <= ne[0] * ne[1] * ne[2]))
-        return rd_fail(r, "%s shape (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ") at byte %zu: element count "
-                          "overflows int64", ctx, ne[0], ne[1], ne[2], ne[3], dims_pos);
+        (INT64_MAX / ne[1] <= ne[0] || INT64_MAX / ne[2] <= ne[0] * ne[1] ||
+         INT64_MAX / ne[3] <= ne[0] * ne[1] * ne[2]))
+        return rd_fail(r,
+                       "%s shape (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ") at byte %zu: element count "
+                       "overflows int64",
+                       ctx, ne[0], ne[1], ne[2], ne[3], dims_pos);
 
-    if (rd_need(r, 4, ctx, "type")) return -1;
+    if (rd_need(r, 4, ctx, "type"))
+        return -1;
     at = r->pos;
     t->type = rd_u32(r);
     const oxl_type_traits *tr = oxl_type_traits_get(t->type);
@@ -458,17 +511,21 @@ static int parse_tensor_info(oxl_gguf *g, oxl_gguf_rd *r, int64_t i, size_t *off
         return rd_fail(r, "%s type id %" PRIu32 " at byte %zu: unknown ggml type", ctx, t->type, at);
     int64_t blck = (int64_t)tr->blck_size;
     if (ne[0] % blck != 0)
-        return rd_fail(r, "%s dimension 0 = %" PRId64 " at byte %zu: not a multiple of the block size %" PRId64
-                          " of type %s", ctx, ne[0], dims_pos, blck, tr->name);
+        return rd_fail(
+            r, "%s dimension 0 = %" PRId64 " at byte %zu: not a multiple of the block size %" PRId64 " of type %s", ctx,
+            ne[0], dims_pos, blck, tr->name);
     /* an empty tensor has no bytes, however large its other dimensions */
     bool empty = ne[0] == 0 || ne[1] == 0 || ne[2] == 0 || ne[3] == 0;
     uint64_t nblocks = empty ? 0 : (uint64_t)(ne[0] / blck) * (uint64_t)(ne[1] * ne[2] * ne[3]);
     if (nblocks > SIZE_MAX / tr->type_size)
-        return rd_fail(r, "%s shape (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ") at byte %zu: size in bytes "
-                          "of type %s overflows size_t", ctx, ne[0], ne[1], ne[2], ne[3], dims_pos, tr->name);
+        return rd_fail(r,
+                       "%s shape (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ") at byte %zu: size in bytes "
+                       "of type %s overflows size_t",
+                       ctx, ne[0], ne[1], ne[2], ne[3], dims_pos, tr->name);
     t->nbytes = (size_t)nblocks * tr->type_size;
 
-    if (rd_need(r, 8, ctx, "offset")) return -1;
+    if (rd_need(r, 8, ctx, "offset"))
+        return -1;
     *offset_pos = r->pos;
     t->offset = rd_u64(r);
     return 0;
@@ -490,8 +547,10 @@ static int place_tensor_data(oxl_gguf *g, oxl_gguf_rd *r, const size_t *offset_p
     if (g->n_tensors > 0) {
         size_t pad = (g->alignment - end % g->alignment) % g->alignment;
         if (pad > r->size - end)
-            return rd_fail(r, "data section at byte %zu (tensor infos end at byte %zu, alignment %zu): past the end "
-                              "of the file (%zu bytes)", end + pad, end, g->alignment, r->size);
+            return rd_fail(r,
+                           "data section at byte %zu (tensor infos end at byte %zu, alignment %zu): past the end "
+                           "of the file (%zu bytes)",
+                           end + pad, end, g->alignment, r->size);
         end += pad;
     }
     g->data_offset = end;
@@ -500,23 +559,28 @@ static int place_tensor_data(oxl_gguf *g, oxl_gguf_rd *r, const size_t *offset_p
     for (int64_t i = 0; i < g->n_tensors; i++) {
         oxl_gguf_tensor *t = &g->tensors[i];
         if (t->offset % g->alignment != 0)
-            return rd_fail(r, "tensor %" PRId64 " ('%s') offset %" PRIu64 " at byte %zu: not a multiple of the "
-                              "alignment %zu", i, t->name, t->offset, offset_pos[i], g->alignment);
+            return rd_fail(r,
+                           "tensor %" PRId64 " ('%s') offset %" PRIu64 " at byte %zu: not a multiple of the "
+                           "alignment %zu",
+                           i, t->name, t->offset, offset_pos[i], g->alignment);
         if (t->offset > avail || t->nbytes > avail - t->offset)
-            return rd_fail(r, "tensor %" PRId64 " ('%s') offset %" PRIu64 " at byte %zu: its %zu bytes of data end past "
-                              "the end of the file (data section at byte %zu, %zu bytes long)", i, t->name, t->offset,
-                           offset_pos[i], t->nbytes, g->data_offset, avail);
+            return rd_fail(r,
+                           "tensor %" PRId64 " ('%s') offset %" PRIu64 " at byte %zu: its %zu bytes of data end past "
+                           "the end of the file (data section at byte %zu, %zu bytes long)",
+                           i, t->name, t->offset, offset_pos[i], t->nbytes, g->data_offset, avail);
         t->data = g->base + g->data_offset + t->offset;
     }
 
     /* overlap: sort the non-empty tensors by offset; each must start at or after the furthest end
      * seen so far */
     oxl_gguf_span *span = malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof *span);
-    if (!span) return rd_fail(r, "tensor infos: out of memory");
+    if (!span)
+        return rd_fail(r, "tensor infos: out of memory");
     size_t n = 0;
     for (int64_t i = 0; i < g->n_tensors; i++) {
         const oxl_gguf_tensor *t = &g->tensors[i];
-        if (t->nbytes > 0) span[n++] = (oxl_gguf_span){t->offset, t->offset + t->nbytes, i};
+        if (t->nbytes > 0)
+            span[n++] = (oxl_gguf_span){t->offset, t->offset + t->nbytes, i};
     }
     qsort(span, n, sizeof *span, cmp_span);
     int rc = 0;
@@ -524,13 +588,15 @@ static int place_tensor_data(oxl_gguf *g, oxl_gguf_rd *r, const size_t *offset_p
     for (size_t k = 1; k < n; k++) {
         if (span[k].offset < span[last].end) {
             const oxl_gguf_tensor *t = &g->tensors[span[k].index], *p = &g->tensors[span[last].index];
-            rc = rd_fail(r, "tensor %" PRId64 " ('%s') offset %" PRIu64 " at byte %zu: data [%" PRIu64 ", %" PRIu64
-                            ") overlaps tensor %" PRId64 " ('%s') data [%" PRIu64 ", %" PRIu64 ")", span[k].index,
-                         t->name, t->offset, offset_pos[span[k].index], span[k].offset, span[k].end, span[last].index,
-                         p->name, span[last].offset, span[last].end);
+            rc = rd_fail(r,
+                         "tensor %" PRId64 " ('%s') offset %" PRIu64 " at byte %zu: data [%" PRIu64 ", %" PRIu64
+                         ") overlaps tensor %" PRId64 " ('%s') data [%" PRIu64 ", %" PRIu64 ")",
+                         span[k].index, t->name, t->offset, offset_pos[span[k].index], span[k].offset, span[k].end,
+                         span[last].index, p->name, span[last].offset, span[last].end);
             break;
         }
-        if (span[k].end > span[last].end) last = k;
+        if (span[k].end > span[last].end)
+            last = k;
     }
     free(span);
     return rc;
@@ -539,20 +605,25 @@ static int place_tensor_data(oxl_gguf *g, oxl_gguf_rd *r, const size_t *offset_p
 static int parse(oxl_gguf *g, oxl_error *err) {
     oxl_gguf_rd r = {.b = g->base, .size = g->size, .pos = 0, .name = g->path, .err = err};
     int64_t n_tensors = 0, n_kv = 0;
-    if (parse_header(g, &r, &n_tensors, &n_kv)) return -1;
+    if (parse_header(g, &r, &n_tensors, &n_kv))
+        return -1;
 
     /* counts were checked against the bytes remaining: these allocations are bounded by the file */
     g->kv = calloc((size_t)(n_kv ? n_kv : 1), sizeof *g->kv);
-    if (!g->kv || names_init(&g->kv_names, n_kv)) return rd_fail(&r, "key-value count %" PRId64 ": out of memory", n_kv);
+    if (!g->kv || names_init(&g->kv_names, n_kv))
+        return rd_fail(&r, "key-value count %" PRId64 ": out of memory", n_kv);
     for (int64_t i = 0; i < n_kv; i++) {
         g->n_kv = i + 1; /* owned strings of pair i are freed on error */
-        if (parse_kv(g, &r, i)) return -1;
+        if (parse_kv(g, &r, i))
+            return -1;
     }
-    if (parse_alignment(g, &r)) return -1;
+    if (parse_alignment(g, &r))
+        return -1;
 
     if ((uint64_t)n_tensors > rd_left(&r) / OXL_GGUF_MIN_TENSOR_BYTES)
-        return rd_fail(&r, "tensor count %" PRId64 " at byte 8: larger than the file can hold (tensor infos start at "
-                           "byte %zu, %zu bytes remain, a tensor info needs at least %d)",
+        return rd_fail(&r,
+                       "tensor count %" PRId64 " at byte 8: larger than the file can hold (tensor infos start at "
+                       "byte %zu, %zu bytes remain, a tensor info needs at least %d)",
                        n_tensors, r.pos, rd_left(&r), OXL_GGUF_MIN_TENSOR_BYTES);
     g->tensors = calloc((size_t)(n_tensors ? n_tensors : 1), sizeof *g->tensors);
     size_t *offset_pos = malloc((size_t)(n_tensors ? n_tensors : 1) * sizeof *offset_pos);
@@ -565,7 +636,8 @@ static int parse(oxl_gguf *g, oxl_error *err) {
         g->n_tensors = i + 1;
         rc = parse_tensor_info(g, &r, i, &offset_pos[i]);
     }
-    if (rc == 0) rc = place_tensor_data(g, &r, offset_pos);
+    if (rc == 0)
+        rc = place_tensor_data(g, &r, offset_pos);
     free(offset_pos);
     return rc;
 }
@@ -574,7 +646,8 @@ static int parse(oxl_gguf *g, oxl_error *err) {
 
 static oxl_gguf *gguf_new(const void *data, size_t size, const char *name, oxl_error *err) {
     oxl_gguf *g = calloc(1, sizeof *g);
-    if (g) g->path = dup_bytes((const uint8_t *)name, strlen(name));
+    if (g)
+        g->path = dup_bytes((const uint8_t *)name, strlen(name));
     if (!g || !g->path) {
         free(g);
         oxl_err_set(err, "%s: out of memory", name);
@@ -586,7 +659,8 @@ static oxl_gguf *gguf_new(const void *data, size_t size, const char *name, oxl_e
 }
 
 oxl_gguf *oxl_gguf_open_memory(const void *data, size_t size, const char *name, oxl_error *err) {
-    if (!name) name = "<memory>";
+    if (!name)
+        name = "<memory>";
     if (!data && size > 0) {
         oxl_err_set(err, "%s: no buffer given for %zu bytes", name, size);
         return NULL;
@@ -604,24 +678,28 @@ oxl_gguf *oxl_gguf_open_memory(const void *data, size_t size, const char *name, 
 /* Maps size bytes of fd read-only. */
 static int file_load(int fd, size_t size, const char *path, void **out, oxl_error *err) {
     void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) return oxl_err_set(err, "%s: cannot map %zu bytes: %s", path, size, strerror(errno));
+    if (p == MAP_FAILED)
+        return oxl_err_set(err, "%s: cannot map %zu bytes: %s", path, size, strerror(errno));
     *out = p;
     return 0;
 }
 
 static void file_unload(void *p, size_t size) {
-    if (p) munmap(p, size);
+    if (p)
+        munmap(p, size);
 }
 #else
 /* WASI has no mmap: the file is read into memory. */
 static int file_load(int fd, size_t size, const char *path, void **out, oxl_error *err) {
     uint8_t *p = malloc(size);
-    if (!p) return oxl_err_set(err, "%s: out of memory reading %zu bytes", path, size);
+    if (!p)
+        return oxl_err_set(err, "%s: out of memory reading %zu bytes", path, size);
     for (size_t done = 0; done < size;) {
         ssize_t n = read(fd, p + done, size - done);
         if (n <= 0) {
             free(p);
-            return oxl_err_set(err, "%s: read failed at byte %zu: %s", path, done, n < 0 ? strerror(errno) : "end of file");
+            return oxl_err_set(err, "%s: read failed at byte %zu: %s", path, done,
+                               n < 0 ? strerror(errno) : "end of file");
         }
         done += (size_t)n;
     }
@@ -671,7 +749,8 @@ oxl_gguf *oxl_gguf_open(const char *path, oxl_error *err) {
 }
 
 void oxl_gguf_close(oxl_gguf *g) {
-    if (!g) return;
+    if (!g)
+        return;
     for (int64_t i = 0; i < g->n_kv; i++) {
         free(g->kv[i].key);
         free(g->kv[i].str);
@@ -679,7 +758,8 @@ void oxl_gguf_close(oxl_gguf *g) {
     }
     free(g->kv);
     free(g->kv_names.slot);
-    for (int64_t i = 0; i < g->n_tensors; i++) free((char *)g->tensors[i].name);
+    for (int64_t i = 0; i < g->n_tensors; i++)
+        free((char *)g->tensors[i].name);
     free(g->tensors);
     free(g->tensor_names.slot);
     file_unload(g->map, g->size);
@@ -697,9 +777,7 @@ const char *oxl_gguf_path(const oxl_gguf *g) { return g->path; }
 
 /* ---- metadata -------------------------------------------------------------------------------- */
 
-static const oxl_gguf_kv *kv_at(const oxl_gguf *g, int64_t i) {
-    return i >= 0 && i < g->n_kv ? &g->kv[i] : NULL;
-}
+static const oxl_gguf_kv *kv_at(const oxl_gguf *g, int64_t i) { return i >= 0 && i < g->n_kv ? &g->kv[i] : NULL; }
 
 int64_t oxl_gguf_n_kv(const oxl_gguf *g) { return g->n_kv; }
 
@@ -722,7 +800,10 @@ oxl_gguf_vtype oxl_gguf_kv_type(const oxl_gguf *g, int64_t i) {
 static bool kv_integer(const oxl_gguf_kv *kv, int64_t *s, bool *s_ok, uint64_t *u, bool *u_ok) {
     uint64_t b = kv->bits;
     switch (kv->type) {
-    case OXL_GGUF_UINT8: case OXL_GGUF_UINT16: case OXL_GGUF_UINT32: case OXL_GGUF_UINT64:
+    case OXL_GGUF_UINT8:
+    case OXL_GGUF_UINT16:
+    case OXL_GGUF_UINT32:
+    case OXL_GGUF_UINT64:
         *u = b, *u_ok = true;
         *s = (int64_t)b, *s_ok = b <= (uint64_t)INT64_MAX;
         return true;
@@ -742,7 +823,8 @@ bool oxl_gguf_kv_int(const oxl_gguf *g, int64_t i, int64_t *out) {
     int64_t s;
     uint64_t u;
     bool s_ok, u_ok;
-    if (!kv || !kv_integer(kv, &s, &s_ok, &u, &u_ok) || !s_ok) return false;
+    if (!kv || !kv_integer(kv, &s, &s_ok, &u, &u_ok) || !s_ok)
+        return false;
     *out = s;
     return true;
 }
@@ -752,14 +834,16 @@ bool oxl_gguf_kv_uint(const oxl_gguf *g, int64_t i, uint64_t *out) {
     int64_t s;
     uint64_t u;
     bool s_ok, u_ok;
-    if (!kv || !kv_integer(kv, &s, &s_ok, &u, &u_ok) || !u_ok) return false;
+    if (!kv || !kv_integer(kv, &s, &s_ok, &u, &u_ok) || !u_ok)
+        return false;
     *out = u;
     return true;
 }
 
 bool oxl_gguf_kv_float(const oxl_gguf *g, int64_t i, double *out) {
     const oxl_gguf_kv *kv = kv_at(g, i);
-    if (!kv) return false;
+    if (!kv)
+        return false;
     if (kv->type == OXL_GGUF_FLOAT32) {
         float f;
         uint32_t b = (uint32_t)kv->bits;
@@ -777,15 +861,18 @@ bool oxl_gguf_kv_float(const oxl_gguf *g, int64_t i, double *out) {
 /* Any non-zero byte is true, as in ggml. */
 bool oxl_gguf_kv_bool(const oxl_gguf *g, int64_t i, bool *out) {
     const oxl_gguf_kv *kv = kv_at(g, i);
-    if (!kv || kv->type != OXL_GGUF_BOOL) return false;
+    if (!kv || kv->type != OXL_GGUF_BOOL)
+        return false;
     *out = kv->bits != 0;
     return true;
 }
 
 const char *oxl_gguf_kv_str(const oxl_gguf *g, int64_t i, size_t *len) {
     const oxl_gguf_kv *kv = kv_at(g, i);
-    if (!kv || kv->type != OXL_GGUF_STRING) return NULL;
-    if (len) *len = kv->str_len;
+    if (!kv || kv->type != OXL_GGUF_STRING)
+        return NULL;
+    if (len)
+        *len = kv->str_len;
     return kv->str;
 }
 
@@ -803,17 +890,20 @@ uint64_t oxl_gguf_arr_n(const oxl_gguf *g, int64_t i) {
 /* NULL for arrays of strings or arrays, and for keys that are not arrays. */
 const void *oxl_gguf_arr_data(const oxl_gguf *g, int64_t i) {
     const oxl_gguf_kv *kv = kv_at(g, i);
-    if (!kv || kv->type != OXL_GGUF_ARRAY || vtype_size(kv->arr_type) == 0) return NULL;
+    if (!kv || kv->type != OXL_GGUF_ARRAY || vtype_size(kv->arr_type) == 0)
+        return NULL;
     return kv->arr_data;
 }
 
 /* NULL when key i is not an array of strings or j is out of range. */
 const char *oxl_gguf_arr_str(const oxl_gguf *g, int64_t i, uint64_t j, size_t *len) {
     const oxl_gguf_kv *kv = kv_at(g, i);
-    if (!kv || kv->type != OXL_GGUF_ARRAY || kv->arr_type != OXL_GGUF_STRING || j >= kv->arr_n) return NULL;
+    if (!kv || kv->type != OXL_GGUF_ARRAY || kv->arr_type != OXL_GGUF_STRING || j >= kv->arr_n)
+        return NULL;
     uint64_t n;
     memcpy(&n, g->base + kv->arr_str_pos[j], 8);
-    if (len) *len = (size_t)n;
+    if (len)
+        *len = (size_t)n;
     return (const char *)g->base + kv->arr_str_pos[j] + 8;
 }
 
@@ -830,14 +920,17 @@ static int get_fail(const oxl_gguf *g, int64_t i, const char *want, oxl_error *e
 
 int oxl_gguf_get_int(const oxl_gguf *g, const char *key, int64_t *out, oxl_error *err) {
     int64_t i = oxl_gguf_find_key(g, key);
-    if (i < 0) return 0;
-    if (!oxl_gguf_kv_int(g, i, out)) return get_fail(g, i, "an integer that fits int64", err);
+    if (i < 0)
+        return 0;
+    if (!oxl_gguf_kv_int(g, i, out))
+        return get_fail(g, i, "an integer that fits int64", err);
     return 1;
 }
 
 int oxl_gguf_get_uint32(const oxl_gguf *g, const char *key, uint32_t *out, oxl_error *err) {
     int64_t i = oxl_gguf_find_key(g, key);
-    if (i < 0) return 0;
+    if (i < 0)
+        return 0;
     uint64_t u;
     if (!oxl_gguf_kv_uint(g, i, &u) || u > UINT32_MAX) {
         int64_t s;
@@ -855,25 +948,31 @@ int oxl_gguf_get_uint32(const oxl_gguf *g, const char *key, uint32_t *out, oxl_e
 
 int oxl_gguf_get_float(const oxl_gguf *g, const char *key, float *out, oxl_error *err) {
     int64_t i = oxl_gguf_find_key(g, key);
-    if (i < 0) return 0;
+    if (i < 0)
+        return 0;
     double d;
-    if (!oxl_gguf_kv_float(g, i, &d)) return get_fail(g, i, "float32 or float64", err);
+    if (!oxl_gguf_kv_float(g, i, &d))
+        return get_fail(g, i, "float32 or float64", err);
     *out = (float)d;
     return 1;
 }
 
 int oxl_gguf_get_bool(const oxl_gguf *g, const char *key, bool *out, oxl_error *err) {
     int64_t i = oxl_gguf_find_key(g, key);
-    if (i < 0) return 0;
-    if (!oxl_gguf_kv_bool(g, i, out)) return get_fail(g, i, "bool", err);
+    if (i < 0)
+        return 0;
+    if (!oxl_gguf_kv_bool(g, i, out))
+        return get_fail(g, i, "bool", err);
     return 1;
 }
 
 int oxl_gguf_get_str(const oxl_gguf *g, const char *key, const char **out, oxl_error *err) {
     int64_t i = oxl_gguf_find_key(g, key);
-    if (i < 0) return 0;
+    if (i < 0)
+        return 0;
     const char *s = oxl_gguf_kv_str(g, i, NULL);
-    if (!s) return get_fail(g, i, "string", err);
+    if (!s)
+        return get_fail(g, i, "string", err);
     *out = s;
     return 1;
 }

@@ -39,13 +39,13 @@ typedef struct oxl_gguf oxl_gguf;
 
 /* One tensor's description. data points into the mapped file (data section + offset). */
 typedef struct oxl_gguf_tensor {
-    const char *name;          /* NUL-terminated, owned by the oxl_gguf */
-    uint32_t n_dims;           /* 1..4 */
+    const char *name;              /* NUL-terminated, owned by the oxl_gguf */
+    uint32_t n_dims;               /* 1..4 */
     int64_t ne[OXL_GGUF_MAX_DIMS]; /* elements per dimension, ggml order (ne0 contiguous); unused = 1 */
-    uint32_t type;             /* ggml type id (known to oxl_type_traits_get) */
-    uint64_t offset;           /* bytes from the start of the data section; aligned */
-    size_t nbytes;             /* bytes of data: ne1*ne2*ne3 rows of ne0/blck_size blocks */
-    const void *data;          /* read-only, owned by the oxl_gguf */
+    uint32_t type;                 /* ggml type id (known to oxl_type_traits_get) */
+    uint64_t offset;               /* bytes from the start of the data section; aligned */
+    size_t nbytes;                 /* bytes of data: ne1*ne2*ne3 rows of ne0/blck_size blocks */
+    const void *data;              /* read-only, owned by the oxl_gguf */
 } oxl_gguf_tensor;
 
 /* Opens and validates a GGUF file. Returns NULL with err set on any error. */
@@ -64,7 +64,7 @@ const char *oxl_gguf_path(const oxl_gguf *g);
 /* ---- metadata: keys are indexed 0 .. n_kv-1 in file order ---- */
 int64_t oxl_gguf_n_kv(const oxl_gguf *g);
 int64_t oxl_gguf_find_key(const oxl_gguf *g, const char *key); /* -1 if absent */
-const char *oxl_gguf_key(const oxl_gguf *g, int64_t i);         /* NUL-terminated */
+const char *oxl_gguf_key(const oxl_gguf *g, int64_t i);        /* NUL-terminated */
 oxl_gguf_vtype oxl_gguf_kv_type(const oxl_gguf *g, int64_t i);
 /* Scalar value of key i converted to the requested C type; false if the stored type does not
  * convert exactly (integers: any integer type whose value fits; floats: FLOAT32/FLOAT64). */

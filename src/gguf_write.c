@@ -85,10 +85,17 @@ static void buf_str(oxl_gw_buf *b, const char *s, size_t len) {
 /* Bytes of one element of a numeric/bool value type; 0 for strings and arrays. */
 static size_t vtype_size(oxl_gguf_vtype t) {
     switch (t) {
-    case OXL_GGUF_UINT8: case OXL_GGUF_INT8: case OXL_GGUF_BOOL: return 1;
-    case OXL_GGUF_UINT16: case OXL_GGUF_INT16: return 2;
-    case OXL_GGUF_UINT32: case OXL_GGUF_INT32: case OXL_GGUF_FLOAT32: return 4;
-    case OXL_GGUF_UINT64: case OXL_GGUF_INT64: case OXL_GGUF_FLOAT64: return 8;
+    case OXL_GGUF_UINT8:
+    case OXL_GGUF_INT8:
+    case OXL_GGUF_BOOL: return 1;
+    case OXL_GGUF_UINT16:
+    case OXL_GGUF_INT16: return 2;
+    case OXL_GGUF_UINT32:
+    case OXL_GGUF_INT32:
+    case OXL_GGUF_FLOAT32: return 4;
+    case OXL_GGUF_UINT64:
+    case OXL_GGUF_INT64:
+    case OXL_GGUF_FLOAT64: return 8;
     default: return 0;
     }
 }
@@ -327,8 +334,8 @@ int oxl_gguf_writer_copy_kvs(oxl_gguf_writer *w, const oxl_gguf *src, oxl_error 
 
 /* ---- tensors ---- */
 
-int oxl_gguf_writer_add_tensor(oxl_gguf_writer *w, const char *name, oxl_type type, uint32_t n_dims,
-                               const int64_t *ne, oxl_error *err) {
+int oxl_gguf_writer_add_tensor(oxl_gguf_writer *w, const char *name, oxl_type type, uint32_t n_dims, const int64_t *ne,
+                               oxl_error *err) {
     if (w->began) {
         return oxl_err_set(err, "gguf writer: tensor '%s' added after the header was written", name);
     }
@@ -393,15 +400,11 @@ size_t oxl_gguf_writer_tensor_nbytes(const oxl_gguf_writer *w, int64_t i) {
     return i >= 0 && i < w->n_t ? w->t[i].nbytes : 0;
 }
 
-int64_t oxl_gguf_writer_n_tensors(const oxl_gguf_writer *w) {
-    return w->n_t;
-}
+int64_t oxl_gguf_writer_n_tensors(const oxl_gguf_writer *w) { return w->n_t; }
 
 /* ---- output ---- */
 
-static uint64_t pad_to(uint64_t n, size_t alignment) {
-    return (n + alignment - 1) / alignment * alignment;
-}
+static uint64_t pad_to(uint64_t n, size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
 
 static int write_bytes(oxl_gguf_writer *w, const void *p, size_t n, oxl_error *err) {
     if (n > 0 && fwrite(p, 1, n, w->f) != n) {
@@ -542,6 +545,4 @@ int oxl_gguf_writer_finish(oxl_gguf_writer *w, oxl_error *err) {
     return 0;
 }
 
-uint64_t oxl_gguf_writer_bytes_written(const oxl_gguf_writer *w) {
-    return w->written;
-}
+uint64_t oxl_gguf_writer_bytes_written(const oxl_gguf_writer *w) { return w->written; }

@@ -50,8 +50,8 @@ bool oxl_gguf_writer_remove(oxl_gguf_writer *w, const char *key);
 /* Declares the next tensor: name (unique, < 64 bytes as ggml requires), ggml type, shape ne[0..n_dims)
  * in ggml order (ne0 a multiple of the type's block size). -1 with err on a duplicate name, an
  * unknown type, a bad shape. */
-int oxl_gguf_writer_add_tensor(oxl_gguf_writer *w, const char *name, oxl_type type, uint32_t n_dims,
-                               const int64_t *ne, oxl_error *err);
+int oxl_gguf_writer_add_tensor(oxl_gguf_writer *w, const char *name, oxl_type type, uint32_t n_dims, const int64_t *ne,
+                               oxl_error *err);
 /* Bytes of tensor i's data (its rows of blocks), for callers preparing the data. */
 size_t oxl_gguf_writer_tensor_nbytes(const oxl_gguf_writer *w, int64_t i);
 int64_t oxl_gguf_writer_n_tensors(const oxl_gguf_writer *w);

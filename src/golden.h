@@ -12,14 +12,13 @@
 
 /* Tally of checks; every check prints one line "PASS|FAIL  <what>  <measured error>" to out. */
 typedef struct oxl_golden_report {
-    FILE *out;      /* NULL: print nothing */
+    FILE *out; /* NULL: print nothing */
     int n_pass;
     int n_fail;
 } oxl_golden_report;
 
 /* Records one check and prints its line (printf-style description). */
-void oxl_golden_line(oxl_golden_report *r, bool pass, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void oxl_golden_line(oxl_golden_report *r, bool pass, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* golden.kind = quant: dequantization (bit-exact), reference quantization (byte-identical),
  * activation quantization and vec_dot (relative 1e-5 of sum |terms|), for every ISA cell this CPU

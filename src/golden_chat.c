@@ -126,7 +126,8 @@ static void check_case(const char *dir, const char *model, const oxl_jinja_templ
             char got_s[200], exp_s[200];
             excerpt(out, out_len, at, got_s);
             excerpt(expected, exp_len, at, exp_s);
-            oxl_golden_line(r, false, "chat %s/%s  differs at byte %zu (got %zu bytes, expected %zu): got \"%s\" expected \"%s\"",
+            oxl_golden_line(r, false,
+                            "chat %s/%s  differs at byte %zu (got %zu bytes, expected %zu): got \"%s\" expected \"%s\"",
                             model, id->valuestring, at, out_len, exp_len, got_s, exp_s);
         }
     }

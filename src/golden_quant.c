@@ -26,9 +26,9 @@ static int oxl_quant_tensor(const oxl_gguf *g, const char *name, oxl_type type, 
     if (t->type != (uint32_t)type || t->ne[0] != ne0 || t->ne[1] != want_ne1 || t->ne[2] != 1 || t->ne[3] != 1) {
         const oxl_type_traits *tr = oxl_type_traits_get(t->type);
         return oxl_err_set(err, "%s: tensor '%s' is %s (%lld, %lld, %lld, %lld), expected %s (%lld, %lld)",
-                           oxl_gguf_path(g), name, tr ? tr->name : "unknown", (long long)t->ne[0],
-                           (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
-                           oxl_type_traits_get(type)->name, (long long)ne0, (long long)want_ne1);
+                           oxl_gguf_path(g), name, tr ? tr->name : "unknown", (long long)t->ne[0], (long long)t->ne[1],
+                           (long long)t->ne[2], (long long)t->ne[3], oxl_type_traits_get(type)->name, (long long)ne0,
+                           (long long)want_ne1);
     }
     *out = t->data;
     return 1;
@@ -125,8 +125,8 @@ static void oxl_compare_rows(const oxl_quant_golden *qg, const void *got, const 
     int bad_rows = 0;
     int64_t first_row = -1, first_byte = -1;
     for (int64_t row = 0; row < qg->nrows; row++) {
-        const int64_t at = oxl_first_diff((const uint8_t *)got + row * row_size, (const uint8_t *)want + row * row_size,
-                                          row_size);
+        const int64_t at =
+            oxl_first_diff((const uint8_t *)got + row * row_size, (const uint8_t *)want + row * row_size, row_size);
         if (at >= 0) {
             if (bad_rows++ == 0) {
                 first_row = row;
@@ -157,7 +157,8 @@ void oxl_golden_check_dequant(const oxl_quant_golden *qg, oxl_dequant_fn fn, con
     for (int64_t row = 0; row < qg->nrows; row++) {
         fn((const uint8_t *)qg->q + row * row_size, out + row * qg->ne0, qg->ne0);
     }
-    oxl_compare_rows(qg, out, qg->dq, (size_t)qg->ne0 * sizeof(float), sizeof(float), "dequant == dq bit-exact", name, r);
+    oxl_compare_rows(qg, out, qg->dq, (size_t)qg->ne0 * sizeof(float), sizeof(float), "dequant == dq bit-exact", name,
+                     r);
     free(out);
 }
 
@@ -181,9 +182,7 @@ void oxl_golden_check_quant(const oxl_quant_golden *qg, oxl_quant_fn fn, const c
 }
 
 /* Same class for non-finite values: both NaN, or equal infinities. */
-static bool oxl_same_class(double a, double b) {
-    return (isnan(a) && isnan(b)) || (isinf(a) && a == b);
-}
+static bool oxl_same_class(double a, double b) { return (isnan(a) && isnan(b)) || (isinf(a) && a == b); }
 
 /* got[row] (the kernel's dot of q row with yq row, computed by `what`) against the golden dot. */
 static void oxl_compare_dots(const oxl_quant_golden *qg, const float *got_rows, const char *what, const char *name,
@@ -236,7 +235,8 @@ static void oxl_compare_dots(const oxl_quant_golden *qg, const float *got_rows, 
         oxl_golden_line(r, true, "%s  %s vs dot: %lld rows, max |Δ|/Σ|terms| = %.3g (vs dot_f64: %.3g; tolerance %g)",
                         name, what, (long long)qg->nrows, worst, worst_f64, OXL_DOT_TOLERANCE);
     } else {
-        oxl_golden_line(r, false, "%s  %s vs dot: %d/%lld rows out of tolerance %g, first row %lld; max |Δ|/Σ|terms| = %.3g",
+        oxl_golden_line(r, false,
+                        "%s  %s vs dot: %d/%lld rows out of tolerance %g, first row %lld; max |Δ|/Σ|terms| = %.3g",
                         name, what, bad_rows, (long long)qg->nrows, OXL_DOT_TOLERANCE, (long long)first_bad, worst);
     }
 }
@@ -275,7 +275,8 @@ void oxl_golden_check_dequant_activation(const oxl_quant_golden *qg, oxl_dequant
         bad_rows += !ok;
     }
     free(yf);
-    oxl_golden_line(r, bad_rows == 0, "%s  sum of dq * dequant(yq) vs dot_f64: %lld/%lld rows, max |Δ|/Σ|terms| = %.3g (tolerance %g)",
+    oxl_golden_line(r, bad_rows == 0,
+                    "%s  sum of dq * dequant(yq) vs dot_f64: %lld/%lld rows, max |Δ|/Σ|terms| = %.3g (tolerance %g)",
                     name, (long long)(qg->nrows - bad_rows), (long long)qg->nrows, worst, OXL_DOT_F64_TOLERANCE);
 }
 
@@ -392,8 +393,8 @@ int oxl_golden_quant(const oxl_gguf *g, oxl_golden_report *r, oxl_error *err) {
     bool any_dequant = false, any_dot = false;
     for (size_t i = 0; i < sizeof oxl_cells / sizeof oxl_cells[0]; i++) {
         /* the activation format's dequantizer is checked through the weight format's dot_f64 */
-        const bool activation_dequant = oxl_cells[i].op == OXL_CELL_dequant && qg.yq != NULL &&
-                                        qg.yq_type != qg.type && oxl_cells[i].type == qg.yq_type;
+        const bool activation_dequant = oxl_cells[i].op == OXL_CELL_dequant && qg.yq != NULL && qg.yq_type != qg.type &&
+                                        oxl_cells[i].type == qg.yq_type;
         const bool covers = oxl_cells[i].op == OXL_CELL_quant ? (qg.yq != NULL && oxl_cells[i].type == qg.yq_type)
                             : oxl_cells[i].op == OXL_CELL_dequant
                                 ? (activation_dequant || (oxl_cells[i].type == qg.type && qg.dq != NULL))
@@ -417,15 +418,9 @@ int oxl_golden_quant(const oxl_gguf *g, oxl_golden_report *r, oxl_error *err) {
                 oxl_golden_check_dequant(&qg, oxl_cells[i].fn.dequant, oxl_cells[i].name, r);
             }
             break;
-        case OXL_CELL_quant:
-            oxl_golden_check_quant(&qg, oxl_cells[i].fn.quant, oxl_cells[i].name, r);
-            break;
-        case OXL_CELL_vec_dot:
-            oxl_golden_check_vec_dot(&qg, oxl_cells[i].fn.vec_dot, oxl_cells[i].name, r);
-            break;
-        case OXL_CELL_gemm:
-            oxl_golden_check_gemm(&qg, oxl_cells[i].fn.gemm, oxl_cells[i].name, r);
-            break;
+        case OXL_CELL_quant: oxl_golden_check_quant(&qg, oxl_cells[i].fn.quant, oxl_cells[i].name, r); break;
+        case OXL_CELL_vec_dot: oxl_golden_check_vec_dot(&qg, oxl_cells[i].fn.vec_dot, oxl_cells[i].name, r); break;
+        case OXL_CELL_gemm: oxl_golden_check_gemm(&qg, oxl_cells[i].fn.gemm, oxl_cells[i].name, r); break;
         case OXL_CELL_swiglu:
         case OXL_CELL_mad:
         case OXL_CELL_repack:

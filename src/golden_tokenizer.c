@@ -36,7 +36,7 @@ static void preview(const char *s, size_t n, char *out, size_t cap) {
     for (size_t i = 0; i < n && i < 40 && w + 5 < cap; i++) {
         unsigned char c = (unsigned char)s[i];
         w += (size_t)(c >= 0x20 && c < 0x7f && c != '\\' ? snprintf(out + w, cap - w, "%c", c)
-                                                            : snprintf(out + w, cap - w, "\\x%02x", c));
+                                                         : snprintf(out + w, cap - w, "\\x%02x", c));
     }
     snprintf(out + w, cap - w, "%s", n > 40 ? "..." : "");
 }

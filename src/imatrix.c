@@ -236,7 +236,8 @@ static int load_legacy(oxl_imatrix *m, const char *path, const uint8_t *data, si
         const size_t at = r.pos;
         int32_t len = 0, ncall = 0, nval = 0;
         if (!rd_i32(&r, &len) || len < 0 || (size_t)len > r.n - r.pos) {
-            return oxl_err_set(err, "%s: entry %d at byte %zu: name length %d runs past the end of the file (%zu bytes)",
+            return oxl_err_set(err,
+                               "%s: entry %d at byte %zu: name length %d runs past the end of the file (%zu bytes)",
                                path, i + 1, at, len, size);
         }
         const char *name = (const char *)r.p + r.pos;

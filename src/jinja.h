@@ -23,11 +23,11 @@
 typedef struct oxl_jinja_template oxl_jinja_template;
 
 typedef struct oxl_jinja_options {
-    size_t max_output;   /* bytes of rendered text (default 1 MiB) */
-    size_t max_memory;   /* bytes of values allocated during one render (default 64 MiB) */
-    int max_depth;       /* nesting of macro calls and recursive loops (default 64) */
-    uint64_t max_steps;  /* loop iterations plus evaluated nodes (default 10 million) */
-    bool fixed_time;     /* strftime_now uses `now` instead of the local clock */
+    size_t max_output;  /* bytes of rendered text (default 1 MiB) */
+    size_t max_memory;  /* bytes of values allocated during one render (default 64 MiB) */
+    int max_depth;      /* nesting of macro calls and recursive loops (default 64) */
+    uint64_t max_steps; /* loop iterations plus evaluated nodes (default 10 million) */
+    bool fixed_time;    /* strftime_now uses `now` instead of the local clock */
     struct tm now;
 } oxl_jinja_options;
 

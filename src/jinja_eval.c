@@ -16,7 +16,6 @@
 #define JJ_MAX_FRAMES 1000  /* nested eval/exec frames: bounds the C stack near 1 MiB (about 1 KiB each) */
 #define JJ_MAX_RANGE 100000 /* Jinja's sandbox limit for range() */
 
-
 typedef struct jj_scope {
     struct jj_scope *parent;
     jv *vars; /* JV_DICT */
@@ -56,7 +55,8 @@ typedef struct args {
 enum { F_RANGE, F_NAMESPACE, F_RAISE, F_STRFTIME, F_DICT, F_CALLER };
 
 /* --- errors ---------------------------------------------------------------------------------- */
-__attribute__((format(printf, 4, 5))) static void *fail(ctx *c, const jj_node *n, const char *cls, const char *fmt, ...) {
+__attribute__((format(printf, 4, 5))) static void *fail(ctx *c, const jj_node *n, const char *cls, const char *fmt,
+                                                        ...) {
     if (c->failed) {
         return NULL;
     }
@@ -110,9 +110,7 @@ static const char *obj_repr(ctx *c, const jv *v) {
     return fmt_str(c, "%s object", jv_type_name(v));
 }
 
-static const char *short_str(ctx *c, const char *s, size_t n) {
-    return fmt_str(c, "%.*s", (int)(n > 60 ? 60 : n), s);
-}
+static const char *short_str(ctx *c, const char *s, size_t n) { return fmt_str(c, "%.*s", (int)(n > 60 ? 60 : n), s); }
 
 /* --- helpers --------------------------------------------------------------------------------- */
 static jv *mk(ctx *c, const jj_node *n, jv *v) { return v ? v : oom(c, n); }
@@ -218,7 +216,9 @@ static jv *arg(args *a, size_t i, const char *name) {
 }
 
 static bool is_str(const jv *v) { return v && v->type == JV_STR; }
-static bool str_eq(const jv *v, const char *s) { return is_str(v) && v->str.n == strlen(s) && !memcmp(v->str.s, s, v->str.n); }
+static bool str_eq(const jv *v, const char *s) {
+    return is_str(v) && v->str.n == strlen(s) && !memcmp(v->str.s, s, v->str.n);
+}
 
 static bool int_arg(ctx *c, const jj_node *n, jv *v, int64_t def, int64_t *out) {
     if (!v || v->type == JV_NONE) {
@@ -297,8 +297,11 @@ static jv *resolve(ctx *c, const jj_node *n, jj_scope *s) {
     static const struct {
         const char *name;
         int id;
-    } globals[] = {{"range", F_RANGE},          {"namespace", F_NAMESPACE}, {"raise_exception", F_RAISE},
-                   {"strftime_now", F_STRFTIME}, {"dict", F_DICT}};
+    } globals[] = {{"range", F_RANGE},
+                   {"namespace", F_NAMESPACE},
+                   {"raise_exception", F_RAISE},
+                   {"strftime_now", F_STRFTIME},
+                   {"dict", F_DICT}};
     for (size_t i = 0; i < sizeof globals / sizeof globals[0]; i++) {
         if (!strcmp(n->str, globals[i].name)) {
             return func(c, n, globals[i].id);
@@ -309,18 +312,19 @@ static jv *resolve(ctx *c, const jj_node *n, jj_scope *s) {
 
 /* --- attribute and item access --------------------------------------------------------------- */
 static const char *const str_methods[] = {
-    "strip", "lstrip", "rstrip", "split", "rsplit", "startswith", "endswith", "upper", "lower", "title",
-    "capitalize", "replace", "find", "rfind", "index", "rindex", "count", "join", "format", "splitlines",
-    "isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower", "isnumeric", "isdecimal", "swapcase",
-    "casefold", "zfill", "center", "ljust", "rjust", "removeprefix", "removesuffix", "partition", "rpartition",
-    "istitle", "encode", NULL};
-static const char *const dict_methods[] = {"items", "keys", "values", "get", "copy", "pop", "update", "setdefault",
-                                           "popitem", "clear", "fromkeys", NULL};
-static const char *const list_methods[] = {"index", "count", "copy", "append", "extend", "insert", "pop", "remove",
-                                           "clear", "sort", "reverse", NULL};
+    "strip",        "lstrip",    "rstrip",     "split",      "rsplit",  "startswith", "endswith",
+    "upper",        "lower",     "title",      "capitalize", "replace", "find",       "rfind",
+    "index",        "rindex",    "count",      "join",       "format",  "splitlines", "isdigit",
+    "isalpha",      "isalnum",   "isspace",    "isupper",    "islower", "isnumeric",  "isdecimal",
+    "swapcase",     "casefold",  "zfill",      "center",     "ljust",   "rjust",      "removeprefix",
+    "removesuffix", "partition", "rpartition", "istitle",    "encode",  NULL};
+static const char *const dict_methods[] = {"items",  "keys",       "values",  "get",   "copy",     "pop",
+                                           "update", "setdefault", "popitem", "clear", "fromkeys", NULL};
+static const char *const list_methods[] = {"index", "count",  "copy",  "append", "extend",  "insert",
+                                           "pop",   "remove", "clear", "sort",   "reverse", NULL};
 /* mutating methods the immutable sandbox refuses */
-static const char *const unsafe_methods[] = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
-                                             "update", "setdefault", "popitem", NULL};
+static const char *const unsafe_methods[] = {"append", "extend",  "insert", "pop",        "remove",  "clear",
+                                             "sort",   "reverse", "update", "setdefault", "popitem", NULL};
 
 static bool in_names(const char *const *names, const char *s, size_t n) {
     for (; *names; names++) {
@@ -381,7 +385,8 @@ static jv *get_attr(ctx *c, const jj_node *n, jv *obj, const char *name, size_t 
     case JV_LOOP: return loop_attr(c, n, obj, short_str(c, name, len));
     default: break;
     }
-    return mk(c, n, jv_undef(c->a, fmt_str(c, "'%s' has no attribute '%s'", obj_repr(c, obj), short_str(c, name, len))));
+    return mk(c, n,
+              jv_undef(c->a, fmt_str(c, "'%s' has no attribute '%s'", obj_repr(c, obj), short_str(c, name, len))));
 }
 
 /* index into a list/tuple/str with Python's negative indices; NULL when out of range */
@@ -543,7 +548,8 @@ static jv *html_escape(ctx *c, const jj_node *n, jv *v) {
 }
 
 /* --- operators ------------------------------------------------------------------------------- */
-static const char *const op_sym[] = {"+", "-", "*", "/", "//", "%", "**", "==", "!=", "<", "<=", ">", ">=", "in", "not in"};
+static const char *const op_sym[] = {
+    "+", "-", "*", "/", "//", "%", "**", "==", "!=", "<", "<=", ">", ">=", "in", "not in"};
 
 static jv *binop_type_error(ctx *c, const jj_node *n, jj_op op, jv *x, jv *y) {
     if (op == JOP_ADD && (x->type == JV_STR || (x->type == JV_LIST && !(x->flags & JF_GEN)))) {
@@ -560,7 +566,8 @@ static jv *repeat(ctx *c, const jj_node *n, jv *seq, int64_t times) {
     }
     if (seq->type == JV_STR) {
         if (seq->str.n && (uint64_t)times > c->opt->max_output / seq->str.n) {
-            return fail(c, n, "MemoryError", "string repetition exceeds the output limit of %zu bytes", c->opt->max_output);
+            return fail(c, n, "MemoryError", "string repetition exceeds the output limit of %zu bytes",
+                        c->opt->max_output);
         }
         jj_buf b = {.arena = c->a};
         for (int64_t i = 0; i < times; i++) {
@@ -634,11 +641,13 @@ static jv *arith(ctx *c, const jj_node *n, jj_op op, jv *x, jv *y) {
             if (ints ? yi == 0 : yf == 0) {
                 return fail(c, n, "ZeroDivisionError", "%s",
                             ints ? (op == JOP_MOD ? "integer modulo by zero" : "integer division or modulo by zero")
-                                 : op == JOP_MOD ? "float modulo" : "float floor division by zero");
+                            : op == JOP_MOD ? "float modulo"
+                                            : "float floor division by zero");
             }
             if (ints) {
                 if (xi == INT64_MIN && yi == -1) {
-                    return op == JOP_MOD ? mk(c, n, jv_int(a, 0)) : fail(c, n, "OverflowError", "integer result out of range");
+                    return op == JOP_MOD ? mk(c, n, jv_int(a, 0))
+                                         : fail(c, n, "OverflowError", "integer result out of range");
                 }
                 int64_t q = xi / yi, m = xi % yi;
                 if (m != 0 && ((m < 0) != (yi < 0))) {
@@ -1123,7 +1132,8 @@ static jv *replace(ctx *c, const jj_node *n, jv *s, jv *old, jv *new_, jv *vcoun
         return mk(c, n, jv_str_ref(c->a, b.s ? b.s : "", b.n));
     }
     for (;;) {
-        const char *hit = (count < 0 || done < count) ? memmem(s->str.s + i, s->str.n - i, old->str.s, old->str.n) : NULL;
+        const char *hit =
+            (count < 0 || done < count) ? memmem(s->str.s + i, s->str.n - i, old->str.s, old->str.n) : NULL;
         if (!hit) {
             if (!jj_buf_put(&b, s->str.s + i, s->str.n - i)) {
                 return oom(c, n);
@@ -1151,8 +1161,8 @@ static int prefix_test(ctx *c, const jj_node *n, jv *s, jv *p, bool suffix) {
         return 0;
     }
     if (!is_str(p)) {
-        fail(c, n, "TypeError", "%s first arg must be str or a tuple of str, not %s", suffix ? "endswith" : "startswith",
-             p ? jv_type_name(p) : "nothing");
+        fail(c, n, "TypeError", "%s first arg must be str or a tuple of str, not %s",
+             suffix ? "endswith" : "startswith", p ? jv_type_name(p) : "nothing");
         return -1;
     }
     if (p->str.n > s->str.n) {
@@ -1291,7 +1301,8 @@ static bool format_spec(ctx *c, const jj_node *n, jj_buf *b, jv *v, const char *
             align = '>';
         }
     } else {
-        fail(c, n, "ValueError", "Unknown format code '%c' for object of type '%s'", type ? type : 's', jv_type_name(v));
+        fail(c, n, "ValueError", "Unknown format code '%c' for object of type '%s'", type ? type : 's',
+             jv_type_name(v));
         return false;
     }
     size_t shown = jj_utf8_len(body, body_len);
@@ -1433,7 +1444,8 @@ static jv *format_percent(ctx *c, const jj_node *n, jv *fmt, jv *argv) {
             spec[sl++] = 'l';
             spec[sl++] = 'd';
             spec[sl] = 0;
-            snprintf(tmp, sizeof tmp, spec, v->type == JV_FLOAT ? (long long)v->f : (long long)(v->type == JV_BOOL ? v->b : v->i));
+            snprintf(tmp, sizeof tmp, spec,
+                     v->type == JV_FLOAT ? (long long)v->f : (long long)(v->type == JV_BOOL ? v->b : v->i));
         } else if (strchr("feEgGxXo", conv)) {
             spec[sl++] = conv;
             spec[sl] = 0;
@@ -1768,8 +1780,9 @@ static jv *call_method(ctx *c, const jj_node *n, jv *m, args *a) {
             }
             if (name[0] == 'i') {
                 jj_buf rb = {.arena = c->a};
-                return jv_repr(&rb, x) ? fail(c, n, "ValueError", "%.*s is not in list", (int)(rb.n > 60 ? 60 : rb.n), rb.s)
-                                       : oom(c, n);
+                return jv_repr(&rb, x)
+                           ? fail(c, n, "ValueError", "%.*s is not in list", (int)(rb.n > 60 ? 60 : rb.n), rb.s)
+                           : oom(c, n);
             }
             return mk(c, n, jv_int(c->a, cnt));
         }
@@ -1994,7 +2007,8 @@ static jv *call_func(ctx *c, const jj_node *n, jv *f, args *a) {
         if (st == 0) {
             return fail(c, n, "ValueError", "range() arg 3 must not be zero");
         }
-        double count = st > 0 ? ceil(((double)hi - (double)lo) / (double)st) : ceil(((double)lo - (double)hi) / (double)-st);
+        double count =
+            st > 0 ? ceil(((double)hi - (double)lo) / (double)st) : ceil(((double)lo - (double)hi) / (double)-st);
         if (count > JJ_MAX_RANGE) {
             return fail(c, n, "OverflowError", "Range too big. The sandbox blocks ranges larger than MAX_RANGE (%d).",
                         JJ_MAX_RANGE);
@@ -2038,7 +2052,8 @@ static jv *call_func(ctx *c, const jj_node *n, jv *f, args *a) {
     case F_RAISE: {
         jv *m = arg(a, 0, NULL);
         jv *ms = m ? str_of(c, n, m) : NULL;
-        return fail(c, n, "TemplateError", "%.*s", ms ? (int)(ms->str.n > 300 ? 300 : ms->str.n) : 0, ms ? ms->str.s : "");
+        return fail(c, n, "TemplateError", "%.*s", ms ? (int)(ms->str.n > 300 ? 300 : ms->str.n) : 0,
+                    ms ? ms->str.s : "");
     }
     case F_STRFTIME: return strftime_now(c, n, a);
     case F_CALLER: {
@@ -2052,7 +2067,9 @@ static jv *call_func(ctx *c, const jj_node *n, jv *f, args *a) {
             bool ok = true;
             for (size_t i = 0; ok && f->func.params && i < f->func.params->n_kids; i++) {
                 const jj_node *p = f->func.params->kids[i];
-                jv *v = i < a->npos ? a->pos[i] : p->a ? eval(c, p->a, sc) : jv_undef(c->a, "parameter was not provided");
+                jv *v = i < a->npos ? a->pos[i]
+                        : p->a      ? eval(c, p->a, sc)
+                                    : jv_undef(c->a, "parameter was not provided");
                 ok = v && scope_set(c, n, sc, p->str, p->str_len, v);
             }
             if (ok) {
@@ -2171,8 +2188,9 @@ static bool assign(ctx *c, const jj_node *target, jv *v, jj_scope *s) {
         return false;
     }
     if (items->list.n != target->n_kids) {
-        fail(c, target, "ValueError", items->list.n > target->n_kids ? "too many values to unpack (expected %zu)"
-                                                                      : "not enough values to unpack (expected %zu)",
+        fail(c, target, "ValueError",
+             items->list.n > target->n_kids ? "too many values to unpack (expected %zu)"
+                                            : "not enough values to unpack (expected %zu)",
              target->n_kids);
         return false;
     }
@@ -2358,7 +2376,8 @@ static jv *eval_inner(ctx *c, const jj_node *n, jj_scope *s) {
         if (n->c) {
             return eval(c, n->c, s);
         }
-        return mk(c, n, jv_undef(a, "the inline if-expression on line evaluated to false and no else section was defined."));
+        return mk(c, n,
+                  jv_undef(a, "the inline if-expression on line evaluated to false and no else section was defined."));
     }
     case JN_COMPARE: {
         jv *x = eval(c, n->kids[0], s);

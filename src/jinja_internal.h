@@ -14,8 +14,8 @@
 typedef struct jj_chunk jj_chunk;
 typedef struct jj_arena {
     jj_chunk *head;
-    size_t used;  /* bytes handed out plus chunk overhead */
-    size_t cap;   /* refuse allocations beyond this */
+    size_t used; /* bytes handed out plus chunk overhead */
+    size_t cap;  /* refuse allocations beyond this */
 } jj_arena;
 
 void *jj_alloc(jj_arena *a, size_t n); /* zeroed; NULL when over the cap */
@@ -94,13 +94,13 @@ struct jv {
 /* --- AST ------------------------------------------------------------------------------------- */
 typedef enum {
     /* statements */
-    JN_BLOCK,     /* kids: statements */
-    JN_TEXT,      /* str */
-    JN_OUTPUT,    /* a */
-    JN_IF,        /* a cond, b then, c else (block or nested if) */
-    JN_FOR,       /* a target, b iterable, c body, d else, e filter; flag recursive */
-    JN_SET,       /* a target, b value | c body (block set) with e filters over JN_CAPTURED */
-    JN_MACRO,     /* str name, kids params (JN_NAME, a default), c body; flag: body names caller 1, varargs 2, kwargs 4 */
+    JN_BLOCK,  /* kids: statements */
+    JN_TEXT,   /* str */
+    JN_OUTPUT, /* a */
+    JN_IF,     /* a cond, b then, c else (block or nested if) */
+    JN_FOR,    /* a target, b iterable, c body, d else, e filter; flag recursive */
+    JN_SET,    /* a target, b value | c body (block set) with e filters over JN_CAPTURED */
+    JN_MACRO,  /* str name, kids params (JN_NAME, a default), c body; flag: body names caller 1, varargs 2, kwargs 4 */
     JN_CALLBLOCK, /* a call expression, kids caller params, c body */
     JN_FILTERBLK, /* e filter chain over JN_CAPTURED, c body */
     JN_WITH,      /* kids targets (JN_NAME, a value), c body */
@@ -131,8 +131,21 @@ typedef enum {
 } jj_kind;
 
 typedef enum {
-    JOP_ADD, JOP_SUB, JOP_MUL, JOP_DIV, JOP_FLOORDIV, JOP_MOD, JOP_POW,
-    JOP_EQ, JOP_NE, JOP_LT, JOP_LE, JOP_GT, JOP_GE, JOP_IN, JOP_NOTIN,
+    JOP_ADD,
+    JOP_SUB,
+    JOP_MUL,
+    JOP_DIV,
+    JOP_FLOORDIV,
+    JOP_MOD,
+    JOP_POW,
+    JOP_EQ,
+    JOP_NE,
+    JOP_LT,
+    JOP_LE,
+    JOP_GT,
+    JOP_GE,
+    JOP_IN,
+    JOP_NOTIN,
 } jj_op;
 
 typedef struct jj_node {
@@ -161,8 +174,17 @@ struct oxl_jinja_template {
 
 /* --- lexer ----------------------------------------------------------------------------------- */
 typedef enum {
-    JT_TEXT, JT_VAR_BEGIN, JT_VAR_END, JT_BLOCK_BEGIN, JT_BLOCK_END,
-    JT_NAME, JT_STRING, JT_INT, JT_FLOAT, JT_OP, JT_EOF,
+    JT_TEXT,
+    JT_VAR_BEGIN,
+    JT_VAR_END,
+    JT_BLOCK_BEGIN,
+    JT_BLOCK_END,
+    JT_NAME,
+    JT_STRING,
+    JT_INT,
+    JT_FLOAT,
+    JT_OP,
+    JT_EOF,
 } jj_tok_type;
 
 typedef struct jj_token {
@@ -193,7 +215,7 @@ typedef struct jj_buf {
 bool jj_buf_put(jj_buf *b, const char *s, size_t n); /* false when over its limit or out of memory */
 
 jv *jv_new(jj_arena *a, jv_type t);
-jv *jv_str(jj_arena *a, const char *s, size_t n);   /* copies */
+jv *jv_str(jj_arena *a, const char *s, size_t n);     /* copies */
 jv *jv_str_ref(jj_arena *a, const char *s, size_t n); /* keeps the pointer */
 jv *jv_int(jj_arena *a, int64_t i);
 jv *jv_float(jj_arena *a, double f);
@@ -216,8 +238,8 @@ bool jv_repr(jj_buf *b, const jv *v);
 void jj_fmt_float(double f, char out[32]); /* Python repr of a float */
 /* the arguments of json.dumps that HuggingFace's tojson passes on */
 typedef struct jj_json_opts {
-    int indent;           /* < 0: no newlines */
-    bool ascii;           /* ensure_ascii */
+    int indent; /* < 0: no newlines */
+    bool ascii; /* ensure_ascii */
     bool sort_keys;
     const char *item_sep; /* separators; NULL: Python's defaults for the indent */
     const char *key_sep;

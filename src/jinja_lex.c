@@ -69,7 +69,10 @@ static bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' &
 static bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 
 static int hexval(char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 static size_t put_utf8(char *o, unsigned cp) {
@@ -158,9 +161,7 @@ static int lex_string(lexer *lx, size_t *pi) {
             o += put_utf8(out + o, cp);
             break;
         }
-        default:
-            out[o++] = '\\';
-            out[o++] = e;
+        default: out[o++] = '\\'; out[o++] = e;
         }
     }
     if (!push(lx, JT_STRING, start, out, o)) {
@@ -172,7 +173,8 @@ static int lex_string(lexer *lx, size_t *pi) {
 
 /* Digits with optional `_` separators; returns the end. */
 static size_t scan_digits(const char *s, size_t n, size_t i) {
-    while (i < n && (is_digit(s[i]) || (s[i] == '_' && i + 1 < n && is_digit(s[i + 1]) && i > 0 && is_digit(s[i - 1])))) {
+    while (i < n &&
+           (is_digit(s[i]) || (s[i] == '_' && i + 1 < n && is_digit(s[i + 1]) && i > 0 && is_digit(s[i - 1])))) {
         i++;
     }
     return i;
@@ -235,7 +237,9 @@ static int lex_tag(lexer *lx, size_t *pi, bool block, bool *trailing_nl) {
             i++;
         }
         if (i >= lx->n) {
-            return lex_fail(lx, *pi, block ? "unexpected end of template, expected '%}'" : "unexpected end of template, expected '}}'");
+            return lex_fail(lx, *pi,
+                            block ? "unexpected end of template, expected '%}'"
+                                  : "unexpected end of template, expected '}}'");
         }
         const char *s = lx->s + i;
         size_t left = lx->n - i;

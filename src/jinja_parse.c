@@ -688,8 +688,8 @@ static jj_node *parse_expr(parser *p) {
 
 static bool tuple_end(parser *p) {
     const jj_token *t = cur(p);
-    return t->type == JT_BLOCK_END || t->type == JT_VAR_END || t->type == JT_EOF || is_op(p, ")") ||
-           is_op(p, "]") || is_name(p, "in") || is_name(p, "recursive") || is_op(p, "=");
+    return t->type == JT_BLOCK_END || t->type == JT_VAR_END || t->type == JT_EOF || is_op(p, ")") || is_op(p, "]") ||
+           is_name(p, "in") || is_name(p, "recursive") || is_op(p, "=");
 }
 
 /* comma separated expressions: one without a comma is itself, otherwise a tuple */

@@ -583,14 +583,9 @@ static bool print_value(jj_buf *b, const jv *v, bool repr) {
         }
         return buf_puts(b, "}");
     }
-    case JV_METHOD:
-        snprintf(tmp, sizeof tmp, "<built-in method %s>", v->method.name);
-        return buf_puts(b, tmp);
-    case JV_MACRO:
-        snprintf(tmp, sizeof tmp, "<Macro '%.40s'>", v->macro.node->str);
-        return buf_puts(b, tmp);
-    case JV_FUNC:
-        return buf_puts(b, v->func.body ? "<Macro anonymous>" : "<function>");
+    case JV_METHOD: snprintf(tmp, sizeof tmp, "<built-in method %s>", v->method.name); return buf_puts(b, tmp);
+    case JV_MACRO: snprintf(tmp, sizeof tmp, "<Macro '%.40s'>", v->macro.node->str); return buf_puts(b, tmp);
+    case JV_FUNC: return buf_puts(b, v->func.body ? "<Macro anonymous>" : "<function>");
     case JV_LOOP: return buf_puts(b, "<LoopContext>");
     default: return buf_puts(b, "<function>");
     }

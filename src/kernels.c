@@ -39,12 +39,12 @@ void oxl_kernels_build(oxl_kernels *k, oxl_isa cap) {
         /* the first listed within the cap is the best; a repacked layout and its gemm_rp are listed
          * by the same ISAs in the same order, so they come as a pair */
         switch (e->op) {
-#define X(op)                                                                                        \
-    case OXL_KERNEL_OP_##op:                                                                         \
-        if (k->op[e->type] == NULL) {                                                                \
-            k->op[e->type] = e->fn.op;                                                               \
-            k->op##_isa[e->type] = e->isa;                                                           \
-        }                                                                                            \
+#define X(op)                                                                                                          \
+    case OXL_KERNEL_OP_##op:                                                                                           \
+        if (k->op[e->type] == NULL) {                                                                                  \
+            k->op[e->type] = e->fn.op;                                                                                 \
+            k->op##_isa[e->type] = e->isa;                                                                             \
+        }                                                                                                              \
         break;
             OXL_KERNEL_OPS(X)
 #undef X
@@ -61,9 +61,7 @@ void oxl_kernels_build(oxl_kernels *k, oxl_isa cap) {
 static pthread_once_t oxl_kernels_once = PTHREAD_ONCE_INIT;
 static oxl_kernels oxl_kernels_table;
 
-static void oxl_kernels_init(void) {
-    oxl_kernels_build(&oxl_kernels_table, oxl_isa_cap());
-}
+static void oxl_kernels_init(void) { oxl_kernels_build(&oxl_kernels_table, oxl_isa_cap()); }
 
 const oxl_kernels *oxl_kernels_get(void) {
     pthread_once(&oxl_kernels_once, oxl_kernels_init);

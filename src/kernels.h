@@ -19,8 +19,8 @@
  * and cap) and op_isa[type], the ISA of that kernel; for every op of OXL_KERNEL_OPS. The repacked
  * layout's shape comes with repack[type]: rows per group (0: none) and bytes per group block. */
 typedef struct oxl_kernels {
-#define X(op)                                                                                        \
-    oxl_##op##_fn op[OXL_TYPE_COUNT];                                                                \
+#define X(op)                                                                                                          \
+    oxl_##op##_fn op[OXL_TYPE_COUNT];                                                                                  \
     oxl_isa op##_isa[OXL_TYPE_COUNT];
     OXL_KERNEL_OPS(X)
 #undef X

@@ -57,7 +57,7 @@ typedef struct matmul_task {
     const void *xq; /* converted columns */
     size_t xq_row;  /* bytes per converted column */
     void *scratch;
-    int32_t *bsum;  /* repacked path, q8_0 columns: the sum of each block's quants */
+    int32_t *bsum; /* repacked path, q8_0 columns: the sum of each block's quants */
 } matmul_task;
 
 /* Phase 1: convert the activation columns to the vec_dot_type, split by column. */
@@ -138,8 +138,8 @@ void oxl_q8_0_sums(const void *xq, int64_t k, int32_t *out) {
 static void gemm_rp_rows(void *arg, int ith, int nth) {
     matmul_task *t = arg;
     const int rows = t->kern->repack_rows[t->w->type];
-    const size_t gbytes = t->kern->repack_group_bytes[t->w->type] *
-                          (size_t)(t->w->ne[0] / oxl_type_traits_get(t->w->type)->blck_size);
+    const size_t gbytes =
+        t->kern->repack_group_bytes[t->w->type] * (size_t)(t->w->ne[0] / oxl_type_traits_get(t->w->type)->blck_size);
     int64_t lo, hi;
     oxl_split_range(t->w->ne[1] / rows, ith, nth, &lo, &hi);
     if (hi > lo) {
@@ -205,11 +205,16 @@ void oxl_tensor_repack_free(void *buf, size_t bytes) {
 #endif
 }
 
-void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy,
-                void *scratch) {
+void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy, void *scratch) {
     oxl_type vt = oxl_type_traits_get(w->type)->vec_dot_type;
     matmul_task t = {
-        .kern = oxl_kernels_get(), .w = w, .x = x, .n = n, .y = y, .ldy = ldy, .scratch = scratch,
+        .kern = oxl_kernels_get(),
+        .w = w,
+        .x = x,
+        .n = n,
+        .y = y,
+        .ldy = ldy,
+        .scratch = scratch,
     };
     if (vt == OXL_TYPE_F32) {
         t.xq = x;

@@ -18,7 +18,7 @@
 typedef struct oxl_tensor {
     const char *name;
     oxl_type type;
-    int64_t ne[2];  /* ne0 = row length (contiguous), ne1 = rows */
+    int64_t ne[2];   /* ne0 = row length (contiguous), ne1 = rows */
     size_t row_size; /* bytes per row */
     const void *data;
     /* The rows repacked at load into the CPU's interleaved layout (src/kernels.h repack), or NULL;
@@ -31,8 +31,7 @@ size_t oxl_matmul_scratch_size(oxl_type t, int64_t k, int64_t n);
 
 /* y = W x for n columns: W (k = ne0, m = ne1), x (k, n) f32 with column stride k, y (m, n) f32 with
  * column stride ldy (>= m). scratch holds oxl_matmul_scratch_size(W->type, k, n) bytes. */
-void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy,
-                void *scratch);
+void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy, void *scratch);
 
 /* Repacking W's rows into the CPU's interleaved layout for its type (kern->repack: Q4_0, Q8_0,
  * Q4_K, Q5_K, Q6_K on AVX-512 VNNI; Q4_0, Q4_K, Q6_K on AVX2), in three steps so that threads can

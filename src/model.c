@@ -63,8 +63,8 @@ oxl_model *oxl_model_from_gguf(oxl_gguf *g, oxl_error *err) {
         }
         m->n_bytes += t->nbytes;
     }
-    snprintf(m->desc, sizeof m->desc, "%s %.2fM params, %d layers, n_embd %d", arch->name,
-             (double)m->n_params / 1e6, m->hp.n_layer, m->hp.n_embd);
+    snprintf(m->desc, sizeof m->desc, "%s %.2fM params, %d layers, n_embd %d", arch->name, (double)m->n_params / 1e6,
+             m->hp.n_layer, m->hp.n_embd);
     return m;
 }
 

@@ -15,16 +15,16 @@ struct oxl_arch;
  * `<arch>.*` GGUF keys (names as llama.cpp's src/llama-arch.cpp). */
 typedef struct oxl_hparams {
     int32_t n_vocab;
-    int32_t n_ctx_train;  /* <arch>.context_length */
-    int32_t n_embd;       /* <arch>.embedding_length */
-    int32_t n_layer;      /* <arch>.block_count */
-    int32_t n_head;       /* <arch>.attention.head_count */
-    int32_t n_head_kv;    /* <arch>.attention.head_count_kv (default n_head) */
-    int32_t head_dim;     /* <arch>.attention.key_length (default n_embd / n_head) */
-    int32_t n_ff;         /* <arch>.feed_forward_length */
-    int32_t n_rot;        /* <arch>.rope.dimension_count (default head_dim) */
-    float norm_eps;       /* <arch>.attention.layer_norm_rms_epsilon */
-    float rope_freq_base; /* <arch>.rope.freq_base (default 10000) */
+    int32_t n_ctx_train;   /* <arch>.context_length */
+    int32_t n_embd;        /* <arch>.embedding_length */
+    int32_t n_layer;       /* <arch>.block_count */
+    int32_t n_head;        /* <arch>.attention.head_count */
+    int32_t n_head_kv;     /* <arch>.attention.head_count_kv (default n_head) */
+    int32_t head_dim;      /* <arch>.attention.key_length (default n_embd / n_head) */
+    int32_t n_ff;          /* <arch>.feed_forward_length */
+    int32_t n_rot;         /* <arch>.rope.dimension_count (default head_dim) */
+    float norm_eps;        /* <arch>.attention.layer_norm_rms_epsilon */
+    float rope_freq_base;  /* <arch>.rope.freq_base (default 10000) */
     float rope_freq_scale; /* 1 / <arch>.rope.scaling.factor for linear scaling (default 1) */
     int32_t n_pos_max;     /* positions the model can encode (rows of a learned position table); 0: any */
     int32_t n_embd_r;      /* recurrent models: floats of conv state per sequence and layer (0: none) */
@@ -34,22 +34,22 @@ typedef struct oxl_hparams {
 } oxl_hparams;
 
 struct oxl_model {
-    oxl_gguf *gguf;                /* owns the mapped file that weights point into */
+    oxl_gguf *gguf; /* owns the mapped file that weights point into */
     oxl_vocab *vocab;
     const struct oxl_arch *arch;
     oxl_hparams hp;
-    void *weights;                 /* the architecture's weight struct (arch->free_weights) */
+    void *weights; /* the architecture's weight struct (arch->free_weights) */
     int64_t n_params;
-    int64_t n_bytes;               /* tensor data */
+    int64_t n_bytes; /* tensor data */
     char desc[160];
-    void *file_buf;                /* without mmap: the whole file read into memory (owned), else NULL */
+    void *file_buf; /* without mmap: the whole file read into memory (owned), else NULL */
     size_t file_buf_size;
-    struct oxl_owned_buf {         /* repacked weights, freed with the model */
+    struct oxl_owned_buf { /* repacked weights, freed with the model */
         void *p;
         size_t bytes;
-    } *owned;
+    } * owned;
     size_t n_owned, cap_owned;
-    const void **evicted;          /* tensor data released after repacking (not to be locked) */
+    const void **evicted; /* tensor data released after repacking (not to be locked) */
     size_t n_evicted;
 };
 

@@ -148,7 +148,8 @@ static int read_base(const char *path, int32_t n_vocab_model, base_file *b, oxl_
         return oxl_err_set(err, "%s: byte 8: n_ctx = %u is out of range", path, b->n_ctx);
     }
     if (b->n_vocab != n_vocab_model) {
-        return oxl_err_set(err, "%s: byte 12: n_vocab = %d but the model has %d tokens", path, b->n_vocab, n_vocab_model);
+        return oxl_err_set(err, "%s: byte 12: n_vocab = %d but the model has %d tokens", path, b->n_vocab,
+                           n_vocab_model);
     }
     if (b->n_chunk <= 0) {
         return oxl_err_set(err, "%s: byte 16: n_chunk = %d must be positive", path, b->n_chunk);
@@ -215,8 +216,8 @@ int oxl_perplexity(const oxl_model *model, const oxl_ctx_params *cp, const char 
             goto done;
         }
         if (n_tokens < 2 * (int64_t)n_ctx) {
-            oxl_err_set(err, "perplexity: %lld tokens; at least %d are needed for a context of %d",
-                        (long long)n_tokens, 2 * n_ctx, n_ctx);
+            oxl_err_set(err, "perplexity: %lld tokens; at least %d are needed for a context of %d", (long long)n_tokens,
+                        2 * n_ctx, n_ctx);
             goto done;
         }
     }
@@ -272,7 +273,8 @@ int oxl_perplexity(const oxl_model *model, const oxl_ctx_params *cp, const char 
             const float *lg = oxl_get_logits(ctx, j);
             const int32_t next = chunk[j + 1];
             if (p->compare) {
-                const uint8_t *brow = base.rows + ((size_t)ic * (size_t)(n_ctx - 1 - first) + (size_t)(j - first)) * row_bytes;
+                const uint8_t *brow =
+                    base.rows + ((size_t)ic * (size_t)(n_ctx - 1 - first) + (size_t)(j - first)) * row_bytes;
                 memcpy(row, brow, row_bytes); /* the file's rows are not 4-byte aligned in general */
                 compare_row(lg, n_vocab, next, row, &acc);
             } else {

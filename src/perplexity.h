@@ -14,13 +14,13 @@
 
 typedef struct oxl_ppl_stats {
     int n_chunk;
-    size_t count;          /* scored tokens */
-    double ppl, ppl_unc;   /* exp(mean NLL) and its uncertainty */
+    size_t count;        /* scored tokens */
+    double ppl, ppl_unc; /* exp(mean NLL) and its uncertainty */
     /* with a base file: */
-    double kld, kld_unc;   /* mean KL(base || this) */
+    double kld, kld_unc;           /* mean KL(base || this) */
     double same_top, same_top_unc; /* fraction of tokens whose argmax equals the base's */
     double ppl_base, ppl_base_unc;
-    double rms_dp, rms_dp_unc;     /* RMS of Δp of the correct token */
+    double rms_dp, rms_dp_unc; /* RMS of Δp of the correct token */
     double kld_max;
 } oxl_ppl_stats;
 
@@ -32,8 +32,8 @@ typedef struct oxl_ppl_params {
 } oxl_ppl_params;
 
 /* text: UTF-8 input (unused when comparing: the base file holds the tokens). A context is made from
- * cp with n_ctx set to the window and n_batch to cp->n_batch (at most the window; <= 0: the window). Returns 0, or -1 with err (a malformed base file is
- * named with the field and byte offset at fault). */
+ * cp with n_ctx set to the window and n_batch to cp->n_batch (at most the window; <= 0: the window). Returns 0, or -1
+ * with err (a malformed base file is named with the field and byte offset at fault). */
 int oxl_perplexity(const oxl_model *model, const oxl_ctx_params *cp, const char *text, size_t len,
                    const oxl_ppl_params *p, oxl_ppl_stats *out, oxl_error *err);
 

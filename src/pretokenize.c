@@ -42,27 +42,36 @@ unsigned oxl_cpt_flags(uint32_t cpt) {
         return 0;
     unsigned f;
     switch (utf8proc_category((utf8proc_int32_t)cpt)) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO:
-        f = OXL_CPT_LETTER; break;
-    case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME:
-        f = OXL_CPT_MARK; break;
-    case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO:
-        f = OXL_CPT_NUMBER; break;
-    case UTF8PROC_CATEGORY_PC: case UTF8PROC_CATEGORY_PD: case UTF8PROC_CATEGORY_PS:
-    case UTF8PROC_CATEGORY_PE: case UTF8PROC_CATEGORY_PI: case UTF8PROC_CATEGORY_PF:
-    case UTF8PROC_CATEGORY_PO:
-        f = OXL_CPT_PUNCTUATION; break;
-    case UTF8PROC_CATEGORY_SM: case UTF8PROC_CATEGORY_SC: case UTF8PROC_CATEGORY_SK:
-    case UTF8PROC_CATEGORY_SO:
-        f = OXL_CPT_SYMBOL; break;
-    case UTF8PROC_CATEGORY_ZS: case UTF8PROC_CATEGORY_ZL: case UTF8PROC_CATEGORY_ZP:
-        f = OXL_CPT_SEPARATOR; break;
-    case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF: case UTF8PROC_CATEGORY_CS:
-    case UTF8PROC_CATEGORY_CO:
-        f = OXL_CPT_CONTROL; break;
-    default:
-        f = OXL_CPT_UNDEFINED; break;
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO: f = OXL_CPT_LETTER; break;
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME: f = OXL_CPT_MARK; break;
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO: f = OXL_CPT_NUMBER; break;
+    case UTF8PROC_CATEGORY_PC:
+    case UTF8PROC_CATEGORY_PD:
+    case UTF8PROC_CATEGORY_PS:
+    case UTF8PROC_CATEGORY_PE:
+    case UTF8PROC_CATEGORY_PI:
+    case UTF8PROC_CATEGORY_PF:
+    case UTF8PROC_CATEGORY_PO: f = OXL_CPT_PUNCTUATION; break;
+    case UTF8PROC_CATEGORY_SM:
+    case UTF8PROC_CATEGORY_SC:
+    case UTF8PROC_CATEGORY_SK:
+    case UTF8PROC_CATEGORY_SO: f = OXL_CPT_SYMBOL; break;
+    case UTF8PROC_CATEGORY_ZS:
+    case UTF8PROC_CATEGORY_ZL:
+    case UTF8PROC_CATEGORY_ZP: f = OXL_CPT_SEPARATOR; break;
+    case UTF8PROC_CATEGORY_CC:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_CO: f = OXL_CPT_CONTROL; break;
+    default: f = OXL_CPT_UNDEFINED; break;
     }
     /* llama.cpp's White_Space list */
     if ((cpt >= 0x09 && cpt <= 0x0D) || cpt == 0x20 || cpt == 0x85 || cpt == 0xA0 || cpt == 0x1680 ||
@@ -150,19 +159,20 @@ enum { SPLIT_REGEX, SPLIT_NEWLINES, SPLIT_DIGITS3, SPLIT_THOUSANDS, SPLIT_TRAILI
 /* The regexes (tokenizer.json's, with "(?i:'s|…)" spelled out case by case as llama.cpp does). */
 #define CONTRACTIONS "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
 #define RX_GPT2 "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"
-#define RX_LLAMA3                                                                                              \
-    CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
-#define RX_QWEN2                                                                                               \
+#define RX_LLAMA3                                                                                                      \
+    CONTRACTIONS                                                                                                       \
+        "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+#define RX_QWEN2                                                                                                       \
     CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
-#define RX_CASED_WORDS(MARKS, TAIL)                                                                            \
-    "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}" MARKS "])([^a-z]))*((?=[\\p{L}" MARKS "])([^A-Z]))+" TAIL                  \
+#define RX_CASED_WORDS(MARKS, TAIL)                                                                                    \
+    "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}" MARKS "])([^a-z]))*((?=[\\p{L}" MARKS "])([^A-Z]))+" TAIL                      \
     "|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}" MARKS "])([^a-z]))+((?=[\\p{L}" MARKS "])([^A-Z]))*" TAIL
 /* DeepSeek-V3 spells CR and LF as raw characters, AFMoE as escapes */
-#define RX_CJK_PUNCT(CR, LF)                                                                                   \
-    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^" CR LF "\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"         \
+#define RX_CJK_PUNCT(CR, LF)                                                                                           \
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^" CR LF "\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"             \
     "| ?[\\p{P}\\p{S}]+[" CR LF "]*|\\s*[" CR LF "]+|\\s+(?!\\S)|\\s+"
-#define RX_SUBJ_CASED                                                                                          \
-    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+" CONTRACTIONS "?"  \
+#define RX_SUBJ_CASED                                                                                                  \
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+" CONTRACTIONS "?"       \
     "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*" CONTRACTIONS "?"
 #define RX_FINNISH " ?[^(\\s|.,!?\xe2\x80\xa6\xe3\x80\x82\xef\xbc\x8c\xe3\x80\x81\xe0\xa5\xa4\xdb\x94\xd8\x8c)]+"
 #define RX_NEWLINES "[^\\n]+|[\\n]+"
@@ -175,18 +185,20 @@ typedef struct {
 } pre_def;
 
 static const pre_def k_pre[] = {
-    {"|default", 0,
-     {"[\\p{P}\\$\\+<=>\\^~\\|]+", RX_GPT2, "\\p{N}+", "[0-9][0-9][0-9]", NULL}},
+    {"|default", 0, {"[\\p{P}\\$\\+<=>\\^~\\|]+", RX_GPT2, "\\p{N}+", "[0-9][0-9][0-9]", NULL}},
     {"llama3|llama-v3|llama-bpe|falcon3|falcon-h1|pixtral|midm-2.0|lfm2|jina-v5-nano",
-     OXL_PRE_IGNORE_MERGES | OXL_PRE_ADD_BOS, {RX_LLAMA3, NULL}},
+     OXL_PRE_IGNORE_MERGES | OXL_PRE_ADD_BOS,
+     {RX_LLAMA3, NULL}},
     {"dbrx|smaug-bpe", 0, {RX_LLAMA3, NULL}},
     {"glm4|chatglm-bpe", OXL_PRE_NO_BOS, {RX_LLAMA3, NULL}},
-    {"jais-2", 0,
+    {"jais-2",
+     0,
      {CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+"
                    "|\\s{512}(?!\\S)|\\s{256}(?!\\S)|\\s{128}(?!\\S)|\\s{64}(?!\\S)|\\s{32}(?!\\S)|\\s{16}(?!\\S)"
                    "|\\s{8}(?!\\S)|\\s{4}(?!\\S)|\\s{1,2}(?!\\S)|\\s{1}",
       NULL}},
-    {"deepseek-llm", OXL_PRE_KEEP_SPACES,
+    {"deepseek-llm",
+     OXL_PRE_KEEP_SPACES,
      {"[\r\n]",
       "\\s?[A-Za-z\xc2\xb5\xc3\x80-\xc3\x96\xc3\x98-\xc3\xb6\xc3\xb8-\xc6\xba\xc6\xbc-\xc6\xbf\xc7\x84-\xca\x93"
       "\xca\x95-\xca\xaf\xcd\xb0-\xcd\xb3\xcd\xb6\xcd\xb7\xcd\xbb-\xcd\xbd\xcd\xbf\xce\x86\xce\x88-\xce\x8a\xce\x8c"
@@ -205,60 +217,77 @@ static const pre_def k_pre[] = {
       "\xef\xac\x93-\xef\xac\x97\xef\xbc\xa1-\xef\xbc\xba\xef\xbd\x81-\xef\xbd\x9a\xf0\x90\x90\x80-\xf0\x90\x91\x8f"
       "\xf0\x90\x92\xb0-\xf0\x90\x93\x93\xf0\x90\x93\x98-\xf0\x90\x93\xbb\xf0\x90\xb2\x80-\xf0\x90\xb2\xb2"
       "\xf0\x90\xb3\x80-\xf0\x90\xb3\xb2\xf0\x91\xa2\xa0-\xf0\x91\xa3\x9f\xf0\x9e\xa4\x80-\xf0\x9e\xa5\x83]+",
-      "\\s?[!-/:-~\xef\xbc\x81-\xef\xbc\x8f\xef\xbc\x9a-\xef\xbd\x9e\xe2\x80\x98-\xe2\x80\x9f\xe3\x80\x80-\xe3\x80\x82]+",
+      "\\s?[!-/"
+      ":-~\xef\xbc\x81-\xef\xbc\x8f\xef\xbc\x9a-\xef\xbd\x9e\xe2\x80\x98-\xe2\x80\x9f\xe3\x80\x80-\xe3\x80\x82]+",
       "\\s+$", "[\xe4\xb8\x80-\xe9\xbe\xa5\xe0\xa0\x80-\xe4\xb8\x80\xea\xb0\x80-\xed\x9f\xbf]+", "\\p{N}+", NULL}},
-    {"deepseek-coder", OXL_PRE_KEEP_SPACES,
-     {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[\xe4\xb8\x80-\xe9\xbe\xa5\xe0\xa0\x80-\xe4\xb8\x80\xea\xb0\x80-\xed\x9f\xbf]+",
-      "\\p{N}", NULL}},
-    {"deepseek-v3|hunyuan-dense|joyai-llm", OXL_PRE_KEEP_SPACES,
-     {"\\p{N}{1,3}", "[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+", RX_CJK_PUNCT("\r", "\n"), NULL}},
-    {"youtu", OXL_PRE_KEEP_SPACES | OXL_PRE_IGNORE_MERGES,
-     {"[\xea\xb0\x80-\xed\x9e\xa3\xe3\x84\xb1-\xe3\x86\x8e]+|[\xef\xbc\x81\xe2\x80\xa6\xe2\x80\x9c\xe2\x80\x9d\xe2\x80\x98"
+    {"deepseek-coder",
+     OXL_PRE_KEEP_SPACES,
+     {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+",
+      "[\xe4\xb8\x80-\xe9\xbe\xa5\xe0\xa0\x80-\xe4\xb8\x80\xea\xb0\x80-\xed\x9f\xbf]+", "\\p{N}", NULL}},
+    {"deepseek-v3|hunyuan-dense|joyai-llm",
+     OXL_PRE_KEEP_SPACES,
+     {"\\p{N}{1,3}", "[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+",
+      RX_CJK_PUNCT("\r", "\n"), NULL}},
+    {"youtu",
+     OXL_PRE_KEEP_SPACES | OXL_PRE_IGNORE_MERGES,
+     {"[\xea\xb0\x80-\xed\x9e\xa3\xe3\x84\xb1-\xe3\x86\x8e]+|["
+      "\xef\xbc\x81\xe2\x80\xa6\xe2\x80\x9c\xe2\x80\x9d\xe2\x80\x98"
       "\xe2\x80\x99\xe2\x80\x94\xef\xbc\x9a\xef\xbc\x9b\xef\xbc\x8c\xe3\x80\x81-\xe3\x80\xbf\xef\xb8\xb0-\xef\xb9\x8f]+"
       "|[\xe3\x84\x85-\xe3\x84\xaf]+|[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+",
       RX_SUBJ_CASED "|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", NULL}},
-    {"falcon", 0,
-     {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RX_GPT2, "[0-9][0-9][0-9]", NULL}},
+    {"falcon", 0, {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RX_GPT2, "[0-9][0-9][0-9]", NULL}},
     {"starcoder|refact|codeshell|exaone|minerva-7b|mellum2", 0, {"\\p{N}", RX_GPT2, NULL}},
     {"command-r|smollm", OXL_PRE_KEEP_SPACES, {"\\p{N}", RX_GPT2, NULL}},
-    {"mpt|gpt-2|phi-2|jina-es|jina-de|gigachat|jina-v2-es|jina-v2-de|a.x-4.0|mellum|modern-bert|olmo|jais|exaone4", 0,
+    {"mpt|gpt-2|phi-2|jina-es|jina-de|gigachat|jina-v2-es|jina-v2-de|a.x-4.0|mellum|modern-bert|olmo|jais|exaone4",
+     0,
      {RX_GPT2, NULL}},
     {"jina-v1-en|jina-v2-code|roberta-bpe", OXL_PRE_ADD_SEP, {RX_GPT2, NULL}},
     {"trillion|granite-docling", OXL_PRE_KEEP_SPACES, {RX_GPT2, NULL}},
     {"stablelm2|megrez", 0, {RX_QWEN2, NULL}},
     {"qwen2|deepseek-r1-qwen|kormo|f2llmv2", OXL_PRE_KEEP_SPACES, {RX_QWEN2, NULL}},
     {"hunyuan|solar-open|grok-2", OXL_PRE_KEEP_SPACES, {RX_QWEN2, NULL}},
-    {"qwen35", OXL_PRE_KEEP_SPACES,
+    {"qwen35",
+     OXL_PRE_KEEP_SPACES,
      {CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+"
                    "|\\s+(?!\\S)|\\s+",
       NULL}},
     {"poro-chat", OXL_PRE_KEEP_SPACES, {RX_FINNISH, NULL}},
     {"bloom|gpt3-finnish", 0, {RX_FINNISH, NULL}},
     {"viking", OXL_PRE_KEEP_SPACES, {RX_FINNISH, "\\p{N}", NULL}},
-    {"tekken", OXL_PRE_KEEP_SPACES | OXL_PRE_IGNORE_MERGES | OXL_PRE_ADD_BOS,
+    {"tekken",
+     OXL_PRE_KEEP_SPACES | OXL_PRE_IGNORE_MERGES | OXL_PRE_ADD_BOS,
      {RX_CASED_WORDS("", "") "|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", NULL}},
-    {"chameleon", OXL_PRE_KEEP_SPACES | OXL_PRE_ADD_BOS,
+    {"chameleon",
+     OXL_PRE_KEEP_SPACES | OXL_PRE_ADD_BOS,
      {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )", "\\p{N}",
       "[\\p{P}!-/:-@\\[-`{-~]", RX_GPT2, NULL}},
-    {"gpt-4o|llama4|kanana2|talkie|minimax-m2", OXL_PRE_KEEP_SPACES,
-     {RX_CASED_WORDS("", CONTRACTIONS "?") "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    {"gpt-4o|llama4|kanana2|talkie|minimax-m2",
+     OXL_PRE_KEEP_SPACES,
+     {RX_CASED_WORDS("",
+                     CONTRACTIONS "?") "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
       NULL}},
-    {"granite-embed-multi-97m", OXL_PRE_KEEP_SPACES | OXL_PRE_IGNORE_MERGES,
+    {"granite-embed-multi-97m",
+     OXL_PRE_KEEP_SPACES | OXL_PRE_IGNORE_MERGES,
      {RX_CASED_WORDS("\\p{M}", CONTRACTIONS "?") "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+"
-                                                   "|\\s+(?!\\S)|\\s+",
+                                                 "|\\s+(?!\\S)|\\s+",
       NULL}},
-    {"tiny_aya|cohere2moe", OXL_PRE_KEEP_SPACES,
+    {"tiny_aya|cohere2moe",
+     OXL_PRE_KEEP_SPACES,
      {"\\d{1,3}(?=(?:\\d{3})*\\b)",
       RX_SUBJ_CASED "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", NULL}},
     {"superbpe", OXL_PRE_KEEP_SPACES, {"\\p{N}+", RX_THOUSANDS, NULL}},
-    {"bailingmoe|bailingmoe2|llada-moe", OXL_PRE_KEEP_SPACES,
+    {"bailingmoe|bailingmoe2|llada-moe",
+     OXL_PRE_KEEP_SPACES,
      {"'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
       "|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+",
       NULL}},
-    {"seed-coder", OXL_PRE_KEEP_SPACES,
-     {CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| ?[^\\s\\p{L}\\p{N}\\r\\n]+|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    {"seed-coder",
+     OXL_PRE_KEEP_SPACES,
+     {CONTRACTIONS
+      "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| ?[^\\s\\p{L}\\p{N}\\r\\n]+|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
       NULL}},
-    {"afmoe", OXL_PRE_KEEP_SPACES,
+    {"afmoe",
+     OXL_PRE_KEEP_SPACES,
      {"\\p{AFMoE_digits}",
       "[\xe4\xb8\x80-\xe9\xbf\xbf\xe3\x90\x80-\xe4\xb6\xbf\xe8\xb1\x88-\xef\xab\xbf\xe3\x81\x80-\xe3\x82\x9f"
       "\xe3\x82\xa0-\xe3\x83\xbf\xef\xbd\xa5-\xef\xbe\x9f\xe2\xbc\x80-\xe2\xbf\x9f\xe0\xb9\x80-\xe0\xb9\xbf"
@@ -266,21 +295,28 @@ static const pre_def k_pre[] = {
       "\xea\xa7\xa0-\xea\xa7\xbf\xea\xb0\x80-\xed\x9e\xaf\xe1\x84\x80-\xe1\x87\xbf]+",
       RX_CJK_PUNCT("\\r", "\\n"), NULL}},
     {"laguna", OXL_PRE_KEEP_SPACES, {RX_NEWLINES, RX_QWEN2, NULL}},
-    {"exaone-moe", 0,
+    {"exaone-moe",
+     0,
      {CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?"
                    "|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+",
       NULL}},
-    {"gemma4|granite-embed-multi-311m", OXL_PRE_ESCAPE_WS | OXL_PRE_RAW_UTF8 | OXL_PRE_NEWLINE_WORDS, {RX_NEWLINES, NULL}},
+    {"gemma4|granite-embed-multi-311m",
+     OXL_PRE_ESCAPE_WS | OXL_PRE_RAW_UTF8 | OXL_PRE_NEWLINE_WORDS,
+     {RX_NEWLINES, NULL}},
     {"sarvam-moe", OXL_PRE_ESCAPE_WS | OXL_PRE_RAW_UTF8 | OXL_PRE_KEEP_SPACES, {RX_NEWLINES, NULL}},
-    {"minicpm5", OXL_PRE_IGNORE_MERGES,
+    {"minicpm5",
+     OXL_PRE_IGNORE_MERGES,
      {"\\p{N}{1,3}",
-      CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+      CONTRACTIONS
+      "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
       NULL}},
     {"whitespace", OXL_PRE_RAW_UTF8 | OXL_PRE_KEEP_CASE, {"\\S+", NULL}},
     /* Kimi-K2 (llama.cpp splits it by hand): Han runs, then Llama 3's rules with Han kept out of the
      * letters and of the other classes; \p{Han} is this file's own collapsed unit 0xD6 */
-    {"kimi-k2", OXL_PRE_KEEP_SPACES | OXL_PRE_NO_MERGES_OK,
-     {"\\p{Han}+|[^\\r\\n\\p{L}\\p{N}\\p{Han}]?\\p{L}+" CONTRACTIONS "?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}\\p{Han}]+[\\r\\n]*"
+    {"kimi-k2",
+     OXL_PRE_KEEP_SPACES | OXL_PRE_NO_MERGES_OK,
+     {"\\p{Han}+|[^\\r\\n\\p{L}\\p{N}\\p{Han}]?\\p{L}+" CONTRACTIONS
+      "?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}\\p{Han}]+[\\r\\n]*"
       "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
       NULL}},
 };
@@ -288,10 +324,10 @@ static const pre_def k_pre[] = {
 // --- compiled pre-tokenizer -------------------------------------------------------------------------------
 
 typedef struct {
-    int kind;          /* SPLIT_* */
-    bool collapsed;    /* runs on the collapsed text */
-    bool han;          /* Han ideographs collapse to their own unit (\p{Han}) */
-    pcre2_code *code;  /* SPLIT_REGEX */
+    int kind;         /* SPLIT_* */
+    bool collapsed;   /* runs on the collapsed text */
+    bool han;         /* Han ideographs collapse to their own unit (\p{Han}) */
+    pcre2_code *code; /* SPLIT_REGEX */
 } split_rx;
 
 struct oxl_pretok {
@@ -674,11 +710,11 @@ bool oxl_pretok_split(const oxl_pretok *p, const char *text, size_t len, bool ra
         for (size_t k = 0; ok && k < n_cur; k++) {
             const uint32_t *piece = w->subject + start;
             size_t n = w->seg[k];
-            ok = s->kind == SPLIT_NEWLINES     ? split_newlines(w, w->cpts + start, n)
-                 : s->kind == SPLIT_DIGITS3    ? split_digits3(w, w->cpts + start, n)
-                 : s->kind == SPLIT_THOUSANDS  ? split_thousands(w, w->cpts + start, n)
+            ok = s->kind == SPLIT_NEWLINES         ? split_newlines(w, w->cpts + start, n)
+                 : s->kind == SPLIT_DIGITS3        ? split_digits3(w, w->cpts + start, n)
+                 : s->kind == SPLIT_THOUSANDS      ? split_thousands(w, w->cpts + start, n)
                  : s->kind == SPLIT_TRAILING_SPACE ? split_trailing_space(w, w->cpts + start, n)
-                                            : split_regex(w, s, p, piece, n, md);
+                                                   : split_regex(w, s, p, piece, n, md);
             start += n;
         }
     }

@@ -13,59 +13,60 @@
 /* attn_v rules (also for attn_qkv and attn_kv_b); i = index among those tensors, n = their count */
 typedef enum oxl_mix_v {
     OXL_V_KEEP,
-    OXL_V_GQA4_Q4_K_ELSE_Q3_K, /* Q2_K: Q4_K with n_head/n_head_kv >= 4, else Q3_K */
-    OXL_V_GQA4_Q4_K,           /* Q2_K_S: Q4_K with n_head/n_head_kv >= 4 */
+    OXL_V_GQA4_Q4_K_ELSE_Q3_K,   /* Q2_K: Q4_K with n_head/n_head_kv >= 4, else Q3_K */
+    OXL_V_GQA4_Q4_K,             /* Q2_K_S: Q4_K with n_head/n_head_kv >= 4 */
     OXL_V_FIRST2_Q5_K_ELSE_Q4_K, /* Q3_K_M */
-    OXL_V_Q5_K,                /* Q3_K_L */
-    OXL_V_MORE_BITS_Q6_K,      /* Q4_K_M, Q5_K_M: Q6_K on the use_more_bits layers */
-    OXL_V_FIRST4_Q5_K,         /* Q4_K_S */
+    OXL_V_Q5_K,                  /* Q3_K_L */
+    OXL_V_MORE_BITS_Q6_K,        /* Q4_K_M, Q5_K_M: Q6_K on the use_more_bits layers */
+    OXL_V_FIRST4_Q5_K,           /* Q4_K_S */
 } oxl_mix_v;
 
 /* ffn_down rules; i = layer (the running index of ffn_down tensors), n = n_layer */
 typedef enum oxl_mix_down {
     OXL_DOWN_KEEP,
-    OXL_DOWN_Q3_K,              /* Q2_K */
-    OXL_DOWN_FIRST8TH_Q4_K,     /* Q2_K_S: Q4_K on the first n/8 layers */
-    OXL_DOWN_Q3_K_M,            /* Q5_K on the first n/16, else Q4_K (Falcon: Q4_K only with more bits, else Q3_K) */
-    OXL_DOWN_Q3_K_L,            /* Q5_K (Falcon: Q4_K) */
-    OXL_DOWN_Q4_K_M,            /* Q6_K with more bits (Falcon: Q6_K first n/16, Q5_K with more bits) */
-    OXL_DOWN_MORE_BITS_Q6_K,    /* Q5_K_M */
-    OXL_DOWN_FIRST8TH_Q5_K,     /* Q4_K_S: Q5_K on the first n/8 layers (not Falcon) */
-    OXL_DOWN_IMATRIX_FIRST8TH,  /* Q4_0, Q5_0: with an imatrix, the first n/8 layers get `down_type` */
+    OXL_DOWN_Q3_K,             /* Q2_K */
+    OXL_DOWN_FIRST8TH_Q4_K,    /* Q2_K_S: Q4_K on the first n/8 layers */
+    OXL_DOWN_Q3_K_M,           /* Q5_K on the first n/16, else Q4_K (Falcon: Q4_K only with more bits, else Q3_K) */
+    OXL_DOWN_Q3_K_L,           /* Q5_K (Falcon: Q4_K) */
+    OXL_DOWN_Q4_K_M,           /* Q6_K with more bits (Falcon: Q6_K first n/16, Q5_K with more bits) */
+    OXL_DOWN_MORE_BITS_Q6_K,   /* Q5_K_M */
+    OXL_DOWN_FIRST8TH_Q5_K,    /* Q4_K_S: Q5_K on the first n/8 layers (not Falcon) */
+    OXL_DOWN_IMATRIX_FIRST8TH, /* Q4_0, Q5_0: with an imatrix, the first n/8 layers get `down_type` */
 } oxl_mix_down;
 
 struct oxl_ftype_mix {
     const char *name;
-    uint32_t id;               /* llama_ftype */
-    oxl_type type;             /* the default type (llama_ftype_get_default_type) */
+    uint32_t id;   /* llama_ftype */
+    oxl_type type; /* the default type (llama_ftype_get_default_type) */
     oxl_mix_v attn_v;
     oxl_mix_down ffn_down;
-    oxl_type down_type;        /* for OXL_DOWN_IMATRIX_FIRST8TH */
-    oxl_type attn_output;      /* attn_output, not Falcon, not 8 experts; COUNT: keep */
+    oxl_type down_type;   /* for OXL_DOWN_IMATRIX_FIRST8TH */
+    oxl_type attn_output; /* attn_output, not Falcon, not 8 experts; COUNT: keep */
     oxl_type attn_output_falcon;
     bool attn_output_8exp_q5_K; /* 8 experts: attn_output Q5_K */
 };
 
 #define K OXL_TYPE_COUNT /* keep */
 static const oxl_ftype_mix oxl_ftypes[] = {
-    /* name      id  type            attn_v                       ffn_down                    down_type        attn_output      falcon           8exp */
-    {"F16",       1, OXL_TYPE_F16,  OXL_V_KEEP,                  OXL_DOWN_KEEP,              K,               K,               K,               false},
-    {"BF16",     32, OXL_TYPE_BF16, OXL_V_KEEP,                  OXL_DOWN_KEEP,              K,               K,               K,               false},
-    {"Q8_0",      7, OXL_TYPE_Q8_0, OXL_V_KEEP,                  OXL_DOWN_KEEP,              K,               K,               K,               false},
-    {"Q4_0",      2, OXL_TYPE_Q4_0, OXL_V_KEEP,                  OXL_DOWN_IMATRIX_FIRST8TH,  OXL_TYPE_Q4_1,   K,               K,               false},
-    {"Q4_1",      3, OXL_TYPE_Q4_1, OXL_V_KEEP,                  OXL_DOWN_KEEP,              K,               K,               K,               false},
-    {"Q5_0",      8, OXL_TYPE_Q5_0, OXL_V_KEEP,                  OXL_DOWN_IMATRIX_FIRST8TH,  OXL_TYPE_Q5_1,   K,               K,               false},
-    {"Q5_1",      9, OXL_TYPE_Q5_1, OXL_V_KEEP,                  OXL_DOWN_KEEP,              K,               K,               K,               false},
-    {"Q2_K",     10, OXL_TYPE_Q2_K, OXL_V_GQA4_Q4_K_ELSE_Q3_K,   OXL_DOWN_Q3_K,              K,               OXL_TYPE_Q3_K,   K,               true},
-    {"Q2_K_S",   21, OXL_TYPE_Q2_K, OXL_V_GQA4_Q4_K,             OXL_DOWN_FIRST8TH_Q4_K,     K,               K,               K,               false},
-    {"Q3_K_S",   11, OXL_TYPE_Q3_K, OXL_V_KEEP,                  OXL_DOWN_KEEP,              K,               K,               K,               true},
-    {"Q3_K_M",   12, OXL_TYPE_Q3_K, OXL_V_FIRST2_Q5_K_ELSE_Q4_K, OXL_DOWN_Q3_K_M,            K,               OXL_TYPE_Q4_K,   K,               true},
-    {"Q3_K_L",   13, OXL_TYPE_Q3_K, OXL_V_Q5_K,                  OXL_DOWN_Q3_K_L,            K,               OXL_TYPE_Q5_K,   OXL_TYPE_Q4_K,   false},
-    {"Q4_K_S",   14, OXL_TYPE_Q4_K, OXL_V_FIRST4_Q5_K,           OXL_DOWN_FIRST8TH_Q5_K,     K,               K,               K,               true},
-    {"Q4_K_M",   15, OXL_TYPE_Q4_K, OXL_V_MORE_BITS_Q6_K,        OXL_DOWN_Q4_K_M,            K,               K,               K,               true},
-    {"Q5_K_S",   16, OXL_TYPE_Q5_K, OXL_V_KEEP,                  OXL_DOWN_KEEP,              K,               K,               K,               false},
-    {"Q5_K_M",   17, OXL_TYPE_Q5_K, OXL_V_MORE_BITS_Q6_K,        OXL_DOWN_MORE_BITS_Q6_K,    K,               K,               K,               false},
-    {"Q6_K",     18, OXL_TYPE_Q6_K, OXL_V_KEEP,                  OXL_DOWN_KEEP,              K,               K,               K,               false},
+    /* name      id  type            attn_v                       ffn_down                    down_type attn_output
+       falcon           8exp */
+    {"F16", 1, OXL_TYPE_F16, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, false},
+    {"BF16", 32, OXL_TYPE_BF16, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, false},
+    {"Q8_0", 7, OXL_TYPE_Q8_0, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, false},
+    {"Q4_0", 2, OXL_TYPE_Q4_0, OXL_V_KEEP, OXL_DOWN_IMATRIX_FIRST8TH, OXL_TYPE_Q4_1, K, K, false},
+    {"Q4_1", 3, OXL_TYPE_Q4_1, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, false},
+    {"Q5_0", 8, OXL_TYPE_Q5_0, OXL_V_KEEP, OXL_DOWN_IMATRIX_FIRST8TH, OXL_TYPE_Q5_1, K, K, false},
+    {"Q5_1", 9, OXL_TYPE_Q5_1, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, false},
+    {"Q2_K", 10, OXL_TYPE_Q2_K, OXL_V_GQA4_Q4_K_ELSE_Q3_K, OXL_DOWN_Q3_K, K, OXL_TYPE_Q3_K, K, true},
+    {"Q2_K_S", 21, OXL_TYPE_Q2_K, OXL_V_GQA4_Q4_K, OXL_DOWN_FIRST8TH_Q4_K, K, K, K, false},
+    {"Q3_K_S", 11, OXL_TYPE_Q3_K, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, true},
+    {"Q3_K_M", 12, OXL_TYPE_Q3_K, OXL_V_FIRST2_Q5_K_ELSE_Q4_K, OXL_DOWN_Q3_K_M, K, OXL_TYPE_Q4_K, K, true},
+    {"Q3_K_L", 13, OXL_TYPE_Q3_K, OXL_V_Q5_K, OXL_DOWN_Q3_K_L, K, OXL_TYPE_Q5_K, OXL_TYPE_Q4_K, false},
+    {"Q4_K_S", 14, OXL_TYPE_Q4_K, OXL_V_FIRST4_Q5_K, OXL_DOWN_FIRST8TH_Q5_K, K, K, K, true},
+    {"Q4_K_M", 15, OXL_TYPE_Q4_K, OXL_V_MORE_BITS_Q6_K, OXL_DOWN_Q4_K_M, K, K, K, true},
+    {"Q5_K_S", 16, OXL_TYPE_Q5_K, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, false},
+    {"Q5_K_M", 17, OXL_TYPE_Q5_K, OXL_V_MORE_BITS_Q6_K, OXL_DOWN_MORE_BITS_Q6_K, K, K, K, false},
+    {"Q6_K", 18, OXL_TYPE_Q6_K, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, false},
 };
 #undef K
 
@@ -132,9 +133,7 @@ static int oxl_tensor_order(const void *pa, const void *pb) {
     return strcmp(a->name, b->name);
 }
 
-void oxl_quant_sort(oxl_quant_tensor *t, int64_t n) {
-    qsort(t, (size_t)n, sizeof *t, oxl_tensor_order);
-}
+void oxl_quant_sort(oxl_quant_tensor *t, int64_t n) { qsort(t, (size_t)n, sizeof *t, oxl_tensor_order); }
 
 typedef enum oxl_category {
     OXL_CAT_TOKEN_EMBD,
@@ -161,10 +160,14 @@ static oxl_category oxl_category_of(const char *name) {
         const char *part;
         oxl_category cat;
     } parts[] = {
-        {"attn_qkv.weight", OXL_CAT_ATTN_QKV}, {"attn_kv_b.weight", OXL_CAT_ATTN_KV_B},
-        {"attn_v.weight", OXL_CAT_ATTN_V},     {"attn_k.weight", OXL_CAT_ATTN_K},
-        {"attn_q.weight", OXL_CAT_ATTN_Q},     {"attn_output.weight", OXL_CAT_ATTN_OUTPUT},
-        {"ffn_up", OXL_CAT_FFN_UP},            {"ffn_gate", OXL_CAT_FFN_GATE},
+        {"attn_qkv.weight", OXL_CAT_ATTN_QKV},
+        {"attn_kv_b.weight", OXL_CAT_ATTN_KV_B},
+        {"attn_v.weight", OXL_CAT_ATTN_V},
+        {"attn_k.weight", OXL_CAT_ATTN_K},
+        {"attn_q.weight", OXL_CAT_ATTN_Q},
+        {"attn_output.weight", OXL_CAT_ATTN_OUTPUT},
+        {"ffn_up", OXL_CAT_FFN_UP},
+        {"ffn_gate", OXL_CAT_FFN_GATE},
         {"ffn_down", OXL_CAT_FFN_DOWN},
     };
     if (strcmp(name, "output.weight") == 0) {
@@ -204,14 +207,41 @@ static bool oxl_ends_with(const char *s, const char *suffix) {
  * tensors of some architectures that llama.cpp keeps as they are. */
 static bool oxl_allows_quantization(const oxl_quant_tensor *t) {
     static const char *const keep[] = {
-        "_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel", "per_layer_model_proj",
-        "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight", "indexer.q_proj.weight",
-        "time_mix_first.weight", "time_mix_w0.weight", "time_mix_w1.weight", "time_mix_w2.weight",
-        "time_mix_v0.weight", "time_mix_v1.weight", "time_mix_v2.weight", "time_mix_a0.weight",
-        "time_mix_a1.weight", "time_mix_a2.weight", "time_mix_g1.weight", "time_mix_g2.weight",
-        "time_mix_decay_w1.weight", "time_mix_decay_w2.weight", "time_mix_lerp_fused.weight", "attn_rel_b.weight",
-        ".position_embd", "sam.pos_embd", "sam.neck.", "sam.net_", ".rel_pos", ".patch_embd", ".patch_merger",
-        "a.rvq.codebook", "mm.a.code_embd",
+        "_norm.weight",
+        "ffn_gate_inp.weight",
+        "ffn_gate_tid2eid.weight",
+        "altup",
+        "laurel",
+        "per_layer_model_proj",
+        "ssm_conv1d",
+        "shortconv.conv.weight",
+        "indexer.k_proj.weight",
+        "indexer.q_proj.weight",
+        "time_mix_first.weight",
+        "time_mix_w0.weight",
+        "time_mix_w1.weight",
+        "time_mix_w2.weight",
+        "time_mix_v0.weight",
+        "time_mix_v1.weight",
+        "time_mix_v2.weight",
+        "time_mix_a0.weight",
+        "time_mix_a1.weight",
+        "time_mix_a2.weight",
+        "time_mix_g1.weight",
+        "time_mix_g2.weight",
+        "time_mix_decay_w1.weight",
+        "time_mix_decay_w2.weight",
+        "time_mix_lerp_fused.weight",
+        "attn_rel_b.weight",
+        ".position_embd",
+        "sam.pos_embd",
+        "sam.neck.",
+        "sam.net_",
+        ".rel_pos",
+        ".patch_embd",
+        ".patch_merger",
+        "a.rvq.codebook",
+        "mm.a.code_embd",
     };
     /* llama.cpp tests name.rfind("weight") == name.size() - 6, which a 5-byte name also passes */
     if (oxl_n_dims(t) < 2 || !(oxl_ends_with(t->name, "weight") || strlen(t->name) == 5)) {
@@ -230,9 +260,7 @@ static bool oxl_allows_quantization(const oxl_quant_tensor *t) {
 }
 
 /* use_more_bits: the first and last eighth of the layers and every third layer between */
-static bool oxl_use_more_bits(int i, int n) {
-    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
-}
+static bool oxl_use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
 static bool oxl_is_quantized(oxl_type t) {
     return t != OXL_TYPE_F32 && t != OXL_TYPE_F16 && t != OXL_TYPE_BF16 && t != OXL_TYPE_F64 &&
@@ -378,9 +406,10 @@ static int oxl_fallback(const oxl_quant_tensor *t, oxl_type type, oxl_type *out,
         }
     }
     if (fb == OXL_TYPE_COUNT) {
-        return oxl_err_set(err, "tensor '%s': row length %lld is not a multiple of %s's block size and %s has no fallback type",
-                           t->name, (long long)t->ne[0], oxl_type_traits_get((uint32_t)type)->name,
-                           oxl_type_traits_get((uint32_t)type)->name);
+        return oxl_err_set(
+            err, "tensor '%s': row length %lld is not a multiple of %s's block size and %s has no fallback type",
+            t->name, (long long)t->ne[0], oxl_type_traits_get((uint32_t)type)->name,
+            oxl_type_traits_get((uint32_t)type)->name);
     }
     if (t->ne[0] % oxl_type_traits_get((uint32_t)fb)->blck_size != 0) {
         fb = OXL_TYPE_F16; /* not even a multiple of 32 */
@@ -427,8 +456,8 @@ int oxl_quant_choose_types(const oxl_quant_model *m, const oxl_quant_options *o,
             n_fallback += ti->fallback;
         }
         /* tensor_requires_imatrix: Q2_K in a Q2_K_S file, except the embeddings and the output */
-        ti->requires_imatrix = ti->target == OXL_TYPE_Q2_K && strcmp(o->ftype->name, "Q2_K_S") == 0 && c != OXL_CAT_TOKEN_EMBD &&
-                               c != OXL_CAT_OUTPUT;
+        ti->requires_imatrix = ti->target == OXL_TYPE_Q2_K && strcmp(o->ftype->name, "Q2_K_S") == 0 &&
+                               c != OXL_CAT_TOKEN_EMBD && c != OXL_CAT_OUTPUT;
         if (ti->requires_imatrix && !o->has_imatrix) {
             return oxl_err_set(err, "tensor '%s': %s needs an importance matrix for %s (--imatrix)", ti->name,
                                o->ftype->name, oxl_type_traits_get((uint32_t)ti->target)->name);

@@ -24,30 +24,30 @@ const char *const *oxl_ftype_names(void);
 
 /* What the rules need to know of the model (its hparams). */
 typedef struct oxl_quant_model {
-    const char *arch;   /* general.architecture */
-    int n_layer;        /* <arch>.block_count */
-    int n_head;         /* <arch>.attention.head_count (of layer 0) */
-    int n_head_kv;      /* <arch>.attention.head_count_kv (of layer 0; n_head when absent) */
-    int n_expert;       /* <arch>.expert_count (0 when absent) */
-    bool is_70b;        /* llama.cpp's LLM_TYPE_70B (80 layers with grouped-query attention) */
+    const char *arch; /* general.architecture */
+    int n_layer;      /* <arch>.block_count */
+    int n_head;       /* <arch>.attention.head_count (of layer 0) */
+    int n_head_kv;    /* <arch>.attention.head_count_kv (of layer 0; n_head when absent) */
+    int n_expert;     /* <arch>.expert_count (0 when absent) */
+    bool is_70b;      /* llama.cpp's LLM_TYPE_70B (80 layers with grouped-query attention) */
 } oxl_quant_model;
 
 typedef struct oxl_quant_options {
     const oxl_ftype_mix *ftype;
-    oxl_type output_type;      /* --output-tensor-type; OXL_TYPE_COUNT when not given */
-    oxl_type token_embd_type;  /* --token-embedding-type; OXL_TYPE_COUNT when not given */
-    bool pure;                 /* --pure: the ftype's type everywhere (no mix rules) */
-    bool has_imatrix;          /* an importance matrix was given (changes the Q4_0/Q5_0 mixes) */
+    oxl_type output_type;     /* --output-tensor-type; OXL_TYPE_COUNT when not given */
+    oxl_type token_embd_type; /* --token-embedding-type; OXL_TYPE_COUNT when not given */
+    bool pure;                /* --pure: the ftype's type everywhere (no mix rules) */
+    bool has_imatrix;         /* an importance matrix was given (changes the Q4_0/Q5_0 mixes) */
 } oxl_quant_options;
 
 /* One tensor of the model: name, type and shape in; the chosen type out. */
 typedef struct oxl_quant_tensor {
     const char *name;
-    oxl_type type;                 /* type in the input file */
-    int64_t ne[4];                 /* shape, ggml order; unused dimensions 1 */
-    oxl_type target;               /* out: type in the output file */
-    bool requires_imatrix;         /* out: the target needs an importance matrix (Q2_K in Q2_K_S) */
-    bool fallback;                 /* out: the row length did not fit the mix's type */
+    oxl_type type;         /* type in the input file */
+    int64_t ne[4];         /* shape, ggml order; unused dimensions 1 */
+    oxl_type target;       /* out: type in the output file */
+    bool requires_imatrix; /* out: the target needs an importance matrix (Q2_K in Q2_K_S) */
+    bool fallback;         /* out: the row length did not fit the mix's type */
 } oxl_quant_tensor;
 
 /* Sorts tensors into llama.cpp's processing order (its loader's weight map: layer number of

@@ -106,37 +106,26 @@ static const struct {
     oxl_quantize_row_fn row;
     bool uses_imatrix;
 } oxl_quantizers[OXL_TYPE_COUNT] = {
-    [OXL_TYPE_F32] = {oxl_quantize_row_f32, false},
-    [OXL_TYPE_F16] = {oxl_quantize_row_f16, false},
-    [OXL_TYPE_BF16] = {oxl_quantize_row_bf16, false},
-    [OXL_TYPE_Q8_0] = {oxl_quantize_row_q8_0, false},
-    [OXL_TYPE_Q4_0] = {oxl_quantize_row_q4_0, true},
-    [OXL_TYPE_Q4_1] = {oxl_quantize_row_q4_1, true},
-    [OXL_TYPE_Q5_0] = {oxl_quantize_row_q5_0, true},
-    [OXL_TYPE_Q5_1] = {oxl_quantize_row_q5_1, true},
-    [OXL_TYPE_Q8_1] = {oxl_quantize_row_q8_1, false},
-    [OXL_TYPE_Q2_K] = {oxl_quantize_row_q2_K, true},
-    [OXL_TYPE_Q3_K] = {oxl_quantize_row_q3_K, true},
-    [OXL_TYPE_Q4_K] = {oxl_quantize_row_q4_K, true},
-    [OXL_TYPE_Q5_K] = {oxl_quantize_row_q5_K, true},
-    [OXL_TYPE_Q6_K] = {oxl_quantize_row_q6_K, true},
+    [OXL_TYPE_F32] = {oxl_quantize_row_f32, false},   [OXL_TYPE_F16] = {oxl_quantize_row_f16, false},
+    [OXL_TYPE_BF16] = {oxl_quantize_row_bf16, false}, [OXL_TYPE_Q8_0] = {oxl_quantize_row_q8_0, false},
+    [OXL_TYPE_Q4_0] = {oxl_quantize_row_q4_0, true},  [OXL_TYPE_Q4_1] = {oxl_quantize_row_q4_1, true},
+    [OXL_TYPE_Q5_0] = {oxl_quantize_row_q5_0, true},  [OXL_TYPE_Q5_1] = {oxl_quantize_row_q5_1, true},
+    [OXL_TYPE_Q8_1] = {oxl_quantize_row_q8_1, false}, [OXL_TYPE_Q2_K] = {oxl_quantize_row_q2_K, true},
+    [OXL_TYPE_Q3_K] = {oxl_quantize_row_q3_K, true},  [OXL_TYPE_Q4_K] = {oxl_quantize_row_q4_K, true},
+    [OXL_TYPE_Q5_K] = {oxl_quantize_row_q5_K, true},  [OXL_TYPE_Q6_K] = {oxl_quantize_row_q6_K, true},
     [OXL_TYPE_Q8_K] = {oxl_quantize_row_q8_K, false},
 };
 
-bool oxl_quantize_supported(oxl_type t) {
-    return (unsigned)t < OXL_TYPE_COUNT && oxl_quantizers[t].row != NULL;
-}
+bool oxl_quantize_supported(oxl_type t) { return (unsigned)t < OXL_TYPE_COUNT && oxl_quantizers[t].row != NULL; }
 
-bool oxl_quantize_uses_imatrix(oxl_type t) {
-    return oxl_quantize_supported(t) && oxl_quantizers[t].uses_imatrix;
-}
+bool oxl_quantize_uses_imatrix(oxl_type t) { return oxl_quantize_supported(t) && oxl_quantizers[t].uses_imatrix; }
 
-int oxl_quantize_rows(oxl_type t, const float *x, void *y, int64_t nrows, int64_t ne0,
-                      const float *imatrix, oxl_error *err) {
+int oxl_quantize_rows(oxl_type t, const float *x, void *y, int64_t nrows, int64_t ne0, const float *imatrix,
+                      oxl_error *err) {
     const oxl_type_traits *tr = oxl_type_traits_get((uint32_t)t);
     if (tr == NULL || !oxl_quantize_supported(t)) {
-        return oxl_err_set(err, "quantize: no reference quantizer for type %s (id %d)",
-                           tr ? tr->name : "unknown", (int)t);
+        return oxl_err_set(err, "quantize: no reference quantizer for type %s (id %d)", tr ? tr->name : "unknown",
+                           (int)t);
     }
     if (ne0 <= 0 || nrows < 0 || ne0 % tr->blck_size != 0) {
         return oxl_err_set(err, "quantize %s: row length %lld is not a positive multiple of the block size %lld",
@@ -147,8 +136,8 @@ int oxl_quantize_rows(oxl_type t, const float *x, void *y, int64_t nrows, int64_
         const float *xr = x + r * ne0;
         for (int64_t j = 0; j < ne0; j++) {
             if (!isfinite(xr[j])) {
-                return oxl_err_set(err, "quantize %s: row %lld column %lld holds %g (not finite)",
-                                   tr->name, (long long)r, (long long)j, (double)xr[j]);
+                return oxl_err_set(err, "quantize %s: row %lld column %lld holds %g (not finite)", tr->name,
+                                   (long long)r, (long long)j, (double)xr[j]);
             }
         }
         oxl_quantizers[t].row(xr, (uint8_t *)y + (size_t)r * row_size, ne0, imatrix);

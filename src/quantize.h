@@ -26,7 +26,7 @@ bool oxl_quantize_uses_imatrix(oxl_type t);
  * the _ref function whenever quant_weights is NULL (so rows are independent of each other).
  * Returns 0, or -1 with err set when t is not supported, ne0 is not a multiple of the block size,
  * or a row holds NaN/Inf (named by row and column). */
-int oxl_quantize_rows(oxl_type t, const float *x, void *y, int64_t nrows, int64_t ne0,
-                      const float *imatrix, oxl_error *err);
+int oxl_quantize_rows(oxl_type t, const float *x, void *y, int64_t nrows, int64_t ne0, const float *imatrix,
+                      oxl_error *err);
 
 #endif

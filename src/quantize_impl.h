@@ -44,11 +44,11 @@ float oxl_make_q3_quants(int n, int nmax, const float *x, int8_t *L);
 /* make_qkx2_quants: levels in [0, nmax] with a scale and a non-positive minimum (returned negated in
  * *the_min), searching nstep+1 scales from (nmax + rmin)/(max - min) in steps of rdelta;
  * use_mad: absolute instead of squared error. Laux: n bytes of scratch. */
-float oxl_make_qkx2_quants(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,
-                           uint8_t *Laux, float rmin, float rdelta, int nstep, bool use_mad);
+float oxl_make_qkx2_quants(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min, uint8_t *Laux,
+                           float rmin, float rdelta, int nstep, bool use_mad);
 /* make_qkx3_quants: as qkx2, with x^2 weights when w is NULL and max <= min as the flat case. */
-float oxl_make_qkx3_quants(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,
-                           uint8_t *Laux, float rmin, float rdelta, int nstep, bool use_mad);
+float oxl_make_qkx3_quants(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min, uint8_t *Laux,
+                           float rmin, float rdelta, int nstep, bool use_mad);
 /* make_qp_quants: non-negative x (block scales) to levels in [0, nmax] with weights w. */
 float oxl_make_qp_quants(int n, int nmax, const float *x, uint8_t *L, const float *w);
 

@@ -99,7 +99,8 @@ static void oxl_q2_K_block_imatrix(const float *x, oxl_block_q2_K *y, const floa
         for (int l = 0; l < 16; l++) {
             sw[j] += weight[l];
         }
-        scales[j] = oxl_make_qkx3_quants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], Laux, -0.9f, 0.05f, 36, false);
+        scales[j] =
+            oxl_make_qkx3_quants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], Laux, -0.9f, 0.05f, 36, false);
     }
     const float dm = oxl_make_qp_quants(OXL_QK_K / 16, 15, scales, Ls, sw);
     const float mm = oxl_make_qp_quants(OXL_QK_K / 16, 15, mins, Lm, sw);
@@ -302,7 +303,8 @@ static void oxl_k45_block(const float *x, const float *qw_block, int nmax, uint1
                 sumw += weights[l];
             }
             sw[j] = sumw;
-            scales[j] = oxl_make_qkx3_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.9f, 0.05f, 36, false);
+            scales[j] = oxl_make_qkx3_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.9f, 0.05f,
+                                             36, false);
         }
         const float d_block = oxl_make_qp_quants(OXL_QK_K / 32, 63, scales, Ls, sw);
         const float m_block = oxl_make_qp_quants(OXL_QK_K / 32, 63, mins, Lm, sw);
@@ -335,8 +337,8 @@ void oxl_quantize_row_q4_K(const float *x, void *vy, int64_t ne0, const float *i
     for (int64_t i = 0; i < ne0 / OXL_QK_K; i++) {
         uint8_t L[OXL_QK_K];
         memset(y[i].scales, 0, sizeof y[i].scales);
-        oxl_k45_block(x + i * OXL_QK_K, imatrix ? imatrix + i * OXL_QK_K : NULL, 15, &y[i].d, &y[i].dmin,
-                      y[i].scales, L);
+        oxl_k45_block(x + i * OXL_QK_K, imatrix ? imatrix + i * OXL_QK_K : NULL, 15, &y[i].d, &y[i].dmin, y[i].scales,
+                      L);
         uint8_t *q = y[i].qs;
         for (int j = 0; j < OXL_QK_K; j += 64) {
             for (int l = 0; l < 32; l++) {
@@ -352,8 +354,8 @@ void oxl_quantize_row_q5_K(const float *x, void *vy, int64_t ne0, const float *i
     for (int64_t i = 0; i < ne0 / OXL_QK_K; i++) {
         uint8_t L[OXL_QK_K];
         memset(y[i].scales, 0, sizeof y[i].scales);
-        oxl_k45_block(x + i * OXL_QK_K, imatrix ? imatrix + i * OXL_QK_K : NULL, 31, &y[i].d, &y[i].dmin,
-                      y[i].scales, L);
+        oxl_k45_block(x + i * OXL_QK_K, imatrix ? imatrix + i * OXL_QK_K : NULL, 31, &y[i].d, &y[i].dmin, y[i].scales,
+                      L);
         uint8_t *qh = y[i].qh, *ql = y[i].qs;
         memset(qh, 0, sizeof y[i].qh);
         uint8_t m1 = 1, m2 = 2;

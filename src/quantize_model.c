@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#define OXL_QNT_VERSION 2 /* GGML_QNT_VERSION */
+#define OXL_QNT_VERSION 2        /* GGML_QNT_VERSION */
 #define OXL_QUANT_MAX_THREADS 64 /* threads used per tensor, at most */
 
 /* ---- the model's hyper-parameters the mix rules use ---- */
@@ -73,7 +73,9 @@ static int oxl_read_model(const oxl_gguf *g, oxl_quant_model *m, oxl_error *err)
     }
     if (n_layer < 0 || n_layer > 1 << 20 || n_head < 0 || n_head > 1 << 20 || n_head_kv < 0 || n_head_kv > 1 << 20 ||
         n_expert < 0 || n_expert > 1 << 20) {
-        return oxl_err_set(err, "%s: implausible hyper-parameters (block_count %lld, head_count %lld, head_count_kv %lld, expert_count %lld)",
+        return oxl_err_set(err,
+                           "%s: implausible hyper-parameters (block_count %lld, head_count %lld, head_count_kv %lld, "
+                           "expert_count %lld)",
                            oxl_gguf_path(g), (long long)n_layer, (long long)n_head, (long long)n_head_kv,
                            (long long)n_expert);
     }
@@ -213,9 +215,11 @@ static int oxl_qm_metadata(oxl_qm *q, oxl_error *err) {
     if (oxl_gguf_writer_set_str(q->w, "quantize.imatrix.file", q->p->imatrix_path, err) < 0 ||
         (oxl_imatrix_dataset(q->im) != NULL &&
          oxl_gguf_writer_set_str(q->w, "quantize.imatrix.dataset", oxl_imatrix_dataset(q->im), err) < 0) ||
-        oxl_gguf_writer_set_u32(q->w, "quantize.imatrix.entries_count", (uint32_t)oxl_imatrix_n_entries(q->im), err) < 0 ||
+        oxl_gguf_writer_set_u32(q->w, "quantize.imatrix.entries_count", (uint32_t)oxl_imatrix_n_entries(q->im), err) <
+            0 ||
         (oxl_imatrix_chunk_count(q->im) > 0 &&
-         oxl_gguf_writer_set_u32(q->w, "quantize.imatrix.chunks_count", (uint32_t)oxl_imatrix_chunk_count(q->im), err) < 0)) {
+         oxl_gguf_writer_set_u32(q->w, "quantize.imatrix.chunks_count", (uint32_t)oxl_imatrix_chunk_count(q->im), err) <
+             0)) {
         return -1;
     }
     return 0;
@@ -233,8 +237,8 @@ static int oxl_qm_imatrix(const oxl_qm *q, const oxl_quant_tensor *t, const floa
             *out = w;
         } else if (w != NULL && strcmp(t->name, "token_embd.weight") != 0 &&
                    strcmp(t->name, "per_layer_token_embd.weight") != 0) {
-            return oxl_err_set(err, "%s: imatrix entry '%s' has %zu values, the tensor needs %lld",
-                               q->p->imatrix_path, t->name, n, (long long)(t->ne[0] * t->ne[2]));
+            return oxl_err_set(err, "%s: imatrix entry '%s' has %zu values, the tensor needs %lld", q->p->imatrix_path,
+                               t->name, n, (long long)(t->ne[0] * t->ne[2]));
         }
     }
     if (*out == NULL && t->requires_imatrix) {
@@ -360,7 +364,8 @@ static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_
             return -1;
         }
     }
-    if ((q->pool = oxl_pool_new(p->n_threads > OXL_QUANT_MAX_THREADS ? OXL_QUANT_MAX_THREADS : p->n_threads, err)) == NULL ||
+    if ((q->pool = oxl_pool_new(p->n_threads > OXL_QUANT_MAX_THREADS ? OXL_QUANT_MAX_THREADS : p->n_threads, err)) ==
+            NULL ||
         oxl_gguf_writer_begin(q->w, out_path, err) < 0) {
         return -1;
     }

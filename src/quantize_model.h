@@ -15,22 +15,22 @@
 #include <stdio.h>
 
 typedef struct oxl_quantize_params {
-    const oxl_ftype_mix *ftype;     /* required (oxl_ftype_find) */
-    const char *imatrix_path;       /* NULL, or a llama-imatrix file (GGUF or legacy .dat) */
-    oxl_type output_type;           /* OXL_TYPE_COUNT: the mix decides */
-    oxl_type token_embd_type;       /* OXL_TYPE_COUNT: the mix decides */
-    bool pure;                      /* no mix rules: the ftype's type for every quantizable tensor */
-    bool allow_requantize;          /* accept quantized input tensors (needs their dequant kernel) */
-    int n_threads;                  /* >= 1 */
-    FILE *progress;                 /* NULL, or where "[i/N] name ... MB/s" lines go */
+    const oxl_ftype_mix *ftype; /* required (oxl_ftype_find) */
+    const char *imatrix_path;   /* NULL, or a llama-imatrix file (GGUF or legacy .dat) */
+    oxl_type output_type;       /* OXL_TYPE_COUNT: the mix decides */
+    oxl_type token_embd_type;   /* OXL_TYPE_COUNT: the mix decides */
+    bool pure;                  /* no mix rules: the ftype's type for every quantizable tensor */
+    bool allow_requantize;      /* accept quantized input tensors (needs their dequant kernel) */
+    int n_threads;              /* >= 1 */
+    FILE *progress;             /* NULL, or where "[i/N] name ... MB/s" lines go */
 } oxl_quantize_params;
 
 typedef struct oxl_quantize_stats {
-    uint64_t bytes_in;    /* tensor data of the input */
-    uint64_t bytes_out;   /* tensor data of the output */
-    uint64_t n_elements;  /* weights in the model */
+    uint64_t bytes_in;   /* tensor data of the input */
+    uint64_t bytes_out;  /* tensor data of the output */
+    uint64_t n_elements; /* weights in the model */
     int64_t n_tensors;
-    int n_fallback;       /* tensors whose row length needed a fallback type */
+    int n_fallback; /* tensors whose row length needed a fallback type */
 } oxl_quantize_stats;
 
 /* Reads in_path and writes out_path (through a temporary file renamed at the end: on error no

@@ -189,13 +189,13 @@ static float oxl_make_qkx_quants(int n, int nmax, const float *x, const float *w
 #undef OXL_W
 }
 
-float oxl_make_qkx2_quants(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,
-                           uint8_t *Laux, float rmin, float rdelta, int nstep, bool use_mad) {
+float oxl_make_qkx2_quants(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min, uint8_t *Laux,
+                           float rmin, float rdelta, int nstep, bool use_mad) {
     return oxl_make_qkx_quants(n, nmax, x, w, L, the_min, Laux, rmin, rdelta, nstep, use_mad);
 }
 
-float oxl_make_qkx3_quants(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,
-                           uint8_t *Laux, float rmin, float rdelta, int nstep, bool use_mad) {
+float oxl_make_qkx3_quants(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min, uint8_t *Laux,
+                           float rmin, float rdelta, int nstep, bool use_mad) {
     return oxl_make_qkx_quants(n, nmax, x, w, L, the_min, Laux, rmin, rdelta, nstep, use_mad);
 }
 

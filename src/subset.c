@@ -80,26 +80,26 @@ size_t oxl_utf8_encode(uint32_t c, char *o) {
 }
 
 int oxl_bpe_load(oxl_vocab *v, const oxl_gguf *g, const char *path, oxl_error *err) {
-    return oxl_err_set(err, "%s: tokenizer.ggml.model: BPE vocabularies need PCRE2 and utf8proc, which this "
-                            "build (OXL_SUBSET) leaves out", path);
+    return oxl_err_set(err,
+                       "%s: tokenizer.ggml.model: BPE vocabularies need PCRE2 and utf8proc, which this "
+                       "build (OXL_SUBSET) leaves out",
+                       path);
 }
 
 /* nothing to free: oxl_bpe_load never loads anything in this build */
 void oxl_bpe_free(oxl_vocab *v) {}
 
 /* unreachable: no BPE vocabulary loads in this build; tokenizing fails */
-bool oxl_bpe_tokenize(const oxl_vocab *v, const char *text, size_t len, oxl_tok_list *out) {
-    return false;
-}
+bool oxl_bpe_tokenize(const oxl_vocab *v, const char *text, size_t len, oxl_tok_list *out) { return false; }
 
 /* WordPiece needs utf8proc (lowercasing, decomposition): tokenizing fails in this build */
-bool oxl_wpm_tokenize(const oxl_vocab *v, const char *text, size_t len, oxl_tok_list *out) {
-    return false;
-}
+bool oxl_wpm_tokenize(const oxl_vocab *v, const char *text, size_t len, oxl_tok_list *out) { return false; }
 
 int oxl_golden_chat_dir(const char *dir, oxl_golden_report *r, oxl_error *err) {
-    return oxl_err_set(err, "%s: chat goldens need cJSON and the Jinja engine, which this build (OXL_SUBSET) "
-                            "leaves out", dir);
+    return oxl_err_set(err,
+                       "%s: chat goldens need cJSON and the Jinja engine, which this build (OXL_SUBSET) "
+                       "leaves out",
+                       dir);
 }
 
 #else

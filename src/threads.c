@@ -51,8 +51,7 @@ static int claim_part(oxl_pool *pool, uint32_t gen, int *n_parts) {
         if ((uint32_t)(w >> 32) != gen || next >= n) {
             return -1;
         }
-        if (atomic_compare_exchange_weak_explicit(&pool->work, &w, w + 1, memory_order_acq_rel,
-                                                  memory_order_acquire)) {
+        if (atomic_compare_exchange_weak_explicit(&pool->work, &w, w + 1, memory_order_acq_rel, memory_order_acquire)) {
             *n_parts = (int)n;
             return (int)next;
         }

@@ -77,8 +77,8 @@ static int load_merges(oxl_vocab *v, const oxl_gguf *g, const char *path, oxl_er
         return oxl_err_set(err, "%s: tokenizer.ggml.merges must be an array of strings", path);
     uint64_t n = oxl_gguf_arr_n(g, ki);
     if (n > (uint64_t)INT32_MAX / 4)
-        return oxl_err_set(err, "%s: tokenizer.ggml.merges has %llu entries (at most %d)", path,
-                           (unsigned long long)n, INT32_MAX / 4);
+        return oxl_err_set(err, "%s: tokenizer.ggml.merges has %llu entries (at most %d)", path, (unsigned long long)n,
+                           INT32_MAX / 4);
     size_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
         size_t len = 0;

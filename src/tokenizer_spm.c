@@ -86,7 +86,6 @@ static bool spm_run(spm_session *s, const char *text, size_t len, oxl_tok_list *
     return true;
 }
 
-
 bool oxl_spm_tokenize(const oxl_vocab *v, const char *text, size_t len, oxl_tok_list *out) {
     spm_session s = {.v = v};
     bool ok = spm_run(&s, text, len, out);

@@ -11,14 +11,14 @@
 #include <string.h>
 
 struct oxl_ugm {
-    uint8_t *charsmap;       /* tokenizer.ggml.precompiled_charsmap, copied */
-    const uint32_t *xcda;    /* into charsmap (4-byte aligned copy) */
+    uint8_t *charsmap;    /* tokenizer.ggml.precompiled_charsmap, copied */
+    const uint32_t *xcda; /* into charsmap (4-byte aligned copy) */
     uint32_t *xcda_copy;
     size_t n_xcda;
-    const char *repl;        /* replacement strings */
+    const char *repl; /* replacement strings */
     size_t n_repl;
-    oxl_trie tokens;             /* normal, user-defined and unused tokens */
-    oxl_trie user;               /* user-defined tokens */
+    oxl_trie tokens; /* normal, user-defined and unused tokens */
+    oxl_trie user;   /* user-defined tokens */
     double unknown_score;
 };
 
@@ -51,10 +51,11 @@ int oxl_ugm_load(oxl_vocab *v, const oxl_gguf *g, const char *path, oxl_error *e
                                    path, (unsigned long long)n);
             uint32_t blob = (uint32_t)d[0] | (uint32_t)d[1] << 8 | (uint32_t)d[2] << 16 | (uint32_t)d[3] << 24;
             if ((uint64_t)blob + 4 >= n || blob % 4)
-                return oxl_err_set(err,
-                                   "%s: tokenizer.ggml.precompiled_charsmap: double array size %u at byte 0 does not fit "
-                                   "its %llu bytes",
-                                   path, blob, (unsigned long long)n);
+                return oxl_err_set(
+                    err,
+                    "%s: tokenizer.ggml.precompiled_charsmap: double array size %u at byte 0 does not fit "
+                    "its %llu bytes",
+                    path, blob, (unsigned long long)n);
             if (!(u->charsmap = malloc(n)) || !(u->xcda_copy = malloc(blob ? blob : 4)))
                 return oxl_err_set(err, "%s: out of memory for the precompiled charsmap", path);
             memcpy(u->charsmap, d, n);

@@ -16,8 +16,8 @@
 /* tokenizer.ggml.token_type values (GGUF / SentencePiece numbering) → attribute; other values are
  * "undefined" (no bit), which renders as an empty piece. */
 static const uint16_t k_type_attr[] = {
-    [1] = OXL_ATTR_NORMAL, [2] = OXL_ATTR_UNKNOWN,  [3] = OXL_ATTR_CONTROL,
-    [4] = OXL_ATTR_USER_DEFINED, [5] = OXL_ATTR_UNUSED, [6] = OXL_ATTR_BYTE,
+    [1] = OXL_ATTR_NORMAL,       [2] = OXL_ATTR_UNKNOWN, [3] = OXL_ATTR_CONTROL,
+    [4] = OXL_ATTR_USER_DEFINED, [5] = OXL_ATTR_UNUSED,  [6] = OXL_ATTR_BYTE,
 };
 
 // --- the vocabulary ------------------------------------------------------------------------------
@@ -51,23 +51,58 @@ static const struct {
  * (llama_vocab::impl::load, "auto-detect special tokens by text"). Among several matches llama.cpp
  * keeps the first one its hash map yields (an unspecified order); here the byte-wise smallest text
  * wins, so the choice is at least fixed. */
-static const char *const k_eot_texts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>",
-    "_<EOT>", "[EOT]", "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>",
-    "<end_of_utterance>", NULL};
+static const char *const k_eot_texts[] = {"<|eot_id|>",
+                                          "<|im_end|>",
+                                          "<|end|>",
+                                          "<end_of_turn>",
+                                          "<|endoftext|>",
+                                          "<|end_of_text|>",
+                                          "<EOT>",
+                                          "_<EOT>",
+                                          "[EOT]",
+                                          "<\xef\xbd\x9c"
+                                          "end\xe2\x96\x81"
+                                          "of\xe2\x96\x81"
+                                          "sentence\xef\xbd\x9c>",
+                                          "<end_of_utterance>",
+                                          NULL};
 static const char *const k_eom_texts[] = {"<|eom_id|>", NULL};
-static const char *const k_fim_pre_texts[] = {
-    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "begin\xef\xbd\x9c>",
-    "<PRE>", "\xe2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>", NULL};
-static const char *const k_fim_suf_texts[] = {
-    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "hole\xef\xbd\x9c>",
-    "<SUF>", "\xe2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>", NULL};
-static const char *const k_fim_mid_texts[] = {
-    "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>",
-    "<MID>", "\xe2\x96\x81<MID>", "<|code_middle|>", "<|middle|>", NULL};
+static const char *const k_fim_pre_texts[] = {"<|fim_prefix|>",
+                                              "<fim-prefix>",
+                                              "<fim_prefix>",
+                                              "<\xef\xbd\x9c"
+                                              "fim\xe2\x96\x81"
+                                              "begin\xef\xbd\x9c>",
+                                              "<PRE>",
+                                              "\xe2\x96\x81<PRE>",
+                                              "<|code_prefix|>",
+                                              "<|prefix|>",
+                                              NULL};
+static const char *const k_fim_suf_texts[] = {"<|fim_suffix|>",
+                                              "<fim-suffix>",
+                                              "<fim_suffix>",
+                                              "<\xef\xbd\x9c"
+                                              "fim\xe2\x96\x81"
+                                              "hole\xef\xbd\x9c>",
+                                              "<SUF>",
+                                              "\xe2\x96\x81<SUF>",
+                                              "<|code_suffix|>",
+                                              "<|suffix|>",
+                                              NULL};
+static const char *const k_fim_mid_texts[] = {"<|fim_middle|>",
+                                              "<fim-middle>",
+                                              "<fim_middle>",
+                                              "<\xef\xbd\x9c"
+                                              "fim\xe2\x96\x81"
+                                              "end\xef\xbd\x9c>",
+                                              "<MID>",
+                                              "\xe2\x96\x81<MID>",
+                                              "<|code_middle|>",
+                                              "<|middle|>",
+                                              NULL};
 static const char *const k_fim_pad_texts[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", NULL};
-static const char *const k_fim_rep_texts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>",
-                                              "<reponame>", NULL};
+static const char *const k_fim_rep_texts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+                                              "<REPO>",       "<reponame>",    NULL};
 static const char *const k_fim_sep_texts[] = {"<|file_sep|>", NULL};
 
 static const struct {
@@ -81,11 +116,32 @@ static const struct {
 };
 
 /* Texts that end generation (llama.cpp's EOG list). */
-static const char *const k_eog_texts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-    "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>", "[e~[", NULL};
+static const char *const k_eog_texts[] = {"<|eot_id|>",
+                                          "<|im_end|>",
+                                          "<|end|>",
+                                          "<|return|>",
+                                          "<|call|>",
+                                          "<|flush|>",
+                                          "<|calls|>",
+                                          "<end_of_turn>",
+                                          "<|endoftext|>",
+                                          "</s>",
+                                          "<|eom_id|>",
+                                          "<EOT>",
+                                          "_<EOT>",
+                                          "[EOT]",
+                                          "[EOS]",
+                                          "<|end_of_text|>",
+                                          "<end_of_utterance>",
+                                          "<eos>",
+                                          "<turn|>",
+                                          "<|tool_response>",
+                                          "<\xef\xbd\x9c"
+                                          "end\xe2\x96\x81"
+                                          "of\xe2\x96\x81"
+                                          "sentence\xef\xbd\x9c>",
+                                          "[e~[",
+                                          NULL};
 
 static oxl_token *vocab_field(oxl_vocab *v, size_t off) { return (oxl_token *)((char *)v + off); }
 
@@ -584,7 +640,8 @@ oxl_vocab *oxl_vocab_load(const oxl_gguf *g, oxl_error *err) {
         oxl_err_set(err, "%s: tokenizer.ggml.pre = '%.64s...' is not a pre-tokenizer llama.cpp knows", path, pre);
         goto fail;
     }
-    static const char *const ws_keys[2] = {"tokenizer.ggml.add_space_prefix", "tokenizer.ggml.remove_extra_whitespaces"};
+    static const char *const ws_keys[2] = {"tokenizer.ggml.add_space_prefix",
+                                           "tokenizer.ggml.remove_extra_whitespaces"};
     bool *const ws_flags[2] = {&v->add_space_prefix, &v->remove_extra_whitespaces};
     static const char *const add_keys[3] = {"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token",
                                             "tokenizer.ggml.add_sep_token"};
@@ -634,9 +691,7 @@ oxl_token oxl_vocab_eos(const oxl_vocab *v) { return v ? v->eos : -1; }
 const char *oxl_vocab_model_name(const oxl_vocab *v) { return v ? v->model : ""; }
 bool oxl_vocab_adds_space_prefix(const oxl_vocab *v) { return v && v->add_space_prefix; }
 
-bool oxl_vocab_is_eog(const oxl_vocab *v, oxl_token tok) {
-    return v && tok >= 0 && tok < v->n && v->eog[tok];
-}
+bool oxl_vocab_is_eog(const oxl_vocab *v, oxl_token tok) { return v && tok >= 0 && tok < v->n && v->eog[tok]; }
 
 // --- growable buffers for tokenization -----------------------------------------------------------
 

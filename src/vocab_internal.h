@@ -48,26 +48,26 @@ int32_t oxl_trie_step(const oxl_trie *t, int32_t node, unsigned char b);
 bool oxl_trie_insert(oxl_trie *t, const char *s, size_t n, int32_t value);
 void oxl_trie_free(oxl_trie *t);
 
-typedef struct oxl_pretok oxl_pretok;   /* compiled pre-tokenizer (pretokenize.c) */
+typedef struct oxl_pretok oxl_pretok;       /* compiled pre-tokenizer (pretokenize.c) */
 typedef struct oxl_bpe_ranks oxl_bpe_ranks; /* merge table (tokenizer_bpe.c) */
-typedef struct oxl_ugm oxl_ugm;         /* unigram model data (tokenizer_ugm.c) */
+typedef struct oxl_ugm oxl_ugm;             /* unigram model data (tokenizer_ugm.c) */
 
 struct oxl_vocab {
-    int32_t n;             /* number of tokens */
-    char *text;            /* token texts, each followed by a NUL */
-    size_t *text_off;      /* (n) byte offset of token i's text in `text` */
-    uint32_t *text_len;    /* (n) its length in bytes */
-    float *score;          /* (n) tokenizer.ggml.scores (0 when absent) */
-    uint16_t *attr;        /* (n) OXL_ATTR_* bits */
-    uint8_t *eog;          /* (n) 1 for end-of-generation tokens */
-    char *piece;           /* rendered pieces (special = true), concatenated */
-    size_t *piece_off;     /* (n) */
-    uint32_t *piece_len;   /* (n) */
-    int32_t *slot;         /* open-addressing hash of texts: token id + 1, 0 = empty */
-    size_t slot_mask;      /* number of slots - 1 (a power of two) */
-    int32_t *special;      /* control / user-defined / unknown ids, longest text first */
+    int32_t n;           /* number of tokens */
+    char *text;          /* token texts, each followed by a NUL */
+    size_t *text_off;    /* (n) byte offset of token i's text in `text` */
+    uint32_t *text_len;  /* (n) its length in bytes */
+    float *score;        /* (n) tokenizer.ggml.scores (0 when absent) */
+    uint16_t *attr;      /* (n) OXL_ATTR_* bits */
+    uint8_t *eog;        /* (n) 1 for end-of-generation tokens */
+    char *piece;         /* rendered pieces (special = true), concatenated */
+    size_t *piece_off;   /* (n) */
+    uint32_t *piece_len; /* (n) */
+    int32_t *slot;       /* open-addressing hash of texts: token id + 1, 0 = empty */
+    size_t slot_mask;    /* number of slots - 1 (a power of two) */
+    int32_t *special;    /* control / user-defined / unknown ids, longest text first */
     int32_t n_special;
-    uint32_t max_token_len; /* longest token text in bytes */
+    uint32_t max_token_len;  /* longest token text in bytes */
     oxl_token byte_tok[256]; /* SPM byte fallback token of each byte value, -1 when none */
 
     oxl_token bos, eos, eot, eom, unk, sep, pad, mask;
@@ -81,13 +81,13 @@ struct oxl_vocab {
     bool treat_whitespace_as_suffix;
     bool lowercase, strip_accents; /* WPM (BertNormalizer) */
     char model[16];
-    char pre[64];                  /* tokenizer.ggml.pre ("" when absent) */
-    unsigned pre_flags;            /* OXL_PRE_* of the BPE pre-tokenizer */
+    char pre[64];       /* tokenizer.ggml.pre ("" when absent) */
+    unsigned pre_flags; /* OXL_PRE_* of the BPE pre-tokenizer */
 
-    oxl_pretok *pretok;            /* BPE only */
-    oxl_bpe_ranks *ranks;          /* BPE only */
-    oxl_ugm *ugm;                  /* UGM only */
-    oxl_trie wpm_trie;             /* WPM only: every token text */
+    oxl_pretok *pretok;   /* BPE only */
+    oxl_bpe_ranks *ranks; /* BPE only */
+    oxl_ugm *ugm;         /* UGM only */
+    oxl_trie wpm_trie;    /* WPM only: every token text */
 };
 
 /* Id of the token whose text is exactly s[0..n), or -1. */

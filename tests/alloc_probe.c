@@ -7,8 +7,8 @@ static _Atomic size_t largest;
 
 static void note(size_t n) {
     size_t cur = atomic_load_explicit(&largest, memory_order_relaxed);
-    while (n > cur && !atomic_compare_exchange_weak_explicit(&largest, &cur, n, memory_order_relaxed,
-                                                             memory_order_relaxed)) {
+    while (n > cur &&
+           !atomic_compare_exchange_weak_explicit(&largest, &cur, n, memory_order_relaxed, memory_order_relaxed)) {
     }
 }
 

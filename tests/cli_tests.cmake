@@ -37,6 +37,9 @@ foreach(t F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1)
   list(APPEND OXL_LOGITS_GOLDENS ${G}/models/stories260K-${t}.once.gguf)
 endforeach()
 
+# The C sources are as clang-format writes them (.clang-format; generated/ excluded).
+add_test(NAME format COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_format.sh ${CMAKE_SOURCE_DIR})
+
 # Every model chat template of golden/chat-templates against Python Jinja2's renderings.
 add_test(NAME golden-chat-templates COMMAND ${OXL_BIN} golden ${G}/chat-templates)
 

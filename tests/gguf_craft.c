@@ -17,7 +17,8 @@ void oxl_craft_bytes(oxl_craft *c, const void *p, size_t n) {
         abort();
     }
     c->buf = b;
-    if (n) memcpy(b + c->len, p, n);
+    if (n)
+        memcpy(b + c->len, p, n);
     c->len += n;
 }
 
@@ -25,13 +26,15 @@ void oxl_craft_u8(oxl_craft *c, uint8_t v) { oxl_craft_bytes(c, &v, 1); }
 
 void oxl_craft_u32(oxl_craft *c, uint32_t v) {
     uint8_t b[4];
-    for (int i = 0; i < 4; i++) b[i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
     oxl_craft_bytes(c, b, 4);
 }
 
 void oxl_craft_u64(oxl_craft *c, uint64_t v) {
     uint8_t b[8];
-    for (int i = 0; i < 8; i++) b[i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
     oxl_craft_bytes(c, b, 8);
 }
 
@@ -59,11 +62,13 @@ void oxl_craft_zeros(oxl_craft *c, size_t n) {
 void oxl_craft_pad(oxl_craft *c, size_t align) { oxl_craft_zeros(c, (align - c->len % align) % align); }
 
 void oxl_craft_put_u32(oxl_craft *c, size_t at, uint32_t v) {
-    for (int i = 0; i < 4; i++) c->buf[at + i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        c->buf[at + i] = (uint8_t)(v >> (8 * i));
 }
 
 void oxl_craft_put_u64(oxl_craft *c, size_t at, uint64_t v) {
-    for (int i = 0; i < 8; i++) c->buf[at + i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        c->buf[at + i] = (uint8_t)(v >> (8 * i));
 }
 
 void oxl_craft_header(oxl_craft *c, uint32_t version, uint64_t n_tensors, uint64_t n_kv) {
@@ -98,7 +103,8 @@ void oxl_craft_tensor(oxl_craft *c, const char *name, uint32_t n_dims, const int
                       uint64_t offset) {
     oxl_craft_str(c, name);
     oxl_craft_u32(c, n_dims);
-    for (uint32_t i = 0; i < n_dims; i++) oxl_craft_u64(c, (uint64_t)ne[i]);
+    for (uint32_t i = 0; i < n_dims; i++)
+        oxl_craft_u64(c, (uint64_t)ne[i]);
     oxl_craft_u32(c, type);
     oxl_craft_u64(c, offset);
 }

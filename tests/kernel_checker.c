@@ -113,7 +113,6 @@ static void oxl_check_vec_dot_f32(const oxl_quant_golden *qg, oxl_vec_dot_fn fn,
                     name, (long long)qg->nrows, worst);
 }
 
-
 /* ---- ggml's AVX-512 summation order, written out lane by lane ----------------------------------
  * ggml_vec_dot_f32/_f16 (ggml-cpu/vec.cpp with simd-mappings.h, AVX-512 without FP16: STEP 64,
  * EPR 16) keep 4 x 16 lane sums over the first n & ~63 elements, fold them 0+2, 1+3, 0+1 and reduce
@@ -270,7 +269,8 @@ static bool oxl_same_float(float a, float b) {
 
 /* Lengths that reach every part of the order: no 64-block, leftovers only, whole blocks, both, the
  * model shapes (8 = head dim, 64 = n_embd, 172 = n_ff of stories260K) and the full 512-row. */
-static const int64_t oxl_order_lengths[] = {0, 1, 3, 7, 8, 15, 16, 17, 44, 63, 64, 65, 100, 127, 128, 172, 200, 256, 300, 511, 512};
+static const int64_t oxl_order_lengths[] = {0,  1,   3,   7,   8,   15,  16,  17,  44,  63, 64,
+                                            65, 100, 127, 128, 172, 200, 256, 300, 511, 512};
 
 /* fn against the reference on every golden row pair and every length (f32: x, y; f16: q, yq) */
 static void oxl_check_dot_order(const oxl_quant_golden *qg, oxl_type type, oxl_vec_dot_fn fn, const char *name,
@@ -298,7 +298,8 @@ static void oxl_check_dot_order(const oxl_quant_golden *qg, oxl_type type, oxl_v
             }
         }
     }
-    oxl_golden_line(r, bad == 0, "%s  vec_dot vs ggml's AVX-512 order: %d/%d bit-identical", name, checks - bad, checks);
+    oxl_golden_line(r, bad == 0, "%s  vec_dot vs ggml's AVX-512 order: %d/%d bit-identical", name, checks - bad,
+                    checks);
 }
 
 /* f16, bf16: at n = 512 the golden dot is ggml_vec_dot_f16 of the AVX-512 build (ggml_vec_dot_bf16
@@ -314,8 +315,8 @@ static void oxl_check_dot_golden_bits(const oxl_quant_golden *qg, oxl_vec_dot_fn
             fprintf(stderr, "%s  row %lld: %a, llama.cpp's dot %a\n", name, (long long)i, got, qg->dot[i]);
         }
     }
-    oxl_golden_line(r, bad == 0, "%s  vec_dot vs dot bit for bit: %lld/%lld rows", name,
-                    (long long)(qg->nrows - bad), (long long)qg->nrows);
+    oxl_golden_line(r, bad == 0, "%s  vec_dot vs dot bit for bit: %lld/%lld rows", name, (long long)(qg->nrows - bad),
+                    (long long)qg->nrows);
 }
 
 void oxl_check_vec_dot(oxl_type type, oxl_isa isa, oxl_vec_dot_fn fn, const char *name) {
@@ -385,8 +386,9 @@ static void oxl_check_gemm_order(const oxl_quant_golden *qg, oxl_type type, oxl_
                     }
                     checks++;
                     if (!oxl_same_float(got, want) && bad++ < 5) {
-                        fprintf(stderr, "%s  k %lld, m %lld, n %lld, out (%lld, %lld): %a, the tinyBLAS order gives %a\n",
-                                name, (long long)k, (long long)m, (long long)n, (long long)i, (long long)j, got, want);
+                        fprintf(stderr,
+                                "%s  k %lld, m %lld, n %lld, out (%lld, %lld): %a, the tinyBLAS order gives %a\n", name,
+                                (long long)k, (long long)m, (long long)n, (long long)i, (long long)j, got, want);
                     }
                 }
             }
@@ -395,7 +397,8 @@ static void oxl_check_gemm_order(const oxl_quant_golden *qg, oxl_type type, oxl_
     free(af);
     free(bf);
     free(c);
-    oxl_golden_line(r, bad == 0, "%s  gemm vs tinyBLAS's AVX-512 order: %d/%d bit-identical", name, checks - bad, checks);
+    oxl_golden_line(r, bad == 0, "%s  gemm vs tinyBLAS's AVX-512 order: %d/%d bit-identical", name, checks - bad,
+                    checks);
 }
 
 void oxl_check_gemm(oxl_type type, oxl_isa isa, oxl_gemm_fn fn, const char *name) {
@@ -428,9 +431,7 @@ float oxl_ref_vexpf(float t) {
     return ldexpf(j, (int)n);
 }
 
-float oxl_ref_vsilu(float x) {
-    return x / (1.0f + oxl_ref_vexpf(0.0f - x));
-}
+float oxl_ref_vsilu(float x) { return x / (1.0f + oxl_ref_vexpf(0.0f - x)); }
 
 static void oxl_ref_swiglu(int64_t n, float *y, const float *x, const float *g) {
     const int64_t groups_end = n & ~(int64_t)15;
@@ -448,9 +449,9 @@ void oxl_check_swiglu(oxl_type type, oxl_isa isa, oxl_swiglu_fn fn, const char *
      * |n| <= 192 branch (t = +-133.08 ...), signed zeros, subnormals, huge values, inf, NaN */
     enum { N = 2048 };
     static float x[N], g[N], want[N], got[N];
-    static const float special[] = {0.0f, -0.0f, 0x1p-149f, -0x1p-149f, 0x1p-127f, 1e-30f, -1e-30f, 87.0f, 88.7f,
-                                    -88.7f, -89.0f, 103.9f, -104.0f, 132.9f, 133.2f, -132.9f, -133.2f, 140.0f, -140.0f,
-                                    1e30f, -1e30f, INFINITY, -INFINITY, NAN};
+    static const float special[] = {0.0f,    -0.0f,  0x1p-149f, -0x1p-149f, 0x1p-127f, 1e-30f,   -1e-30f,   87.0f,
+                                    88.7f,   -88.7f, -89.0f,    103.9f,     -104.0f,   132.9f,   133.2f,    -132.9f,
+                                    -133.2f, 140.0f, -140.0f,   1e30f,      -1e30f,    INFINITY, -INFINITY, NAN};
     const int n_special = (int)(sizeof special / sizeof special[0]);
     uint32_t st = 777;
     for (int i = 0; i < N; i++) {
@@ -601,7 +602,8 @@ static void oxl_check_repacked(oxl_type type, oxl_isa isa, const char *name) {
         for (int64_t i = 0; i < m * k; i++) {
             st = st * 1664525u + 1013904223u;
             /* rows of different magnitudes, some elements large (exercising every scale) */
-            wf[i] = ((float)(st >> 8) / 16777216.0f - 0.5f) * (1.0f + (float)(i / k % 5)) * ((st & 63) == 0 ? 8.0f : 1.0f);
+            wf[i] =
+                ((float)(st >> 8) / 16777216.0f - 0.5f) * (1.0f + (float)(i / k % 5)) * ((st & 63) == 0 ? 8.0f : 1.0f);
         }
         for (int64_t i = 0; i < nmax * k; i++) {
             st = st * 1664525u + 1013904223u;
@@ -652,7 +654,8 @@ static void oxl_check_repacked(oxl_type type, oxl_isa isa, const char *name) {
                         bound += fabs((double)row[e] * (double)col[e]);
                     }
                     if (!(fabs((double)got - (double)want) <= 1e-5 * bound + 1e-30) && bad++ < 5) {
-                        fprintf(stderr, "%s  k %lld n %lld row %lld column %lld: %.9g, vec_dot gives %.9g (sum |w x| %.3g)\n",
+                        fprintf(stderr,
+                                "%s  k %lld n %lld row %lld column %lld: %.9g, vec_dot gives %.9g (sum |w x| %.3g)\n",
                                 name, (long long)k, (long long)n, (long long)i, (long long)j, got, want, bound);
                     }
                 }
@@ -660,8 +663,10 @@ static void oxl_check_repacked(oxl_type type, oxl_isa isa, const char *name) {
         }
         free(wf), free(xf), free(row), free(col), free(w), free(x), free(wrp), free(bsum), free(c);
     }
-    oxl_golden_line(&r, bad == 0, "%s  gemm_rp(repack(W)) vs vec_dot(W): %d/%d within 1e-5 of sum |w x| (one column of Q4_0/Q8_0: ggml's order, bit-identical)", name,
-                    checks - bad, checks);
+    oxl_golden_line(&r, bad == 0,
+                    "%s  gemm_rp(repack(W)) vs vec_dot(W): %d/%d within 1e-5 of sum |w x| (one column of Q4_0/Q8_0: "
+                    "ggml's order, bit-identical)",
+                    name, checks - bad, checks);
     cr_assert(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", name, r.n_fail);
 }
 
@@ -766,7 +771,8 @@ void oxl_check_softmax(oxl_type type, oxl_isa isa, oxl_softmax_fn fn, const char
             const double sum = fn(n, got, x, max);
             checks++;
             if (sum != sum_want && bad++ < 5) {
-                fprintf(stderr, "%s  n %lld max %g: sum %.17g, ggml gives %.17g\n", name, (long long)n, max, sum, sum_want);
+                fprintf(stderr, "%s  n %lld max %g: sum %.17g, ggml gives %.17g\n", name, (long long)n, max, sum,
+                        sum_want);
             }
             for (int64_t e = 0; e < n; e++) {
                 checks++;
@@ -777,6 +783,7 @@ void oxl_check_softmax(oxl_type type, oxl_isa isa, oxl_softmax_fn fn, const char
             }
         }
     }
-    oxl_golden_line(&r, bad == 0, "%s  softmax vs ggml_vec_soft_max_f32: %d/%d bit-identical", name, checks - bad, checks);
+    oxl_golden_line(&r, bad == 0, "%s  softmax vs ggml_vec_soft_max_f32: %d/%d bit-identical", name, checks - bad,
+                    checks);
     cr_assert(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", name, r.n_fail);
 }

@@ -141,8 +141,8 @@ Test(arch_attention, f16_kv_both_paths_stay_close) {
     for (size_t i = 0; i < N_MASK_MODELS; i++) {
         const arch_case *c = &mask_models[i];
         for (int fa = 0; fa <= 1; fa++) {
-            const prompt_result r = run_prompt(c->id, fa ? OXL_FLASH_ATTN_ON : OXL_FLASH_ATTN_OFF, OXL_KV_F16, 48,
-                                               1.0 / 2048);
+            const prompt_result r =
+                run_prompt(c->id, fa ? OXL_FLASH_ATTN_ON : OXL_FLASH_ATTN_OFF, OXL_KV_F16, 48, 1.0 / 2048);
             cr_log_info("%s (flash %d): f16 KV max|Δ|/range %.2e (bound %.1e), %d argmax differences, %d near-ties",
                         c->id, fa, r.worst, c->f16[fa], r.n_argmax_diff, r.n_near_tie);
             cr_expect_leq(r.worst, c->f16[fa], "%s (flash %d): f16 KV max|Δ|/range %.2e (bound %.1e)", c->id, fa,
@@ -295,9 +295,9 @@ static int try_load_and_run(const unsigned char *buf, size_t size) {
 /* Every byte of the architecture's keys (type and value) and of the tensor table, inverted one at a
  * time: the model is refused with a message or loads and decodes without crashing. */
 Test(arch_damage, hyper_parameter_and_tensor_table_flips_are_safe, .timeout = 600) {
-    static const char *const ids[] = {"gpt2",    "gemma2",       "bloom",   "phi3",   "olmo3", "stablelm2-12b",
-                                      "qwen3",   "falcon-40b",   "mixtral", "grok",   "gpt-oss", "deepseek2-v3",
-                                      "mamba2",  "jamba",        "qwen2vl"};
+    static const char *const ids[] = {"gpt2",          "gemma2",       "bloom",      "phi3",    "olmo3",
+                                      "stablelm2-12b", "qwen3",        "falcon-40b", "mixtral", "grok",
+                                      "gpt-oss",       "deepseek2-v3", "mamba2",     "jamba",   "qwen2vl"};
     for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
         size_t size;
         unsigned char *buf = read_model(ids[k], &size);

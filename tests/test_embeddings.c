@@ -150,8 +150,8 @@ Test(embeddings, token_embedding_is_the_output_heads_input) {
                       "token %d vocab %lld: output . embedding = %.7g, logit %.7g", i, (long long)v, dot, logits[v]);
         }
     }
-    cr_assert_eq(memcmp(oxl_get_embeddings_ith(ctx, -1), oxl_get_embeddings_ith(ctx, N_B - 1), sizeof(float) * E),
-                 0, "i = -1 is the last token");
+    cr_assert_eq(memcmp(oxl_get_embeddings_ith(ctx, -1), oxl_get_embeddings_ith(ctx, N_B - 1), sizeof(float) * E), 0,
+                 "i = -1 is the last token");
     oxl_ctx_free(ctx);
     oxl_ctx_free(plain);
     oxl_gguf_close(g);
@@ -259,8 +259,8 @@ Test(embeddings, every_architecture_keeps_its_logits, .timeout = 300) {
             cr_assert_eq(oxl_decode(cx[c], tok, N, true, &err), 0, "%s: %s", de->d_name, err.msg);
         }
         for (int i = 0; i < N; i++) {
-            cr_assert_eq(memcmp(oxl_get_logits(cx[0], i), oxl_get_logits(cx[1], i), sizeof(float) * (size_t)n_vocab),
-                         0, "%s token %d: keeping embeddings changed the logits", de->d_name, i);
+            cr_assert_eq(memcmp(oxl_get_logits(cx[0], i), oxl_get_logits(cx[1], i), sizeof(float) * (size_t)n_vocab), 0,
+                         "%s token %d: keeping embeddings changed the logits", de->d_name, i);
         }
         const float *mean = oxl_get_embeddings_seq(cx[2], 0);
         cr_assert_not_null(mean, "%s", de->d_name);
@@ -314,7 +314,8 @@ static void embd_golden_open(const char *id, embd_golden *eg) {
     const oxl_gguf_tensor *t = oxl_gguf_find_tensor(eg->g, "tokens");
     const oxl_gguf_tensor *e = oxl_gguf_find_tensor(eg->g, "embd");
     const oxl_gguf_tensor *et = oxl_gguf_find_tensor(eg->g, "embd_tokens");
-    cr_assert(t && e && et && t->type == 26 && e->type == 0 && et->type == 0, "%s: tokens (i32), embd, embd_tokens (f32)", path);
+    cr_assert(t && e && et && t->type == 26 && e->type == 0 && et->type == 0,
+              "%s: tokens (i32), embd, embd_tokens (f32)", path);
     eg->tokens = t->data;
     eg->n_tokens = (int32_t)t->ne[0];
     eg->embd = e->data;
@@ -387,9 +388,9 @@ static void check_encoder_golden(const char *id, oxl_pooling want_pooling, doubl
      * although the context counts them at positions 48.. of the sequence */
     cr_assert_eq(oxl_decode(ctx, eg.tokens, eg.n_tokens, false, &err), 0, "%s", err.msg);
     for (int32_t i = 0; i < eg.n_tokens; i++) {
-        cr_expect_eq(memcmp(oxl_get_embeddings_ith(ctx, i), first + (size_t)i * eg.n_embd,
-                            sizeof(float) * (size_t)eg.n_embd),
-                     0, "%s token %d: a second decode of the same tokens differs", id, i);
+        cr_expect_eq(
+            memcmp(oxl_get_embeddings_ith(ctx, i), first + (size_t)i * eg.n_embd, sizeof(float) * (size_t)eg.n_embd), 0,
+            "%s token %d: a second decode of the same tokens differs", id, i);
     }
     free(first);
     oxl_ctx_free(ctx);
@@ -417,10 +418,12 @@ static void check_encoder_golden(const char *id, oxl_pooling want_pooling, doubl
     free(bseq);
     oxl_ctx_free(ctx);
     fprintf(stderr, "embeddings %s: batched beside another sequence, pooled max |diff| %.3g\n", id, d_batched);
-    cr_expect(d_batched <= tol_pooled, "%s: pooled embedding batched with another sequence differs by %.3g > %.3g",
-              id, d_batched, tol_pooled);
-    fprintf(stderr, "embeddings %s: max |oxillama - llama.cpp| pooled %.3g (bound %.3g), per token %.3g (bound %.3g); "
-                    "largest |value| %.3g\n", id, d_pooled, tol_pooled, d_tokens, tol_tokens, scale);
+    cr_expect(d_batched <= tol_pooled, "%s: pooled embedding batched with another sequence differs by %.3g > %.3g", id,
+              d_batched, tol_pooled);
+    fprintf(stderr,
+            "embeddings %s: max |oxillama - llama.cpp| pooled %.3g (bound %.3g), per token %.3g (bound %.3g); "
+            "largest |value| %.3g\n",
+            id, d_pooled, tol_pooled, d_tokens, tol_tokens, scale);
     cr_expect(d_pooled <= tol_pooled, "%s: pooled embedding differs from llama.cpp's by %.3g > %.3g", id, d_pooled,
               tol_pooled);
     cr_expect(d_tokens <= tol_tokens, "%s: token embeddings differ from llama.cpp's by %.3g > %.3g", id, d_tokens,

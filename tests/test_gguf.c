@@ -283,7 +283,8 @@ Test(gguf, value_types_and_conversions) {
 static void expect_reject(const oxl_craft *c, const char *want) {
     oxl_error err = {{0}};
     oxl_gguf *g = oxl_gguf_open_memory(c->buf, c->len, "bad.gguf", &err);
-    if (g) oxl_gguf_close(g);
+    if (g)
+        oxl_gguf_close(g);
     cr_assert_null(g, "accepted a file that should fail with '%s'", want);
     cr_expect(strncmp(err.msg, "bad.gguf: ", 10) == 0, "message '%s' does not name the file", err.msg);
     cr_expect(strstr(err.msg, "at byte") != NULL, "message '%s' names no byte offset", err.msg);
@@ -308,9 +309,7 @@ typedef struct second_tensor {
     size_t data_len;
 } second_tensor;
 
-static second_tensor good_second(void) {
-    return (second_tensor){"second", 2, {32, 2, 1, 1, 1}, 0, 512, 768};
-}
+static second_tensor good_second(void) { return (second_tensor){"second", 2, {32, 2, 1, 1, 1}, 0, 512, 768}; }
 
 static void build_two_tensors(oxl_craft *c, second_tensor s) {
     oxl_craft_header(c, 3, 2, 1);
@@ -622,7 +621,8 @@ static void check_bounds(const oxl_gguf *g, const uint8_t *buf, size_t size) {
         cr_assert(t->n_dims >= 1 && t->n_dims <= 4 && t->offset % oxl_gguf_alignment(g) == 0);
     }
     for (int64_t i = 0; i < oxl_gguf_n_kv(g); i++) {
-        if (oxl_gguf_arr_type(g, i) != OXL_GGUF_STRING) continue;
+        if (oxl_gguf_arr_type(g, i) != OXL_GGUF_STRING)
+            continue;
         uint64_t n = oxl_gguf_arr_n(g, i);
         for (uint64_t j = 0; j < n; j += 97) {
             size_t len;

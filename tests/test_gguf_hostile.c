@@ -25,7 +25,8 @@ static size_t alloc_bound(size_t n) { return 16 * n + 4096; }
 static uint8_t *exact_copy(const oxl_craft *c) {
     uint8_t *b = malloc(c->len ? c->len : 1);
     cr_assert_not_null(b);
-    if (c->len) memcpy(b, c->buf, c->len);
+    if (c->len)
+        memcpy(b, c->buf, c->len);
     return b;
 }
 
@@ -84,19 +85,22 @@ Test(gguf_hostile, dimension_counts) {
 Test(gguf_hostile, dimension_products) {
     /* 2^16 in each of 4 dimensions: the product is exactly 2^64, which wraps to 0 in uint64 */
     const int64_t wrap[4] = {1 << 16, 1 << 16, 1 << 16, 1 << 16};
-    expect_tensor_rejected(4, wrap, 0, "tensor 0 ('t') shape (65536, 65536, 65536, 65536) at byte 37: element count "
-                                       "overflows int64");
+    expect_tensor_rejected(4, wrap, 0,
+                           "tensor 0 ('t') shape (65536, 65536, 65536, 65536) at byte 37: element count "
+                           "overflows int64");
     /* exactly INT64_MAX elements is refused too (ggml's test rejects a product equal to the limit) */
     const int64_t max[1] = {INT64_MAX};
-    expect_tensor_rejected(1, max, 0, "tensor 0 ('t') shape (9223372036854775807, 1, 1, 1) at byte 37: element count "
-                                      "overflows int64");
+    expect_tensor_rejected(1, max, 0,
+                           "tensor 0 ('t') shape (9223372036854775807, 1, 1, 1) at byte 37: element count "
+                           "overflows int64");
     /* the last dimension tips a product of small ones over the limit */
     const int64_t tip[4] = {3, 5, 7, INT64_MAX / 105 + 1};
     expect_tensor_rejected(4, tip, 0, "element count overflows int64");
     /* 2^61 f64 elements are countable, but their 2^64 bytes do not fit in size_t */
     const int64_t f64[1] = {(int64_t)1 << 61};
-    expect_tensor_rejected(1, f64, 28, "tensor 0 ('t') shape (2305843009213693952, 1, 1, 1) at byte 37: size in bytes "
-                                       "of type f64 overflows size_t");
+    expect_tensor_rejected(1, f64, 28,
+                           "tensor 0 ('t') shape (2305843009213693952, 1, 1, 1) at byte 37: size in bytes "
+                           "of type f64 overflows size_t");
     /* 2^62 q8_0 elements are 2^57 blocks of 34 bytes: representable, and far past the end */
     const int64_t q8[1] = {(int64_t)1 << 62};
     expect_tensor_rejected(1, q8, 8, "its 4899916394579099648 bytes of data end past the end of the file");
@@ -299,8 +303,10 @@ Test(gguf_hostile, array_counts) {
      * claim 2^63 bytes: the string-position table is bounded by the file */
     oxl_craft_header(&c, 3, 0, 1);
     oxl_craft_kv_array(&c, "tokens", OXL_GGUF_STRING, 512);
-    for (int i = 0; i < 512; i++) oxl_craft_u64(&c, (uint64_t)1 << 63);
-    expect_hostile(&c, "key 0 ('tokens') element 0 string length 9223372036854775808 at byte 54: runs past the end of the file");
+    for (int i = 0; i < 512; i++)
+        oxl_craft_u64(&c, (uint64_t)1 << 63);
+    expect_hostile(
+        &c, "key 0 ('tokens') element 0 string length 9223372036854775808 at byte 54: runs past the end of the file");
     oxl_craft_free(&c);
 }
 
@@ -419,18 +425,21 @@ Test(gguf_hostile, truncation_at_every_byte) {
         size_t largest = oxl_probe_largest();
         free(cut);
         cr_assert_null(g, "accepted the file cut at byte %zu of %zu", n, c.len);
-        cr_assert(strncmp(err.msg, "cut.gguf: ", 10) == 0 && strstr(err.msg, "at byte"), "cut at %zu: '%s'", n, err.msg);
+        cr_assert(strncmp(err.msg, "cut.gguf: ", 10) == 0 && strstr(err.msg, "at byte"), "cut at %zu: '%s'", n,
+                  err.msg);
         cr_assert_leq(largest, alloc_bound(n), "cut at %zu: a request of %zu bytes", n, largest);
     }
     oxl_craft_free(&c);
 }
 
 static void put_be32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (24 - 8 * i));
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (24 - 8 * i));
 }
 
 static void put_be64(uint8_t *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (56 - 8 * i));
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (56 - 8 * i));
 }
 
 Test(gguf_hostile, big_endian_file) {
@@ -449,11 +458,11 @@ Test(gguf_hostile, big_endian_file) {
     put_be64(c.buf + 24, 17); /* key length; the key's 17 bytes follow */
     put_be32(c.buf + 49, OXL_GGUF_UINT32);
     put_be32(c.buf + 53, 32);
-    put_be64(c.buf + 57, 1);  /* tensor name length; "t" follows */
-    put_be32(c.buf + 66, 1);  /* n_dims */
-    put_be64(c.buf + 70, 8);  /* ne0 */
-    put_be32(c.buf + 78, 0);  /* type f32 */
-    put_be64(c.buf + 82, 0);  /* offset */
+    put_be64(c.buf + 57, 1); /* tensor name length; "t" follows */
+    put_be32(c.buf + 66, 1); /* n_dims */
+    put_be64(c.buf + 70, 8); /* ne0 */
+    put_be32(c.buf + 78, 0); /* type f32 */
+    put_be64(c.buf + 82, 0); /* offset */
     cr_assert_eq(c.len, 96 + 32);
     expect_hostile(&c, "version 0x03000000 at byte 4: the file is big-endian (byte-swapped version 3)");
     /* version 2 of a big-endian writer */
@@ -480,20 +489,37 @@ enum { E = 8, F = 16, V = 8, HD = 4, NH = 2, NKV = 1 };
 static uint32_t or_default(uint32_t v, uint32_t d) { return v ? v : d; }
 
 static void build_llama(oxl_craft *c, llama_spec s) {
-    static const char *const tokens[V] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81" "a", "\xe2\x96\x81" "b", "a", "b", "c"};
+    static const char *const tokens[V] = {"<unk>",
+                                          "<s>",
+                                          "</s>",
+                                          "\xe2\x96\x81"
+                                          "a",
+                                          "\xe2\x96\x81"
+                                          "b",
+                                          "a",
+                                          "b",
+                                          "c"};
     struct {
         const char *name;
         int64_t ne0, ne1; /* ne1 0: 1-D */
     } t[] = {
-        {"token_embd.weight", E, V},           {"output_norm.weight", E, 0},     {"output.weight", E, V},
-        {"blk.0.attn_norm.weight", E, 0},      {"blk.0.attn_q.weight", E, NH * HD},
-        {"blk.0.attn_k.weight", E, NKV * HD},  {"blk.0.attn_v.weight", E, NKV * HD},
-        {"blk.0.attn_output.weight", NH * HD, E}, {"blk.0.ffn_norm.weight", E, 0},
-        {"blk.0.ffn_gate.weight", E, F},       {"blk.0.ffn_up.weight", E, F},    {"blk.0.ffn_down.weight", F, E},
+        {"token_embd.weight", E, V},
+        {"output_norm.weight", E, 0},
+        {"output.weight", E, V},
+        {"blk.0.attn_norm.weight", E, 0},
+        {"blk.0.attn_q.weight", E, NH * HD},
+        {"blk.0.attn_k.weight", E, NKV * HD},
+        {"blk.0.attn_v.weight", E, NKV * HD},
+        {"blk.0.attn_output.weight", NH * HD, E},
+        {"blk.0.ffn_norm.weight", E, 0},
+        {"blk.0.ffn_gate.weight", E, F},
+        {"blk.0.ffn_up.weight", E, F},
+        {"blk.0.ffn_down.weight", F, E},
     };
     const size_t n_all = sizeof t / sizeof *t;
     size_t n_tensors = 0;
-    for (size_t i = 0; i < n_all; i++) n_tensors += !(s.skip && strcmp(s.skip, t[i].name) == 0);
+    for (size_t i = 0; i < n_all; i++)
+        n_tensors += !(s.skip && strcmp(s.skip, t[i].name) == 0);
     n_tensors += s.extra_empty;
     oxl_craft_header(c, 3, n_tensors, 10);
     oxl_craft_kv_str(c, "general.architecture", s.arch ? s.arch : "llama");
@@ -507,10 +533,12 @@ static void build_llama(oxl_craft *c, llama_spec s) {
     oxl_craft_f32(c, 1e-5f);
     oxl_craft_kv_str(c, "tokenizer.ggml.model", "llama");
     oxl_craft_kv_array(c, "tokenizer.ggml.tokens", OXL_GGUF_STRING, V);
-    for (int i = 0; i < V; i++) oxl_craft_str(c, tokens[i]);
+    for (int i = 0; i < V; i++)
+        oxl_craft_str(c, tokens[i]);
     uint64_t offset = 0;
     for (size_t i = 0; i < n_all; i++) {
-        if (s.skip && strcmp(s.skip, t[i].name) == 0) continue;
+        if (s.skip && strcmp(s.skip, t[i].name) == 0)
+            continue;
         int64_t ne1 = s.reshape && strcmp(s.reshape, t[i].name) == 0 ? s.reshape_ne1 : t[i].ne1;
         const int64_t ne[2] = {t[i].ne0, ne1};
         oxl_craft_tensor(c, t[i].name, ne1 ? 2 : 1, ne, 0, offset);
@@ -568,7 +596,8 @@ Test(model_hostile, baseline_loads_and_decodes_zeros) {
     cr_assert_eq(oxl_decode(ctx, toks, 2, false, &err), 0, "%s", err.msg);
     /* every weight is zero, so the output head gives exactly zero logits */
     const float *logits = oxl_get_logits(ctx, -1);
-    for (int i = 0; i < V; i++) cr_expect_eq(logits[i], 0.0f, "logit %d = %g", i, logits[i]);
+    for (int i = 0; i < V; i++)
+        cr_expect_eq(logits[i], 0.0f, "logit %d = %g", i, logits[i]);
     oxl_ctx_free(ctx);
     oxl_model_free(m);
     oxl_craft_free(&c);

@@ -280,7 +280,8 @@ Test(jinja, output_limit_is_configurable) {
 
 /* Byte-level mutations of real model templates: every render must return (an error is fine). */
 Test(jinja, fuzzed_templates_never_crash) {
-    const char *models[] = {"Qwen-Qwen3-0.6B", "openai-gpt-oss-120b", "google-gemma-4-31B-it", "meetkai-functionary-medium-v3.1"};
+    const char *models[] = {"Qwen-Qwen3-0.6B", "openai-gpt-oss-120b", "google-gemma-4-31B-it",
+                            "meetkai-functionary-medium-v3.1"};
     char *cases_text = slurp(OXL_SOURCE_DIR "/golden/chat-templates/cases.json");
     cr_assert(cases_text);
     cJSON *cases = cJSON_Parse(cases_text);

@@ -30,10 +30,9 @@ static oxl_isa lender_of(oxl_type type, oxl_isa isa) {
 }
 
 Test(kernels, every_cap_gets_a_kernel_per_cell_within_the_cap) {
-    static const oxl_type formats[] = {OXL_TYPE_F32,  OXL_TYPE_F16,  OXL_TYPE_BF16, OXL_TYPE_Q8_0,
-                                       OXL_TYPE_Q4_0, OXL_TYPE_Q4_1, OXL_TYPE_Q5_0, OXL_TYPE_Q5_1,
-                                       OXL_TYPE_Q2_K, OXL_TYPE_Q3_K, OXL_TYPE_Q4_K, OXL_TYPE_Q5_K,
-                                       OXL_TYPE_Q6_K};
+    static const oxl_type formats[] = {OXL_TYPE_F32,  OXL_TYPE_F16,  OXL_TYPE_BF16, OXL_TYPE_Q8_0, OXL_TYPE_Q4_0,
+                                       OXL_TYPE_Q4_1, OXL_TYPE_Q5_0, OXL_TYPE_Q5_1, OXL_TYPE_Q2_K, OXL_TYPE_Q3_K,
+                                       OXL_TYPE_Q4_K, OXL_TYPE_Q5_K, OXL_TYPE_Q6_K};
     for (int cap = 0; cap < OXL_ISA_COUNT; cap++) {
         oxl_kernels k;
         oxl_kernels_build(&k, (oxl_isa)cap);
@@ -182,7 +181,8 @@ Test(kernels, ggml_order_reference_sums_in_ggml_order) {
     x[0] = 1.0f;
     /* dot, n = 64: lane 0 of acc0 = 1, every other lane of the four = 2^-24. Folds: acc0 + acc2
      * gives 1 in lane 0 (a tie) and u elsewhere, acc1 + acc3 u everywhere, then acc0 + acc1 gives
-     * 1 + u in lane 0 and 2u elsewhere. Tree: t0 = 1 + 3u, t1..7 = 4u; q0 = 1 + 7u, q1..3 = 8u; (q0 + q2) + (q1 + q3) = 1 + 31u. */
+     * 1 + u in lane 0 and 2u elsewhere. Tree: t0 = 1 + 3u, t1..7 = 4u; q0 = 1 + 7u, q1..3 = 8u; (q0 + q2) + (q1 + q3) =
+     * 1 + 31u. */
     cr_expect(same_bits(oxl_ref_dot_f32(64, x, y), 1.0f + 31 * 0x1p-23f), "%a", oxl_ref_dot_f32(64, x, y));
     /* n = 80: 16 leftovers (exact products), added in order: 1 + 31u + 2^-24 ties to 1 + 32u,
      * which then stays */

@@ -22,7 +22,7 @@ typedef struct golden {
     int32_t n_tok;
     const oxl_token *greedy; /* [n_greedy] llama.cpp's greedy continuation */
     int32_t n_greedy;
-    const float *logits;     /* (n_vocab, n_tok) */
+    const float *logits; /* (n_vocab, n_tok) */
 } golden;
 
 static golden open_golden(const char *id) {

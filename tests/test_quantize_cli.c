@@ -25,14 +25,14 @@
 /* ---- SHA-256 (FIPS 180-4) ---- */
 
 static const uint32_t sha_k[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
-    0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
-    0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
-    0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
-    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
-    0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
-    0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-    0xc67178f2};
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
 static uint32_t ror(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
@@ -196,9 +196,7 @@ static void make_tmp_dir(void) {
     cr_assert_not_null(mkdtemp(tmp_dir));
 }
 
-static void remove_tmp_dir(void) {
-    rmdir(tmp_dir);
-}
+static void remove_tmp_dir(void) { rmdir(tmp_dir); }
 
 /* llama.cpp's LLAMA_FTYPE numbers (include/llama.h, enum llama_ftype), which llama-quantize writes
  * as the u32 general.file_type (src/llama-quant.cpp). */
@@ -206,9 +204,9 @@ static const struct {
     const char *name;
     uint32_t ftype;
 } llama_ftypes[] = {
-    {"F16", 1},      {"Q4_0", 2},     {"Q4_1", 3},     {"Q8_0", 7},     {"Q5_0", 8},   {"Q5_1", 9},
-    {"Q2_K", 10},    {"Q3_K_S", 11},  {"Q3_K_M", 12},  {"Q3_K_L", 13},  {"Q4_K_S", 14}, {"Q4_K_M", 15},
-    {"Q5_K_S", 16},  {"Q5_K_M", 17},  {"Q6_K", 18},    {"Q2_K_S", 21},  {"BF16", 32},
+    {"F16", 1},     {"Q4_0", 2},    {"Q4_1", 3},    {"Q8_0", 7},    {"Q5_0", 8},    {"Q5_1", 9},
+    {"Q2_K", 10},   {"Q3_K_S", 11}, {"Q3_K_M", 12}, {"Q3_K_L", 13}, {"Q4_K_S", 14}, {"Q4_K_M", 15},
+    {"Q5_K_S", 16}, {"Q5_K_M", 17}, {"Q6_K", 18},   {"Q2_K_S", 21}, {"BF16", 32},
 };
 
 static uint32_t llama_ftype_of(const char *name) {
@@ -240,8 +238,11 @@ static int llama_weight_order(const void *pa, const void *pb) {
 }
 
 Test(quantize_cli, llama_weight_order_sorts_by_layer_number_then_name) {
-    exp_tensor t[5] = {{.name = "blk.10.attn_q.weight"}, {.name = "token_embd.weight"}, {.name = "blk.2.ffn_up.weight"},
-                       {.name = "blk.2.attn_k.weight"},  {.name = "output.weight"}};
+    exp_tensor t[5] = {{.name = "blk.10.attn_q.weight"},
+                       {.name = "token_embd.weight"},
+                       {.name = "blk.2.ffn_up.weight"},
+                       {.name = "blk.2.attn_k.weight"},
+                       {.name = "output.weight"}};
     qsort(t, 5, sizeof t[0], llama_weight_order);
     const char *want[5] = {"output.weight", "token_embd.weight", "blk.2.attn_k.weight", "blk.2.ffn_up.weight",
                            "blk.10.attn_q.weight"};
@@ -274,7 +275,8 @@ static int check_output(const exp_output *e, const char *im) {
     oxl_gguf *g = oxl_gguf_open(out, &err);
     cr_assert_not_null(g, "%s", err.msg);
     int bad = 0;
-    cr_expect_eq(oxl_gguf_n_tensors(g), e->n, "%s: %lld tensors, expected %d", e->key, (long long)oxl_gguf_n_tensors(g), e->n);
+    cr_expect_eq(oxl_gguf_n_tensors(g), e->n, "%s: %lld tensors, expected %d", e->key, (long long)oxl_gguf_n_tensors(g),
+                 e->n);
     for (int i = 0; i < e->n; i++) {
         const exp_tensor *x = &e->t[i];
         const oxl_gguf_tensor *t = oxl_gguf_find_tensor(g, x->name);
@@ -337,9 +339,7 @@ static void check_all(bool imat, const char *im) {
     free(outs);
 }
 
-Test(quantize_cli, every_ftype_equals_llama_quantize, .timeout = 120) {
-    check_all(false, NULL);
-}
+Test(quantize_cli, every_ftype_equals_llama_quantize, .timeout = 120) { check_all(false, NULL); }
 
 Test(quantize_cli, every_ftype_with_gguf_imatrix_equals_llama_quantize, .timeout = 120) {
     check_all(true, GOLDEN "synth-small.imatrix.gguf");
@@ -364,17 +364,17 @@ Test(quantize_cli, legacy_dat_imatrix_gives_the_same_bytes, .timeout = 120) {
 
 /* ---- refusals leave nothing behind ---- */
 
-static bool file_exists(const char *path) {
-    return access(path, F_OK) == 0;
-}
+static bool file_exists(const char *path) { return access(path, F_OK) == 0; }
 
 Test(quantize_cli, refusals_leave_no_output) {
     make_tmp_dir();
     char out[128], tmp[160];
     snprintf(out, sizeof out, "%s/out.gguf", tmp_dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", out);
-    oxl_quantize_params p = {.ftype = oxl_ftype_find("Q2_K_S"), .output_type = OXL_TYPE_COUNT,
-                             .token_embd_type = OXL_TYPE_COUNT, .n_threads = 1};
+    oxl_quantize_params p = {.ftype = oxl_ftype_find("Q2_K_S"),
+                             .output_type = OXL_TYPE_COUNT,
+                             .token_embd_type = OXL_TYPE_COUNT,
+                             .n_threads = 1};
     oxl_error err = {{0}};
     /* llama.cpp refuses Q2_K_S without an importance matrix */
     cr_expect_eq(oxl_quantize_model(GOLDEN "synth-small-f32.gguf", out, &p, NULL, &err), -1);
@@ -415,8 +415,10 @@ Test(quantize_cli, non_finite_weight_names_tensor_row_and_column) {
     snprintf(out, sizeof out, "%s/out.gguf", tmp_dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", out);
     write_model(in, NAN);
-    oxl_quantize_params p = {.ftype = oxl_ftype_find("Q8_0"), .output_type = OXL_TYPE_COUNT,
-                             .token_embd_type = OXL_TYPE_COUNT, .n_threads = 2};
+    oxl_quantize_params p = {.ftype = oxl_ftype_find("Q8_0"),
+                             .output_type = OXL_TYPE_COUNT,
+                             .token_embd_type = OXL_TYPE_COUNT,
+                             .n_threads = 2};
     oxl_error err = {{0}};
     cr_expect_eq(oxl_quantize_model(in, out, &p, NULL, &err), -1);
     cr_expect(strstr(err.msg, "blk.0.attn_q.weight") && strstr(err.msg, "row 1") && strstr(err.msg, "column 7"),
@@ -433,14 +435,14 @@ Test(quantize_cli, non_finite_weight_names_tensor_row_and_column) {
 
 Test(quantize_cli, fallback_types_for_short_rows) {
     oxl_quant_tensor t[] = {
-        {.name = "blk.0.attn_q.weight", .type = OXL_TYPE_F32, .ne = {96, 4, 1, 1}},   /* q4_K -> q5_0 */
-        {.name = "blk.0.attn_k.weight", .type = OXL_TYPE_F32, .ne = {48, 4, 1, 1}},   /* q5_0 needs 32: f16 */
+        {.name = "blk.0.attn_q.weight", .type = OXL_TYPE_F32, .ne = {96, 4, 1, 1}},    /* q4_K -> q5_0 */
+        {.name = "blk.0.attn_k.weight", .type = OXL_TYPE_F32, .ne = {48, 4, 1, 1}},    /* q5_0 needs 32: f16 */
         {.name = "blk.0.attn_norm.weight", .type = OXL_TYPE_F32, .ne = {96, 1, 1, 1}}, /* 1-D: kept f32 */
-        {.name = "blk.0.ffn_up.weight", .type = OXL_TYPE_F32, .ne = {256, 4, 1, 1}},  /* fits: q4_K */
+        {.name = "blk.0.ffn_up.weight", .type = OXL_TYPE_F32, .ne = {256, 4, 1, 1}},   /* fits: q4_K */
     };
     const oxl_quant_model m = {.arch = "llama", .n_layer = 1, .n_head = 4, .n_head_kv = 4};
-    const oxl_quant_options o = {.ftype = oxl_ftype_find("Q4_K_S"), .output_type = OXL_TYPE_COUNT,
-                                 .token_embd_type = OXL_TYPE_COUNT};
+    const oxl_quant_options o = {
+        .ftype = oxl_ftype_find("Q4_K_S"), .output_type = OXL_TYPE_COUNT, .token_embd_type = OXL_TYPE_COUNT};
     oxl_quant_sort(t, 4);
     oxl_error err = {{0}};
     cr_assert_eq(oxl_quant_choose_types(&m, &o, t, 4, &err), 2, "%s", err.msg);
@@ -540,8 +542,10 @@ Test(quantize_cli, requantize_needs_the_flag_and_a_dequant_kernel) {
     char q8[128], q4[128];
     snprintf(q8, sizeof q8, "%s/q8.gguf", tmp_dir);
     snprintf(q4, sizeof q4, "%s/q4.gguf", tmp_dir);
-    oxl_quantize_params p = {.ftype = oxl_ftype_find("Q8_0"), .output_type = OXL_TYPE_COUNT,
-                             .token_embd_type = OXL_TYPE_COUNT, .n_threads = 2};
+    oxl_quantize_params p = {.ftype = oxl_ftype_find("Q8_0"),
+                             .output_type = OXL_TYPE_COUNT,
+                             .token_embd_type = OXL_TYPE_COUNT,
+                             .n_threads = 2};
     oxl_error err = {{0}};
     cr_assert_eq(oxl_quantize_model(GOLDEN "synth-small-f32.gguf", q8, &p, NULL, &err), 0, "%s", err.msg);
     p.ftype = oxl_ftype_find("Q4_0");
@@ -600,8 +604,8 @@ Test(quantize_cli, type_options_and_pure) {
     enum { N = sizeof base / sizeof base[0] };
     oxl_quant_tensor t[N];
     oxl_error err = {{0}};
-    oxl_quant_options o = {.ftype = oxl_ftype_find("Q4_K_M"), .output_type = OXL_TYPE_Q8_0,
-                           .token_embd_type = OXL_TYPE_Q5_0};
+    oxl_quant_options o = {
+        .ftype = oxl_ftype_find("Q4_K_M"), .output_type = OXL_TYPE_Q8_0, .token_embd_type = OXL_TYPE_Q5_0};
     memcpy(t, base, sizeof t);
     oxl_quant_sort(t, N);
     cr_assert_geq(oxl_quant_choose_types(&m, &o, t, N, &err), 0, "%s", err.msg);
@@ -712,8 +716,10 @@ Test(quantize_cli, converted_arch_files_equal_llama_quantize_byte_for_byte, .tim
                   "expected.jsonl line %d: %s", n + 1, line);
         snprintf(in, sizeof in, "%s/golden/arch/%s.gguf", OXL_SOURCE_DIR, model);
         snprintf(out, sizeof out, "%s/%s-%s.gguf", tmp_dir, model, type);
-        oxl_quantize_params p = {.ftype = oxl_ftype_find(type), .output_type = OXL_TYPE_COUNT,
-                                 .token_embd_type = OXL_TYPE_COUNT, .n_threads = 2};
+        oxl_quantize_params p = {.ftype = oxl_ftype_find(type),
+                                 .output_type = OXL_TYPE_COUNT,
+                                 .token_embd_type = OXL_TYPE_COUNT,
+                                 .n_threads = 2};
         cr_assert_not_null(p.ftype, "ftype %s", type);
         oxl_error err = {{0}};
         cr_assert_eq(oxl_quantize_model(in, out, &p, NULL, &err), 0, "%s %s: %s", model, type, err.msg);

@@ -37,8 +37,8 @@ Test(threads, every_part_runs_once) {
             memset(&t, 0, sizeof t);
             t.want_nth = n_parts;
             oxl_pool_run_parts(pool, count_part, &t, n_parts);
-            cr_assert_eq(atomic_load(&t.bad_nth), 0, "threads %d, task %d: a part saw another part count",
-                         n_threads, rep);
+            cr_assert_eq(atomic_load(&t.bad_nth), 0, "threads %d, task %d: a part saw another part count", n_threads,
+                         rep);
             for (int i = 0; i < MAX_PARTS; i++) {
                 const int want = i < n_parts ? 1 : 0;
                 cr_assert_eq(atomic_load(&t.runs[i]), want, "threads %d, task %d of %d parts: part %d ran %d times",

@@ -78,8 +78,8 @@ static void run_fixture(const char *vocab_path, bool roundtrip) {
         size_t len = e ? (size_t)(e - s) : (size_t)(inp + n_inp - s);
         int32_t n = tokenize(v, s, len, toks, false, false);
         size_t dl = detokenize(v, toks, n, text, sizeof text);
-        cr_expect(dl == len && memcmp(text, s, len) == 0, "%s: round trip gives '%.*s' for '%.*s'", vocab_path,
-                  (int)dl, text, (int)len, s);
+        cr_expect(dl == len && memcmp(text, s, len) == 0, "%s: round trip gives '%.*s' for '%.*s'", vocab_path, (int)dl,
+                  text, (int)len, s);
         if (!e)
             break;
         s = e + sizeof sep - 1;
@@ -163,8 +163,8 @@ Test(tokenizer, byte_fallback) {
      * space-prefix token "▁". */
     cr_assert_eq(oxl_test_file_token_id(STORIES, "\xc3\xab"), -1);
     cr_assert_eq(oxl_test_file_token_id(STORIES, "\xe2\x96\x81\xc3\xab"), -1);
-    const int32_t expect[3] = {oxl_test_file_token_id(STORIES, "\xe2\x96\x81"), oxl_test_file_token_id(STORIES, "<0xC3>"),
-                               oxl_test_file_token_id(STORIES, "<0xAB>")};
+    const int32_t expect[3] = {oxl_test_file_token_id(STORIES, "\xe2\x96\x81"),
+                               oxl_test_file_token_id(STORIES, "<0xC3>"), oxl_test_file_token_id(STORIES, "<0xAB>")};
     for (int i = 0; i < 3; i++)
         cr_assert_geq(expect[i], 0);
 
@@ -184,7 +184,9 @@ Test(tokenizer, roundtrip_stories260K) {
     static const char *const texts[] = {
         "Once upon a time, there was a little girl named Lily.",
         "  two  spaces\tand a tab\nand lines\n\n",
-        "Zo\xc3\xab ate 3 cr\xc3\xa8mes br\xc3\xbb" "l\xc3\xa9" "es \xe2\x82\xac 5 \xf0\x9f\x98\x80!",
+        "Zo\xc3\xab ate 3 cr\xc3\xa8mes br\xc3\xbb"
+        "l\xc3\xa9"
+        "es \xe2\x82\xac 5 \xf0\x9f\x98\x80!",
         "\xe6\x88\x91\xe6\x83\xb3\xe5\x9c\xa8 apple \xe5\xb7\xa5\xe4\xbd\x9c",
         "",
     };
@@ -263,7 +265,10 @@ Test(tokenizer, streaming_detok_passes_invalid_bytes) {
     cr_expect_eq(oxl_vocab_detok_push(&d, v, b_e2, out, sizeof out), 0);
     cr_expect_eq(d.n_pending, 1);
     cr_expect_eq(oxl_vocab_detok_push(&d, v, b_41, out, sizeof out), 2);
-    cr_expect(memcmp(out, "\xe2" "A", 2) == 0);
+    cr_expect(memcmp(out,
+                     "\xe2"
+                     "A",
+                     2) == 0);
     /* at the end of the stream, flush writes what is held */
     cr_expect_eq(oxl_vocab_detok_push(&d, v, b_e2, out, sizeof out), 0);
     cr_expect_eq(oxl_detok_flush(&d, out, 0), -1);
@@ -325,8 +330,9 @@ Test(tokenizer, roundtrip_random_text) {
     oxl_vocab *v = oxl_test_load_vocab(STORIES);
     static oxl_token toks[MAX_TOKS];
     static char text[4 * MAX_TOKS];
-    static const char *const parts[] = {"a", "b", " ", "  ", "\n", "<s>", "e", "\xc3\xa9", "\xe2\x82\xac", "x",
-                                        "\xf0\x9f\x98\x80", "\x80", "\xa9", "\xbf", "\t", "Once"};
+    static const char *const parts[] = {
+        "a",    "b",    " ",    "  ", "\n",  "<s>", "e", "\xc3\xa9", "\xe2\x82\xac", "x", "\xf0\x9f\x98\x80",
+        "\x80", "\xa9", "\xbf", "\t", "Once"};
     uint64_t x = 12345;
     for (int k = 0; k < 300; k++) {
         char in[256];
@@ -488,8 +494,7 @@ Test(tokenizer, load_errors_name_the_key) {
         {{"llama", k_small, 10, NULL, 0, NULL, 0, "tokenizer.ggml.eos_token_id", 4000000000u},
          "tokenizer.ggml.eos_token_id"},
         {{"llama", k_dup, 3, NULL, 0, NULL, 0, NULL, 0}, "tokenizer.ggml.tokens[2]"},
-        {{"llama", k_badbyte, 2, NULL, 0, k_badbyte_types, 2, NULL, 0},
-         "tokenizer.ggml.tokens[1]"},
+        {{"llama", k_badbyte, 2, NULL, 0, k_badbyte_types, 2, NULL, 0}, "tokenizer.ggml.tokens[1]"},
         {{"llama", k_small, 0, NULL, 0, NULL, 0, NULL, 0}, "tokenizer.ggml.tokens"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {

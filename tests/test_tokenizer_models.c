@@ -69,7 +69,8 @@ Test(tokenizer_models, fixture_qwen35) { run_shared_fixture("qwen35"); }
  * the words llama.cpp's unicode_regex_split gives (see golden/tokenizer/PROVENANCE.md). */
 Test(tokenizer_models, every_pre_tokenizer_splits_as_llama_cpp) {
     size_t n_inp, n_spl;
-    char *inp = oxl_test_slurp(TOKDIR "pretokenize.inp", &n_inp), *spl = oxl_test_slurp(TOKDIR "pretokenize.splits", &n_spl);
+    char *inp = oxl_test_slurp(TOKDIR "pretokenize.inp", &n_inp),
+         *spl = oxl_test_slurp(TOKDIR "pretokenize.splits", &n_spl);
     static const char sep[] = "\n__ggml_vocab_test__\n";
     const char *str[512];
     size_t len[512];
@@ -163,7 +164,8 @@ Test(tokenizer_models, llama3_bos_and_special_tokens) {
 
 Test(tokenizer_models, gpt2_special_token_only_when_parsed) {
     oxl_vocab *v = oxl_test_load_vocab(GPT2);
-    int32_t eot = oxl_test_file_token_id(GPT2, "<|endoftext|>"), a = oxl_test_file_token_id(GPT2, "a"), b = oxl_test_file_token_id(GPT2, "b");
+    int32_t eot = oxl_test_file_token_id(GPT2, "<|endoftext|>"), a = oxl_test_file_token_id(GPT2, "a"),
+            b = oxl_test_file_token_id(GPT2, "b");
     cr_assert(eot >= 0 && a >= 0 && b >= 0);
     oxl_token t[64];
     int32_t n = tok(v, "a<|endoftext|>b", t, 64, false, true);
@@ -252,7 +254,8 @@ Test(tokenizer_models, wpm_cls_sep_lowercase_accents) {
     for (int32_t i = 0; i < a; i++)
         cr_expect_eq(t[i], u[i]);
     /* punctuation is a word of its own; words are "▁"-prefixed tokens */
-    int32_t hello = oxl_test_file_token_id(BGE, "\xe2\x96\x81hello"), comma = oxl_test_file_token_id(BGE, "\xe2\x96\x81,");
+    int32_t hello = oxl_test_file_token_id(BGE, "\xe2\x96\x81hello"),
+            comma = oxl_test_file_token_id(BGE, "\xe2\x96\x81,");
     cr_assert(hello >= 0 && comma >= 0);
     cr_assert_eq(tok(v, "hello,hello", t, 32, false, false), 3);
     cr_expect(t[0] == hello && t[1] == comma && t[2] == hello);
@@ -447,7 +450,13 @@ Test(tokenizer_models, whitespace_model) {
  * run that is a token stays whole, and a byte without a token falls back to its <0xXX> token. */
 Test(tokenizer_models, gemma4_model) {
     oxl_error err = {{0}};
-    static const char *const toks[] = {"\xe2\x96\x81", "a", "\xe2\x96\x81" "a", "\n", "\n\n", "<0x7A>"};
+    static const char *const toks[] = {"\xe2\x96\x81",
+                                       "a",
+                                       "\xe2\x96\x81"
+                                       "a",
+                                       "\n",
+                                       "\n\n",
+                                       "<0x7A>"};
     static const int32_t types[] = {1, 1, 1, 1, 1, 6};
     static const char *const m[] = {"\xe2\x96\x81 a"};
     spec s = {"gemma4", NULL, toks, 6, NULL, types, m, 1, NULL, 0, -1, -1};
@@ -463,8 +472,19 @@ Test(tokenizer_models, gemma4_model) {
 // --- unigram (T5-style) ------------------------------------------------------------------------------------
 
 /* 0 <pad>, 1 </s>, 2 <unk>, 3 ▁, 4 ▁a, 5 a, 6 b, 7 ▁ab, 8 y, 9 ▁y */
-static const char *const k_ugm_tokens[] = {"<pad>", "</s>", "<unk>", "\xe2\x96\x81", "\xe2\x96\x81" "a", "a", "b",
-                                           "\xe2\x96\x81" "ab", "y", "\xe2\x96\x81" "y"};
+static const char *const k_ugm_tokens[] = {"<pad>",
+                                           "</s>",
+                                           "<unk>",
+                                           "\xe2\x96\x81",
+                                           "\xe2\x96\x81"
+                                           "a",
+                                           "a",
+                                           "b",
+                                           "\xe2\x96\x81"
+                                           "ab",
+                                           "y",
+                                           "\xe2\x96\x81"
+                                           "y"};
 static const float k_ugm_scores[] = {0, 0, 0, -2, -1, -3, -3, -1.5f, -3, -1};
 static const int32_t k_ugm_types[] = {3, 3, 2, 1, 1, 1, 1, 1, 1, 1};
 

@@ -18,8 +18,10 @@ typedef struct {
 } pthread_mutex_t, pthread_cond_t;
 typedef int pthread_once_t;
 #define PTHREAD_ONCE_INIT 0
-#define PTHREAD_MUTEX_INITIALIZER {0}
-#define PTHREAD_COND_INITIALIZER {0}
+#define PTHREAD_MUTEX_INITIALIZER                                                                                      \
+    { 0 }
+#define PTHREAD_COND_INITIALIZER                                                                                       \
+    { 0 }
 
 static inline int pthread_once(pthread_once_t *once, void (*fn)(void)) {
     if (*once == 0) {
@@ -43,16 +45,34 @@ static inline int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr
     (void)m, (void)a;
     return 0;
 }
-static inline int pthread_mutex_destroy(pthread_mutex_t *m) { (void)m; return 0; }
-static inline int pthread_mutex_lock(pthread_mutex_t *m) { (void)m; return 0; }
-static inline int pthread_mutex_unlock(pthread_mutex_t *m) { (void)m; return 0; }
+static inline int pthread_mutex_destroy(pthread_mutex_t *m) {
+    (void)m;
+    return 0;
+}
+static inline int pthread_mutex_lock(pthread_mutex_t *m) {
+    (void)m;
+    return 0;
+}
+static inline int pthread_mutex_unlock(pthread_mutex_t *m) {
+    (void)m;
+    return 0;
+}
 static inline int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *a) {
     (void)c, (void)a;
     return 0;
 }
-static inline int pthread_cond_destroy(pthread_cond_t *c) { (void)c; return 0; }
-static inline int pthread_cond_broadcast(pthread_cond_t *c) { (void)c; return 0; }
-static inline int pthread_cond_signal(pthread_cond_t *c) { (void)c; return 0; }
+static inline int pthread_cond_destroy(pthread_cond_t *c) {
+    (void)c;
+    return 0;
+}
+static inline int pthread_cond_broadcast(pthread_cond_t *c) {
+    (void)c;
+    return 0;
+}
+static inline int pthread_cond_signal(pthread_cond_t *c) {
+    (void)c;
+    return 0;
+}
 /* no other thread can signal: waiting would never end */
 static inline int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
     (void)c, (void)m;

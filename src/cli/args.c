@@ -34,24 +34,29 @@ static const opt_def opt_table[] = {
     {NULL, "--min-p", OPT_FLOAT, F(sampling.min_p), "min-p sampling, 0 = off (default 0.05)"},
     {"-s", "--seed", OPT_U32, F(sampling.seed), "random seed (default: random)"},
     {"-ctk", "--cache-type-k", OPT_KV, F(type_k), "KV cache type for K: f32, f16, q8_0, q4_0 (default f16)"},
-    {"-ctv", "--cache-type-v", OPT_KV, F(type_v), "KV cache type for V: f32, f16, q8_0, q4_0 (default f16; "
-                                                  "quantized V needs flash attention)"},
+    {"-ctv", "--cache-type-v", OPT_KV, F(type_v),
+     "KV cache type for V: f32, f16, q8_0, q4_0 (default f16; "
+     "quantized V needs flash attention)"},
     {"-fa", "--flash-attn", OPT_FA, F(flash_attn), "flash attention: on, off, auto (default auto = on)"},
     {NULL, "--no-mmap", OPT_FLAG, F(no_mmap), "read the model into memory instead of mapping it"},
     {NULL, "--mlock", OPT_FLAG, F(mlock), "keep the model's pages in RAM (needs RLIMIT_MEMLOCK)"},
     {"-nr", "--no-repack", OPT_FLAG, F(no_repack), "keep weights in the file's layout (no interleaved repacking)"},
-    {NULL, "--kl-divergence-base", OPT_STR, F(kld_base), "llama.cpp log-probability file to write, or read with --kl-divergence"},
+    {NULL, "--kl-divergence-base", OPT_STR, F(kld_base),
+     "llama.cpp log-probability file to write, or read with --kl-divergence"},
     {NULL, "--kl-divergence", OPT_FLAG, F(kld), "compare against --kl-divergence-base"},
     {NULL, "--ids", OPT_FLAG, F(ids), "tokenize: print only the ids"},
     {NULL, "--no-bos", OPT_FLAG, F(no_bos), "tokenize: do not add BOS"},
     {NULL, "--parse-special", OPT_FLAG, F(parse_special), "tokenize: parse special-token text"},
-    {"-cnv", "--conversation", OPT_FLAG, F(conversation), "run: interactive chat with the model's template (/exit ends)"},
+    {"-cnv", "--conversation", OPT_FLAG, F(conversation),
+     "run: interactive chat with the model's template (/exit ends)"},
     {NULL, "--chat", OPT_FLAG, F(conversation), "run: the same as -cnv"},
     {"-sys", "--system-prompt", OPT_STR, F(system_prompt), "chat: a system message first"},
-    {NULL, "--chat-template", OPT_STR, F(chat_template), "chat: a built-in format (chatml, llama3, ...) or a Jinja template"},
+    {NULL, "--chat-template", OPT_STR, F(chat_template),
+     "chat: a built-in format (chatml, llama3, ...) or a Jinja template"},
     {NULL, "--chat-template-file", OPT_STR, F(chat_template_file), "chat: read the Jinja template from a file"},
-    {NULL, "--verbose-prompt", OPT_FLAG, F(verbose_prompt), "run: print the prompt text and its tokens (on stderr) before "
-                                                            "generation; in a chat, each turn's new text"},
+    {NULL, "--verbose-prompt", OPT_FLAG, F(verbose_prompt),
+     "run: print the prompt text and its tokens (on stderr) before "
+     "generation; in a chat, each turn's new text"},
     {"-h", "--help", OPT_FLAG, F(help), "show this help"},
 };
 
@@ -62,9 +67,7 @@ static int parse_value(const opt_def *d, const char *v, oxl_opts *o) {
     void *field = (char *)o + d->offset;
     errno = 0;
     switch (d->kind) {
-    case OPT_STR:
-        *(const char **)field = v;
-        return 0;
+    case OPT_STR: *(const char **)field = v; return 0;
     case OPT_INT: {
         long x = strtol(v, &end, 10);
         if (errno || *end || end == v || x < INT_MIN || x > INT_MAX) {
@@ -106,8 +109,7 @@ static int parse_value(const opt_def *d, const char *v, oxl_opts *o) {
         }
         break;
     }
-    case OPT_FLAG:
-        break;
+    case OPT_FLAG: break;
     }
     fprintf(stderr, "error: %s: invalid value '%s'\n", d->long_name, v);
     return -1;
@@ -137,7 +139,8 @@ int oxl_opts_parse(oxl_opts *o, int argc, char **argv) {
         const char *a = argv[i];
         const opt_def *d = NULL;
         for (size_t k = 0; k < N_OPTS && !d; k++) {
-            if ((opt_table[k].short_name && !strcmp(a, opt_table[k].short_name)) || !strcmp(a, opt_table[k].long_name)) {
+            if ((opt_table[k].short_name && !strcmp(a, opt_table[k].short_name)) ||
+                !strcmp(a, opt_table[k].long_name)) {
                 d = &opt_table[k];
             }
         }
@@ -218,7 +221,6 @@ char *oxl_read_text_file(const char *path, size_t *len) {
     return buf;
 }
 
-
 /* Backslash escapes in -p, as llama.cpp applies them to prompts (common.cpp string_process_escapes):
  * \n \r \t \' \" \\ and \xHH; any other escape is kept as written. Works in place; returns the new
  * length. */
@@ -234,7 +236,9 @@ size_t oxl_process_escapes(char *s, size_t len) {
         case 'n': s[o++] = '\n'; break;
         case 'r': s[o++] = '\r'; break;
         case 't': s[o++] = '\t'; break;
-        case '\'': case '"': case '\\': s[o++] = c; break;
+        case '\'':
+        case '"':
+        case '\\': s[o++] = c; break;
         default:
             if (c == 'x' && i + 2 < len) {
                 char hex[3] = {s[i + 1], s[i + 2], 0}, *end;

@@ -11,26 +11,26 @@
 #define OXL_MAX_POSITIONAL 256
 
 typedef struct oxl_opts {
-    const char *model;      /* -m, --model */
-    const char *prompt;     /* -p, --prompt */
-    const char *file;       /* -f, --file */
-    int n_predict;          /* -n, --n-predict (-1: until end of generation or context) */
-    int n_threads;          /* -t, --threads (0: physical cores) */
-    int n_ctx;              /* -c, --ctx-size (0: the model's) */
-    int n_batch;            /* -b, --batch-size */
+    const char *model;  /* -m, --model */
+    const char *prompt; /* -p, --prompt */
+    const char *file;   /* -f, --file */
+    int n_predict;      /* -n, --n-predict (-1: until end of generation or context) */
+    int n_threads;      /* -t, --threads (0: physical cores) */
+    int n_ctx;          /* -c, --ctx-size (0: the model's) */
+    int n_batch;        /* -b, --batch-size */
     oxl_sampler_params sampling;
-    oxl_kv_type type_k;     /* -ctk, --cache-type-k */
-    oxl_kv_type type_v;     /* -ctv, --cache-type-v */
-    oxl_flash_attn flash_attn; /* -fa, --flash-attn */
-    bool no_mmap;           /* --no-mmap */
-    bool no_repack;         /* -nr, --no-repack */
-    bool mlock;             /* --mlock */
-    const char *kld_base;   /* --kl-divergence-base */
-    bool kld;               /* --kl-divergence */
-    bool ids;               /* --ids */
-    bool no_bos;            /* --no-bos */
-    bool parse_special;     /* --parse-special */
-    bool conversation;      /* -cnv, --conversation, --chat */
+    oxl_kv_type type_k;             /* -ctk, --cache-type-k */
+    oxl_kv_type type_v;             /* -ctv, --cache-type-v */
+    oxl_flash_attn flash_attn;      /* -fa, --flash-attn */
+    bool no_mmap;                   /* --no-mmap */
+    bool no_repack;                 /* -nr, --no-repack */
+    bool mlock;                     /* --mlock */
+    const char *kld_base;           /* --kl-divergence-base */
+    bool kld;                       /* --kl-divergence */
+    bool ids;                       /* --ids */
+    bool no_bos;                    /* --no-bos */
+    bool parse_special;             /* --parse-special */
+    bool conversation;              /* -cnv, --conversation, --chat */
     const char *system_prompt;      /* -sys, --system-prompt */
     const char *chat_template;      /* --chat-template: a built-in name or a Jinja template */
     const char *chat_template_file; /* --chat-template-file */

@@ -67,9 +67,10 @@ static int parse_int_list(char *s, int *out, int cap) {
 }
 
 static void usage(void) {
-    printf("usage: oxillama bench -m FILE[,FILE...] [-p 512] [-n 128] [-pg 512,128] [-t N[,N...]] [-r 5]\n"
-           "                      [-b 2048] [-ub 512] [-o md|csv|json] [-ctk f16|f32|q8_0|q4_0] [-ctv f16|f32|q8_0|q4_0]\n"
-           "                      [-fa on|off|auto] [-mmp 0|1] [-nr 0|1] [--roofline]\n");
+    printf(
+        "usage: oxillama bench -m FILE[,FILE...] [-p 512] [-n 128] [-pg 512,128] [-t N[,N...]] [-r 5]\n"
+        "                      [-b 2048] [-ub 512] [-o md|csv|json] [-ctk f16|f32|q8_0|q4_0] [-ctv f16|f32|q8_0|q4_0]\n"
+        "                      [-fa on|off|auto] [-mmp 0|1] [-nr 0|1] [--roofline]\n");
 }
 
 static int parse_opts(bench_opts *o, int argc, char **argv) {
@@ -146,9 +147,9 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
         } else if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
             bad = strcmp(v, "on") && strcmp(v, "off") && strcmp(v, "auto") && strcmp(v, "1") && strcmp(v, "0") &&
                   strcmp(v, "-1");
-            o->flash_attn = (!strcmp(v, "off") || !strcmp(v, "0"))    ? OXL_FLASH_ATTN_OFF
+            o->flash_attn = (!strcmp(v, "off") || !strcmp(v, "0"))     ? OXL_FLASH_ATTN_OFF
                             : (!strcmp(v, "auto") || !strcmp(v, "-1")) ? OXL_FLASH_ATTN_AUTO
-                                                                      : OXL_FLASH_ATTN_ON;
+                                                                       : OXL_FLASH_ATTN_ON;
         } else {
             fprintf(stderr, "error: unknown option '%s'\n", a);
             return -1;
@@ -341,14 +342,39 @@ static const char *ftype_name(uint64_t ft) {
         uint64_t id;
         const char *name;
     } names[] = {
-        {0, "all F32"}, {1, "F16"}, {2, "Q4_0"}, {3, "Q4_1"}, {7, "Q8_0"}, {8, "Q5_0"}, {9, "Q5_1"},
-        {10, "Q2_K - Medium"}, {11, "Q3_K - Small"}, {12, "Q3_K - Medium"}, {13, "Q3_K - Large"},
-        {14, "Q4_K - Small"}, {15, "Q4_K - Medium"}, {16, "Q5_K - Small"}, {17, "Q5_K - Medium"}, {18, "Q6_K"},
-        {19, "IQ2_XXS - 2.0625 bpw"}, {20, "IQ2_XS - 2.3125 bpw"}, {21, "Q2_K - Small"}, {22, "IQ3_XS - 3.3 bpw"},
-        {23, "IQ3_XXS - 3.0625 bpw"}, {24, "IQ1_S - 1.5625 bpw"}, {25, "IQ4_NL - 4.5 bpw"},
-        {26, "IQ3_S - 3.4375 bpw"}, {27, "IQ3_S mix - 3.66 bpw"}, {28, "IQ2_S - 2.5 bpw"}, {29, "IQ2_M - 2.7 bpw"},
-        {30, "IQ4_XS - 4.25 bpw"}, {31, "IQ1_M - 1.75 bpw"}, {32, "BF16"}, {36, "TQ1_0 - 1.69 bpw"},
-        {37, "TQ2_0 - 2.06 bpw"}, {38, "MXFP4 MoE"},
+        {0, "all F32"},
+        {1, "F16"},
+        {2, "Q4_0"},
+        {3, "Q4_1"},
+        {7, "Q8_0"},
+        {8, "Q5_0"},
+        {9, "Q5_1"},
+        {10, "Q2_K - Medium"},
+        {11, "Q3_K - Small"},
+        {12, "Q3_K - Medium"},
+        {13, "Q3_K - Large"},
+        {14, "Q4_K - Small"},
+        {15, "Q4_K - Medium"},
+        {16, "Q5_K - Small"},
+        {17, "Q5_K - Medium"},
+        {18, "Q6_K"},
+        {19, "IQ2_XXS - 2.0625 bpw"},
+        {20, "IQ2_XS - 2.3125 bpw"},
+        {21, "Q2_K - Small"},
+        {22, "IQ3_XS - 3.3 bpw"},
+        {23, "IQ3_XXS - 3.0625 bpw"},
+        {24, "IQ1_S - 1.5625 bpw"},
+        {25, "IQ4_NL - 4.5 bpw"},
+        {26, "IQ3_S - 3.4375 bpw"},
+        {27, "IQ3_S mix - 3.66 bpw"},
+        {28, "IQ2_S - 2.5 bpw"},
+        {29, "IQ2_M - 2.7 bpw"},
+        {30, "IQ4_XS - 4.25 bpw"},
+        {31, "IQ1_M - 1.75 bpw"},
+        {32, "BF16"},
+        {36, "TQ1_0 - 1.69 bpw"},
+        {37, "TQ2_0 - 2.06 bpw"},
+        {38, "MXFP4 MoE"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (names[i].id == ft) {
@@ -442,9 +468,9 @@ typedef struct bench_row {
 static void print_fields(const bench_row *r, const char *cpu, bool json, bool roofline) {
     struct {
         const char *key;
-        char kind;        /* 's' string, 'n' number, 'b' boolean */
-        const char *str;  /* 's' */
-        char val[64];     /* 'n', 'b' ("0"/"1") */
+        char kind;       /* 's' string, 'n' number, 'b' boolean */
+        const char *str; /* 's' */
+        char val[64];    /* 'n', 'b' ("0"/"1") */
     } f[48];
     int n = 0;
 #define S(k, v) (f[n].key = (k), f[n].kind = 's', f[n].str = (v), n++)
@@ -585,8 +611,8 @@ int oxl_cmd_bench(int argc, char **argv) {
                col_mmap ? " mmap |" : "", o.roofline ? " bound % |" : "");
         printf("| ------------------------------ | ---------: | ---------: | ---------- | ------: |%s%s%s%s%s"
                " --------------: | -------------------: |%s\n",
-               col_tk ? " -----: |" : "", col_tv ? " -----: |" : "", col_fa ? " ---: |" : "",
-               col_nr ? " -----: |" : "", col_mmap ? " ---: |" : "", o.roofline ? " ------: |" : "");
+               col_tk ? " -----: |" : "", col_tv ? " -----: |" : "", col_fa ? " ---: |" : "", col_nr ? " -----: |" : "",
+               col_mmap ? " ---: |" : "", o.roofline ? " ------: |" : "");
     } else if (csv) {
         print_csv_header(o.roofline);
     } else {
@@ -664,22 +690,34 @@ int oxl_cmd_bench(int argc, char **argv) {
                 const double bound = t->n_prompt == 0 && bw > 0 ? mean * bytes_tok / bw : 0.0;
                 if (o.roofline && t->n_prompt == 0) {
                     const double per_tok = (double)tasks / t->n_gen;
-                    fprintf(stderr, "bench: tg%d, %d threads: %.1f pool tasks per token x %.2f us per empty task = "
-                            "%.1f%% of the token time\n", t->n_gen, o.threads[it], per_tok, task_cost * 1e6,
-                            100.0 * per_tok * task_cost * mean);
+                    fprintf(stderr,
+                            "bench: tg%d, %d threads: %.1f pool tasks per token x %.2f us per empty task = "
+                            "%.1f%% of the token time\n",
+                            t->n_gen, o.threads[it], per_tok, task_cost * 1e6, 100.0 * per_tok * task_cost * mean);
                 }
                 char name[64];
                 test_name(t, name, sizeof name);
-                bench_row row = {.filename = o.models[im], .size = oxl_model_size(m), .n_params = oxl_model_n_params(m),
-                                 .n_batch = o.n_batch, .n_ubatch = o.n_ubatch, .n_threads = o.threads[it],
-                                 .n_prompt = t->n_prompt, .n_gen = t->n_gen, .type_k = kv_name(o.type_k),
+                bench_row row = {.filename = o.models[im],
+                                 .size = oxl_model_size(m),
+                                 .n_params = oxl_model_n_params(m),
+                                 .n_batch = o.n_batch,
+                                 .n_ubatch = o.n_ubatch,
+                                 .n_threads = o.threads[it],
+                                 .n_prompt = t->n_prompt,
+                                 .n_gen = t->n_gen,
+                                 .type_k = kv_name(o.type_k),
                                  .type_v = kv_name(o.type_v),
                                  .flash_attn = o.flash_attn == OXL_FLASH_ATTN_OFF  ? 0
                                                : o.flash_attn == OXL_FLASH_ATTN_ON ? 1
-                                                                                  : -1,
-                                 .n_samples = o.reps < 256 ? o.reps : 256, .samples_ns = samples,
-                                 .load_mode = o.no_mmap ? "none" : "mmap", .repack = !o.no_repack,
-                                 .avg_ns = sum_ns / o.reps, .avg_ts = mean, .stddev_ts = sd, .bound = bound};
+                                                                                   : -1,
+                                 .n_samples = o.reps < 256 ? o.reps : 256,
+                                 .samples_ns = samples,
+                                 .load_mode = o.no_mmap ? "none" : "mmap",
+                                 .repack = !o.no_repack,
+                                 .avg_ns = sum_ns / o.reps,
+                                 .avg_ts = mean,
+                                 .stddev_ts = sd,
+                                 .bound = bound};
                 const double mean_ns = sum_ns / o.reps;
                 row.stddev_ns =
                     o.reps > 1 ? sqrt(fmax(0.0, (sum_ns2 - o.reps * mean_ns * mean_ns) / (o.reps - 1))) : 0.0;

@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define INFO_MAX_STR 64   /* bytes of a string shown before it is cut */
-#define INFO_MAX_ELEMS 8  /* array elements shown */
+#define INFO_MAX_STR 64  /* bytes of a string shown before it is cut */
+#define INFO_MAX_ELEMS 8 /* array elements shown */
 
 /* ---- values ---------------------------------------------------------------------------------- */
 
@@ -23,33 +23,77 @@ static void print_str(FILE *f, const char *s, size_t n) {
     fputc('"', f);
     for (size_t i = 0; i < shown; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c == '\t') fputs("\\t", f);
-        else if (c < 0x20 || c == 0x7f) fprintf(f, "\\x%02x", c);
-        else fputc(c, f);
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", f);
+        else if (c == '\t')
+            fputs("\\t", f);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(f, "\\x%02x", c);
+        else
+            fputc(c, f);
     }
     fputc('"', f);
-    if (shown < n) fprintf(f, "... (%zu bytes)", n);
+    if (shown < n)
+        fprintf(f, "... (%zu bytes)", n);
 }
 
 /* One fixed-size element of type t at p (little-endian, unaligned). */
 static void print_scalar(FILE *f, oxl_gguf_vtype t, const unsigned char *p) {
     union {
-        uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; uint32_t u32; int32_t i32;
-        uint64_t u64; int64_t i64; float f32; double f64;
+        uint8_t u8;
+        int8_t i8;
+        uint16_t u16;
+        int16_t i16;
+        uint32_t u32;
+        int32_t i32;
+        uint64_t u64;
+        int64_t i64;
+        float f32;
+        double f64;
     } v;
     switch (t) {
-    case OXL_GGUF_UINT8: memcpy(&v.u8, p, 1); fprintf(f, "%" PRIu8, v.u8); break;
-    case OXL_GGUF_INT8: memcpy(&v.i8, p, 1); fprintf(f, "%" PRId8, v.i8); break;
-    case OXL_GGUF_UINT16: memcpy(&v.u16, p, 2); fprintf(f, "%" PRIu16, v.u16); break;
-    case OXL_GGUF_INT16: memcpy(&v.i16, p, 2); fprintf(f, "%" PRId16, v.i16); break;
-    case OXL_GGUF_UINT32: memcpy(&v.u32, p, 4); fprintf(f, "%" PRIu32, v.u32); break;
-    case OXL_GGUF_INT32: memcpy(&v.i32, p, 4); fprintf(f, "%" PRId32, v.i32); break;
-    case OXL_GGUF_UINT64: memcpy(&v.u64, p, 8); fprintf(f, "%" PRIu64, v.u64); break;
-    case OXL_GGUF_INT64: memcpy(&v.i64, p, 8); fprintf(f, "%" PRId64, v.i64); break;
-    case OXL_GGUF_FLOAT32: memcpy(&v.f32, p, 4); fprintf(f, "%.9g", v.f32); break;
-    case OXL_GGUF_FLOAT64: memcpy(&v.f64, p, 8); fprintf(f, "%.17g", v.f64); break;
+    case OXL_GGUF_UINT8:
+        memcpy(&v.u8, p, 1);
+        fprintf(f, "%" PRIu8, v.u8);
+        break;
+    case OXL_GGUF_INT8:
+        memcpy(&v.i8, p, 1);
+        fprintf(f, "%" PRId8, v.i8);
+        break;
+    case OXL_GGUF_UINT16:
+        memcpy(&v.u16, p, 2);
+        fprintf(f, "%" PRIu16, v.u16);
+        break;
+    case OXL_GGUF_INT16:
+        memcpy(&v.i16, p, 2);
+        fprintf(f, "%" PRId16, v.i16);
+        break;
+    case OXL_GGUF_UINT32:
+        memcpy(&v.u32, p, 4);
+        fprintf(f, "%" PRIu32, v.u32);
+        break;
+    case OXL_GGUF_INT32:
+        memcpy(&v.i32, p, 4);
+        fprintf(f, "%" PRId32, v.i32);
+        break;
+    case OXL_GGUF_UINT64:
+        memcpy(&v.u64, p, 8);
+        fprintf(f, "%" PRIu64, v.u64);
+        break;
+    case OXL_GGUF_INT64:
+        memcpy(&v.i64, p, 8);
+        fprintf(f, "%" PRId64, v.i64);
+        break;
+    case OXL_GGUF_FLOAT32:
+        memcpy(&v.f32, p, 4);
+        fprintf(f, "%.9g", v.f32);
+        break;
+    case OXL_GGUF_FLOAT64:
+        memcpy(&v.f64, p, 8);
+        fprintf(f, "%.17g", v.f64);
+        break;
     case OXL_GGUF_BOOL: fputs(p[0] ? "true" : "false", f); break;
     default: fputs("?", f); break;
     }
@@ -69,22 +113,28 @@ static void print_value(FILE *f, const oxl_gguf *g, int64_t i) {
         uint64_t u;
         double d;
         bool b;
-        if (oxl_gguf_kv_bool(g, i, &b)) fputs(b ? "true" : "false", f);
-        else if (oxl_gguf_kv_float(g, i, &d)) fprintf(f, t == OXL_GGUF_FLOAT32 ? "%.9g" : "%.17g", d);
-        else if (oxl_gguf_kv_int(g, i, &s)) fprintf(f, "%" PRId64, s);
-        else if (oxl_gguf_kv_uint(g, i, &u)) fprintf(f, "%" PRIu64, u);
+        if (oxl_gguf_kv_bool(g, i, &b))
+            fputs(b ? "true" : "false", f);
+        else if (oxl_gguf_kv_float(g, i, &d))
+            fprintf(f, t == OXL_GGUF_FLOAT32 ? "%.9g" : "%.17g", d);
+        else if (oxl_gguf_kv_int(g, i, &s))
+            fprintf(f, "%" PRId64, s);
+        else if (oxl_gguf_kv_uint(g, i, &u))
+            fprintf(f, "%" PRIu64, u);
         return;
     }
     oxl_gguf_vtype et = oxl_gguf_arr_type(g, i);
     uint64_t n = oxl_gguf_arr_n(g, i);
     uint64_t shown = n < INFO_MAX_ELEMS ? n : INFO_MAX_ELEMS;
     fprintf(f, "%s[%" PRIu64 "]", oxl_gguf_vtype_name(et), n);
-    if (et == OXL_GGUF_ARRAY || n == 0) return; /* nested arrays: type and count only */
+    if (et == OXL_GGUF_ARRAY || n == 0)
+        return; /* nested arrays: type and count only */
     fputs(" [", f);
     const unsigned char *p = oxl_gguf_arr_data(g, i);
     size_t esize = 0;
     for (uint64_t j = 0; j < shown; j++) {
-        if (j) fputs(", ", f);
+        if (j)
+            fputs(", ", f);
         if (et == OXL_GGUF_STRING) {
             size_t len;
             const char *s = oxl_gguf_arr_str(g, i, j, &len);
@@ -116,7 +166,8 @@ static bool has_prefix(const char *s, const char *prefix, size_t n) {
 static void print_token(FILE *f, const oxl_gguf *g, const char *label, const char *key, int64_t tokens) {
     int64_t k = oxl_gguf_find_key(g, key);
     int64_t id;
-    if (k < 0) return;
+    if (k < 0)
+        return;
     if (!oxl_gguf_kv_int(g, k, &id)) {
         fprintf(f, "  %-14s ", label);
         print_value(f, g, k);
@@ -148,7 +199,8 @@ static void print_tokenizer(FILE *f, const oxl_gguf *g) {
         tokens = -1;
     }
     int64_t merges = oxl_gguf_find_key(g, "tokenizer.ggml.merges");
-    if (merges >= 0) fprintf(f, "  %-14s %" PRIu64 "\n", "merges", oxl_gguf_arr_n(g, merges));
+    if (merges >= 0)
+        fprintf(f, "  %-14s %" PRIu64 "\n", "merges", oxl_gguf_arr_n(g, merges));
     print_token(f, g, "bos", "tokenizer.ggml.bos_token_id", tokens);
     print_token(f, g, "eos", "tokenizer.ggml.eos_token_id", tokens);
     print_token(f, g, "eot", "tokenizer.ggml.eot_token_id", tokens);
@@ -161,7 +213,8 @@ static void print_tokenizer(FILE *f, const oxl_gguf *g) {
     else
         fprintf(f, "  %-14s absent\n", "chat template");
     for (int64_t i = 0; i < oxl_gguf_n_kv(g); i++)
-        if (has_prefix(oxl_gguf_key(g, i), "tokenizer", 9)) print_kv(f, g, i);
+        if (has_prefix(oxl_gguf_key(g, i), "tokenizer", 9))
+            print_kv(f, g, i);
 }
 
 static void print_tensors(FILE *f, const oxl_gguf *g) {
@@ -169,7 +222,8 @@ static void print_tensors(FILE *f, const oxl_gguf *g) {
     size_t w = 4;
     for (int64_t i = 0; i < n; i++) {
         size_t l = strlen(oxl_gguf_tensor_at(g, i)->name);
-        if (l > w) w = l;
+        if (l > w)
+            w = l;
     }
     fprintf(f, "\ntensors: %" PRId64 "\n", n);
     fprintf(f, "  %5s  %-*s  %-8s  %-24s  %12s  %12s\n", "index", (int)w, "name", "type", "shape", "bytes", "offset");
@@ -193,8 +247,8 @@ static void print_tensors(FILE *f, const oxl_gguf *g) {
 
 static void print_info(FILE *f, const oxl_gguf *g) {
     fprintf(f, "file: %s\n", oxl_gguf_path(g));
-    fprintf(f, "  GGUF version %" PRIu32 ", %zu bytes, alignment %zu, data section at byte %zu\n",
-            oxl_gguf_version(g), oxl_gguf_file_size(g), oxl_gguf_alignment(g), oxl_gguf_data_offset(g));
+    fprintf(f, "  GGUF version %" PRIu32 ", %zu bytes, alignment %zu, data section at byte %zu\n", oxl_gguf_version(g),
+            oxl_gguf_file_size(g), oxl_gguf_alignment(g), oxl_gguf_data_offset(g));
     fprintf(f, "  %" PRId64 " key-value pairs, %" PRId64 " tensors\n", oxl_gguf_n_kv(g), oxl_gguf_n_tensors(g));
 
     const char *arch = NULL;
@@ -202,7 +256,8 @@ static void print_info(FILE *f, const oxl_gguf *g) {
     if (oxl_gguf_get_str(g, "general.architecture", &arch, NULL) == 1 && arch[0]) {
         fprintf(f, "\narchitecture: %s\n", arch);
         for (int64_t i = 0; i < n_kv; i++)
-            if (has_prefix(oxl_gguf_key(g, i), arch, strlen(arch))) print_kv(f, g, i);
+            if (has_prefix(oxl_gguf_key(g, i), arch, strlen(arch)))
+                print_kv(f, g, i);
     } else {
         fputs("\narchitecture: (general.architecture absent)\n", f);
         arch = NULL;
@@ -210,7 +265,8 @@ static void print_info(FILE *f, const oxl_gguf *g) {
 
     fputs("\ngeneral:\n", f);
     for (int64_t i = 0; i < n_kv; i++)
-        if (has_prefix(oxl_gguf_key(g, i), "general", 7)) print_kv(f, g, i);
+        if (has_prefix(oxl_gguf_key(g, i), "general", 7))
+            print_kv(f, g, i);
 
     print_tokenizer(f, g);
 
@@ -219,7 +275,8 @@ static void print_info(FILE *f, const oxl_gguf *g) {
         const char *k = oxl_gguf_key(g, i);
         if (has_prefix(k, "general", 7) || has_prefix(k, "tokenizer", 9) || (arch && has_prefix(k, arch, strlen(arch))))
             continue;
-        if (!header) fputs("\nother keys:\n", f);
+        if (!header)
+            fputs("\nother keys:\n", f);
         header = true;
         print_kv(f, g, i);
     }

@@ -51,7 +51,10 @@ int oxl_cmd_perplexity(int argc, char **argv) {
     cp.flash_attn = o.flash_attn;
     cp.n_batch = o.n_batch;
     oxl_ppl_params pp = {
-        .n_ctx = o.n_ctx > 0 ? o.n_ctx : 512, .base_path = o.kld_base, .compare = o.kld, .progress = stdout,
+        .n_ctx = o.n_ctx > 0 ? o.n_ctx : 512,
+        .base_path = o.kld_base,
+        .compare = o.kld,
+        .progress = stdout,
     };
     oxl_ppl_stats st;
     int rc = oxl_perplexity(model, &cp, text, len, &pp, &st, &err);

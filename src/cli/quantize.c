@@ -108,8 +108,10 @@ int oxl_cmd_quantize(int argc, char **argv) {
     }
     const double n_el = s.n_elements > 0 ? (double)s.n_elements : 1.0;
     fprintf(stderr, "%s: %lld tensors, %s\n", pos[1], (long long)s.n_tensors, oxl_ftype_name(p.ftype));
-    fprintf(stderr, "model size = %8.2f MiB (%.2f BPW)\n", (double)s.bytes_in / 1048576.0, (double)s.bytes_in * 8.0 / n_el);
-    fprintf(stderr, "quant size = %8.2f MiB (%.2f BPW)\n", (double)s.bytes_out / 1048576.0, (double)s.bytes_out * 8.0 / n_el);
+    fprintf(stderr, "model size = %8.2f MiB (%.2f BPW)\n", (double)s.bytes_in / 1048576.0,
+            (double)s.bytes_in * 8.0 / n_el);
+    fprintf(stderr, "quant size = %8.2f MiB (%.2f BPW)\n", (double)s.bytes_out / 1048576.0,
+            (double)s.bytes_out * 8.0 / n_el);
     if (s.n_fallback > 0) {
         fprintf(stderr, "warning: %d of %lld tensors needed a fallback type (row length not a multiple of the block)\n",
                 s.n_fallback, (long long)s.n_tensors);

@@ -33,7 +33,9 @@ int oxl_cmd_run(int argc, char **argv) {
         return 1;
     }
     if (o.help) {
-        oxl_opts_usage("run", "[-m FILE] -p PROMPT [-n N] [-t N] [-c N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S]");
+        oxl_opts_usage(
+            "run",
+            "[-m FILE] -p PROMPT [-n N] [-t N] [-c N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S]");
         return 0;
     }
     char *file_text = NULL;
@@ -75,8 +77,7 @@ int oxl_cmd_run(int argc, char **argv) {
         goto done;
     }
     if (!oxl_model_has_decoder(model)) {
-        fprintf(stderr, "error: %s: an embedding model (no output head) cannot generate text\n",
-                oxl_opts_model(&o));
+        fprintf(stderr, "error: %s: an embedding model (no output head) cannot generate text\n", oxl_opts_model(&o));
         goto done;
     }
     oxl_ctx_params cp = oxl_ctx_default_params();

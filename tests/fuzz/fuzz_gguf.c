@@ -30,7 +30,8 @@ static volatile uint64_t g_sink; /* keeps the reads from being optimised away */
 static uint64_t touch(const void *p, size_t n) {
     const uint8_t *b = p;
     uint64_t s = 0;
-    for (size_t i = 0; i < n; i++) s = s * 31 + b[i];
+    for (size_t i = 0; i < n; i++)
+        s = s * 31 + b[i];
     return s;
 }
 
@@ -53,10 +54,14 @@ static void walk_kv(const oxl_gguf *g, const uint8_t *data, size_t size, int64_t
     double d;
     bool b;
     size_t len;
-    if (oxl_gguf_kv_int(g, i, &s)) g_sink += (uint64_t)s;
-    if (oxl_gguf_kv_uint(g, i, &u)) g_sink += u;
-    if (oxl_gguf_kv_float(g, i, &d)) g_sink += (uint64_t)(d == d);
-    if (oxl_gguf_kv_bool(g, i, &b)) g_sink += b;
+    if (oxl_gguf_kv_int(g, i, &s))
+        g_sink += (uint64_t)s;
+    if (oxl_gguf_kv_uint(g, i, &u))
+        g_sink += u;
+    if (oxl_gguf_kv_float(g, i, &d))
+        g_sink += (uint64_t)(d == d);
+    if (oxl_gguf_kv_bool(g, i, &b))
+        g_sink += b;
     const char *str = oxl_gguf_kv_str(g, i, &len);
     CHECK((str != NULL) == (t == OXL_GGUF_STRING));
     if (str) {
@@ -78,13 +83,15 @@ static void walk_kv(const oxl_gguf *g, const uint8_t *data, size_t size, int64_t
     rc[4] = oxl_gguf_get_str(g, key, &vs, &err);
     for (int k = 0; k < 5; k++) {
         CHECK(rc[k] == 1 || rc[k] == -1);
-        if (rc[k] < 0) CHECK(err.msg[0] != '\0');
+        if (rc[k] < 0)
+            CHECK(err.msg[0] != '\0');
     }
 
     oxl_gguf_vtype at = oxl_gguf_arr_type(g, i);
     uint64_t n = oxl_gguf_arr_n(g, i);
     CHECK((at != OXL_GGUF_VTYPE_COUNT) == (t == OXL_GGUF_ARRAY));
-    if (t != OXL_GGUF_ARRAY) return;
+    if (t != OXL_GGUF_ARRAY)
+        return;
     const void *arr = oxl_gguf_arr_data(g, i);
     if (at == OXL_GGUF_STRING) {
         CHECK(arr == NULL);
@@ -148,7 +155,8 @@ static void walk_tensors(const oxl_gguf *g, const uint8_t *data, size_t size) {
     }
     CHECK(oxl_gguf_tensor_at(g, n) == NULL && oxl_gguf_tensor_at(g, -1) == NULL);
     qsort(spans, n_spans, 2 * sizeof *spans, cmp_u64);
-    for (size_t k = 1; k < n_spans; k++) CHECK(spans[2 * k] >= spans[2 * k - 1]);
+    for (size_t k = 1; k < n_spans; k++)
+        CHECK(spans[2 * k] >= spans[2 * k - 1]);
     free(spans);
 }
 
@@ -164,7 +172,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     CHECK(oxl_gguf_file_size(g) == size);
     int64_t n_kv = oxl_gguf_n_kv(g);
     CHECK(n_kv >= 0 && (uint64_t)n_kv <= size);
-    for (int64_t i = 0; i < n_kv; i++) walk_kv(g, data, size, i);
+    for (int64_t i = 0; i < n_kv; i++)
+        walk_kv(g, data, size, i);
     CHECK(oxl_gguf_key(g, n_kv) == NULL && oxl_gguf_kv_type(g, -1) == OXL_GGUF_VTYPE_COUNT);
     walk_tensors(g, data, size);
     oxl_gguf_close(g);

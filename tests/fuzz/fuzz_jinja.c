@@ -31,14 +31,15 @@
 
 #define MAX_TEMPLATES 128
 
-static cJSON *g_cases;                    /* cases.json: array of {id, context} */
-static char *g_templates[MAX_TEMPLATES];  /* template sources, then built-in names (not owned) */
+static cJSON *g_cases;                   /* cases.json: array of {id, context} */
+static char *g_templates[MAX_TEMPLATES]; /* template sources, then built-in names (not owned) */
 static int g_n_templates;
 static oxl_jinja_options g_opt;
 
 static char *slurp(const char *path) {
     FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+    if (!f)
+        return NULL;
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);
@@ -47,7 +48,8 @@ static char *slurp(const char *path) {
         free(s);
         s = NULL;
     }
-    if (s) s[n] = '\0';
+    if (s)
+        s[n] = '\0';
     fclose(f);
     return s;
 }
@@ -72,14 +74,17 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     int n_names = 0;
     DIR *d = opendir(dir);
     for (struct dirent *e; d && (e = readdir(d)) && n_names < MAX_TEMPLATES;) {
-        if (e->d_name[0] != '.') names[n_names++] = strdup(e->d_name);
+        if (e->d_name[0] != '.')
+            names[n_names++] = strdup(e->d_name);
     }
-    if (d) closedir(d);
+    if (d)
+        closedir(d);
     qsort(names, (size_t)n_names, sizeof *names, cmp_str);
     for (int i = 0; i < n_names; i++) {
         snprintf(path, sizeof path, "%s/%s/template.jinja", dir, names[i]);
         char *src = slurp(path);
-        if (src) g_templates[g_n_templates++] = src;
+        if (src)
+            g_templates[g_n_templates++] = src;
         free(names[i]);
     }
     for (size_t i = 0; oxl_chat_builtin_name(i) && g_n_templates < MAX_TEMPLATES; i++) {
@@ -132,14 +137,16 @@ static void fuzz_messages(uint8_t sel, const uint8_t *data, size_t len) {
     memcpy(text, data, len);
     cJSON *j = cJSON_ParseWithLength(text, len);
     free(text);
-    if (!j) return;
+    if (!j)
+        return;
     const cJSON *messages = j, *tools = NULL;
     bool agp = true;
     if (cJSON_IsObject(j)) {
         messages = cJSON_GetObjectItemCaseSensitive(j, "messages");
         tools = cJSON_GetObjectItemCaseSensitive(j, "tools");
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "add_generation_prompt");
-        if (cJSON_IsBool(a)) agp = cJSON_IsTrue(a);
+        if (cJSON_IsBool(a))
+            agp = cJSON_IsTrue(a);
     }
     const char *tmpl = g_templates[(sel >> 1) % g_n_templates];
     char *out = NULL;
@@ -156,7 +163,8 @@ static void fuzz_messages(uint8_t sel, const uint8_t *data, size_t len) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size < 1) return 0;
+    if (size < 1)
+        return 0;
     if (data[0] & 1) {
         fuzz_messages(data[0], data + 1, size - 1);
     } else {

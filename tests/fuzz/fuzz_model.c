@@ -48,7 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             for (int32_t j = 0; j < 2; j++) {
                 const float *l = oxl_get_logits(ctx, j);
                 CHECK(l != NULL);
-                for (int32_t i = 0; i < n_vocab; i++) g_sink += l[i];
+                for (int32_t i = 0; i < n_vocab; i++)
+                    g_sink += l[i];
             }
             CHECK(oxl_ctx_n_past(ctx) == 2);
         } else {

@@ -49,7 +49,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     cp.n_threads = g_cfg.n_threads;
     cp.n_batch = g_cfg.n_batch;
     g_srv.ctx = g_srv.model ? oxl_ctx_new(g_srv.model, &cp, &err) : NULL;
-    g_srv.sched = g_srv.ctx ? oxl_sched_start(g_srv.model, g_srv.ctx, g_cfg.queue_size, g_cfg.n_batch, &cp, &err) : NULL;
+    g_srv.sched =
+        g_srv.ctx ? oxl_sched_start(g_srv.model, g_srv.ctx, g_cfg.queue_size, g_cfg.n_batch, &cp, &err) : NULL;
     if (!g_srv.sched) {
         fprintf(stderr, "fuzz_request: %s\n", err.msg);
         return 1;
@@ -88,7 +89,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         {"/tokenize", oxl_api_tokenize},        {"/detokenize", oxl_api_detokenize},
         {"/v1/models", oxl_api_models},
     };
-    if (size < 1) return 0;
+    if (size < 1)
+        return 0;
     size_t route = data[0] % (sizeof routes / sizeof routes[0]);
     size_t len = size - 1;
     char *body = malloc(len + 1);

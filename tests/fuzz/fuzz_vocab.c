@@ -34,7 +34,8 @@ static void render(const oxl_vocab *v, oxl_token tok, bool special) {
     char *exact = malloc((size_t)need);
     CHECK(exact != NULL);
     CHECK(oxl_vocab_token_to_piece(v, tok, exact, need, special) == need);
-    if (need > 1) CHECK(oxl_vocab_token_to_piece(v, tok, exact, need - 1, special) == -need);
+    if (need > 1)
+        CHECK(oxl_vocab_token_to_piece(v, tok, exact, need - 1, special) == -need);
     free(exact);
 }
 
@@ -42,7 +43,8 @@ static void tokenize(const oxl_vocab *v, const char *text, size_t len, bool add_
     int32_t n_vocab = oxl_vocab_n_tokens(v);
     int32_t n = oxl_vocab_tokenize(v, text, len, NULL, 0, add_special, parse_special);
     CHECK(n != INT32_MIN);
-    if (n < 0) n = -n;
+    if (n < 0)
+        n = -n;
     oxl_token *toks = malloc((size_t)(n ? n : 1) * sizeof *toks);
     CHECK(toks != NULL);
     CHECK(oxl_vocab_tokenize(v, text, len, toks, n, add_special, parse_special) == n);
@@ -66,7 +68,8 @@ static void tokenize(const oxl_vocab *v, const char *text, size_t len, bool add_
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size < 4) return 0;
+    if (size < 4)
+        return 0;
     uint32_t k;
     memcpy(&k, data, 4);
     size_t gguf_len = k < size - 4 ? k : size - 4;
@@ -87,7 +90,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else {
         int32_t n_vocab = oxl_vocab_n_tokens(v);
         CHECK(n_vocab > 0);
-        for (int f = 0; f < 4; f++) tokenize(v, text, text_len, f & 1, f & 2);
+        for (int f = 0; f < 4; f++)
+            tokenize(v, text, text_len, f & 1, f & 2);
         const oxl_token edge[] = {-1, n_vocab, n_vocab + 1, INT32_MAX, INT32_MIN, oxl_vocab_bos(v), oxl_vocab_eos(v)};
         for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) {
             render(v, edge[i], true);

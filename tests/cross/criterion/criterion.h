@@ -18,11 +18,11 @@ void oxl_cr_check(bool ok, bool fatal, const char *expr, const char *file, int l
 _Noreturn void oxl_cr_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Test(suite, name, options...): the options (.timeout, ...) are ignored */
-#define Test(suite, name, ...)                                                                       \
-    static void oxl_cr_test_##suite##_##name(void);                                                  \
-    __attribute__((constructor)) static void oxl_cr_reg_##suite##_##name(void) {                     \
-        oxl_cr_register(#suite, #name, oxl_cr_test_##suite##_##name);                                \
-    }                                                                                                \
+#define Test(suite, name, ...)                                                                                         \
+    static void oxl_cr_test_##suite##_##name(void);                                                                    \
+    __attribute__((constructor)) static void oxl_cr_reg_##suite##_##name(void) {                                       \
+        oxl_cr_register(#suite, #name, oxl_cr_test_##suite##_##name);                                                  \
+    }                                                                                                                  \
     static void oxl_cr_test_##suite##_##name(void)
 
 #define OXL_CR_CHECK(fatal, cond, expr, ...) oxl_cr_check((cond), (fatal), (expr), __FILE__, __LINE__, " " __VA_ARGS__)
