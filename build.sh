@@ -40,24 +40,31 @@ sanitize() {
 }
 
 # The cross stage of `test`: the aarch64, riscv64 and wasm32 subset builds (cmake/*.cmake,
-# OXL_SUBSET), then on each target under emulation the kernel tests (oxl-kernel-tests) and
-# `oxillama golden` on the quant and model goldens: qemu-aarch64-static (neon, neondot),
-# qemu-riscv64-static with V at VLEN 128 and 256, Node's WASI (wasmsimd), and the kernel tests on
-# CPUs without dotprod or V (detection: those cells skipped, the rest pass); then
-# tests/cross/determinism.sh compares greedy runs across all of them and x86's ISA caps. Every
-# emulated command is bounded by `timeout`. $1: one target only (aarch64, riscv64, wasm32).
+# OXL_SUBSET), then on each target under emulation the kernel tests (oxl-kernel-tests) and, at each
+# of that target's ISAs (OXILLAMA_ISA), `oxillama golden` on the quant goldens, the stories260K model
+# goldens and every architecture golden (golden/arch: 39 families' logits):
+# qemu-aarch64-static (neon, neondot), qemu-riscv64-static with V at VLEN 128 and 256 (rvv), Node's
+# WASI (wasmsimd), and the kernel tests on CPUs without dotprod or V (detection: those cells skipped,
+# the rest pass); then tests/cross/determinism.sh compares greedy runs on all of them and x86's ISA
+# caps with llama.cpp's texts. Every emulated command is bounded by `timeout`.
+# $1: one target only (aarch64, riscv64, wasm32).
 cross_build() { # build dir suffix, toolchain file name
     cmake -S . -B "build-$1" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/$2.cmake" >/dev/null
     ninja -C "build-$1" -j2
 }
 
-cross_checks() { # label, kernel test program, oxillama program, then the emulator command
-    label=$1 tests=$2 cli=$3
-    shift 3
+cross_checks() { # label, kernel test program, oxillama program, the target's ISAs, then the emulator command
+    label=$1 tests=$2 cli=$3 isas=$4
+    shift 4
+    rc=0
     echo "== $label: kernel tests"
-    timeout 600 "$@" "$tests" || return 1
-    echo "== $label: oxillama golden"
-    timeout 600 "$@" "$cli" golden golden/quant/*.gguf golden/models/*.once.gguf || return 1
+    timeout 600 "$@" "$tests" || rc=1
+    for isa in $isas; do
+        echo "== $label: oxillama golden at OXILLAMA_ISA=$isa (quant, stories260K and architecture goldens)"
+        OXILLAMA_ISA=$isa timeout 900 "$@" "$cli" golden golden/quant/*.gguf golden/models/*.once.gguf \
+            golden/arch/*.logits.gguf || rc=1
+    done
+    return $rc
 }
 
 cross() {
@@ -73,7 +80,7 @@ cross() {
     case $only in all|aarch64)
         cross_build aarch64 aarch64-linux-gnu
         cross_checks aarch64 build-aarch64/tests/cross/oxl-kernel-tests build-aarch64/oxillama \
-            qemu-aarch64-static || status=1
+            "neon neondot" qemu-aarch64-static || status=1
         echo "== aarch64 without dotprod (cortex-a53): kernel tests, neondot skipped"
         timeout 600 qemu-aarch64-static -cpu cortex-a53 build-aarch64/tests/cross/oxl-kernel-tests || status=1
     esac
@@ -81,7 +88,7 @@ cross() {
         cross_build riscv64 riscv64-linux-gnu
         for vlen in 128 256; do
             cross_checks "riscv64 vlen=$vlen" build-riscv64/tests/cross/oxl-kernel-tests build-riscv64/oxillama \
-                qemu-riscv64-static -cpu "rv64,v=true,vlen=$vlen" || status=1
+                rvv qemu-riscv64-static -cpu "rv64,v=true,vlen=$vlen" || status=1
         done
         echo "== riscv64 without V: kernel tests, rvv skipped"
         timeout 600 qemu-riscv64-static -cpu rv64 build-riscv64/tests/cross/oxl-kernel-tests || status=1
@@ -89,7 +96,7 @@ cross() {
     case $only in all|wasm32)
         cross_build wasm wasm32-wasi
         cross_checks wasm32 build-wasm/tests/cross/oxl-kernel-tests.wasm build-wasm/oxillama.wasm \
-            node --no-warnings tools/wasi-run.mjs || status=1
+            wasmsimd node --no-warnings tools/wasi-run.mjs || status=1
     esac
     if [ "$only" = all ]; then
         echo "== determinism across x86, aarch64, riscv64 and wasm32"
@@ -105,6 +112,14 @@ demo)
     ./build/oxillama run -p "Once upon a time" -n 64 --temp 0
     ;;
 test)
+    # CI has the shared reference set beside the clone: its fixtures are required there, not skipped
+    if [ -n "${CI:-}" ] && [ "${CI:-}" != false ]; then
+        export OXILLAMA_REQUIRE_SHARED=1
+        [ -d ../shared/golden/tokenizer ] || {
+            echo "CI: ../shared/golden (the shared reference set) is missing beside the clone" >&2
+            exit 1
+        }
+    fi
     ctest --test-dir build --output-on-failure -j2 --timeout 900
     sanitize
     cross

@@ -24,6 +24,9 @@ typedef struct oxl_arch {
     /* Optional: repacks the weights the forward pass multiplies into the CPU's interleaved layout
      * (oxl_tensor_repack), handing each buffer to oxl_model_own; evict as oxl_tensor_repack's. */
     void (*repack)(oxl_model *m, bool evict);
+    /* An encoder without an output head (llama_model_has_decoder false): it makes embeddings, not
+     * logits, and a decode's tokens must fit one pass (llama_encode's n_ubatch >= n_tokens). */
+    bool encoder_only;
 } oxl_arch;
 
 /* NULL when the architecture is not in the registry. */
@@ -43,5 +46,8 @@ extern const oxl_arch oxl_arch_qwen2moe, oxl_arch_qwen3moe, oxl_arch_phimoe, oxl
 
 /* The recurrent and hybrid families (the decoder with ssm.h's mixer on recurrent layers). */
 extern const oxl_arch oxl_arch_mamba, oxl_arch_mamba2, oxl_arch_jamba;
+
+/* The encoder-only embedding models (arch/bert.c: no output head, non-causal attention). */
+extern const oxl_arch oxl_arch_bert, oxl_arch_nomic_bert;
 
 #endif

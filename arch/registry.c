@@ -12,6 +12,7 @@ static const oxl_arch *const registry[] = {
     &oxl_arch_gpt2,     &oxl_arch_qwen2moe,  &oxl_arch_qwen3moe,  &oxl_arch_phimoe,   &oxl_arch_dbrx,
     &oxl_arch_grok,     &oxl_arch_mamba,     &oxl_arch_mamba2,    &oxl_arch_jamba,    &oxl_arch_qwen2vl,
     &oxl_arch_deepseek2, &oxl_arch_gptoss,
+    &oxl_arch_bert,     &oxl_arch_nomic_bert,
 };
 
 #define N_ARCH (sizeof registry / sizeof registry[0])

@@ -1,7 +1,13 @@
-# The kernel generator: gen/ renders templates/ into generated/ (committed to the repository).
-# Defines OXL_GENERATED_SOURCES (with per-file ISA compile flags) and the target oxl_generate,
-# which reruns the generator when gen/*.py or templates/* change; files are rewritten only when
-# their text changes, so an unchanged spec rebuilds nothing.
+# The kernel generator: gen/ renders templates/ into ${OXL_GENERATED_DIR} (the build directory's
+# generated/), which is what the build compiles. The build never writes the source tree: the
+# committed generated/ is the reviewable copy of that output, and ctest gen-drift fails when it
+# differs from a fresh generation (cmake/gen_drift.cmake).
+#
+# The generator runs at configure time (it takes well under a second), so the generated source list
+# (oxl_kernels.cmake) is known when targets are defined. Every generator input is a configure
+# dependency: editing gen/*.py or templates/* makes the next build re-run CMake, which regenerates;
+# files are rewritten only when their text changes, so an unchanged spec rebuilds nothing.
+# Defines OXL_PYTHON, OXL_GENERATED_DIR and OXL_GENERATED_SOURCES (with per-file ISA compile flags).
 
 # A Python 3 that can import jinja2: python3 on PATH first, then the system one.
 set(OXL_PYTHON "")
@@ -21,24 +27,22 @@ if(NOT OXL_PYTHON)
     "or `pip install jinja2`.")
 endif()
 
+set(OXL_GENERATED_DIR ${CMAKE_BINARY_DIR}/generated)
 file(GLOB OXL_GEN_INPUTS CONFIGURE_DEPENDS
   ${CMAKE_SOURCE_DIR}/gen/*.py
   ${CMAKE_SOURCE_DIR}/templates/*
   ${CMAKE_SOURCE_DIR}/templates/*/*)
-set(OXL_GEN_STAMP ${CMAKE_BINARY_DIR}/oxl_generate.stamp)
-add_custom_command(
-  OUTPUT ${OXL_GEN_STAMP}
-  COMMAND ${OXL_PYTHON} -m gen --out ${CMAKE_SOURCE_DIR}/generated
-  COMMAND ${CMAKE_COMMAND} -E touch ${OXL_GEN_STAMP}
-  DEPENDS ${OXL_GEN_INPUTS}
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${OXL_GEN_INPUTS})
+execute_process(COMMAND ${OXL_PYTHON} -B -m gen --out ${OXL_GENERATED_DIR}
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
-  COMMENT "Generating kernels (gen/ -> generated/)"
-  VERBATIM)
-add_custom_target(oxl_generate DEPENDS ${OXL_GEN_STAMP})
-
-# The generated source list; re-read by CMake when it changes.
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/generated/oxl_kernels.cmake)
-include(${CMAKE_SOURCE_DIR}/generated/oxl_kernels.cmake)
+  RESULT_VARIABLE oxl_gen_rc OUTPUT_VARIABLE oxl_gen_out ERROR_VARIABLE oxl_gen_err)
+if(NOT oxl_gen_rc EQUAL 0)
+  message(FATAL_ERROR "the kernel generator failed (exit ${oxl_gen_rc}):\n${oxl_gen_err}")
+endif()
+if(oxl_gen_out)
+  message(STATUS "Generated kernels (gen/ -> ${OXL_GENERATED_DIR}):\n${oxl_gen_out}")
+endif()
+include(${OXL_GENERATED_DIR}/oxl_kernels.cmake)
 
 # gen-drift: the committed generated/ must equal what the generator writes now.
 if(OXL_BUILD_TESTS)

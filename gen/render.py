@@ -2,6 +2,7 @@
 and files of generated subdirectories that the spec no longer produces are removed."""
 
 import os
+import re
 
 import jinja2
 import jinja2.nodes
@@ -83,15 +84,81 @@ class Generator:
         src = self.env.loader.get_source(self.env, template)[0]
         return {b.name for b in self.env.parse(src).find_all(jinja2.nodes.Block)}
 
+    def unit_texts(self):
+        """{(format name, ISA name): (template chain, rendered text)} of every (format, ISA)
+        translation unit the templates can produce, borrowed or not (cached)."""
+        if getattr(self, "_unit_texts", None) is None:
+            self._unit_texts = {}
+            for f in spec.FORMATS:
+                if not f.ops:
+                    continue
+                for i in spec.cell_isas(f):
+                    tpl, _ = self.kernel_template(f.name, i.name)
+                    chain = [tpl] if tpl == f"formats/{f.name}.c.j2" else [tpl, f"formats/{f.name}.c.j2"]
+                    sources = [f"templates/{t}" for t in chain + ["kernel.c.j2"]]
+                    text = self.env.get_template(tpl).render(fmt=f, isa=i, header=header(sources))
+                    self._unit_texts[(f.name, i.name)] = (chain, text)
+        return self._unit_texts
+
+    def isa_primitives(self, isa):
+        """Names the primitives header of isa defines (its static inline functions and macros)."""
+        text = self.env.get_template(f"isa/{isa}.h.j2").render(isa=spec.ISA_BY_NAME[isa], header="")
+        names = set(re.findall(r"static inline[^(;{]*?\b(\w+)\s*\(", text))
+        names |= set(re.findall(r"^\s*#\s*define\s+(\w+)", text, re.M))
+        return {n for n in names if not n.endswith("_H")}
+
+    def borrowed(self):
+        """{(format name, ISA name): ISA name lent}: the (format, ISA) units that would be another
+        unit's text under a different name. A unit borrows from its fallback (the best ISA below it,
+        of its architecture or scalar, whose features it has and which has a unit of its own) when
+        its text, with ISA names normalised, equals the fallback's and it calls none of its ISA's
+        primitives: plain C that the ISA's compiler flags do not change in meaning. Such a unit is
+        not generated; the kernel list leaves its cells out, so dispatch takes the fallback's, and
+        gen --matrix names it."""
+        if getattr(self, "_borrowed", None) is not None:
+            return self._borrowed
+        names = "|".join(sorted((i.name for i in spec.ISAS), key=len, reverse=True))
+        isa_word = re.compile(rf"(?<![A-Za-z0-9])({names})(?![A-Za-z0-9])")
+
+        def normalised(text):
+            text = re.sub(r" \(compiled with [^)]*\)", "", text)
+            return isa_word.sub("ISA", text)
+
+        prims = {i.name: self.isa_primitives(i.name) for i in spec.ISAS}
+        texts = self.unit_texts()
+        self._borrowed = {}
+        for f in spec.FORMATS:
+            own = []  # ISAs of f with units of their own, in rank order
+            for i in spec.cell_isas(f):
+                if (f.name, i.name) not in texts:
+                    continue
+                text = texts[(f.name, i.name)][1]
+                body = text.split('#include "oxl_kernel_decls.h"', 1)[-1]
+                uses_isa = any(re.search(rf"\b{re.escape(p)}\b", body) for p in prims[i.name])
+                fallback = None
+                for j in reversed(own):
+                    if j.arch in ("", i.arch) and set(j.features) <= set(i.features):
+                        fallback = j
+                        break
+                if (fallback is not None and not uses_isa and "#if" not in body
+                        and normalised(text) == normalised(texts[(f.name, fallback.name)][1])):
+                    self._borrowed[(f.name, i.name)] = fallback.name
+                else:
+                    own.append(i)
+        return self._borrowed
+
     def cells(self):
-        """Every kernel cell (op, format, isa), best ISA first within (op, format)."""
+        """Every kernel cell (op, format, isa), best ISA first within (op, format); cells of
+        borrowed units are left out (dispatch falls back to the unit lent)."""
         out = []
+        borrowed = self.borrowed()
         for f in spec.FORMATS:
             for op in spec.OPS:
                 if op not in f.ops:
                     continue
                 for i in reversed(spec.cell_isas(f)):
-                    out.append((op, f, i))
+                    if (f.name, i.name) not in borrowed:
+                        out.append((op, f, i))
             for op in spec.REPACK_OPS:
                 # best ISA first, as the dispatch loop takes the first one the CPU and cap allow
                 for rp in sorted((r for r in spec.REPACKS if r.fmt == f.name),
@@ -117,16 +184,15 @@ class Generator:
         render("oxl_cpu_features.inc.j2", "oxl_cpu_features.inc")
         render("oxl_kernel_list.inc.j2", "oxl_kernel_list.inc", cells=cells)
         render("oxl_kernel_decls.h.j2", "oxl_kernel_decls.h")
+        render("oxl_kernel_borrowed.inc.j2", "oxl_kernel_borrowed.inc", borrowed=self.borrowed())
         units = []
-        for f in spec.FORMATS:
-            if not f.ops:
+        borrowed = self.borrowed()
+        for (fname, iname), (chain, text) in self.unit_texts().items():
+            if (fname, iname) in borrowed:
                 continue
-            for i in spec.cell_isas(f):
-                tpl, _ = self.kernel_template(f.name, i.name)
-                chain = [tpl] if tpl == f"formats/{f.name}.c.j2" else [tpl, f"formats/{f.name}.c.j2"]
-                path = f"kernels/{f.name}__{i.name}.c"
-                render(tpl, path, fmt=f, isa=i, sources=chain + ["kernel.c.j2"])
-                units.append((path, i))
+            path = f"kernels/{fname}__{iname}.c"
+            files[path] = text
+            units.append((path, spec.ISA_BY_NAME[iname]))
         for rp in spec.REPACKS:
             f, i = spec.FORMAT_BY_NAME[rp.fmt], spec.ISA_BY_NAME[rp.isa]
             tpl = f"repack/{rp.fmt}__{rp.isa}.c.j2"
@@ -173,10 +239,13 @@ class Generator:
                 if op not in f.ops:
                     continue
                 have = {i.name for i in spec.cell_isas(f)}
+                borrowed = self.borrowed()
                 row = [f.name, op]
                 last = None
                 for i in spec.ISAS:
-                    if i.name in have:
+                    if (f.name, i.name) in borrowed:
+                        row.append(f"-> {borrowed[(f.name, i.name)]}")
+                    elif i.name in have:
                         tpl, from_isa = self.kernel_template(f.name, i.name)
                         if from_isa and op in self.overridden_ops(tpl):
                             row.append("override" if from_isa == i.name else f"override({from_isa})")
@@ -203,8 +272,9 @@ class Generator:
         lines.insert(1, "  ".join("-" * w for w in widths))
         lines.append("")
         lines.append("generic: the format's template on the ISA's primitives; override: an ISA-specific")
-        lines.append("template (in parentheses: inherited from that base ISA); -> isa: no cell, dispatch")
-        lines.append("falls back to that lower ISA. layout RxC: a repacked layout of R interleaved rows, multiplied")
+        lines.append("template (in parentheses: inherited from that base ISA); -> isa: no cell of its own, dispatch")
+        lines.append("takes that lower ISA's (the template would give the same plain C, using none of this ISA's")
+        lines.append("primitives, or there is no template for it). layout RxC: a repacked layout of R interleaved rows, multiplied")
         lines.append("in tiles of R rows x C columns (templates/repack/); -: the plain rows serve.")
         lines.append(f"formats without kernels yet: {', '.join(no_kernels)}")
         return "\n".join(lines)

@@ -183,14 +183,70 @@ ARCHES = {
     "wasm32": ("defined(__wasm_simd128__)", "wasm32"),
 }
 
-# Kernel ops, with the function name pattern (XNNPACK style: what, then __isa). gemm computes a
-# block of outputs of a weight matrix times activation columns in the partner format, with the
-# register tile of the ISA in its name. swiglu is ggml_vec_swiglu_f32 of the AVX-512 build
-# (ggml's vector SiLU on whole groups of 16, libm's expf on the rest) on every ISA. mad is the
-# attention accumulator's step y = fma(x, s, y), ggml_vec_mad_f32; on f16 each result is rounded to
-# half precision (ggml_vec_mad_f16, whose accumulator is stored in f16), y holding those halves' values.
-# sgemm_acc and softmax are the two steps of ggml's tiled flash attention (prompt batches of 64+
-# tokens): simd_gemm (C += A B, each output one FMA per k in order) and ggml_vec_soft_max_f32.
+@dataclass(frozen=True)
+class Op:
+    """A kernel op: its C signature (return type and parameter list; the generator writes the
+    function-pointer type oxl_<name>_fn, the prototype macro OXL_KERNEL_SIG_<name>(fn) and the
+    dispatch table's fields from it) and what every cell of it computes (the documentation of
+    generated/oxl_kernel_decls.h). Which formats have the op is each Format's `ops` (REPACKS for
+    the repacked-layout ops)."""
+    name: str
+    ret: str
+    params: str
+    doc: str
+
+
+# Kernel ops, in dispatch-table order. Function names follow XNNPACK: what, then __isa
+# (kernel_name below). All follow ggml's CPU backend (ggml/src/ggml-cpu), as each doc says.
+OP_TABLE = (
+    Op("dequant", "void", "const void *restrict x, float *restrict y, int64_t n",
+       "y[0..n) = to_float(x), n a multiple of the format's block size; bit-exact with ggml's "
+       "to_float."),
+    Op("quant", "void", "const float *restrict x, void *restrict y, int64_t n",
+       "activation quantizer y = from_float(x[0..n)) in the format (Q8_0, Q8_1, Q8_K, F16, BF16; F32 "
+       "copies), as ggml's x86 CPU backend converts activations."),
+    Op("vec_dot", "void", "int64_t n, float *restrict s, const void *restrict x, const void *restrict y",
+       "*s = dot(x, y) over n elements, x in the weight format, y in its vec_dot_type (the format's "
+       "partner)."),
+    Op("gemm", "void",
+       "int64_t k, int64_t m, int64_t n, const void *restrict a, size_t lda, const void *restrict b, "
+       "size_t ldb, float *restrict c, int64_t ldc",
+       "c[j * ldc + i] = dot(row i of a, column j of b) for i < m, j < n: a holds m weight rows of k "
+       "elements (lda bytes apart), b n columns of k in the vec_dot_type (ldb bytes apart); k a "
+       "multiple of oxl_gemm_k_step(type). f32, f16 and bf16 only, summed as llamafile's tinyBLAS on "
+       "AVX-512 (bf16: its AVX512-BF16 vdpbf16ps)."),
+    Op("swiglu", "void", "int64_t n, float *y, const float *x, const float *g",
+       "y[i] = silu(x[i]) * g[i] over one row of n (y may be x), f32 only: ggml_vec_swiglu_f32 of the "
+       "AVX-512 build (its vector SiLU on whole groups of 16, expf on the rest), so call it once per "
+       "row."),
+    Op("mad", "void", "int64_t n, float *restrict y, const float *restrict x, float s",
+       "y[i] = fma(x[i], s, y[i]) over n (ggml_vec_mad_f32); on f16 each result is rounded to the "
+       "nearest half (ggml_vec_mad_f16: y holds an f16 accumulator's values as floats)."),
+    Op("sgemm_acc", "void",
+       "int64_t m, int64_t k, int64_t n, float *restrict c, const float *restrict a, "
+       "const float *restrict b",
+       "c[m x n] += a[m x k] b[k x n] (row-major, n % 16 == 0), each output one FMA per kk in order: "
+       "ggml's simd_gemm, the products of its tiled flash attention (f32 only)."),
+    Op("softmax", "double", "int64_t n, float *y, const float *x, float max",
+       "y[i] = exp(x[i] - max), returning the sum in double: ggml_vec_soft_max_f32 (f32 only)."),
+    Op("repack", "void", "int64_t k, int64_t m, const void *restrict src, size_t src_row, void *restrict dst",
+       "rows 0..m of a weight matrix (m a multiple of the layout's rows) rewritten into the ISA's "
+       "interleaved layout (REPACKS; oxl_repack_rows/_group_bytes): group g, block b at "
+       "(g * blocks per row + b) * group bytes."),
+    Op("gemm_rp", "void",
+       "int64_t k, int64_t m, int64_t n, const void *restrict a, const void *restrict b, size_t ldb, "
+       "const int32_t *restrict bsum, float *restrict c, int64_t ldc",
+       "gemm over repacked weights: c[j * ldc + i] = row i . column j for i < m, j < n, the columns in "
+       "the vec_dot_type (ldb bytes apart); for a q8_0 partner bsum holds per column (k / 32 + k / 4 "
+       "apart) the sum of each block's quants, then of each group of 4 (NULL for q8_K, which carries "
+       "bsums). One column (n == 1) is summed in ggml's vec_dot order where the layout's template "
+       "says so (Q4_0, Q8_0: decoding equals the plain rows')."),
+)
+OP_BY_NAME = {o.name: o for o in OP_TABLE}
+
+# Ops of the plain formats (a Format's `ops` names some of these). swiglu is ggml_vec_swiglu_f32 of
+# the AVX-512 build on every ISA; mad is the attention accumulator's step; sgemm_acc and softmax
+# are the two steps of ggml's tiled flash attention (prompt batches of 64+ tokens).
 OPS = ("dequant", "quant", "vec_dot", "gemm", "swiglu", "mad", "sgemm_acc", "softmax")
 
 # Ops of the repacked weight layouts (REPACKS below): repack rewrites whole groups of weight rows
@@ -281,6 +337,8 @@ def validate(template_formats):
     """Fails loudly on any inconsistency. template_formats: the format names that have a kernel
     template in templates/formats/."""
     errors = []
+    if tuple(o.name for o in OP_TABLE) != OPS + REPACK_OPS:
+        errors.append(f"OP_TABLE {[o.name for o in OP_TABLE]} must list OPS then REPACK_OPS in order")
     ids, names = set(), set()
     for f in FORMATS:
         if f.id in ids:

@@ -61,6 +61,9 @@ void oxl_model_free(oxl_model *model);
 int32_t oxl_model_n_vocab(const oxl_model *model);
 int32_t oxl_model_n_ctx_train(const oxl_model *model);
 int32_t oxl_model_n_embd(const oxl_model *model);
+/* false for an encoder-only embedding model (bert, nomic-bert: no output head, so no logits and no
+ * text generation), as llama.cpp's llama_model_has_decoder; true for every generative model. */
+bool oxl_model_has_decoder(const oxl_model *model);
 uint64_t oxl_model_n_params(const oxl_model *model); /* elements of all tensors */
 /* The model's Jinja chat template (tokenizer.chat_template), owned by the model; NULL when absent. */
 const char *oxl_model_chat_template(const oxl_model *model);

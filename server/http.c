@@ -107,6 +107,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
                 oxl_job_cancel(st->srv->sched, st->jobs[i]);
             }
             atomic_fetch_add(&st->srv->n_cancelled, 1);
+            st->counted = true;
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
         oxl_sched_lock(st->srv->sched);
@@ -126,9 +127,14 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     }
 }
 
-/* The stream's jobs are cancelled if they still run (the client went away) and released. */
+/* The stream's jobs are cancelled if they still run (the client went away) and released. A stream
+ * freed before its end lost its client: when a failed write ended it, stream_read has not seen the
+ * client leave, and the cancellation is counted here. */
 static void stream_free(void *cls) {
     oxl_stream *st = cls;
+    if (!st->done && !st->counted) {
+        atomic_fetch_add(&st->srv->n_cancelled, 1);
+    }
     for (int i = 0; i < st->n_jobs; i++) {
         oxl_job_cancel(st->srv->sched, st->jobs[i]);
         oxl_job_release(st->srv->sched, st->jobs[i]);

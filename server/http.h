@@ -61,6 +61,7 @@ struct oxl_stream {
     char *out;
     size_t len, off, cap;
     bool done;
+    bool counted; /* counted in requests_cancelled_total */
     size_t (*produce)(oxl_stream *st);
     void *state; /* the route's, released with free_state */
     void (*free_state)(void *state);

@@ -271,6 +271,11 @@ static int parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error 
     if (check_model(srv, b, e) < 0) {
         return -1;
     }
+    if (!oxl_model_has_decoder(srv->model)) {
+        return oxl_api_err(e, 400, "invalid_request_error", "model_not_supported", "model",
+                           "'%s' is an embedding model (no output head): it serves /v1/embeddings only, not "
+                           "text generation", srv->model_id);
+    }
     if ((rc = get_num(b, "temperature", 0, 2, &x, e)) < 0) {
         return -1;
     }
@@ -309,6 +314,13 @@ static int parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error 
         return -1;
     }
     g->frequency_penalty = field(b, "frequency_penalty") ? (float)x : 0;
+    g->penalty_last_n = 64; /* llama-server's repeat_last_n */
+    if ((rc = get_int(b, "repeat_last_n", 0, 1e9, &k, e)) < 0) {
+        return -1;
+    }
+    if (rc) {
+        g->penalty_last_n = (int32_t)k;
+    }
     const char *max_names[] = {"max_tokens", "max_completion_tokens", "max_output_tokens"};
     for (int i = 0; i < 3; i++) {
         if ((rc = get_int(b, max_names[i], 1, 1e9, &k, e)) < 0) {
@@ -954,8 +966,13 @@ static size_t tool_safe_len(const char *text, size_t len) {
     return len;
 }
 
+static const char *str_or(const cJSON *v, const char *fallback) {
+    const char *p = cJSON_GetStringValue(v);
+    return p ? p : fallback;
+}
+
 /* The end of a streamed choice that may hold tool calls: the rest of the content, then the calls
- * as one delta (index, id, type, function {name, arguments}). Returns the finish reason. */
+ * (two deltas each). Returns the finish reason. */
 static const char *finish_tool_stream(oxl_stream *st, stream_state *ss, int index, const oxl_choice_out *c,
                                       choice_progress *cp) {
     size_t content_len = c->len;
@@ -970,22 +987,39 @@ static const char *finish_tool_stream(oxl_stream *st, stream_state *ss, int inde
     if (!calls) {
         return c->finish;
     }
+    /* OpenAI's chunks: each call opens with its index, id, type, name and empty arguments; the
+     * arguments follow in a delta of their own that names the index alone */
     int k = 0;
     for (cJSON *call = calls->child; call; call = call->next, k++) {
-        cJSON_AddNumberToObject(call, "index", k);
+        cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+        for (int part = 0; part < 2; part++) {
+            cJSON *tc = cJSON_CreateObject();
+            cJSON_AddNumberToObject(tc, "index", k);
+            if (part == 0) {
+                cJSON_AddStringToObject(tc, "id", str_or(cJSON_GetObjectItemCaseSensitive(call, "id"), ""));
+                cJSON_AddStringToObject(tc, "type", "function");
+            }
+            cJSON *f = cJSON_AddObjectToObject(tc, "function");
+            if (part == 0) {
+                cJSON_AddStringToObject(f, "name", str_or(cJSON_GetObjectItemCaseSensitive(fn, "name"), ""));
+            }
+            cJSON_AddStringToObject(f, "arguments",
+                                    part == 0 ? "" : str_or(cJSON_GetObjectItemCaseSensitive(fn, "arguments"), "{}"));
+            cJSON *o = chunk_base(st->srv, &ss->r);
+            cJSON *ch = cJSON_CreateObject();
+            cJSON_AddNumberToObject(ch, "index", index);
+            cJSON *delta = cJSON_AddObjectToObject(ch, "delta");
+            cJSON_AddItemToArray(cJSON_AddArrayToObject(delta, "tool_calls"), tc);
+            cJSON_AddNullToObject(ch, "logprobs");
+            cJSON_AddNullToObject(ch, "finish_reason");
+            cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), ch);
+            if (ss->r.include_usage) {
+                cJSON_AddNullToObject(o, "usage");
+            }
+            put_event(st, NULL, o);
+        }
     }
-    cJSON *o = chunk_base(st->srv, &ss->r);
-    cJSON *ch = cJSON_CreateObject();
-    cJSON_AddNumberToObject(ch, "index", index);
-    cJSON *delta = cJSON_AddObjectToObject(ch, "delta");
-    cJSON_AddItemToObject(delta, "tool_calls", calls);
-    cJSON_AddNullToObject(ch, "logprobs");
-    cJSON_AddNullToObject(ch, "finish_reason");
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), ch);
-    if (ss->r.include_usage) {
-        cJSON_AddNullToObject(o, "usage");
-    }
-    put_event(st, NULL, o);
+    cJSON_Delete(calls);
     return "tool_calls";
 }
 

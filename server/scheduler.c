@@ -23,7 +23,7 @@ typedef struct slot {
     oxl_detok detok;
     char *raw;              /* generated text, including what a stop string may still claim */
     size_t raw_len, raw_cap, published;
-    int32_t *counts;        /* occurrences of each token in this generation (penalties) */
+    int32_t *counts;        /* occurrences in the penalty window; all 0 between samplings */
     float *work;            /* n_vocab logits after bias and penalties */
     int32_t n_gen, n_prompt;
     int32_t batch_idx;      /* index of this slot's logits in the step's batch, -1 if none */
@@ -366,7 +366,6 @@ static void admit(oxl_sched *s) {
             best->smpl = oxl_sampler_new(&sp);
             memset(&best->detok, 0, sizeof best->detok);
             best->raw_len = best->published = 0;
-            memset(best->counts, 0, sizeof(int32_t) * (size_t)s->n_vocab);
             best->n_gen = 0;
             best->n_prompt = j->n_prompt;
             best->last_used = ++s->use_counter;
@@ -505,10 +504,18 @@ static void sample_slot(oxl_sched *s, slot *sl, double step_seconds) {
         for (int32_t i = 0; i < g->n_bias; i++) {
             sl->work[g->bias_tok[i]] += g->bias_val[i];
         }
-        if (g->presence_penalty != 0 || g->frequency_penalty != 0) {
-            for (int32_t t = 0; t < s->n_vocab; t++) {
+        if ((g->presence_penalty != 0 || g->frequency_penalty != 0) && g->penalty_last_n > 0) {
+            /* llama-server's penalties: every prompt and generated token is counted, the last
+             * penalty_last_n of them (the window the sequence's KV cache ends with) */
+            const int32_t from = sl->n_cache > g->penalty_last_n ? sl->n_cache - g->penalty_last_n : 0;
+            for (int32_t i = from; i < sl->n_cache; i++) {
+                sl->counts[sl->cache[i]]++;
+            }
+            for (int32_t i = from; i < sl->n_cache; i++) {
+                const oxl_token t = sl->cache[i];
                 if (sl->counts[t] > 0) {
                     sl->work[t] -= g->frequency_penalty * (float)sl->counts[t] + g->presence_penalty;
+                    sl->counts[t] = 0;
                 }
             }
         }
@@ -533,7 +540,6 @@ static void sample_slot(oxl_sched *s, slot *sl, double step_seconds) {
     s->st.gen_token_seconds += step_seconds;
     sl->n_gen++;
     c->n_gen = sl->n_gen;
-    sl->counts[tok]++;
     char piece[256];
     int32_t w = oxl_detok_push(&sl->detok, s->model, tok, piece, (int32_t)sizeof piece);
     if (w < 0) {
@@ -769,7 +775,9 @@ static void *sched_main(void *arg) {
             embd_step(s);
         }
         int32_t n = build_batch(s);
-        if (n == 0 && s->n_ejobs > 0) {
+        /* the embedding decode released the mutex: jobs queued meanwhile signalled no one waiting,
+         * and are admitted at the top of the loop */
+        if (n == 0 && (s->n_ejobs > 0 || s->q_len > 0)) {
             continue;
         }
         if (n == 0) {
@@ -891,7 +899,7 @@ oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_s
         slot *sl = &s->slots[i];
         sl->id = i;
         sl->cache = malloc(sizeof(oxl_token) * (size_t)s->n_ctx_slot);
-        sl->counts = malloc(sizeof(int32_t) * (size_t)s->n_vocab);
+        sl->counts = calloc((size_t)s->n_vocab, sizeof(int32_t));
         sl->work = malloc(sizeof(float) * (size_t)s->n_vocab);
         ok = sl->cache && sl->counts && sl->work;
     }

@@ -31,8 +31,11 @@
 typedef struct oxl_gen_params {
     oxl_sampler_params sampling; /* seed is per request; choice i uses seed + i */
     int32_t max_tokens;          /* -1: until end of generation or the slot's context is full */
-    float presence_penalty;      /* OpenAI: subtracted once from the logit of every generated token */
-    float frequency_penalty;     /* OpenAI: subtracted per occurrence */
+    /* llama-server's penalties: subtracted from the logit of each token that occurs among the last
+     * penalty_last_n tokens of the sequence (prompt and generated), once and per occurrence */
+    float presence_penalty;
+    float frequency_penalty;
+    int32_t penalty_last_n;      /* repeat_last_n, 64 by default; 0: no penalties */
     int32_t n_bias;
     oxl_token *bias_tok;         /* logit_bias: added to these tokens' logits */
     float *bias_val;

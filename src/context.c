@@ -329,6 +329,12 @@ int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) {
     const oxl_model *m = ctx->model;
     const int32_t n_vocab = m->hp.n_vocab;
     const int32_t n = b->n_tokens;
+    if (m->arch->encoder_only && n > ctx->params.n_batch) {
+        /* each pass encodes its tokens afresh: a sequence split over two passes would be encoded as
+         * two (llama.cpp's llama_encode refuses the same: n_ubatch >= n_tokens) */
+        return oxl_err_set(err, "decode: %s is an encoder, so the %d tokens of a decode must fit one pass (n_batch %d)",
+                           m->arch->name, n, ctx->params.n_batch);
+    }
     int32_t n_keep = 0;
     for (int32_t i = 0; i < n; i++) {
         n_keep += b->logits ? b->logits[i] != 0 : i == n - 1;

@@ -10,9 +10,12 @@
  */
 #include "kernels.h"
 
+#include "error.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 #define OXL_CPU_FEATURE_CPUID(bit, leaf, subleaf, reg, regbit)
@@ -98,33 +101,65 @@ static uint32_t oxl_cpu_detect(void) {
 static pthread_once_t oxl_cpu_once = PTHREAD_ONCE_INIT;
 static uint32_t oxl_cpu_features;
 static oxl_isa oxl_cpu_cap;
+static char oxl_cpu_env_error[OXL_ERROR_MSG_MAX]; /* why OXILLAMA_ISA cannot be honoured; "" when it can */
+
+static bool oxl_cpu_supports(int isa) {
+    return (oxl_cpu_features & oxl_isa_infos[isa].features) == oxl_isa_infos[isa].features;
+}
 
 static oxl_isa oxl_cpu_best_isa(void) {
     oxl_isa best = OXL_ISA_SCALAR;
     for (int i = 0; i < OXL_ISA_COUNT; i++) {
-        if ((oxl_cpu_features & oxl_isa_infos[i].features) == oxl_isa_infos[i].features) {
+        if (oxl_cpu_supports(i)) {
             best = (oxl_isa)i;
         }
     }
     return best;
 }
 
+/* Appends the names of the ISAs that satisfy want (every one, or the CPU's) to buf. */
+static void oxl_cpu_list_isas(char *buf, size_t cap, bool only_supported) {
+    size_t len = strlen(buf);
+    bool first = true;
+    for (int i = 0; i < OXL_ISA_COUNT && len < cap; i++) {
+        if (only_supported && !oxl_cpu_supports(i)) {
+            continue;
+        }
+        int w = snprintf(buf + len, cap - len, "%s%s", first ? "" : ", ", oxl_isa_infos[i].name);
+        len = w < 0 ? cap : len + (size_t)w;
+        first = false;
+    }
+}
+
 static void oxl_cpu_init(void) {
     oxl_cpu_features = oxl_cpu_detect();
     oxl_cpu_cap = oxl_cpu_best_isa();
     const char *env = getenv("OXILLAMA_ISA");
-    if (env != NULL && env[0] != '\0') {
-        const int isa = oxl_isa_from_name(env);
-        if (isa < 0) {
-            fprintf(stderr, "oxillama: OXILLAMA_ISA=%s is not an ISA (", env);
-            for (int i = 0; i < OXL_ISA_COUNT; i++) {
-                fprintf(stderr, "%s%s", i ? ", " : "", oxl_isa_infos[i].name);
-            }
-            fprintf(stderr, "); ignored\n");
-        } else if (isa < (int)oxl_cpu_cap) {
-            oxl_cpu_cap = (oxl_isa)isa;
-        }
+    if (env == NULL || env[0] == '\0') {
+        return;
     }
+    const size_t cap = sizeof oxl_cpu_env_error;
+    const int isa = oxl_isa_from_name(env);
+    if (isa < 0) {
+        snprintf(oxl_cpu_env_error, cap, "OXILLAMA_ISA=%.32s is not an ISA (one of: ", env);
+        oxl_cpu_list_isas(oxl_cpu_env_error, cap - 1, false);
+        strncat(oxl_cpu_env_error, ")", cap - strlen(oxl_cpu_env_error) - 1);
+    } else if (!oxl_cpu_supports(isa)) {
+        snprintf(oxl_cpu_env_error, cap, "OXILLAMA_ISA=%s: this CPU cannot run %s (it runs: ",
+                 oxl_isa_infos[isa].name, oxl_isa_infos[isa].name);
+        oxl_cpu_list_isas(oxl_cpu_env_error, cap - 1, true);
+        strncat(oxl_cpu_env_error, ")", cap - strlen(oxl_cpu_env_error) - 1);
+    } else {
+        oxl_cpu_cap = (oxl_isa)isa;
+    }
+}
+
+int oxl_isa_env_check(struct oxl_error *err) {
+    pthread_once(&oxl_cpu_once, oxl_cpu_init);
+    if (oxl_cpu_env_error[0] == '\0') {
+        return 0;
+    }
+    return oxl_err_set(err, "%s", oxl_cpu_env_error);
 }
 
 bool oxl_cpu_has_isa(oxl_isa isa) {
@@ -132,7 +167,7 @@ bool oxl_cpu_has_isa(oxl_isa isa) {
         return false;
     }
     pthread_once(&oxl_cpu_once, oxl_cpu_init);
-    return (oxl_cpu_features & oxl_isa_infos[isa].features) == oxl_isa_infos[isa].features;
+    return oxl_cpu_supports(isa);
 }
 
 oxl_isa oxl_isa_cap(void) {

@@ -4,12 +4,18 @@
 #include "error.h"
 #include "oxl_types.h"
 
+#include <errno.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* The bounds where no tolerances.tsv is beside a golden file: a logits golden's max|Δ|/range, an
+ * embeddings golden's max|Δ|/max|ref|. */
+#define OXL_GOLDEN_DEFAULT_BOUND 1e-3
+#define OXL_GOLDEN_DEFAULT_EMBD_BOUND 3.8e-5
 
 void oxl_golden_line(oxl_golden_report *r, bool pass, const char *fmt, ...) {
     if (pass) {
@@ -52,7 +58,58 @@ static int32_t argmax(const float *x, int32_t n) {
     return best;
 }
 
+/* The bound on a measure of the golden file at path: the line of tolerances.tsv beside it named
+ * after the file (what NULL) or after the file and the measure ("<file>:<what>"); columns: that
+ * name, bound on x86-64, bound on other architectures (golden/README.md, "Tolerances"). Returns 1
+ * with *bound set, 0 when no tolerances.tsv is beside the file (*bound = fallback), -1 with err
+ * when the table is unreadable, malformed or has no such line. */
+static int golden_bound(const char *path, const char *what, double fallback, double *bound, oxl_error *err) {
+    char dir_buf[4096], base_buf[4096], table[4096], key[600];
+    snprintf(dir_buf, sizeof dir_buf, "%s", path);
+    snprintf(base_buf, sizeof base_buf, "%s", path);
+    snprintf(key, sizeof key, "%s%s%s", basename(base_buf), what ? ":" : "", what ? what : "");
+    snprintf(table, sizeof table, "%s/tolerances.tsv", dirname(dir_buf));
+    *bound = fallback;
+    FILE *f = fopen(table, "r");
+    if (!f) {
+        return errno == ENOENT ? 0 : oxl_err_set(err, "%s: %s", table, strerror(errno));
+    }
+#if defined(__x86_64__)
+    const int column = 0;
+#else
+    const int column = 1;
+#endif
+    char line[1024];
+    int found = 0, line_no = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        line_no++;
+        char name[512];
+        double b[2];
+        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0') {
+            continue;
+        }
+        if (sscanf(line, "%511s %lf %lf", name, &b[0], &b[1]) != 3 || !(b[0] >= 0.0) || !(b[1] >= 0.0)) {
+            fclose(f);
+            return oxl_err_set(err, "%s:%d: expected 'file x86-64-bound other-bound'", table, line_no);
+        }
+        if (!strcmp(name, key)) {
+            *bound = b[column];
+            found = 1;
+        }
+    }
+    fclose(f);
+    if (!found) {
+        return oxl_err_set(err, "%s: no bound for %s (measure it on every ISA cap and add a line)", table, key);
+    }
+    return 1;
+}
+
 int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err) {
+    double bound;
+    const int have_bound = golden_bound(oxl_gguf_path(g), NULL, OXL_GOLDEN_DEFAULT_BOUND, &bound, err);
+    if (have_bound < 0) {
+        return -1;
+    }
     oxl_model_params mp = oxl_model_default_params();
     oxl_model *model = oxl_model_load(model_path, &mp, err);
     if (!model) {
@@ -105,7 +162,8 @@ int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_repo
         n_argmax_diff += argmax(ours, n_vocab) != argmax(want, n_vocab);
     }
     oxl_golden_line(r, n_argmax_diff == 0, "logits argmax  %d/%d positions differ", n_argmax_diff, n_tok);
-    oxl_golden_line(r, max_rel <= 1e-3, "logits max|Δ|/range = %.3g over %d positions (tolerance 1e-3)", max_rel, n_tok);
+    oxl_golden_line(r, max_rel <= bound, "logits max|Δ|/range %.2e (bound %.1e%s) over %d positions", max_rel, bound,
+                    have_bound ? "" : ", default: no tolerances.tsv beside the file", n_tok);
     /* greedy continuation, one token per decode step */
     const int32_t *want_greedy = tg->data;
     int32_t first_diff = -1;
@@ -128,6 +186,93 @@ int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_repo
                         want_greedy[first_diff]);
     }
     free(tokens);
+    rc = 0;
+done:
+    oxl_ctx_free(ctx);
+    oxl_model_free(model);
+    return rc;
+}
+
+/* max |a - b| over n floats relative to the largest |b| (NaN when any difference is NaN). */
+static double rel_diff(const float *a, const float *b, int64_t n) {
+    double max_abs = 0.0, scale = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double d = fabs((double)a[i] - (double)b[i]);
+        max_abs = d > max_abs || isnan(d) ? d : max_abs;
+        scale = fmax(scale, fabs((double)b[i]));
+    }
+    return max_abs / fmax(scale, 1e-30);
+}
+
+static oxl_ctx *embeddings_ctx(oxl_model *model, int32_t n_tok, oxl_pooling pooling, oxl_error *err) {
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = n_tok + 1;
+    cp.n_batch = n_tok; /* the whole sequence in one pass, as llama_encode */
+    cp.embeddings = true;
+    cp.pooling = pooling;
+    cp.type_k = cp.type_v = OXL_KV_F32; /* as the reference run: no flash attention */
+    cp.flash_attn = OXL_FLASH_ATTN_OFF;
+    return oxl_ctx_new(model, &cp, err);
+}
+
+int oxl_golden_embeddings(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err) {
+    static const char *const pooling_names[] = {"none", "mean", "cls", "last"};
+    const char *path = oxl_gguf_path(g);
+    double tol_pooled, tol_tokens;
+    const int have_pooled = golden_bound(path, "pooled", OXL_GOLDEN_DEFAULT_EMBD_BOUND, &tol_pooled, err);
+    const int have_tokens =
+        have_pooled < 0 ? -1 : golden_bound(path, "tokens", OXL_GOLDEN_DEFAULT_EMBD_BOUND, &tol_tokens, err);
+    if (have_tokens < 0) {
+        return -1;
+    }
+    const char *no_table = have_tokens ? "" : ", default: no tolerances.tsv beside the file";
+    oxl_model_params mp = oxl_model_default_params();
+    oxl_model *model = oxl_model_load(model_path, &mp, err);
+    if (!model) {
+        return -1;
+    }
+    const int32_t n_embd = oxl_model_n_embd(model);
+    int rc = -1;
+    oxl_ctx *ctx = NULL;
+    const char *want_pooling = NULL;
+    const oxl_gguf_tensor *tt = need_tensor(g, "tokens", OXL_TYPE_I32, 0, 0, err);
+    const oxl_gguf_tensor *te = tt ? need_tensor(g, "embd", OXL_TYPE_F32, n_embd, 0, err) : NULL;
+    const oxl_gguf_tensor *tet = te ? need_tensor(g, "embd_tokens", OXL_TYPE_F32, n_embd, tt->ne[0], err) : NULL;
+    if (!tet || te->ne[1] != 1) {
+        oxl_err_prefix(err, "embeddings golden for %s (n_embd %d)", model_path, n_embd);
+        goto done;
+    }
+    if (oxl_gguf_get_str(g, "golden.pooling", &want_pooling, err) != 1) {
+        oxl_err_set(err, "%s: missing string key 'golden.pooling'", oxl_gguf_path(g));
+        goto done;
+    }
+    const int32_t n_tok = (int32_t)tt->ne[0];
+    ctx = embeddings_ctx(model, n_tok, OXL_POOLING_UNSPECIFIED, err);
+    if (!ctx || oxl_decode(ctx, tt->data, n_tok, false, err) != 0) {
+        goto done;
+    }
+    const oxl_pooling pooling = oxl_ctx_pooling(ctx);
+    const char *name = pooling >= 0 && pooling <= OXL_POOLING_LAST ? pooling_names[pooling] : "?";
+    oxl_golden_line(r, !strcmp(name, want_pooling), "embeddings pooling  the model's is %s, llama.cpp's %s", name,
+                    want_pooling);
+    const float *pooled = oxl_get_embeddings_seq(ctx, 0);
+    const double d_pooled = pooled ? rel_diff(pooled, te->data, n_embd) : NAN;
+    oxl_golden_line(r, d_pooled <= tol_pooled, "embeddings pooled (%s) max|Δ|/max|ref| %.2e (bound %.1e%s)", name,
+                    d_pooled, tol_pooled, no_table);
+    oxl_ctx_free(ctx);
+    ctx = embeddings_ctx(model, n_tok, OXL_POOLING_NONE, err);
+    if (!ctx || oxl_decode(ctx, tt->data, n_tok, false, err) != 0) {
+        goto done;
+    }
+    double d_tokens = 0.0;
+    for (int32_t j = 0; j < n_tok; j++) {
+        const float *e = oxl_get_embeddings_ith(ctx, j);
+        const double d = e ? rel_diff(e, (const float *)tet->data + (size_t)j * n_embd, n_embd) : NAN;
+        d_tokens = d > d_tokens || isnan(d) ? d : d_tokens;
+    }
+    oxl_golden_line(r, d_tokens <= tol_tokens,
+                    "embeddings per token max|Δ|/max|ref| %.2e (bound %.1e%s) over %d tokens", d_tokens, tol_tokens,
+                    no_table, n_tok);
     rc = 0;
 done:
     oxl_ctx_free(ctx);
@@ -180,13 +325,15 @@ int oxl_golden_run_file(const char *path, const char *model_path, oxl_golden_rep
         oxl_err_set(err, "%s: missing string key 'golden.kind'", path);
     } else if (!strcmp(kind, "quant")) {
         rc = oxl_golden_quant(g, r, err);
-    } else if (!strcmp(kind, "logits")) {
+    } else if (!strcmp(kind, "logits") || !strcmp(kind, "embeddings")) {
         char found[4096];
         if (model_path || find_model(g, path, found, sizeof found, err) == 0) {
-            rc = oxl_golden_logits(g, model_path ? model_path : found, r, err);
+            rc = !strcmp(kind, "logits") ? oxl_golden_logits(g, model_path ? model_path : found, r, err)
+                                         : oxl_golden_embeddings(g, model_path ? model_path : found, r, err);
         }
     } else {
-        oxl_err_set(err, "%s: golden.kind '%s' is not one oxillama checks yet (quant, logits)", path, kind);
+        oxl_err_set(err, "%s: golden.kind '%s' is not one oxillama checks yet (quant, logits, embeddings)", path,
+                    kind);
     }
     oxl_gguf_close(g);
     return rc;

@@ -27,8 +27,17 @@ void oxl_golden_line(oxl_golden_report *r, bool pass, const char *fmt, ...)
 int oxl_golden_quant(const oxl_gguf *g, oxl_golden_report *r, oxl_error *err);
 
 /* golden.kind = logits: runs model_path on `tokens`, compares `logits` (argmax at every position,
- * max |Δ| relative to the logit range) and the greedy continuation `greedy`. */
+ * max |Δ| relative to the logit range) and the greedy continuation `greedy`. The bound on
+ * max|Δ|/range is the golden file's line in tolerances.tsv beside it (golden/README.md,
+ * "Tolerances"); without such a table, 1e-3; a table without a line for the file is an error. */
 int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err);
+
+/* golden.kind = embeddings (an encoder model of golden/arch: bert, nomic-bert): runs model_path on
+ * `tokens` in one batch, without flash attention, and compares `embd` (the pooled embedding with the
+ * model's pooling, which must be golden.pooling) and `embd_tokens` (n_embd x n_tokens, pooling none)
+ * by max |Δ| relative to the largest |value| of the reference row, each within its bound in the
+ * tolerances.tsv beside the file (lines "<file>:pooled" and "<file>:tokens"; without a table, 3.8e-5). */
+int oxl_golden_embeddings(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err);
 
 /* llama.cpp's tokenizer fixtures (golden/tokenizer: <vocab>.gguf with <vocab>.gguf.inp and .out, the
  * layout of llama.cpp tests/test-tokenizer-0.cpp): each string, tokenized without BOS/EOS and without

@@ -159,6 +159,9 @@ bool oxl_model_note_evicted(oxl_model *m, const void *data) {
 }
 
 oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_error *err) {
+    if (oxl_isa_env_check(err) < 0) {
+        return NULL;
+    }
     const oxl_model_params p = params ? *params : oxl_model_default_params();
     void *buf = NULL;
     size_t size = 0;
@@ -234,6 +237,7 @@ void oxl_model_free(oxl_model *m) {
 int32_t oxl_model_n_vocab(const oxl_model *m) { return m->hp.n_vocab; }
 int32_t oxl_model_n_ctx_train(const oxl_model *m) { return m->hp.n_ctx_train; }
 int32_t oxl_model_n_embd(const oxl_model *m) { return m->hp.n_embd; }
+bool oxl_model_has_decoder(const oxl_model *m) { return !m->arch->encoder_only; }
 const char *oxl_model_desc(const oxl_model *m) { return m->desc; }
 uint64_t oxl_model_n_params(const oxl_model *m) { return (uint64_t)m->n_params; }
 uint64_t oxl_model_size(const oxl_model *m) { return (uint64_t)m->n_bytes; }

@@ -13,9 +13,17 @@
 
 /* ---- parity on other attention paths ----------------------------------------------------- */
 
-/* Runs the golden's prompt through id's model in passes of n_batch tokens and returns the largest
- * max|Δ|/range over the prompt rows against llama.cpp's logits; counts argmax differences. */
-static double run_prompt(const char *id, oxl_flash_attn fa, oxl_kv_type kv, int32_t n_batch, int *n_argmax_diff) {
+/* What one run of a golden's prompt measured against llama.cpp's logits. */
+typedef struct prompt_result {
+    double worst;      /* the largest max|Δ|/range over the prompt rows */
+    int n_argmax_diff; /* rows whose argmax differs from llama.cpp's, near-ties left out */
+    int n_near_tie;    /* rows where llama.cpp's two best logits are closer than tie_gap × range */
+} prompt_result;
+
+/* Runs the golden's prompt through id's model in passes of n_batch tokens and compares every row
+ * with llama.cpp's logits. Rows where llama.cpp's top-two gap is below tie_gap × its range are
+ * counted as near-ties instead of in the argmax comparison (tie_gap 0: every row compared). */
+static prompt_result run_prompt(const char *id, oxl_flash_attn fa, oxl_kv_type kv, int32_t n_batch, double tie_gap) {
     char path[512];
     oxl_error err = {0};
     snprintf(path, sizeof path, ARCH_DIR "%s.logits.gguf", id);
@@ -40,8 +48,7 @@ static double run_prompt(const char *id, oxl_flash_attn fa, oxl_kv_type kv, int3
     cr_assert_not_null(ctx, "%s", err.msg);
     const oxl_token *tokens = tt->data;
     const float *ref = tl->data;
-    double worst = 0.0;
-    *n_argmax_diff = 0;
+    prompt_result res = {0};
     for (int32_t done = 0; done < n_tok; done += n_batch) {
         const int32_t nb = n_tok - done < n_batch ? n_tok - done : n_batch;
         cr_assert_eq(oxl_decode(ctx, tokens + done, nb, true, &err), 0, "%s", err.msg);
@@ -53,63 +60,113 @@ static double run_prompt(const char *id, oxl_flash_attn fa, oxl_kv_type kv, int3
             for (int32_t i = 0; i < n_vocab; i++) {
                 lo = fminf(lo, want[i]);
                 hi = fmaxf(hi, want[i]);
-                max_abs = fmax(max_abs, fabs((double)ours[i] - want[i]));
+                const double d = fabs((double)ours[i] - want[i]);
+                max_abs = d > max_abs || isnan(d) ? d : max_abs;
                 a = ours[i] > ours[a] ? i : a;
                 b = want[i] > want[b] ? i : b;
             }
-            worst = fmax(worst, max_abs / (double)(hi - lo));
-            *n_argmax_diff += a != b;
+            float second = -INFINITY;
+            for (int32_t i = 0; i < n_vocab; i++) {
+                second = i != b && want[i] > second ? want[i] : second;
+            }
+            const double rel = max_abs / (double)(hi - lo);
+            res.worst = rel > res.worst || isnan(rel) ? rel : res.worst;
+            if ((double)(want[b] - second) < tie_gap * (double)(hi - lo)) {
+                res.n_near_tie++;
+            } else {
+                res.n_argmax_diff += a != b;
+            }
         }
     }
     oxl_ctx_free(ctx);
     oxl_model_free(m);
     oxl_gguf_close(g);
-    return worst;
+    return res;
 }
 
-/* Models whose masks or scores go beyond plain causal attention, and the feature each carries. */
-static const char *const mask_models[] = {
-    "gemma2",  /* sliding window on alternate layers, attention soft-cap, final soft-cap */
-    "gemma3",  /* sliding window, per-layer RoPE bases */
-    "cohere2", /* sliding window with RoPE, global layers without */
-    "olmo3",   /* sliding window, YaRN on the global layer */
-    "bloom",   /* ALiBi with 6 heads */
-    "phi3",    /* LongRoPE short factors, attn_factor */
-    "gpt-oss", /* attention sinks, sliding window, YaRN */
-    "deepseek2-v3", /* latent attention: one 40-wide KV head, YaRN-scaled softmax */
-    "jamba",   /* attention beside recurrent layers */
+/* Models whose masks or scores go beyond plain causal attention, the feature each carries, and the
+ * bounds on max|Δ|/range for each path: max(3 × the worst measured, 1e-6), rounded up to two
+ * digits, the worst taken over OXILLAMA_ISA = scalar, sse41, avx2, avx512bw and avx512vnni (all
+ * gave the same values, in parentheses; golden/README.md, "Tolerances"). */
+typedef struct arch_case {
+    const char *id;
+    double flash;     /* flash attention, f32 cache, one pass */
+    double f16[2];    /* f16 cache, flash attention off / on, one pass */
+    double passes[2]; /* f32 cache, passes of 5 tokens, flash attention off / on */
+} arch_case;
+
+static const arch_case mask_models[] = {
+    /* sliding window on alternate layers, attention soft-cap, final soft-cap
+     * (8.23e-05; 7.79e-04, 1.10e-03; 8.30e-05, 8.23e-05) */
+    {"gemma2", 2.5e-4, {2.4e-3, 3.4e-3}, {2.5e-4, 2.5e-4}},
+    /* sliding window, per-layer RoPE bases (1.03e-04; 6.90e-04, 9.29e-04; 1.02e-04, 1.03e-04) */
+    {"gemma3", 3.1e-4, {2.1e-3, 2.8e-3}, {3.1e-4, 3.1e-4}},
+    /* sliding window with RoPE, global layers without (2.71e-07; 4.19e-04, 5.01e-04; 2.37e-07, 2.71e-07) */
+    {"cohere2", 1.0e-6, {1.3e-3, 1.6e-3}, {1.0e-6, 1.0e-6}},
+    /* sliding window, YaRN on the global layer (4.25e-07; 7.86e-04, 1.59e-03; 3.54e-07, 4.25e-07) */
+    {"olmo3", 1.3e-6, {2.4e-3, 4.8e-3}, {1.1e-6, 1.3e-6}},
+    /* ALiBi with 6 heads (4.20e-06; 2.47e-04, 3.16e-04; 4.21e-06, 4.20e-06) */
+    {"bloom", 1.3e-5, {7.5e-4, 9.5e-4}, {1.3e-5, 1.3e-5}},
+    /* LongRoPE short factors, attn_factor (5.88e-07; 1.11e-03, 1.76e-03; 3.73e-07, 5.88e-07) */
+    {"phi3", 1.8e-6, {3.4e-3, 5.3e-3}, {1.2e-6, 1.8e-6}},
+    /* attention sinks, sliding window, YaRN (2.83e-07; 5.52e-04, 9.50e-04; 3.29e-07, 3.10e-07) */
+    {"gpt-oss", 1.0e-6, {1.7e-3, 2.9e-3}, {1.0e-6, 1.0e-6}},
+    /* latent attention: one 40-wide KV head, YaRN-scaled softmax
+     * (9.64e-07; 1.41e-03, 1.74e-03; 8.77e-07, 9.90e-07) */
+    {"deepseek2-v3", 2.9e-6, {4.3e-3, 5.3e-3}, {2.7e-6, 3.0e-6}},
+    /* attention beside recurrent layers (6.25e-07; 3.05e-04, 5.06e-04; 5.38e-07, 6.15e-07) */
+    {"jamba", 1.9e-6, {9.2e-4, 1.6e-3}, {1.7e-6, 1.9e-6}},
 };
 
+#define N_MASK_MODELS (sizeof mask_models / sizeof mask_models[0])
+
 Test(arch_attention, flash_f32_kv_matches_llama_cpp) {
-    for (size_t i = 0; i < sizeof mask_models / sizeof mask_models[0]; i++) {
-        int n_diff;
-        const double rel = run_prompt(mask_models[i], OXL_FLASH_ATTN_ON, OXL_KV_F32, 48, &n_diff);
-        cr_expect_leq(rel, 1e-3, "%s: flash attention max|Δ|/range %g", mask_models[i], rel);
-        cr_expect_eq(n_diff, 0, "%s: flash attention: %d argmax differences", mask_models[i], n_diff);
+    for (size_t i = 0; i < N_MASK_MODELS; i++) {
+        const arch_case *c = &mask_models[i];
+        const prompt_result r = run_prompt(c->id, OXL_FLASH_ATTN_ON, OXL_KV_F32, 48, 0.0);
+        cr_log_info("%s: flash attention max|Δ|/range %.2e (bound %.1e), %d argmax differences", c->id, r.worst,
+                    c->flash, r.n_argmax_diff);
+        cr_expect_leq(r.worst, c->flash, "%s: flash attention max|Δ|/range %.2e (bound %.1e)", c->id, r.worst,
+                      c->flash);
+        cr_expect_eq(r.n_argmax_diff, 0, "%s: flash attention: %d argmax differences", c->id, r.n_argmax_diff);
     }
 }
 
-/* An f16 cache rounds keys and values (relative 5e-4), so logits move by about that much. */
+/* An f16 cache rounds keys and values (relative 2^-11), so logits move by more than the f32 paths'
+ * bounds; the top token must still be llama.cpp's (f32 cache) at every position, except where
+ * llama.cpp's two best logits are closer than 2^-11 of the range, which rounding to f16 can swap
+ * (2 of the 432 positions: cohere2 33, deepseek2-v3 46, whose gaps are 2.0e-4 and 2.1e-4). */
 Test(arch_attention, f16_kv_both_paths_stay_close) {
-    for (size_t i = 0; i < sizeof mask_models / sizeof mask_models[0]; i++) {
+    int n_near_tie = 0;
+    for (size_t i = 0; i < N_MASK_MODELS; i++) {
+        const arch_case *c = &mask_models[i];
         for (int fa = 0; fa <= 1; fa++) {
-            int n_diff;
-            const double rel = run_prompt(mask_models[i], fa ? OXL_FLASH_ATTN_ON : OXL_FLASH_ATTN_OFF, OXL_KV_F16,
-                                          48, &n_diff);
-            cr_expect_leq(rel, 1e-2, "%s (flash %d): f16 KV max|Δ|/range %g", mask_models[i], fa, rel);
+            const prompt_result r = run_prompt(c->id, fa ? OXL_FLASH_ATTN_ON : OXL_FLASH_ATTN_OFF, OXL_KV_F16, 48,
+                                               1.0 / 2048);
+            cr_log_info("%s (flash %d): f16 KV max|Δ|/range %.2e (bound %.1e), %d argmax differences, %d near-ties",
+                        c->id, fa, r.worst, c->f16[fa], r.n_argmax_diff, r.n_near_tie);
+            cr_expect_leq(r.worst, c->f16[fa], "%s (flash %d): f16 KV max|Δ|/range %.2e (bound %.1e)", c->id, fa,
+                          r.worst, c->f16[fa]);
+            cr_expect_eq(r.n_argmax_diff, 0, "%s (flash %d): f16 KV: %d argmax differences from llama.cpp", c->id, fa,
+                         r.n_argmax_diff);
+            n_near_tie += fa == 0 ? r.n_near_tie : 0;
         }
     }
+    /* the exemption covers the two near-ties of the reference, not a growing share of the rows */
+    cr_expect_eq(n_near_tie, 2, "%d near-tie positions in llama.cpp's logits; expected 2", n_near_tie);
 }
 
 /* Passes of 5 tokens: the windows and ALiBi distances must reach back into the cache. */
 Test(arch_attention, prompt_in_several_passes) {
-    for (size_t i = 0; i < sizeof mask_models / sizeof mask_models[0]; i++) {
+    for (size_t i = 0; i < N_MASK_MODELS; i++) {
+        const arch_case *c = &mask_models[i];
         for (int fa = 0; fa <= 1; fa++) {
-            int n_diff;
-            const double rel = run_prompt(mask_models[i], fa ? OXL_FLASH_ATTN_ON : OXL_FLASH_ATTN_OFF, OXL_KV_F32, 5,
-                                          &n_diff);
-            cr_expect_leq(rel, 1e-3, "%s (flash %d): passes of 5 max|Δ|/range %g", mask_models[i], fa, rel);
-            cr_expect_eq(n_diff, 0, "%s (flash %d): %d argmax differences", mask_models[i], fa, n_diff);
+            const prompt_result r = run_prompt(c->id, fa ? OXL_FLASH_ATTN_ON : OXL_FLASH_ATTN_OFF, OXL_KV_F32, 5, 0.0);
+            cr_log_info("%s (flash %d): passes of 5 max|Δ|/range %.2e (bound %.1e), %d argmax differences", c->id, fa,
+                        r.worst, c->passes[fa], r.n_argmax_diff);
+            cr_expect_leq(r.worst, c->passes[fa], "%s (flash %d): passes of 5 max|Δ|/range %.2e (bound %.1e)", c->id,
+                          fa, r.worst, c->passes[fa]);
+            cr_expect_eq(r.n_argmax_diff, 0, "%s (flash %d): %d argmax differences", c->id, fa, r.n_argmax_diff);
         }
     }
 }

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define STORIES OXL_SOURCE_DIR "/models/stories260K.gguf"
@@ -220,8 +221,8 @@ Test(embeddings, batched_sequences_equal_separate_runs) {
     }
 }
 
-/* Every architecture's graph (the dense decoder, MoE, latent attention, SSM and hybrid families of
- * golden/arch): keeping embeddings leaves the logits bit for bit unchanged, every token has a
+/* Every architecture's graph (the dense decoder, MoE, latent attention, SSM, hybrid and encoder
+ * families of golden/arch): keeping embeddings leaves the logits bit for bit unchanged, every token has a
  * finite embedding of n_embd floats, and mean pooling averages them. */
 Test(embeddings, every_architecture_keeps_its_logits, .timeout = 300) {
     DIR *dir = opendir(OXL_SOURCE_DIR "/golden/arch");
@@ -281,4 +282,187 @@ Test(embeddings, every_architecture_keeps_its_logits, .timeout = 300) {
     }
     closedir(dir);
     cr_assert_geq(n_models, 30, "golden/arch holds %d models", n_models);
+}
+
+/* ---- llama.cpp's embeddings of the encoder models of golden/arch (bert: cls pooling, learned
+ * positions, GELU; nomic-bert: mean pooling, NeoX RoPE, SwiGLU, fused QKV): golden.kind
+ * "embeddings", tensors tokens (48 ids), embd (the pooled sequence embedding, llama.cpp's
+ * llama_get_embeddings_seq with the model's pooling) and embd_tokens (n_embd x 48: the per-token
+ * output embeddings of a second context with pooling none). llama.cpp ran them without flash
+ * attention, 2 threads. ---- */
+
+typedef struct embd_golden {
+    oxl_gguf *g;
+    const int32_t *tokens;
+    int32_t n_tokens;
+    const float *embd, *embd_tokens;
+    int64_t n_embd;
+    char model[256];
+} embd_golden;
+
+static void embd_golden_open(const char *id, embd_golden *eg) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/golden/arch/%s.logits.gguf", OXL_SOURCE_DIR, id);
+    oxl_error err = {0};
+    eg->g = oxl_gguf_open(path, &err);
+    cr_assert_not_null(eg->g, "%s", err.msg);
+    const char *kind = NULL, *model = NULL;
+    cr_assert_eq(oxl_gguf_get_str(eg->g, "golden.kind", &kind, &err), 1, "%s", err.msg);
+    cr_assert_str_eq(kind, "embeddings");
+    cr_assert_eq(oxl_gguf_get_str(eg->g, "golden.model", &model, &err), 1, "%s", err.msg);
+    snprintf(eg->model, sizeof eg->model, "%s/golden/arch/%s", OXL_SOURCE_DIR, model);
+    const oxl_gguf_tensor *t = oxl_gguf_find_tensor(eg->g, "tokens");
+    const oxl_gguf_tensor *e = oxl_gguf_find_tensor(eg->g, "embd");
+    const oxl_gguf_tensor *et = oxl_gguf_find_tensor(eg->g, "embd_tokens");
+    cr_assert(t && e && et && t->type == 26 && e->type == 0 && et->type == 0, "%s: tokens (i32), embd, embd_tokens (f32)", path);
+    eg->tokens = t->data;
+    eg->n_tokens = (int32_t)t->ne[0];
+    eg->embd = e->data;
+    eg->n_embd = e->ne[0];
+    eg->embd_tokens = et->data;
+    cr_assert(et->ne[0] == eg->n_embd && et->ne[1] == eg->n_tokens, "%s: embd_tokens is %lld x %lld", path,
+              (long long)et->ne[0], (long long)et->ne[1]);
+}
+
+static oxl_ctx *embd_ctx(oxl_model *m, oxl_pooling pooling, int n_seq) {
+    oxl_error err = {0};
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = 128 * n_seq;
+    cp.n_seq_max = n_seq;
+    cp.n_threads = 2;
+    cp.embeddings = true;
+    cp.pooling = pooling;
+    cp.flash_attn = OXL_FLASH_ATTN_OFF; /* as the golden was made */
+    oxl_ctx *ctx = oxl_ctx_new(m, &cp, &err);
+    cr_assert_not_null(ctx, "%s", err.msg);
+    return ctx;
+}
+
+static double max_abs_diff(const float *a, const float *b, int64_t n) {
+    double m = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double d = fabs((double)a[i] - (double)b[i]);
+        m = d > m || isnan(d) ? d : m;
+    }
+    return m;
+}
+
+/* Compares oxillama's pooled and per-token embeddings of one golden with llama.cpp's. The bounds
+ * are 4x the largest difference measured on the reference machine kind (printed each run). */
+static void check_encoder_golden(const char *id, oxl_pooling want_pooling, double tol_pooled, double tol_tokens) {
+    embd_golden eg;
+    embd_golden_open(id, &eg);
+    oxl_error err = {0};
+    oxl_model_params mp = oxl_model_default_params();
+    oxl_model *m = oxl_model_load(eg.model, &mp, &err);
+    cr_assert_not_null(m, "%s: %s", eg.model, err.msg);
+    cr_assert_eq(oxl_model_n_embd(m), eg.n_embd);
+
+    /* the model's own pooling (unspecified resolves to <arch>.pooling_type) */
+    oxl_ctx *ctx = embd_ctx(m, OXL_POOLING_UNSPECIFIED, 1);
+    cr_assert_eq(oxl_ctx_pooling(ctx), want_pooling, "%s: pooling %d", id, (int)oxl_ctx_pooling(ctx));
+    cr_assert_eq(oxl_decode(ctx, eg.tokens, eg.n_tokens, false, &err), 0, "%s", err.msg);
+    const float *pooled = oxl_get_embeddings_seq(ctx, 0);
+    cr_assert_not_null(pooled);
+    const double d_pooled = max_abs_diff(pooled, eg.embd, eg.n_embd);
+    double scale = 0.0;
+    for (int64_t k = 0; k < eg.n_embd; k++) {
+        scale = fabs(eg.embd[k]) > scale ? fabs(eg.embd[k]) : scale;
+    }
+    oxl_ctx_free(ctx);
+
+    ctx = embd_ctx(m, OXL_POOLING_NONE, 1);
+    cr_assert_eq(oxl_decode(ctx, eg.tokens, eg.n_tokens, false, &err), 0, "%s", err.msg);
+    double d_tokens = 0.0;
+    float *first = malloc(sizeof(float) * (size_t)(eg.n_embd * eg.n_tokens));
+    cr_assert_not_null(first);
+    for (int32_t i = 0; i < eg.n_tokens; i++) {
+        const float *e = oxl_get_embeddings_ith(ctx, i);
+        cr_assert_not_null(e, "%s token %d", id, i);
+        const double d = max_abs_diff(e, eg.embd_tokens + (size_t)i * eg.n_embd, eg.n_embd);
+        d_tokens = d > d_tokens || isnan(d) ? d : d_tokens;
+        memcpy(first + (size_t)i * eg.n_embd, e, sizeof(float) * (size_t)eg.n_embd);
+    }
+    /* llama_encode keeps nothing between calls: the same tokens again give the same embeddings,
+     * although the context counts them at positions 48.. of the sequence */
+    cr_assert_eq(oxl_decode(ctx, eg.tokens, eg.n_tokens, false, &err), 0, "%s", err.msg);
+    for (int32_t i = 0; i < eg.n_tokens; i++) {
+        cr_expect_eq(memcmp(oxl_get_embeddings_ith(ctx, i), first + (size_t)i * eg.n_embd,
+                            sizeof(float) * (size_t)eg.n_embd),
+                     0, "%s token %d: a second decode of the same tokens differs", id, i);
+    }
+    free(first);
+    oxl_ctx_free(ctx);
+
+    /* the golden sequence as sequence 1, interleaved in one batch with another sequence (0): each
+     * token attends to its own sequence only */
+    ctx = embd_ctx(m, OXL_POOLING_UNSPECIFIED, 2);
+    enum { N_OTHER = 5 };
+    const int32_t n_all = eg.n_tokens + N_OTHER;
+    oxl_token *tok = malloc(sizeof(oxl_token) * (size_t)n_all);
+    int32_t *bpos = malloc(sizeof(int32_t) * (size_t)n_all), *bseq = malloc(sizeof(int32_t) * (size_t)n_all);
+    cr_assert(tok && bpos && bseq);
+    int32_t ig = 0, io = 0;
+    for (int32_t i = 0; i < n_all; i++) {
+        const bool other = i % 3 == 1 && io < N_OTHER;
+        tok[i] = other ? 7 + 11 * io : eg.tokens[ig];
+        bpos[i] = other ? io++ : ig++;
+        bseq[i] = other ? 0 : 1;
+    }
+    oxl_batch b = {.n_tokens = n_all, .token = tok, .pos = bpos, .seq_id = bseq};
+    cr_assert_eq(oxl_decode_batch(ctx, &b, &err), 0, "%s", err.msg);
+    const double d_batched = max_abs_diff(oxl_get_embeddings_seq(ctx, 1), eg.embd, eg.n_embd);
+    free(tok);
+    free(bpos);
+    free(bseq);
+    oxl_ctx_free(ctx);
+    fprintf(stderr, "embeddings %s: batched beside another sequence, pooled max |diff| %.3g\n", id, d_batched);
+    cr_expect(d_batched <= tol_pooled, "%s: pooled embedding batched with another sequence differs by %.3g > %.3g",
+              id, d_batched, tol_pooled);
+    fprintf(stderr, "embeddings %s: max |oxillama - llama.cpp| pooled %.3g (bound %.3g), per token %.3g (bound %.3g); "
+                    "largest |value| %.3g\n", id, d_pooled, tol_pooled, d_tokens, tol_tokens, scale);
+    cr_expect(d_pooled <= tol_pooled, "%s: pooled embedding differs from llama.cpp's by %.3g > %.3g", id, d_pooled,
+              tol_pooled);
+    cr_expect(d_tokens <= tol_tokens, "%s: token embeddings differ from llama.cpp's by %.3g > %.3g", id, d_tokens,
+              tol_tokens);
+    oxl_model_free(m);
+    oxl_gguf_close(eg.g);
+}
+
+Test(embeddings_golden, bert_equals_llama_cpp) {
+    /* measured: pooled 3.58e-07, per token 2.62e-05 (values up to 2.6) */
+    check_encoder_golden("bert", OXL_POOLING_CLS, 1.4e-6, 1.0e-4);
+}
+
+Test(embeddings_golden, nomic_bert_equals_llama_cpp) {
+    /* measured: pooled 1.19e-07, per token 1.13e-06 (values up to 1.6) */
+    check_encoder_golden("nomic-bert", OXL_POOLING_MEAN, 4.7e-7, 4.5e-6);
+}
+
+/* An encoder has no output head and encodes each decode afresh: oxl_model_has_decoder says so, and a
+ * decode larger than one pass is refused (llama.cpp: llama_encode needs n_ubatch >= n_tokens),
+ * where splitting it would silently encode two halves apart. */
+Test(embeddings_golden, encoder_refuses_a_decode_over_one_pass) {
+    embd_golden eg;
+    embd_golden_open("bert", &eg);
+    oxl_error err = {0};
+    oxl_model *m = oxl_model_load(eg.model, NULL, &err);
+    cr_assert_not_null(m, "%s", err.msg);
+    cr_expect_not(oxl_model_has_decoder(m));
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = 128;
+    cp.n_batch = eg.n_tokens / 2;
+    cp.embeddings = true;
+    oxl_ctx *ctx = oxl_ctx_new(m, &cp, &err);
+    cr_assert_not_null(ctx, "%s", err.msg);
+    cr_expect_eq(oxl_decode(ctx, eg.tokens, eg.n_tokens, false, &err), -1);
+    cr_expect(strstr(err.msg, "must fit one pass") != NULL, "%s", err.msg);
+    oxl_ctx_free(ctx);
+    oxl_model_free(m);
+    oxl_gguf_close(eg.g);
+
+    oxl_model *dec = oxl_model_load(OXL_SOURCE_DIR "/models/stories260K.gguf", NULL, &err);
+    cr_assert_not_null(dec, "%s", err.msg);
+    cr_expect(oxl_model_has_decoder(dec));
+    oxl_model_free(dec);
 }

@@ -1,6 +1,8 @@
 /* oxl_quantize_model (the engine of `oxillama quantize`) against llama-quantize: for every output in
  * golden/quantize/expected.json (FTYPE, and FTYPE-imat made with --imatrix), each tensor's type,
- * shape and sha256 must be equal. Also: the legacy .dat imatrix gives the same bytes, the ftype mix
+ * shape and sha256 must be equal, general.file_type must be llama.cpp's LLAMA_FTYPE number and the
+ * tensors must stand in llama-quantize's order; for golden/arch-converted the whole file's sha256 must
+ * be llama-quantize's. Also: the legacy .dat imatrix gives the same bytes, the ftype mix
  * fallbacks, refusals that leave no output behind, and the GGUF writer's round trip. */
 #include "gguf.h"
 #include "gguf_write.h"
@@ -198,6 +200,56 @@ static void remove_tmp_dir(void) {
     rmdir(tmp_dir);
 }
 
+/* llama.cpp's LLAMA_FTYPE numbers (include/llama.h, enum llama_ftype), which llama-quantize writes
+ * as the u32 general.file_type (src/llama-quant.cpp). */
+static const struct {
+    const char *name;
+    uint32_t ftype;
+} llama_ftypes[] = {
+    {"F16", 1},      {"Q4_0", 2},     {"Q4_1", 3},     {"Q8_0", 7},     {"Q5_0", 8},   {"Q5_1", 9},
+    {"Q2_K", 10},    {"Q3_K_S", 11},  {"Q3_K_M", 12},  {"Q3_K_L", 13},  {"Q4_K_S", 14}, {"Q4_K_M", 15},
+    {"Q5_K_S", 16},  {"Q5_K_M", 17},  {"Q6_K", 18},    {"Q2_K_S", 21},  {"BF16", 32},
+};
+
+static uint32_t llama_ftype_of(const char *name) {
+    for (size_t i = 0; i < sizeof llama_ftypes / sizeof llama_ftypes[0]; i++) {
+        if (strcmp(llama_ftypes[i].name, name) == 0) {
+            return llama_ftypes[i].ftype;
+        }
+    }
+    cr_assert_fail("no LLAMA_FTYPE number for %s", name);
+    return 0;
+}
+
+/* llama-quantize writes the tensors in the order of llama_model_loader's weights_map
+ * (src/llama-model-loader.h, weight_name_comparer): by the layer number of "blk.N." (-1 for the
+ * tensors outside a block), then by name. */
+static int layer_of(const char *name) {
+    int layer = -1;
+    sscanf(name, "blk.%d.", &layer);
+    return layer;
+}
+
+static int llama_weight_order(const void *pa, const void *pb) {
+    const exp_tensor *a = pa, *b = pb;
+    const int la = layer_of(a->name), lb = layer_of(b->name);
+    if (la != lb) {
+        return la < lb ? -1 : 1;
+    }
+    return strcmp(a->name, b->name);
+}
+
+Test(quantize_cli, llama_weight_order_sorts_by_layer_number_then_name) {
+    exp_tensor t[5] = {{.name = "blk.10.attn_q.weight"}, {.name = "token_embd.weight"}, {.name = "blk.2.ffn_up.weight"},
+                       {.name = "blk.2.attn_k.weight"},  {.name = "output.weight"}};
+    qsort(t, 5, sizeof t[0], llama_weight_order);
+    const char *want[5] = {"output.weight", "token_embd.weight", "blk.2.attn_k.weight", "blk.2.ffn_up.weight",
+                           "blk.10.attn_q.weight"};
+    for (int i = 0; i < 5; i++) {
+        cr_expect_str_eq(t[i].name, want[i], "position %d", i);
+    }
+}
+
 /* Quantizes the synthetic model to e's ftype (with imatrix file im, or none) and compares every
  * tensor with e; returns the number of mismatching tensors. */
 static int check_output(const exp_output *e, const char *im) {
@@ -243,7 +295,25 @@ static int check_output(const exp_output *e, const char *im) {
                   (long long)t->ne[0], (long long)t->ne[1], sha, x->type, x->sha);
         bad += !ok;
     }
-    cr_expect_eq(oxl_gguf_get_int(g, "general.file_type", &(int64_t){0}, &err), 1);
+    /* general.file_type: llama.cpp's number for the ftype, stored as u32 */
+    const int64_t kft = oxl_gguf_find_key(g, "general.file_type");
+    uint64_t file_type = UINT64_MAX;
+    const bool ft_u32 = kft >= 0 && oxl_gguf_kv_type(g, kft) == OXL_GGUF_UINT32 && oxl_gguf_kv_uint(g, kft, &file_type);
+    cr_expect(ft_u32 && file_type == llama_ftype_of(ftype), "%s: general.file_type %s%llu, llama.cpp writes u32 %u",
+              e->key, ft_u32 ? "" : "(absent or not u32) ", (unsigned long long)file_type, llama_ftype_of(ftype));
+    bad += !(ft_u32 && file_type == llama_ftype_of(ftype));
+    /* the tensors in llama-quantize's order */
+    exp_tensor *order = malloc(sizeof(exp_tensor) * (size_t)e->n);
+    cr_assert_not_null(order);
+    memcpy(order, e->t, sizeof(exp_tensor) * (size_t)e->n);
+    qsort(order, (size_t)e->n, sizeof order[0], llama_weight_order);
+    for (int i = 0; i < e->n && i < oxl_gguf_n_tensors(g); i++) {
+        const char *got = oxl_gguf_tensor_at(g, i)->name;
+        const bool same = strcmp(got, order[i].name) == 0;
+        cr_expect(same, "%s: tensor %d is %s, llama-quantize writes %s there", e->key, i, got, order[i].name);
+        bad += !same;
+    }
+    free(order);
     oxl_gguf_close(g);
     remove(out);
     return bad;
@@ -591,4 +661,70 @@ Test(quantize_cli, truncated_legacy_imatrix_is_an_error) {
     cr_expect_eq(n_errors, n_cuts);
     remove(path);
     remove_tmp_dir();
+}
+
+/* ---- whole files: golden/arch-converted/expected.jsonl records the sha256 of the file
+ * llama-quantize wrote for each dense arch model and type (F16, Q8_0); oxl_quantize_model must write
+ * the same bytes: header, metadata, general.file_type, tensor order, alignment and data ---- */
+
+/* The string value of "key" in one JSON line, into out. */
+static bool jsonl_str(const char *line, const char *key, char *out, size_t cap) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\": \"", key);
+    const char *p = strstr(line, pat);
+    if (!p) {
+        return false;
+    }
+    p += strlen(pat);
+    const char *q = strchr(p, '"');
+    if (!q || (size_t)(q - p) >= cap) {
+        return false;
+    }
+    memcpy(out, p, (size_t)(q - p));
+    out[q - p] = '\0';
+    return true;
+}
+
+static void sha256_file(const char *path, char out[65]) {
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    const long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *data = malloc((size_t)size + 1);
+    cr_assert_not_null(data);
+    cr_assert_eq(fread(data, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    sha256_hex(data, (size_t)size, out);
+    free(data);
+}
+
+Test(quantize_cli, converted_arch_files_equal_llama_quantize_byte_for_byte, .timeout = 120) {
+    FILE *f = fopen(OXL_SOURCE_DIR "/golden/arch-converted/expected.jsonl", "r");
+    cr_assert_not_null(f);
+    make_tmp_dir();
+    char line[4096];
+    int n = 0, n_same = 0;
+    while (fgets(line, sizeof line, f)) {
+        char model[64], type[16], want[65], in[512], out[256], got[65];
+        cr_assert(jsonl_str(line, "model", model, sizeof model) && jsonl_str(line, "type", type, sizeof type) &&
+                      jsonl_str(line, "llama_quantize_sha256", want, sizeof want),
+                  "expected.jsonl line %d: %s", n + 1, line);
+        snprintf(in, sizeof in, "%s/golden/arch/%s.gguf", OXL_SOURCE_DIR, model);
+        snprintf(out, sizeof out, "%s/%s-%s.gguf", tmp_dir, model, type);
+        oxl_quantize_params p = {.ftype = oxl_ftype_find(type), .output_type = OXL_TYPE_COUNT,
+                                 .token_embd_type = OXL_TYPE_COUNT, .n_threads = 2};
+        cr_assert_not_null(p.ftype, "ftype %s", type);
+        oxl_error err = {{0}};
+        cr_assert_eq(oxl_quantize_model(in, out, &p, NULL, &err), 0, "%s %s: %s", model, type, err.msg);
+        sha256_file(out, got);
+        remove(out);
+        cr_expect_str_eq(got, want, "%s %s: file sha256 %s, llama-quantize's %s", model, type, got, want);
+        n_same += strcmp(got, want) == 0;
+        n++;
+    }
+    fclose(f);
+    remove_tmp_dir();
+    fprintf(stderr, "quantize_cli: %d of %d converted files equal llama-quantize's byte for byte\n", n_same, n);
+    cr_expect_eq(n, 49, "golden/arch-converted/expected.jsonl lists %d files", n);
 }

@@ -94,8 +94,7 @@ Test(tokenizer, fixture_phi3) { run_fixture(TOKDIR "ggml-vocab-phi-3.gguf", true
 
 Test(tokenizer, fixture_baichuan) {
     const char *path = SHARED_TOKDIR "ggml-vocab-baichuan.gguf";
-    if (!oxl_test_file_exists(path))
-        cr_skip_test("%s is absent (the Baichuan vocabulary is not redistributed with the project)", path);
+    OXL_TEST_SHARED_FIXTURE(path, "the Baichuan vocabulary is not redistributed with the project");
     run_fixture(path, false);
 }
 

@@ -45,8 +45,7 @@ static void run_fixture(const char *path) {
 static void run_shared_fixture(const char *name) {
     char path[1024];
     snprintf(path, sizeof path, "%sggml-vocab-%s.gguf", SHARED_TOKDIR, name);
-    if (!oxl_test_file_exists(path))
-        cr_skip_test("%s is absent (kept in the shared reference set only)", path);
+    OXL_TEST_SHARED_FIXTURE(path, "kept in the shared reference set only");
     run_fixture(path);
 }
 
@@ -134,8 +133,7 @@ Test(tokenizer_models, every_pre_tokenizer_splits_as_llama_cpp) {
  * parsed, and "<|begin_of_text|>" is 128000; pieces of control tokens only with special. */
 Test(tokenizer_models, llama3_bos_and_special_tokens) {
     const char *path = SHARED_TOKDIR "ggml-vocab-llama-bpe.gguf";
-    if (!oxl_test_file_exists(path))
-        cr_skip_test("%s is absent (kept in the shared reference set only)", path);
+    OXL_TEST_SHARED_FIXTURE(path, "kept in the shared reference set only");
     oxl_vocab *v = oxl_test_load_vocab(path);
     oxl_token t[32], u[32];
     int32_t n = tok(v, "Hello", t, 32, true, false);

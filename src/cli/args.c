@@ -50,6 +50,8 @@ static const opt_def opt_table[] = {
     {"-sys", "--system-prompt", OPT_STR, F(system_prompt), "chat: a system message first"},
     {NULL, "--chat-template", OPT_STR, F(chat_template), "chat: a built-in format (chatml, llama3, ...) or a Jinja template"},
     {NULL, "--chat-template-file", OPT_STR, F(chat_template_file), "chat: read the Jinja template from a file"},
+    {NULL, "--verbose-prompt", OPT_FLAG, F(verbose_prompt), "run: print the prompt text and its tokens (on stderr) before "
+                                                            "generation; in a chat, each turn's new text"},
     {"-h", "--help", OPT_FLAG, F(help), "show this help"},
 };
 

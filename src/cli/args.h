@@ -34,6 +34,7 @@ typedef struct oxl_opts {
     const char *system_prompt;      /* -sys, --system-prompt */
     const char *chat_template;      /* --chat-template: a built-in name or a Jinja template */
     const char *chat_template_file; /* --chat-template-file */
+    bool verbose_prompt;            /* --verbose-prompt */
     bool help;
     int n_positional;
     char *positional[OXL_MAX_POSITIONAL];

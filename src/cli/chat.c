@@ -23,7 +23,7 @@ static int render(const oxl_model *m, const char *tmpl, const cJSON *msgs, bool 
 }
 
 /* Tokenizes text (special tokens parsed, BOS only on the first turn) and decodes it. */
-static int feed(oxl_ctx *ctx, const oxl_model *m, const char *text, bool first) {
+static int feed(oxl_ctx *ctx, const oxl_model *m, const char *text, bool first, bool verbose) {
     const size_t len = strlen(text);
     int32_t n = oxl_tokenize(m, text, len, NULL, 0, first, true);
     n = n < 0 ? -n : n;
@@ -35,7 +35,13 @@ static int feed(oxl_ctx *ctx, const oxl_model *m, const char *text, bool first) 
     int rc = -1;
     if (!toks || oxl_tokenize(m, text, len, toks, n, first, true) != n) {
         fprintf(stderr, "error: cannot tokenize the conversation\n");
-    } else if (oxl_ctx_n_past(ctx) + n >= oxl_ctx_n_ctx(ctx)) {
+        free(toks);
+        return -1;
+    }
+    if (verbose) {
+        oxl_print_verbose_prompt(m, text, len, toks, n);
+    }
+    if (oxl_ctx_n_past(ctx) + n >= oxl_ctx_n_ctx(ctx)) {
         fprintf(stderr, "error: the conversation no longer fits the context of %d tokens (-c)\n", oxl_ctx_n_ctx(ctx));
     } else if (oxl_decode(ctx, toks, n, false, &err) != 0) {
         fprintf(stderr, "error: %s\n", err.msg);
@@ -128,7 +134,7 @@ int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl
         if (done == 0 && !first) {
             oxl_ctx_truncate(ctx, 0);
         }
-        int rc = feed(ctx, m, with_prompt + done, first || done == 0);
+        int rc = feed(ctx, m, with_prompt + done, first || done == 0, o->verbose_prompt);
         if (rc != 0) {
             free(with_prompt);
             status = 1;

@@ -17,5 +17,8 @@ int oxl_cmd_bench(int argc, char **argv);
 struct oxl_opts;
 /* run -cnv: the interactive chat loop over a loaded model and context (src/cli/chat.c). */
 int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const struct oxl_opts *o);
+/* --verbose-prompt, as llama.cpp's completion tool prints it: on stderr, "prompt: '<text>'", the
+ * number of tokens, then one line "<id, 6 wide> -> '<piece>'" per token and an empty line. */
+void oxl_print_verbose_prompt(const oxl_model *m, const char *text, size_t len, const oxl_token *toks, int32_t n);
 
 #endif

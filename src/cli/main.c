@@ -1,5 +1,6 @@
 /* oxillama: the command line. One verb per subcommand, each in its own file. */
 #include "cli.h"
+#include "kernels.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +34,11 @@ int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;
+    }
+    oxl_error err;
+    if (oxl_isa_env_check(&err) < 0) {
+        fprintf(stderr, "oxillama: %s\n", err.msg);
+        return 2;
     }
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
         if (!strcmp(argv[1], verbs[i].name)) {

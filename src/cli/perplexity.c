@@ -38,6 +38,12 @@ int oxl_cmd_perplexity(int argc, char **argv) {
         free(text);
         return 1;
     }
+    if (!oxl_model_has_decoder(model)) {
+        fprintf(stderr, "error: %s: an embedding model (no output head) has no perplexity\n", oxl_opts_model(&o));
+        oxl_model_free(model);
+        free(text);
+        return 1;
+    }
     oxl_ctx_params cp = oxl_ctx_default_params();
     cp.n_threads = o.n_threads;
     cp.type_k = o.type_k;

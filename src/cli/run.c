@@ -7,6 +7,20 @@
 #include <string.h>
 #include <time.h>
 
+/* --verbose-prompt (llama.cpp's): the prompt text, its token count and each id with its piece, on
+ * stderr. Also used by run -cnv (chat.c) for each turn. */
+void oxl_print_verbose_prompt(const oxl_model *m, const char *text, size_t len, const oxl_token *toks, int32_t n) {
+    fputs("prompt: '", stderr);
+    fwrite(text, 1, len, stderr);
+    fprintf(stderr, "'\nnumber of tokens in prompt = %d\n", n);
+    char piece[256];
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t w = oxl_token_to_piece(m, toks[i], piece, (int32_t)sizeof piece, true);
+        fprintf(stderr, "%6d -> '%.*s'\n", toks[i], w > 0 ? w : 0, piece);
+    }
+    fputc('\n', stderr);
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -60,6 +74,11 @@ int oxl_cmd_run(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }
+    if (!oxl_model_has_decoder(model)) {
+        fprintf(stderr, "error: %s: an embedding model (no output head) cannot generate text\n",
+                oxl_opts_model(&o));
+        goto done;
+    }
     oxl_ctx_params cp = oxl_ctx_default_params();
     cp.n_ctx = o.n_ctx;
     cp.n_batch = o.n_batch;
@@ -104,6 +123,9 @@ int oxl_cmd_run(int argc, char **argv) {
     if (n_tok >= n_ctx) {
         fprintf(stderr, "error: the prompt is %d tokens, the context only %d (-c)\n", n_tok, n_ctx);
         goto done;
+    }
+    if (o.verbose_prompt) {
+        oxl_print_verbose_prompt(model, prompt, prompt_len, toks, n_tok);
     }
     fwrite(prompt, 1, prompt_len, stdout);
     fflush(stdout);

@@ -105,12 +105,14 @@ const multi = await client.completions.create({ ...greedy, max_tokens: 16, n: 3 
 check('n = 3', multi.choices.length === 3 && multi.choices.every((ch, i) => ch.index === i &&
   ch.text === multi.choices[0].text) && expected.startsWith(multi.choices[0].text), JSON.stringify(multi.choices));
 
-// logprobs: the greedy token is the most likely one
+// logprobs: the greedy token is the most likely one, the alternatives are sorted and their
+// probabilities sum to at most 1 (the values themselves: check_logprobs.py, against llama.cpp)
 const lp = await client.chat.completions.create({ ...chatBody, max_tokens: 4, logprobs: true, top_logprobs: 3 });
 const lpc = lp.choices[0].logprobs.content;
 check('logprobs', lpc.length === 4 && lpc.every(t => t.top_logprobs.length === 3 && t.logprob <= 0 &&
-  Math.abs(t.top_logprobs[0].logprob - t.logprob) < 1e-6 && t.top_logprobs[0].token === t.token),
-  JSON.stringify(lpc[0]));
+  Math.abs(t.top_logprobs[0].logprob - t.logprob) < 1e-6 && t.top_logprobs[0].token === t.token &&
+  t.top_logprobs.every((a, i) => i === 0 || a.logprob <= t.top_logprobs[i - 1].logprob) &&
+  t.top_logprobs.reduce((s, a) => s + Math.exp(a.logprob), 0) <= 1 + 1e-6), JSON.stringify(lpc[0]));
 
 // --- responses API
 const resp = await client.responses.create({ model: modelId, input: prompt, max_output_tokens: 16, temperature: 0 });
@@ -198,7 +200,8 @@ if (serverPid) {
       return e instanceof OpenAI.APIError ? 'error event' : 'transport error: ' + e.message;
     }
   });
-  for (let i = 0; i < 200 && started < 4; i++) await new Promise(r => setTimeout(r, 10));
+  // a bounded wait (60 s) for the 4 streams to be under way, however slow the machine
+  for (let i = 0; i < 6000 && started < 4; i++) await new Promise(r => setTimeout(r, 10));
   process.kill(Number(serverPid), 'SIGTERM');
   const outcomes = await Promise.all(runs);
   console.log(`INFO  node SIGTERM outcomes: ${outcomes.join(', ')}`);

@@ -26,6 +26,7 @@ fail() {
 start_server() {
     log=$work/$1.log
     shift
+    : >"$log"
     "$bin" serve --port 0 "$@" 2>"$log" &
     pid=$!
     i=0
@@ -83,10 +84,11 @@ fi
 
 # --- server 0: a model that is still loading (a FIFO blocks the loader until it is written) ------
 mkfifo "$work/loading.gguf"
+: >"$work/zero.log"
 "$bin" serve --port 0 -m "$work/loading.gguf" 2>"$work/zero.log" &
 pid=$!
 i=0
-while [ $i -lt 100 ] && ! grep -q "listening on" "$work/zero.log"; do
+while [ $i -lt 300 ] && ! grep -q "listening on" "$work/zero.log"; do
     sleep 0.1
     i=$((i + 1))
 done
@@ -173,6 +175,15 @@ python3 -c "import json,sys; print(json.dumps({'prompt': open(sys.argv[1]).read(
     "$golden/once.prompt" >"$work/echo"
 req "completions echo" 200 '"text":"Once upon a time, there was' -H "$K" -H "$J" --data-binary @"$work/echo" "$base/v1/completions"
 
+# logprobs against llama.cpp's logits for the same prompt (golden/models/stories260K.once.gguf)
+req "completions logprobs" 200 '"token_logprobs"' -H "$K" -H "$J" \
+    -d '{"prompt": "Once upon a time", "max_tokens": 4, "temperature": 0, "logprobs": 5}' "$base/v1/completions"
+if python3 "$here/check_logprobs.py" "$golden/../models/stories260K.once.gguf" "$model" "$work/body"; then
+    pass "logprobs = log_softmax of llama.cpp's logits"
+else
+    fail "logprobs = log_softmax of llama.cpp's logits" "$(head -c 600 "$work/body")"
+fi
+
 # chat stream: role first, content deltas, finish reason, usage, [DONE]
 req "chat stream" 200 '^data: \[DONE\]' -N -H "$K" -H "$J" \
     -d '{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "temperature": 0, "stream": true, "stream_options": {"include_usage": true}}' \
@@ -185,14 +196,34 @@ else
     fail "chat stream shape" "$(head -c 600 "$work/body")"
 fi
 
-# a model without a chat template gets ChatML: the prompt is exactly that text's tokens
+# a model without a chat template gets ChatML: the prompt is exactly the ids of
+# "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n" (stories260K has no such special tokens:
+# the markers are plain text). The ids are llama.cpp's (d32676d): llama-tokenize -m models/stories260K.gguf
+# -p '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n' --ids (-p expands the escapes; -f would
+# drop the final newline). llama-server renders that text for this model (its /apply-template of
+# [{"role": "user", "content": "Hi"}]) and counts 42 prompt tokens for that chat.
+chatml_ids='[1, 410, 504, 506, 288, 98, 356, 295, 413, 506, 505, 425, 419, 285, 13, 440, 417, 504, 506, 288, 98, 367, 506, 505, 13, 504, 506, 288, 98, 356, 295, 413, 506, 505, 412, 419, 419, 293, 413, 303, 413, 13]'
+n_chatml=$(python3 -c "import json, sys; print(len(json.loads(sys.argv[1])))" "$chatml_ids")
+cli_ids=$("$bin" tokenize -m "$model" -p '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n' --ids 2>/dev/null)
+rc=$?
+[ $rc -eq 0 ] && [ "$cli_ids" = "$chatml_ids" ] && pass "oxillama tokenize of the ChatML text = llama.cpp's ids" ||
+    fail "oxillama tokenize of the ChatML text = llama.cpp's ids" "exit $rc: $cli_ids"
+req "tokenize ChatML" 200 '"tokens":\[1,' -H "$K" -H "$J" \
+    -d '{"content": "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", "add_special": true}' "$base/tokenize"
+[ "$(json "$work/body" "json.dumps(d['tokens']).replace(' ', '')")" = "$(echo "$chatml_ids" | tr -d ' ')" ] &&
+    pass "/tokenize of the ChatML text = llama.cpp's ids" || fail "/tokenize of the ChatML text = llama.cpp's ids" "$(cat "$work/body")"
 req "chat" 200 '"object":"chat.completion"' -H "$K" -H "$J" \
     -d '{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2, "temperature": 0}' "$base/v1/chat/completions"
 n_chat=$(json "$work/body" "d['usage']['prompt_tokens']")
-req "tokenize ChatML" 200 '"tokens":\[1,' -H "$K" -H "$J" \
-    -d '{"content": "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", "add_special": true}' "$base/tokenize"
-n_chatml=$(json "$work/body" "len(d['tokens'])")
-[ "$n_chat" = "$n_chatml" ] && pass "chat prompt is ChatML" || fail "chat prompt is ChatML" "$n_chat tokens, ChatML $n_chatml"
+# the chat's slot keeps its prompt in its KV cache, and a request takes the slot with the longest
+# common prefix: the ids plus one more token reuse exactly n_chatml cached tokens when the chat's
+# prompt was those ids, fewer when it differs anywhere
+python3 -c "import json,sys; print(json.dumps({'prompt': json.loads(sys.argv[1]) + [13], 'max_tokens': 1, 'temperature': 0}))" \
+    "$chatml_ids" >"$work/ids"
+req "completion of the ChatML ids" 200 '"cached_tokens"' -H "$K" -H "$J" --data-binary @"$work/ids" "$base/v1/completions"
+n_cached=$(json "$work/body" "d['usage']['prompt_tokens_details']['cached_tokens']")
+[ "$n_chat" = "$n_chatml" ] && [ "$n_cached" = "$n_chatml" ] && pass "chat prompt ids = llama.cpp's ChatML ids" ||
+    fail "chat prompt ids = llama.cpp's ChatML ids" "$n_chat prompt tokens, $n_cached of them equal llama.cpp's $n_chatml"
 # byte tokens forced by logit_bias make invalid UTF-8; every event must still be strict UTF-8 JSON
 req "byte-token stream" 200 '^data: \[DONE\]' -N -H "$K" -H "$J" \
     -d '{"prompt": "Once", "max_tokens": 12, "temperature": 0, "stream": true, "logit_bias": {"198": 100, "172": 100}}' \
@@ -204,6 +235,8 @@ raw.decode('utf-8')
 events = [json.loads(l[6:]) for l in raw.split(b'\n') if l.startswith(b'data: {')]
 assert len(events) >= 2 and events[-1]['choices'][0]['finish_reason'] == 'length'
 " "$work/body"; then pass "stream is valid UTF-8"; else fail "stream is valid UTF-8" "$(head -c 300 "$work/body")"; fi
+# presence/frequency penalties: llama-server's replies for the same settings (golden/server/)
+python3 "$here/check_penalties.py" "$base" sk-test-1 "$golden/../server/penalties.json" || status=1
 # logit_bias: token 261 is " a" (see the tokenize check below); +100 makes greedy pick it every time
 req "logit_bias" 200 '"text":" a a a a a"' -H "$K" -H "$J" \
     -d '{"prompt": "Once", "max_tokens": 5, "temperature": 0, "logit_bias": {"261": 100}}' "$base/v1/completions"
@@ -227,15 +260,24 @@ req "metrics without key -> 401" 401 'invalid_api_key' "$base/metrics"
 req "metrics" 200 '^oxillama_generated_tokens_total [1-9]' -H "$K" "$base/metrics"
 req "CORS off: no preflight" 405 'method_not_allowed' -X OPTIONS -H "Origin: http://example.test" "$base/v1/models"
 
-# cancellation: a client that leaves mid-stream frees its slots within a decode step (16 choices
-# without end of generation keep every slot busy for far longer than the client stays)
-curl -s -N --max-time 0.5 -H "$K" -H "$J" \
-    -d '{"prompt": "Once", "max_tokens": 2000, "n": 16, "logit_bias": {"2": -100}, "stream": true}' \
-    "$base/v1/completions" >/dev/null 2>&1
-# (the server may notice the closed connection only after it admitted the request, which under
-# the sanitizers can take longer than the client stays: wait for the count, then for idle slots)
+# cancellation: a client that leaves mid-stream (after 3 events of 16 choices without end of
+# generation) is counted and frees its slots; wait for the count, then for idle slots
+python3 -c "
+import socket, sys
+s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=60)
+body = b'{\"prompt\": \"Once\", \"max_tokens\": 2000, \"n\": 16, \"logit_bias\": {\"2\": -100}, \"stream\": true}'
+s.sendall(b'POST /v1/completions HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer sk-test-1\\r\\n'
+          b'Content-Type: application/json\\r\\nContent-Length: %d\\r\\n\\r\\n' % len(body) + body)
+f = s.makefile('rb')
+seen = 0
+while seen < 3:
+    line = f.readline()
+    assert line, 'the stream ended after %d events' % seen
+    seen += line.startswith(b'data: ')
+s.close()
+" "$port" || fail "cancellation: 3 events before leaving" "stream ended early"
 i=0
-while [ $i -lt 100 ]; do
+while [ $i -lt 600 ]; do
     curl -s -H "$K" "$base/metrics" >"$work/metrics"
     if grep -q '^oxillama_requests_cancelled_total [1-9]' "$work/metrics" &&
         ! curl -s -H "$K" "$base/slots" | grep -q '"is_processing":true'; then
@@ -244,7 +286,7 @@ while [ $i -lt 100 ]; do
     sleep 0.1
     i=$((i + 1))
 done
-if [ $i -lt 100 ]; then
+if [ $i -lt 600 ]; then
     pass "cancellation frees the slot"
 else
     fail "cancellation frees the slot" "$(grep cancelled "$work/metrics")"
@@ -258,6 +300,11 @@ if [ -d "$here/node_modules/openai" ]; then
         sleep 0.1
         i=$((i + 1))
     done
+    if kill -0 "$pid" 2>/dev/null; then
+        # the client stopped before its SIGTERM step, or the server ignored it
+        fail "server stopped by the client's SIGTERM" "still running 30 s after the client ended"
+        kill -KILL "$pid"
+    fi
     wait "$pid"
     rc=$?
     pid=
@@ -269,7 +316,7 @@ fi
 
 # --- server 2: precedence (flags > environment > config file), rate limit, queue, CORS ------------
 cat >"$work/config.json" <<JSON
-{"model": "$model", "alias": "from-config", "parallel": 1, "queue_size": 1, "threads": 1, "port": 1,
+{"model": "$model", "alias": "from-config", "parallel": 1, "queue_size": 1, "threads": 1, "port": 1, "ctx_size": 32768,
  "api_key": ["k1", "k2", "k3", "k4"], "api_key_file": "$work/keys", "rate_limit": 2, "rate_burst": 2,
  "cors_origin": "http://example.test", "idle_timeout": 2}
 JSON
@@ -284,32 +331,37 @@ req "rate limit -> 429" 429 '"code":"rate_limit_exceeded"' -H "Authorization: Be
 grep -qi '^retry-after: [1-9]' "$work/headers" && pass "429 has Retry-After" || fail "429 has Retry-After" "$(cat "$work/headers")"
 req "other key has its own bucket" 200 '"object":"list"' -H "Authorization: Bearer k4" "$base/v1/models"
 req "key from --api-key-file" 200 '"object":"list"' -H "Authorization: Bearer k5" "$base/v1/models"
+# (the client sends nothing and waits, at most 60 s, for the server to close the connection)
 if python3 -c "
-import socket, sys, time
-s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10)
-t = time.time()
-assert s.recv(1) == b'' and time.time() - t < 8
+import socket, sys
+s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=60)
+assert s.recv(1) == b''
 " "$port"; then pass "idle connection closed (--idle-timeout)"; else fail "idle connection closed (--idle-timeout)" "still open"; fi
 
-# queue: one slot busy, one request queued, the next one is shed with 503
+# queue: one slot busy, one request queued, the next one is shed with 503. The busy slot's request
+# has no end of generation and a 32768-token slot to fill: it runs until its client leaves (the
+# waits are bounded; the check does not depend on how fast the machine generates)
 long='{"prompt": "Once", "max_tokens": 1000, "temperature": 0}'
-curl -s -o /dev/null --max-time 60 -H "Authorization: Bearer k2" -H "$J" -d "$long" "$base/v1/completions" &
+endless='{"prompt": "Once", "max_tokens": 32000, "temperature": 0, "logit_bias": {"2": -100}}'
+curl -s -o /dev/null --max-time 300 -H "Authorization: Bearer k2" -H "$J" -d "$endless" "$base/v1/completions" &
 c1=$!
 i=0
-while [ $i -lt 100 ] && ! curl -s -H "Authorization: Bearer k1" "$base/slots" | grep -q '"is_processing":true'; do
+while [ $i -lt 600 ] && ! curl -s -H "Authorization: Bearer k1" "$base/slots" | grep -q '"is_processing":true'; do
     sleep 0.05
     i=$((i + 1))
 done
 curl -s -o /dev/null --max-time 60 -H "Authorization: Bearer k3" -H "$J" -d "$long" "$base/v1/completions" &
 c2=$!
 i=0
-while [ $i -lt 100 ] && ! curl -s -H "Authorization: Bearer k1" "$base/metrics" | grep -q '^oxillama_queue_depth 1'; do
+while [ $i -lt 600 ] && ! curl -s -H "Authorization: Bearer k1" "$base/metrics" | grep -q '^oxillama_queue_depth 1'; do
     sleep 0.05
     i=$((i + 1))
 done
 req "full queue -> 503" 503 '"code":"server_overloaded"' -H "Authorization: Bearer k4" -H "$J" -d "$long" "$base/v1/completions"
 grep -qi '^retry-after: 1' "$work/headers" && pass "503 has Retry-After" || fail "503 has Retry-After" "$(cat "$work/headers")"
-wait $c1 $c2
+kill $c1 2>/dev/null
+wait $c1 2>/dev/null
+wait $c2
 
 req "CORS preflight" 204 '' -X OPTIONS -H "Origin: http://example.test" "$base/v1/chat/completions"
 grep -qi '^access-control-allow-origin: http://example.test' "$work/headers" && pass "CORS allow origin" ||
@@ -318,5 +370,14 @@ req "CORS other origin" 200 '' -H "Origin: http://evil.test" "$base/health"
 grep -qi '^access-control-allow-origin' "$work/headers" && fail "CORS other origin refused" "$(cat "$work/headers")" ||
     pass "CORS other origin refused"
 stop_server INT "exit 0 after SIGINT"
+
+# --- server 3: tool calls, on a bigram model that answers every prompt with one call -------------
+python3 "$here/make_toolcall_model.py" "$work/toolcall.gguf" || fail "make_toolcall_model.py" "exit $?"
+start_server three -m "$work/toolcall.gguf" -np 2 -t 1 --alias toolcall
+python3 "$here/check_toolcalls.py" "$base" || status=1
+if [ -d "$here/node_modules/openai" ]; then
+    node "$here/toolcalls.mjs" "$base" toolcall || status=1
+fi
+stop_server TERM "tool-call server: exit 0 after SIGTERM"
 
 exit $status

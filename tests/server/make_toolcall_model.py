@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Writes a tiny llama GGUF whose greedy reply to any prompt is one tool call.
+
+usage: make_toolcall_model.py OUT.gguf
+
+The model is a bigram table: its one layer has zero attention and feed-forward weights, so the
+hidden state is the embedding of the current token. Every ordinary token (the byte tokens and
+specials, all that a prompt is made of) embeds to direction 0; each token of the reply below has
+a direction of its own, and the output matrix maps each direction to the next token of the reply:
+
+    any prompt -> "Let me check." -> "<tool_call>\\n" -> "{\\"name\\": \\"get_weather\\", "
+               -> "\\"arguments\\": {\\"city\\": " -> "\\"Paris\\", \\"unit\\": \\"celsius\\"}}"
+               -> "\\n</tool_call>" -> end of text (</s>)
+
+"<tool_call>\\n" also follows a prompt, with a smaller logit than "Let me check.": a logit_bias of
+-100 on that token makes the reply the call alone. The reply's tokens are ordinary vocabulary
+entries that no merge of smaller pieces can form, so no prompt tokenizes to them. The vocabulary
+is SentencePiece-style (<unk>, <s>, </s>, 256 byte tokens), without a chat template: the server
+renders ChatML. Layout of GGUF: ggml docs/gguf.md.
+"""
+import struct
+import sys
+
+U32, I32, F32, STR, ARR = 4, 5, 6, 8, 9
+T_F32 = 0
+
+REPLY = ["Let me check.", "<tool_call>\n", '{"name": "get_weather", ', '"arguments": {"city": ',
+         '"Paris", "unit": "celsius"}}', "\n</tool_call>"]
+# ids: 0 <unk>, 1 <s>, 2 </s>, 3..258 the bytes, 259.. the reply
+FIRST = 259
+V = FIRST + len(REPLY)
+E = 8  # direction 0 for every ordinary token, 1..6 for the reply's tokens
+
+
+def gstr(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def kv(key, vtype, payload):
+    return gstr(key) + struct.pack("<I", vtype) + payload
+
+
+def kv_u32(key, v):
+    return kv(key, U32, struct.pack("<I", v))
+
+
+def kv_f32(key, v):
+    return kv(key, F32, struct.pack("<f", v))
+
+
+def kv_str(key, v):
+    return kv(key, STR, gstr(v))
+
+
+def kv_arr(key, etype, items):
+    if etype == STR:
+        body = b"".join(gstr(s) for s in items)
+    else:
+        body = b"".join(struct.pack("<" + {I32: "i", F32: "f"}[etype], x) for x in items)
+    return kv(key, ARR, struct.pack("<IQ", etype, len(items)) + body)
+
+
+def f32(vals):
+    return struct.pack("<%df" % len(vals), *vals)
+
+
+def main():
+    tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)] + REPLY
+    types = [2, 3, 3] + [6] * 256 + [1] * len(REPLY)  # unknown 2, control 3, byte 6, normal 1
+    scores = [0.0] * 259 + [-1000.0] * len(REPLY)
+
+    def direction(tok):
+        return tok - FIRST + 1 if tok >= FIRST else 0
+
+    embd = [0.0] * (E * V)  # ne = (E, V): row tok holds its embedding
+    for tok in range(V):
+        embd[tok * E + direction(tok)] = 1.0
+    out = [0.0] * (E * V)  # logit[tok] = out[tok] . rms_norm(embedding of the current token)
+    out[FIRST * E + 0] = 10.0  # after any prompt: "Let me check."
+    out[(FIRST + 1) * E + 0] = 5.0  # ... or, second, the call itself
+    for i in range(1, len(REPLY)):
+        out[(FIRST + i) * E + i] = 10.0  # reply token i follows reply token i - 1
+    out[2 * E + len(REPLY)] = 10.0  # </s> follows the last one
+    zeros = [0.0] * (E * E)
+    ones = [1.0] * E
+    F = E
+    tensors = [
+        ("token_embd.weight", (E, V), f32(embd)),
+        ("output_norm.weight", (E,), f32(ones)),
+        ("output.weight", (E, V), f32(out)),
+        ("blk.0.attn_norm.weight", (E,), f32(ones)),
+        ("blk.0.attn_q.weight", (E, E), f32(zeros)),
+        ("blk.0.attn_k.weight", (E, E), f32(zeros)),
+        ("blk.0.attn_v.weight", (E, E), f32(zeros)),
+        ("blk.0.attn_output.weight", (E, E), f32(zeros)),
+        ("blk.0.ffn_norm.weight", (E,), f32(ones)),
+        ("blk.0.ffn_gate.weight", (E, F), f32(zeros)),
+        ("blk.0.ffn_up.weight", (E, F), f32(zeros)),
+        ("blk.0.ffn_down.weight", (F, E), f32(zeros)),
+    ]
+    kvs = [
+        kv_str("general.architecture", "llama"),
+        kv_str("general.name", "toolcall-bigram"),
+        kv_u32("llama.context_length", 512),
+        kv_u32("llama.embedding_length", E),
+        kv_u32("llama.block_count", 1),
+        kv_u32("llama.feed_forward_length", F),
+        kv_u32("llama.attention.head_count", 2),
+        kv_u32("llama.attention.head_count_kv", 2),
+        kv_u32("llama.rope.dimension_count", E // 2),
+        kv_f32("llama.attention.layer_norm_rms_epsilon", 1e-5),
+        kv_f32("llama.rope.freq_base", 10000.0),
+        kv_str("tokenizer.ggml.model", "llama"),
+        kv_arr("tokenizer.ggml.tokens", STR, tokens),
+        kv_arr("tokenizer.ggml.scores", F32, scores),
+        kv_arr("tokenizer.ggml.token_type", I32, types),
+        kv_u32("tokenizer.ggml.bos_token_id", 1),
+        kv_u32("tokenizer.ggml.eos_token_id", 2),
+        kv_u32("tokenizer.ggml.unknown_token_id", 0),
+    ]
+    align = 32
+    blob = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs)) + b"".join(kvs)
+    data, infos = b"", b""
+    for name, ne, raw in tensors:
+        data += b"\0" * (-len(data) % align)
+        infos += gstr(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<q", n) for n in ne)
+        infos += struct.pack("<IQ", T_F32, len(data))
+        data += raw
+    blob += infos
+    blob += b"\0" * (-len(blob) % align)
+    with open(sys.argv[1], "wb") as f:
+        f.write(blob + data)
+
+
+if __name__ == "__main__":
+    main()
