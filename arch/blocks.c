@@ -295,10 +295,9 @@ void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_r
         for (int i = 0; i < n_pairs; i++) {
             float *a = xh + (neox ? i : 2 * i);
             const float x0 = a[0], x1 = a[stride];
-            /* ggml's C++ is compiled with FMA contraction, which fuses the first product of each
-             * line and rounds the second: x0*cos - x1*sin = fma(x0, cos, -(x1*sin)) */
-            a[0] = fmaf(x0, cs[2 * i], -(x1 * cs[2 * i + 1]));
-            a[stride] = fmaf(x0, cs[2 * i + 1], x1 * cs[2 * i]);
+            /* ggml's C++ is compiled with FMA contraction: x0*cos - x1*sin as one fused step */
+            a[0] = x0 * cs[2 * i] - x1 * cs[2 * i + 1];
+            a[stride] = x0 * cs[2 * i + 1] + x1 * cs[2 * i];
         }
     }
 }
