@@ -1,7 +1,8 @@
 /* Samplers: greedy and top-k = 1 pick the argmax; a seed fixes the sequence; draw frequencies follow
  * softmax(logits / temp) over the tokens the filters keep (chi-square against probabilities computed
- * here in double precision); top-k / top-p / min-p never pick an excluded token; the generator is the
- * standard's MT19937 and libstdc++'s uniform double. */
+ * here in double precision), the filters selecting on the untempered logits; top-k / top-p / min-p
+ * never pick an excluded token; draws at temperatures other than 1 equal those of llama.cpp's own
+ * chain; the generator is the standard's MT19937 and libstdc++'s uniform double. */
 #include "oxillama.h"
 #include "sampler.h"
 
@@ -230,4 +231,90 @@ Test(sampler, rng_is_mt19937_with_libstdcxx_uniform) {
      * 0.79654298428784598 (two 32-bit draws combined into 64 bits, then scaled). */
     oxl_mt19937_seed(&r, 42);
     cr_expect_eq(oxl_mt19937_uniform(&r), 0.79654298428784598);
+}
+
+/* The first 32 draws of llama.cpp's own chain (llama_sampler_chain of top_k, top_p (min_keep 0),
+ * min_p (min_keep 0), temp_ext (no dynamic range) and dist, src/llama-sampler.cpp at d32676d, GCC's
+ * libstdc++) on make_logits(l, 64, 21), one sampler drawing 32 times; temperatures other than 1, so
+ * the order of the filters and the temperature shows. */
+Test(sampler, draws_equal_llama_cpp_s_chain_at_temperatures_other_than_1) {
+    static const struct {
+        float temp;
+        int top_k;
+        float top_p, min_p;
+        uint32_t seed;
+        int draws[32];
+    } cases[] = {
+        {0.7f, 40, 0.9f, 0.05f, 1234, {11, 26, 36, 33, 14, 10, 8, 39, 8, 10, 10, 11, 44, 39, 10, 10,
+                                       37, 10, 44, 8, 33, 34, 49, 10, 37, 37, 11, 39, 37, 37, 36, 47}},
+        {1.5f, 0, 0.8f, 0.0f, 42, {26, 8, 26, 61, 11, 10, 11, 37, 8, 33, 10, 39, 18, 10, 15, 61,
+                                   61, 10, 10, 36, 11, 10, 15, 44, 10, 61, 37, 15, 11, 14, 33, 11}},
+        {0.5f, 0, 1.0f, 0.1f, 7, {10, 10, 61, 11, 10, 10, 8, 11, 8, 33, 44, 10, 11, 36, 36, 37,
+                                  10, 49, 10, 37, 10, 44, 10, 39, 58, 11, 11, 10, 10, 8, 15, 36}},
+        {2.0f, 10, 0.95f, 0.05f, 99, {61, 33, 61, 61, 8, 26, 36, 11, 39, 37, 44, 36, 11, 44, 36, 37,
+                                      44, 36, 61, 44, 37, 61, 61, 44, 39, 37, 36, 10, 36, 44, 10, 11}},
+    };
+    float l[NV];
+    make_logits(l, NV, 21);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        oxl_sampler *s = new_sampler(cases[c].temp, cases[c].top_k, cases[c].top_p, cases[c].min_p, cases[c].seed);
+        for (int k = 0; k < 32; k++) {
+            oxl_token t = oxl_sampler_sample(s, l, NV);
+            cr_expect_eq(t, cases[c].draws[k], "case %zu (temp %.1f), draw %d: %d, llama.cpp %d", c, cases[c].temp, k, t,
+                         cases[c].draws[k]);
+        }
+        oxl_sampler_free(s);
+    }
+}
+
+/* llama.cpp's chain filters before it divides by the temperature: top-p and min-p select on the
+ * untempered logits, and the draw follows softmax(logit / temp) over what they kept. */
+Test(sampler, top_p_selects_before_the_temperature) {
+    /* untempered probabilities 0.5, 0.25, 0.125, …: p = 0.7 keeps two tokens, p = 0.8 three. At temp
+     * 0.5 the tempered ones would be 0.75, 0.19, … (p = 0.7 would keep one); at temp 2 they would
+     * be 0.29, 0.21, 0.15, 0.10, 0.07, … (p = 0.8 would keep five). */
+    float l[NV];
+    for (int i = 0; i < NV; i++)
+        l[i] = -0.6931472f * (float)((i * 7) % NV) - 1e-4f * (float)i;
+    const struct {
+        float temp, p;
+        int kept;
+    } cases[] = {{0.5f, 0.7f, 2}, {2.0f, 0.8f, 3}};
+    for (int k = 0; k < 2; k++) {
+        bool allowed[NV] = {false};
+        for (int i = 0; i < NV; i++)
+            allowed[i] = ((i * 7) % NV) < cases[k].kept;
+        oxl_sampler *s = new_sampler(cases[k].temp, 0, cases[k].p, 0.0f, 101);
+        double chi = chi_square(s, l, NV, allowed, cases[k].temp, 20000);
+        /* 1 and 2 degrees of freedom: 1e-5 tails at about 19.5 and 23.0 */
+        cr_expect_lt(chi, 30.0, "temp %.1f, p %.1f: chi-square %.2f", cases[k].temp, cases[k].p, chi);
+        oxl_sampler_free(s);
+    }
+}
+
+Test(sampler, min_p_cuts_the_untempered_logits) {
+    /* min-p keeps logit >= max + ln(p) before the division: at temp 2 a tempered cut would admit
+     * tokens down to max + 2 ln(p), at temp 0.5 only down to max + ln(p) / 2. */
+    float l[NV];
+    make_logits(l, NV, 11);
+    const float min_p = 0.2f;
+    const double cut = l[argmax(l, NV)] + log(min_p);
+    bool allowed[NV];
+    int n_allowed = 0, n_wide = 0, n_narrow = 0;
+    for (int i = 0; i < NV; i++) {
+        cr_assert(fabs(l[i] - cut) > 1e-3, "logit %d too close to the cut for a clean test", i);
+        allowed[i] = l[i] >= cut;
+        n_allowed += allowed[i];
+        n_wide += l[i] >= l[argmax(l, NV)] + 2.0 * log(min_p);
+        n_narrow += l[i] >= l[argmax(l, NV)] + 0.5 * log(min_p);
+    }
+    cr_assert(n_wide > n_allowed && n_narrow < n_allowed && n_narrow > 0, "the temperatures must move the cut");
+    const float temps[] = {2.0f, 0.5f};
+    for (int k = 0; k < 2; k++) {
+        oxl_sampler *s = new_sampler(temps[k], 0, 1.0f, min_p, 13);
+        double chi = chi_square(s, l, NV, allowed, temps[k], 20000);
+        cr_expect_lt(chi, 3.0 * n_allowed + 20.0, "temp %.1f: chi-square %.2f over %d degrees of freedom", temps[k],
+                     chi, n_allowed - 1);
+        oxl_sampler_free(s);
+    }
 }
