@@ -159,9 +159,11 @@ enum { SPLIT_REGEX, SPLIT_NEWLINES, SPLIT_DIGITS3, SPLIT_THOUSANDS, SPLIT_TRAILI
 /* The regexes (tokenizer.json's, with "(?i:'s|…)" spelled out case by case as llama.cpp does). */
 #define CONTRACTIONS "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
 #define RX_GPT2 "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"
-#define RX_LLAMA3                                                                                                      \
-    CONTRACTIONS                                                                                                       \
-        "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+/* (clang-format 14 alternates between two layouts of this one) */
+// clang-format off
+#define RX_LLAMA3 \
+    CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+// clang-format on
 #define RX_QWEN2                                                                                                       \
     CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 #define RX_CASED_WORDS(MARKS, TAIL)                                                                                    \

@@ -55,8 +55,8 @@ typedef struct {
 struct oxl_sampler {
     oxl_sampler_params params;
     oxl_mt19937 rng;
-    oxl_cand *cand;  /* (n_vocab) candidates, reused by every call */
-    int32_t cap;     /* allocated length of cand */
+    oxl_cand *cand; /* (n_vocab) candidates, reused by every call */
+    int32_t cap;    /* allocated length of cand */
 };
 
 oxl_sampler_params oxl_sampler_default_params(void) {
