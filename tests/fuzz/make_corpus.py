@@ -25,38 +25,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
-U8, I8, U16, I16, U32, I32, F32, BOOL, STR, ARR, U64, I64, F64 = range(13)
-T_F32, T_F16, T_Q8_0 = 0, 1, 8
-
-
-def gstr(s):
-    b = s.encode() if isinstance(s, str) else s
-    return struct.pack("<Q", len(b)) + b
-
-
-def kv(key, vtype, payload):
-    return gstr(key) + struct.pack("<I", vtype) + payload
-
-
-def kv_u32(key, v):
-    return kv(key, U32, struct.pack("<I", v))
-
-
-def kv_f32(key, v):
-    return kv(key, F32, struct.pack("<f", v))
-
-
-def kv_str(key, v):
-    return kv(key, STR, gstr(v))
-
-
-def kv_arr(key, etype, items):
-    if etype == STR:
-        body = b"".join(gstr(s) for s in items)
-    else:
-        fmt = {U8: "B", I32: "i", U32: "I", F32: "f"}[etype]
-        body = b"".join(struct.pack("<" + fmt, x) for x in items)
-    return kv(key, ARR, struct.pack("<IQ", etype, len(items)) + body)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(HERE))
+from gguf_kv import (ARR, BOOL, F32, F64, I8, I16, I32, I64, STR, T_F16, T_F32, T_Q8_0, U8, U16,  # noqa: E402
+                     U32, U64, gstr, kv, kv_arr, kv_f32, kv_str, kv_u32)
 
 
 def gguf(kvs, tensors, align=32):

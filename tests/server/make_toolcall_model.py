@@ -18,11 +18,14 @@ entries that no merge of smaller pieces can form, so no prompt tokenizes to them
 is SentencePiece-style (<unk>, <s>, </s>, 256 byte tokens), without a chat template: the server
 renders ChatML. Layout of GGUF: ggml docs/gguf.md.
 """
+import os
 import struct
 import sys
 
-U32, I32, F32, STR, ARR = 4, 5, 6, 8, 9
-T_F32 = 0
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from gguf_kv import ARR, F32, I32, STR, T_F32, U32, gstr, kv, kv_arr, kv_f32, kv_str, kv_u32  # noqa: E402
+
 
 REPLY = ["Let me check.", "<tool_call>\n", '{"name": "get_weather", ', '"arguments": {"city": ',
          '"Paris", "unit": "celsius"}}', "\n</tool_call>"]
@@ -30,35 +33,6 @@ REPLY = ["Let me check.", "<tool_call>\n", '{"name": "get_weather", ', '"argumen
 FIRST = 259
 V = FIRST + len(REPLY)
 E = 8  # direction 0 for every ordinary token, 1..6 for the reply's tokens
-
-
-def gstr(s):
-    b = s.encode()
-    return struct.pack("<Q", len(b)) + b
-
-
-def kv(key, vtype, payload):
-    return gstr(key) + struct.pack("<I", vtype) + payload
-
-
-def kv_u32(key, v):
-    return kv(key, U32, struct.pack("<I", v))
-
-
-def kv_f32(key, v):
-    return kv(key, F32, struct.pack("<f", v))
-
-
-def kv_str(key, v):
-    return kv(key, STR, gstr(v))
-
-
-def kv_arr(key, etype, items):
-    if etype == STR:
-        body = b"".join(gstr(s) for s in items)
-    else:
-        body = b"".join(struct.pack("<" + {I32: "i", F32: "f"}[etype], x) for x in items)
-    return kv(key, ARR, struct.pack("<IQ", etype, len(items)) + body)
 
 
 def f32(vals):
