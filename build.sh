@@ -1,7 +1,8 @@
 #!/bin/sh
 # oxillama's two set-up commands (see README):
 #   ./build.sh        install missing Debian packages, build, and run the demo on the bundled model
-#   ./build.sh test   build and run the whole test suite (what CI runs)
+#   ./build.sh test   build and run the whole test suite (what CI runs): ctest, the mutation check,
+#                     the sanitizer stage and fuzzers, the cross-ISA stage
 #   ./build.sh cross [aarch64|riscv64|wasm32]   the cross-ISA stage alone (README "Other architectures")
 set -eu
 cd "$(dirname "$0")"
@@ -122,6 +123,8 @@ test)
         }
     fi
     ctest --test-dir build --output-on-failure -j2 --timeout 900
+    # the suite must fail on each known bug (tests/mutation/run.py, README "Tests")
+    python3 tests/mutation/run.py
     sanitize
     cross
     ;;
