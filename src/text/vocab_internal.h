@@ -1,6 +1,7 @@
 /* The vocabulary's layout, shared by the loader (vocab.c), the pre-tokenizer (pretokenize.c) and the
- * tokenizer of each model (tokenizer_spm.c, tokenizer_bpe.c, tokenizer_wpm.c, tokenizer_ugm.c).
- * Library-internal: callers outside src/vocab*.c and src/tokenizer_*.c use vocab.h. */
+ * tokenizer of each model (tokenizer_spm.c, tokenizer_bpe.c, tokenizer_wpm.c, tokenizer_ugm.c);
+ * the lookup and token list they share are vocab_lookup.c's. Internal to src/text: other layers use
+ * vocab.h. */
 #ifndef OXL_VOCAB_INTERNAL_H
 #define OXL_VOCAB_INTERNAL_H
 
