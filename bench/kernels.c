@@ -7,7 +7,7 @@
  * beyond the caches, as token generation reads them), repeated until --min-time (default 0.2 s).
  * Columns: GB/s of weight bytes consumed (vec_dot, dequant, gemm: the weight format's bytes; quant
  * and swiglu: the f32 input), and ns per block of the format (per 32 elements for block-size-1
- * formats). Weights come from the reference quantizer (src/quantize.h) of random normal values,
+ * formats). Weights come from the reference quantizer (src/quantize/quantize.h) of random normal values,
  * activations from the partner format's scalar quant kernel. */
 #include "kernels.h"
 #include "oxl_kernel_decls.h"

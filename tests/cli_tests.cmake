@@ -1,12 +1,12 @@
 # Command-line parity checks against llama.cpp's reference outputs in golden/, run once per ISA cap
 # (OXILLAMA_ISA) so every kernel cell the CPU has is exercised end to end. The ISA-named tests exist
 # for the ISAs this CPU runs only (oxillama refuses OXILLAMA_ISA naming another): cmake/cpu_isas.c
-# asks the library's own detection (src/cpu.c over the generated spec table) at configure time, so a
+# asks the library's own detection (src/kernels/cpu.c over the generated spec table) at configure time, so a
 # new ISA is tested without touching this file.
 try_run(oxl_isas_run oxl_isas_compiled ${CMAKE_BINARY_DIR}/cpu_isas
-  SOURCES ${CMAKE_SOURCE_DIR}/cmake/cpu_isas.c ${CMAKE_SOURCE_DIR}/src/cpu.c ${CMAKE_SOURCE_DIR}/src/error.c
+  SOURCES ${CMAKE_SOURCE_DIR}/cmake/cpu_isas.c ${CMAKE_SOURCE_DIR}/src/kernels/cpu.c ${CMAKE_SOURCE_DIR}/src/core/error.c
           ${OXL_GENERATED_DIR}/oxl_types.c
-  CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${CMAKE_SOURCE_DIR}/src;${CMAKE_SOURCE_DIR}/include;${OXL_GENERATED_DIR}"
+  CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${CMAKE_SOURCE_DIR}/src/core;${CMAKE_SOURCE_DIR}/src/kernels;${CMAKE_SOURCE_DIR}/include;${OXL_GENERATED_DIR}"
   COMPILE_DEFINITIONS -D_GNU_SOURCE
   LINK_LIBRARIES Threads::Threads
   COMPILE_OUTPUT_VARIABLE oxl_isas_log
@@ -161,3 +161,4 @@ endif()
 include(${CMAKE_CURRENT_SOURCE_DIR}/sampling_tests.cmake)
 include(${CMAKE_CURRENT_SOURCE_DIR}/value_tests.cmake)
 include(${CMAKE_CURRENT_SOURCE_DIR}/tolerances_tests.cmake)
+include(${CMAKE_CURRENT_SOURCE_DIR}/layers_tests.cmake)

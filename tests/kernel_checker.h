@@ -1,6 +1,6 @@
 /* The one checker behind the generated kernel tests (generated/tests/kernels.c): each cell of the
  * kernel list calls the function of its op, which skips when this CPU lacks the ISA and otherwise
- * compares the kernel against golden/quant/<format>.gguf (src/golden_quant.h). f32, which has no
+ * compares the kernel against golden/quant/<format>.gguf (src/check/golden_quant.h). f32, which has no
  * golden file, is checked on the f32 tensors of golden/quant/f16.gguf: conversions must be exact
  * copies and the dot within tolerance of a double-precision sum.
  *

@@ -1,4 +1,4 @@
-/* oxillama serve in the cross-build subset (OXL_SUBSET, src/subset.c): the HTTP server needs
+/* oxillama serve in the cross-build subset (OXL_SUBSET, src/text/subset.c): the HTTP server needs
  * libmicrohttpd and cJSON, which that build leaves out. */
 #ifdef OXL_SUBSET
 #include "cli.h"

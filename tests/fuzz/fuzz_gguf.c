@@ -1,4 +1,4 @@
-/* libFuzzer harness for the GGUF reader (src/gguf.c).
+/* libFuzzer harness for the GGUF reader (src/gguf/gguf.c).
  *
  * Opens the input with oxl_gguf_open_memory; when the file is accepted, walks every accessor: each
  * key by index and by name, every scalar conversion, every array element (numeric arrays read in

@@ -1,4 +1,4 @@
-/* libFuzzer harness for the chat-template engine (src/jinja.h) and the chat renderer (src/chat.h).
+/* libFuzzer harness for the chat-template engine (src/chat/jinja.h) and the chat renderer (src/chat/chat.h).
  *
  * Input layout: one selector byte s, then the payload.
  *   s even: the payload is a template. It is parsed and rendered against conversation (s >> 1) % 6
@@ -7,7 +7,7 @@
  *   s odd:  the payload is JSON: a list of messages, or an object {messages, tools,
  *           add_generation_prompt}. It is rendered with real template (s >> 1) % n, where the n
  *           choices are the 65 templates of golden/chat-templates/<model>/template.jinja followed by
- *           the built-in formats of src/chat.c, exactly as the server renders a request.
+ *           the built-in formats of src/chat/chat.c, exactly as the server renders a request.
  * Both parts are copied into buffers of their exact size, so a read past either is caught.
  * Contracts checked: success gives a NUL-terminated string (of out_len bytes for oxl_jinja_render),
  * failure gives a non-empty message; the engine's bounds (steps, memory, output, depth) must end

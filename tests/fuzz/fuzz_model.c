@@ -1,4 +1,4 @@
-/* libFuzzer harness for the model loader (src/model.c and the architectures in arch/).
+/* libFuzzer harness for the model loader (src/model/model.c and the architectures in arch/).
  *
  * The input is a GGUF file: oxl_gguf_open_memory, then oxl_model_from_gguf (hyper-parameters, tensor
  * binding and shape checks, vocabulary); when a model loads, a context of 4 tokens on one thread

@@ -1,4 +1,4 @@
-/* libFuzzer harness for the vocabulary and tokenizer (src/vocab.c).
+/* libFuzzer harness for the vocabulary and tokenizer (src/text/vocab.c).
  *
  * Input layout: a little-endian u32 k, then k bytes of a GGUF file (fewer when the input is
  * shorter), then the text. The two parts are copied into buffers of their exact size, so a read past

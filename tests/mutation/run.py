@@ -29,10 +29,10 @@ MUTATIONS = [
         name="sampler-temperature-first",
         what="temperature applied before top-p and min-p (llama.cpp applies it after them)",
         edits=[
-            ("src/sampler.c",
+            ("src/model/sampler.c",
              "    /* temperature */\n    for (int32_t i = 0; i < n; i++)\n        c[i].logit /= p->temp;\n\n",
              ""),
-            ("src/sampler.c",
+            ("src/model/sampler.c",
              "    /* top-p: float softmax over the current order",
              "    for (int32_t i = 0; i < n; i++)\n        c[i].logit /= p->temp;\n\n"
              "    /* top-p: float softmax over the current order"),
@@ -57,18 +57,18 @@ MUTATIONS = [
     dict(
         name="crash-on-q4_K_M",
         what="oxillama crashes (SIGSEGV) on Q4_K_M models, seen by the cross-ISA determinism check",
-        edits=[("src/model.c",
+        edits=[("src/model/model.c",
                 "    const oxl_model_params p = params ? *params : oxl_model_default_params();\n",
                 "    if (path && strstr(path, \"Q4_K_M\")) {\n        raise(SIGSEGV);\n    }\n"
                 "    const oxl_model_params p = params ? *params : oxl_model_default_params();\n"),
-               ("src/model.c", "#include <errno.h>\n", "#include <errno.h>\n#include <signal.h>\n")],
+               ("src/model/model.c", "#include <errno.h>\n", "#include <errno.h>\n#include <signal.h>\n")],
         check="OXL_DETERMINISM_ONLY=x86/ sh tests/cross/determinism.sh . $B none none none",
         expect=r"FAIL  (stories260K|synth-small)-Q4_K_M x86/\w+\n  exit status [1-9]",
     ),
     dict(
         name="kv-f32-stored-as-f16",
         what="the KV cache stored in f16 when f32 is asked",
-        edits=[("src/context.c",
+        edits=[("src/model/context.c",
                 "    case OXL_KV_F32: return OXL_TYPE_F32;\n",
                 "    case OXL_KV_F32: return OXL_TYPE_F16;\n")],
         check="ctest --test-dir $B -R '^(golden-logits-scalar|golden-arch-scalar|unit)$' --output-on-failure",

@@ -1,9 +1,12 @@
 /* The vocabulary's layout, shared by the loader (vocab.c), the pre-tokenizer (pretokenize.c) and the
- * tokenizer of each model (tokenizer_spm.c, tokenizer_bpe.c, tokenizer_wpm.c, tokenizer_ugm.c).
- * Library-internal: callers outside src/vocab*.c and src/tokenizer_*.c use vocab.h. */
+ * tokenizer of each model (tokenizer_spm.c, tokenizer_bpe.c, tokenizer_wpm.c, tokenizer_ugm.c);
+ * the lookup and token list they share are vocab_lookup.c's. Internal to src/text: other layers use
+ * vocab.h. */
 #ifndef OXL_VOCAB_INTERNAL_H
 #define OXL_VOCAB_INTERNAL_H
 
+#include "grow.h"
+#include "utf8.h"
 #include "vocab.h"
 
 #include <stdbool.h>
@@ -90,6 +93,9 @@ struct oxl_vocab {
     oxl_trie wpm_trie;    /* WPM only: every token text */
 };
 
+/* FNV-1a of s[0..n): the hash of the vocabulary's slot table (vocab_lookup.c). */
+uint64_t oxl_vocab_hash(const char *s, size_t n);
+
 /* Id of the token whose text is exactly s[0..n), or -1. */
 oxl_token oxl_vocab_find(const oxl_vocab *v, const char *s, size_t n);
 
@@ -101,25 +107,7 @@ typedef struct {
     size_t n, cap;
 } oxl_tok_list;
 
-/* Makes room for `more` elements of size `elem` after `n` used ones; false when out of memory or
- * when the size would overflow. */
-bool oxl_grow(void **buf, size_t *cap, size_t n, size_t more, size_t elem);
 bool oxl_tok_push(oxl_tok_list *l, oxl_token t);
-
-/* Length of the UTF-8 sequence its lead byte announces, as llama.cpp's unicode_len_utf8: 1 for ASCII
- * and stray continuation bytes, 2/3/4 by the high nibble. */
-static inline size_t oxl_utf8_len(unsigned char c) {
-    static const uint8_t k_len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-    return k_len[c >> 4];
-}
-
-/* Decodes one code point at s[*off] (off < n) the way llama.cpp's unicode_cpt_from_utf8 does
- * (overlong forms and surrogates are accepted, lead bytes 0xF8.. are not); returns false for an
- * invalid sequence, leaving *off unchanged. */
-bool oxl_utf8_decode(const char *s, size_t n, size_t *off, uint32_t *cpt);
-
-/* Writes cpt as UTF-8 to out (room for 4 bytes); returns the number of bytes, 0 when cpt > 0x10FFFF. */
-size_t oxl_utf8_encode(uint32_t cpt, char *out);
 
 // --- per-model tokenizers: append the ids of one raw text fragment to out; false when out of memory
 

@@ -1,5 +1,5 @@
 /* Chat prompts: a conversation (OpenAI-style JSON messages) rendered into the model's prompt text,
- * either by the model's Jinja chat template (src/jinja.h) or, where a GGUF ships none, by one of
+ * either by the model's Jinja chat template (src/chat/jinja.h) or, where a GGUF ships none, by one of
  * llama.cpp's named built-in formats (src/llama-chat.cpp: chatml, llama2, llama3, mistral-v7, ...).
  */
 #ifndef OXL_CHAT_H

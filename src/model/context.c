@@ -3,7 +3,7 @@
  * micro-batches of n_batch tokens; outputs only for tokens that ask for them). */
 #include "context.h"
 
-#include "arch.h"
+#include "arch_iface.h"
 #include "error.h"
 
 #include <stdio.h>

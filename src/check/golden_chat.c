@@ -3,7 +3,7 @@
  * byte with <model>/<case>.txt; where the reference raised (<case>.error) the engine must raise
  * the same exception with the same message, except that sandbox refusals (SecurityError) may
  * render instead. */
-#include "golden.h"
+#include "golden_chat.h"
 
 #include "error.h"
 #include "jinja.h"

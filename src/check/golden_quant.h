@@ -3,7 +3,9 @@
 #ifndef OXL_GOLDEN_QUANT_H
 #define OXL_GOLDEN_QUANT_H
 
-#include "golden.h"
+#include "error.h"
+#include "gguf.h"
+#include "golden_report.h"
 #include "kernels.h"
 
 /* Views into an open golden file; every array has nrows rows of ne0 elements unless noted. */
@@ -42,7 +44,12 @@ void oxl_golden_check_dequant_activation(const oxl_quant_golden *qg, oxl_dequant
                                          oxl_golden_report *r);
 void oxl_golden_check_vec_dot(const oxl_quant_golden *qg, oxl_vec_dot_fn fn, const char *name, oxl_golden_report *r);
 void oxl_golden_check_gemm(const oxl_quant_golden *qg, oxl_gemm_fn fn, const char *name, oxl_golden_report *r);
-/* The reference quantizer (src/quantize.h) against q and q_imatrix, byte for byte. */
+/* The reference quantizer (src/quantize/quantize.h) against q and q_imatrix, byte for byte. */
 void oxl_golden_check_reference_quant(const oxl_quant_golden *qg, oxl_golden_report *r);
+
+/* golden.kind = quant: dequantization (bit-exact), reference quantization (byte-identical),
+ * activation quantization and vec_dot (relative 1e-5 of sum |terms|), for every ISA cell this CPU
+ * supports. Returns 0 when it could run (failures are counted in r), -1 with err on unusable files. */
+int oxl_golden_quant(const oxl_gguf *g, oxl_golden_report *r, oxl_error *err);
 
 #endif

@@ -1,6 +1,6 @@
 /* The tokenizer fixture checker: llama.cpp's conformance layout (tests/test-tokenizer-0.cpp), plus a
  * round trip (tokens back to text) for every string the vocabulary can represent. */
-#include "golden.h"
+#include "golden_tokenizer.h"
 
 #include "error.h"
 #include "vocab.h"

@@ -1,7 +1,7 @@
 /* Model loading and the model-level public API (include/oxillama.h). */
 #include "model.h"
 
-#include "arch.h"
+#include "arch_iface.h"
 #include "error.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* Reference (weight) quantization: what ggml_quantize_chunk (ggml/src/ggml.c) writes, byte for byte.
  * Scalar C, run once per tensor at conversion time; the activation quantizers used during
- * inference are the generated per-ISA kernels (src/kernels.h). */
+ * inference are the generated per-ISA kernels (src/kernels/kernels.h). */
 #ifndef OXL_QUANTIZE_H
 #define OXL_QUANTIZE_H
 

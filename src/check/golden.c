@@ -17,22 +17,6 @@
 #define OXL_GOLDEN_DEFAULT_BOUND 1e-3
 #define OXL_GOLDEN_DEFAULT_EMBD_BOUND 3.8e-5
 
-void oxl_golden_line(oxl_golden_report *r, bool pass, const char *fmt, ...) {
-    if (pass) {
-        r->n_pass++;
-    } else {
-        r->n_fail++;
-    }
-    if (r->out) {
-        va_list ap;
-        va_start(ap, fmt);
-        fprintf(r->out, "%s  ", pass ? "PASS" : "FAIL");
-        vfprintf(r->out, fmt, ap);
-        fputc('\n', r->out);
-        va_end(ap);
-    }
-}
-
 /* A tensor of the golden file with the expected type and element count (ne1 = 0: any). */
 static const oxl_gguf_tensor *need_tensor(const oxl_gguf *g, const char *name, uint32_t type, int64_t ne0, int64_t ne1,
                                           oxl_error *err) {

@@ -21,7 +21,7 @@ typedef struct oxl_tensor {
     int64_t ne[2];   /* ne0 = row length (contiguous), ne1 = rows */
     size_t row_size; /* bytes per row */
     const void *data;
-    /* The rows repacked at load into the CPU's interleaved layout (src/kernels.h repack), or NULL;
+    /* The rows repacked at load into the CPU's interleaved layout (src/kernels/kernels.h repack), or NULL;
      * data stays the plain rows (embedding look-ups and slices read those). */
     const void *rp;
 } oxl_tensor;
@@ -52,7 +52,7 @@ void oxl_tensor_repack_rows(const oxl_tensor *w, void *dst, int64_t r0, int64_t 
 void oxl_tensor_evict(const oxl_tensor *w);
 void oxl_tensor_repack_free(void *buf, size_t bytes);
 
-/* The activation sums gemm_rp takes with q8_0 columns (src/kernels.h): for one column xq of k
+/* The activation sums gemm_rp takes with q8_0 columns (src/kernels/kernels.h): for one column xq of k
  * elements (k / 32 q8_0 blocks), out[0 .. k/32) = each block's quant sum and out[k/32 .. k/32 + k/4)
  * = each group of 4's. */
 void oxl_q8_0_sums(const void *xq, int64_t k, int32_t *out);

@@ -1,4 +1,4 @@
-/* Chat prompts: Jinja chat templates through src/jinja.h, and llama.cpp's named built-in formats
+/* Chat prompts: Jinja chat templates through src/chat/jinja.h, and llama.cpp's named built-in formats
  * (src/llama-chat.cpp, llm_chat_apply_template and llm_chat_detect_template) as a table. Most
  * formats are "a prefix and a suffix per role"; the few that carry state across messages (turns
  * of llama2 and mistral v1/v3, a system prompt merged into the next user turn, ...) name a

@@ -1,7 +1,7 @@
-/* Internal to the reference quantizers (src/quantize*.c): ggml's rounding helper, the scale searches
- * of ggml/src/ggml-quants.c, and the per-format row functions collected in quantize.c's table. */
-#ifndef OXL_QUANTIZE_IMPL_H
-#define OXL_QUANTIZE_IMPL_H
+/* Internal to the reference quantizers (src/quantize/): ggml's rounding helpers and the scale searches
+ * of ggml/src/ggml-quants.c (quantize_search.c), below the row functions that use them. */
+#ifndef OXL_QUANTIZE_SEARCH_H
+#define OXL_QUANTIZE_SEARCH_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,9 +32,6 @@ static inline int32_t oxl_trunc_i32(float v) {
 static inline int8_t oxl_trunc_i8(float v) { return (int8_t)(uint8_t)oxl_trunc_i32(v); }
 static inline uint8_t oxl_trunc_u8(float v) { return (uint8_t)oxl_trunc_i32(v); }
 
-/* One row of ne0 floats into its blocks; imatrix is NULL or ne0 weights. */
-typedef void (*oxl_quantize_row_fn)(const float *x, void *y, int64_t ne0, const float *imatrix);
-
 /* make_qx_quants (rmse_type 1): signed levels in [-nmax, nmax) stored offset by nmax in L, the
  * scale chosen among 19 candidates by weighted least squares; weights w, or x^2 when w is NULL.
  * Returns the scale (0 for an all-zero group). */
@@ -51,17 +48,5 @@ float oxl_make_qkx3_quants(int n, int nmax, const float *x, const float *w, uint
                            float rmin, float rdelta, int nstep, bool use_mad);
 /* make_qp_quants: non-negative x (block scales) to levels in [0, nmax] with weights w. */
 float oxl_make_qp_quants(int n, int nmax, const float *x, uint8_t *L, const float *w);
-
-/* Row functions of quantize_k.c (K-quants and q8_K) and quantize_legacy.c. */
-void oxl_quantize_row_q4_1(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q5_0(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q5_1(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q8_1(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q2_K(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q3_K(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q4_K(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q5_K(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q6_K(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q8_K(const float *x, void *y, int64_t ne0, const float *imatrix);
 
 #endif

@@ -147,25 +147,6 @@ static oxl_token *vocab_field(oxl_vocab *v, size_t off) { return (oxl_token *)((
 
 // --- text → id hash ------------------------------------------------------------------------------
 
-static uint64_t hash_bytes(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
-oxl_token oxl_vocab_find(const oxl_vocab *v, const char *s, size_t n) {
-    for (size_t i = hash_bytes(s, n) & v->slot_mask;; i = (i + 1) & v->slot_mask) {
-        int32_t id = v->slot[i] - 1;
-        if (id < 0)
-            return -1;
-        if (v->text_len[id] == n && memcmp(v->text + v->text_off[id], s, n) == 0)
-            return id;
-    }
-}
-
 /* v->n as a size (it is positive once loading has checked the token count). */
 static size_t n_tok(const oxl_vocab *v) { return (uint32_t)v->n; }
 
@@ -230,7 +211,7 @@ static int load_texts(oxl_vocab *v, const oxl_gguf *g, int64_t ki, const char *p
             v->max_token_len = (uint32_t)len;
         pos += len + 1;
 
-        size_t h = hash_bytes(oxl_tok_text(v, i), len) & v->slot_mask;
+        size_t h = oxl_vocab_hash(oxl_tok_text(v, i), len) & v->slot_mask;
         for (; v->slot[h]; h = (h + 1) & v->slot_mask) {
             int32_t other = v->slot[h] - 1;
             if (v->text_len[other] == len && memcmp(oxl_tok_text(v, other), oxl_tok_text(v, i), len) == 0)
@@ -692,32 +673,6 @@ const char *oxl_vocab_model_name(const oxl_vocab *v) { return v ? v->model : "";
 bool oxl_vocab_adds_space_prefix(const oxl_vocab *v) { return v && v->add_space_prefix; }
 
 bool oxl_vocab_is_eog(const oxl_vocab *v, oxl_token tok) { return v && tok >= 0 && tok < v->n && v->eog[tok]; }
-
-// --- growable buffers for tokenization -----------------------------------------------------------
-
-bool oxl_grow(void **buf, size_t *cap, size_t n, size_t more, size_t elem) {
-    if (n + more <= *cap)
-        return true;
-    size_t c = *cap ? *cap : 64;
-    while (c < n + more) {
-        if (c > SIZE_MAX / 2 / elem)
-            return false;
-        c *= 2;
-    }
-    void *p = realloc(*buf, c * elem);
-    if (!p)
-        return false;
-    *buf = p;
-    *cap = c;
-    return true;
-}
-
-bool oxl_tok_push(oxl_tok_list *l, oxl_token t) {
-    if (!oxl_grow((void **)&l->ids, &l->cap, l->n, 1, sizeof *l->ids))
-        return false;
-    l->ids[l->n++] = t;
-    return true;
-}
 
 // --- special-token partition and tokenize ----------------------------------------------------------
 

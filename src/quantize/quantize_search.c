@@ -1,7 +1,7 @@
 /* The scale searches behind ggml's K-quant and imatrix quantizers (ggml/src/ggml-quants.c:
  * make_qx_quants, make_q3_quants, make_qkx2_quants, make_qkx3_quants, make_qp_quants), written so
  * every float operation happens in ggml's order: the chosen levels, and so the bytes, are identical. */
-#include "quantize_impl.h"
+#include "quantize_search.h"
 
 #include <math.h>
 
