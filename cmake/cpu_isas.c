@@ -1,5 +1,5 @@
 /* Prints the ISAs this CPU runs, as a CMake list ("scalar;sse41;..."), with the library's own
- * detection (src/kernels/cpu.c): tests/cli_tests.cmake registers ISA-named tests for those only. */
+ * detection (src/kernels/cpu.c): tests/cli/cli_tests.cmake registers ISA-named tests for those only. */
 #include "kernels.h"
 
 #include <stdio.h>

@@ -21,7 +21,7 @@
  *   written as a collapsed regex with Han ideographs as a category of their own (unit 0xD6).
  * - Categories come from utf8proc (its Unicode version may differ from llama.cpp's tables for code
  *   points assigned recently).
- * tests/test_tokenizer_models.c checks every pre-tokenizer type against llama.cpp's own splits
+ * tests/unit/test_tokenizer_models.c checks every pre-tokenizer type against llama.cpp's own splits
  * (golden/tokenizer/pretokenize.*). Each match is bounded by PCRE2's match and heap limits; a piece
  * whose match hits a limit keeps the text as an unmatched gap instead of running unbounded. */
 #define PCRE2_CODE_UNIT_WIDTH 32

@@ -1,5 +1,5 @@
 /* oxl-kernel-tests: runs the kernel tests registered through tests/cross/criterion/criterion.h
- * (every kernel list cell's checker, tests/test_kernels.c) one after another in this process, and
+ * (every kernel list cell's checker, tests/kernels/test_kernels.c) one after another in this process, and
  * ends with "N passed, N failed, N skipped". Used where Criterion is not available: the aarch64,
  * riscv64 and wasm32 builds run it under emulation (build.sh cross). Exit status 1 if any test
  * failed. An optional argument keeps only the tests whose name contains it. WASI has no

@@ -1,5 +1,5 @@
-/* The subset of Criterion's API that the kernel tests use (tests/kernel_checker.c,
- * tests/test_kernels.c, generated/tests/kernels.c), for the cross builds, whose sysroots have no
+/* The subset of Criterion's API that the kernel tests use (tests/kernels/kernel_checker.c,
+ * tests/kernels/test_kernels.c, generated/tests/kernels.c), for the cross builds, whose sysroots have no
  * Criterion: Test() registers a function, cr_assert* stops the test, cr_expect* records a failure
  * and goes on, cr_skip_test stops it as skipped. runner.c runs the registered tests in order. Only
  * on the include path of oxl-kernel-tests (tests/cross/CMakeLists.txt). */

@@ -1,7 +1,7 @@
 /* Jinja engine and chat prompts.
  * - language: 155 templates whose expected renderings (or exception class and message) were made by
- *   Python Jinja2 3.1.6 configured as HuggingFace configures it (tests/jinja_reference.py writes
- *   tests/jinja_cases.inc);
+ *   Python Jinja2 3.1.6 configured as HuggingFace configures it (tests/unit/jinja_reference.py writes
+ *   tests/unit/jinja_cases.inc);
  * - every model template of golden/chat-templates with every conversation (golden/README.md);
  * - llama.cpp's built-in formats against llama.cpp's own test vectors (golden/chat-builtin);
  * - malformed, hostile and fuzzed templates end in errors, within the limits. */
@@ -27,7 +27,7 @@ static const unit_case unit_cases[] = {
 
 static oxl_jinja_options fixed_clock(void) {
     oxl_jinja_options o = oxl_jinja_default_options();
-    o.fixed_time = true; /* tests/jinja_reference.py fixes the clock at 2026-01-15 12:00:00 */
+    o.fixed_time = true; /* tests/unit/jinja_reference.py fixes the clock at 2026-01-15 12:00:00 */
     o.now = (struct tm){.tm_year = 126, .tm_mon = 0, .tm_mday = 15, .tm_hour = 12, .tm_wday = 4, .tm_yday = 14};
     return o;
 }

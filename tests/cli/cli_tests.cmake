@@ -20,7 +20,7 @@ set(OXL_BIN $<TARGET_FILE:oxillama-cli>)
 
 # oxl_output_test(NAME ok|refusal REGEX COMMAND...): a command whose output must match REGEX (CMake
 # regex; ctest's PASS_REGULAR_EXPRESSION) and whose exit status must be 0 (ok) or an error status
-# (refusal; a crash or signal is not one): tests/expect_status.sh checks the status, which ctest
+# (refusal; a crash or signal is not one): tests/cli/expect_status.sh checks the status, which ctest
 # ignores when it matches output.
 function(oxl_output_test name want regex)
   add_test(NAME ${name} COMMAND sh ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/expect_status.sh ${want} ${ARGN})
@@ -38,7 +38,7 @@ foreach(t F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1)
 endforeach()
 
 # The C sources are as clang-format writes them (.clang-format; generated/ excluded).
-add_test(NAME format COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_format.sh ${CMAKE_SOURCE_DIR})
+add_test(NAME format COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_format.sh ${CMAKE_SOURCE_DIR})
 
 # Every model chat template of golden/chat-templates against Python Jinja2's renderings.
 add_test(NAME golden-chat-templates COMMAND ${OXL_BIN} golden ${G}/chat-templates)
@@ -51,25 +51,25 @@ add_test(NAME golden-quant COMMAND ${OXL_BIN} golden ${G}/quant/f16.gguf ${G}/qu
 
 foreach(isa IN LISTS OXL_TEST_ISAS)
   add_test(NAME golden-logits-${isa} COMMAND ${OXL_BIN} golden ${OXL_LOGITS_GOLDENS})
-  add_test(NAME run-greedy-${isa} COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run_greedy.sh ${OXL_BIN} ${G}/run)
+  add_test(NAME run-greedy-${isa} COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_greedy.sh ${OXL_BIN} ${G}/run)
   set_tests_properties(golden-logits-${isa} run-greedy-${isa}
                        PROPERTIES ENVIRONMENT "OXILLAMA_ISA=${isa}")
 endforeach()
 
-add_test(NAME perplexity-kld COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_perplexity.sh ${OXL_BIN}
+add_test(NAME perplexity-kld COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_perplexity.sh ${OXL_BIN}
          ${M}/stories260K.gguf ${G}/perplexity)
 # ggml's tiled flash attention for prompt batches (golden/README.md, perplexity: qwen3 -b 128 -fa on).
-add_test(NAME flash-tiled COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_flash_tiled.sh ${OXL_BIN}
+add_test(NAME flash-tiled COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_flash_tiled.sh ${OXL_BIN}
          ${G}/arch/qwen3.gguf ${G}/perplexity)
 # Repacked K-quant weights (Q4_K, Q6_K) against llama.cpp's run of the same Q4_K_M file.
-add_test(NAME repack-kquant COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_repack.sh ${OXL_BIN}
+add_test(NAME repack-kquant COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_repack.sh ${OXL_BIN}
          ${G}/quantize/synth-small-f32.gguf ${G}/perplexity ${CMAKE_CURRENT_BINARY_DIR}/repack-kquant)
 # the same with the AVX2 layouts (8 rows, pmaddubsw)
-add_test(NAME repack-kquant-avx2 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_repack.sh ${OXL_BIN}
+add_test(NAME repack-kquant-avx2 COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_repack.sh ${OXL_BIN}
          ${G}/quantize/synth-small-f32.gguf ${G}/perplexity ${CMAKE_CURRENT_BINARY_DIR}/repack-kquant-avx2)
 set_tests_properties(repack-kquant-avx2 PROPERTIES ENVIRONMENT OXILLAMA_ISA=avx2)
 # q8_0 and q4_0 KV caches against llama.cpp's runs with the same and with an f16 cache.
-add_test(NAME kv-quant COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_kv_quant.sh ${OXL_BIN}
+add_test(NAME kv-quant COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_kv_quant.sh ${OXL_BIN}
          ${G}/arch/qwen3.gguf ${G}/perplexity ${G}/quantize/synth-small-f32.gguf)
 
 # oxillama bench: llama-bench's CSV fields in its order (the test's row: pp8, one thread, repacking
@@ -141,7 +141,7 @@ oxl_output_test(info-arch-ssm ok "ssm +mamba: d_inner 128, d_state 16, d_conv 4,
 # Issue-5 parity on converted files: dense arch models converted to F16/Q8_0 by oxillama quantize give
 # llama.cpp's greedy continuation of the file llama-quantize made (golden/arch-converted/README.md).
 find_program(OXL_PYTHON3 python3)
-add_test(NAME arch-converted COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/check_converted.py ${OXL_BIN}
+add_test(NAME arch-converted COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/check_converted.py ${OXL_BIN}
          ${G} ${CMAKE_CURRENT_BINARY_DIR}/arch-converted)
 
 # The server under load: many connections and streams, slow and idle clients, clients leaving
@@ -149,16 +149,16 @@ add_test(NAME arch-converted COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/
 add_test(NAME server-load COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/server/load.sh ${OXL_BIN} ${M}/stories260K.gguf ${G}/run)
 set_tests_properties(server-load PROPERTIES TIMEOUT 180)
 
-# Leak checks of run, quantize and a short server session under valgrind (tests/leak.sh). The
+# Leak checks of run, quantize and a short server session under valgrind (tests/cli/leak.sh). The
 # sanitizer build (build-asan) runs the same commands under LeakSanitizer instead.
 find_program(OXL_VALGRIND valgrind)
 if(OXL_VALGRIND AND NOT OXL_SANITIZE)
   foreach(what run quantize server)
-    add_test(NAME leak-${what} COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/leak.sh ${what} ${OXL_BIN} ${CMAKE_SOURCE_DIR})
+    add_test(NAME leak-${what} COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/leak.sh ${what} ${OXL_BIN} ${CMAKE_SOURCE_DIR})
     set_tests_properties(leak-${what} PROPERTIES TIMEOUT 600 LABELS leak)
   endforeach()
 endif()
-include(${CMAKE_CURRENT_SOURCE_DIR}/sampling_tests.cmake)
-include(${CMAKE_CURRENT_SOURCE_DIR}/value_tests.cmake)
-include(${CMAKE_CURRENT_SOURCE_DIR}/tolerances_tests.cmake)
-include(${CMAKE_CURRENT_SOURCE_DIR}/layers_tests.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/sampling_tests.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/value_tests.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/tolerances_tests.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/layers_tests.cmake)

@@ -18,7 +18,7 @@ oxl_vocab *oxl_test_load_vocab(const char *path);
 int32_t oxl_test_file_token_id(const char *path, const char *text);
 
 /* For fixtures kept only in the shared reference set (../shared beside the clone): when `path` is
- * absent the calling Criterion test is skipped (tests/run_unit.sh lists and counts the skips), or
+ * absent the calling Criterion test is skipped (tests/unit/run_unit.sh lists and counts the skips), or
  * fails when OXILLAMA_REQUIRE_SHARED is set (./build.sh test sets it under CI, where the set must be
  * there). Use inside a Test body; needs <criterion/criterion.h> and <stdlib.h>. */
 #define OXL_TEST_SHARED_FIXTURE(path, why)                                                                             \

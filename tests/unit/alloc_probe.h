@@ -1,6 +1,6 @@
 /* Heap-request probe for tests: the test binary is linked with -Wl,--wrap=malloc,calloc,realloc
  * (tests/CMakeLists.txt), so every such call made by the library or the tests passes through
- * tests/alloc_probe.c, which records the largest single request. Criterion runs each test in its own
+ * tests/unit/alloc_probe.c, which records the largest single request. Criterion runs each test in its own
  * process, so the record is per test. Works unchanged under AddressSanitizer (the wrapped calls go on
  * to its allocator), unlike an address-space limit. */
 #ifndef OXL_ALLOC_PROBE_H

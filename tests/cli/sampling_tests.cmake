@@ -4,7 +4,7 @@
 # `oxillama run` with llama-completion's seed, temperature, top-k, top-p and min-p prints
 # llama-completion's text, on stories260K (f32), under every ISA cap.
 foreach(isa IN LISTS OXL_TEST_ISAS)
-  add_test(NAME sampling-f32-${isa} COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_sampling.sh ${OXL_BIN} ${M}
+  add_test(NAME sampling-f32-${isa} COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_sampling.sh ${OXL_BIN} ${M}
            ${G}/sampling stories260K.gguf)
   set_tests_properties(sampling-f32-${isa} PROPERTIES ENVIRONMENT "OXILLAMA_ISA=${isa}")
 endforeach()
@@ -16,7 +16,7 @@ endforeach()
 # repacked one-column kernel sums in another order than the vec_dot order oxillama follows.
 foreach(t Q8_0 Q4_0)
   string(TOLOWER ${t} lt)
-  add_test(NAME sampling-${lt} COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_sampling.sh ${OXL_BIN} ${M}
+  add_test(NAME sampling-${lt} COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_sampling.sh ${OXL_BIN} ${M}
            ${G}/sampling stories260K-${t}.gguf)
   set_tests_properties(sampling-${lt} PROPERTIES DISABLED TRUE)
 endforeach()
@@ -25,5 +25,5 @@ endforeach()
 # (golden/README.md, perplexity): header and tokens byte for byte; the log-probabilities are not
 # byte-identical (RoPE's rounding, as above), measured: at most 0.0165 nats apart, mean signed
 # step difference 0.0045; allowed: 0.05 nats, 0.02 steps.
-add_test(NAME perplexity-kld-write COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_kld_write.sh ${OXL_BIN}
+add_test(NAME perplexity-kld-write COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_kld_write.sh ${OXL_BIN}
          ${M}/stories260K.gguf ${G}/perplexity ${CMAKE_CURRENT_BINARY_DIR}/perplexity-kld-write 0.05 0.02)

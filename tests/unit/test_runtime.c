@@ -3,7 +3,7 @@
  * quantized cache needs head sizes divisible by its block size), a decode step allocates nothing,
  * and a model read into memory (--no-mmap) computes exactly what the mapped one does.
  * How close q8_0 / q4_0 caches come to f16 is checked against llama.cpp's own figures by the
- * kv-quant ctest (tests/check_kv_quant.sh). */
+ * kv-quant ctest (tests/cli/check_kv_quant.sh). */
 #include "alloc_probe.h"
 #include "oxillama.h"
 

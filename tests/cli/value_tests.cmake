@@ -1,16 +1,16 @@
 # oxillama run -cnv: the prompt the model is given (--verbose-prompt) for -sys, --chat-template NAME,
 # --chat-template JINJA and --chat-template-file FILE equals llama.cpp's rendering of the same
 # conversation (golden/chat-templates, golden/chat-builtin); stdin from a file ending in /exit; every
-# case checks the exit status (tests/check_chat_cli.py).
+# case checks the exit status (tests/cli/check_chat_cli.py).
 find_program(OXL_PYTHON3 python3)
-execute_process(COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/check_chat_cli.py - - - list
+execute_process(COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/check_chat_cli.py - - - list
                 OUTPUT_VARIABLE oxl_chat_cli_cases OUTPUT_STRIP_TRAILING_WHITESPACE)
 string(REPLACE "\n" ";" oxl_chat_cli_cases "${oxl_chat_cli_cases}")
 foreach(case IN LISTS oxl_chat_cli_cases)
-  add_test(NAME chat-cli-${case} COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/check_chat_cli.py ${OXL_BIN}
+  add_test(NAME chat-cli-${case} COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/check_chat_cli.py ${OXL_BIN}
            ${M}/stories260K.gguf ${G} ${case})
 endforeach()
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/check_chat_cli.py)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/check_chat_cli.py)
 
 # llama.cpp's embeddings of the encoder models (golden/arch/bert, nomic-bert: golden.kind
 # embeddings) through `oxillama golden`: the model's pooling, the pooled and the per-token
@@ -22,5 +22,5 @@ oxl_output_test(golden-embeddings ok
 
 # oxillama quantize (the command) for every FTYPE and FTYPE-imat of golden/quantize/expected.json:
 # general.file_type value, tensor order, each tensor's type, shape and sha256 as llama-quantize's.
-add_test(NAME quantize-cli-llama COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/check_quantize_cli.py ${OXL_BIN}
+add_test(NAME quantize-cli-llama COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/check_quantize_cli.py ${OXL_BIN}
          ${G} ${CMAKE_CURRENT_BINARY_DIR}/quantize-cli-llama)

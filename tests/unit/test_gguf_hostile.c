@@ -1,9 +1,9 @@
 /* Hostile GGUF files (issue 10): files crafted to make a reader or loader trust a claimed size.
  *
  * Each case must be refused with a message naming the file, the field and (for the reader) its byte
- * offset, and the largest heap request made on the way (tests/alloc_probe.h) must stay within a
+ * offset, and the largest heap request made on the way (tests/unit/alloc_probe.h) must stay within a
  * small multiple of the file's size: nothing is allocated in proportion to a count, length or
- * dimension the file merely claims. The first part adds to the reader cases of tests/test_gguf.c
+ * dimension the file merely claims. The first part adds to the reader cases of tests/unit/test_gguf.c
  * (which checks messages but not allocations); the second part crafts llama models that are
  * well-formed GGUF but wrong as models. Expected messages and values follow from how each file is
  * built, not from running the code. */

@@ -2,7 +2,7 @@
 # ctest `unit`: runs the Criterion binary and shows what it does not say by itself: every skipped
 # test, counted by reason (Criterion's closing line counts only the tests that ran). Kernel cells of
 # ISAs this CPU lacks are skipped by design; a shared fixture that is absent is skipped outside CI
-# and fails under OXILLAMA_REQUIRE_SHARED (tests/vocab_test_util.h). On failure the whole log, less
+# and fails under OXILLAMA_REQUIRE_SHARED (tests/unit/vocab_test_util.h). On failure the whole log, less
 # the lines of passing tests, is printed.
 # usage: run_unit.sh OXL_TESTS [CRITERION_ARG...]
 bin=$1

@@ -31,7 +31,7 @@ for spec in "$@"; do
     dirs=$(printf '%s' "${spec#*=}" | tr ':' ' ')
     ok=$(allowed "$layer")
     if [ "$ok" = "?" ]; then
-        echo "FAIL  $layer: not in the table of tests/check_layers.sh (docs/architecture.md)"
+        echo "FAIL  $layer: not in the table of tests/cli/check_layers.sh (docs/architecture.md)"
         fail=1
         continue
     fi
