@@ -50,9 +50,6 @@ static cJSON *chat_object(oxl_srv *srv, const api_req *r, oxl_job *j) {
 
 static cJSON *chat_body(oxl_srv *srv, const api_req *r, oxl_job **jobs, int n_jobs, char **prompts,
                         const char *msg_id) {
-    (void)n_jobs;
-    (void)prompts;
-    (void)msg_id;
     return chat_object(srv, r, jobs[0]);
 }
 

@@ -10,7 +10,6 @@
 
 static cJSON *completion_object(oxl_srv *srv, const api_req *r, oxl_job **jobs, int n_jobs, char **prompts,
                                 const char *msg_id) {
-    (void)msg_id;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "id", r->id);
     cJSON_AddStringToObject(o, "object", "text_completion");

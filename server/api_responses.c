@@ -90,8 +90,6 @@ static cJSON *resp_ref(const stream_state *ss) {
 
 static cJSON *response_body(oxl_srv *srv, const api_req *r, oxl_job **jobs, int n_jobs, char **prompts,
                             const char *msg_id) {
-    (void)n_jobs;
-    (void)prompts;
     return response_object(srv, r, msg_id, jobs[0]);
 }
 

@@ -441,14 +441,6 @@ bool oxl_req_job_error(oxl_job **jobs, int n, oxl_api_error *e) {
     return false;
 }
 
-cJSON *oxl_json_bytes(const char *p, int n) {
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; i < n; i++) {
-        cJSON_AddItemToArray(a, cJSON_CreateNumber((unsigned char)p[i]));
-    }
-    return a;
-}
-
 /* Chat shape: [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]. */
 cJSON *oxl_chat_logprobs(oxl_srv *srv, const oxl_choice_out *c, int32_t from, int32_t to) {
     cJSON *arr = cJSON_CreateArray();

@@ -82,8 +82,6 @@ cJSON *oxl_req_usage(oxl_job **jobs, int n_jobs, api_kind kind);
 /* The first job error as an API error (503 for shutdown, 500 otherwise); false when none. */
 bool oxl_req_job_error(oxl_job **jobs, int n, oxl_api_error *e);
 
-/* A JSON array of the n byte values at p. */
-cJSON *oxl_json_bytes(const char *p, int n);
 /* Logprob records from..to of a choice: chat shape [{token, logprob, bytes, top_logprobs}]; the
  * completions shape {tokens, token_logprobs, top_logprobs, text_offset} from text offset. */
 cJSON *oxl_chat_logprobs(oxl_srv *srv, const oxl_choice_out *c, int32_t from, int32_t to);

@@ -126,3 +126,11 @@ int oxl_json_str(const cJSON *o, const char *name, const char **out, oxl_api_err
     *out = v->valuestring;
     return 1;
 }
+
+cJSON *oxl_json_bytes(const char *p, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) {
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((unsigned char)p[i]));
+    }
+    return a;
+}

@@ -22,5 +22,7 @@ void oxl_json_brief(const cJSON *v, char *buf, size_t cap);
 int oxl_utf8_seq(const unsigned char *s, size_t n);
 /* A JSON string of n bytes with invalid UTF-8 (and NULs) replaced by U+FFFD. */
 cJSON *oxl_json_text(const char *s, size_t n);
+/* A JSON array of the n byte values at p (logprobs' bytes, /tokenize pieces). */
+cJSON *oxl_json_bytes(const char *p, int n);
 
 #endif
