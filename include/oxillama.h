@@ -70,6 +70,13 @@ const char *oxl_model_chat_template(const oxl_model *model);
 uint64_t oxl_model_size(const oxl_model *model); /* bytes of all tensor data */
 /* A one-line description: architecture, parameter count, file type. Owned by the model. */
 const char *oxl_model_desc(const oxl_model *model);
+/* The model's GGUF metadata value of `key` (e.g. "tokenizer.ggml.fim_pre_token_id") as text, as
+ * llama.cpp's llama_model_meta_val_str: strings as stored, integers in decimal, floats as printf's
+ * "%f", bools as "true"/"false"; array values are not offered (llama.cpp skips them too). Writes at
+ * most buf_size bytes, NUL included, into buf (the caller's; NULL allowed when buf_size is 0).
+ * Returns the length of the whole text in bytes (snprintf's count: >= buf_size means it was cut),
+ * or -1 when the model has no such non-array key (buf then holds ""). */
+int32_t oxl_model_meta_val_str(const oxl_model *model, const char *key, char *buf, size_t buf_size);
 
 /* ---------------------------------------------------------------------------------------------
  * Context: KV cache, threads, scratch buffers
@@ -220,6 +227,23 @@ oxl_sampler *oxl_sampler_new(const oxl_sampler_params *params);
 void oxl_sampler_free(oxl_sampler *s);
 /* Picks a token from n_vocab logits (not modified). */
 oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_vocab);
+
+/* ---------------------------------------------------------------------------------------------
+ * Chat templates (absent from OXL_SUBSET builds)
+ * ------------------------------------------------------------------------------------------- */
+
+/* Renders a conversation into a model's prompt text as llama.cpp's server and llama-cli do
+ * (common_chat_templates_apply; llama_chat_apply_template for the built-in formats): with tmpl when
+ * given (a Jinja template text, or a built-in format name such as "chatml", "llama3",
+ * "mistral-v7"), else the model's tokenizer.chat_template, else ChatML. messages_json is the text
+ * of a JSON array of OpenAI messages ({"role", "content", ...}); tools_json, the text of a JSON
+ * array of tool definitions, may be NULL. Jinja templates see messages, tools (when given),
+ * add_generation_prompt and the model's BOS/EOS token texts; a leading BOS text in the output is
+ * dropped because tokenizing adds BOS. Renders are bounded at 32 MiB of output. On success *out
+ * is a malloc'd NUL-terminated string the caller releases with free(). Returns 0, or -1 with err
+ * set (invalid JSON, a template error with line:column). */
+int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, const char *messages_json, const char *tools_json,
+                            bool add_generation_prompt, char **out, oxl_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,9 +1,9 @@
-/* The HTTP layer on libmicrohttpd: one thread per connection (a streaming reply blocks in its
- * content reader until the scheduler publishes text), the route table, API keys, rate limits,
- * CORS, request limits, /health /ready /metrics /slots, and the server's life cycle. */
-#include "http.h"
-
-#include "error.h"
+/* The transport on libmicrohttpd: one thread per connection (a streaming reply blocks in its
+ * content reader until the scheduler publishes text), dispatch through the route table
+ * (routes.c), API keys, rate limits, CORS, request limits, and the server's life cycle. */
+#include "api.h"
+#include "routes.h"
+#include "sse.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,68 +22,6 @@
 
 #define CONN_MEMORY_LIMIT (64 * 1024) /* bytes per connection for headers and buffers */
 #define STREAM_WAIT_MS 100
-
-/* --- replies ----------------------------------------------------------------------------------- */
-
-void oxl_reply_json(oxl_reply *r, int status, cJSON *obj) {
-    r->status = status;
-    r->body = cJSON_PrintUnformatted(obj);
-    r->len = r->body ? strlen(r->body) : 0;
-    r->ctype = "application/json";
-    cJSON_Delete(obj);
-}
-
-void oxl_reply_error(oxl_reply *r, const oxl_api_error *e) {
-    cJSON *o = cJSON_CreateObject();
-    cJSON *err = cJSON_AddObjectToObject(o, "error");
-    cJSON_AddStringToObject(err, "message", e->msg);
-    cJSON_AddStringToObject(err, "type", e->type ? e->type : "server_error");
-    if (e->param[0]) {
-        cJSON_AddStringToObject(err, "param", e->param);
-    } else {
-        cJSON_AddNullToObject(err, "param");
-    }
-    if (e->code) {
-        cJSON_AddStringToObject(err, "code", e->code);
-    } else {
-        cJSON_AddNullToObject(err, "code");
-    }
-    oxl_reply_json(r, e->status, o);
-    r->retry_after = e->retry_after;
-}
-
-void oxl_stream_put(oxl_stream *st, const char *s, size_t n) {
-    if (st->len + n > st->cap) {
-        size_t cap = st->cap ? st->cap : 4096;
-        while (cap < st->len + n) {
-            cap *= 2;
-        }
-        char *o = realloc(st->out, cap);
-        if (!o) {
-            return;
-        }
-        st->out = o;
-        st->cap = cap;
-    }
-    memcpy(st->out + st->len, s, n);
-    st->len += n;
-}
-
-bool oxl_client_gone(int fd) {
-    if (fd < 0) {
-        return false;
-    }
-    struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
-    if (poll(&p, 1, 0) <= 0) {
-        return false;
-    }
-    if (p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)) {
-        return true;
-    }
-    char c;
-    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
 
 /* --- server-sent events ------------------------------------------------------------------------ */
 
@@ -145,163 +83,6 @@ static void stream_free(void *cls) {
     }
     free(st->out);
     free(st);
-}
-
-/* --- routes ------------------------------------------------------------------------------------ */
-
-typedef enum auth_kind {
-    AUTH_NONE,  /* probes: /health, /ready */
-    AUTH_KEY,   /* an API key when keys are configured; rate limited */
-    AUTH_ADMIN, /* an API key when keys are configured; not rate limited */
-} auth_kind;
-
-static void h_health(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
-static void h_ready(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
-static void h_metrics(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
-static void h_slots(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
-
-typedef struct route {
-    const char *method;
-    const char *path;
-    bool prefix; /* path followed by "/..." matches too */
-    oxl_handler fn;
-    auth_kind auth;
-    bool needs_model; /* 503 until the model is loaded */
-} route;
-
-static const route routes[] = {
-    {"POST", "/v1/chat/completions", false, oxl_api_chat, AUTH_KEY, true},
-    {"POST", "/v1/completions", false, oxl_api_completions, AUTH_KEY, true},
-    {"POST", "/v1/responses", false, oxl_api_responses, AUTH_KEY, true},
-    {"POST", "/v1/embeddings", false, oxl_api_embeddings, AUTH_KEY, true},
-    {"GET", "/v1/models", true, oxl_api_models, AUTH_KEY, false},
-    {"POST", "/tokenize", false, oxl_api_tokenize, AUTH_KEY, true},
-    {"POST", "/detokenize", false, oxl_api_detokenize, AUTH_KEY, true},
-    {"GET", "/health", false, h_health, AUTH_NONE, false},
-    {"GET", "/ready", false, h_ready, AUTH_NONE, false},
-    {"GET", "/metrics", false, h_metrics, AUTH_ADMIN, false},
-    {"GET", "/slots", false, h_slots, AUTH_ADMIN, true},
-};
-#define N_ROUTES (sizeof routes / sizeof routes[0])
-
-static bool path_matches(const route *r, const char *url) {
-    size_t n = strlen(r->path);
-    return !strncmp(url, r->path, n) && (url[n] == 0 || (r->prefix && url[n] == '/'));
-}
-
-static void h_health(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "status", atomic_load(&srv->ready) ? "ok" : "loading model");
-    oxl_reply_json(out, 200, o);
-}
-
-static void h_ready(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
-    if (!atomic_load(&srv->ready) || atomic_load(&srv->stopping)) {
-        oxl_api_error e;
-        oxl_api_err(&e, 503, "unavailable_error",
-                    atomic_load(&srv->stopping) ? "server_shutting_down" : "model_loading", NULL,
-                    atomic_load(&srv->stopping) ? "The server is shutting down" : "The model is loading");
-        e.retry_after = 1;
-        oxl_reply_error(out, &e);
-        return;
-    }
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "status", "ready");
-    oxl_reply_json(out, 200, o);
-}
-
-typedef struct metrics_buf {
-    char *s;
-    size_t len, cap;
-} metrics_buf;
-
-static void mput(metrics_buf *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void mput(metrics_buf *m, const char *fmt, ...) {
-    for (int attempt = 0; attempt < 2; attempt++) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(m->s ? m->s + m->len : NULL, m->s ? m->cap - m->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            return;
-        }
-        if (m->s && m->len + (size_t)n < m->cap) {
-            m->len += (size_t)n;
-            return;
-        }
-        size_t cap = m->cap ? m->cap : 4096;
-        while (cap <= m->len + (size_t)n) {
-            cap *= 2;
-        }
-        char *s = realloc(m->s, cap);
-        if (!s) {
-            return;
-        }
-        m->s = s;
-        m->cap = cap;
-    }
-}
-
-static void metric(metrics_buf *m, const char *name, const char *type, const char *help, double v) {
-    mput(m, "# HELP oxillama_%s %s\n# TYPE oxillama_%s %s\noxillama_%s %.17g\n", name, help, name, type, name, v);
-}
-
-/* Prometheus text exposition format 0.0.4. */
-static void h_metrics(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
-    metrics_buf m = {0};
-    mput(&m, "# HELP oxillama_requests_total HTTP requests answered, by status code.\n"
-             "# TYPE oxillama_requests_total counter\n");
-    for (int s = 100; s < 600; s++) {
-        unsigned long long n = atomic_load(&srv->by_status[s]);
-        if (n) {
-            mput(&m, "oxillama_requests_total{code=\"%d\"} %llu\n", s, n);
-        }
-    }
-    metric(&m, "requests_rejected_queue_full_total", "counter", "Requests refused with 503 because the queue was full.",
-           (double)atomic_load(&srv->n_rejected_queue));
-    metric(&m, "requests_rate_limited_total", "counter", "Requests refused with 429.",
-           (double)atomic_load(&srv->n_rate_limited));
-    metric(&m, "requests_unauthorized_total", "counter", "Requests refused with 401.",
-           (double)atomic_load(&srv->n_unauthorized));
-    metric(&m, "requests_cancelled_total", "counter", "Requests whose client disconnected before the end.",
-           (double)atomic_load(&srv->n_cancelled));
-    if (atomic_load(&srv->ready)) {
-        oxl_sched_stats st;
-        oxl_sched_stats_get(srv->sched, &st);
-        metric(&m, "prompt_tokens_total", "counter", "Prompt tokens of admitted requests.", (double)st.prompt_tokens);
-        metric(&m, "prompt_tokens_cached_total", "counter",
-               "Prompt tokens found in a slot's KV cache (not recomputed).", (double)st.prompt_tokens_cached);
-        metric(&m, "generated_tokens_total", "counter", "Tokens generated.", (double)st.gen_tokens);
-        metric(&m, "decode_steps_total", "counter", "Batched decode steps.", (double)st.decode_steps);
-        metric(&m, "decode_seconds_total", "counter", "Wall time spent decoding batches.", st.decode_seconds);
-        metric(&m, "seconds_per_token", "gauge", "Mean wall time of the decode step that produced a generated token.",
-               st.gen_tokens ? st.gen_token_seconds / (double)st.gen_tokens : 0);
-        metric(&m, "queue_depth", "gauge", "Requests waiting for a slot.", st.queue_depth);
-        metric(&m, "slots_busy", "gauge", "Slots working on a request.", st.slots_busy);
-        metric(&m, "slots_total", "gauge", "Slots (-np).", st.n_slots);
-    }
-    metric(&m, "requests_in_flight", "gauge", "Requests being received or answered.", atomic_load(&srv->in_flight));
-    out->status = 200;
-    out->body = m.s;
-    out->len = m.len;
-    out->ctype = "text/plain; version=0.0.4; charset=utf-8";
-}
-
-static void h_slots(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
-    oxl_slot_info info[256];
-    int32_t n = oxl_sched_slots(srv->sched, info, 256);
-    cJSON *a = cJSON_CreateArray();
-    for (int32_t i = 0; i < n; i++) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "id", info[i].id);
-        cJSON_AddBoolToObject(o, "is_processing", info[i].busy);
-        cJSON_AddNumberToObject(o, "n_ctx", oxl_sched_n_ctx_slot(srv->sched));
-        cJSON_AddNumberToObject(o, "n_past", info[i].n_cache);
-        cJSON_AddNumberToObject(o, "n_prompt_tokens", info[i].n_prompt);
-        cJSON_AddNumberToObject(o, "n_decoded", info[i].n_gen);
-        cJSON_AddItemToArray(a, o);
-    }
-    oxl_reply_json(out, 200, a);
 }
 
 /* --- API keys and rate limits ------------------------------------------------------------------ */
@@ -449,7 +230,7 @@ static void *watch_main(void *arg) {
 }
 
 typedef struct conn_req {
-    const route *rt;
+    const oxl_route *rt;
     char *body;
     size_t len, cap;
     bool too_big;
@@ -546,27 +327,26 @@ static int precheck(oxl_srv *srv, struct MHD_Connection *c, const char *url, con
     const oxl_server_config *cfg = srv->cfg;
     int n_headers = MHD_get_connection_values(c, MHD_HEADER_KIND, NULL, NULL);
     if (n_headers > cfg->max_headers) {
-        return oxl_api_err(e, 431, "invalid_request_error", "too_many_headers", NULL,
-                           "The request has %d headers; at most %d are accepted (--max-headers)", n_headers,
-                           cfg->max_headers);
+        return oxl_api_fail(e, OXL_E_TOO_MANY_HEADERS, NULL,
+                            "The request has %d headers; at most %d are accepted (--max-headers)", n_headers,
+                            cfg->max_headers);
     }
-    const route *path_hit = NULL;
-    for (size_t i = 0; i < N_ROUTES; i++) {
-        if (path_matches(&routes[i], url)) {
-            path_hit = &routes[i];
-            if (!strcmp(method, routes[i].method)) {
-                cr->rt = &routes[i];
+    const oxl_route *path_hit = NULL;
+    for (size_t i = 0; i < oxl_n_routes; i++) {
+        if (oxl_route_matches(&oxl_routes[i], url)) {
+            path_hit = &oxl_routes[i];
+            if (!strcmp(method, oxl_routes[i].method)) {
+                cr->rt = &oxl_routes[i];
                 break;
             }
         }
     }
     if (!cr->rt) {
         if (path_hit) {
-            return oxl_api_err(e, 405, "invalid_request_error", "method_not_allowed", NULL,
-                               "%.16s is not allowed on %.200s; use %s", method, url, path_hit->method);
+            return oxl_api_fail(e, OXL_E_METHOD_NOT_ALLOWED, NULL, "%.16s is not allowed on %.200s; use %s", method,
+                                url, path_hit->method);
         }
-        return oxl_api_err(e, 404, "invalid_request_error", "unknown_url", NULL, "Unknown request URL: %.16s %.200s",
-                           method, url);
+        return oxl_api_fail(e, OXL_E_UNKNOWN_URL, NULL, "Unknown request URL: %.16s %.200s", method, url);
     }
     if (cr->rt->auth != AUTH_NONE && cfg->n_keys > 0) {
         const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
@@ -579,17 +359,17 @@ static int precheck(oxl_srv *srv, struct MHD_Connection *c, const char *url, con
         int idx = key ? match_key(cfg, key) : -1;
         if (idx < 0) {
             atomic_fetch_add(&srv->n_unauthorized, 1);
-            return oxl_api_err(e, 401, "invalid_request_error", "invalid_api_key", NULL,
-                               key ? "Incorrect API key provided"
-                                   : "You didn't provide an API key: send 'Authorization: Bearer YOUR_KEY'");
+            return oxl_api_fail(e, OXL_E_INVALID_API_KEY, NULL,
+                                key ? "Incorrect API key provided"
+                                    : "You didn't provide an API key: send 'Authorization: Bearer YOUR_KEY'");
         }
         if (cr->rt->auth == AUTH_KEY) {
             int wait = rate_take(cfg, idx);
             if (wait > 0) {
                 atomic_fetch_add(&srv->n_rate_limited, 1);
-                oxl_api_err(e, 429, "rate_limit_error", "rate_limit_exceeded", NULL,
-                            "Rate limit reached for this API key: %g requests per minute; retry in %d s",
-                            cfg->rate_limit, wait);
+                oxl_api_fail(e, OXL_E_RATE_LIMITED, NULL,
+                             "Rate limit reached for this API key: %g requests per minute; retry in %d s",
+                             cfg->rate_limit, wait);
                 e->retry_after = wait;
                 return -1;
             }
@@ -598,27 +378,27 @@ static int precheck(oxl_srv *srv, struct MHD_Connection *c, const char *url, con
         int wait = rate_take(cfg, -1);
         if (wait > 0) {
             atomic_fetch_add(&srv->n_rate_limited, 1);
-            oxl_api_err(e, 429, "rate_limit_error", "rate_limit_exceeded", NULL,
-                        "Rate limit reached: %g requests per minute; retry in %d s", cfg->rate_limit, wait);
+            oxl_api_fail(e, OXL_E_RATE_LIMITED, NULL, "Rate limit reached: %g requests per minute; retry in %d s",
+                         cfg->rate_limit, wait);
             e->retry_after = wait;
             return -1;
         }
     }
     if (atomic_load(&srv->stopping) && cr->rt->auth != AUTH_NONE) {
-        oxl_api_err(e, 503, "server_error", "server_shutting_down", NULL, "The server is shutting down");
+        oxl_api_fail(e, OXL_E_SHUTTING_DOWN, NULL, "The server is shutting down");
         e->retry_after = 1;
         return -1;
     }
     if (cr->rt->needs_model && !atomic_load(&srv->ready)) {
-        oxl_api_err(e, 503, "unavailable_error", "model_loading", NULL,
-                    "The model is loading; retry when /ready answers 200");
+        oxl_api_fail(e, OXL_E_MODEL_LOADING, NULL, "The model is loading; retry when /ready answers 200");
         e->retry_after = 1;
         return -1;
     }
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
     if (cl && strtoull(cl, NULL, 10) > cfg->max_body) {
-        return oxl_api_err(e, 413, "invalid_request_error", "request_too_large", NULL,
-                           "The request body is %.20s bytes; at most %zu are accepted (--max-body)", cl, cfg->max_body);
+        return oxl_api_fail(e, OXL_E_REQUEST_TOO_LARGE, NULL,
+                            "The request body is %.20s bytes; at most %zu are accepted (--max-body)", cl,
+                            cfg->max_body);
     }
     return 0;
 }
@@ -686,21 +466,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     oxl_api_error e = {0};
     cJSON *json = NULL;
     if (cr->too_big) {
-        oxl_api_err(&e, 413, "invalid_request_error", "request_too_large", NULL,
-                    "The request body is larger than %zu bytes (--max-body)", srv->cfg->max_body);
+        oxl_api_fail(&e, OXL_E_REQUEST_TOO_LARGE, NULL, "The request body is larger than %zu bytes (--max-body)",
+                     srv->cfg->max_body);
         return send_error(srv, c, &e);
     }
     if (!strcmp(cr->rt->method, "POST")) {
         size_t bad = utf8_invalid_at((const unsigned char *)cr->body, cr->len);
         if (cr->len == 0) {
-            oxl_api_err(&e, 400, "invalid_request_error", "invalid_json", NULL,
-                        "The request body is empty; expected a JSON object");
+            oxl_api_fail(&e, OXL_E_INVALID_JSON, NULL, "The request body is empty; expected a JSON object");
             return send_error(srv, c, &e);
         }
         if (bad < cr->len) {
-            oxl_api_err(&e, 400, "invalid_request_error", "invalid_utf8", NULL,
-                        "The request body is not valid UTF-8: byte 0x%02x at offset %zu", (unsigned char)cr->body[bad],
-                        bad);
+            oxl_api_fail(&e, OXL_E_INVALID_UTF8, NULL, "The request body is not valid UTF-8: byte 0x%02x at offset %zu",
+                         (unsigned char)cr->body[bad], bad);
             return send_error(srv, c, &e);
         }
         cr->body[cr->len] = 0;
@@ -708,14 +486,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         json = cJSON_ParseWithLengthOpts(cr->body, cr->len, &end, false);
         if (!json) {
             size_t off = end && end >= cr->body && end <= cr->body + cr->len ? (size_t)(end - cr->body) : 0;
-            oxl_api_err(&e, 400, "invalid_request_error", "invalid_json", NULL,
-                        "We could not parse the JSON body of your request: syntax error at byte offset %zu", off);
+            oxl_api_fail(&e, OXL_E_INVALID_JSON, NULL,
+                         "We could not parse the JSON body of your request: syntax error at byte offset %zu", off);
             return send_error(srv, c, &e);
         }
         if (!cJSON_IsObject(json)) {
             cJSON_Delete(json);
-            oxl_api_err(&e, 400, "invalid_request_error", "invalid_json", NULL,
-                        "The request body must be a JSON object");
+            oxl_api_fail(&e, OXL_E_INVALID_JSON, NULL, "The request body must be a JSON object");
             return send_error(srv, c, &e);
         }
     }

@@ -1,13 +1,23 @@
 /* The scheduler thread: slots, the bounded queue and continuous batching (see sched.h). */
 #include "scheduler.h"
 
-#include "error.h"
-
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* Fills err (may be NULL) like the library does; returns -1. */
+__attribute__((format(printf, 2, 3))) static int set_err(oxl_error *err, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
 
 typedef enum slot_state { SLOT_IDLE, SLOT_PROMPT, SLOT_GEN } slot_state;
 
@@ -602,7 +612,7 @@ static int embd_ctx_new(oxl_sched *s, oxl_error *err) {
     s->e_seq = malloc(sizeof *s->e_seq * cap);
     s->e_keep = calloc(cap, sizeof *s->e_keep);
     if (!s->e_tok || !s->e_pos || !s->e_seq || !s->e_keep) {
-        return oxl_err_set(err, "out of memory for the embedding batch");
+        return set_err(err, "out of memory for the embedding batch");
     }
     return 0;
 }
@@ -873,7 +883,7 @@ oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_s
                            const oxl_ctx_params *embd_params, oxl_error *err) {
     oxl_sched *s = calloc(1, sizeof *s);
     if (!s) {
-        oxl_err_set(err, "out of memory");
+        set_err(err, "out of memory");
         return NULL;
     }
     pthread_mutex_init(&s->mu, NULL);
@@ -906,12 +916,12 @@ oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_s
     s->st.n_slots = s->n_slots;
     s->st.n_ctx_slot = s->n_ctx_slot;
     if (!ok) {
-        oxl_err_set(err, "out of memory allocating %d slots", s->n_slots);
+        set_err(err, "out of memory allocating %d slots", s->n_slots);
         sched_free(s);
         return NULL;
     }
     if (pthread_create(&s->thread, NULL, sched_main, s) != 0) {
-        oxl_err_set(err, "cannot start the scheduler thread");
+        set_err(err, "cannot start the scheduler thread");
         sched_free(s);
         return NULL;
     }

@@ -1,11 +1,22 @@
 /* oxillama serve: an OpenAI-compatible HTTP server over the library API (include/oxillama.h).
  *
- * Layers, one file each:
- *   config.c   the option table: defaults < JSON config file < OXILLAMA_* environment < flags
- *   http.c     libmicrohttpd daemon, route table, API keys, CORS, limits, rate limits, /metrics
- *   scheduler.c one scheduler thread: slots, bounded queue, continuous batching, prefix reuse
- *   openai.c   OpenAI request parsing and response/stream shapes (chat, completions, responses)
- *   chat.c     chat messages -> prompt text through the model's chat template
+ * Files by role (headers include downwards only: api_error.h < api.h < json_read.h, sse.h,
+ * toolcall.h, generate.h, routes.h; none includes http.c's or a handler's):
+ *   config.c        the option table: defaults < JSON config file < OXILLAMA_* environment < flags
+ *   http.c          transport: libmicrohttpd daemon, API keys, CORS, limits, rate limits, life cycle
+ *   routes.c        the route table: URL, method, handler, auth, whether the model is needed
+ *   api_error.c     the one table of error kinds (status, type, code) and the OpenAI error object
+ *   reply.c         JSON replies, error replies, ids
+ *   sse.c           server-sent event frames; noticing a client that went away
+ *   json_read.c     request field readers; JSON text from model bytes
+ *   toolcall.c      tool calls in generated text
+ *   generate.c      what generating routes share: fields, prompts (chat template through the
+ *                   public oxl_chat_apply_template), jobs, usage, logprobs, run
+ *   stream_chunks.c chat.completion.chunk and text_completion streams
+ *   api_chat.c, api_completions.c, api_responses.c, api_embeddings.c: one API family each
+ *   api_info.c      /v1/models, /tokenize, /detokenize; api_status.c: /health /ready /metrics /slots
+ *   scheduler.c     one scheduler thread: slots, bounded queue, continuous batching, prefix reuse
+ * The server uses the library through include/oxillama.h only.
  * Behaviour follows llama.cpp's tools/server (slots, /slots, /health, /tokenize, /detokenize) and
  * the OpenAI REST API reference for the /v1 routes. */
 #ifndef OXL_SERVER_H

@@ -638,3 +638,23 @@ int oxl_chat_render_for_model(const oxl_model *model, const char *template_src, 
     free(eos);
     return rc;
 }
+
+int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, const char *messages_json, const char *tools_json,
+                            bool add_generation_prompt, char **out, oxl_error *err) {
+    if (!model || !messages_json || !out) {
+        return oxl_err_set(err, "chat: model, messages and out are required");
+    }
+    cJSON *msgs = cJSON_Parse(messages_json);
+    cJSON *tools = tools_json ? cJSON_Parse(tools_json) : NULL;
+    int rc = -1;
+    if (!cJSON_IsArray(msgs)) {
+        oxl_err_set(err, "chat: messages: not a JSON array");
+    } else if (tools_json && !cJSON_IsArray(tools)) {
+        oxl_err_set(err, "chat: tools: not a JSON array");
+    } else {
+        rc = oxl_chat_render_for_model(model, tmpl, msgs, tools, add_generation_prompt, out, err);
+    }
+    cJSON_Delete(msgs);
+    cJSON_Delete(tools);
+    return rc;
+}

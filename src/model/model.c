@@ -250,6 +250,31 @@ const char *oxl_model_chat_template(const oxl_model *m) {
     return NULL;
 }
 
+int32_t oxl_model_meta_val_str(const oxl_model *m, const char *key, char *buf, size_t buf_size) {
+    if (buf_size > 0) {
+        buf[0] = 0;
+    }
+    const int64_t k = m && key ? oxl_gguf_find_key(m->gguf, key) : -1;
+    const oxl_gguf_vtype t = k >= 0 ? oxl_gguf_kv_type(m->gguf, k) : OXL_GGUF_ARRAY;
+    int64_t i;
+    uint64_t u;
+    double d;
+    bool b;
+    int n = -1;
+    if (t == OXL_GGUF_STRING) {
+        n = snprintf(buf, buf_size, "%s", oxl_gguf_kv_str(m->gguf, k, NULL));
+    } else if (t == OXL_GGUF_BOOL && oxl_gguf_kv_bool(m->gguf, k, &b)) {
+        n = snprintf(buf, buf_size, "%s", b ? "true" : "false");
+    } else if ((t == OXL_GGUF_FLOAT32 || t == OXL_GGUF_FLOAT64) && oxl_gguf_kv_float(m->gguf, k, &d)) {
+        n = snprintf(buf, buf_size, "%f", d); /* std::to_string(float/double) */
+    } else if (t == OXL_GGUF_UINT64 && oxl_gguf_kv_uint(m->gguf, k, &u)) {
+        n = snprintf(buf, buf_size, "%" PRIu64, u);
+    } else if (t != OXL_GGUF_ARRAY && oxl_gguf_kv_int(m->gguf, k, &i)) {
+        n = snprintf(buf, buf_size, "%" PRId64, i);
+    }
+    return n < 0 ? -1 : (int32_t)n;
+}
+
 /* ---- tokenizer: the vocabulary does the work ---- */
 
 int32_t oxl_tokenize(const oxl_model *m, const char *text, size_t len, oxl_token *out, int32_t cap, bool add_special,

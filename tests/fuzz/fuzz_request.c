@@ -1,5 +1,5 @@
-/* libFuzzer harness for the server's request parsing (server/openai.c): a JSON body through the
- * route handlers of /v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings,
+/* libFuzzer harness for the server's request parsing (server/api_*.c, server/generate.c): a JSON
+ * body through the route handlers of /v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings,
  * /tokenize, /detokenize and /v1/models/<id>, with no HTTP server and no generation.
  *
  * Set-up (once): models/stories260K.gguf loaded, a context of 4 slots, and a scheduler that is
@@ -12,7 +12,7 @@
  * as a JSON object (cJSON) to reach a handler; the models route takes it as the path's id instead.
  * Contracts checked: the reply is a JSON body (never a stream here) with a status of 200, 400, 404,
  * 413, 501 or 503, and every non-200 body is an OpenAI error object with a message. */
-#include "http.h"
+#include "routes.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,0 +1,74 @@
+/* What the route handlers share with the transport (http.c): the server state, a request, a reply
+ * (a JSON body or a stream of server-sent events) and the helpers that fill a reply (reply.c). */
+#ifndef OXL_SRV_API_H
+#define OXL_SRV_API_H
+
+#include "api_error.h"
+#include "oxillama.h"
+#include "scheduler.h"
+#include "server.h"
+
+#include <cjson/cJSON.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+typedef struct oxl_srv {
+    const oxl_server_config *cfg;
+    oxl_model *model;
+    oxl_ctx *ctx;
+    oxl_sched *sched;
+    atomic_bool ready;    /* model loaded, scheduler running */
+    atomic_bool stopping; /* SIGINT/SIGTERM seen */
+    char model_id[256];   /* --alias, or the model file's name */
+    char model_file[256];
+    time_t created;
+    /* counters for /metrics */
+    atomic_ullong n_requests, n_rejected_queue, n_rate_limited, n_cancelled, n_unauthorized;
+    atomic_ullong by_status[600];
+    atomic_int in_flight; /* requests between their first byte and their completion */
+} oxl_srv;
+
+typedef struct oxl_request {
+    const char *method;
+    const char *path;
+    const cJSON *json; /* parsed body of POST routes (an object), else NULL */
+    int fd;            /* the client's socket: polled to notice a disconnect */
+} oxl_request;
+
+/* A stream of server-sent events fed from jobs. produce() runs with the scheduler lock held,
+ * appends frames to out (sse.h) and sets done after the last one; it returns the bytes it added. */
+typedef struct oxl_stream oxl_stream;
+struct oxl_stream {
+    oxl_srv *srv;
+    int fd;
+    oxl_job **jobs;
+    int n_jobs;
+    char *out;
+    size_t len, off, cap;
+    bool done;
+    bool counted; /* counted in requests_cancelled_total */
+    size_t (*produce)(oxl_stream *st);
+    void *state; /* the route's, released with free_state */
+    void (*free_state)(void *state);
+};
+
+typedef struct oxl_reply {
+    int status;
+    char *body; /* malloc'd, owned */
+    size_t len;
+    const char *ctype;
+    int retry_after;
+    oxl_stream *stream; /* instead of body */
+} oxl_reply;
+
+typedef void (*oxl_handler)(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
+
+/* reply.c: replies with obj printed (takes ownership of obj); replies with an error object. */
+void oxl_reply_json(oxl_reply *r, int status, cJSON *obj);
+void oxl_reply_error(oxl_reply *r, const oxl_api_error *e);
+/* A random id: prefix followed by 24 hex digits (chatcmpl-..., msg_..., call_...). */
+void oxl_random_id(const char *prefix, char *out, size_t cap);
+
+#endif

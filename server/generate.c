@@ -1,0 +1,615 @@
+/* Request fields, prompts, jobs, usage, logprobs and running a request (generate.h). */
+#include "generate.h"
+#include "json_read.h"
+#include "sse.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WAIT_MS 50
+
+int oxl_tok_piece(const oxl_model *m, oxl_token t, char *buf, int cap) {
+    int n = oxl_token_to_piece(m, t, buf, cap, true);
+    return n < 0 ? 0 : n;
+}
+
+int oxl_req_check_model(oxl_srv *srv, const cJSON *b, oxl_api_error *e) {
+    const char *m = NULL;
+    if (oxl_json_str(b, "model", &m, e) < 0) {
+        return -1;
+    }
+    if (m && strcmp(m, srv->model_id) && strcmp(m, srv->model_file)) {
+        return oxl_api_fail(e, OXL_E_MODEL_NOT_FOUND, "model",
+                            "The model '%.200s' does not exist; this server has '%s'", m, srv->model_id);
+    }
+    return 0;
+}
+
+static int parse_stop(const cJSON *b, oxl_gen_params *g, oxl_api_error *e) {
+    const cJSON *v = oxl_json_field(b, "stop");
+    if (!v) {
+        return 0;
+    }
+    if (cJSON_IsString(v)) {
+        g->stop[g->n_stop++] = strdup(v->valuestring);
+        return 0;
+    }
+    if (!cJSON_IsArray(v)) {
+        return BAD_TYPE(e, "stop", "'stop': expected a string or a list of strings");
+    }
+    if (cJSON_GetArraySize(v) > OXL_SRV_MAX_STOP) {
+        return BAD(e, "stop", "'stop': at most %d sequences", OXL_SRV_MAX_STOP);
+    }
+    int i = 0;
+    for (const cJSON *s = v->child; s; s = s->next, i++) {
+        if (!cJSON_IsString(s)) {
+            return BAD_TYPE(e, "stop", "'stop[%d]': expected a string", i);
+        }
+        if (s->valuestring[0]) {
+            g->stop[g->n_stop++] = strdup(s->valuestring);
+        }
+    }
+    return 0;
+}
+
+static int parse_logit_bias(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_api_error *e) {
+    const cJSON *v = oxl_json_field(b, "logit_bias");
+    if (!v) {
+        return 0;
+    }
+    if (!cJSON_IsObject(v)) {
+        return BAD_TYPE(e, "logit_bias", "'logit_bias': expected an object mapping token ids to numbers");
+    }
+    int n = cJSON_GetArraySize(v);
+    g->bias_tok = malloc(sizeof(oxl_token) * (size_t)(n + 1));
+    g->bias_val = malloc(sizeof(float) * (size_t)(n + 1));
+    if (!g->bias_tok || !g->bias_val) {
+        return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+    }
+    int32_t n_vocab = oxl_model_n_vocab(srv->model);
+    for (const cJSON *x = v->child; x; x = x->next) {
+        char *end = NULL;
+        long t = strtol(x->string, &end, 10);
+        if (end == x->string || *end || t < 0 || t >= n_vocab) {
+            return BAD(e, "logit_bias", "'logit_bias': key '%.40s' is not a token id in [0, %d)", x->string, n_vocab);
+        }
+        if (!cJSON_IsNumber(x) || !(x->valuedouble >= -100 && x->valuedouble <= 100)) {
+            return BAD(e, "logit_bias", "'logit_bias[\"%s\"]': expected a number in [-100, 100]", x->string);
+        }
+        g->bias_tok[g->n_bias] = (oxl_token)t;
+        g->bias_val[g->n_bias++] = (float)x->valuedouble;
+    }
+    return 0;
+}
+
+/* Fields common to the generating routes. Unspecified sampling uses llama.cpp's server defaults. */
+int oxl_req_parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error *e) {
+    oxl_gen_params *g = &r->gen;
+    g->sampling = oxl_sampler_default_params();
+    g->max_tokens = -1;
+    g->top_logprobs = -1;
+    r->n = 1;
+    oxl_random_id(r->kind == API_CHAT         ? "chatcmpl-"
+                  : r->kind == API_COMPLETION ? "cmpl-"
+                                              : "resp_",
+                  r->id, sizeof r->id);
+    r->created = time(NULL);
+    double x;
+    long long k;
+    int rc;
+    if (oxl_req_check_model(srv, b, e) < 0) {
+        return -1;
+    }
+    if (!oxl_model_has_decoder(srv->model)) {
+        return oxl_api_fail(e, OXL_E_MODEL_NOT_SUPPORTED, "model",
+                            "'%s' is an embedding model (no output head): it serves /v1/embeddings only, not "
+                            "text generation",
+                            srv->model_id);
+    }
+    if ((rc = oxl_json_num(b, "temperature", 0, 2, &x, e)) < 0) {
+        return -1;
+    }
+    if (rc) {
+        g->sampling.temp = (float)x;
+    }
+    if ((rc = oxl_json_num(b, "top_p", 0, 1, &x, e)) < 0) {
+        return -1;
+    }
+    if (rc) {
+        g->sampling.top_p = (float)x;
+    }
+    if ((rc = oxl_json_num(b, "min_p", 0, 1, &x, e)) < 0) {
+        return -1;
+    }
+    if (rc) {
+        g->sampling.min_p = (float)x;
+    }
+    if ((rc = oxl_json_int(b, "top_k", 0, 1e9, &k, e)) < 0) {
+        return -1;
+    }
+    if (rc) {
+        g->sampling.top_k = (int32_t)k;
+    }
+    if ((rc = oxl_json_int(b, "seed", -9.2e18, 9.2e18, &k, e)) < 0) {
+        return -1;
+    }
+    if (rc) {
+        g->sampling.seed = (uint32_t)k;
+    }
+    if (oxl_json_num(b, "presence_penalty", -2, 2, &x, e) < 0) {
+        return -1;
+    }
+    g->presence_penalty = oxl_json_field(b, "presence_penalty") ? (float)x : 0;
+    if (oxl_json_num(b, "frequency_penalty", -2, 2, &x, e) < 0) {
+        return -1;
+    }
+    g->frequency_penalty = oxl_json_field(b, "frequency_penalty") ? (float)x : 0;
+    g->penalty_last_n = 64; /* llama-server's repeat_last_n */
+    if ((rc = oxl_json_int(b, "repeat_last_n", 0, 1e9, &k, e)) < 0) {
+        return -1;
+    }
+    if (rc) {
+        g->penalty_last_n = (int32_t)k;
+    }
+    const char *max_names[] = {"max_tokens", "max_completion_tokens", "max_output_tokens"};
+    for (int i = 0; i < 3; i++) {
+        if ((rc = oxl_json_int(b, max_names[i], 1, 1e9, &k, e)) < 0) {
+            return -1;
+        }
+        if (rc) {
+            g->max_tokens = (int32_t)k;
+        }
+    }
+    if ((rc = oxl_json_int(b, "n", 1, OXL_SRV_MAX_CHOICES, &k, e)) < 0) {
+        return -1;
+    }
+    if (rc) {
+        if (k > oxl_ctx_n_seq_max(srv->ctx)) {
+            return BAD(e, "n", "'n': %lld choices need %lld slots; this server has %d (-np)", k, k,
+                       oxl_ctx_n_seq_max(srv->ctx));
+        }
+        r->n = (int)k;
+    }
+    if (oxl_json_bool(b, "stream", &r->stream, e) < 0) {
+        return -1;
+    }
+    const cJSON *so = oxl_json_field(b, "stream_options");
+    if (so) {
+        if (!r->stream) {
+            return BAD(e, "stream_options", "'stream_options' is only allowed when 'stream' is true");
+        }
+        if (!cJSON_IsObject(so)) {
+            return BAD_TYPE(e, "stream_options", "'stream_options': expected an object");
+        }
+        if (oxl_json_bool(so, "include_usage", &r->include_usage, e) < 0) {
+            snprintf(e->param, sizeof e->param, "stream_options.include_usage");
+            return -1;
+        }
+    }
+    const char *user = NULL;
+    if (oxl_json_str(b, "user", &user, e) < 0 || parse_stop(b, g, e) < 0 || parse_logit_bias(srv, b, g, e) < 0) {
+        return -1;
+    }
+    const cJSON *rf = oxl_json_field(b, "response_format");
+    if (rf) {
+        const char *type = NULL;
+        if (!cJSON_IsObject(rf) || oxl_json_str(rf, "type", &type, e) < 0 || !type) {
+            return BAD_TYPE(e, "response_format", "'response_format': expected an object with a string 'type'");
+        }
+        if (strcmp(type, "text")) {
+            return BAD(e, "response_format",
+                       "'response_format': type '%.40s' is not supported: this server has no grammar-constrained "
+                       "sampling yet, so it cannot guarantee JSON output; use 'text'",
+                       type);
+        }
+    }
+    return 0;
+}
+
+int oxl_req_tokenize(oxl_srv *srv, const char *text, size_t len, oxl_token **out, int32_t *n, const char *param,
+                     oxl_api_error *e) {
+    int32_t need = oxl_tokenize(srv->model, text, len, NULL, 0, true, true);
+    if (need == INT32_MIN) {
+        return BAD(e, param, "'%s': cannot be tokenized", param);
+    }
+    need = need < 0 ? -need : need;
+    *out = malloc(sizeof(oxl_token) * (size_t)(need + 1));
+    if (!*out) {
+        return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+    }
+    *n = oxl_tokenize(srv->model, text, len, *out, need, true, true);
+    if (*n != need) {
+        return BAD(e, param, "'%s': cannot be tokenized", param);
+    }
+    return 0;
+}
+
+int oxl_req_check_context(oxl_srv *srv, int32_t n_prompt, const char *param, oxl_api_error *e) {
+    int32_t n_ctx = oxl_sched_n_ctx_slot(srv->sched);
+    if (n_prompt == 0) {
+        return BAD(e, param, "'%s': the prompt is empty and the model adds no BOS token", param);
+    }
+    if (n_prompt >= n_ctx) {
+        return oxl_api_fail(e, OXL_E_CONTEXT_EXCEEDED, param,
+                            "This model's maximum context length is %d tokens per slot (-c %d over -np %d slots), "
+                            "and at least 1 must remain for the completion. However, your %s resulted in %d tokens.",
+                            n_ctx, srv->cfg->n_ctx ? srv->cfg->n_ctx : n_ctx * oxl_ctx_n_seq_max(srv->ctx),
+                            oxl_ctx_n_seq_max(srv->ctx), strcmp(param, "messages") ? "prompt" : "messages", n_prompt);
+    }
+    return 0;
+}
+
+/* Turns chat messages into the template's input: content parts joined into one string. */
+cJSON *oxl_req_normalize_messages(const cJSON *msgs, const char *param, oxl_api_error *e) {
+    if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0) {
+        BAD_TYPE(e, param, "'%s': expected a non-empty list of messages", param);
+        return NULL;
+    }
+    static const char *roles[] = {"system", "developer", "user", "assistant", "tool"};
+    cJSON *out = cJSON_CreateArray();
+    int i = 0;
+    for (const cJSON *m = msgs->child; m; m = m->next, i++) {
+        char where[64];
+        snprintf(where, sizeof where, "%s[%d]", param, i);
+        const char *role = NULL;
+        if (!cJSON_IsObject(m) || oxl_json_str(m, "role", &role, e) < 0 || !role) {
+            BAD_TYPE(e, where, "'%s': expected an object with a string 'role'", where);
+            cJSON_Delete(out);
+            return NULL;
+        }
+        bool known = false;
+        for (size_t r = 0; r < sizeof roles / sizeof roles[0]; r++) {
+            known |= !strcmp(role, roles[r]);
+        }
+        if (!known) {
+            BAD(e, where, "'%s.role': '%.40s' is not one of system, developer, user, assistant, tool", where, role);
+            cJSON_Delete(out);
+            return NULL;
+        }
+        cJSON *nm = cJSON_Duplicate(m, true);
+        const cJSON *c = oxl_json_field(m, "content");
+        if (c && cJSON_IsArray(c)) {
+            size_t cap = 1, len = 0;
+            for (const cJSON *p = c->child; p; p = p->next) {
+                const cJSON *t = cJSON_GetObjectItemCaseSensitive(p, "text");
+                cap += cJSON_IsString(t) ? strlen(t->valuestring) : 0;
+            }
+            char *text = malloc(cap);
+            int pi = 0;
+            for (const cJSON *p = c->child; p && text; p = p->next, pi++) {
+                const char *type = NULL, *t = NULL;
+                oxl_api_error ign;
+                oxl_json_str(p, "type", &type, &ign);
+                oxl_json_str(p, "text", &t, &ign);
+                if (!type || (strcmp(type, "text") && strcmp(type, "input_text") && strcmp(type, "output_text")) ||
+                    !t) {
+                    char w2[96];
+                    snprintf(w2, sizeof w2, "%s.content[%d]", where, pi);
+                    BAD(e, w2,
+                        "'%s': only text parts ({\"type\": \"text\", \"text\": ...}) are supported; got type '%.40s'",
+                        w2, type ? type : "?");
+                    free(text);
+                    cJSON_Delete(nm);
+                    cJSON_Delete(out);
+                    return NULL;
+                }
+                memcpy(text + len, t, strlen(t));
+                len += strlen(t);
+            }
+            if (!text) {
+                cJSON_Delete(nm);
+                cJSON_Delete(out);
+                oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+                return NULL;
+            }
+            text[len] = 0;
+            cJSON_ReplaceItemInObjectCaseSensitive(nm, "content", cJSON_CreateString(text));
+            free(text);
+        } else if (c && !cJSON_IsString(c)) {
+            BAD_TYPE(e, where, "'%s.content': expected a string or a list of content parts", where);
+            cJSON_Delete(nm);
+            cJSON_Delete(out);
+            return NULL;
+        } else if (!c) {
+            cJSON_DeleteItemFromObjectCaseSensitive(nm, "content");
+            cJSON_AddStringToObject(nm, "content", "");
+        }
+        cJSON_AddItemToArray(out, nm);
+    }
+    return out;
+}
+
+int oxl_req_chat_prompt(oxl_srv *srv, const cJSON *msgs, const cJSON *tools, oxl_token **toks, int32_t *n,
+                        const char *param, oxl_api_error *e) {
+    char *text = NULL;
+    oxl_error err = {0};
+    char *msgs_json = cJSON_PrintUnformatted(msgs);
+    char *tools_json = tools ? cJSON_PrintUnformatted(tools) : NULL;
+    if (!msgs_json || (tools && !tools_json)) {
+        free(msgs_json);
+        free(tools_json);
+        return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+    }
+    int rc_t = oxl_chat_apply_template(srv->model, NULL, msgs_json, tools_json, true, &text, &err);
+    free(msgs_json);
+    free(tools_json);
+    if (rc_t != 0) {
+        return BAD(e, param, "'%s': the chat template failed: %s", param, err.msg);
+    }
+    int rc = oxl_req_tokenize(srv, text, strlen(text), toks, n, param, e);
+    free(text);
+    return rc;
+}
+
+/* A prompt given as token ids. */
+int oxl_req_token_list(oxl_srv *srv, const cJSON *a, const char *param, oxl_token **out, int32_t *n, oxl_api_error *e) {
+    int32_t cnt = cJSON_GetArraySize(a), n_vocab = oxl_model_n_vocab(srv->model);
+    *out = malloc(sizeof(oxl_token) * (size_t)(cnt + 1));
+    if (!*out) {
+        return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+    }
+    int32_t i = 0;
+    for (const cJSON *t = a->child; t; t = t->next, i++) {
+        if (!cJSON_IsNumber(t) || t->valuedouble != floor(t->valuedouble) || t->valuedouble < 0 ||
+            t->valuedouble >= n_vocab) {
+            return BAD(e, param, "'%s[%d]': expected a token id in [0, %d)", param, i, n_vocab);
+        }
+        (*out)[i] = (oxl_token)t->valuedouble;
+    }
+    *n = cnt;
+    return 0;
+}
+
+int oxl_req_submit(oxl_srv *srv, oxl_job *j, oxl_api_error *e) {
+    if (oxl_sched_submit(srv->sched, j) != 0) {
+        atomic_fetch_add(&srv->n_rejected_queue, 1);
+        const bool down = atomic_load(&srv->stopping);
+        oxl_api_fail(e, down ? OXL_E_SHUTTING_DOWN : OXL_E_OVERLOADED, NULL, "%s",
+                     down ? "The server is shutting down"
+                          : "The server is overloaded: the request queue is full; retry later");
+        e->retry_after = 1;
+        return -1;
+    }
+    return 0;
+}
+
+bool oxl_req_job_done(const oxl_job *j) { return j->n_done == j->n_choices; }
+
+/* Blocks until every job is done; -1 (jobs cancelled) when the client disconnects first. */
+int oxl_req_wait(oxl_srv *srv, oxl_job **jobs, int n, int fd) {
+    oxl_sched_lock(srv->sched);
+    for (;;) {
+        int i = 0;
+        while (i < n && oxl_req_job_done(jobs[i])) {
+            i++;
+        }
+        if (i == n) {
+            break;
+        }
+        oxl_sched_wait(srv->sched, jobs[i], WAIT_MS);
+        if (oxl_client_gone(fd)) {
+            oxl_sched_unlock(srv->sched);
+            for (int k = 0; k < n; k++) {
+                oxl_job_cancel(srv->sched, jobs[k]);
+            }
+            atomic_fetch_add(&srv->n_cancelled, 1);
+            return -1;
+        }
+    }
+    oxl_sched_unlock(srv->sched);
+    return 0;
+}
+
+void oxl_req_release(oxl_srv *srv, oxl_job **jobs, int n) {
+    for (int i = 0; i < n; i++) {
+        if (jobs[i]) {
+            oxl_job_release(srv->sched, jobs[i]);
+        }
+    }
+    free(jobs);
+}
+
+cJSON *oxl_req_usage(oxl_job **jobs, int n_jobs, api_kind kind) {
+    long long in = 0, out = 0, cached = 0;
+    for (int i = 0; i < n_jobs; i++) {
+        in += jobs[i]->n_prompt;
+        cached += jobs[i]->n_cached;
+        for (int c = 0; c < jobs[i]->n_choices; c++) {
+            out += jobs[i]->choice[c].n_gen;
+        }
+    }
+    cJSON *u = cJSON_CreateObject();
+    cJSON_AddNumberToObject(u, kind == API_RESPONSES ? "input_tokens" : "prompt_tokens", (double)in);
+    cJSON_AddNumberToObject(u, kind == API_RESPONSES ? "output_tokens" : "completion_tokens", (double)out);
+    cJSON_AddNumberToObject(u, "total_tokens", (double)(in + out));
+    cJSON *d = cJSON_AddObjectToObject(u, kind == API_RESPONSES ? "input_tokens_details" : "prompt_tokens_details");
+    cJSON_AddNumberToObject(d, "cached_tokens", (double)cached);
+    return u;
+}
+
+/* The first job error, as an API error (503 for shutdown, 500 otherwise). */
+bool oxl_req_job_error(oxl_job **jobs, int n, oxl_api_error *e) {
+    for (int i = 0; i < n; i++) {
+        if (jobs[i]->error[0]) {
+            bool down = strstr(jobs[i]->error, "shutting down") != NULL;
+            oxl_api_fail(e, down ? OXL_E_SHUTTING_DOWN : OXL_E_GENERATION_FAILED, NULL, "%s", jobs[i]->error);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Chat shape: [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]. */
+cJSON *oxl_chat_logprobs(oxl_srv *srv, const oxl_choice_out *c, int32_t from, int32_t to) {
+    cJSON *arr = cJSON_CreateArray();
+    char buf[256];
+    for (int32_t i = from; i < to; i++) {
+        const oxl_tok_logprob *r = &c->lp[i];
+        cJSON *o = cJSON_CreateObject();
+        int n = oxl_tok_piece(srv->model, r->tok, buf, sizeof buf);
+        cJSON_AddItemToObject(o, "token", oxl_json_text(buf, (size_t)n));
+        cJSON_AddNumberToObject(o, "logprob", r->logprob);
+        cJSON_AddItemToObject(o, "bytes", oxl_json_bytes(buf, n));
+        cJSON *top = cJSON_AddArrayToObject(o, "top_logprobs");
+        for (int k = 0; k < r->n_top; k++) {
+            cJSON *t = cJSON_CreateObject();
+            n = oxl_tok_piece(srv->model, r->top_tok[k], buf, sizeof buf);
+            cJSON_AddItemToObject(t, "token", oxl_json_text(buf, (size_t)n));
+            cJSON_AddNumberToObject(t, "logprob", r->top_lp[k]);
+            cJSON_AddItemToObject(t, "bytes", oxl_json_bytes(buf, n));
+            cJSON_AddItemToArray(top, t);
+        }
+        cJSON_AddItemToArray(arr, o);
+    }
+    return arr;
+}
+
+/* Completions shape: {tokens, token_logprobs, top_logprobs: [{piece: logprob}], text_offset}. */
+cJSON *oxl_completion_logprobs(oxl_srv *srv, const oxl_choice_out *c, int32_t from, int32_t to, size_t offset) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON *toks = cJSON_AddArrayToObject(o, "tokens");
+    cJSON *lps = cJSON_AddArrayToObject(o, "token_logprobs");
+    cJSON *tops = cJSON_AddArrayToObject(o, "top_logprobs");
+    cJSON *offs = cJSON_AddArrayToObject(o, "text_offset");
+    char buf[256];
+    for (int32_t i = from; i < to; i++) {
+        const oxl_tok_logprob *r = &c->lp[i];
+        int n = oxl_tok_piece(srv->model, r->tok, buf, sizeof buf);
+        cJSON_AddItemToArray(toks, oxl_json_text(buf, (size_t)n));
+        cJSON_AddItemToArray(lps, cJSON_CreateNumber(r->logprob));
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)offset));
+        offset += (size_t)n;
+        cJSON *t = cJSON_CreateObject();
+        for (int k = 0; k < r->n_top; k++) {
+            n = oxl_tok_piece(srv->model, r->top_tok[k], buf, sizeof buf);
+            buf[n] = 0;
+            if (!cJSON_GetObjectItemCaseSensitive(t, buf)) {
+                cJSON_AddNumberToObject(t, buf, r->top_lp[k]);
+            }
+        }
+        cJSON_AddItemToArray(tops, t);
+    }
+    return o;
+}
+
+static void stream_state_release(void *state);
+
+static void stream_state_free(stream_state *ss) {
+    if (!ss) {
+        return;
+    }
+    for (int i = 0; i < ss->n_prompts; i++) {
+        free(ss->prompts[i]);
+    }
+    free(ss->prompts);
+    free(ss->cp);
+    oxl_gen_params_free(&ss->r.gen);
+    free(ss);
+}
+
+static void free_prompts(char **prompts, int n) {
+    for (int p = 0; prompts && p < n; p++) {
+        free(prompts[p]);
+    }
+    free(prompts);
+}
+
+/* Submits one job per prompt (taking the token arrays and prompts); the reply is a stream (which
+ * takes r's parameters) or the finished object. */
+void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **toks, int32_t *n_toks, char **prompts,
+                 int n_prompts, oxl_reply *out) {
+    oxl_api_error e = {0};
+    oxl_job **jobs = calloc((size_t)n_prompts, sizeof *jobs);
+    int n_jobs = 0;
+    bool ok = jobs != NULL;
+    for (int p = 0; ok && p < n_prompts; p++) {
+        oxl_gen_params g = r->gen;
+        /* each job owns a copy of the parameters' arrays */
+        memset(g.stop, 0, sizeof g.stop);
+        for (int k = 0; k < g.n_stop; k++) {
+            g.stop[k] = strdup(r->gen.stop[k]);
+        }
+        g.bias_tok = g.n_bias ? malloc(sizeof(oxl_token) * (size_t)g.n_bias) : NULL;
+        g.bias_val = g.n_bias ? malloc(sizeof(float) * (size_t)g.n_bias) : NULL;
+        if (g.n_bias && g.bias_tok && g.bias_val) {
+            memcpy(g.bias_tok, r->gen.bias_tok, sizeof(oxl_token) * (size_t)g.n_bias);
+            memcpy(g.bias_val, r->gen.bias_val, sizeof(float) * (size_t)g.n_bias);
+        }
+        oxl_job *j = oxl_job_new(toks[p], n_toks[p], r->n, &g);
+        if (!j) {
+            oxl_gen_params_free(&g);
+            ok = false;
+            oxl_api_fail(&e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+            break;
+        }
+        toks[p] = NULL;
+        if (oxl_req_submit(srv, j, &e) != 0) {
+            oxl_job_release(NULL, j);
+            ok = false;
+            break;
+        }
+        jobs[n_jobs++] = j;
+    }
+    if (!ok) {
+        for (int p = 0; p < n_jobs; p++) {
+            oxl_job_cancel(srv->sched, jobs[p]);
+        }
+        oxl_req_release(srv, jobs, n_jobs);
+        free_prompts(prompts, n_prompts);
+        oxl_reply_error(out, &e);
+        return;
+    }
+    if (r->stream) {
+        oxl_stream *st = calloc(1, sizeof *st);
+        stream_state *ss = calloc(1, sizeof *ss);
+        choice_progress *cp = calloc((size_t)(n_prompts * r->n), sizeof *cp);
+        if (!st || !ss || !cp) {
+            free(st);
+            free(ss);
+            free(cp);
+            for (int p = 0; p < n_jobs; p++) {
+                oxl_job_cancel(srv->sched, jobs[p]);
+            }
+            oxl_req_release(srv, jobs, n_jobs);
+            free_prompts(prompts, n_prompts);
+            oxl_api_fail(&e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+            oxl_reply_error(out, &e);
+            return;
+        }
+        ss->r = *r;
+        memset(&r->gen, 0, sizeof r->gen);
+        ss->prompts = prompts;
+        ss->n_prompts = prompts ? n_prompts : 0;
+        ss->cp = cp;
+        oxl_random_id("msg_", ss->msg_id, sizeof ss->msg_id);
+        st->srv = srv;
+        st->fd = rq->fd;
+        st->jobs = jobs;
+        st->n_jobs = n_jobs;
+        st->state = ss;
+        st->free_state = stream_state_release;
+        st->produce = r->produce;
+        out->status = 200;
+        out->stream = st;
+        return;
+    }
+    if (oxl_req_wait(srv, jobs, n_jobs, rq->fd) != 0) {
+        oxl_req_release(srv, jobs, n_jobs);
+        oxl_api_fail(&e, OXL_E_CLIENT_CLOSED, NULL, "client closed the request");
+        oxl_reply_error(out, &e);
+    } else if (oxl_req_job_error(jobs, n_jobs, &e)) {
+        oxl_req_release(srv, jobs, n_jobs);
+        oxl_reply_error(out, &e);
+    } else {
+        char msg_id[64];
+        oxl_random_id("msg_", msg_id, sizeof msg_id);
+        cJSON *o = r->object(srv, r, jobs, n_jobs, prompts, msg_id);
+        oxl_req_release(srv, jobs, n_jobs);
+        oxl_reply_json(out, 200, o);
+    }
+    free_prompts(prompts, n_prompts);
+}
+
+static void stream_state_release(void *state) { stream_state_free(state); }

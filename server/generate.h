@@ -1,0 +1,98 @@
+/* What the generating routes (chat completions, completions, responses) and embeddings share:
+ * the parsed request, prompts and the chat template, jobs on the scheduler, usage and logprobs,
+ * and running a request as one job per prompt. Each dialect gives run its reply object and its
+ * stream producer. */
+#ifndef OXL_SRV_GENERATE_H
+#define OXL_SRV_GENERATE_H
+
+#include "api.h"
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+typedef enum api_kind { API_CHAT, API_COMPLETION, API_RESPONSES } api_kind;
+
+typedef struct api_req api_req;
+struct api_req {
+    api_kind kind;
+    oxl_gen_params gen;
+    int n; /* choices per prompt */
+    bool stream, include_usage, echo;
+    bool logprobs;      /* chat: logprobs; completions: logprobs given */
+    const cJSON *tools; /* valid while the request is handled */
+    bool has_tools;     /* tools were given: replies may hold tool calls */
+    char id[64];
+    time_t created;
+    /* the dialect: the finished reply object (msg_id: a fresh message id), and the producer of
+     * its stream (whose state is a stream_state) */
+    cJSON *(*object)(oxl_srv *srv, const api_req *r, oxl_job **jobs, int n_jobs, char **prompts, const char *msg_id);
+    size_t (*produce)(oxl_stream *st);
+};
+
+typedef struct choice_progress {
+    size_t sent;     /* text bytes sent */
+    int32_t lp_sent; /* logprob records sent */
+    bool started, finished;
+} choice_progress;
+
+typedef struct stream_state {
+    api_req r;
+    char **prompts; /* completions with echo: each prompt's text */
+    int n_prompts;
+    choice_progress *cp; /* one per choice over all jobs */
+    bool usage_sent;
+    int seq; /* responses: sequence_number */
+    char msg_id[64];
+    int phase; /* responses: 0 = nothing sent, 1 = deltas, 2 = completed */
+} stream_state;
+
+/* The text of token t with special tokens rendered (0 bytes when it does not fit). */
+int oxl_tok_piece(const oxl_model *m, oxl_token t, char *buf, int cap);
+
+/* Request fields; each returns 0, or -1 with e naming the field. */
+/* 'model', when given, must be the server's id or file name (404 otherwise). */
+int oxl_req_check_model(oxl_srv *srv, const cJSON *b, oxl_api_error *e);
+/* The fields common to the generating routes, into r. */
+int oxl_req_parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error *e);
+
+/* Prompts: *out is malloc'd (the caller's); param names the field in errors. */
+int oxl_req_tokenize(oxl_srv *srv, const char *text, size_t len, oxl_token **out, int32_t *n, const char *param,
+                     oxl_api_error *e);
+/* A prompt given as token ids (JSON array a of field param): *out malloc'd, ids checked. */
+int oxl_req_token_list(oxl_srv *srv, const cJSON *a, const char *param, oxl_token **out, int32_t *n, oxl_api_error *e);
+/* 400 context_length_exceeded when n_prompt tokens leave no room in a slot. */
+int oxl_req_check_context(oxl_srv *srv, int32_t n_prompt, const char *param, oxl_api_error *e);
+/* Chat messages as the template's input: content parts joined into text (a copy the caller frees). */
+cJSON *oxl_req_normalize_messages(const cJSON *msgs, const char *param, oxl_api_error *e);
+/* msgs (and tools) through the model's chat template (oxl_chat_apply_template), then tokenized. */
+int oxl_req_chat_prompt(oxl_srv *srv, const cJSON *msgs, const cJSON *tools, oxl_token **toks, int32_t *n,
+                        const char *param, oxl_api_error *e);
+
+/* Jobs: submits j (503 when the queue is full or the server stops); waits for every job (-1, jobs
+ * cancelled, when the client disconnects first); releases the jobs and the array. */
+int oxl_req_submit(oxl_srv *srv, oxl_job *j, oxl_api_error *e);
+bool oxl_req_job_done(const oxl_job *j);
+int oxl_req_wait(oxl_srv *srv, oxl_job **jobs, int n, int fd);
+void oxl_req_release(oxl_srv *srv, oxl_job **jobs, int n);
+/* The usage object of the jobs, in the naming of kind. */
+cJSON *oxl_req_usage(oxl_job **jobs, int n_jobs, api_kind kind);
+/* The first job error as an API error (503 for shutdown, 500 otherwise); false when none. */
+bool oxl_req_job_error(oxl_job **jobs, int n, oxl_api_error *e);
+
+/* Logprob records from..to of a choice: chat shape [{token, logprob, bytes, top_logprobs}]; the
+ * completions shape {tokens, token_logprobs, top_logprobs, text_offset} from text offset. */
+cJSON *oxl_chat_logprobs(oxl_srv *srv, const oxl_choice_out *c, int32_t from, int32_t to);
+cJSON *oxl_completion_logprobs(oxl_srv *srv, const oxl_choice_out *c, int32_t from, int32_t to, size_t offset);
+
+/* Submits one job per prompt (taking the token arrays and prompts); the reply is r->produce's
+ * stream (which takes r's parameters) or r->object's finished object. */
+void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **toks, int32_t *n_toks, char **prompts,
+                 int n_prompts, oxl_reply *out);
+
+/* stream_chunks.c: the chat.completion.chunk and text_completion streams. */
+size_t oxl_produce_chunks(oxl_stream *st);
+
+#endif
