@@ -101,18 +101,28 @@ class Generator:
         return self._unit_texts
 
     def isa_primitives(self, isa):
-        """Names the primitives header of isa defines (its static inline functions and macros)."""
+        """{name: definition text} of the primitives header of isa: each static inline function (its
+        whole text) and each macro (its lines)."""
         text = self.env.get_template(f"isa/{isa}.h.j2").render(isa=spec.ISA_BY_NAME[isa], header="")
-        names = set(re.findall(r"static inline[^(;{]*?\b(\w+)\s*\(", text))
-        names |= set(re.findall(r"^\s*#\s*define\s+(\w+)", text, re.M))
-        return {n for n in names if not n.endswith("_H")}
+        defs = {}
+        for m in re.finditer(r"^\s*#\s*define\s+(\w+).*?(?<!\\)$", text, re.M | re.S):
+            if not m.group(1).endswith("_H"):
+                defs[m.group(1)] = m.group(0)
+        for m in re.finditer(r"static inline[^(;{]*?\b(\w+)\s*\([^;{]*\{", text):
+            depth, k = 1, m.end()
+            while depth and k < len(text):
+                depth += {"{": 1, "}": -1}.get(text[k], 0)
+                k += 1
+            defs[m.group(1)] = text[m.start():k]
+        return defs
 
     def borrowed(self):
         """{(format name, ISA name): ISA name lent}: the (format, ISA) units that would be another
         unit's text under a different name. A unit borrows from its fallback (the best ISA below it,
         of its architecture or scalar, whose features it has and which has a unit of its own) when
-        its text, with ISA names normalised, equals the fallback's and it calls none of its ISA's
-        primitives: plain C that the ISA's compiler flags do not change in meaning. Such a unit is
+        its text, with ISA names normalised, equals the fallback's, and every primitive of its ISA it
+        calls (directly or through another) is defined as the fallback's is, names normalised (or it
+        calls none): the same code under another name. Such a unit is
         not generated; the kernel list leaves its cells out, so dispatch takes the fallback's, and
         gen --matrix names it."""
         if getattr(self, "_borrowed", None) is not None:
@@ -125,6 +135,18 @@ class Generator:
             return isa_word.sub("ISA", text)
 
         prims = {i.name: self.isa_primitives(i.name) for i in spec.ISAS}
+
+        def used(isa, body):
+            """The primitives of isa that body calls, with those they call in turn."""
+            seen, todo = set(), [body]
+            while todo:
+                t = todo.pop()
+                for name, d in prims[isa].items():
+                    if name not in seen and re.search(rf"\b{re.escape(name)}\b", t):
+                        seen.add(name)
+                        todo.append(d)
+            return seen
+
         texts = self.unit_texts()
         self._borrowed = {}
         for f in spec.FORMATS:
@@ -134,14 +156,21 @@ class Generator:
                     continue
                 text = texts[(f.name, i.name)][1]
                 body = text.split('#include "oxl_kernel_decls.h"', 1)[-1]
-                uses_isa = any(re.search(rf"\b{re.escape(p)}\b", body) for p in prims[i.name])
                 fallback = None
                 for j in reversed(own):
                     if j.arch in ("", i.arch) and set(j.features) <= set(i.features):
                         fallback = j
                         break
-                if (fallback is not None and not uses_isa and "#if" not in body
-                        and normalised(text) == normalised(texts[(f.name, fallback.name)][1])):
+                same = (fallback is not None and "#if" not in body
+                        and normalised(text) == normalised(texts[(f.name, fallback.name)][1]))
+                if same:
+                    # the same primitives, defined alike (ISA names normalised), or none at all
+                    for name in used(i.name, body):
+                        other = prims[fallback.name].get(name)
+                        if other is None or normalised(other) != normalised(prims[i.name][name]):
+                            same = False
+                            break
+                if same:
                     self._borrowed[(f.name, i.name)] = fallback.name
                 else:
                     own.append(i)
@@ -273,8 +302,8 @@ class Generator:
         lines.append("")
         lines.append("generic: the format's template on the ISA's primitives; override: an ISA-specific")
         lines.append("template (in parentheses: inherited from that base ISA); -> isa: no cell of its own, dispatch")
-        lines.append("takes that lower ISA's (the template would give the same plain C, using none of this ISA's")
-        lines.append("primitives, or there is no template for it). layout RxC: a repacked layout of R interleaved rows, multiplied")
+        lines.append("takes that lower ISA's (the template would give that ISA's code again: the same text calling")
+        lines.append("no primitive, or only primitives defined alike; or there is no template). layout RxC: a repacked layout of R interleaved rows, multiplied")
         lines.append("in tiles of R rows x C columns (templates/repack/); -: the plain rows serve.")
         lines.append(f"formats without kernels yet: {', '.join(no_kernels)}")
         return "\n".join(lines)
