@@ -152,7 +152,7 @@ def sync_tree(src, dst):
 def run(cmd, cwd, env=None, show=40):
     p = subprocess.run(cmd, cwd=cwd, shell=True, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     text = p.stdout.decode(errors="replace")
-    return p.returncode, "\n".join(text.splitlines()[-show:])
+    return p.returncode, text if show is None else "\n".join(text.splitlines()[-show:])
 
 
 def main():
@@ -205,7 +205,7 @@ def main():
                 print("   the mutant does not build")
                 ok = False
         if ok:
-            rc, out = run(m["check"], tree, env, show=400)
+            rc, out = run(m["check"], tree, env, show=None)  # the whole output for expect
             reason = re.search(m["expect"], out) is not None
             ok = rc != 0 and reason
             print("\n".join("   | " + line for line in out.splitlines()[-12:]))
