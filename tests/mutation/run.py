@@ -6,7 +6,9 @@ into a work directory (default build-mutation/ in the source tree, kept between 
 incremental), builds it once, then for each mutation below: applies its edits to the copy (each
 `old` text must occur exactly once, else the mutation no longer applies and counts as missed),
 rebuilds, runs the checks that should catch it and expects them to fail, then restores the files.
-A mutation is caught when its check exits non-zero; the check's last lines are shown.
+Every check is first run on the unmutated copy and must pass there. A mutation is caught when its
+check exits non-zero and its output shows the mutation's expected symptom (`expect`); the check's
+last lines are shown.
 
 usage: python3 tests/mutation/run.py [--work DIR] [--only NAME[,NAME...]] [--list]
 Closing line: "mutation: N passed, N failed" (passed = caught). Exit status 1 if any was missed.
@@ -72,7 +74,7 @@ MUTATIONS = [
                 "    case OXL_KV_F32: return OXL_TYPE_F32;\n",
                 "    case OXL_KV_F32: return OXL_TYPE_F16;\n")],
         check="ctest --test-dir $B -R '^(golden-logits-scalar|golden-arch-scalar|unit)$' --output-on-failure",
-        expect=r"golden-(logits|arch)-scalar \(Failed\)",
+        expect=r"FAIL  logits max\|Δ\|/range \S+ \(bound",
     ),
     dict(
         name="refusal-exits-0",
@@ -179,14 +181,26 @@ def main():
         print(out)
         print("mutation: the unmutated copy does not build")
         return 1
+    # every check must pass on the unmutated copy first: a check failing already would make its
+    # mutant look caught
+    clean = {}
+    for m in chosen:
+        if m["check"] not in clean:
+            rc, out = run(m["check"], tree, env)
+            clean[m["check"]] = rc == 0
+            if rc != 0:
+                print(out)
+                print(f"   the check of {m['name']} fails on the unmutated copy: {m['check']}")
     caught = missed = 0
     for m in chosen:
         print(f"== {m['name']}: {m['what']}", flush=True)
         saved = {}
-        ok = bool(m["edits"])
-        if not ok:
+        ok = bool(m["edits"]) and clean[m["check"]]
+        if not m["edits"]:
             print("   no edit defined for this mutation")
-        for f, old, new in m["edits"]:
+        elif not ok:
+            print("   not tried: its check fails without the mutation")
+        for f, old, new in m["edits"] if ok else []:
             path = os.path.join(tree, f)
             with open(path, encoding="utf-8") as fh:
                 text = fh.read()
