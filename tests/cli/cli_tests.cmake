@@ -113,6 +113,11 @@ oxl_output_test(tokenize-ids ok "^\\[1, 403, 407, 261, 378\\]"
 oxl_output_test(quantize-q4_K_M ok "blk\\.1\\.attn_v\\.weight +q6_K"
   sh -c "'${OXL_BIN}' quantize --imatrix '${G}/quantize/synth-small.imatrix.dat' '${G}/quantize/synth-small-f32.gguf' '${CMAKE_CURRENT_BINARY_DIR}/synth-Q4_K_M.gguf' Q4_K_M 2 && '${OXL_BIN}' info '${CMAKE_CURRENT_BINARY_DIR}/synth-Q4_K_M.gguf'")
 
+# The K-quant mixes of stories260K (5 layers: the per-layer rules apply) and synth-small Q4_K_M are
+# llama-quantize's files byte for byte (golden/quantize/llama-quantize.sha256).
+add_test(NAME quantize-kquant-files COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_quantize_files.sh ${OXL_BIN}
+         ${CMAKE_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/quantize-kquant-files)
+
 # Every architecture (dense decoders; mixture-of-experts, latent attention, state-space and hybrid
 # models): llama.cpp's logits for one tiny random model each (golden/arch/, every logits file names
 # its model beside it), once per ISA cap.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Cross-ISA determinism: `oxillama run` greedy (64 tokens, --temp 0) on stories260K in f32, Q8_0,
-# Q4_0 and Q4_K_M (made here by `oxillama quantize`, whose output is llama-quantize's byte for byte;
+# Q4_0 and Q4_K_M (made here by `oxillama quantize`, checked to be llama-quantize's byte for byte;
 # stories260K's rows of 64 and 172 elements are not multiples of 256, so its Q4_K_M tensors fall back
 # to the legacy formats, as llama-quantize does), and golden/quantize's synth-small model (rows of 256
 # and 512) in Q4_K_M, whose tensors are real K-quants (q4_K, q6_K), must print llama.cpp's greedy
@@ -52,10 +52,17 @@ targets() {
     done
 }
 
-"$x86/oxillama" quantize "$src/models/stories260K.gguf" "$tmp/stories260K-Q4_K_M.gguf" Q4_K_M >"$tmp/quantize.log" 2>&1
-check "quantize stories260K Q4_K_M" $? "$(tail -3 "$tmp/quantize.log")"
-"$x86/oxillama" quantize "$src/golden/quantize/synth-small-f32.gguf" "$tmp/synth-small-Q4_K_M.gguf" Q4_K_M >"$tmp/quantize.log" 2>&1
-check "quantize synth-small Q4_K_M" $? "$(tail -3 "$tmp/quantize.log")"
+# the Q4_K_M files, made here, must be llama-quantize's (golden/quantize/llama-quantize.sha256)
+quantize() { # source model, output name
+    "$x86/oxillama" quantize "$1" "$tmp/$2" Q4_K_M >"$tmp/quantize.log" 2>&1
+    check "quantize $2" $? "$(tail -3 "$tmp/quantize.log")"
+    want=$(sed -n "s/^\([0-9a-f]*\)  $2\$/\1/p" "$src/golden/quantize/llama-quantize.sha256")
+    got=$(sha256sum "$tmp/$2" | cut -d' ' -f1)
+    [ -n "$want" ] && [ "$got" = "$want" ]
+    check "$2 = llama-quantize's file" $? "  sha256 $got, llama-quantize's ${want:-(not listed)}"
+}
+quantize "$src/models/stories260K.gguf" stories260K-Q4_K_M.gguf
+quantize "$src/golden/quantize/synth-small-f32.gguf" synth-small-Q4_K_M.gguf
 
 targets > "$tmp/targets"
 if [ -n "${OXL_DETERMINISM_ONLY:-}" ]; then

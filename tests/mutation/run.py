@@ -114,6 +114,13 @@ MUTATIONS = [
         check="ctest --test-dir $B -R '^golden-embeddings$' --output-on-failure",
         expect=r"FAIL  embeddings pooled \(cls\)",
     ),
+    dict(
+        name="quant-mix-more-bits",
+        what="the K-quant mixes' 'more bits' layers shifted by one ((i - n/8) % 3 == 1 instead of == 2)",
+        edits=[("src/quantize/quant_mix.c", "(i - n / 8) % 3 == 2;", "(i - n / 8) % 3 == 1;")],
+        check="ctest --test-dir $B -R '^quantize-kquant-files$' --output-on-failure",
+        expect=r"FAIL  stories260K-Q4_K_M\.gguf: sha256",
+    ),
 ]
 
 
