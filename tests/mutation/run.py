@@ -43,6 +43,14 @@ MUTATIONS = [
         expect=r"FAIL  stories260K\.t",
     ),
     dict(
+        name="sampler-top-k-plus-one",
+        what="top-k keeping one candidate more than asked",
+        edits=[("src/model/sampler.c", "        n = p->top_k < n ? p->top_k : n;\n",
+                "        n = p->top_k + 1 < n ? p->top_k + 1 : n;\n")],
+        check="ctest --test-dir $B -R '^sampling-f32-scalar$' --output-on-failure",
+        expect=r"FAIL  stories260K\.k[38]\.s",
+    ),
+    dict(
         name="logprobs-unnormalised",
         what="the log-sum-exp dropped from the server's logprobs (the greedy token reports 0)",
         edits=[("server/scheduler.c", "float lse = mx + (float)log(sum);", "float lse = mx;")],
