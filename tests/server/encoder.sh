@@ -1,7 +1,10 @@
 #!/bin/sh
 # oxillama serve on an embedding model (golden/arch/bert.gguf, no output head): the generation
 # routes refuse it with a 400 naming the model (code model_not_supported) and /v1/embeddings
-# answers. usage: encoder.sh OXILLAMA_BINARY BERT_GGUF
+# answers. Then check_embeddings.py compares /v1/embeddings' values (three token-list inputs in one
+# request) with llama.cpp's pooled embeddings: bert (cls pooling), bert with its pooling_type cleared
+# (the server's mean fallback) and nomic-bert (mean pooling), found beside bert.gguf.
+# usage: encoder.sh OXILLAMA_BINARY BERT_GGUF
 set -u
 bin=$1 model=$2
 work=$(mktemp -d)
@@ -48,5 +51,17 @@ for route in chat/completions completions responses; do
 done
 check "/v1/embeddings answers" 200 '"object":"embedding"' -H 'Content-Type: application/json' \
     -d '{"input": "hello world"}' "$base/v1/embeddings"
+here=$(dirname "$0")
+arch=$(dirname "$model")
+for args in "$model ${model%.gguf}.logits.gguf" "$model ${model%.gguf}.logits.gguf fallback" \
+    "$arch/nomic-bert.gguf $arch/nomic-bert.logits.gguf"; do
+    # shellcheck disable=SC2086 # the paths have no blanks (ctest's golden/arch)
+    if python3 "$here/check_embeddings.py" "$bin" $args; then
+        passed=$((passed + 1))
+    else
+        echo "FAIL  check_embeddings.py $args"
+        failed=$((failed + 1))
+    fi
+done
 echo "encoder server: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

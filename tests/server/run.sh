@@ -350,6 +350,8 @@ while [ $i -lt 600 ] && ! curl -s -H "Authorization: Bearer k1" "$base/slots" | 
     sleep 0.05
     i=$((i + 1))
 done
+[ $i -lt 600 ] || fail "queue setup: the first request occupies the slot" \
+    "no slot with \"is_processing\":true after 600 polls: $(curl -s -H "Authorization: Bearer k1" "$base/slots" | head -c 300)"
 curl -s -o /dev/null --max-time 60 -H "Authorization: Bearer k3" -H "$J" -d "$long" "$base/v1/completions" &
 c2=$!
 i=0
@@ -357,6 +359,8 @@ while [ $i -lt 600 ] && ! curl -s -H "Authorization: Bearer k1" "$base/metrics" 
     sleep 0.05
     i=$((i + 1))
 done
+[ $i -lt 600 ] || fail "queue setup: the second request waits in the queue" \
+    "no 'oxillama_queue_depth 1' after 600 polls: $(curl -s -H "Authorization: Bearer k1" "$base/metrics" | grep '^oxillama_queue_depth')"
 req "full queue -> 503" 503 '"code":"server_overloaded"' -H "Authorization: Bearer k4" -H "$J" -d "$long" "$base/v1/completions"
 grep -qi '^retry-after: 1' "$work/headers" && pass "503 has Retry-After" || fail "503 has Retry-After" "$(cat "$work/headers")"
 kill $c1 2>/dev/null
