@@ -58,6 +58,13 @@ MUTATIONS = [
         expect=r"FAIL  logprobs",
     ),
     dict(
+        name="server-embeddings-pooling",
+        what="the server pools a model without pooling_type by its last token instead of the mean",
+        edits=[("server/scheduler.c", "        p.pooling = OXL_POOLING_MEAN;\n", "        p.pooling = OXL_POOLING_LAST;\n")],
+        check="ctest --test-dir $B -R '^server-encoder$' --output-on-failure",
+        expect=r"FAIL  embeddings input 0 \(48 ids\): max \|diff\|",
+    ),
+    dict(
         name="generated-hand-edit",
         what="a hand edit in the committed generated/ tree",
         edits=[("generated/oxl_types.c", "\n", "\n/* edited by hand */\n")],
