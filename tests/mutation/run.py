@@ -194,6 +194,11 @@ def main():
     build = os.path.join(tree, "build")
     os.makedirs(tree, exist_ok=True)
     sync_tree(SRC, tree)
+    # the shared reference set beside the source tree is beside the copy too (its tests need it, and
+    # CI's OXILLAMA_REQUIRE_SHARED makes them fail without it)
+    shared, link = os.path.join(os.path.dirname(SRC), "shared"), os.path.join(a.work, "shared")
+    if os.path.isdir(shared) and not os.path.lexists(link):
+        os.symlink(shared, link)
     launcher = "-DCMAKE_C_COMPILER_LAUNCHER=ccache" if shutil.which("ccache") else ""
     env = dict(os.environ, B=build, S=tree)
     env.pop("OXILLAMA_ISA", None)
