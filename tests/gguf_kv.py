@@ -39,3 +39,73 @@ def kv_arr(key, etype, items):
         fmt = {U8: "B", I32: "i", U32: "I", F32: "f"}[etype]
         body = b"".join(struct.pack("<" + fmt, x) for x in items)
     return kv(key, ARR, struct.pack("<IQ", etype, len(items)) + body)
+
+
+# struct formats of the scalar value types
+SCALAR_FMT = {U8: "B", I8: "b", U16: "H", I16: "h", U32: "I", I32: "i", F32: "f", BOOL: "?", U64: "Q", I64: "q",
+              F64: "d"}
+# ggml type id: (name, elements per block, bytes per block) of the tensor types the tests read
+# (ggml/src/ggml.c type_traits)
+GGML_TYPES = {0: ("F32", 1, 4), 1: ("F16", 1, 2), 2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20), 6: ("Q5_0", 32, 22),
+              7: ("Q5_1", 32, 24), 8: ("Q8_0", 32, 34), 10: ("Q2_K", 256, 84), 11: ("Q3_K", 256, 110),
+              12: ("Q4_K", 256, 144), 13: ("Q5_K", 256, 176), 14: ("Q6_K", 256, 210), 26: ("I32", 1, 4),
+              30: ("BF16", 1, 2)}
+
+
+class Gguf:
+    """A GGUF v3 file read whole: kv {key: (value type, value)}, kv_offset {key: byte offset of the
+    value}, meta {key: value}, tensors [(name, ggml type id, ne list, data bytes)] in file order
+    (data empty when read without tensors) and tensor {name: (ne, type, data)}."""
+
+    def __init__(self, path, with_tensors=True):
+        with open(path, "rb") as f:
+            buf = f.read()
+        if buf[:4] != b"GGUF" or struct.unpack_from("<I", buf, 4)[0] != 3:
+            raise ValueError("%s: not a GGUF v3 file" % path)
+        self.off = 8
+        self.buf = buf
+        n_tensors, n_kv = self._take("Q"), self._take("Q")
+        self.kv, self.kv_offset = {}, {}
+        for _ in range(n_kv):
+            key = self._string()
+            t = self._take("I")
+            self.kv_offset[key] = self.off
+            self.kv[key] = (t, self._value(t))
+        self.meta = {k: v for k, (_, v) in self.kv.items()}
+        infos = []
+        for _ in range(n_tensors):
+            name = self._string()
+            ne = [self._take("Q") for _ in range(self._take("I"))]
+            infos.append((name, self._take("I"), ne, self._take("Q")))
+        align = self.meta.get("general.alignment", 32)
+        data = (self.off + align - 1) // align * align
+        self.tensors = []
+        for name, t, ne, o in infos:
+            size = 0
+            if with_tensors:
+                _, blck, bytes_per_block = GGML_TYPES[t]
+                n = 1
+                for d in ne:
+                    n *= d
+                size = n // blck * bytes_per_block
+            self.tensors.append((name, t, ne, buf[data + o:data + o + size]))
+        self.tensor = {name: (ne, t, d) for name, t, ne, d in self.tensors}
+        del self.buf
+
+    def _take(self, fmt):
+        (v,) = struct.unpack_from("<" + fmt, self.buf, self.off)
+        self.off += struct.calcsize("<" + fmt)
+        return v
+
+    def _string(self):
+        n = self._take("Q")
+        self.off += n
+        return self.buf[self.off - n:self.off].decode("utf-8", "surrogateescape")
+
+    def _value(self, t):
+        if t == STR:
+            return self._string()
+        if t == ARR:
+            et, n = self._take("I"), self._take("Q")
+            return [self._value(et) for _ in range(n)]
+        return self._take(SCALAR_FMT[t])

@@ -29,8 +29,9 @@ import time
 import urllib.error
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_logprobs import FMT, read_gguf  # noqa: E402
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from gguf_kv import I32, U32, Gguf  # noqa: E402
 
 # Normalised components are ~0.1 (64 dimensions); oxillama reproduces llama.cpp's pooled embedding
 # to a few 1e-7 here (measured max |diff| after normalisation: see the INFO line).
@@ -46,39 +47,13 @@ def l2(v):
 
 def zero_pooling(model, out):
     """Writes a copy of MODEL with its <arch>.pooling_type (a u32/i32 key) set to 0 (none)."""
-    buf = bytearray(open(model, "rb").read())
-    _, _, n_kv = struct.unpack_from("<IQQ", buf, 4)
-    off = 24
-
-    def string():
-        nonlocal off
-        (n,) = struct.unpack_from("<Q", buf, off)
-        off += 8 + n
-        return bytes(buf[off - n:off]).decode("utf-8", "surrogateescape")
-
-    def skip(t):
-        nonlocal off
-        if t == 8:
-            string()
-        elif t == 9:
-            et, n = struct.unpack_from("<IQ", buf, off)
-            off += 12
-            for _ in range(n):
-                skip(et)
-        else:
-            off += struct.calcsize(FMT[t])
-
-    done = False
-    for _ in range(n_kv):
-        key = string()
-        (t,) = struct.unpack_from("<I", buf, off)
-        off += 4
-        if key.endswith(".pooling_type") and t in (4, 5):
-            struct.pack_into("<I", buf, off, 0)
-            done = True
-        skip(t)
-    if not done:
+    g = Gguf(model, with_tensors=False)
+    keys = [k for k, (t, _) in g.kv.items() if k.endswith(".pooling_type") and t in (U32, I32)]
+    if not keys:
         raise SystemExit("FAIL  %s has no pooling_type key to clear" % model)
+    buf = bytearray(open(model, "rb").read())
+    for k in keys:
+        struct.pack_into("<I", buf, g.kv_offset[k], 0)
     open(out, "wb").write(buf)
 
 
@@ -102,7 +77,8 @@ def serve(binary, model, work):
 def main():
     binary, model, golden = sys.argv[1:4]
     fallback = sys.argv[4:5] == ["fallback"]
-    meta, t = read_gguf(golden)
+    g = Gguf(golden)
+    meta, t = g.meta, g.tensor
     n_embd = meta["golden.n_embd"]
     tokens = list(struct.unpack("<%di" % t["tokens"][0][0], t["tokens"][2]))
     name = os.path.basename(model)

@@ -15,8 +15,13 @@ Prints the largest difference measured; exit status 1 on a failed check.
 """
 import json
 import math
+import os
 import struct
 import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from gguf_kv import Gguf  # noqa: E402
 
 # The golden's logits were computed with an f32 KV cache, the server keeps an f16 one (as
 # llama-server does by default): the rounding of K and V moves the logits by up to ~5e-3 here
@@ -24,58 +29,6 @@ import sys
 # (logit - max, the greedy token at 0) would all be off by -log p(greedy) = 0.032.
 TOL = 1e-3      # the greedy token (probability 0.97)
 TOL_TOP = 1e-2  # its alternatives, down to probability 2e-4
-
-FMT = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
-
-
-def read_gguf(path, tensors=True):
-    """Returns (metadata dict, {tensor name: (shape, type, bytes)}) of a GGUF file (ggml docs/gguf.md)."""
-    buf = open(path, "rb").read()
-    assert buf[:4] == b"GGUF", path
-    _, n_tensors, n_kv = struct.unpack_from("<IQQ", buf, 4)
-    off = 24
-
-    def string():
-        nonlocal off
-        (n,) = struct.unpack_from("<Q", buf, off)
-        off += 8 + n
-        return buf[off - n:off].decode("utf-8", "surrogateescape")
-
-    def value(t):
-        nonlocal off
-        if t == 8:
-            return string()
-        if t == 9:
-            et, n = struct.unpack_from("<IQ", buf, off)
-            off += 12
-            return [value(et) for _ in range(n)]
-        (v,) = struct.unpack_from("<" + FMT[t], buf, off)
-        off += struct.calcsize(FMT[t])
-        return v
-
-    meta = {}
-    for _ in range(n_kv):
-        key = string()
-        (t,) = struct.unpack_from("<I", buf, off)
-        off += 4
-        meta[key] = value(t)
-    infos = []
-    for _ in range(n_tensors):
-        name = string()
-        (nd,) = struct.unpack_from("<I", buf, off)
-        shape = struct.unpack_from("<%dq" % nd, buf, off + 4)
-        t, toff = struct.unpack_from("<IQ", buf, off + 4 + 8 * nd)
-        off += 4 + 8 * nd + 12
-        infos.append((name, shape, t, toff))
-    if not tensors:
-        return meta, None
-    align = meta.get("general.alignment", 32)
-    data = off + (-off % align)
-    out = {}
-    for name, shape, t, toff in infos:
-        size = {0: 4, 26: 4}[t] * math.prod(shape)  # F32 and I32 only: the golden tensors
-        out[name] = (shape, t, buf[data + toff:data + toff + size])
-    return meta, out
 
 
 def piece(tok_text):
@@ -87,7 +40,8 @@ def piece(tok_text):
 
 def main():
     golden_path, model_path, reply_path = sys.argv[1:4]
-    meta, tensors = read_gguf(golden_path)
+    g = Gguf(golden_path)
+    meta, tensors = g.meta, g.tensor
     n_vocab = meta["golden.n_vocab"]
     shape, _, raw = tensors["logits"]
     n_tokens = shape[1]
@@ -135,7 +89,7 @@ def main():
 
 def read_gguf_vocab(path):
     """tokenizer.ggml.tokens of a model."""
-    return read_gguf(path, tensors=False)[0]["tokenizer.ggml.tokens"]
+    return Gguf(path, with_tensors=False).meta["tokenizer.ggml.tokens"]
 
 
 if __name__ == "__main__":
