@@ -147,7 +147,8 @@ def tracked_files(src):
 
 def sync_tree(src, dst):
     """Copies src's files into dst, writing only files whose bytes differ (so ninja rebuilds only
-    what changed) and removing files of dst that src no longer has (outside build/)."""
+    what changed) and removing files of dst that src no longer has (outside build/ and what git
+    ignores)."""
     files = tracked_files(src)
     keep = set(files)
     for f in files:
@@ -162,15 +163,18 @@ def sync_tree(src, dst):
         with open(b, "wb") as fb:
             fb.write(data)
         shutil.copymode(a, b)
+    stale = []
     for root, dirs, names in os.walk(dst):
         rel = os.path.relpath(root, dst)
         if rel == "build" or rel.startswith("build" + os.sep):
             dirs[:] = []
             continue
-        for n in names:
-            r = os.path.normpath(os.path.join(rel, n))
-            if r not in keep:
-                os.remove(os.path.join(root, n))
+        stale += [r for r in (os.path.normpath(os.path.join(rel, n)) for n in names) if r not in keep]
+    # what the source ignores (tests/server/node_modules that the server test installs, caches) stays
+    ignored = subprocess.run(["git", "-C", src, "check-ignore", "--no-index", "--stdin", "-z"],
+                             input="\0".join(stale).encode(), capture_output=True).stdout.decode().split("\0")
+    for r in set(stale) - set(ignored):
+        os.remove(os.path.join(dst, r))
 
 
 def run(cmd, cwd, env=None, show=40):
