@@ -213,6 +213,10 @@ class Generator:
         render("oxl_cpu_features.inc.j2", "oxl_cpu_features.inc")
         render("oxl_kernel_list.inc.j2", "oxl_kernel_list.inc", cells=cells)
         render("oxl_kernel_decls.h.j2", "oxl_kernel_decls.h")
+        render("oxl_ftypes.h.j2", "oxl_ftypes.h")
+        render("oxl_ftypes.c.j2", "oxl_ftypes.c")
+        render("oxl_quantizers.inc.j2", "oxl_quantizers.inc")
+        render("oxl_format_facts.inc.j2", "oxl_format_facts.inc")
         render("oxl_kernel_borrowed.inc.j2", "oxl_kernel_borrowed.inc", borrowed=self.borrowed())
         units = []
         borrowed = self.borrowed()

@@ -27,75 +27,195 @@ class Format:
     blck: int                 # elements per block
     size: int                 # bytes per block
     partner: str              # vec_dot_type (activation format paired in vec_dot)
-    quantized: bool
+    quantized: bool = True
     fields: tuple = ()
     elem: str = ""            # C type of one element, for block size 1 formats
     ops: tuple = ()           # kernel ops this format has: dequant, quant, vec_dot, gemm, swiglu, mad
     isas: tuple = ()          # ISAs with cells for this format (empty: every ISA)
+    # The reference quantizer: oxl_quantize_row_<name>(x, y, ne0, imatrix) in src/quantize/, bytes
+    # equal to ggml's quantize_row_<name>_ref / ggml_quantize_chunk (`oxillama quantize` writes the
+    # format); imatrix: it uses importance weights when given them (ggml's quantize_<name> with
+    # quant_weights), else it ignores them.
+    quantizer: bool = False
+    imatrix: bool = False
+    # A KV-cache type (-ctk/-ctv, oxl_ctx_params.type_k/_v): rows stored through the quantizer and
+    # read back through dequant/vec_dot (llama.cpp's set_rows and attention on that type).
+    kv_cache: bool = False
+    # Checked against llama.cpp's golden/quant/<name>.gguf (ctest golden-quant, the quantizer and
+    # kernel tests, the cross-ISA runs) when it has ops or a quantizer.
+    golden: bool = True
+
+    @property
+    def golden_file(self):
+        """The name of its golden/quant file, or "" when it has none."""
+        return f"{self.name}.gguf" if self.golden and (self.ops or self.quantizer) else ""
 
 
 # ggml's type ids (ggml.h enum ggml_type); ids not listed here (4, 5, 31..33, 36..38) were
 # removed from ggml and are not valid.
 FORMATS = (
-    Format(0, "f32", 1, 4, "f32", False, elem="float",
-           ops=("dequant", "quant", "vec_dot", "gemm", "swiglu", "mad", "sgemm_acc", "softmax")),
-    Format(1, "f16", 1, 2, "f16", False, elem="uint16_t", ops=("dequant", "quant", "vec_dot", "gemm", "mad")),
-    Format(2, "q4_0", 32, 18, "q8_0", True, (("d", "f16", 1), ("qs", "u8", 16)),
-           ops=("dequant", "vec_dot")),
-    Format(3, "q4_1", 32, 20, "q8_1", True, (("d", "f16", 1), ("m", "f16", 1), ("qs", "u8", 16)),
-           ops=("dequant", "vec_dot")),
-    Format(6, "q5_0", 32, 22, "q8_0", True, (("d", "f16", 1), ("qh", "u8", 4), ("qs", "u8", 16)),
-           ops=("dequant", "vec_dot")),
-    Format(7, "q5_1", 32, 24, "q8_1", True,
-           (("d", "f16", 1), ("m", "f16", 1), ("qh", "u8", 4), ("qs", "u8", 16)), ops=("dequant", "vec_dot")),
-    Format(8, "q8_0", 32, 34, "q8_0", True, (("d", "f16", 1), ("qs", "i8", 32)),
-           ops=("dequant", "quant", "vec_dot")),
-    Format(9, "q8_1", 32, 36, "q8_1", True, (("d", "f16", 1), ("s", "f16", 1), ("qs", "i8", 32)),
-           ops=("dequant", "quant")),
-    Format(10, "q2_K", 256, 84, "q8_K", True,
-           (("scales", "u8", 16), ("qs", "u8", 64), ("d", "f16", 1), ("dmin", "f16", 1)), ops=("dequant", "vec_dot")),
-    Format(11, "q3_K", 256, 110, "q8_K", True,
-           (("hmask", "u8", 32), ("qs", "u8", 64), ("scales", "u8", 12), ("d", "f16", 1)), ops=("dequant", "vec_dot")),
-    Format(12, "q4_K", 256, 144, "q8_K", True,
-           (("d", "f16", 1), ("dmin", "f16", 1), ("scales", "u8", 12), ("qs", "u8", 128)), ops=("dequant", "vec_dot")),
-    Format(13, "q5_K", 256, 176, "q8_K", True,
-           (("d", "f16", 1), ("dmin", "f16", 1), ("scales", "u8", 12), ("qh", "u8", 32),
-            ("qs", "u8", 128)), ops=("dequant", "vec_dot")),
-    Format(14, "q6_K", 256, 210, "q8_K", True,
-           (("ql", "u8", 128), ("qh", "u8", 64), ("scales", "i8", 16), ("d", "f16", 1)), ops=("dequant", "vec_dot")),
-    Format(15, "q8_K", 256, 292, "q8_K", True,
-           (("d", "f32", 1), ("qs", "i8", 256), ("bsums", "i16", 16)), ops=("dequant", "quant")),
-    Format(16, "iq2_xxs", 256, 66, "q8_K", True, (("d", "f16", 1), ("qs", "u16", 32))),
-    Format(17, "iq2_xs", 256, 74, "q8_K", True,
-           (("d", "f16", 1), ("qs", "u16", 32), ("scales", "u8", 8))),
-    Format(18, "iq3_xxs", 256, 98, "q8_K", True, (("d", "f16", 1), ("qs", "u8", 96))),
-    Format(19, "iq1_s", 256, 50, "q8_K", True,
-           (("d", "f16", 1), ("qs", "u8", 32), ("qh", "u16", 8))),
-    Format(20, "iq4_nl", 32, 18, "q8_0", True, (("d", "f16", 1), ("qs", "u8", 16))),
-    Format(21, "iq3_s", 256, 110, "q8_K", True,
-           (("d", "f16", 1), ("qs", "u8", 64), ("qh", "u8", 8), ("signs", "u8", 32),
-            ("scales", "u8", 4))),
-    Format(22, "iq2_s", 256, 82, "q8_K", True,
-           (("d", "f16", 1), ("qs", "u8", 64), ("qh", "u8", 8), ("scales", "u8", 8))),
-    Format(23, "iq4_xs", 256, 136, "q8_K", True,
-           (("d", "f16", 1), ("scales_h", "u16", 1), ("scales_l", "u8", 4), ("qs", "u8", 128))),
-    Format(24, "i8", 1, 1, "f32", False, elem="int8_t"),
-    Format(25, "i16", 1, 2, "f32", False, elem="int16_t"),
-    Format(26, "i32", 1, 4, "f32", False, elem="int32_t"),
-    Format(27, "i64", 1, 8, "f32", False, elem="int64_t"),
-    Format(28, "f64", 1, 8, "f32", False, elem="double"),
-    Format(29, "iq1_m", 256, 56, "q8_K", True,
-           (("qs", "u8", 32), ("qh", "u8", 16), ("scales", "u8", 8))),
-    Format(30, "bf16", 1, 2, "bf16", False, elem="uint16_t", ops=("dequant", "quant", "vec_dot", "gemm")),
-    Format(34, "tq1_0", 256, 54, "q8_K", True,
-           (("qs", "u8", 48), ("qh", "u8", 4), ("d", "f16", 1))),
-    Format(35, "tq2_0", 256, 66, "q8_K", True, (("qs", "u8", 64), ("d", "f16", 1))),
-    Format(39, "mxfp4", 32, 17, "q8_0", True, (("e", "u8", 1), ("qs", "u8", 16))),
-    Format(40, "nvfp4", 64, 36, "q8_0", True, (("d", "u8", 4), ("qs", "u8", 32))),
-    Format(41, "q1_0", 128, 18, "q8_0", True, (("d", "f16", 1), ("qs", "u8", 16))),
-    Format(42, "q2_0", 64, 18, "q8_0", True, (("d", "f16", 1), ("qs", "u8", 16))),
+    Format(0, "f32", blck=1, size=4, partner="f32", quantized=False, elem="float",
+           ops=("dequant", "quant", "vec_dot", "gemm", "swiglu", "mad", "sgemm_acc", "softmax"), quantizer=True,
+           kv_cache=True, golden=False),
+    Format(1, "f16", blck=1, size=2, partner="f16", quantized=False, elem="uint16_t",
+           ops=("dequant", "quant", "vec_dot", "gemm", "mad"), quantizer=True, kv_cache=True),
+    Format(2, "q4_0", blck=32, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16)),
+           ops=("dequant", "vec_dot"), quantizer=True, imatrix=True, kv_cache=True),
+    Format(3, "q4_1", blck=32, size=20, partner="q8_1",
+           fields=(("d", "f16", 1), ("m", "f16", 1), ("qs", "u8", 16)), ops=("dequant", "vec_dot"),
+           quantizer=True, imatrix=True),
+    Format(6, "q5_0", blck=32, size=22, partner="q8_0",
+           fields=(("d", "f16", 1), ("qh", "u8", 4), ("qs", "u8", 16)), ops=("dequant", "vec_dot"),
+           quantizer=True, imatrix=True),
+    Format(7, "q5_1", blck=32, size=24, partner="q8_1",
+           fields=(("d", "f16", 1), ("m", "f16", 1), ("qh", "u8", 4), ("qs", "u8", 16)),
+           ops=("dequant", "vec_dot"), quantizer=True, imatrix=True),
+    Format(8, "q8_0", blck=32, size=34, partner="q8_0", fields=(("d", "f16", 1), ("qs", "i8", 32)),
+           ops=("dequant", "quant", "vec_dot"), quantizer=True, kv_cache=True),
+    Format(9, "q8_1", blck=32, size=36, partner="q8_1",
+           fields=(("d", "f16", 1), ("s", "f16", 1), ("qs", "i8", 32)), ops=("dequant", "quant"), quantizer=True),
+    Format(10, "q2_K", blck=256, size=84, partner="q8_K",
+           fields=(("scales", "u8", 16), ("qs", "u8", 64), ("d", "f16", 1), ("dmin", "f16", 1)),
+           ops=("dequant", "vec_dot"), quantizer=True, imatrix=True),
+    Format(11, "q3_K", blck=256, size=110, partner="q8_K",
+           fields=(("hmask", "u8", 32), ("qs", "u8", 64), ("scales", "u8", 12), ("d", "f16", 1)),
+           ops=("dequant", "vec_dot"), quantizer=True, imatrix=True),
+    Format(12, "q4_K", blck=256, size=144, partner="q8_K",
+           fields=(("d", "f16", 1), ("dmin", "f16", 1), ("scales", "u8", 12), ("qs", "u8", 128)),
+           ops=("dequant", "vec_dot"), quantizer=True, imatrix=True),
+    Format(13, "q5_K", blck=256, size=176, partner="q8_K",
+           fields=(("d", "f16", 1), ("dmin", "f16", 1), ("scales", "u8", 12), ("qh", "u8", 32), ("qs", "u8", 128)),
+           ops=("dequant", "vec_dot"), quantizer=True, imatrix=True),
+    Format(14, "q6_K", blck=256, size=210, partner="q8_K",
+           fields=(("ql", "u8", 128), ("qh", "u8", 64), ("scales", "i8", 16), ("d", "f16", 1)),
+           ops=("dequant", "vec_dot"), quantizer=True, imatrix=True),
+    Format(15, "q8_K", blck=256, size=292, partner="q8_K",
+           fields=(("d", "f32", 1), ("qs", "i8", 256), ("bsums", "i16", 16)), ops=("dequant", "quant"),
+           quantizer=True),
+    Format(16, "iq2_xxs", blck=256, size=66, partner="q8_K", fields=(("d", "f16", 1), ("qs", "u16", 32))),
+    Format(17, "iq2_xs", blck=256, size=74, partner="q8_K",
+           fields=(("d", "f16", 1), ("qs", "u16", 32), ("scales", "u8", 8))),
+    Format(18, "iq3_xxs", blck=256, size=98, partner="q8_K", fields=(("d", "f16", 1), ("qs", "u8", 96))),
+    Format(19, "iq1_s", blck=256, size=50, partner="q8_K",
+           fields=(("d", "f16", 1), ("qs", "u8", 32), ("qh", "u16", 8))),
+    Format(20, "iq4_nl", blck=32, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16))),
+    Format(21, "iq3_s", blck=256, size=110, partner="q8_K",
+           fields=(("d", "f16", 1), ("qs", "u8", 64), ("qh", "u8", 8), ("signs", "u8", 32), ("scales", "u8", 4))),
+    Format(22, "iq2_s", blck=256, size=82, partner="q8_K",
+           fields=(("d", "f16", 1), ("qs", "u8", 64), ("qh", "u8", 8), ("scales", "u8", 8))),
+    Format(23, "iq4_xs", blck=256, size=136, partner="q8_K",
+           fields=(("d", "f16", 1), ("scales_h", "u16", 1), ("scales_l", "u8", 4), ("qs", "u8", 128))),
+    Format(24, "i8", blck=1, size=1, partner="f32", quantized=False, elem="int8_t"),
+    Format(25, "i16", blck=1, size=2, partner="f32", quantized=False, elem="int16_t"),
+    Format(26, "i32", blck=1, size=4, partner="f32", quantized=False, elem="int32_t"),
+    Format(27, "i64", blck=1, size=8, partner="f32", quantized=False, elem="int64_t"),
+    Format(28, "f64", blck=1, size=8, partner="f32", quantized=False, elem="double"),
+    Format(29, "iq1_m", blck=256, size=56, partner="q8_K",
+           fields=(("qs", "u8", 32), ("qh", "u8", 16), ("scales", "u8", 8))),
+    Format(30, "bf16", blck=1, size=2, partner="bf16", quantized=False, elem="uint16_t",
+           ops=("dequant", "quant", "vec_dot", "gemm"), quantizer=True),
+    Format(34, "tq1_0", blck=256, size=54, partner="q8_K",
+           fields=(("qs", "u8", 48), ("qh", "u8", 4), ("d", "f16", 1))),
+    Format(35, "tq2_0", blck=256, size=66, partner="q8_K", fields=(("qs", "u8", 64), ("d", "f16", 1))),
+    Format(39, "mxfp4", blck=32, size=17, partner="q8_0", fields=(("e", "u8", 1), ("qs", "u8", 16))),
+    Format(40, "nvfp4", blck=64, size=36, partner="q8_0", fields=(("d", "u8", 4), ("qs", "u8", 32))),
+    Format(41, "q1_0", blck=128, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16))),
+    Format(42, "q2_0", blck=64, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16))),
 )
 
+
+
+@dataclass(frozen=True)
+class Ftype:
+    """A llama_ftype (llama.cpp include/llama.h): the file type llama-quantize writes as
+    general.file_type, by its llama-quantize name (tools/quantize/quantize.cpp) and its
+    description (llama_ftype_name, llama-bench's model_type). With `type` (the ftype's default
+    type, llama_ftype_get_default_type) it is a mix `oxillama quantize` writes when that format has
+    a quantizer; the other fields name the mix rules of src/llama-quant.cpp's
+    llama_tensor_get_type_impl it applies (MIX_ATTN_V, MIX_FFN_DOWN; src/quantize/quant_mix.c)."""
+    name: str
+    id: int
+    desc: str
+    type: str = ""               # default format; "" for ftypes that only name files (F32, MXFP4 MoE)
+    attn_v: str = "keep"         # rule for attn_v / attn_qkv / attn_kv_b
+    ffn_down: str = "keep"       # rule for ffn_down
+    down_type: str = ""          # ffn_down "imatrix_first8th": the format of those layers
+    attn_output: str = ""        # attn_output's format (not Falcon, not 8 experts); "": keep
+    attn_output_falcon: str = ""  # Falcon's attn_output; "": keep
+    attn_output_8exp_q5_K: bool = False  # 8 experts: attn_output q5_K
+    aliases: tuple = ()          # other llama-quantize names of this mix ("Q4_K" for Q4_K_M)
+    # `oxillama quantize` writes this mix: its type has a quantizer and the rules above are all of
+    # llama.cpp's for it (checked against llama-quantize's files, golden/quantize/expected*.json)
+    quantize: bool = False
+
+
+# The attn_v rules (i = index among those tensors, n = their count) and the ffn_down rules (i = the
+# running index of ffn_down tensors, n = n_layer), as llama_tensor_get_type_impl applies them.
+MIX_ATTN_V = (
+    ("keep", "the ftype's type"),
+    ("gqa4_q4_K_else_q3_K", "Q2_K: q4_K with n_head/n_head_kv >= 4, else q3_K"),
+    ("gqa4_q4_K", "Q2_K_S: q4_K with n_head/n_head_kv >= 4"),
+    ("first2_q5_K_else_q4_K", "Q3_K_M: q5_K on the first 2, else q4_K"),
+    ("q5_K", "Q3_K_L"),
+    ("more_bits_q6_K", "Q4_K_M, Q5_K_M: q6_K on the use_more_bits layers"),
+    ("first4_q5_K", "Q4_K_S: q5_K on the first 4"),
+)
+MIX_FFN_DOWN = (
+    ("keep", "the ftype's type"),
+    ("q3_K", "Q2_K"),
+    ("first8th_q4_K", "Q2_K_S: q4_K on the first n/8 layers"),
+    ("q3_K_m", "q5_K on the first n/16, else q4_K (Falcon: q4_K only with more bits, else q3_K)"),
+    ("q3_K_l", "q5_K (Falcon: q4_K)"),
+    ("q4_K_m", "q6_K with more bits (Falcon: q6_K first n/16, q5_K with more bits)"),
+    ("more_bits_q6_K", "Q5_K_M"),
+    ("first8th_q5_K", "Q4_K_S: q5_K on the first n/8 layers (not Falcon)"),
+    ("imatrix_first8th", "Q4_0, Q5_0: with an imatrix, the first n/8 layers get down_type"),
+)
+
+FTYPES = (
+    Ftype("F32", 0, "all F32"),  # llama-quantize's F32 / COPY: not offered
+    Ftype("F16", 1, "F16", type="f16", quantize=True),
+    Ftype("Q4_0", 2, "Q4_0", type="q4_0", ffn_down="imatrix_first8th", down_type="q4_1", quantize=True),
+    Ftype("Q4_1", 3, "Q4_1", type="q4_1", quantize=True),
+    Ftype("Q8_0", 7, "Q8_0", type="q8_0", quantize=True),
+    Ftype("Q5_0", 8, "Q5_0", type="q5_0", ffn_down="imatrix_first8th", down_type="q5_1", quantize=True),
+    Ftype("Q5_1", 9, "Q5_1", type="q5_1", quantize=True),
+    Ftype("Q2_K", 10, "Q2_K - Medium", type="q2_K", attn_v="gqa4_q4_K_else_q3_K", ffn_down="q3_K",
+          attn_output="q3_K", attn_output_8exp_q5_K=True, quantize=True),
+    Ftype("Q3_K_S", 11, "Q3_K - Small", type="q3_K", attn_output_8exp_q5_K=True, quantize=True),
+    Ftype("Q3_K_M", 12, "Q3_K - Medium", type="q3_K", attn_v="first2_q5_K_else_q4_K", ffn_down="q3_K_m",
+          attn_output="q4_K", attn_output_8exp_q5_K=True, aliases=("Q3_K",), quantize=True),
+    Ftype("Q3_K_L", 13, "Q3_K - Large", type="q3_K", attn_v="q5_K", ffn_down="q3_K_l", attn_output="q5_K",
+          attn_output_falcon="q4_K", quantize=True),
+    Ftype("Q4_K_S", 14, "Q4_K - Small", type="q4_K", attn_v="first4_q5_K", ffn_down="first8th_q5_K",
+          attn_output_8exp_q5_K=True, quantize=True),
+    Ftype("Q4_K_M", 15, "Q4_K - Medium", type="q4_K", attn_v="more_bits_q6_K", ffn_down="q4_K_m",
+          attn_output_8exp_q5_K=True, aliases=("Q4_K",), quantize=True),
+    Ftype("Q5_K_S", 16, "Q5_K - Small", type="q5_K", quantize=True),
+    Ftype("Q5_K_M", 17, "Q5_K - Medium", type="q5_K", attn_v="more_bits_q6_K", ffn_down="more_bits_q6_K",
+          aliases=("Q5_K",), quantize=True),
+    Ftype("Q6_K", 18, "Q6_K", type="q6_K", quantize=True),
+    Ftype("IQ2_XXS", 19, "IQ2_XXS - 2.0625 bpw", type="iq2_xxs"),
+    Ftype("IQ2_XS", 20, "IQ2_XS - 2.3125 bpw", type="iq2_xs"),
+    Ftype("Q2_K_S", 21, "Q2_K - Small", type="q2_K", attn_v="gqa4_q4_K", ffn_down="first8th_q4_K", quantize=True),
+    Ftype("IQ3_XS", 22, "IQ3_XS - 3.3 bpw", type="iq3_s"),
+    Ftype("IQ3_XXS", 23, "IQ3_XXS - 3.0625 bpw", type="iq3_xxs"),
+    Ftype("IQ1_S", 24, "IQ1_S - 1.5625 bpw", type="iq1_s"),
+    Ftype("IQ4_NL", 25, "IQ4_NL - 4.5 bpw", type="iq4_nl"),
+    Ftype("IQ3_S", 26, "IQ3_S - 3.4375 bpw", type="iq3_s"),
+    Ftype("IQ3_M", 27, "IQ3_S mix - 3.66 bpw", type="iq3_s"),
+    Ftype("IQ2_S", 28, "IQ2_S - 2.5 bpw", type="iq2_xs"),
+    Ftype("IQ2_M", 29, "IQ2_M - 2.7 bpw", type="iq2_s"),
+    Ftype("IQ4_XS", 30, "IQ4_XS - 4.25 bpw", type="iq4_xs"),
+    Ftype("IQ1_M", 31, "IQ1_M - 1.75 bpw", type="iq1_m"),
+    Ftype("BF16", 32, "BF16", type="bf16", quantize=True),
+    Ftype("TQ1_0", 36, "TQ1_0 - 1.69 bpw ternary", type="tq1_0"),
+    Ftype("TQ2_0", 37, "TQ2_0 - 2.06 bpw ternary", type="tq2_0"),
+    Ftype("MXFP4_MOE", 38, "MXFP4 MoE", type="mxfp4"),
+    Ftype("NVFP4", 39, "NVFP4", type="nvfp4"),
+    Ftype("Q1_0", 40, "Q1_0", type="q1_0"),
+    Ftype("Q2_0", 41, "Q2_0", type="q2_0"),
+)
 
 @dataclass(frozen=True)
 class Feature:
@@ -136,43 +256,47 @@ FEATURES = (
 
 @dataclass(frozen=True)
 class Isa:
-    """An instruction-set level. rank orders capability (higher = better); `base` is the ISA whose
-    per-format overrides this one reuses when it has none of its own."""
+    """An instruction-set level. Its rank (capability order, higher = better) is its place in ISAS;
+    `base` is the ISA whose per-format overrides this one reuses when it has none of its own."""
     name: str
-    rank: int
     cflags: tuple
     features: tuple           # Feature names, all required
     arch: str = ""            # "x86" or "" (any)
     base: str = ""
     gemm_tile: tuple = (1, 1)  # gemm register tile: (weight rows, activation columns)
 
+    @property
+    def rank(self):
+        return ISAS.index(self)
+
 
 ISAS = (
-    Isa("scalar", 0, (), ()),
+    Isa("scalar", cflags=(), features=()),
     # SSSE3 + SSE4.1 (pmaddubsw, pmovsx/zx, blendv, roundps): no FMA and no F16C
-    Isa("sse41", 1, ("-mssse3", "-msse4.1"), ("ssse3", "sse41"), arch="x86", gemm_tile=(2, 2)),
-    Isa("avx2", 2, ("-mavx2", "-mfma", "-mf16c"),
-        ("osxsave", "avx", "avx2", "fma", "f16c", "os_ymm"), arch="x86", gemm_tile=(2, 2)),
-    Isa("avx512bw", 3,
-        ("-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq"),
-        ("osxsave", "avx", "avx2", "fma", "f16c", "os_ymm", "avx512f", "avx512bw", "avx512vl",
-         "avx512dq", "os_zmm"), arch="x86", base="avx2", gemm_tile=(4, 4)),
+    Isa("sse41", cflags=("-mssse3", "-msse4.1"), features=("ssse3", "sse41"), arch="x86", gemm_tile=(2, 2)),
+    Isa("avx2", cflags=("-mavx2", "-mfma", "-mf16c"),
+        features=("osxsave", "avx", "avx2", "fma", "f16c", "os_ymm"), arch="x86", gemm_tile=(2, 2)),
+    Isa("avx512bw",
+        cflags=("-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq"),
+        features=("osxsave", "avx", "avx2", "fma", "f16c", "os_ymm", "avx512f", "avx512bw", "avx512vl",
+                  "avx512dq", "os_zmm"), arch="x86", base="avx2", gemm_tile=(4, 4)),
     # AVX-512 + VNNI (vpdpbusd: u8 x s8 products summed into int32 lanes, no int16 saturation)
-    Isa("avx512vnni", 4,
-        ("-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni"),
-        ("osxsave", "avx", "avx2", "fma", "f16c", "os_ymm", "avx512f", "avx512bw", "avx512vl",
-         "avx512dq", "os_zmm", "avx512vnni"), arch="x86", base="avx512bw", gemm_tile=(4, 4)),
+    Isa("avx512vnni",
+        cflags=("-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq",
+                "-mavx512vnni"),
+        features=("osxsave", "avx", "avx2", "fma", "f16c", "os_ymm", "avx512f", "avx512bw", "avx512vl",
+                  "avx512dq", "os_zmm", "avx512vnni"), arch="x86", base="avx512bw", gemm_tile=(4, 4)),
     # AArch64 Advanced SIMD (every AArch64 CPU has it), then + SDOT/UDOT (FEAT_DotProd)
-    Isa("neon", 5, (), ("asimd",), arch="arm64", gemm_tile=(2, 2)),
-    Isa("neondot", 6, ("-march=armv8.2-a+dotprod",), ("asimd", "asimddp"), arch="arm64", base="neon",
-        gemm_tile=(2, 2)),
+    Isa("neon", cflags=(), features=("asimd",), arch="arm64", gemm_tile=(2, 2)),
+    Isa("neondot", cflags=("-march=armv8.2-a+dotprod",), features=("asimd", "asimddp"), arch="arm64",
+        base="neon", gemm_tile=(2, 2)),
     # RISC-V V 1.0, vector-length agnostic (any VLEN >= 128, the V extension's minimum). No
     # auto-vectorization: the vector code is the templates' intrinsics (and QEMU 7.2, which the
     # cross tests run on, asserts on some of clang 16's auto-vectorized sequences)
-    Isa("rvv", 7, ("-march=rv64gcv", "-fno-vectorize", "-fno-slp-vectorize"), ("rvv",), arch="riscv64",
-        gemm_tile=(2, 2)),
+    Isa("rvv", cflags=("-march=rv64gcv", "-fno-vectorize", "-fno-slp-vectorize"), features=("rvv",),
+        arch="riscv64", gemm_tile=(2, 2)),
     # WebAssembly SIMD128: a build-time choice (the wasm32 toolchain file passes -msimd128)
-    Isa("wasmsimd", 8, (), ("simd128",), arch="wasm32", gemm_tile=(2, 2)),
+    Isa("wasmsimd", cflags=(), features=("simd128",), arch="wasm32", gemm_tile=(2, 2)),
 )
 
 # Architecture guards: the C preprocessor test and the CMake processor regex for each arch.
@@ -380,6 +504,30 @@ def validate(template_formats):
                 errors.append(f"{f.name}: unknown ISA {i}")
         if f.ops and f.isas and "scalar" not in f.isas:
             errors.append(f"{f.name}: no scalar cell (every (format, op) needs one)")
+        if f.imatrix and not f.quantizer:
+            errors.append(f"{f.name}: imatrix=True needs quantizer=True")
+        if f.kv_cache and not (f.quantizer and {"dequant", "vec_dot"} <= set(f.ops)):
+            errors.append(f"{f.name}: a KV-cache type needs a quantizer, dequant and vec_dot")
+    rules_v, rules_down = {r for r, _ in MIX_ATTN_V}, {r for r, _ in MIX_FFN_DOWN}
+    ft_ids, ft_names = set(), set()
+    for ft in FTYPES:
+        names = (ft.name,) + ft.aliases
+        if ft.id in ft_ids or ft_names & {n.upper() for n in names}:
+            errors.append(f"ftype {ft.name} ({ft.id}): id or name listed twice")
+        ft_ids.add(ft.id)
+        ft_names |= {n.upper() for n in names}
+        for what, t in (("type", ft.type), ("down_type", ft.down_type), ("attn_output", ft.attn_output),
+                        ("attn_output_falcon", ft.attn_output_falcon)):
+            if t and t not in FORMAT_BY_NAME:
+                errors.append(f"ftype {ft.name}: {what} {t} is not a format")
+        if ft.attn_v not in rules_v or ft.ffn_down not in rules_down:
+            errors.append(f"ftype {ft.name}: unknown mix rule {ft.attn_v} / {ft.ffn_down}")
+        if (ft.ffn_down == "imatrix_first8th") != bool(ft.down_type):
+            errors.append(f"ftype {ft.name}: down_type goes with ffn_down imatrix_first8th, and only with it")
+        if ft.quantize:
+            for t in {ft.type, ft.down_type, ft.attn_output, ft.attn_output_falcon} - {""}:
+                if t not in FORMAT_BY_NAME or not FORMAT_BY_NAME[t].quantizer:
+                    errors.append(f"ftype {ft.name}: quantize=True but {t or 'its type'} has no quantizer")
     seen = set()
     for rp in REPACKS:
         f = FORMAT_BY_NAME.get(rp.fmt)
@@ -398,9 +546,8 @@ def validate(template_formats):
         errors.append(f"{n}: has kernel ops but no template templates/formats/{n}.c.j2")
     for n in sorted(set(template_formats) - with_kernels):
         errors.append(f"templates/formats/{n}.c.j2: no format with kernel ops named {n}")
-    ranks = [i.rank for i in ISAS]
-    if ranks != list(range(len(ISAS))):
-        errors.append(f"ISA ranks must be 0..n-1 in table order, got {ranks}")
+    if len({i.name for i in ISAS}) != len(ISAS):
+        errors.append("ISA names must be unique")
     if ISAS[0].name != "scalar":
         errors.append("the first ISA must be scalar")
     for ft in FEATURES:

@@ -54,7 +54,11 @@ typedef struct oxl_type_traits {
     size_t type_size;       /* bytes per block */
     oxl_type vec_dot_type;  /* the activation format vec_dot pairs this format with */
     bool is_quantized;
+    bool kv_cache;          /* a KV-cache type (-ctk/-ctv): gen/spec.py kv_cache */
 } oxl_type_traits;
+
+/* The KV-cache types (kv_cache=True in gen/spec.py) as llama.cpp's -ctk/-ctv name them. */
+#define OXL_KV_TYPE_NAMES "f32, f16, q4_0, q8_0"
 
 /* Traits of ggml type id `id`; NULL for ids that are not (or no longer) ggml types. */
 const oxl_type_traits *oxl_type_traits_get(uint32_t id);

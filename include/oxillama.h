@@ -82,12 +82,16 @@ int32_t oxl_model_meta_val_str(const oxl_model *model, const char *key, char *bu
  * Context: KV cache, threads, scratch buffers
  * ------------------------------------------------------------------------------------------- */
 
-/* KV cache element types, named as llama.cpp's -ctk/-ctv values. */
+/* KV cache element types: the ggml type id (enum ggml_type) of a format that may hold the cache
+ * (llama.cpp's -ctk/-ctv values; which formats may is the spec's kv_cache flag, gen/spec.py, and
+ * oxl_ctx_new refuses the others). Quantized rows are written as ggml's set_rows does (the
+ * format's quantize_row_*_ref) and need head_dim a multiple of the block size; a quantized V cache
+ * needs flash attention, as in llama.cpp. */
 typedef enum oxl_kv_type {
-    OXL_KV_F32 = 0,
-    OXL_KV_F16 = 1,
-    OXL_KV_Q8_0 = 2, /* rows quantized as ggml's set_rows does (quantize_row_q8_0); needs head_dim % 32 == 0 */
-    OXL_KV_Q4_0 = 3, /* quantize_row_q4_0_ref; a quantized V cache needs flash attention, as in llama.cpp */
+    OXL_KV_F32 = 0,  /* GGML_TYPE_F32 */
+    OXL_KV_F16 = 1,  /* GGML_TYPE_F16 */
+    OXL_KV_Q4_0 = 2, /* GGML_TYPE_Q4_0 */
+    OXL_KV_Q8_0 = 8, /* GGML_TYPE_Q8_0 */
 } oxl_kv_type;
 
 /* Attention evaluation, as llama.cpp's -fa: flash attention (one fused pass with an online softmax,

@@ -1,5 +1,7 @@
 #include "args.h"
 
+#include "oxl_types.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -33,9 +35,9 @@ static const opt_def opt_table[] = {
     {NULL, "--top-p", OPT_FLOAT, F(sampling.top_p), "top-p sampling, 1 = off (default 0.95)"},
     {NULL, "--min-p", OPT_FLOAT, F(sampling.min_p), "min-p sampling, 0 = off (default 0.05)"},
     {"-s", "--seed", OPT_U32, F(sampling.seed), "random seed (default: random)"},
-    {"-ctk", "--cache-type-k", OPT_KV, F(type_k), "KV cache type for K: f32, f16, q8_0, q4_0 (default f16)"},
+    {"-ctk", "--cache-type-k", OPT_KV, F(type_k), "KV cache type for K: " OXL_KV_TYPE_NAMES " (default f16)"},
     {"-ctv", "--cache-type-v", OPT_KV, F(type_v),
-     "KV cache type for V: f32, f16, q8_0, q4_0 (default f16; "
+     "KV cache type for V: " OXL_KV_TYPE_NAMES " (default f16; "
      "quantized V needs flash attention)"},
     {"-fa", "--flash-attn", OPT_FA, F(flash_attn), "flash attention: on, off, auto (default auto = on)"},
     {NULL, "--no-mmap", OPT_FLAG, F(no_mmap), "read the model into memory instead of mapping it"},
@@ -96,7 +98,7 @@ static int parse_value(const opt_def *d, const char *v, oxl_opts *o) {
         if (oxl_kv_type_parse(v, (oxl_kv_type *)field) == 0) {
             return 0;
         }
-        fprintf(stderr, "error: %s %s: unsupported KV cache type (f32, f16, q8_0, q4_0)\n", d->long_name, v);
+        fprintf(stderr, "error: %s %s: unsupported KV cache type (" OXL_KV_TYPE_NAMES ")\n", d->long_name, v);
         return -1;
     case OPT_FA: {
         static const char *const names[] = {"off", "on", "auto"};
@@ -116,15 +118,13 @@ static int parse_value(const opt_def *d, const char *v, oxl_opts *o) {
 }
 
 int oxl_kv_type_parse(const char *v, oxl_kv_type *out) {
-    static const char *const names[] = {"f32", "f16", "q8_0", "q4_0"};
-    static const oxl_kv_type values[] = {OXL_KV_F32, OXL_KV_F16, OXL_KV_Q8_0, OXL_KV_Q4_0};
-    for (int i = 0; i < 4; i++) {
-        if (!strcmp(v, names[i])) {
-            *out = values[i];
-            return 0;
-        }
+    const int t = oxl_type_from_name(v);
+    const oxl_type_traits *tr = t >= 0 ? oxl_type_traits_get((uint32_t)t) : NULL;
+    if (tr == NULL || !tr->kv_cache || strcmp(v, tr->name) != 0) {
+        return -1;
     }
-    return -1;
+    *out = (oxl_kv_type)t;
+    return 0;
 }
 
 int oxl_opts_parse(oxl_opts *o, int argc, char **argv) {

@@ -40,7 +40,7 @@ typedef struct oxl_opts {
     char *positional[OXL_MAX_POSITIONAL];
 } oxl_opts;
 
-/* A -ctk/-ctv value as llama.cpp names the cache types (f32, f16, q8_0, q4_0); -1 if unknown. */
+/* A -ctk/-ctv value as llama.cpp names the cache types (OXL_KV_TYPE_NAMES); -1 if unknown. */
 int oxl_kv_type_parse(const char *v, oxl_kv_type *out);
 
 /* Parses argv[1..]; prints a message naming the bad flag and returns -1 on error. */

@@ -15,6 +15,7 @@
 #include "gguf.h"
 #include "model.h"
 #include "oxillama.h"
+#include "quant_mix.h"
 #include "threads.h"
 
 #include <math.h>
@@ -67,10 +68,10 @@ static int parse_int_list(char *s, int *out, int cap) {
 }
 
 static void usage(void) {
-    printf(
-        "usage: oxillama bench -m FILE[,FILE...] [-p 512] [-n 128] [-pg 512,128] [-t N[,N...]] [-r 5]\n"
-        "                      [-b 2048] [-ub 512] [-o md|csv|json] [-ctk f16|f32|q8_0|q4_0] [-ctv f16|f32|q8_0|q4_0]\n"
-        "                      [-fa on|off|auto] [-mmp 0|1] [-nr 0|1] [--roofline]\n");
+    printf("usage: oxillama bench -m FILE[,FILE...] [-p 512] [-n 128] [-pg 512,128] [-t N[,N...]] [-r 5]\n"
+           "                      [-b 2048] [-ub 512] [-o md|csv|json] [-ctk T] [-ctv T]\n"
+           "                      [-fa on|off|auto] [-mmp 0|1] [-nr 0|1] [--roofline]\n"
+           "  T: a KV cache type: " OXL_KV_TYPE_NAMES "\n");
 }
 
 static int parse_opts(bench_opts *o, int argc, char **argv) {
@@ -336,52 +337,10 @@ static void print_json_string(const char *s) {
     putchar('"');
 }
 
-/* llama.cpp's llama_model_ftype_name for general.file_type (llama-bench's model_type column). */
+/* llama.cpp's llama_ftype_name for general.file_type (llama-bench's model_type column). */
 static const char *ftype_name(uint64_t ft) {
-    static const struct {
-        uint64_t id;
-        const char *name;
-    } names[] = {
-        {0, "all F32"},
-        {1, "F16"},
-        {2, "Q4_0"},
-        {3, "Q4_1"},
-        {7, "Q8_0"},
-        {8, "Q5_0"},
-        {9, "Q5_1"},
-        {10, "Q2_K - Medium"},
-        {11, "Q3_K - Small"},
-        {12, "Q3_K - Medium"},
-        {13, "Q3_K - Large"},
-        {14, "Q4_K - Small"},
-        {15, "Q4_K - Medium"},
-        {16, "Q5_K - Small"},
-        {17, "Q5_K - Medium"},
-        {18, "Q6_K"},
-        {19, "IQ2_XXS - 2.0625 bpw"},
-        {20, "IQ2_XS - 2.3125 bpw"},
-        {21, "Q2_K - Small"},
-        {22, "IQ3_XS - 3.3 bpw"},
-        {23, "IQ3_XXS - 3.0625 bpw"},
-        {24, "IQ1_S - 1.5625 bpw"},
-        {25, "IQ4_NL - 4.5 bpw"},
-        {26, "IQ3_S - 3.4375 bpw"},
-        {27, "IQ3_S mix - 3.66 bpw"},
-        {28, "IQ2_S - 2.5 bpw"},
-        {29, "IQ2_M - 2.7 bpw"},
-        {30, "IQ4_XS - 4.25 bpw"},
-        {31, "IQ1_M - 1.75 bpw"},
-        {32, "BF16"},
-        {36, "TQ1_0 - 1.69 bpw"},
-        {37, "TQ2_0 - 2.06 bpw"},
-        {38, "MXFP4 MoE"},
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (names[i].id == ft) {
-            return names[i].name;
-        }
-    }
-    return "?";
+    const char *name = ft <= UINT32_MAX ? oxl_ftype_describe((uint32_t)ft) : NULL;
+    return name != NULL ? name : "?";
 }
 
 /* "<architecture> <parameters> <file type>", as llama-bench's model_type ("llama 1B Q4_0") with the
@@ -440,13 +399,8 @@ static void cpu_info(char *buf, size_t cap) {
 }
 
 static const char *kv_name(oxl_kv_type t) {
-    switch (t) {
-    case OXL_KV_F32: return "f32";
-    case OXL_KV_F16: return "f16";
-    case OXL_KV_Q8_0: return "q8_0";
-    case OXL_KV_Q4_0: return "q4_0";
-    }
-    return "?";
+    const oxl_type_traits *tr = oxl_type_traits_get((uint32_t)t);
+    return tr != NULL ? tr->name : "?";
 }
 
 /* One row of results, printed in llama-bench's markdown, CSV or JSON. */

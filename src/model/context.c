@@ -22,22 +22,18 @@ oxl_ctx_params oxl_ctx_default_params(void) {
                             .pooling = OXL_POOLING_UNSPECIFIED};
 }
 
-/* The cache element type of a -ctk/-ctv value; OXL_TYPE_COUNT for a value out of the enum. */
+/* The cache element type of a -ctk/-ctv value (a ggml type id); OXL_TYPE_COUNT unless the spec
+ * marks that format as a KV-cache type. */
 static oxl_type kv_type(oxl_kv_type t) {
-    switch (t) {
-    case OXL_KV_F32: return OXL_TYPE_F32;
-    case OXL_KV_F16: return OXL_TYPE_F16;
-    case OXL_KV_Q8_0: return OXL_TYPE_Q8_0;
-    case OXL_KV_Q4_0: return OXL_TYPE_Q4_0;
-    }
-    return OXL_TYPE_COUNT;
+    const oxl_type_traits *tr = oxl_type_traits_get((uint32_t)t);
+    return tr != NULL && tr->kv_cache ? (oxl_type)t : OXL_TYPE_COUNT;
 }
 
 /* llama.cpp's checks on the cache types (llama-context.cpp): a quantized V cache only with flash
  * attention; a quantized row must hold whole blocks per head, or heads would share a block. */
 static int check_kv_types(const oxl_hparams *hp, const oxl_ctx_params *p, oxl_type tk, oxl_type tv, oxl_error *err) {
     if (tk == OXL_TYPE_COUNT || tv == OXL_TYPE_COUNT) {
-        return oxl_err_set(err, "context: KV cache type %d / %d is not one of f32, f16, q8_0, q4_0", (int)p->type_k,
+        return oxl_err_set(err, "context: KV cache type %d / %d is not one of " OXL_KV_TYPE_NAMES, (int)p->type_k,
                            (int)p->type_v);
     }
     if (tv != OXL_TYPE_F32 && tv != OXL_TYPE_F16 && p->flash_attn == OXL_FLASH_ATTN_OFF) {

@@ -1,6 +1,7 @@
-/* The ftype mixes of llama-quantize (llama.cpp src/llama-quant.cpp), as a table: one row per ftype
- * with its default type and the rule it applies to each tensor category. The rules are named after
- * what they do; oxl_quant_choose_types applies them in llama_tensor_get_type_impl's order. */
+/* The ftype mixes of llama-quantize (llama.cpp src/llama-quant.cpp). The table, one row per ftype
+ * with its default type and the rule it applies to each tensor category, is the spec's (gen/spec.py
+ * FTYPES); the rules are named after what they do, and oxl_quant_choose_types applies them in
+ * llama_tensor_get_type_impl's order. */
 #include "quant_mix.h"
 
 #include "error.h"
@@ -10,72 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* attn_v rules (also for attn_qkv and attn_kv_b); i = index among those tensors, n = their count */
-typedef enum oxl_mix_v {
-    OXL_V_KEEP,
-    OXL_V_GQA4_Q4_K_ELSE_Q3_K,   /* Q2_K: Q4_K with n_head/n_head_kv >= 4, else Q3_K */
-    OXL_V_GQA4_Q4_K,             /* Q2_K_S: Q4_K with n_head/n_head_kv >= 4 */
-    OXL_V_FIRST2_Q5_K_ELSE_Q4_K, /* Q3_K_M */
-    OXL_V_Q5_K,                  /* Q3_K_L */
-    OXL_V_MORE_BITS_Q6_K,        /* Q4_K_M, Q5_K_M: Q6_K on the use_more_bits layers */
-    OXL_V_FIRST4_Q5_K,           /* Q4_K_S */
-} oxl_mix_v;
-
-/* ffn_down rules; i = layer (the running index of ffn_down tensors), n = n_layer */
-typedef enum oxl_mix_down {
-    OXL_DOWN_KEEP,
-    OXL_DOWN_Q3_K,             /* Q2_K */
-    OXL_DOWN_FIRST8TH_Q4_K,    /* Q2_K_S: Q4_K on the first n/8 layers */
-    OXL_DOWN_Q3_K_M,           /* Q5_K on the first n/16, else Q4_K (Falcon: Q4_K only with more bits, else Q3_K) */
-    OXL_DOWN_Q3_K_L,           /* Q5_K (Falcon: Q4_K) */
-    OXL_DOWN_Q4_K_M,           /* Q6_K with more bits (Falcon: Q6_K first n/16, Q5_K with more bits) */
-    OXL_DOWN_MORE_BITS_Q6_K,   /* Q5_K_M */
-    OXL_DOWN_FIRST8TH_Q5_K,    /* Q4_K_S: Q5_K on the first n/8 layers (not Falcon) */
-    OXL_DOWN_IMATRIX_FIRST8TH, /* Q4_0, Q5_0: with an imatrix, the first n/8 layers get `down_type` */
-} oxl_mix_down;
-
-struct oxl_ftype_mix {
-    const char *name;
-    uint32_t id;   /* llama_ftype */
-    oxl_type type; /* the default type (llama_ftype_get_default_type) */
-    oxl_mix_v attn_v;
-    oxl_mix_down ffn_down;
-    oxl_type down_type;   /* for OXL_DOWN_IMATRIX_FIRST8TH */
-    oxl_type attn_output; /* attn_output, not Falcon, not 8 experts; COUNT: keep */
-    oxl_type attn_output_falcon;
-    bool attn_output_8exp_q5_K; /* 8 experts: attn_output Q5_K */
-};
-
-#define K OXL_TYPE_COUNT /* keep */
-static const oxl_ftype_mix oxl_ftypes[] = {
-    /* name      id  type            attn_v                       ffn_down                    down_type attn_output
-       falcon           8exp */
-    {"F16", 1, OXL_TYPE_F16, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, false},
-    {"BF16", 32, OXL_TYPE_BF16, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, false},
-    {"Q8_0", 7, OXL_TYPE_Q8_0, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, false},
-    {"Q4_0", 2, OXL_TYPE_Q4_0, OXL_V_KEEP, OXL_DOWN_IMATRIX_FIRST8TH, OXL_TYPE_Q4_1, K, K, false},
-    {"Q4_1", 3, OXL_TYPE_Q4_1, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, false},
-    {"Q5_0", 8, OXL_TYPE_Q5_0, OXL_V_KEEP, OXL_DOWN_IMATRIX_FIRST8TH, OXL_TYPE_Q5_1, K, K, false},
-    {"Q5_1", 9, OXL_TYPE_Q5_1, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, false},
-    {"Q2_K", 10, OXL_TYPE_Q2_K, OXL_V_GQA4_Q4_K_ELSE_Q3_K, OXL_DOWN_Q3_K, K, OXL_TYPE_Q3_K, K, true},
-    {"Q2_K_S", 21, OXL_TYPE_Q2_K, OXL_V_GQA4_Q4_K, OXL_DOWN_FIRST8TH_Q4_K, K, K, K, false},
-    {"Q3_K_S", 11, OXL_TYPE_Q3_K, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, true},
-    {"Q3_K_M", 12, OXL_TYPE_Q3_K, OXL_V_FIRST2_Q5_K_ELSE_Q4_K, OXL_DOWN_Q3_K_M, K, OXL_TYPE_Q4_K, K, true},
-    {"Q3_K_L", 13, OXL_TYPE_Q3_K, OXL_V_Q5_K, OXL_DOWN_Q3_K_L, K, OXL_TYPE_Q5_K, OXL_TYPE_Q4_K, false},
-    {"Q4_K_S", 14, OXL_TYPE_Q4_K, OXL_V_FIRST4_Q5_K, OXL_DOWN_FIRST8TH_Q5_K, K, K, K, true},
-    {"Q4_K_M", 15, OXL_TYPE_Q4_K, OXL_V_MORE_BITS_Q6_K, OXL_DOWN_Q4_K_M, K, K, K, true},
-    {"Q5_K_S", 16, OXL_TYPE_Q5_K, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, false},
-    {"Q5_K_M", 17, OXL_TYPE_Q5_K, OXL_V_MORE_BITS_Q6_K, OXL_DOWN_MORE_BITS_Q6_K, K, K, K, false},
-    {"Q6_K", 18, OXL_TYPE_Q6_K, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, false},
-};
-#undef K
-
-/* llama-quantize's aliases */
-static const struct {
-    const char *alias, *name;
-} oxl_ftype_aliases[] = {{"Q3_K", "Q3_K_M"}, {"Q4_K", "Q4_K_M"}, {"Q5_K", "Q5_K_M"}};
-
-#define OXL_N_FTYPES (sizeof oxl_ftypes / sizeof oxl_ftypes[0])
+/* The ftypes and their rows of rules are the spec's (gen/spec.py FTYPES, generated/oxl_ftypes.c). */
 
 static bool oxl_iequal(const char *a, const char *b) {
     for (; *a && *b; a++, b++) {
@@ -87,17 +23,15 @@ static bool oxl_iequal(const char *a, const char *b) {
 }
 
 const oxl_ftype_mix *oxl_ftype_find(const char *name) {
-    for (size_t i = 0; i < sizeof oxl_ftype_aliases / sizeof oxl_ftype_aliases[0]; i++) {
-        if (oxl_iequal(name, oxl_ftype_aliases[i].alias)) {
-            name = oxl_ftype_aliases[i].name;
-        }
-    }
     char *end = NULL;
     const long id = strtol(name, &end, 10);
     const bool numeric = end != name && *end == '\0';
-    for (size_t i = 0; i < OXL_N_FTYPES; i++) {
-        if (numeric ? (long)oxl_ftypes[i].id == id : oxl_iequal(name, oxl_ftypes[i].name)) {
-            return &oxl_ftypes[i];
+    for (size_t i = 0; i < OXL_FTYPE_COUNT; i++) {
+        const oxl_ftype_info *f = &oxl_ftype_infos[i];
+        const bool match =
+            numeric ? (long)f->id == id : oxl_iequal(name, f->name) || (f->alias != NULL && oxl_iequal(name, f->alias));
+        if (match) {
+            return f->quantize ? f : NULL;
         }
     }
     return NULL;
@@ -106,11 +40,24 @@ const oxl_ftype_mix *oxl_ftype_find(const char *name) {
 const char *oxl_ftype_name(const oxl_ftype_mix *f) { return f->name; }
 uint32_t oxl_ftype_id(const oxl_ftype_mix *f) { return f->id; }
 
-const char *const *oxl_ftype_names(void) {
-    static const char *names[OXL_N_FTYPES + 1];
-    for (size_t i = 0; i < OXL_N_FTYPES; i++) {
-        names[i] = oxl_ftypes[i].name;
+const char *oxl_ftype_describe(uint32_t id) {
+    for (size_t i = 0; i < OXL_FTYPE_COUNT; i++) {
+        if (oxl_ftype_infos[i].id == id) {
+            return oxl_ftype_infos[i].desc;
+        }
     }
+    return NULL;
+}
+
+const char *const *oxl_ftype_names(void) {
+    static const char *names[OXL_FTYPE_COUNT + 1];
+    size_t n = 0;
+    for (size_t i = 0; i < OXL_FTYPE_COUNT; i++) {
+        if (oxl_ftype_infos[i].quantize) {
+            names[n++] = oxl_ftype_infos[i].name;
+        }
+    }
+    names[n] = NULL;
     return names;
 }
 

@@ -1,17 +1,20 @@
 /* llama-quantize's file types (ftypes) and the per-tensor type each one chooses: the mix rules of
  * llama.cpp src/llama-quant.cpp (llama_tensor_get_type, llama_tensor_get_type_impl,
  * tensor_allows_quantization, tensor_type_fallback, tensor_requires_imatrix), for the ftypes whose
- * formats have reference quantizers here. The rules are data: one row per ftype in quant_mix.c. */
+ * formats have reference quantizers here. The rules are data: one row per ftype in gen/spec.py's FTYPES
+ * (generated/oxl_ftypes.c); quant_mix.c applies them. */
 #ifndef OXL_QUANT_MIX_H
 #define OXL_QUANT_MIX_H
 
 #include "oxillama.h"
+#include "oxl_ftypes.h"
 #include "oxl_types.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef struct oxl_ftype_mix oxl_ftype_mix;
+/* One row of the spec's ftype table (generated/oxl_ftypes.h) that oxillama quantize writes. */
+typedef oxl_ftype_info oxl_ftype_mix;
 
 /* An ftype by llama-quantize's name (case-insensitive: "Q4_K_M", "q8_0", aliases "Q3_K", "Q4_K",
  * "Q5_K") or by its llama_ftype number ("15"); NULL when unknown or not supported. */
@@ -19,6 +22,9 @@ const oxl_ftype_mix *oxl_ftype_find(const char *name);
 const char *oxl_ftype_name(const oxl_ftype_mix *f);
 /* The llama_ftype number written as general.file_type. */
 uint32_t oxl_ftype_id(const oxl_ftype_mix *f);
+/* llama_ftype_name of a llama_ftype number ("Q4_K - Medium" for 15; llama-bench's model_type),
+ * for every ftype llama.cpp names, written or not; NULL when unknown. */
+const char *oxl_ftype_describe(uint32_t id);
 /* The names of the supported ftypes, NULL-terminated, for help text. */
 const char *const *oxl_ftype_names(void);
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 /* quantize_row_q8_0_ref: d = amax/127, q = round(x / d) (roundf: ties away from zero) */
-static void oxl_quantize_row_q8_0(const float *x, void *vy, int64_t ne0, const float *imatrix) {
+void oxl_quantize_row_q8_0(const float *x, void *vy, int64_t ne0, const float *imatrix) {
     (void)imatrix; /* ggml's quantize_q8_0 ignores it */
     oxl_block_q8_0 *y = vy;
     for (int64_t ib = 0; ib < ne0 / OXL_QK_Q8_0; ib++) {
@@ -55,7 +55,7 @@ static void oxl_quantize_row_q4_0_plain(const float *x, oxl_block_q4_0 *y, int64
 
 /* quantize_row_q4_0_impl: with an imatrix, weights qw[j] * sqrt(sigma2 + x[j]^2) where sigma2 is
  * the row's mean square, and the scale search of make_qx_quants */
-static void oxl_quantize_row_q4_0(const float *x, void *vy, int64_t ne0, const float *imatrix) {
+void oxl_quantize_row_q4_0(const float *x, void *vy, int64_t ne0, const float *imatrix) {
     oxl_block_q4_0 *y = vy;
     if (imatrix == NULL) {
         oxl_quantize_row_q4_0_plain(x, y, ne0);
@@ -81,12 +81,12 @@ static void oxl_quantize_row_q4_0(const float *x, void *vy, int64_t ne0, const f
     }
 }
 
-static void oxl_quantize_row_f32(const float *x, void *y, int64_t ne0, const float *imatrix) {
+void oxl_quantize_row_f32(const float *x, void *y, int64_t ne0, const float *imatrix) {
     (void)imatrix;
     memcpy(y, x, (size_t)ne0 * sizeof(float));
 }
 
-static void oxl_quantize_row_f16(const float *x, void *vy, int64_t ne0, const float *imatrix) {
+void oxl_quantize_row_f16(const float *x, void *vy, int64_t ne0, const float *imatrix) {
     (void)imatrix;
     uint16_t *y = vy;
     for (int64_t i = 0; i < ne0; i++) {
@@ -94,7 +94,7 @@ static void oxl_quantize_row_f16(const float *x, void *vy, int64_t ne0, const fl
     }
 }
 
-static void oxl_quantize_row_bf16(const float *x, void *vy, int64_t ne0, const float *imatrix) {
+void oxl_quantize_row_bf16(const float *x, void *vy, int64_t ne0, const float *imatrix) {
     (void)imatrix;
     uint16_t *y = vy;
     for (int64_t i = 0; i < ne0; i++) {
@@ -102,18 +102,14 @@ static void oxl_quantize_row_bf16(const float *x, void *vy, int64_t ne0, const f
     }
 }
 
+/* Every format with a reference quantizer, from the spec (generated/oxl_quantizers.inc). */
 static const struct {
     oxl_quantize_row_fn row;
     bool uses_imatrix;
 } oxl_quantizers[OXL_TYPE_COUNT] = {
-    [OXL_TYPE_F32] = {oxl_quantize_row_f32, false},   [OXL_TYPE_F16] = {oxl_quantize_row_f16, false},
-    [OXL_TYPE_BF16] = {oxl_quantize_row_bf16, false}, [OXL_TYPE_Q8_0] = {oxl_quantize_row_q8_0, false},
-    [OXL_TYPE_Q4_0] = {oxl_quantize_row_q4_0, true},  [OXL_TYPE_Q4_1] = {oxl_quantize_row_q4_1, true},
-    [OXL_TYPE_Q5_0] = {oxl_quantize_row_q5_0, true},  [OXL_TYPE_Q5_1] = {oxl_quantize_row_q5_1, true},
-    [OXL_TYPE_Q8_1] = {oxl_quantize_row_q8_1, false}, [OXL_TYPE_Q2_K] = {oxl_quantize_row_q2_K, true},
-    [OXL_TYPE_Q3_K] = {oxl_quantize_row_q3_K, true},  [OXL_TYPE_Q4_K] = {oxl_quantize_row_q4_K, true},
-    [OXL_TYPE_Q5_K] = {oxl_quantize_row_q5_K, true},  [OXL_TYPE_Q6_K] = {oxl_quantize_row_q6_K, true},
-    [OXL_TYPE_Q8_K] = {oxl_quantize_row_q8_K, false},
+#define OXL_QUANTIZER(name, NAME, uses_imatrix) [OXL_TYPE_##NAME] = {oxl_quantize_row_##name, uses_imatrix},
+#include "oxl_quantizers.inc"
+#undef OXL_QUANTIZER
 };
 
 bool oxl_quantize_supported(oxl_type t) { return (unsigned)t < OXL_TYPE_COUNT && oxl_quantizers[t].row != NULL; }

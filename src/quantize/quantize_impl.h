@@ -10,16 +10,12 @@
 /* One row of ne0 floats into its blocks; imatrix is NULL or ne0 weights. */
 typedef void (*oxl_quantize_row_fn)(const float *x, void *y, int64_t ne0, const float *imatrix);
 
-/* Row functions of quantize_k.c (K-quants and q8_K) and quantize_legacy.c. */
-void oxl_quantize_row_q4_1(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q5_0(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q5_1(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q8_1(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q2_K(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q3_K(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q4_K(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q5_K(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q6_K(const float *x, void *y, int64_t ne0, const float *imatrix);
-void oxl_quantize_row_q8_K(const float *x, void *y, int64_t ne0, const float *imatrix);
+/* The row function of every format with a reference quantizer, one per spec entry with
+ * quantizer=True (generated/oxl_quantizers.inc): oxl_quantize_row_<format> in quantize.c (f32, f16,
+ * bf16, q8_0, q4_0), quantize_legacy.c (q4_1, q5_0, q5_1, q8_1) or quantize_k.c (K-quants, q8_K). */
+#define OXL_QUANTIZER(name, NAME, uses_imatrix)                                                                        \
+    void oxl_quantize_row_##name(const float *x, void *y, int64_t ne0, const float *imatrix);
+#include "oxl_quantizers.inc"
+#undef OXL_QUANTIZER
 
 #endif

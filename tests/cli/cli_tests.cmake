@@ -30,12 +30,13 @@ endfunction()
 set(G ${CMAKE_SOURCE_DIR}/golden)
 set(M ${CMAKE_SOURCE_DIR}/models)
 
-# Model logits goldens for the weight formats oxillama computes with.
-set(OXL_LOGITS_GOLDENS
-  ${G}/models/stories260K.once.gguf ${G}/models/stories260K.lily.gguf ${G}/models/stories260K.dog.gguf)
-foreach(t F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1)
-  list(APPEND OXL_LOGITS_GOLDENS ${G}/models/stories260K-${t}.once.gguf)
-endforeach()
+# Model logits goldens: every file of golden/models (stories260K in f32 and in each weight format
+# that has one, golden/README.md; a new format's golden joins by being there).
+file(GLOB OXL_LOGITS_GOLDENS CONFIGURE_DEPENDS ${G}/models/*.gguf)
+list(LENGTH OXL_LOGITS_GOLDENS oxl_n_logits_goldens)
+if(oxl_n_logits_goldens LESS 10)
+  message(FATAL_ERROR "golden/models holds ${oxl_n_logits_goldens} goldens, expected at least 10")
+endif()
 
 # The C sources are as clang-format writes them (.clang-format; generated/ excluded).
 add_test(NAME format COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_format.sh ${CMAKE_SOURCE_DIR})
@@ -44,10 +45,10 @@ add_test(NAME format COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_format.sh ${CMAK
 add_test(NAME golden-chat-templates COMMAND ${OXL_BIN} golden ${G}/chat-templates)
 
 # The quant checker itself runs every ISA cell the CPU has.
-add_test(NAME golden-quant COMMAND ${OXL_BIN} golden ${G}/quant/f16.gguf ${G}/quant/bf16.gguf
-         ${G}/quant/q8_0.gguf ${G}/quant/q4_0.gguf ${G}/quant/q4_1.gguf ${G}/quant/q5_0.gguf
-         ${G}/quant/q5_1.gguf ${G}/quant/q8_1.gguf ${G}/quant/q2_K.gguf ${G}/quant/q3_K.gguf
-         ${G}/quant/q4_K.gguf ${G}/quant/q5_K.gguf ${G}/quant/q6_K.gguf ${G}/quant/q8_K.gguf)
+# The files are the spec's formats with goldens (OXL_QUANT_GOLDEN_FORMATS, generated/oxl_kernels.cmake).
+list(TRANSFORM OXL_QUANT_GOLDEN_FORMATS PREPEND ${G}/quant/ OUTPUT_VARIABLE OXL_QUANT_GOLDENS)
+list(TRANSFORM OXL_QUANT_GOLDENS APPEND .gguf)
+add_test(NAME golden-quant COMMAND ${OXL_BIN} golden ${OXL_QUANT_GOLDENS})
 
 foreach(isa IN LISTS OXL_TEST_ISAS)
   add_test(NAME golden-logits-${isa} COMMAND ${OXL_BIN} golden ${OXL_LOGITS_GOLDENS})

@@ -30,14 +30,20 @@ static oxl_isa lender_of(oxl_type type, oxl_isa isa) {
 }
 
 Test(kernels, every_cap_gets_a_kernel_per_cell_within_the_cap) {
-    static const oxl_type formats[] = {OXL_TYPE_F32,  OXL_TYPE_F16,  OXL_TYPE_BF16, OXL_TYPE_Q8_0, OXL_TYPE_Q4_0,
-                                       OXL_TYPE_Q4_1, OXL_TYPE_Q5_0, OXL_TYPE_Q5_1, OXL_TYPE_Q2_K, OXL_TYPE_Q3_K,
-                                       OXL_TYPE_Q4_K, OXL_TYPE_Q5_K, OXL_TYPE_Q6_K};
+    /* every format the spec gives dequant and vec_dot (generated/oxl_format_facts.inc); others: -1 */
+    static const int formats[] = {
+#define OXL_FORMAT_FACTS(name, NAME, dequant, vec_dot, quantizer, golden) dequant &&vec_dot ? OXL_TYPE_##NAME : -1,
+#include "oxl_format_facts.inc"
+#undef OXL_FORMAT_FACTS
+    };
     for (int cap = 0; cap < OXL_ISA_COUNT; cap++) {
         oxl_kernels k;
         oxl_kernels_build(&k, (oxl_isa)cap);
         for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
-            const oxl_type t = formats[i];
+            if (formats[i] < 0) {
+                continue;
+            }
+            const oxl_type t = (oxl_type)formats[i];
             cr_expect_not_null(k.dequant[t], "cap %s: no dequant for type %d", oxl_isa_name((oxl_isa)cap), t);
             cr_expect_not_null(k.vec_dot[t], "cap %s: no vec_dot for type %d", oxl_isa_name((oxl_isa)cap), t);
             cr_expect_leq(k.dequant_isa[t], (oxl_isa)cap);

@@ -198,25 +198,44 @@ static void make_tmp_dir(void) {
 
 static void remove_tmp_dir(void) { rmdir(tmp_dir); }
 
-/* llama.cpp's LLAMA_FTYPE numbers (include/llama.h, enum llama_ftype), which llama-quantize writes
- * as the u32 general.file_type (src/llama-quant.cpp). */
-static const struct {
-    const char *name;
-    uint32_t ftype;
-} llama_ftypes[] = {
-    {"F16", 1},     {"Q4_0", 2},    {"Q4_1", 3},    {"Q8_0", 7},    {"Q5_0", 8},    {"Q5_1", 9},
-    {"Q2_K", 10},   {"Q3_K_S", 11}, {"Q3_K_M", 12}, {"Q3_K_L", 13}, {"Q4_K_S", 14}, {"Q4_K_M", 15},
-    {"Q5_K_S", 16}, {"Q5_K_M", 17}, {"Q6_K", 18},   {"Q2_K_S", 21}, {"BF16", 32},
-};
-
-static uint32_t llama_ftype_of(const char *name) {
-    for (size_t i = 0; i < sizeof llama_ftypes / sizeof llama_ftypes[0]; i++) {
-        if (strcmp(llama_ftypes[i].name, name) == 0) {
-            return llama_ftypes[i].ftype;
+/* llama.cpp's LLAMA_FTYPE number of a llama-quantize name (golden/quantize/llama_ftype.tsv, from
+ * llama.h and quantize.cpp), which llama-quantize writes as the u32 general.file_type
+ * (src/llama-quant.cpp); -1 when llama-quantize has no such name. */
+static int64_t llama_ftype_number(const char *name) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/golden/quantize/llama_ftype.tsv", OXL_SOURCE_DIR);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    char line[256], key[64];
+    long number;
+    int64_t found = -1;
+    while (found < 0 && fgets(line, sizeof line, f)) {
+        if (line[0] != '#' && sscanf(line, "%63s %ld", key, &number) == 2 && strcmp(key, name) == 0) {
+            found = number;
         }
     }
-    cr_assert_fail("no LLAMA_FTYPE number for %s", name);
-    return 0;
+    fclose(f);
+    return found;
+}
+
+static uint32_t llama_ftype_of(const char *name) {
+    const int64_t n = llama_ftype_number(name);
+    cr_assert_geq(n, 0, "no LLAMA_FTYPE number for %s", name);
+    return (uint32_t)n;
+}
+
+/* The spec's ftype table (gen/spec.py FTYPES) against llama.cpp's numbers: every name and alias. */
+Test(quantize_cli, spec_ftype_numbers_are_llama_cpps) {
+    int n_checked = 0;
+    for (size_t i = 0; i < OXL_FTYPE_COUNT; i++) {
+        const oxl_ftype_info *f = &oxl_ftype_infos[i];
+        const char *names[] = {f->name, f->alias};
+        for (int k = 0; k < 2 && names[k] != NULL; k++) {
+            cr_expect_eq(llama_ftype_number(names[k]), (int64_t)f->id, "%s: spec says %u", names[k], f->id);
+            n_checked++;
+        }
+    }
+    cr_expect_geq(n_checked, 39, "%d names checked", n_checked);
 }
 
 /* llama-quantize writes the tensors in the order of llama_model_loader's weights_map

@@ -59,7 +59,7 @@ Test(kv_cache, quantized_cache_needs_whole_blocks_per_head) {
     cr_assert(strstr(err.msg, "V cache type q4_0 needs a head size divisible by 32"), "%s", err.msg);
     cp = params((oxl_kv_type)7, OXL_KV_F16, OXL_FLASH_ATTN_ON);
     cr_assert_null(oxl_ctx_new(m, &cp, &err));
-    cr_assert(strstr(err.msg, "is not one of f32, f16, q8_0, q4_0"), "%s", err.msg);
+    cr_assert(strstr(err.msg, "is not one of f32, f16, q4_0, q8_0"), "%s", err.msg);
     oxl_model_free(m);
 }
 
