@@ -9,6 +9,7 @@
  * and swiglu: the f32 input), and ns per block of the format (per 32 elements for block-size-1
  * formats). Weights come from the reference quantizer (src/quantize/quantize.h) of random normal values,
  * activations from the partner format's scalar quant kernel. */
+#include "file.h"
 #include "kernels.h"
 #include "oxl_kernel_decls.h"
 #include "oxl_blocks.h"
@@ -49,12 +50,6 @@ static const struct {
 #include "oxl_kernel_list.inc"
 #undef OXL_KERNEL
 };
-
-static double oxl_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static uint64_t oxl_rng = 0x9e3779b97f4a7c15ull;
 
@@ -195,7 +190,7 @@ int main(int argc, char **argv) {
         double bytes_per_pass = 0.0, blocks_per_pass = 0.0;
         int passes = 0;
         volatile float sink = 0.0f;
-        const double t0 = oxl_now();
+        const double t0 = oxl_clock_s();
         double t1 = t0;
         const int64_t blck = tr->blck_size > 1 ? tr->blck_size : 32;
         while (t1 - t0 < min_time) {
@@ -274,7 +269,7 @@ int main(int argc, char **argv) {
                 break;
             }
             passes++;
-            t1 = oxl_now();
+            t1 = oxl_clock_s();
         }
         const double secs = t1 - t0;
         printf("%-8s %-8s %-11s %-40s %9.2f %12.2f\n", tr->name, oxl_bench_op_names[op], isa, oxl_bench_cells[c].name,

@@ -6,43 +6,13 @@
 #include "golden_chat.h"
 
 #include "error.h"
+#include "file.h"
 #include "jinja.h"
 
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Reads a whole file; NULL when it does not exist or cannot be read. */
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 65536;
-            char *p = realloc(buf, cap);
-            if (!p) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = p;
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0) {
-            break;
-        }
-    }
-    fclose(f);
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
 
 static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -82,11 +52,11 @@ static void check_case(const char *dir, const char *model, const oxl_jinja_templ
     char path[4096];
     size_t exp_len = 0;
     snprintf(path, sizeof path, "%s/%s/%s.txt", dir, model, id->valuestring);
-    char *expected = slurp(path, &exp_len);
+    char *expected = oxl_read_file(path, &exp_len, NULL);
     bool want_error = false;
     if (!expected) {
         snprintf(path, sizeof path, "%s/%s/%s.error", dir, model, id->valuestring);
-        expected = slurp(path, &exp_len);
+        expected = oxl_read_file(path, &exp_len, NULL);
         want_error = true;
         if (!expected) {
             oxl_golden_line(r, false, "chat %s/%s: neither .txt nor .error exists", model, id->valuestring);
@@ -139,7 +109,7 @@ int oxl_golden_chat_dir(const char *dir, oxl_golden_report *r, oxl_error *err) {
     char path[4096];
     size_t len = 0;
     snprintf(path, sizeof path, "%s/cases.json", dir);
-    char *text = slurp(path, &len);
+    char *text = oxl_read_file(path, &len, NULL);
     if (!text) {
         return oxl_err_set(err, "%s: cannot read", path);
     }
@@ -181,7 +151,7 @@ int oxl_golden_chat_dir(const char *dir, oxl_golden_report *r, oxl_error *err) {
     qsort(models, n_models, sizeof(char *), cmp_names);
     for (size_t m = 0; m < n_models; m++) {
         snprintf(path, sizeof path, "%s/%s/template.jinja", dir, models[m]);
-        char *src = slurp(path, &len);
+        char *src = oxl_read_file(path, &len, NULL);
         oxl_jinja_template *t = NULL;
         oxl_error perr = {{0}};
         if (!src || oxl_jinja_parse(src, len, &t, &perr) < 0) {

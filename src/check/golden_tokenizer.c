@@ -3,33 +3,13 @@
 #include "golden_tokenizer.h"
 
 #include "error.h"
+#include "file.h"
 #include "vocab.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 /* Reads a whole file; NULL with err set. */
-static char *read_all(const char *path, size_t *len, oxl_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        oxl_err_set(err, "%s: cannot open", path);
-        return NULL;
-    }
-    char *buf = NULL;
-    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) != NULL &&
-        fread(buf, 1, (size_t)n, f) == (size_t)n) {
-        buf[n] = '\0';
-        *len = (size_t)n;
-    } else {
-        free(buf);
-        buf = NULL;
-        oxl_err_set(err, "%s: cannot read", path);
-    }
-    fclose(f);
-    return buf;
-}
-
 /* A printable one-line preview of s[0..n): at most 40 bytes, other bytes than printable ASCII as \xHH. */
 static void preview(const char *s, size_t n, char *out, size_t cap) {
     size_t w = 0;
@@ -90,10 +70,10 @@ int oxl_golden_tokenizer(const char *vocab_path, oxl_golden_report *r, oxl_error
     int status = -1;
 
     snprintf(path, sizeof path, "%s.inp", vocab_path);
-    if (!(inp = read_all(path, &n_inp, err)))
+    if (!(inp = oxl_read_file(path, &n_inp, err)))
         goto done;
     snprintf(path, sizeof path, "%s.out", vocab_path);
-    if (!(out = read_all(path, &n_out, err)))
+    if (!(out = oxl_read_file(path, &n_out, err)))
         goto done;
     if (!(g = oxl_gguf_open(vocab_path, err)) || !(v = oxl_vocab_load(g, err)))
         goto done;

@@ -1,6 +1,7 @@
 #include "perplexity.h"
 
 #include "error.h"
+#include "file.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -120,24 +121,14 @@ typedef struct base_file {
 } base_file;
 
 static int read_base(const char *path, int32_t n_vocab_model, base_file *b, oxl_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        return oxl_err_set(err, "%s: cannot open the KL-divergence base file", path);
+    b->bytes = (uint8_t *)oxl_read_file(path, &b->size, err);
+    if (b->bytes == NULL) {
+        return oxl_err_prefix(err, "KL-divergence base file");
     }
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    if (sz < 20) {
-        fclose(f);
-        return oxl_err_set(err, "%s: %ld bytes is too short for a log-probability file (header is 20 bytes)", path, sz);
+    if (b->size < 20) {
+        return oxl_err_set(err, "%s: %zu bytes is too short for a log-probability file (header is 20 bytes)", path,
+                           b->size);
     }
-    b->size = (size_t)sz;
-    b->bytes = malloc(b->size);
-    if (!b->bytes || fread(b->bytes, 1, b->size, f) != b->size) {
-        fclose(f);
-        return oxl_err_set(err, "%s: cannot read %zu bytes", path, b->size);
-    }
-    fclose(f);
     if (memcmp(b->bytes, "_logits_", 8) != 0) {
         return oxl_err_set(err, "%s: byte 0: magic is not \"_logits_\": not a llama.cpp log-probability file", path);
     }

@@ -1,5 +1,6 @@
 #include "args.h"
 
+#include "file.h"
 #include "oxl_types.h"
 
 #include <errno.h>
@@ -191,33 +192,11 @@ const char *oxl_opts_model(const oxl_opts *o) {
 
 /* Reads a whole file into a NUL-terminated buffer (caller frees); NULL with a message on error. */
 char *oxl_read_text_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "error: cannot open %s\n", path);
-        return NULL;
+    oxl_error err = {{0}};
+    char *buf = oxl_read_file(path, len, &err);
+    if (buf == NULL) {
+        fprintf(stderr, "error: %s\n", err.msg);
     }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
-        n += got;
-        if (n == cap) {
-            char *grown = realloc(buf, 2 * cap + 1);
-            if (!grown) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = grown;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (!buf) {
-        fprintf(stderr, "error: out of memory reading %s\n", path);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
     return buf;
 }
 

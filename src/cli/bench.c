@@ -12,6 +12,7 @@
 #include "args.h"
 #include "cli.h"
 #include "context.h"
+#include "file.h"
 #include "gguf.h"
 #include "model.h"
 #include "oxillama.h"
@@ -46,12 +47,6 @@ typedef struct bench_opts {
 typedef struct bench_test {
     int n_prompt, n_gen;
 } bench_test;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Splits a comma-separated list of positive integers; -1 on a bad element. */
 static int parse_int_list(char *s, int *out, int cap) {
@@ -222,9 +217,9 @@ static double measure_bandwidth(int n_threads) {
     bw_task t = {.buf = buf, .n = n};
     double best = 0.0;
     for (int rep = 0; rep < 4; rep++) {
-        double t0 = now_s();
+        double t0 = oxl_clock_s();
         oxl_pool_run(pool, bw_worker, &t);
-        double bw = (double)(n * sizeof(float)) / (now_s() - t0);
+        double bw = (double)(n * sizeof(float)) / (oxl_clock_s() - t0);
         best = bw > best ? bw : best;
     }
     oxl_pool_free(pool);
@@ -248,11 +243,11 @@ static double measure_task_cost(int n_threads) {
     }
     double batch[21];
     for (int b = 0; b < 21; b++) {
-        const double t0 = now_s();
+        const double t0 = oxl_clock_s();
         for (int i = 0; i < 1000; i++) {
             oxl_pool_run(pool, empty_task, NULL);
         }
-        batch[b] = (now_s() - t0) / 1000.0;
+        batch[b] = (oxl_clock_s() - t0) / 1000.0;
     }
     oxl_pool_free(pool);
     for (int i = 1; i < 21; i++) { /* insertion sort for the median */
@@ -292,7 +287,7 @@ static double run_test(oxl_ctx *ctx, const oxl_model *m, const bench_test *t, ox
     for (int i = 0; i < t->n_prompt; i++) {
         toks[i] = i == 0 && bos >= 0 ? bos : rand() % n_vocab;
     }
-    double t0 = now_s();
+    double t0 = oxl_clock_s();
     for (int done = 0; done < t->n_prompt;) {
         int nb = t->n_prompt - done < n_batch ? t->n_prompt - done : n_batch;
         if (oxl_decode(ctx, toks + done, nb, false, &err) != 0) {
@@ -309,7 +304,7 @@ static double run_test(oxl_ctx *ctx, const oxl_model *m, const bench_test *t, ox
         }
         tok = rand() % n_vocab;
     }
-    return now_s() - t0;
+    return oxl_clock_s() - t0;
 }
 
 static void test_name(const bench_test *t, char *buf, size_t cap) {
@@ -582,14 +577,14 @@ int oxl_cmd_bench(int argc, char **argv) {
         oxl_model_params mp = oxl_model_default_params();
         mp.use_mmap = !o.no_mmap;
         mp.repack = !o.no_repack;
-        const double t_load = now_s();
+        const double t_load = oxl_clock_s();
         oxl_model *m = oxl_model_load(o.models[im], &mp, &err);
         if (!m) {
             fprintf(stderr, "error: %s\n", err.msg);
             status = 1;
             continue;
         }
-        fprintf(stderr, "bench: %s loaded in %.1f ms (%s)\n", o.models[im], (now_s() - t_load) * 1e3,
+        fprintf(stderr, "bench: %s loaded in %.1f ms (%s)\n", o.models[im], (oxl_clock_s() - t_load) * 1e3,
                 o.no_mmap ? "read" : "mapped");
         const double bytes_tok = o.roofline ? weight_bytes_per_token(o.models[im]) : 0.0;
         for (int it = 0; it < o.n_threads; it++) {

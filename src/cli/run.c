@@ -1,6 +1,7 @@
 /* oxillama run: prompt in, prompt + continuation out on stdout; logs and speed on stderr. */
 #include "args.h"
 #include "cli.h"
+#include "file.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,12 +20,6 @@ void oxl_print_verbose_prompt(const oxl_model *m, const char *text, size_t len, 
         fprintf(stderr, "%6d -> '%.*s'\n", toks[i], w > 0 ? w : 0, piece);
     }
     fputc('\n', stderr);
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 int oxl_cmd_run(int argc, char **argv) {
@@ -66,7 +61,7 @@ int oxl_cmd_run(int argc, char **argv) {
     oxl_sampler *smpl = NULL;
     oxl_token *toks = NULL;
 
-    double t0 = now_s();
+    double t0 = oxl_clock_s();
     oxl_model_params mp = oxl_model_default_params();
     mp.repack = !o.no_repack;
     mp.use_mmap = !o.no_mmap;
@@ -92,8 +87,8 @@ int oxl_cmd_run(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }
-    fprintf(stderr, "oxillama: %s; loaded in %.1f ms (%s); n_ctx %d\n", oxl_model_desc(model), (now_s() - t0) * 1e3,
-            o.no_mmap ? "read" : "mapped", oxl_ctx_n_ctx(ctx));
+    fprintf(stderr, "oxillama: %s; loaded in %.1f ms (%s); n_ctx %d\n", oxl_model_desc(model),
+            (oxl_clock_s() - t0) * 1e3, o.no_mmap ? "read" : "mapped", oxl_ctx_n_ctx(ctx));
 
     smpl = oxl_sampler_new(&o.sampling);
     if (!smpl) {
@@ -131,12 +126,12 @@ int oxl_cmd_run(int argc, char **argv) {
     fwrite(prompt, 1, prompt_len, stdout);
     fflush(stdout);
 
-    double t1 = now_s();
+    double t1 = oxl_clock_s();
     if (oxl_decode(ctx, toks, n_tok, false, &err) != 0) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }
-    double t2 = now_s();
+    double t2 = oxl_clock_s();
     int32_t n_vocab = oxl_model_n_vocab(model);
     oxl_detok detok = {0};
     char piece[4096];
@@ -165,7 +160,7 @@ int oxl_cmd_run(int argc, char **argv) {
     if (tail > 0) {
         fwrite(piece, 1, (size_t)tail, stdout);
     }
-    double t3 = now_s();
+    double t3 = oxl_clock_s();
     fputc('\n', stderr);
     fprintf(stderr, "oxillama: prompt %d tokens in %.1f ms (%.1f t/s); generated %d tokens in %.1f ms (%.1f t/s)\n",
             n_tok, (t2 - t1) * 1e3, n_tok / (t2 - t1), n_gen, (t3 - t2) * 1e3, n_gen > 0 ? n_gen / (t3 - t2) : 0.0);

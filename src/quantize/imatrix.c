@@ -2,6 +2,7 @@
 #include "imatrix.h"
 
 #include "error.h"
+#include "file.h"
 #include "gguf.h"
 
 #include <math.h>
@@ -272,43 +273,6 @@ static int load_legacy(oxl_imatrix *m, const char *path, const uint8_t *data, si
     return 0;
 }
 
-static uint8_t *read_file(const char *path, size_t *size, oxl_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        oxl_err_set(err, "%s: cannot open", path);
-        return NULL;
-    }
-    uint8_t *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 1 << 16;
-            uint8_t *p = realloc(buf, cap);
-            if (p == NULL) {
-                free(buf);
-                fclose(f);
-                oxl_err_set(err, "%s: out of memory after %zu bytes", path, n);
-                return NULL;
-            }
-            buf = p;
-        }
-        const size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) {
-            break;
-        }
-    }
-    const bool failed = ferror(f) != 0;
-    fclose(f);
-    if (failed) {
-        free(buf);
-        oxl_err_set(err, "%s: read error after %zu bytes", path, n);
-        return NULL;
-    }
-    *size = n;
-    return buf;
-}
-
 oxl_imatrix *oxl_imatrix_load(const char *path, oxl_error *err) {
     oxl_imatrix *m = calloc(1, sizeof *m);
     if (m == NULL) {
@@ -316,7 +280,7 @@ oxl_imatrix *oxl_imatrix_load(const char *path, oxl_error *err) {
         return NULL;
     }
     size_t size = 0;
-    uint8_t *data = read_file(path, &size, err);
+    uint8_t *data = (uint8_t *)oxl_read_file(path, &size, err);
     if (data == NULL) {
         oxl_imatrix_free(m);
         return NULL;
