@@ -744,7 +744,8 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
                                         .n_swa = swa ? o->n_swa : 0,
                                         .max_bias = o->max_alibi_bias,
                                         .sinks = l->attn_sinks.data};
-            oxl_attention(ctx, il, ub, b.q, b.att, &ap, b.scores);
+            const oxl_kv_view kv = oxl_ctx_kv_view(ctx, il, ub);
+            oxl_attention(pool, &kv, b.q, b.att, &ap, ctx->params.flash_attn != OXL_FLASH_ATTN_OFF, b.scores);
             if (rot_v) {
                 oxl_fwht_rows(b.att, (int64_t)hp->n_head * hp->head_dim * n, rot_v);
             }

@@ -15,13 +15,14 @@ allowed() {
     oxl_generated) echo "GEN" ;;
     oxl_core) echo "src/core include" ;;
     oxl_kernels) echo "src/kernels src/core include GEN" ;;
+    oxl_ops) echo "src/ops src/kernels src/core include GEN" ;;
     oxl_gguf) echo "src/gguf src/core include GEN" ;;
     oxl_text) echo "src/text src/gguf src/core include GEN" ;;
     oxl_model) echo "src/model src/text src/gguf src/kernels src/core include GEN" ;;
     oxl_chat) echo "src/chat src/model src/text src/gguf src/kernels src/core include GEN" ;;
     oxl_quantize) echo "src/quantize src/gguf src/kernels src/core include GEN" ;;
     oxl_check) echo "src/check src/chat src/quantize src/model src/text src/gguf src/kernels src/core include GEN" ;;
-    oxl_arch) echo "arch src/quantize src/model src/text src/gguf src/kernels src/core include GEN" ;;
+    oxl_arch) echo "arch src/quantize src/model src/ops src/text src/gguf src/kernels src/core include GEN" ;;
     *) echo "?" ;;
     esac
 }
@@ -50,8 +51,8 @@ for spec in "$@"; do
     n=$((n + 1))
 done
 echo "layers: $n include paths checked"
-[ "$n" -ge 10 ] || {
-    echo "FAIL  expected the 10 layer targets, got $n"
+[ "$n" -ge 11 ] || {
+    echo "FAIL  expected the 11 layer targets, got $n"
     fail=1
 }
 

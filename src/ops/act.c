@@ -1,0 +1,72 @@
+#include "act.h"
+
+#include "kernels.h"
+#include "oxl_fp16.h"
+
+#include <math.h>
+
+void oxl_swiglu(float *g, const float *u, int64_t row, int64_t n_rows) {
+    /* ggml_vec_swiglu_f32 works on one row at a time (its vector SiLU on groups of 16, libm expf on
+     * the rest), so the row boundaries decide which values take which path */
+    const oxl_swiglu_fn swiglu = oxl_kernels_get()->swiglu[OXL_TYPE_F32];
+    for (int64_t j = 0; j < n_rows; j++) {
+        swiglu(row, g + j * row, g + j * row, u + j * row);
+    }
+}
+
+/* GELU as ggml's CPU backend evaluates it (GGML_GELU_FP16): a 64K-entry fp16 table of the tanh
+ * approximation, indexed by the fp16 rounding of the input. Computing the entry on the fly gives the
+ * same value without the table. */
+static float gelu_fp16(float x) {
+    if (x <= -10.0f) {
+        return 0.0f;
+    }
+    if (x >= 10.0f) {
+        return x;
+    }
+    const float xh = oxl_fp16_to_fp32(oxl_fp32_to_fp16(x));
+    const float sqrt_2_over_pi = 0.79788456080286535587989211986876f;
+    const float g = 0.5f * xh * (1.0f + tanhf(sqrt_2_over_pi * xh * (1.0f + 0.044715f * xh * xh)));
+    return oxl_fp16_to_fp32(oxl_fp32_to_fp16(g));
+}
+
+void oxl_gelu(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = gelu_fp16(x[i]);
+    }
+}
+
+void oxl_geglu(float *g, const float *u, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        g[i] = gelu_fp16(g[i]) * u[i];
+    }
+}
+
+void oxl_add(float *x, const float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        x[i] += y[i];
+    }
+}
+
+void oxl_add_bias(float *y, const oxl_tensor *b, int64_t d, int64_t n) {
+    if (!b || !b->data) {
+        return;
+    }
+    const float *bd = b->data;
+    for (int64_t j = 0; j < n; j++) {
+        oxl_add(y + j * d, bd, d);
+    }
+}
+
+void oxl_scale(float *x, int64_t n, float s) {
+    for (int64_t i = 0; i < n; i++) {
+        x[i] *= s;
+    }
+}
+
+void oxl_softcap(float *x, int64_t n, float cap) {
+    const float inv = 1.0f / cap;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = tanhf(x[i] * inv) * cap;
+    }
+}

@@ -1,0 +1,29 @@
+/* Elementwise activations and arithmetic as ggml's CPU backend evaluates them (ggml_swiglu,
+ * ggml_gelu, ggml_geglu_split, ggml_add, ggml_scale, the soft-cap's ggml_tanh). Activations are
+ * column-major batches: a (d, n) buffer holds n tokens of d floats each. */
+#ifndef OXL_ACT_H
+#define OXL_ACT_H
+
+#include "matmul.h"
+
+#include <stdint.h>
+
+/* g = silu(g) * u over n_rows rows of row values each, row by row as ggml_swiglu evaluates it
+ * (ggml_vec_swiglu_f32: the generated swiglu kernel). */
+void oxl_swiglu(float *g, const float *u, int64_t row, int64_t n_rows);
+/* x = gelu(x) elementwise, through ggml's CPU table: x rounded to fp16, the tanh-approximation GELU of
+ * that value rounded to fp16 (GGML_GELU_FP16); |x| >= 10 passes (0 below -10, x above 10). */
+void oxl_gelu(float *x, int64_t n);
+/* g = gelu(g) * u elementwise (ggml_geglu_split, the same fp16 table). */
+void oxl_geglu(float *g, const float *u, int64_t n);
+
+/* x += y elementwise. */
+void oxl_add(float *x, const float *y, int64_t n);
+/* y[:, j] += b for each of n columns of length d (b: (d) f32; unbound b does nothing). */
+void oxl_add_bias(float *y, const oxl_tensor *b, int64_t d, int64_t n);
+/* x *= s elementwise (ggml_scale). */
+void oxl_scale(float *x, int64_t n, float s);
+/* x = cap * tanh(x / cap) elementwise, as ggml_scale(1/cap), ggml_tanh, ggml_scale(cap). */
+void oxl_softcap(float *x, int64_t n, float cap);
+
+#endif

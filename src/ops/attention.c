@@ -1,0 +1,501 @@
+#include "attention.h"
+
+#include "act.h"
+#include "oxl_fp16.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The flash path's per-thread state lives on the thread's stack: at most OXL_ATTN_ACC accumulator
+ * values for the query heads of one item (each head_dim long), and at most OXL_ATTN_HEADS heads. */
+#define OXL_ATTN_ACC 8192
+#define OXL_ATTN_HEADS 64
+/* Bytes of one query head converted to K's vec_dot_type: head_dim <= 1024 (checked at load), and
+ * f32 is the widest format. */
+#define OXL_ATTN_QROW (1024 * 4)
+
+typedef struct attn_task {
+    oxl_kv_view kv; /* the layer's cache and the pass's tokens */
+    const float *q;
+    float *out;
+    oxl_attn_params p;
+    float m0, m1; /* ALiBi slope bases (ggml_soft_max_ext / ggml_flash_attn_ext) */
+    uint32_t n_head_log2;
+    float *scores;
+    oxl_vec_dot_fn vec_dot;    /* K·q for the K cache's type */
+    oxl_quant_fn q_conv;       /* q to K's vec_dot_type (NULL: f32, used as is) */
+    size_t q_row;              /* bytes of one converted query head */
+    oxl_dequant_fn v_to_float; /* f16 or quantized V rows to f32 (NULL for f32 V) */
+    oxl_quant_fn to_f16;       /* f32 to f16 and back: the f16 accumulator's rounding */
+    oxl_dequant_fn from_f16;
+    oxl_mad_fn mad; /* the accumulator step: fma, rounded to halves with an f16 V */
+    int group;      /* query heads per KV head */
+    int chunk;      /* flash: query heads per item (a group is split into group/chunk items) */
+    int n_chunks;
+    /* tiled flash (batches of OXL_FA_TILE_Q+ tokens): the token tiles, each of one sequence */
+    int32_t *tile_j0, *tile_n;
+    int32_t n_tiles;
+    oxl_sgemm_acc_fn sgemm;
+    oxl_softmax_fn softmax;
+    oxl_dequant_fn k_to_float; /* f16 K/V rows to f32, NULL for f32 */
+    float *tile_buf;           /* tile_floats per part */
+    size_t tile_floats;
+} attn_task;
+
+/* The per-token part of an item: cache rows and visible positions. */
+typedef struct attn_item {
+    size_t k_off, v_off; /* bytes from a cache row's start to this KV head's columns */
+    size_t row0;         /* cache row of the sequence's position 0 */
+    int32_t lo;          /* first visible position (sliding window) */
+    int32_t n_kv;        /* causal: positions lo .. pos of the token */
+    int32_t pos;
+} attn_item;
+
+static attn_item attn_item_at(const attn_task *t, int32_t j, int hk) {
+    const oxl_kv_view *kv = &t->kv;
+    const oxl_attn_params *p = &t->p;
+    const int32_t pos = kv->pos[j];
+    return (attn_item){
+        .k_off = oxl_row_size(kv->type_k, (int64_t)hk * p->head_dim),
+        .v_off = oxl_row_size(kv->type_v, (int64_t)hk * p->head_dim),
+        .row0 = (size_t)kv->seq[j] * (size_t)kv->n_ctx,
+        .lo = p->n_swa > 0 && pos - p->n_swa + 1 > 0 ? pos - p->n_swa + 1 : 0,
+        .n_kv = pos + 1,
+        .pos = pos,
+    };
+}
+
+/* Query head h of token j, converted to K's vec_dot_type in buf when K is not f32 (ggml converts q
+ * with the from_float of K's vec_dot_type: f16, or q8_0 for q8_0 and q4_0 caches). */
+static const void *attn_query(const attn_task *t, int32_t j, int h, void *buf) {
+    const float *qj = t->q + ((size_t)j * t->p.n_head + h) * t->p.head_dim;
+    if (!t->q_conv) {
+        return qj;
+    }
+    t->q_conv(qj, buf, t->p.head_dim);
+    return buf;
+}
+
+/* ALiBi slope of head h (1 without ALiBi, whose bias is then 0). */
+static float attn_slope(const attn_task *t, int h) {
+    if (t->p.max_bias <= 0.0f) {
+        return 1.0f;
+    }
+    const uint32_t hu = (uint32_t)h;
+    return hu < t->n_head_log2 ? powf(t->m0, (float)(hu + 1)) : powf(t->m1, (float)(2 * (hu - t->n_head_log2) + 1));
+}
+
+static const char *attn_key(const attn_task *t, const attn_item *it, int32_t p) {
+    const oxl_kv_view *kv = &t->kv;
+    return (const char *)kv->k + (it->row0 + (size_t)p) * kv->k_row + it->k_off;
+}
+
+static const void *attn_value(const attn_task *t, const attn_item *it, int32_t p) {
+    const oxl_kv_view *kv = &t->kv;
+    return (const char *)kv->v + (it->row0 + (size_t)p) * kv->v_row + it->v_off;
+}
+
+/* The mask value of position p: 0, or ALiBi's -(distance) times the head's slope. */
+static float attn_bias(const attn_task *t, const attn_item *it, float slope, int32_t p) {
+    return t->p.max_bias > 0.0f ? slope * (float)-(it->pos - p) : 0.0f;
+}
+
+/* Unfused attention, as llama.cpp's graph without -fa: kq = K·q, the soft-cap of the raw scores,
+ * softmax(kq*scale + slope*mask) summing in double (ggml_soft_max_ext), then the weighted sum of
+ * values (kq converted to f16 for an f16 V cache). One item per (token, query head). */
+static void attn_unfused(void *arg, int ith, int nth) {
+    attn_task *t = arg;
+    const oxl_kv_view *kv = &t->kv;
+    const int D = t->p.head_dim;
+    const float cap = t->p.softcap, cap_inv = cap != 0.0f ? 1.0f / cap : 0.0f;
+    float *sc = t->scores + (size_t)ith * (size_t)(kv->n_ctx + D);
+    float *acc = sc + kv->n_ctx;
+    _Alignas(64) char qbuf[OXL_ATTN_QROW];
+    /* items dealt round-robin: causal rows grow with the position, so contiguous ranges would leave
+     * the thread holding the last tokens with most of the work */
+    const int64_t n_items = (int64_t)kv->n_tokens * t->p.n_head;
+    for (int64_t item = ith; item < n_items; item += nth) {
+        const int32_t j = (int32_t)(item / t->p.n_head);
+        const int h = (int)(item % t->p.n_head);
+        const attn_item it = attn_item_at(t, j, h / t->group);
+        const void *q = attn_query(t, j, h, qbuf);
+        const float slope = attn_slope(t, h);
+        float max = -INFINITY;
+        for (int32_t p = it.lo; p < it.n_kv; p++) {
+            float s;
+            t->vec_dot(D, &s, attn_key(t, &it, p), q);
+            if (cap != 0.0f) {
+                s = tanhf(s * cap_inv) * cap;
+            }
+            sc[p] = s * t->p.scale + attn_bias(t, &it, slope, p);
+            max = sc[p] > max ? sc[p] : max;
+        }
+        const float sink = t->p.sinks ? t->p.sinks[h] : -INFINITY;
+        max = sink > max ? sink : max;
+        double sum = 0.0;
+        for (int32_t p = it.lo; p < it.n_kv; p++) {
+            sc[p] = expf(sc[p] - max);
+            sum += (double)sc[p];
+        }
+        if (t->p.sinks) {
+            sum += (double)expf(sink - max);
+        }
+        const float inv = (float)(1.0 / sum);
+        memset(acc, 0, (size_t)D * sizeof(float));
+        for (int32_t p = it.lo; p < it.n_kv; p++) {
+            const float w = sc[p] * inv;
+            if (kv->type_v == OXL_TYPE_F16) {
+                const uint16_t *vp = attn_value(t, &it, p);
+                const float wh = oxl_fp16_to_fp32(oxl_fp32_to_fp16(w));
+                for (int d = 0; d < D; d++) {
+                    acc[d] += wh * oxl_fp16_to_fp32(vp[d]);
+                }
+            } else {
+                const float *vp = attn_value(t, &it, p);
+                for (int d = 0; d < D; d++) {
+                    acc[d] += w * vp[d];
+                }
+            }
+        }
+        memcpy(t->out + ((size_t)j * t->p.n_head + h) * D, acc, (size_t)D * sizeof(float));
+    }
+}
+
+/* Rounds n floats to f16 and back (the f16 accumulator's step); tmp holds n halves. */
+static void round_f16(const attn_task *t, float *x, uint16_t *tmp, int n) {
+    t->to_f16(x, tmp, n);
+    t->from_f16(tmp, x, n);
+}
+
+/* Flash attention, as ggml_flash_attn_ext on the CPU: for each query head, each score is scaled (by
+ * scale / softcap with a soft-cap, then softcap * tanh), the mask added, then an online softmax over
+ * the positions (running max M and sum S), rescaling the accumulator when the max grows. With an
+ * f16 V cache the accumulator itself is f16, rounded after every fused multiply-add, exactly as
+ * ggml's ggml_vec_mad_f16 / ggml_vec_scale_f16 do (held here as the f32 values of those halves, each
+ * step rounded through the f16 row converters: the same values, whole rows at a time); with f32 or a
+ * quantized V (each row converted to f32 by the format's dequantizer, ggml's v_to_float) it is f32
+ * (ggml_vec_mad_f32).
+ * One item is one token and a chunk of the query heads that share a KV head: each K and V row is
+ * read once for all of them, and every head's arithmetic is the same sequence as one head alone. */
+static void attn_flash(void *arg, int ith, int nth) {
+    attn_task *t = arg;
+    const int D = t->p.head_dim;
+    const float cap = t->p.softcap;
+    const float scale = cap != 0.0f ? t->p.scale / cap : t->p.scale;
+    const bool v16 = t->kv.type_v == OXL_TYPE_F16;
+    _Alignas(64) float acc[OXL_ATTN_ACC];
+    _Alignas(64) uint16_t half[1024];
+    _Alignas(64) char qbuf[OXL_ATTN_ACC * sizeof(float)]; /* chunk * q_row <= chunk * head_dim * 4 */
+    _Alignas(64) float vbuf[1024];
+    const void *q[OXL_ATTN_HEADS];
+    float S[OXL_ATTN_HEADS], M[OXL_ATTN_HEADS], slope[OXL_ATTN_HEADS];
+    /* items dealt round-robin to the parts: causal rows grow with the position, so contiguous ranges
+     * would leave the part holding the last tokens with most of the work */
+    const int64_t per_token = (int64_t)t->p.n_head_kv * t->n_chunks;
+    const int64_t n_items = (int64_t)t->kv.n_tokens * per_token;
+    for (int64_t item = ith; item < n_items; item += nth) {
+        const int32_t j = (int32_t)(item / per_token);
+        const int hk = (int)(item % per_token / t->n_chunks);
+        const int h0 = hk * t->group + (int)(item % t->n_chunks) * t->chunk;
+        const int nh = (hk + 1) * t->group - h0 < t->chunk ? (hk + 1) * t->group - h0 : t->chunk;
+        const attn_item it = attn_item_at(t, j, hk);
+        for (int i = 0; i < nh; i++) {
+            q[i] = attn_query(t, j, h0 + i, qbuf + (size_t)i * t->q_row);
+            slope[i] = attn_slope(t, h0 + i);
+            S[i] = 0.0f;
+            M[i] = -INFINITY;
+        }
+        memset(acc, 0, (size_t)nh * D * sizeof(float));
+        for (int32_t p = it.lo; p < it.n_kv; p++) {
+            const char *kp = attn_key(t, &it, p);
+            const void *vp = attn_value(t, &it, p);
+            if (t->v_to_float) {
+                t->v_to_float(vp, vbuf, D);
+                vp = vbuf;
+            }
+            for (int i = 0; i < nh; i++) {
+                float s;
+                t->vec_dot(D, &s, kp, q[i]);
+                s *= scale;
+                if (cap != 0.0f) {
+                    s = cap * tanhf(s);
+                }
+                s += attn_bias(t, &it, slope[i], p);
+                float ms = 1.0f, vs = 1.0f;
+                if (s > M[i]) {
+                    ms = expf(M[i] - s);
+                    M[i] = s;
+                    oxl_scale(acc + (size_t)i * D, D, ms);
+                    if (v16) {
+                        round_f16(t, acc + (size_t)i * D, half, D);
+                    }
+                } else {
+                    vs = expf(s - M[i]);
+                }
+                t->mad(D, acc + (size_t)i * D, vp, vs); /* rounded to halves with an f16 V */
+                S[i] = fmaf(S[i], ms, vs);              /* contracted in ggml's build */
+            }
+        }
+        for (int i = 0; i < nh; i++) {
+            float *a = acc + (size_t)i * D;
+            if (t->p.sinks) {
+                /* the sink joins the running softmax after the values, in f32 */
+                const float sk = t->p.sinks[h0 + i];
+                float ms = 1.0f, vs = 1.0f;
+                if (sk > M[i]) {
+                    ms = expf(M[i] - sk);
+                    M[i] = sk;
+                    oxl_scale(a, D, ms);
+                } else {
+                    vs = expf(sk - M[i]);
+                }
+                S[i] = S[i] * ms + vs;
+            }
+            const float s_inv = S[i] == 0.0f ? 0.0f : 1.0f / S[i];
+            float *out = t->out + ((size_t)j * t->p.n_head + h0 + i) * D;
+            for (int d = 0; d < D; d++) {
+                out[d] = a[d] * s_inv;
+            }
+        }
+    }
+}
+
+/* ggml's tiled flash attention (ggml_compute_forward_flash_attn_ext_tiled, ggml-cpu/ops.cpp), which
+ * ggml runs for batches of at least GGML_FA_TILE_Q (64) tokens when K and V are both f32 or both f16
+ * and head_dim is a multiple of 16: per query row, f32 queries (not rounded to f16), the keys and
+ * values in tiles of 64 cache cells from cell 0, each tile's scores one product (simd_gemm),
+ * times scale, soft-capped, plus the mask; a tile whose cells are all masked is skipped; the online
+ * softmax works per tile (the tile's max, then ggml_vec_soft_max_f32's double sum added to the
+ * float S), and the f32 accumulator gains softmax(scores) x V as one more product. Every row's
+ * arithmetic depends only on the row, so the rows are grouped here as suits this cache: one item
+ * is a KV head's query heads over a tile of up to 64 consecutive tokens of one sequence. */
+#define OXL_FA_TILE_Q 64
+#define OXL_FA_TILE_KV 64
+
+static void attn_tiled(void *arg, int ith, int nth) {
+    attn_task *t = arg;
+    const int D = t->p.head_dim, G = t->group, T = OXL_FA_TILE_KV;
+    const float cap = t->p.softcap;
+    const float scale = cap != 0.0f ? t->p.scale / cap : t->p.scale;
+    const int64_t max_rows = (int64_t)G * OXL_FA_TILE_Q;
+    float *Q = t->tile_buf + (size_t)ith * t->tile_floats, *KQ = Q + max_rows * D, *mask = KQ + max_rows * T,
+          *VKQ = mask + max_rows * T;
+    float *V32 = VKQ + max_rows * D, *K32 = V32 + (size_t)T * D, *M = K32 + (size_t)T * D, *S = M + max_rows;
+    bool *skip = (bool *)(S + max_rows);
+    const int64_t n_items = (int64_t)t->p.n_head_kv * t->n_tiles;
+    for (int64_t item = ith; item < n_items; item += nth) {
+        const int hk = (int)(item % t->p.n_head_kv);
+        const int32_t j0 = t->tile_j0[item / t->p.n_head_kv], len = t->tile_n[item / t->p.n_head_kv];
+        const int h0 = hk * G;
+        const int64_t rows = (int64_t)G * len; /* row r: head h0 + r / len, token j0 + r % len */
+        attn_item tok[OXL_FA_TILE_Q];          /* each token's cache rows and visible positions */
+        int32_t lo = INT32_MAX, end = 0;
+        for (int32_t tq = 0; tq < len; tq++) {
+            tok[tq] = attn_item_at(t, j0 + tq, hk);
+            lo = tok[tq].lo < lo ? tok[tq].lo : lo;
+            end = tok[tq].n_kv > end ? tok[tq].n_kv : end;
+        }
+        const attn_item it0 = attn_item_at(t, j0, hk); /* the rows all tokens of the tile share */
+        for (int64_t r = 0; r < rows; r++) {
+            memcpy(Q + r * D, t->q + ((size_t)(j0 + r % len) * t->p.n_head + h0 + r / len) * D,
+                   (size_t)D * sizeof(float));
+            M[r] = -INFINITY;
+            S[r] = 0.0f;
+        }
+        memset(VKQ, 0, (size_t)rows * D * sizeof(float));
+        memset(K32, 0, (size_t)T * D * sizeof(float));
+        memset(V32, 0, (size_t)T * D * sizeof(float));
+        for (int32_t ic = lo / T * T; ic < end; ic += T) {
+            const int kv_tile = end - ic < T ? end - ic : T;
+            bool can_skip = true;
+            for (int hi = 0; hi < G; hi++) {
+                const float slope = attn_slope(t, h0 + hi);
+                for (int32_t tq = 0; tq < len; tq++) {
+                    const attn_item *it = &tok[tq];
+                    float *mrow = mask + ((int64_t)hi * len + tq) * T;
+                    for (int tk = 0; tk < T; tk++) {
+                        const int32_t p = ic + tk;
+                        const float m =
+                            tk < kv_tile && p >= it->lo && p < it->n_kv ? attn_bias(t, it, slope, p) : -INFINITY;
+                        mrow[tk] = m;
+                        can_skip &= m == -INFINITY;
+                    }
+                }
+            }
+            if (can_skip) {
+                continue;
+            }
+            /* K tile transposed: K32[d][tk] */
+            for (int tk = 0; tk < kv_tile; tk++) {
+                const char *kp = attn_key(t, &it0, ic + tk);
+                float krow[1024];
+                if (t->k_to_float) {
+                    t->k_to_float(kp, krow, D);
+                } else {
+                    memcpy(krow, kp, (size_t)D * sizeof(float));
+                }
+                for (int d = 0; d < D; d++) {
+                    K32[d * T + tk] = krow[d];
+                }
+            }
+            memset(KQ, 0, (size_t)rows * T * sizeof(float));
+            t->sgemm(rows, D, T, KQ, Q, K32);
+            for (int64_t e = 0; e < rows * T; e++) {
+                KQ[e] *= scale;
+            }
+            if (cap != 0.0f) {
+                for (int64_t e = 0; e < rows * T; e++) {
+                    KQ[e] = tanhf(KQ[e]) * cap;
+                }
+            }
+            for (int64_t e = 0; e < rows * T; e++) {
+                /* padded cells: -inf (ggml sets them before adding its mask, whose value there is
+                 * -inf too) */
+                KQ[e] = KQ[e] + mask[e];
+            }
+            for (int64_t r = 0; r < rows; r++) {
+                float *kq = KQ + r * T;
+                float tile_max = -INFINITY;
+                for (int tk = 0; tk < T; tk++) {
+                    tile_max = tile_max > kq[tk] ? tile_max : kq[tk];
+                }
+                skip[r] = tile_max == -INFINITY;
+                if (skip[r]) {
+                    continue;
+                }
+                const float m_new = fmaxf(M[r], tile_max);
+                if (m_new > M[r]) {
+                    const float ms = expf(M[r] - m_new);
+                    oxl_scale(VKQ + r * D, D, ms);
+                    S[r] *= ms;
+                }
+                M[r] = m_new;
+                S[r] += t->softmax(T, kq, kq, m_new);
+            }
+            for (int tk = 0; tk < kv_tile; tk++) {
+                const void *vp = attn_value(t, &it0, ic + tk);
+                if (t->k_to_float) {
+                    t->k_to_float(vp, V32 + tk * D, D);
+                } else {
+                    memcpy(V32 + tk * D, vp, (size_t)D * sizeof(float));
+                }
+            }
+            for (int64_t r = 0; r < rows; r++) {
+                if (skip[r]) {
+                    memset(KQ + r * T, 0, (size_t)T * sizeof(float));
+                }
+            }
+            t->sgemm(rows, T, D, VKQ, KQ, V32);
+        }
+        for (int64_t r = 0; r < rows; r++) {
+            const int h = h0 + (int)(r / len);
+            float *a = VKQ + r * D;
+            if (t->p.sinks) {
+                const float sk = t->p.sinks[h];
+                float ms = 1.0f, vs = 1.0f;
+                if (sk > M[r]) {
+                    ms = expf(M[r] - sk);
+                    oxl_scale(a, D, ms);
+                } else {
+                    vs = expf(sk - M[r]);
+                }
+                S[r] = S[r] * ms + vs;
+            }
+            const float s_inv = S[r] == 0.0f ? 0.0f : 1.0f / S[r];
+            float *out = t->out + ((size_t)(j0 + r % len) * t->p.n_head + h) * D;
+            for (int d = 0; d < D; d++) {
+                out[d] = a[d] * s_inv;
+            }
+        }
+    }
+}
+
+/* Floats of one part's tile state (attn_tiled): Q (rows x D), scores and mask (rows x T), the
+ * accumulator (rows x D), a V tile (T x D), a transposed K tile (D x T), the rows' M and S, and
+ * their skip flags (a float each, for alignment). */
+static size_t attn_tile_floats(int group, int head_dim) {
+    const size_t rows = (size_t)group * OXL_FA_TILE_Q, D = (size_t)head_dim, T = OXL_FA_TILE_KV;
+    return rows * (2 * D + 2 * T) + 2 * T * D + 3 * rows;
+}
+
+void oxl_attention(oxl_pool *pool, const oxl_kv_view *kv, const float *q, float *out, const oxl_attn_params *p,
+                   bool flash, float *scores) {
+    const oxl_kernels *kern = oxl_kernels_get();
+    const oxl_type qt = oxl_type_traits_get(kv->type_k)->vec_dot_type;
+    const int32_t n = kv->n_tokens;
+    attn_task t = {.kv = *kv,
+                   .q = q,
+                   .out = out,
+                   .p = *p,
+                   .scores = scores,
+                   .vec_dot = kern->vec_dot[kv->type_k],
+                   .q_conv = qt == OXL_TYPE_F32 ? NULL : kern->quant[qt],
+                   .q_row = oxl_row_size(qt, p->head_dim),
+                   .v_to_float = kv->type_v == OXL_TYPE_F32 ? NULL : kern->dequant[kv->type_v],
+                   .to_f16 = kern->quant[OXL_TYPE_F16],
+                   .from_f16 = kern->dequant[OXL_TYPE_F16],
+                   .mad = kern->mad[kv->type_v == OXL_TYPE_F16 ? OXL_TYPE_F16 : OXL_TYPE_F32],
+                   .group = p->n_head / p->n_head_kv};
+    if (p->max_bias > 0.0f) {
+        /* ggml: n_head_log2 = the largest power of two <= n_head; heads past it take m1's odd powers */
+        t.n_head_log2 = 1u << (uint32_t)floor(log2((double)p->n_head));
+        t.m0 = powf(2.0f, -(p->max_bias) / (float)t.n_head_log2);
+        t.m1 = powf(2.0f, -(p->max_bias / 2.0f) / (float)t.n_head_log2);
+    }
+    /* flash items: as many of a group's heads as the stack state holds, and at least as many items
+     * as threads when the pass is small (a decode step of a model with few KV heads) */
+    int fit = OXL_ATTN_ACC / p->head_dim < OXL_ATTN_HEADS ? OXL_ATTN_ACC / p->head_dim : OXL_ATTN_HEADS;
+    const int64_t groups = (int64_t)n * p->n_head_kv;
+    const int nth = oxl_pool_size(pool);
+    if (groups < nth) {
+        const int split = (int)((nth + groups - 1) / groups);
+        const int want = (t.group + split - 1) / split;
+        fit = want < fit ? want : fit;
+    }
+    t.chunk = fit < t.group ? fit : t.group;
+    t.n_chunks = (t.group + t.chunk - 1) / t.chunk;
+    /* ggml's choice of its tiled kernel (ggml_compute_forward_flash_attn_ext_f16) */
+    const bool tiled = flash && n >= OXL_FA_TILE_Q && kv->type_k == kv->type_v &&
+                       (kv->type_k == OXL_TYPE_F32 || kv->type_k == OXL_TYPE_F16) && p->head_dim % 16 == 0 &&
+                       p->head_dim <= 1024;
+    int32_t *tiles = tiled ? malloc(2 * (size_t)n * sizeof(int32_t)) : NULL;
+    int parts_tiled = 0;
+    if (tiles) {
+        /* runs of consecutive tokens of one sequence, cut every OXL_FA_TILE_Q */
+        t.tile_j0 = tiles;
+        t.tile_n = tiles + n;
+        for (int32_t j = 0; j < n; j++) {
+            const bool same = t.n_tiles > 0 && kv->seq[j] == kv->seq[j - 1] && t.tile_n[t.n_tiles - 1] < OXL_FA_TILE_Q;
+            if (same) {
+                t.tile_n[t.n_tiles - 1]++;
+            } else {
+                t.tile_j0[t.n_tiles] = j;
+                t.tile_n[t.n_tiles++] = 1;
+            }
+        }
+        const int64_t n_items = (int64_t)p->n_head_kv * t.n_tiles, parts = 4 * (int64_t)nth;
+        parts_tiled = (int)(n_items < parts ? n_items : parts);
+        t.tile_floats = attn_tile_floats(t.group, p->head_dim);
+        t.tile_buf = malloc((size_t)parts_tiled * t.tile_floats * sizeof(float));
+        if (!t.tile_buf) {
+            free(tiles); /* short of memory: the position-by-position kernel needs none */
+            tiles = NULL;
+        }
+    }
+    if (tiles) {
+        t.sgemm = kern->sgemm_acc[OXL_TYPE_F32];
+        t.softmax = kern->softmax[OXL_TYPE_F32];
+        t.k_to_float = kv->type_k == OXL_TYPE_F16 ? kern->dequant[OXL_TYPE_F16] : NULL;
+        oxl_pool_run_parts(pool, attn_tiled, &t, parts_tiled);
+        free(t.tile_buf);
+        free(tiles);
+    } else if (!flash) {
+        oxl_pool_run(pool, attn_unfused, &t); /* one part per thread: scores are per part */
+    } else {
+        /* flash keeps its state on the stack: several parts per thread, so a descheduled thread
+         * holds back only a few items */
+        const int64_t n_items = groups * t.n_chunks, parts = 4 * (int64_t)nth;
+        oxl_pool_run_parts(pool, attn_flash, &t, (int)(n_items < parts ? n_items : parts));
+    }
+}

@@ -1,0 +1,52 @@
+/* Causal multi-head attention over a KV cache, as ggml's CPU backend computes llama.cpp's
+ * build_attn_mha: the unfused graph, ggml_flash_attn_ext and its tiled variant. The cache is
+ * described by a plain view (oxl_kv_view), which its owner fills in. */
+#ifndef OXL_ATTENTION_H
+#define OXL_ATTENTION_H
+
+#include "kernels.h"
+#include "threads.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One layer's KV cache and the pass's tokens, as attention reads them. For each sequence s the
+ * cache holds n_ctx rows from row s * n_ctx, position-major: row s * n_ctx + p holds position p of
+ * sequence s, the keys (values) of every KV head concatenated, head_dim elements of type_k
+ * (type_v) each. Token j of the pass is at position pos[j] of sequence seq[j] and sees the rows of
+ * its sequence up to its own position. */
+typedef struct oxl_kv_view {
+    oxl_type type_k; /* OXL_TYPE_F32, F16, Q8_0 or Q4_0 */
+    oxl_type type_v;
+    const void *k; /* the layer's keys */
+    const void *v; /* the layer's values */
+    size_t k_row;  /* bytes per cached position */
+    size_t v_row;
+    int32_t n_ctx;      /* rows per sequence */
+    int32_t n_tokens;   /* the pass's tokens */
+    const int32_t *pos; /* [n_tokens] position within its sequence */
+    const int32_t *seq; /* [n_tokens] sequence id */
+} oxl_kv_view;
+
+/* One attention layer's shape and score options (llama.cpp build_attn_mha). */
+typedef struct oxl_attn_params {
+    int n_head, n_head_kv, head_dim; /* query head h reads KV head h / (n_head / n_head_kv) */
+    float scale;                     /* kq_scale */
+    float softcap;                   /* 0: off; else scores = softcap * tanh(scores / softcap) */
+    int32_t n_swa;      /* 0: full causal; else a query at p sees keys p - n_swa + 1 .. p (LLAMA_SWA_TYPE_STANDARD) */
+    float max_bias;     /* 0: off; else ALiBi: head h adds slope_h * -(p_q - p_k), ggml's m0/m1 slopes */
+    const float *sinks; /* (n_head) or NULL: head h's learned logit joins its softmax without a value
+                         * (gpt-oss attention sinks: ggml_soft_max_add_sinks, flash-attn's sinks) */
+} oxl_attn_params;
+
+/* Causal multi-head attention for the pass's tokens: q (n_head*head_dim, n_tokens) → out
+ * (n_head*head_dim, n_tokens), each token reading its sequence's cache within its mask: fused with
+ * an online softmax (ggml_flash_attn_ext: score*scale, soft-cap, + slope*mask) when flash, else the
+ * separate ops of llama.cpp's unfused graph (soft-cap of the raw score, ggml_soft_max_ext(scale,
+ * ALiBi) summing in double, the weighted sum of values). The work is spread over pool's threads;
+ * scores holds kv->n_ctx + head_dim floats per thread. */
+void oxl_attention(oxl_pool *pool, const oxl_kv_view *kv, const float *q, float *out, const oxl_attn_params *p,
+                   bool flash, float *scores);
+
+#endif
