@@ -1,10 +1,8 @@
 #include "blocks.h"
 
 #include "error.h"
-#include "quantize.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -196,67 +194,4 @@ int oxl_bind_tensor(const oxl_model *m, oxl_tensor *t, const char *name, int il,
                            want);
     }
     return oxl_bind_tensor_view(m, t, gt, ne0, ne1, err);
-}
-
-/* ---- the KV cache ------------------------------------------------------------------------ */
-
-/* Writes one cache row of n floats in the cache's type, as ggml_set_rows converts rows: f32 copied,
- * f16 and q8_0 through the activation quantizers (ggml-cpu's from_float), q4_0 through the
- * reference quantizer (quantize_row_q4_0 is quantize_row_q4_0_ref). That quantizer refuses
- * non-finite input; such a row is stored with NaN block scales so its scores stay NaN, as the
- * values they came from were. */
-static void store_row(oxl_type t, const float *src, void *dst, int64_t n) {
-    if (t == OXL_TYPE_F32) {
-        memcpy(dst, src, (size_t)n * sizeof(float));
-    } else if (t == OXL_TYPE_Q4_0) {
-        if (oxl_quantize_rows(t, src, dst, 1, n, NULL, NULL) != 0) {
-            const oxl_type_traits *tr = oxl_type_traits_get(t);
-            for (int64_t b = 0; b < n / tr->blck_size; b++) {
-                uint8_t *blk = (uint8_t *)dst + (size_t)b * tr->type_size;
-                memset(blk, 0x88, tr->type_size); /* every 4-bit value 8: zero after the offset */
-                blk[0] = 0x00;                    /* fp16 NaN scale 0x7e00, little-endian */
-                blk[1] = 0x7e;
-            }
-        }
-    } else {
-        oxl_kernels_get()->quant[t](src, dst, n);
-    }
-}
-
-int oxl_kv_rot_k(const oxl_ctx *ctx, int head_dim) {
-    if (!oxl_type_traits_get(ctx->kv.type_k)->is_quantized || head_dim % 64 != 0) {
-        return 0;
-    }
-    int n = 64;
-    while (head_dim % (2 * n) == 0) {
-        n *= 2;
-    }
-    return n;
-}
-
-int oxl_kv_rot_v(const oxl_ctx *ctx, int head_dim) {
-    return oxl_type_traits_get(ctx->kv.type_v)->is_quantized && head_dim % 64 == 0 ? 64 : 0;
-}
-
-void oxl_kv_store(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *k, const float *v) {
-    oxl_kv_cache *kv = &ctx->kv;
-    for (int32_t j = 0; j < ub->n; j++) {
-        const size_t r = (size_t)ub->seq[j] * (size_t)ctx->n_ctx + (size_t)ub->pos[j];
-        store_row(kv->type_k, k + (size_t)j * kv->kv_dim, (char *)kv->k[il] + r * kv->k_row, kv->kv_dim);
-        store_row(kv->type_v, v + (size_t)j * kv->kv_dim, (char *)kv->v[il] + r * kv->v_row, kv->kv_dim);
-    }
-}
-
-oxl_kv_view oxl_ctx_kv_view(const oxl_ctx *ctx, int il, const oxl_ubatch *ub) {
-    const oxl_kv_cache *kv = &ctx->kv;
-    return (oxl_kv_view){.type_k = kv->type_k,
-                         .type_v = kv->type_v,
-                         .k = kv->k[il],
-                         .v = kv->v[il],
-                         .k_row = kv->k_row,
-                         .v_row = kv->v_row,
-                         .n_ctx = ctx->n_ctx,
-                         .n_tokens = ub->n,
-                         .pos = ub->pos,
-                         .seq = ub->seq};
 }

@@ -1,6 +1,5 @@
 /* Shared building blocks of the architecture families: the GGUF hyper-parameter readers and tensor
- * binding of model loading, the KV cache's rows and the view attention reads, and (through ops.h,
- * src/ops) the model math of the decoder graphs. */
+ * binding of model loading, and (through ops.h, src/ops) the model math of the decoder graphs. */
 #ifndef OXL_BLOCKS_H
 #define OXL_BLOCKS_H
 
@@ -41,20 +40,5 @@ oxl_tensor oxl_tensor_slice(const oxl_tensor *t, int64_t i);
  * type has kernels; the caller has checked gt's shape (experts: the first (ne0, ne1) slice). */
 int oxl_bind_tensor_view(const oxl_model *m, oxl_tensor *t, const oxl_gguf_tensor *gt, int64_t ne0, int64_t ne1,
                          oxl_error *err);
-
-/* ---- the KV cache ------------------------------------------------------------------------ */
-
-/* Stores the keys and values of the pass's tokens (kv_dim floats each, column-major) in layer il's
- * cache, each at its sequence and position. */
-void oxl_kv_store(oxl_ctx *ctx, int il, const oxl_ubatch *ub, const float *k, const float *v);
-
-/* The rotation sizes for this context's cache (0: none; oxl_fwht_rows): K (with Q) when K is
- * quantized and head_dim % 64 == 0, the largest power of two dividing head_dim; V (and the
- * attention output) when V is quantized and head_dim % 64 == 0, 64. */
-int oxl_kv_rot_k(const oxl_ctx *ctx, int head_dim);
-int oxl_kv_rot_v(const oxl_ctx *ctx, int head_dim);
-
-/* Layer il's cache and the pass's tokens as attention reads them (oxl_attention). */
-oxl_kv_view oxl_ctx_kv_view(const oxl_ctx *ctx, int il, const oxl_ubatch *ub);
 
 #endif

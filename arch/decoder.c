@@ -727,7 +727,8 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
         } else {
             attn_qkv(ctx, ub, d, l, &rope[swa], a, &b);
             /* llama.cpp rotates q and k (v and the output) around a quantized cache */
-            const int rot_k = oxl_kv_rot_k(ctx, hp->head_dim), rot_v = oxl_kv_rot_v(ctx, hp->head_dim);
+            const int rot_k = oxl_memory_rot_k(ctx->mem, hp->head_dim),
+                      rot_v = oxl_memory_rot_v(ctx->mem, hp->head_dim);
             if (rot_k) {
                 oxl_fwht_rows(b.q, (int64_t)hp->n_head * hp->head_dim * n, rot_k);
                 oxl_fwht_rows(b.k, (int64_t)hp->n_head_kv * hp->head_dim * n, rot_k);
@@ -735,7 +736,7 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
             if (rot_v) {
                 oxl_fwht_rows(b.v, (int64_t)hp->n_head_kv * hp->head_dim * n, rot_v);
             }
-            oxl_kv_store(ctx, il, ub, b.k, b.v);
+            oxl_memory_kv_store(ctx->mem, il, ub, b.k, b.v);
             const oxl_attn_params ap = {.n_head = hp->n_head,
                                         .n_head_kv = hp->n_head_kv,
                                         .head_dim = hp->head_dim,
@@ -744,7 +745,7 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
                                         .n_swa = swa ? o->n_swa : 0,
                                         .max_bias = o->max_alibi_bias,
                                         .sinks = l->attn_sinks.data};
-            const oxl_kv_view kv = oxl_ctx_kv_view(ctx, il, ub);
+            const oxl_kv_view kv = oxl_memory_kv_view(ctx->mem, il, ub);
             oxl_attention(pool, &kv, b.q, b.att, &ap, ctx->params.flash_attn != OXL_FLASH_ATTN_OFF, b.scores);
             if (rot_v) {
                 oxl_fwht_rows(b.att, (int64_t)hp->n_head * hp->head_dim * n, rot_v);

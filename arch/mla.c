@@ -118,9 +118,9 @@ void oxl_mla_attention(oxl_ctx *ctx, const oxl_mla_opts *o, const oxl_mla_layer 
         }
     }
     /* multi-query attention over the cached [latent ; kpe], V being the same rows */
-    oxl_kv_store(ctx, il, ub, w.kv, w.kv);
+    oxl_memory_kv_store(ctx->mem, il, ub, w.kv, w.kv);
     const oxl_attn_params ap = {.n_head = (int)H, .n_head_kv = 1, .head_dim = (int)K, .scale = o->kq_scale};
-    const oxl_kv_view kv = oxl_ctx_kv_view(ctx, il, ub);
+    const oxl_kv_view kv = oxl_memory_kv_view(ctx->mem, il, ub);
     oxl_attention(pool, &kv, w.qabs, w.att, &ap, ctx->params.flash_attn != OXL_FLASH_ATTN_OFF, scores);
     /* each head's latent output through Wv_b_h, then the output projection */
     for (int64_t h = 0; h < H; h++) {

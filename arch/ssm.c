@@ -139,12 +139,12 @@ typedef struct ssm_task {
  * are split over threads; each thread walks the pass's tokens in order. */
 static void conv_run(void *arg, int ith, int nth) {
     const ssm_task *t = arg;
-    const int64_t C = conv_dim(t->o), K = t->o->d_conv, R = t->ctx->model->hp.n_embd_r;
+    const int64_t C = conv_dim(t->o), K = t->o->d_conv;
     const float *wc = t->l->conv1d.data, *bc = t->l->conv1d_b.data;
     int64_t lo, hi;
     oxl_split_range(C, ith, nth, &lo, &hi);
     for (int32_t j = 0; j < t->ub->n; j++) {
-        float *state = t->ctx->rs_conv[t->il] + (size_t)t->ub->seq[j] * R;
+        float *state = oxl_memory_conv_state(t->ctx->mem, t->il, t->ub->seq[j]);
         const float *xin = t->w->proj + (size_t)j * t->in_rows + t->x_off;
         float *xo = t->w->xc + (size_t)j * C;
         for (int64_t c = lo; c < hi; c++) {
@@ -175,7 +175,7 @@ static void scan_run(void *arg, int ith, int nth) {
     int64_t lo, hi;
     oxl_split_range(n_head, ith, nth, &lo, &hi);
     for (int32_t j = 0; j < t->ub->n; j++) {
-        float *state = t->ctx->rs_ssm[t->il] + (size_t)t->ub->seq[j] * t->ctx->model->hp.n_embd_s;
+        float *state = oxl_memory_ssm_state(t->ctx->mem, t->il, t->ub->seq[j]);
         const float *x = t->w->xc + (size_t)j * C;
         const float *B, *Cv;
         if (two) {

@@ -1,4 +1,4 @@
-/* Inference contexts: per-sequence KV caches, batching of decode calls into forward passes, logits.
+/* Inference contexts: per-sequence memory (memory.c), batching of decode calls into forward passes, logits.
  * Behaviour reproduced: llama.cpp src/llama-context.cpp (llama_decode splitting a batch into
  * micro-batches of n_batch tokens; outputs only for tokens that ask for them). */
 #include "context.h"
@@ -91,20 +91,7 @@ void oxl_ctx_free(oxl_ctx *ctx) {
     if (!ctx) {
         return;
     }
-    for (int il = 0; il < ctx->model->hp.n_layer; il++) {
-        if (ctx->kv.k) {
-            free(ctx->kv.k[il]);
-            free(ctx->kv.v[il]);
-        }
-        if (ctx->rs_conv) {
-            free(ctx->rs_conv[il]);
-            free(ctx->rs_ssm[il]);
-        }
-    }
-    free(ctx->kv.k);
-    free(ctx->kv.v);
-    free(ctx->rs_conv);
-    free(ctx->rs_ssm);
+    oxl_memory_free(ctx->mem);
     free(ctx->work);
     free(ctx->logits);
     free(ctx->logit_row);
@@ -164,14 +151,6 @@ oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_e
         free(ctx);
         return NULL;
     }
-    oxl_kv_cache *kv = &ctx->kv;
-    kv->type_k = kv_type(p.type_k);
-    kv->type_v = kv_type(p.type_v);
-    kv->kv_dim = hp->n_head_kv * hp->head_dim;
-    kv->k_row = oxl_row_size(kv->type_k, kv->kv_dim);
-    kv->v_row = oxl_row_size(kv->type_v, kv->kv_dim);
-    kv->k = calloc((size_t)hp->n_layer, sizeof(void *));
-    kv->v = calloc((size_t)hp->n_layer, sizeof(void *));
     ctx->n_past = calloc((size_t)p.n_seq_max, sizeof(int32_t));
     ctx->out_ids = malloc(sizeof(int32_t) * (size_t)p.n_batch);
     ctx->work_size = model->arch->work_size(model, p.n_batch, n_ctx_seq, p.n_threads);
@@ -182,25 +161,11 @@ oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_e
         ctx->embd_seq = malloc((size_t)hp->n_embd * (size_t)p.n_seq_max * sizeof(float));
         ctx->embd_seq_ok = calloc((size_t)p.n_seq_max, sizeof(bool));
     }
-    bool ok = kv->k && kv->v && ctx->n_past && ctx->out_ids && ctx->work && ctx->logits &&
+    bool ok = ctx->n_past && ctx->out_ids && ctx->work && ctx->logits &&
               (!p.embeddings || (ctx->embd_seq && ctx->embd_seq_ok));
-    const size_t rows = (size_t)n_ctx_seq * (size_t)p.n_seq_max;
-    for (int il = 0; ok && kv->kv_dim > 0 && il < hp->n_layer; il++) {
-        kv->k[il] = malloc(kv->k_row * rows);
-        kv->v[il] = malloc(kv->v_row * rows);
-        ok = kv->k[il] && kv->v[il];
-    }
-    /* recurrent state beside the KV cache (llama_memory_recurrent): one conv and one scan state per
-     * sequence and layer, zero until the first token */
-    if (ok && hp->n_embd_s > 0) {
-        ctx->rs_conv = calloc((size_t)hp->n_layer, sizeof(float *));
-        ctx->rs_ssm = calloc((size_t)hp->n_layer, sizeof(float *));
-        ok = ctx->rs_conv && ctx->rs_ssm;
-        for (int il = 0; ok && il < hp->n_layer; il++) {
-            ctx->rs_conv[il] = calloc((size_t)hp->n_embd_r * (size_t)p.n_seq_max + 1, sizeof(float));
-            ctx->rs_ssm[il] = calloc((size_t)hp->n_embd_s * (size_t)p.n_seq_max, sizeof(float));
-            ok = ctx->rs_conv[il] && ctx->rs_ssm[il];
-        }
+    if (ok) {
+        ctx->mem = oxl_memory_new(hp, kv_type(p.type_k), kv_type(p.type_v), n_ctx_seq, p.n_seq_max);
+        ok = ctx->mem != NULL;
     }
     if (!ok) {
         oxl_ctx_free(ctx);
@@ -224,17 +189,9 @@ void oxl_seq_truncate(oxl_ctx *ctx, int32_t seq, int32_t n_past) {
     if (seq < 0 || seq >= ctx->n_seq_max || n_past < 0 || n_past >= ctx->n_past[seq]) {
         return;
     }
-    const oxl_hparams *hp = &ctx->model->hp;
-    if (ctx->rs_ssm) {
-        if (n_past != 0) {
-            return;
-        }
-        for (int il = 0; il < hp->n_layer; il++) {
-            memset(ctx->rs_conv[il] + (size_t)seq * hp->n_embd_r, 0, (size_t)hp->n_embd_r * sizeof(float));
-            memset(ctx->rs_ssm[il] + (size_t)seq * hp->n_embd_s, 0, (size_t)hp->n_embd_s * sizeof(float));
-        }
+    if (oxl_memory_seq_rm(ctx->mem, seq, n_past)) {
+        ctx->n_past[seq] = n_past;
     }
-    ctx->n_past[seq] = n_past;
 }
 
 int32_t oxl_ctx_n_past(const oxl_ctx *ctx) { return ctx->n_past[0]; }

@@ -1,33 +1,11 @@
-/* Inference context: KV cache, thread pool, work buffers, logits. Internal to the library. */
+/* Inference context: memory (KV cache and recurrent state, memory.h), thread pool, work buffers,
+ * logits. Internal to the library. */
 #ifndef OXL_CONTEXT_H
 #define OXL_CONTEXT_H
 
+#include "memory.h"
 #include "model.h"
 #include "threads.h"
-
-/* Per-layer key and value cache: for each sequence s, n_ctx rows of kv_dim = n_head_kv * head_dim
- * elements, position-major: row s*n_ctx + p holds the keys of position p of sequence s, heads
- * concatenated. */
-typedef struct oxl_kv_cache {
-    oxl_type type_k; /* OXL_TYPE_F32 or OXL_TYPE_F16 */
-    oxl_type type_v;
-    int32_t kv_dim;
-    size_t k_row; /* bytes per cached position */
-    size_t v_row;
-    void **k; /* [n_layer] */
-    void **v; /* [n_layer] */
-} oxl_kv_cache;
-
-/* One forward pass: at most n_batch tokens of a batch, with the tokens whose logits are wanted. */
-typedef struct oxl_ubatch {
-    int32_t n;
-    const oxl_token *token; /* [n] */
-    const int32_t *pos;     /* [n] position within its sequence */
-    const int32_t *seq;     /* [n] sequence id */
-    int32_t n_out;
-    const int32_t *out_ids; /* [n_out] indices into this ubatch, ascending */
-    float *embd;            /* (n_embd, n): the final norm of every token is written here; NULL: none */
-} oxl_ubatch;
 
 /* Mixture-of-experts dispatch counters (arch/moe.c), cumulative over the context's passes: one
  * dispatch runs one expert's matrices on the block of tokens routed to it in a pass's layer. */
@@ -45,9 +23,7 @@ struct oxl_ctx {
     int32_t n_ctx; /* per sequence */
     int32_t n_seq_max;
     int32_t *n_past; /* [n_seq_max] */
-    oxl_kv_cache kv;
-    float **rs_conv; /* [n_layer] recurrent models: (n_embd_r, n_seq_max) conv states, zero at start */
-    float **rs_ssm;  /* [n_layer] (n_embd_s, n_seq_max) scan states */
+    oxl_memory *mem; /* the KV cache and recurrent state (memory.h) */
     void *work;      /* the architecture's activations for one pass */
     size_t work_size;
     float *logits; /* (n_vocab, logits_cap) rows of kept logits */

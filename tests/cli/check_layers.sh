@@ -18,10 +18,10 @@ allowed() {
     oxl_ops) echo "src/ops src/kernels src/core include GEN" ;;
     oxl_gguf) echo "src/gguf src/core include GEN" ;;
     oxl_text) echo "src/text src/gguf src/core include GEN" ;;
-    oxl_model) echo "src/model src/text src/gguf src/kernels src/core include GEN" ;;
-    oxl_chat) echo "src/chat src/model src/text src/gguf src/kernels src/core include GEN" ;;
+    oxl_model) echo "src/model src/ops src/quantize src/text src/gguf src/kernels src/core include GEN" ;;
+    oxl_chat) echo "src/chat src/model src/ops src/text src/gguf src/kernels src/core include GEN" ;;
     oxl_quantize) echo "src/quantize src/gguf src/kernels src/core include GEN" ;;
-    oxl_check) echo "src/check src/chat src/quantize src/model src/text src/gguf src/kernels src/core include GEN" ;;
+    oxl_check) echo "src/check src/chat src/quantize src/model src/ops src/text src/gguf src/kernels src/core include GEN" ;;
     oxl_arch) echo "arch src/quantize src/model src/ops src/text src/gguf src/kernels src/core include GEN" ;;
     *) echo "?" ;;
     esac

@@ -111,7 +111,7 @@ MUTATIONS = [
     dict(
         name="kv-f16-at-bf16-precision",
         what="an f16 KV cache that keeps only bf16's 8 significant bits of each key and value",
-        edits=[("arch/blocks.c",
+        edits=[("src/model/memory.c",
                 "    } else {\n        oxl_kernels_get()->quant[t](src, dst, n);\n    }\n",
                 "    } else if (t == OXL_TYPE_F16) {\n        float *r = malloc((size_t)n * sizeof(float));\n"
                 "        for (int64_t i = 0; r && i < n; i++) {\n            uint32_t u;\n"

@@ -1,0 +1,180 @@
+/* A context's memory: the KV cache and the recurrent state. Behaviour reproduced: llama.cpp
+ * src/llama-kv-cache.cpp (rows written by ggml_set_rows in the cache's type, the Hadamard rotation
+ * around a quantized cache) and src/llama-memory-recurrent.cpp (one state per sequence; seq_rm). */
+#include "memory.h"
+
+#include "quantize.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Per-layer key and value cache: for each sequence s, n_ctx rows of kv_dim = n_head_kv * head_dim
+ * elements, position-major: row s*n_ctx + p holds the keys of position p of sequence s, heads
+ * concatenated. */
+typedef struct oxl_kv_cache {
+    oxl_type type_k; /* OXL_TYPE_F32, F16, Q8_0 or Q4_0 */
+    oxl_type type_v;
+    int32_t kv_dim;
+    size_t k_row; /* bytes per cached position */
+    size_t v_row;
+    void **k; /* [n_layer] */
+    void **v; /* [n_layer] */
+} oxl_kv_cache;
+
+struct oxl_memory {
+    int32_t n_layer;
+    int32_t n_ctx; /* per sequence */
+    int32_t n_seq_max;
+    oxl_kv_cache kv;
+    int32_t n_embd_r; /* recurrent state per sequence and layer: conv floats (0: no recurrent state) */
+    int32_t n_embd_s; /* scan floats */
+    float **rs_conv;  /* [n_layer] (n_embd_r, n_seq_max) conv states, zero at start */
+    float **rs_ssm;   /* [n_layer] (n_embd_s, n_seq_max) scan states */
+};
+
+void oxl_memory_free(oxl_memory *mem) {
+    if (!mem) {
+        return;
+    }
+    for (int il = 0; il < mem->n_layer; il++) {
+        if (mem->kv.k) {
+            free(mem->kv.k[il]);
+            free(mem->kv.v[il]);
+        }
+        if (mem->rs_conv) {
+            free(mem->rs_conv[il]);
+            free(mem->rs_ssm[il]);
+        }
+    }
+    free(mem->kv.k);
+    free(mem->kv.v);
+    free(mem->rs_conv);
+    free(mem->rs_ssm);
+    free(mem);
+}
+
+oxl_memory *oxl_memory_new(const oxl_hparams *hp, oxl_type type_k, oxl_type type_v, int32_t n_ctx, int32_t n_seq_max) {
+    oxl_memory *mem = calloc(1, sizeof *mem);
+    if (!mem) {
+        return NULL;
+    }
+    mem->n_layer = hp->n_layer;
+    mem->n_ctx = n_ctx;
+    mem->n_seq_max = n_seq_max;
+    oxl_kv_cache *kv = &mem->kv;
+    kv->type_k = type_k;
+    kv->type_v = type_v;
+    kv->kv_dim = hp->n_head_kv * hp->head_dim;
+    kv->k_row = oxl_row_size(kv->type_k, kv->kv_dim);
+    kv->v_row = oxl_row_size(kv->type_v, kv->kv_dim);
+    kv->k = calloc((size_t)hp->n_layer, sizeof(void *));
+    kv->v = calloc((size_t)hp->n_layer, sizeof(void *));
+    bool ok = kv->k && kv->v;
+    const size_t rows = (size_t)n_ctx * (size_t)n_seq_max;
+    for (int il = 0; ok && kv->kv_dim > 0 && il < hp->n_layer; il++) {
+        kv->k[il] = malloc(kv->k_row * rows);
+        kv->v[il] = malloc(kv->v_row * rows);
+        ok = kv->k[il] && kv->v[il];
+    }
+    /* recurrent state beside the KV cache (llama_memory_recurrent): one conv and one scan state per
+     * sequence and layer, zero until the first token */
+    if (ok && hp->n_embd_s > 0) {
+        mem->n_embd_r = hp->n_embd_r;
+        mem->n_embd_s = hp->n_embd_s;
+        mem->rs_conv = calloc((size_t)hp->n_layer, sizeof(float *));
+        mem->rs_ssm = calloc((size_t)hp->n_layer, sizeof(float *));
+        ok = mem->rs_conv && mem->rs_ssm;
+        for (int il = 0; ok && il < hp->n_layer; il++) {
+            mem->rs_conv[il] = calloc((size_t)hp->n_embd_r * (size_t)n_seq_max + 1, sizeof(float));
+            mem->rs_ssm[il] = calloc((size_t)hp->n_embd_s * (size_t)n_seq_max, sizeof(float));
+            ok = mem->rs_conv[il] && mem->rs_ssm[il];
+        }
+    }
+    if (!ok) {
+        oxl_memory_free(mem);
+        return NULL;
+    }
+    return mem;
+}
+
+bool oxl_memory_seq_rm(oxl_memory *mem, int32_t seq, int32_t p0) {
+    if (mem->rs_ssm) {
+        if (p0 != 0) {
+            return false;
+        }
+        for (int il = 0; il < mem->n_layer; il++) {
+            memset(mem->rs_conv[il] + (size_t)seq * mem->n_embd_r, 0, (size_t)mem->n_embd_r * sizeof(float));
+            memset(mem->rs_ssm[il] + (size_t)seq * mem->n_embd_s, 0, (size_t)mem->n_embd_s * sizeof(float));
+        }
+    }
+    return true;
+}
+
+/* Writes one cache row of n floats in the cache's type, as ggml_set_rows converts rows: f32 copied,
+ * f16 and q8_0 through the activation quantizers (ggml-cpu's from_float), q4_0 through the
+ * reference quantizer (quantize_row_q4_0 is quantize_row_q4_0_ref). That quantizer refuses
+ * non-finite input; such a row is stored with NaN block scales so its scores stay NaN, as the
+ * values they came from were. */
+static void store_row(oxl_type t, const float *src, void *dst, int64_t n) {
+    if (t == OXL_TYPE_F32) {
+        memcpy(dst, src, (size_t)n * sizeof(float));
+    } else if (t == OXL_TYPE_Q4_0) {
+        if (oxl_quantize_rows(t, src, dst, 1, n, NULL, NULL) != 0) {
+            const oxl_type_traits *tr = oxl_type_traits_get(t);
+            for (int64_t b = 0; b < n / tr->blck_size; b++) {
+                uint8_t *blk = (uint8_t *)dst + (size_t)b * tr->type_size;
+                memset(blk, 0x88, tr->type_size); /* every 4-bit value 8: zero after the offset */
+                blk[0] = 0x00;                    /* fp16 NaN scale 0x7e00, little-endian */
+                blk[1] = 0x7e;
+            }
+        }
+    } else {
+        oxl_kernels_get()->quant[t](src, dst, n);
+    }
+}
+
+void oxl_memory_kv_store(oxl_memory *mem, int il, const oxl_ubatch *ub, const float *k, const float *v) {
+    oxl_kv_cache *kv = &mem->kv;
+    for (int32_t j = 0; j < ub->n; j++) {
+        const size_t r = (size_t)ub->seq[j] * (size_t)mem->n_ctx + (size_t)ub->pos[j];
+        store_row(kv->type_k, k + (size_t)j * kv->kv_dim, (char *)kv->k[il] + r * kv->k_row, kv->kv_dim);
+        store_row(kv->type_v, v + (size_t)j * kv->kv_dim, (char *)kv->v[il] + r * kv->v_row, kv->kv_dim);
+    }
+}
+
+oxl_kv_view oxl_memory_kv_view(const oxl_memory *mem, int il, const oxl_ubatch *ub) {
+    const oxl_kv_cache *kv = &mem->kv;
+    return (oxl_kv_view){.type_k = kv->type_k,
+                         .type_v = kv->type_v,
+                         .k = kv->k[il],
+                         .v = kv->v[il],
+                         .k_row = kv->k_row,
+                         .v_row = kv->v_row,
+                         .n_ctx = mem->n_ctx,
+                         .n_tokens = ub->n,
+                         .pos = ub->pos,
+                         .seq = ub->seq};
+}
+
+int oxl_memory_rot_k(const oxl_memory *mem, int head_dim) {
+    if (!oxl_type_traits_get(mem->kv.type_k)->is_quantized || head_dim % 64 != 0) {
+        return 0;
+    }
+    int n = 64;
+    while (head_dim % (2 * n) == 0) {
+        n *= 2;
+    }
+    return n;
+}
+
+int oxl_memory_rot_v(const oxl_memory *mem, int head_dim) {
+    return oxl_type_traits_get(mem->kv.type_v)->is_quantized && head_dim % 64 == 0 ? 64 : 0;
+}
+
+float *oxl_memory_conv_state(oxl_memory *mem, int il, int32_t seq) {
+    return mem->rs_conv[il] + (size_t)seq * (size_t)mem->n_embd_r;
+}
+
+float *oxl_memory_ssm_state(oxl_memory *mem, int il, int32_t seq) {
+    return mem->rs_ssm[il] + (size_t)seq * (size_t)mem->n_embd_s;
+}

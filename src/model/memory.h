@@ -1,0 +1,58 @@
+/* A context's memory: the KV cache of the attention layers and the recurrent state of the recurrent
+ * layers (llama.cpp's llama_kv_cache and llama_memory_recurrent). The architectures reach both only
+ * through these functions; attention reads the cache through the plain view of src/ops/attention.h.
+ * Internal to the library. */
+#ifndef OXL_MEMORY_H
+#define OXL_MEMORY_H
+
+#include "attention.h"
+#include "model.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* One forward pass: at most n_batch tokens of a batch, with the tokens whose logits are wanted. */
+typedef struct oxl_ubatch {
+    int32_t n;
+    const oxl_token *token; /* [n] */
+    const int32_t *pos;     /* [n] position within its sequence */
+    const int32_t *seq;     /* [n] sequence id */
+    int32_t n_out;
+    const int32_t *out_ids; /* [n_out] indices into this ubatch, ascending */
+    float *embd;            /* (n_embd, n): the final norm of every token is written here; NULL: none */
+} oxl_ubatch;
+
+typedef struct oxl_memory oxl_memory;
+
+/* The memory of a context of n_seq_max sequences of n_ctx positions each for a model of hp: a KV
+ * cache of type_k / type_v (OXL_TYPE_F32, F16, Q8_0 or Q4_0) with n_head_kv * head_dim elements per
+ * position and layer (none when that is 0), and when hp->n_embd_s > 0 a conv and a scan state per
+ * sequence and layer, zero until the first token. NULL when memory is short. */
+oxl_memory *oxl_memory_new(const oxl_hparams *hp, oxl_type type_k, oxl_type type_v, int32_t n_ctx, int32_t n_seq_max);
+void oxl_memory_free(oxl_memory *mem);
+
+/* Removes the positions from p0 on of sequence seq, as llama_memory_seq_rm: the cache rows need no
+ * clearing (a position is written before it is read again), but a recurrent state holds the whole
+ * history in one vector and cannot step back, so with recurrent state only p0 == 0 is accepted, which
+ * zeroes the sequence's states. Returns false (nothing changed) when refused. */
+bool oxl_memory_seq_rm(oxl_memory *mem, int32_t seq, int32_t p0);
+
+/* Stores the keys and values of the pass's tokens (kv_dim floats each, column-major) in layer il's
+ * cache, each at its sequence and position, converted to the cache's types. */
+void oxl_memory_kv_store(oxl_memory *mem, int il, const oxl_ubatch *ub, const float *k, const float *v);
+
+/* Layer il's cache and the pass's tokens as attention reads them (oxl_attention). */
+oxl_kv_view oxl_memory_kv_view(const oxl_memory *mem, int il, const oxl_ubatch *ub);
+
+/* The rotation sizes for this cache (0: none; oxl_fwht_rows): K (with Q) when K is quantized and
+ * head_dim % 64 == 0, the largest power of two dividing head_dim; V (and the attention output) when
+ * V is quantized and head_dim % 64 == 0, 64. */
+int oxl_memory_rot_k(const oxl_memory *mem, int head_dim);
+int oxl_memory_rot_v(const oxl_memory *mem, int head_dim);
+
+/* Recurrent layer il's state of sequence seq: the conv state (hp.n_embd_r floats) and the scan state
+ * (hp.n_embd_s floats), read and advanced in place by the layer. */
+float *oxl_memory_conv_state(oxl_memory *mem, int il, int32_t seq);
+float *oxl_memory_ssm_state(oxl_memory *mem, int il, int32_t seq);
+
+#endif
