@@ -32,6 +32,7 @@ class Format:
     elem: str = ""            # C type of one element, for block size 1 formats
     ops: tuple = ()           # kernel ops this format has: dequant, quant, vec_dot, gemm, swiglu, mad
     isas: tuple = ()          # ISAs with cells for this format (empty: every ISA)
+    tables: tuple = ()        # lookup tables of QUANT_TABLES its kernels and quantizer read
 
 
 # ggml's type ids (ggml.h enum ggml_type); ids not listed here (4, 5, 31..33, 36..38) were
@@ -71,7 +72,8 @@ FORMATS = (
     Format(18, "iq3_xxs", 256, 98, "q8_K", True, (("d", "f16", 1), ("qs", "u8", 96))),
     Format(19, "iq1_s", 256, 50, "q8_K", True,
            (("d", "f16", 1), ("qs", "u8", 32), ("qh", "u16", 8))),
-    Format(20, "iq4_nl", 32, 18, "q8_0", True, (("d", "f16", 1), ("qs", "u8", 16))),
+    Format(20, "iq4_nl", 32, 18, "q8_0", True, (("d", "f16", 1), ("qs", "u8", 16)),
+           ops=("dequant", "vec_dot"), tables=("kvalues_iq4nl",)),
     Format(21, "iq3_s", 256, 110, "q8_K", True,
            (("d", "f16", 1), ("qs", "u8", 64), ("qh", "u8", 8), ("signs", "u8", 32),
             ("scales", "u8", 4))),
@@ -95,6 +97,29 @@ FORMATS = (
     Format(41, "q1_0", 128, 18, "q8_0", True, (("d", "f16", 1), ("qs", "u8", 16))),
     Format(42, "q2_0", 64, 18, "q8_0", True, (("d", "f16", 1), ("qs", "u8", 16))),
 )
+
+
+# The lookup tables that define the I-quant and FP4 formats, as ggml (MIT licence) has them in
+# ggml/src/ggml-common.h: the values come from gen/tables/ggml-quant-tables.json (its README says
+# where that file comes from); this maps each table's name there to the C type of one element.
+# generated/oxl_quant_tables.h holds, as `oxl_<name>`, every table a format names in `tables`.
+QUANT_TABLES_JSON = "gen/tables/ggml-quant-tables.json"
+QUANT_TABLES = {
+    "kmask_iq2xs": "uint8_t",
+    "ksigns_iq2xs": "uint8_t",
+    "iq2xxs_grid": "uint64_t",
+    "iq2xs_grid": "uint64_t",
+    "iq2s_grid": "uint64_t",
+    "iq3xxs_grid": "uint32_t",
+    "iq3s_grid": "uint32_t",
+    "iq1s_grid": "uint64_t",
+    "kvalues_iq4nl": "int8_t",
+    "kvalues_fp4": "int8_t",
+}
+# The range of values each C type holds (checked against the JSON before anything is written).
+TABLE_CTYPE_RANGE = {
+    "int8_t": (-128, 127), "uint8_t": (0, 255), "uint32_t": (0, 2**32 - 1), "uint64_t": (0, 2**64 - 1),
+}
 
 
 @dataclass(frozen=True)
@@ -378,8 +403,14 @@ def validate(template_formats):
         for i in f.isas:
             if i not in ISA_BY_NAME:
                 errors.append(f"{f.name}: unknown ISA {i}")
+        for t in f.tables:
+            if t not in QUANT_TABLES:
+                errors.append(f"{f.name}: table {t} is not in QUANT_TABLES")
         if f.ops and f.isas and "scalar" not in f.isas:
             errors.append(f"{f.name}: no scalar cell (every (format, op) needs one)")
+    for name, ctype in QUANT_TABLES.items():
+        if ctype not in TABLE_CTYPE_RANGE:
+            errors.append(f"table {name}: C type {ctype} has no known range")
     seen = set()
     for rp in REPACKS:
         f = FORMAT_BY_NAME.get(rp.fmt)
@@ -436,3 +467,35 @@ def removed_ids():
 def cell_isas(fmt):
     """The ISAs a format has kernels for, in rank order."""
     return [i for i in ISAS if not fmt.isas or i.name in fmt.isas]
+
+
+def quant_tables_used():
+    """The names of QUANT_TABLES that some format uses, in QUANT_TABLES order."""
+    used = {t for f in FORMATS for t in f.tables}
+    return [t for t in QUANT_TABLES if t in used]
+
+
+def load_quant_tables(root):
+    """{name: list of ints} of the tables some format uses, read from QUANT_TABLES_JSON under root
+    and checked: present, a list of integers, each within its C type's range."""
+    import json
+    import os
+    path = os.path.join(root, QUANT_TABLES_JSON)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as e:
+        raise SpecError(f"{QUANT_TABLES_JSON}: {e}")
+    out, errors = {}, []
+    for name in quant_tables_used():
+        vals = data.get(name)
+        lo, hi = TABLE_CTYPE_RANGE[QUANT_TABLES[name]]
+        if not isinstance(vals, list) or not vals:
+            errors.append(f"{QUANT_TABLES_JSON}: no table {name}")
+        elif not all(isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi for v in vals):
+            errors.append(f"{QUANT_TABLES_JSON}: table {name} holds a value outside {QUANT_TABLES[name]}")
+        else:
+            out[name] = vals
+    if errors:
+        raise SpecError("table errors:\n  " + "\n  ".join(errors))
+    return out, data.get("_source", "")
