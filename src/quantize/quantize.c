@@ -1,7 +1,7 @@
 /* Reference quantizers (ggml/src/ggml-quants.c and ggml.c): one row function per format in a
  * table; the arithmetic follows ggml's expression order so the bytes are identical. The formats
  * q8_0, q4_0, f16, bf16 are here; q4_1, q5_0, q5_1, q8_1 in quantize_legacy.c, the K-quants and
- * q8_K in quantize_k.c, the shared scale searches in quantize_search.c. */
+ * q8_K in quantize_k.c, iq4_nl in quantize_iq.c, the shared scale searches in quantize_search.c. */
 #include "quantize.h"
 
 #include "error.h"
@@ -113,7 +113,7 @@ static const struct {
     [OXL_TYPE_Q8_1] = {oxl_quantize_row_q8_1, false}, [OXL_TYPE_Q2_K] = {oxl_quantize_row_q2_K, true},
     [OXL_TYPE_Q3_K] = {oxl_quantize_row_q3_K, true},  [OXL_TYPE_Q4_K] = {oxl_quantize_row_q4_K, true},
     [OXL_TYPE_Q5_K] = {oxl_quantize_row_q5_K, true},  [OXL_TYPE_Q6_K] = {oxl_quantize_row_q6_K, true},
-    [OXL_TYPE_Q8_K] = {oxl_quantize_row_q8_K, false},
+    [OXL_TYPE_Q8_K] = {oxl_quantize_row_q8_K, false}, [OXL_TYPE_IQ4_NL] = {oxl_quantize_row_iq4_nl, true},
 };
 
 bool oxl_quantize_supported(oxl_type t) { return (unsigned)t < OXL_TYPE_COUNT && oxl_quantizers[t].row != NULL; }

@@ -10,7 +10,7 @@
 /* One row of ne0 floats into its blocks; imatrix is NULL or ne0 weights. */
 typedef void (*oxl_quantize_row_fn)(const float *x, void *y, int64_t ne0, const float *imatrix);
 
-/* Row functions of quantize_k.c (K-quants and q8_K) and quantize_legacy.c. */
+/* Row functions of quantize_k.c (K-quants and q8_K), quantize_legacy.c and quantize_iq.c. */
 void oxl_quantize_row_q4_1(const float *x, void *y, int64_t ne0, const float *imatrix);
 void oxl_quantize_row_q5_0(const float *x, void *y, int64_t ne0, const float *imatrix);
 void oxl_quantize_row_q5_1(const float *x, void *y, int64_t ne0, const float *imatrix);
@@ -21,5 +21,6 @@ void oxl_quantize_row_q4_K(const float *x, void *y, int64_t ne0, const float *im
 void oxl_quantize_row_q5_K(const float *x, void *y, int64_t ne0, const float *imatrix);
 void oxl_quantize_row_q6_K(const float *x, void *y, int64_t ne0, const float *imatrix);
 void oxl_quantize_row_q8_K(const float *x, void *y, int64_t ne0, const float *imatrix);
+void oxl_quantize_row_iq4_nl(const float *x, void *y, int64_t ne0, const float *imatrix);
 
 #endif

@@ -47,7 +47,8 @@ add_test(NAME golden-chat-templates COMMAND ${OXL_BIN} golden ${G}/chat-template
 add_test(NAME golden-quant COMMAND ${OXL_BIN} golden ${G}/quant/f16.gguf ${G}/quant/bf16.gguf
          ${G}/quant/q8_0.gguf ${G}/quant/q4_0.gguf ${G}/quant/q4_1.gguf ${G}/quant/q5_0.gguf
          ${G}/quant/q5_1.gguf ${G}/quant/q8_1.gguf ${G}/quant/q2_K.gguf ${G}/quant/q3_K.gguf
-         ${G}/quant/q4_K.gguf ${G}/quant/q5_K.gguf ${G}/quant/q6_K.gguf ${G}/quant/q8_K.gguf)
+         ${G}/quant/q4_K.gguf ${G}/quant/q5_K.gguf ${G}/quant/q6_K.gguf ${G}/quant/q8_K.gguf
+         ${G}/quant/iq4_nl.gguf)
 
 foreach(isa IN LISTS OXL_TEST_ISAS)
   add_test(NAME golden-logits-${isa} COMMAND ${OXL_BIN} golden ${OXL_LOGITS_GOLDENS})
