@@ -19,6 +19,7 @@ typedef enum oxl_mix_v {
     OXL_V_Q5_K,                  /* Q3_K_L */
     OXL_V_MORE_BITS_Q6_K,        /* Q4_K_M, Q5_K_M: Q6_K on the use_more_bits layers */
     OXL_V_FIRST4_Q5_K,           /* Q4_K_S */
+    OXL_V_GQA4_Q5_K,             /* IQ4_NL: Q5_K with n_head/n_head_kv >= 4 */
 } oxl_mix_v;
 
 /* ffn_down rules; i = layer (the running index of ffn_down tensors), n = n_layer */
@@ -32,6 +33,7 @@ typedef enum oxl_mix_down {
     OXL_DOWN_MORE_BITS_Q6_K,   /* Q5_K_M */
     OXL_DOWN_FIRST8TH_Q5_K,    /* Q4_K_S: Q5_K on the first n/8 layers (not Falcon) */
     OXL_DOWN_IMATRIX_FIRST8TH, /* Q4_0, Q5_0: with an imatrix, the first n/8 layers get `down_type` */
+    OXL_DOWN_NO_IMATRIX_FIRST8TH_Q5_K, /* IQ4_NL: without an imatrix, Q5_K on the first n/8 layers */
 } oxl_mix_down;
 
 struct oxl_ftype_mix {
@@ -67,6 +69,7 @@ static const oxl_ftype_mix oxl_ftypes[] = {
     {"Q5_K_S", 16, OXL_TYPE_Q5_K, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, false},
     {"Q5_K_M", 17, OXL_TYPE_Q5_K, OXL_V_MORE_BITS_Q6_K, OXL_DOWN_MORE_BITS_Q6_K, K, K, K, false},
     {"Q6_K", 18, OXL_TYPE_Q6_K, OXL_V_KEEP, OXL_DOWN_KEEP, K, K, K, false},
+    {"IQ4_NL", 25, OXL_TYPE_IQ4_NL, OXL_V_GQA4_Q5_K, OXL_DOWN_NO_IMATRIX_FIRST8TH_Q5_K, K, K, K, true},
 };
 #undef K
 
@@ -297,6 +300,7 @@ static oxl_type oxl_mix_attn_v(const oxl_ftype_mix *f, const oxl_quant_model *m,
     case OXL_V_Q5_K: type = OXL_TYPE_Q5_K; break;
     case OXL_V_MORE_BITS_Q6_K: type = oxl_use_more_bits(i, n) ? OXL_TYPE_Q6_K : type; break;
     case OXL_V_FIRST4_Q5_K: type = i < 4 ? OXL_TYPE_Q5_K : type; break;
+    case OXL_V_GQA4_Q5_K: type = gqa4 ? OXL_TYPE_Q5_K : type; break;
     }
     /* 70B: attn_v is 8x smaller than attn_q, so more bits cost little */
     if (m->is_70b && (type == OXL_TYPE_Q3_K || type == OXL_TYPE_Q4_K)) {
@@ -329,6 +333,7 @@ static oxl_type oxl_mix_ffn_down(const oxl_ftype_mix *f, const oxl_quant_model *
     case OXL_DOWN_MORE_BITS_Q6_K: type = oxl_use_more_bits(i, n) ? OXL_TYPE_Q6_K : type; break;
     case OXL_DOWN_FIRST8TH_Q5_K: type = !falcon && i < n / 8 ? OXL_TYPE_Q5_K : type; break;
     case OXL_DOWN_IMATRIX_FIRST8TH: type = has_imatrix && i < n / 8 ? f->down_type : type; break;
+    case OXL_DOWN_NO_IMATRIX_FIRST8TH_Q5_K: type = !has_imatrix && i < n / 8 ? OXL_TYPE_Q5_K : type; break;
     }
     return type;
 }

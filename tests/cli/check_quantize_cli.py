@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""`oxillama quantize` end to end against llama-quantize (golden/quantize/expected.json): every
-output FTYPE (no importance matrix) and FTYPE-imat (--imatrix synth-small.imatrix.gguf) of
+"""`oxillama quantize` end to end against llama-quantize (golden/quantize/expected.json, and the
+IQ_KEYS outputs of expected-iq.json): every output FTYPE (no importance matrix) and FTYPE-imat (--imatrix synth-small.imatrix.gguf) of
 synth-small-f32.gguf must have, read back from the file the command wrote,
 - general.file_type = llama.cpp's LLAMA_FTYPE number for the ftype (include/llama.h), as a u32;
 - the tensors in llama-quantize's order (llama_model_loader's weights_map: the layer number of
@@ -24,7 +24,9 @@ from gguf_kv import GGML_TYPES, Gguf  # noqa: E402
 
 LLAMA_FTYPE = {"F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9, "Q2_K": 10, "Q3_K_S": 11,
                "Q3_K_M": 12, "Q3_K_L": 13, "Q4_K_S": 14, "Q4_K_M": 15, "Q5_K_S": 16, "Q5_K_M": 17, "Q6_K": 18,
-               "Q2_K_S": 21, "BF16": 32}
+               "Q2_K_S": 21, "BF16": 32, "IQ4_NL": 25}
+# The outputs of expected-iq.json (the I-quant ftypes) for the ftypes oxillama writes.
+IQ_KEYS = ("IQ4_NL", "IQ4_NL-imat")
 def llama_order(name):
     m = re.match(r"blk\.(\d+)\.", name)
     return (int(m.group(1)) if m else -1, name)
@@ -39,6 +41,13 @@ def main():
     if not expected:
         print("FAIL  expected.json lists no output")
         return 1
+    with open(os.path.join(q, "expected-iq.json")) as f:
+        expected_iq = json.load(f)
+    for key in IQ_KEYS:
+        if key not in expected_iq:
+            print("FAIL  expected-iq.json has no output %s" % key)
+            return 1
+        expected[key] = expected_iq[key]
     fails = n_tensors = 0
     for key, want in sorted(expected.items()):
         ftype = key[:-5] if key.endswith("-imat") else key
