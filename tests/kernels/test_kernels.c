@@ -1,7 +1,9 @@
 /* Dispatch and type traits: the table a cap builds, ISA names, and ggml's trait values (ids, names,
  * block sizes and bytes per block from ggml/include/ggml.h and ggml-common.h). */
+#include "golden_quant.h"
 #include "kernel_checker.h"
 #include "kernels.h"
+#include "oxl_blocks.h"
 #include "oxl_fp16.h"
 
 #include <criterion/criterion.h>
@@ -32,7 +34,7 @@ static oxl_isa lender_of(oxl_type type, oxl_isa isa) {
 Test(kernels, every_cap_gets_a_kernel_per_cell_within_the_cap) {
     static const oxl_type formats[] = {OXL_TYPE_F32,  OXL_TYPE_F16,  OXL_TYPE_BF16, OXL_TYPE_Q8_0, OXL_TYPE_Q4_0,
                                        OXL_TYPE_Q4_1, OXL_TYPE_Q5_0, OXL_TYPE_Q5_1, OXL_TYPE_Q2_K, OXL_TYPE_Q3_K,
-                                       OXL_TYPE_Q4_K, OXL_TYPE_Q5_K, OXL_TYPE_Q6_K};
+                                       OXL_TYPE_Q4_K, OXL_TYPE_Q5_K, OXL_TYPE_Q6_K, OXL_TYPE_IQ4_NL};
     for (int cap = 0; cap < OXL_ISA_COUNT; cap++) {
         oxl_kernels k;
         oxl_kernels_build(&k, (oxl_isa)cap);
@@ -97,6 +99,56 @@ Test(kernels, ggml_type_traits) {
     cr_expect_eq(oxl_type_from_name("q4_2"), -1);
     cr_expect_eq(oxl_row_size(OXL_TYPE_Q4_0, 4096), 4096 / 32 * 18);
     cr_expect_eq(oxl_row_size(OXL_TYPE_F16, 7), 14);
+}
+
+/* ---- IQ4_NL dots on odd numbers of blocks ---------------------------------------------------------
+ * The SIMD cells take blocks in pairs and finish an odd last block apart (ggml's order); the golden
+ * rows have 16 blocks, so prefixes of 1, 3, 5 and 15 blocks of each golden row pair are checked here,
+ * on every ISA cap this CPU has, against the double-precision sum of the golden's dq times its
+ * dequantized yq, within 1e-5 of the sum of |terms| (rows whose terms are not finite are left out). */
+Test(kernels, iq4_nl_dots_on_odd_block_counts) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/golden/quant/iq4_nl.gguf", OXL_SOURCE_DIR);
+    oxl_error err = {{0}};
+    oxl_gguf *g = oxl_gguf_open(path, &err);
+    cr_assert(g != NULL, "%s", err.msg);
+    oxl_quant_golden qg;
+    cr_assert(oxl_quant_golden_read(g, &qg, &err) == 0, "%s", err.msg);
+    cr_assert(qg.type == OXL_TYPE_IQ4_NL && qg.yq_type == OXL_TYPE_Q8_0 && qg.dq != NULL && qg.yq != NULL);
+    static const int64_t blocks[] = {1, 3, 5, 15};
+    const size_t x_row = oxl_row_size(OXL_TYPE_IQ4_NL, qg.ne0), y_row = oxl_row_size(OXL_TYPE_Q8_0, qg.ne0);
+    int n_checks = 0;
+    for (int cap = 0; cap < OXL_ISA_COUNT; cap++) {
+        if (!oxl_cpu_has_isa((oxl_isa)cap)) {
+            continue;
+        }
+        oxl_kernels kt;
+        oxl_kernels_build(&kt, (oxl_isa)cap);
+        for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
+            const int64_t n = blocks[bi] * OXL_QK_IQ4_NL;
+            for (int64_t row = 0; row < qg.nrows; row++) {
+                const oxl_block_q8_0 *yb = (const oxl_block_q8_0 *)((const uint8_t *)qg.yq + row * y_row);
+                double want = 0.0, abs_sum = 0.0;
+                for (int64_t j = 0; j < n; j++) {
+                    const double t = (double)qg.dq[row * qg.ne0 + j] *
+                                     ((double)oxl_fp16_to_fp32(yb[j / 32].d) * yb[j / 32].qs[j % 32]);
+                    want += t;
+                    abs_sum += fabs(t);
+                }
+                if (!isfinite(abs_sum)) {
+                    continue;
+                }
+                float got;
+                kt.vec_dot[OXL_TYPE_IQ4_NL](n, &got, (const uint8_t *)qg.q + row * x_row, yb);
+                cr_expect(fabs(got - want) <= 1e-5 * abs_sum, "cap %s (%s), %lld blocks, row %lld: %.9g, want %.9g",
+                          oxl_isa_name((oxl_isa)cap), oxl_isa_name(kt.vec_dot_isa[OXL_TYPE_IQ4_NL]),
+                          (long long)blocks[bi], (long long)row, got, want);
+                n_checks++;
+            }
+        }
+    }
+    cr_expect_geq(n_checks, 4 * 15);
+    oxl_gguf_close(g);
 }
 
 /* ---- the ggml summation order: every ISA the CPU has gives the same bits ----------------------- */
