@@ -33,7 +33,7 @@ set(M ${CMAKE_SOURCE_DIR}/models)
 # Model logits goldens for the weight formats oxillama computes with.
 set(OXL_LOGITS_GOLDENS
   ${G}/models/stories260K.once.gguf ${G}/models/stories260K.lily.gguf ${G}/models/stories260K.dog.gguf)
-foreach(t F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1)
+foreach(t F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 IQ4_NL)
   list(APPEND OXL_LOGITS_GOLDENS ${G}/models/stories260K-${t}.once.gguf)
 endforeach()
 
