@@ -32,8 +32,8 @@ static oxl_isa lender_of(oxl_type type, oxl_isa isa) {
 }
 
 Test(kernels, every_cap_gets_a_kernel_per_cell_within_the_cap) {
-    static const oxl_type formats[] = {OXL_TYPE_F32,  OXL_TYPE_F16,  OXL_TYPE_BF16, OXL_TYPE_Q8_0, OXL_TYPE_Q4_0,
-                                       OXL_TYPE_Q4_1, OXL_TYPE_Q5_0, OXL_TYPE_Q5_1, OXL_TYPE_Q2_K, OXL_TYPE_Q3_K,
+    static const oxl_type formats[] = {OXL_TYPE_F32,  OXL_TYPE_F16,  OXL_TYPE_BF16, OXL_TYPE_Q8_0,  OXL_TYPE_Q4_0,
+                                       OXL_TYPE_Q4_1, OXL_TYPE_Q5_0, OXL_TYPE_Q5_1, OXL_TYPE_Q2_K,  OXL_TYPE_Q3_K,
                                        OXL_TYPE_Q4_K, OXL_TYPE_Q5_K, OXL_TYPE_Q6_K, OXL_TYPE_IQ4_NL};
     for (int cap = 0; cap < OXL_ISA_COUNT; cap++) {
         oxl_kernels k;
