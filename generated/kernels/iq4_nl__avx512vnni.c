@@ -63,7 +63,7 @@ OXL_KERNEL_SIG_vec_dot(oxl_vec_dot_iq4_nl_q8_0__avx512vnni) {
             lo += yb[ib].qs[j] * oxl_kvalues_iq4nl[xb[ib].qs[j] & 0x0f];
             hi += yb[ib].qs[j + OXL_QK_IQ4_NL / 2] * oxl_kvalues_iq4nl[xb[ib].qs[j] >> 4];
         }
-        sum += d * (float)(lo + hi);
+        sum = fmaf(d, (float)(lo + hi), sum);
     }
     *s = sum;
 }

@@ -18,6 +18,11 @@ static inline oxl_vi8x32 oxl_iq4_nl_values(const uint8_t *qs, int8x16_t table) {
     return (oxl_vi8x32){vqtbl1q_s8(table, vandq_u8(b, vdupq_n_u8(0x0f))), vqtbl1q_s8(table, vshrq_n_u8(b, 4))};
 }
 
+/* lane l = the sum of the products of bytes 4l..4l+3 of a and b */
+static inline int32x4_t oxl_iq4_nl_quads(int8x16_t a, int8x16_t b) {
+    return vdotq_s32(vdupq_n_s32(0), a, b);
+}
+
 /* y[0..n) = to_float(x), bit-exact */
 OXL_KERNEL_SIG_dequant(oxl_dequant_iq4_nl__neondot) {
     /* byte j holds the table indices of element j (low nibble) and j + 16 (high nibble);
@@ -41,16 +46,23 @@ OXL_KERNEL_SIG_vec_dot(oxl_vec_dot_iq4_nl_q8_0__neondot) {
     const oxl_block_q8_0 *yb = y;
     const int64_t nb = n / OXL_QK_IQ4_NL;
     const int8x16_t table = vld1q_s8(oxl_kvalues_iq4nl);
-    float sum = 0.0f;
+    /* acc{block parity}{lanes 0..3, 4..7} */
+    float32x4_t acc0l = vdupq_n_f32(0.0f), acc0h = vdupq_n_f32(0.0f);
+    float32x4_t acc1l = vdupq_n_f32(0.0f), acc1h = vdupq_n_f32(0.0f);
     int64_t ib = 0;
     for (; ib + 1 < nb; ib += 2) {
-        const int32_t s0 = vaddvq_s32(oxl_vi8x32_dot_lanes(oxl_iq4_nl_values(xb[ib].qs, table),
-                                                           oxl_vi8x32_load(yb[ib].qs)));
-        const int32_t s1 = vaddvq_s32(oxl_vi8x32_dot_lanes(oxl_iq4_nl_values(xb[ib + 1].qs, table),
-                                                           oxl_vi8x32_load(yb[ib + 1].qs)));
-        sum += oxl_fp16_to_fp32(xb[ib].d) * oxl_fp16_to_fp32(yb[ib].d) * (float)s0 +
-               oxl_fp16_to_fp32(xb[ib + 1].d) * oxl_fp16_to_fp32(yb[ib + 1].d) * (float)s1;
+        const oxl_vi8x32 x0 = oxl_iq4_nl_values(xb[ib].qs, table), y0 = oxl_vi8x32_load(yb[ib].qs);
+        const oxl_vi8x32 x1 = oxl_iq4_nl_values(xb[ib + 1].qs, table), y1 = oxl_vi8x32_load(yb[ib + 1].qs);
+        const float32x4_t d0 = vdupq_n_f32(oxl_fp16_to_fp32(yb[ib].d) * oxl_fp16_to_fp32(xb[ib].d));
+        const float32x4_t d1 = vdupq_n_f32(oxl_fp16_to_fp32(yb[ib + 1].d) * oxl_fp16_to_fp32(xb[ib + 1].d));
+        acc0l = vfmaq_f32(acc0l, d0, vcvtq_f32_s32(oxl_iq4_nl_quads(x0.lo, y0.lo)));
+        acc0h = vfmaq_f32(acc0h, d0, vcvtq_f32_s32(oxl_iq4_nl_quads(x0.hi, y0.hi)));
+        acc1l = vfmaq_f32(acc1l, d1, vcvtq_f32_s32(oxl_iq4_nl_quads(x1.lo, y1.lo)));
+        acc1h = vfmaq_f32(acc1h, d1, vcvtq_f32_s32(oxl_iq4_nl_quads(x1.hi, y1.hi)));
     }
+    /* hsum_float_8 of acc0 + acc1: t[i] = a[i] + a[i + 4], then (t0 + t2) + (t1 + t3) */
+    const float32x4_t t = vaddq_f32(vaddq_f32(acc0l, acc1l), vaddq_f32(acc0h, acc1h));
+    float sum = (vgetq_lane_f32(t, 0) + vgetq_lane_f32(t, 2)) + (vgetq_lane_f32(t, 1) + vgetq_lane_f32(t, 3));
     for (; ib < nb; ib++) {
         const float d = oxl_fp16_to_fp32(yb[ib].d) * oxl_fp16_to_fp32(xb[ib].d);
         int32_t lo = 0, hi = 0;
@@ -58,7 +70,7 @@ OXL_KERNEL_SIG_vec_dot(oxl_vec_dot_iq4_nl_q8_0__neondot) {
             lo += yb[ib].qs[j] * oxl_kvalues_iq4nl[xb[ib].qs[j] & 0x0f];
             hi += yb[ib].qs[j + OXL_QK_IQ4_NL / 2] * oxl_kvalues_iq4nl[xb[ib].qs[j] >> 4];
         }
-        sum += d * (float)(lo + hi);
+        sum = fmaf(d, (float)(lo + hi), sum);
     }
     *s = sum;
 }

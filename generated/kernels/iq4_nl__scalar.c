@@ -30,20 +30,47 @@ OXL_KERNEL_SIG_dequant(oxl_dequant_iq4_nl__scalar) {
 
 /* *s = sum over n elements of x (iq4_nl) * y (q8_0) */
 OXL_KERNEL_SIG_vec_dot(oxl_vec_dot_iq4_nl_q8_0__scalar) {
-    /* ggml_vec_dot_iq4_nl_q8_0_generic: per block the exact integer sum of the two halves, scaled
-     * by d_y * d_x and added to one float sum */
+    /* ggml's x86 order (ggml_vec_dot_iq4_nl_q8_0 on the __AVX2__ path, which the AVX-512 build of
+     * the goldens takes), lane by lane: per block the 8 exact integer sums of elements 4l..4l+3
+     * (pmaddubsw + pmaddwd), each turned to float and fused-multiply-added with d_y * d_x into lane l
+     * of one of two accumulators (blocks in pairs: the first into acc[0], the second into acc[1]);
+     * then hsum_float_8 of their sum, and an odd last block as ggml's scalar tail, whose
+     * `sumf += d * sumi` GCC (-std=gnu11, -mfma) contracts to one FMA. Bit for bit ggml's dot. */
     const oxl_block_iq4_nl *xb = x;
     const oxl_block_q8_0 *yb = y;
     const int64_t nb = n / OXL_QK_IQ4_NL;
-    float sum = 0.0f;
-    for (int64_t ib = 0; ib < nb; ib++) {
+    float acc[2][8] = { {0.0f} };
+    int64_t ib = 0;
+    for (; ib + 1 < nb; ib += 2) {
+        for (int u = 0; u < 2; u++) {
+            const oxl_block_iq4_nl *xu = &xb[ib + u];
+            const oxl_block_q8_0 *yu = &yb[ib + u];
+            const float d = oxl_fp16_to_fp32(yu->d) * oxl_fp16_to_fp32(xu->d);
+            for (int l = 0; l < 8; l++) {
+                int32_t lane = 0;
+                for (int j = 4 * l; j < 4 * l + 4; j++) {
+                    const int code = j < OXL_QK_IQ4_NL / 2 ? xu->qs[j] & 0x0f : xu->qs[j - OXL_QK_IQ4_NL / 2] >> 4;
+                    lane += oxl_kvalues_iq4nl[code] * yu->qs[j];
+                }
+                acc[u][l] = fmaf(d, (float)lane, acc[u][l]);
+            }
+        }
+    }
+    float a[8];
+    for (int l = 0; l < 8; l++) {
+        a[l] = acc[0][l] + acc[1][l];
+    }
+    /* hsum_float_8: the upper half onto the lower, then lanes 2, 3 onto 0, 1, then lane 1 onto 0 */
+    const float t0 = a[0] + a[4], t1 = a[1] + a[5], t2 = a[2] + a[6], t3 = a[3] + a[7];
+    float sum = (t0 + t2) + (t1 + t3);
+    for (; ib < nb; ib++) {
         const float d = oxl_fp16_to_fp32(yb[ib].d) * oxl_fp16_to_fp32(xb[ib].d);
         int32_t lo = 0, hi = 0;
         for (int j = 0; j < OXL_QK_IQ4_NL / 2; j++) {
             lo += yb[ib].qs[j] * oxl_kvalues_iq4nl[xb[ib].qs[j] & 0x0f];
             hi += yb[ib].qs[j + OXL_QK_IQ4_NL / 2] * oxl_kvalues_iq4nl[xb[ib].qs[j] >> 4];
         }
-        sum += d * (float)(lo + hi);
+        sum = fmaf(d, (float)(lo + hi), sum);
     }
     *s = sum;
 }

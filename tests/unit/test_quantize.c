@@ -13,10 +13,10 @@
 #include <string.h>
 
 /* Formats with kernels: the whole golden runner applies. */
-static const char *const quant_golden_files[] = {"f16", "bf16", "q8_0", "q4_0"};
+static const char *const quant_golden_files[] = {"f16", "bf16", "q8_0", "q4_0", "iq4_nl"};
 /* Every format with a reference quantizer. */
-static const char *const quant_reference_files[] = {"f16",  "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1",
-                                                    "q8_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_K"};
+static const char *const quant_reference_files[] = {"f16",  "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1",  "q8_1",
+                                                    "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_K", "iq4_nl"};
 
 static oxl_gguf *open_quant_golden(const char *fmt) {
     char path[4096];
