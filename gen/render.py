@@ -222,7 +222,8 @@ class Generator:
         render("oxl_quant_tables.h.j2", "oxl_quant_tables.h", tables=tables, source=source,
                users={t: [f.name for f in spec.FORMATS if t in f.tables] for t in tables},
                per_line={"int8_t": 16, "uint8_t": 16, "uint32_t": 6, "uint64_t": 3},
-               literals=lambda ctype, row: ", ".join(c_literal(ctype, v) for v in row), sources=["oxl_quant_tables.h.j2", "../" + spec.QUANT_TABLES_JSON])
+               literals=lambda ctype, row: ", ".join(c_literal(ctype, v) for v in row),
+               header=header(["templates/oxl_quant_tables.h.j2", spec.QUANT_TABLES_JSON]))
         render("oxl_blocks.h.j2", "oxl_blocks.h")
         render("oxl_cpu_features.inc.j2", "oxl_cpu_features.inc")
         render("oxl_kernel_list.inc.j2", "oxl_kernel_list.inc", cells=cells)
