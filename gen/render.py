@@ -20,6 +20,15 @@ def header(sources, comment="c"):
     return f"# {text}" if comment == "cmake" else f"/* {text} */"
 
 
+def c_literal(ctype, v):
+    """A table value as a C literal of ctype (hexadecimal for the packed grids)."""
+    if ctype == "uint64_t":
+        return f"0x{v:016x}ull"
+    if ctype == "uint32_t":
+        return f"0x{v:08x}u"
+    return str(v)
+
+
 def group_by_guard(cells):
     """Consecutive kernel cells grouped by their preprocessor architecture guard ("" for none)."""
     groups = []
@@ -209,6 +218,12 @@ class Generator:
         render("oxl_types.h.j2", "oxl_types.h")
         render("oxl_types.c.j2", "oxl_types.c")
         render("oxl_fp16.h.j2", "oxl_fp16.h")
+        tables, source = spec.load_quant_tables(ROOT)
+        render("oxl_quant_tables.h.j2", "oxl_quant_tables.h", tables=tables, source=source,
+               users={t: [f.name for f in spec.FORMATS if t in f.tables] for t in tables},
+               per_line={"int8_t": 16, "uint8_t": 16, "uint32_t": 6, "uint64_t": 3},
+               literals=lambda ctype, row: ", ".join(c_literal(ctype, v) for v in row),
+               header=header(["templates/oxl_quant_tables.h.j2", spec.QUANT_TABLES_JSON]))
         render("oxl_blocks.h.j2", "oxl_blocks.h")
         render("oxl_cpu_features.inc.j2", "oxl_cpu_features.inc")
         render("oxl_kernel_list.inc.j2", "oxl_kernel_list.inc", cells=cells)

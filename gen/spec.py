@@ -44,6 +44,7 @@ class Format:
     # Checked against llama.cpp's golden/quant/<name>.gguf (ctest golden-quant, the quantizer and
     # kernel tests, the cross-ISA runs) when it has ops or a quantizer.
     golden: bool = True
+    tables: tuple = ()        # lookup tables of QUANT_TABLES its kernels and quantizer read
 
     @property
     def golden_file(self):
@@ -98,7 +99,8 @@ FORMATS = (
     Format(18, "iq3_xxs", blck=256, size=98, partner="q8_K", fields=(("d", "f16", 1), ("qs", "u8", 96))),
     Format(19, "iq1_s", blck=256, size=50, partner="q8_K",
            fields=(("d", "f16", 1), ("qs", "u8", 32), ("qh", "u16", 8))),
-    Format(20, "iq4_nl", blck=32, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16))),
+    Format(20, "iq4_nl", blck=32, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16)),
+           ops=("dequant", "vec_dot"), tables=("kvalues_iq4nl",), quantizer=True, imatrix=True),
     Format(21, "iq3_s", blck=256, size=110, partner="q8_K",
            fields=(("d", "f16", 1), ("qs", "u8", 64), ("qh", "u8", 8), ("signs", "u8", 32), ("scales", "u8", 4))),
     Format(22, "iq2_s", blck=256, size=82, partner="q8_K",
@@ -159,6 +161,7 @@ MIX_ATTN_V = (
     ("q5_K", "Q3_K_L"),
     ("more_bits_q6_K", "Q4_K_M, Q5_K_M: q6_K on the use_more_bits layers"),
     ("first4_q5_K", "Q4_K_S: q5_K on the first 4"),
+    ("gqa4_q5_K", "IQ4_NL: q5_K with n_head/n_head_kv >= 4"),
 )
 MIX_FFN_DOWN = (
     ("keep", "the ftype's type"),
@@ -170,6 +173,7 @@ MIX_FFN_DOWN = (
     ("more_bits_q6_K", "Q5_K_M"),
     ("first8th_q5_K", "Q4_K_S: q5_K on the first n/8 layers (not Falcon)"),
     ("imatrix_first8th", "Q4_0, Q5_0: with an imatrix, the first n/8 layers get down_type"),
+    ("no_imatrix_first8th_q5_K", "IQ4_NL: without an imatrix, q5_K on the first n/8 layers"),
 )
 
 FTYPES = (
@@ -201,7 +205,8 @@ FTYPES = (
     Ftype("IQ3_XS", 22, "IQ3_XS - 3.3 bpw", type="iq3_s"),
     Ftype("IQ3_XXS", 23, "IQ3_XXS - 3.0625 bpw", type="iq3_xxs"),
     Ftype("IQ1_S", 24, "IQ1_S - 1.5625 bpw", type="iq1_s"),
-    Ftype("IQ4_NL", 25, "IQ4_NL - 4.5 bpw", type="iq4_nl"),
+    Ftype("IQ4_NL", 25, "IQ4_NL - 4.5 bpw", type="iq4_nl", attn_v="gqa4_q5_K", ffn_down="no_imatrix_first8th_q5_K",
+          attn_output_8exp_q5_K=True, quantize=True),
     Ftype("IQ3_S", 26, "IQ3_S - 3.4375 bpw", type="iq3_s"),
     Ftype("IQ3_M", 27, "IQ3_S mix - 3.66 bpw", type="iq3_s"),
     Ftype("IQ2_S", 28, "IQ2_S - 2.5 bpw", type="iq2_xs"),
@@ -216,6 +221,29 @@ FTYPES = (
     Ftype("Q1_0", 40, "Q1_0", type="q1_0"),
     Ftype("Q2_0", 41, "Q2_0", type="q2_0"),
 )
+
+# The lookup tables that define the I-quant and FP4 formats, as ggml (MIT licence) has them in
+# ggml/src/ggml-common.h: the values come from gen/tables/ggml-quant-tables.json (its README says
+# where that file comes from); this maps each table's name there to the C type of one element.
+# generated/oxl_quant_tables.h holds, as `oxl_<name>`, every table a format names in `tables`.
+QUANT_TABLES_JSON = "gen/tables/ggml-quant-tables.json"
+QUANT_TABLES = {
+    "kmask_iq2xs": "uint8_t",
+    "ksigns_iq2xs": "uint8_t",
+    "iq2xxs_grid": "uint64_t",
+    "iq2xs_grid": "uint64_t",
+    "iq2s_grid": "uint64_t",
+    "iq3xxs_grid": "uint32_t",
+    "iq3s_grid": "uint32_t",
+    "iq1s_grid": "uint64_t",
+    "kvalues_iq4nl": "int8_t",
+    "kvalues_fp4": "int8_t",
+}
+# The range of values each C type holds (checked against the JSON before anything is written).
+TABLE_CTYPE_RANGE = {
+    "int8_t": (-128, 127), "uint8_t": (0, 255), "uint32_t": (0, 2**32 - 1), "uint64_t": (0, 2**64 - 1),
+}
+
 
 @dataclass(frozen=True)
 class Feature:
@@ -502,12 +530,18 @@ def validate(template_formats):
         for i in f.isas:
             if i not in ISA_BY_NAME:
                 errors.append(f"{f.name}: unknown ISA {i}")
+        for t in f.tables:
+            if t not in QUANT_TABLES:
+                errors.append(f"{f.name}: table {t} is not in QUANT_TABLES")
         if f.ops and f.isas and "scalar" not in f.isas:
             errors.append(f"{f.name}: no scalar cell (every (format, op) needs one)")
         if f.imatrix and not f.quantizer:
             errors.append(f"{f.name}: imatrix=True needs quantizer=True")
         if f.kv_cache and not (f.quantizer and {"dequant", "vec_dot"} <= set(f.ops)):
             errors.append(f"{f.name}: a KV-cache type needs a quantizer, dequant and vec_dot")
+    for name, ctype in QUANT_TABLES.items():
+        if ctype not in TABLE_CTYPE_RANGE:
+            errors.append(f"table {name}: C type {ctype} has no known range")
     rules_v, rules_down = {r for r, _ in MIX_ATTN_V}, {r for r, _ in MIX_FFN_DOWN}
     ft_ids, ft_names = set(), set()
     for ft in FTYPES:
@@ -583,3 +617,35 @@ def removed_ids():
 def cell_isas(fmt):
     """The ISAs a format has kernels for, in rank order."""
     return [i for i in ISAS if not fmt.isas or i.name in fmt.isas]
+
+
+def quant_tables_used():
+    """The names of QUANT_TABLES that some format uses, in QUANT_TABLES order."""
+    used = {t for f in FORMATS for t in f.tables}
+    return [t for t in QUANT_TABLES if t in used]
+
+
+def load_quant_tables(root):
+    """{name: list of ints} of the tables some format uses, read from QUANT_TABLES_JSON under root
+    and checked: present, a list of integers, each within its C type's range."""
+    import json
+    import os
+    path = os.path.join(root, QUANT_TABLES_JSON)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as e:
+        raise SpecError(f"{QUANT_TABLES_JSON}: {e}")
+    out, errors = {}, []
+    for name in quant_tables_used():
+        vals = data.get(name)
+        lo, hi = TABLE_CTYPE_RANGE[QUANT_TABLES[name]]
+        if not isinstance(vals, list) or not vals:
+            errors.append(f"{QUANT_TABLES_JSON}: no table {name}")
+        elif not all(isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi for v in vals):
+            errors.append(f"{QUANT_TABLES_JSON}: table {name} holds a value outside {QUANT_TABLES[name]}")
+        else:
+            out[name] = vals
+    if errors:
+        raise SpecError("table errors:\n  " + "\n  ".join(errors))
+    return out, data.get("_source", "")

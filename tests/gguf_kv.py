@@ -1,7 +1,13 @@
 """GGUF metadata encoding for the test scripts that write small GGUF files (tests/fuzz/make_corpus.py,
 tests/server/make_toolcall_model.py): value type ids, tensor type ids and key/value records, little
 endian, as ggml's docs/gguf.md lays them out."""
+import os
 import struct
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from gen import spec as _spec  # noqa: E402
 
 # gguf_type (value types)
 U8, I8, U16, I16, U32, I32, F32, BOOL, STR, ARR, U64, I64, F64 = range(13)
@@ -44,12 +50,8 @@ def kv_arr(key, etype, items):
 # struct formats of the scalar value types
 SCALAR_FMT = {U8: "B", I8: "b", U16: "H", I16: "h", U32: "I", I32: "i", F32: "f", BOOL: "?", U64: "Q", I64: "q",
               F64: "d"}
-# ggml type id: (name, elements per block, bytes per block) of the tensor types the tests read
-# (ggml/src/ggml.c type_traits)
-GGML_TYPES = {0: ("F32", 1, 4), 1: ("F16", 1, 2), 2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20), 6: ("Q5_0", 32, 22),
-              7: ("Q5_1", 32, 24), 8: ("Q8_0", 32, 34), 10: ("Q2_K", 256, 84), 11: ("Q3_K", 256, 110),
-              12: ("Q4_K", 256, 144), 13: ("Q5_K", 256, 176), 14: ("Q6_K", 256, 210), 26: ("I32", 1, 4),
-              30: ("BF16", 1, 2)}
+# ggml type id -> (name, elements per block, bytes per block), from the spec (gen/spec.py).
+GGML_TYPES = {f.id: (f.name.upper(), f.blck, f.size) for f in _spec.FORMATS}
 
 
 class Gguf:

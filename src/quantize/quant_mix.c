@@ -244,6 +244,7 @@ static oxl_type oxl_mix_attn_v(const oxl_ftype_mix *f, const oxl_quant_model *m,
     case OXL_V_Q5_K: type = OXL_TYPE_Q5_K; break;
     case OXL_V_MORE_BITS_Q6_K: type = oxl_use_more_bits(i, n) ? OXL_TYPE_Q6_K : type; break;
     case OXL_V_FIRST4_Q5_K: type = i < 4 ? OXL_TYPE_Q5_K : type; break;
+    case OXL_V_GQA4_Q5_K: type = gqa4 ? OXL_TYPE_Q5_K : type; break;
     }
     /* 70B: attn_v is 8x smaller than attn_q, so more bits cost little */
     if (m->is_70b && (type == OXL_TYPE_Q3_K || type == OXL_TYPE_Q4_K)) {
@@ -276,6 +277,7 @@ static oxl_type oxl_mix_ffn_down(const oxl_ftype_mix *f, const oxl_quant_model *
     case OXL_DOWN_MORE_BITS_Q6_K: type = oxl_use_more_bits(i, n) ? OXL_TYPE_Q6_K : type; break;
     case OXL_DOWN_FIRST8TH_Q5_K: type = !falcon && i < n / 8 ? OXL_TYPE_Q5_K : type; break;
     case OXL_DOWN_IMATRIX_FIRST8TH: type = has_imatrix && i < n / 8 ? f->down_type : type; break;
+    case OXL_DOWN_NO_IMATRIX_FIRST8TH_Q5_K: type = !has_imatrix && i < n / 8 ? OXL_TYPE_Q5_K : type; break;
     }
     return type;
 }

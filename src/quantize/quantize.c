@@ -1,7 +1,7 @@
 /* Reference quantizers (ggml/src/ggml-quants.c and ggml.c): one row function per format in a
  * table; the arithmetic follows ggml's expression order so the bytes are identical. The formats
  * q8_0, q4_0, f16, bf16 are here; q4_1, q5_0, q5_1, q8_1 in quantize_legacy.c, the K-quants and
- * q8_K in quantize_k.c, the shared scale searches in quantize_search.c. */
+ * q8_K in quantize_k.c, iq4_nl in quantize_iq.c, the shared scale searches in quantize_search.c. */
 #include "quantize.h"
 
 #include "error.h"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""`oxillama quantize` end to end against llama-quantize (golden/quantize/expected.json): every
-output FTYPE (no importance matrix) and FTYPE-imat (--imatrix synth-small.imatrix.gguf) of
+"""`oxillama quantize` end to end against llama-quantize (golden/quantize/expected.json, and the
+outputs of expected-iq.json for the ftypes oxillama writes): every output FTYPE (no importance matrix) and FTYPE-imat (--imatrix synth-small.imatrix.gguf) of
 synth-small-f32.gguf must have, read back from the file the command wrote,
 - general.file_type = llama.cpp's LLAMA_FTYPE number for the ftype (include/llama.h), as a u32;
 - the tensors in llama-quantize's order (llama_model_loader's weights_map: the layer number of
@@ -22,9 +22,25 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from gguf_kv import GGML_TYPES, Gguf  # noqa: E402
 
-LLAMA_FTYPE = {"F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9, "Q2_K": 10, "Q3_K_S": 11,
-               "Q3_K_M": 12, "Q3_K_L": 13, "Q4_K_S": 14, "Q4_K_M": 15, "Q5_K_S": 16, "Q5_K_M": 17, "Q6_K": 18,
-               "Q2_K_S": 21, "BF16": 32}
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from gen import spec  # noqa: E402
+
+
+def llama_ftypes(golden):
+    """{llama-quantize name: llama_ftype number} from golden/quantize/llama_ftype.tsv (llama.h)."""
+    out = {}
+    with open(os.path.join(golden, "quantize", "llama_ftype.tsv")) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                name, number = line.split()
+                out[name] = int(number)
+    return out
+
+
+# The ftypes oxillama writes (gen/spec.py FTYPES, quantize=True): their outputs in expected-iq.json
+# (the I-quant, ternary and low-bit ftypes) are checked with those of expected.json.
+WRITTEN = {ft.name for ft in spec.FTYPES if ft.quantize}
+
 def llama_order(name):
     m = re.match(r"blk\.(\d+)\.", name)
     return (int(m.group(1)) if m else -1, name)
@@ -39,6 +55,12 @@ def main():
     if not expected:
         print("FAIL  expected.json lists no output")
         return 1
+    with open(os.path.join(q, "expected-iq.json")) as f:
+        expected_iq = json.load(f)
+    for key, want in expected_iq.items():
+        if key.split("-imat")[0] in WRITTEN:
+            expected[key] = want
+    llama_ftype = llama_ftypes(golden)
     fails = n_tensors = 0
     for key, want in sorted(expected.items()):
         ftype = key[:-5] if key.endswith("-imat") else key
@@ -55,8 +77,8 @@ def main():
             g = Gguf(out)
             tensors = [(name, GGML_TYPES[t][0], ne, data) for name, t, ne, data in g.tensors]
             ft = g.kv.get("general.file_type")
-            if ft != (4, LLAMA_FTYPE[ftype]):
-                problems.append("general.file_type %r, llama.cpp writes u32 %d" % (ft, LLAMA_FTYPE[ftype]))
+            if ft != (4, llama_ftype[ftype]):
+                problems.append("general.file_type %r, llama.cpp writes u32 %d" % (ft, llama_ftype[ftype]))
             names = [t[0] for t in tensors]
             order = sorted(want, key=llama_order)
             if names != order:

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Cross-ISA determinism: `oxillama run` greedy (64 tokens, --temp 0) on stories260K in f32, Q8_0,
-# Q4_0 and Q4_K_M (made here by `oxillama quantize`, checked to be llama-quantize's byte for byte;
+# Q4_0, IQ4_NL and Q4_K_M (made here by `oxillama quantize`, checked to be llama-quantize's byte for byte;
 # stories260K's rows of 64 and 172 elements are not multiples of 256, so its Q4_K_M tensors fall back
 # to the legacy formats, as llama-quantize does), and golden/quantize's synth-small model (rows of 256
 # and 512) in Q4_K_M, whose tensors are real K-quants (q4_K, q6_K), must print llama.cpp's greedy
@@ -71,7 +71,8 @@ if [ -n "${OXL_DETERMINISM_ONLY:-}" ]; then
     echo "determinism: targets limited to $OXL_DETERMINISM_ONLY* (OXL_DETERMINISM_ONLY)"
 fi
 for model in "$src/models/stories260K.gguf" "$src/models/stories260K-Q8_0.gguf" \
-    "$src/models/stories260K-Q4_0.gguf" "$tmp/stories260K-Q4_K_M.gguf" "$tmp/synth-small-Q4_K_M.gguf"; do
+    "$src/models/stories260K-Q4_0.gguf" "$src/models/stories260K-IQ4_NL.gguf" "$tmp/stories260K-Q4_K_M.gguf" \
+    "$tmp/synth-small-Q4_K_M.gguf"; do
     name=$(basename "$model" .gguf)
     golden=$src/golden/run-cross/$name.expected
     if [ ! -s "$golden" ]; then

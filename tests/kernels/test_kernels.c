@@ -1,12 +1,15 @@
 /* Dispatch and type traits: the table a cap builds, ISA names, and ggml's trait values (ids, names,
  * block sizes and bytes per block from ggml/include/ggml.h and ggml-common.h). */
+#include "golden_quant.h"
 #include "kernel_checker.h"
 #include "kernels.h"
+#include "oxl_blocks.h"
 #include "oxl_fp16.h"
 
 #include <criterion/criterion.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,6 +108,81 @@ Test(kernels, ggml_type_traits) {
     cr_expect_eq(oxl_row_size(OXL_TYPE_F16, 7), 14);
 }
 
+static bool same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* ---- IQ4_NL dots on odd numbers of blocks ---------------------------------------------------------
+ * Every cell sums in ggml's x86 order: blocks in pairs into two accumulators, an odd last block
+ * apart. The golden rows have 16 blocks, so golden/quant/iq4_nl.prefix-dots.tsv holds ggml's own
+ * dots of the first 1, 3, 5, 15 and 16 blocks of each golden row; on every ISA cap this CPU has each
+ * must be equal bit for bit, and within 1e-5 of the sum of |terms| of the double-precision sum of the
+ * golden's dq times its dequantized yq. */
+Test(kernels, iq4_nl_dots_on_odd_block_counts) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/golden/quant/iq4_nl.gguf", OXL_SOURCE_DIR);
+    oxl_error err = {{0}};
+    oxl_gguf *g = oxl_gguf_open(path, &err);
+    cr_assert(g != NULL, "%s", err.msg);
+    oxl_quant_golden qg;
+    cr_assert(oxl_quant_golden_read(g, &qg, &err) == 0, "%s", err.msg);
+    cr_assert(qg.type == OXL_TYPE_IQ4_NL && qg.yq_type == OXL_TYPE_Q8_0 && qg.dq != NULL && qg.yq != NULL);
+    snprintf(path, sizeof path, "%s/golden/quant/iq4_nl.prefix-dots.tsv", OXL_SOURCE_DIR);
+    FILE *f = fopen(path, "r");
+    cr_assert(f != NULL, "cannot open %s", path);
+    struct {
+        int row, blocks;
+        float dot;
+    } want[128];
+    int n_want = 0;
+    char line[512];
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (line[0] == '#') {
+            continue;
+        }
+        cr_assert(n_want < 128);
+        char *end;
+        want[n_want].row = (int)strtol(line, &end, 10);
+        want[n_want].blocks = (int)strtol(end, &end, 10);
+        want[n_want].dot = strtof(end, &end);
+        cr_assert(want[n_want].row >= 0 && want[n_want].row < qg.nrows && want[n_want].blocks >= 1 &&
+                      want[n_want].blocks <= qg.ne0 / OXL_QK_IQ4_NL,
+                  "%s: bad line %s", path, line);
+        n_want++;
+    }
+    fclose(f);
+    cr_assert_eq(n_want, 16 * 5, "%s: %d lines", path, n_want);
+    const size_t x_row = oxl_row_size(OXL_TYPE_IQ4_NL, qg.ne0), y_row = oxl_row_size(OXL_TYPE_Q8_0, qg.ne0);
+    int n_isas = 0;
+    for (int cap = 0; cap < OXL_ISA_COUNT; cap++) {
+        if (!oxl_cpu_has_isa((oxl_isa)cap)) {
+            continue;
+        }
+        n_isas++;
+        oxl_kernels kt;
+        oxl_kernels_build(&kt, (oxl_isa)cap);
+        for (int i = 0; i < n_want; i++) {
+            const int64_t row = want[i].row, n = (int64_t)want[i].blocks * OXL_QK_IQ4_NL;
+            const oxl_block_q8_0 *yb = (const oxl_block_q8_0 *)((const uint8_t *)qg.yq + row * y_row);
+            double ref = 0.0, abs_sum = 0.0;
+            for (int64_t j = 0; j < n; j++) {
+                const double t =
+                    (double)qg.dq[row * qg.ne0 + j] * ((double)oxl_fp16_to_fp32(yb[j / 32].d) * yb[j / 32].qs[j % 32]);
+                ref += t;
+                abs_sum += fabs(t);
+            }
+            float got;
+            kt.vec_dot[OXL_TYPE_IQ4_NL](n, &got, (const uint8_t *)qg.q + row * x_row, yb);
+            cr_expect(same_bits(got, want[i].dot), "cap %s (%s), row %lld, %d blocks: %a, ggml's %a",
+                      oxl_isa_name((oxl_isa)cap), oxl_isa_name(kt.vec_dot_isa[OXL_TYPE_IQ4_NL]), (long long)row,
+                      want[i].blocks, got, want[i].dot);
+            cr_expect(!isfinite(abs_sum) || fabs(got - ref) <= 1e-5 * abs_sum,
+                      "cap %s, row %lld, %d blocks: %.9g, double sum %.9g", oxl_isa_name((oxl_isa)cap), (long long)row,
+                      want[i].blocks, got, ref);
+        }
+    }
+    cr_expect_geq(n_isas, 1);
+    oxl_gguf_close(g);
+}
+
 /* ---- the ggml summation order: every ISA the CPU has gives the same bits ----------------------- */
 
 /* Deterministic values over a wide exponent range with both signs, so that a different order of
@@ -114,8 +192,6 @@ static float wide_value(uint32_t *state) {
     const float u = (float)(*state >> 8) / 16777216.0f - 0.5f;
     return ldexpf(u, (int)(*state % 17) - 8);
 }
-
-static bool same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
 Test(kernels, f32_f16_dots_and_gemms_are_bit_identical_across_isas) {
     enum { K = 320, ROWS = 9, COLS = 6 };

@@ -135,9 +135,9 @@ static void read_str(lex *l, char *out, size_t cap) {
 }
 
 /* Reads the whole file; *n outputs into a calloc'd array the caller frees. */
-static exp_output *read_expected(int *n_out) {
-    FILE *f = fopen(GOLDEN "expected.json", "rb");
-    cr_assert_not_null(f, "cannot open " GOLDEN "expected.json");
+static exp_output *read_expected_file(const char *path, int *n_out) {
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
     static char text[1 << 18];
     const size_t len = fread(text, 1, sizeof text - 1, f);
     fclose(f);
@@ -186,6 +186,8 @@ static exp_output *read_expected(int *n_out) {
     *n_out = n;
     return outs;
 }
+
+static exp_output *read_expected(int *n_out) { return read_expected_file(GOLDEN "expected.json", n_out); }
 
 /* ---- running and comparing ---- */
 
@@ -362,6 +364,82 @@ Test(quantize_cli, every_ftype_equals_llama_quantize, .timeout = 120) { check_al
 
 Test(quantize_cli, every_ftype_with_gguf_imatrix_equals_llama_quantize, .timeout = 120) {
     check_all(true, GOLDEN "synth-small.imatrix.gguf");
+}
+
+/* golden/quantize/expected-iq.json (the I-quant ftypes, same layout): the outputs of the ftypes
+ * oxillama writes, each of which must be listed there. */
+Test(quantize_cli, iq_ftypes_equal_llama_quantize, .timeout = 120) {
+    int n = 0;
+    exp_output *outs = read_expected_file(GOLDEN "expected-iq.json", &n);
+    make_tmp_dir();
+    const char *keys[] = {"IQ4_NL", "IQ4_NL-imat"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        bool found = false;
+        for (int i = 0; i < n; i++) {
+            if (strcmp(outs[i].key, keys[k]) == 0) {
+                found = true;
+                const char *im = strstr(keys[k], "-imat") ? GOLDEN "synth-small.imatrix.gguf" : NULL;
+                cr_expect_eq(check_output(&outs[i], im), 0, "%s differs from llama-quantize", keys[k]);
+            }
+        }
+        cr_expect(found, "expected-iq.json has no output %s", keys[k]);
+    }
+    remove_tmp_dir();
+    free(outs);
+}
+
+static oxl_type target_of(const oxl_quant_tensor *t, int n, const char *name);
+
+/* IQ4_NL's mix rules that synth-small (2 layers, 2 queries per KV head) does not reach, as
+ * llama_tensor_get_type_impl (src/llama-quant.cpp) states them: attn_v Q5_K when n_head/n_head_kv
+ * >= 4; ffn_down Q5_K on the first n_layer/8 layers without an imatrix (IQ4_NL with one); with 8
+ * experts attn_output Q5_K and attn_v Q8_0; the output Q6_K. */
+Test(quantize_cli, iq4_nl_mix_rules) {
+    const oxl_quant_tensor base[] = {
+        {.name = "blk.0.attn_v.weight", .type = OXL_TYPE_F32, .ne = {256, 64, 1, 1}},
+        {.name = "blk.0.attn_output.weight", .type = OXL_TYPE_F32, .ne = {256, 256, 1, 1}},
+        {.name = "blk.0.ffn_down.weight", .type = OXL_TYPE_F32, .ne = {512, 256, 1, 1}},
+        {.name = "blk.1.ffn_down.weight", .type = OXL_TYPE_F32, .ne = {512, 256, 1, 1}},
+        {.name = "blk.1.attn_q.weight", .type = OXL_TYPE_F32, .ne = {256, 256, 1, 1}},
+        {.name = "output.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
+    };
+    enum { N = sizeof base / sizeof base[0] };
+    oxl_quant_tensor t[N];
+    oxl_error err = {{0}};
+    oxl_quant_model m = {.arch = "llama", .n_layer = 8, .n_head = 8, .n_head_kv = 2};
+    oxl_quant_options o = {
+        .ftype = oxl_ftype_find("IQ4_NL"), .output_type = OXL_TYPE_COUNT, .token_embd_type = OXL_TYPE_COUNT};
+    cr_assert_not_null(o.ftype);
+    cr_expect_eq(oxl_ftype_id(o.ftype), 25);
+    cr_expect_eq(oxl_ftype_find("25"), o.ftype);
+    memcpy(t, base, sizeof t);
+    oxl_quant_sort(t, N);
+    cr_assert_eq(oxl_quant_choose_types(&m, &o, t, N, &err), 0, "%s", err.msg);
+    cr_expect_eq(target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q5_K);
+    cr_expect_eq(target_of(t, N, "blk.0.attn_output.weight"), OXL_TYPE_IQ4_NL);
+    cr_expect_eq(target_of(t, N, "blk.0.ffn_down.weight"), OXL_TYPE_Q5_K);
+    cr_expect_eq(target_of(t, N, "blk.1.ffn_down.weight"), OXL_TYPE_IQ4_NL);
+    cr_expect_eq(target_of(t, N, "blk.1.attn_q.weight"), OXL_TYPE_IQ4_NL);
+    cr_expect_eq(target_of(t, N, "output.weight"), OXL_TYPE_Q6_K);
+    /* with an imatrix the first ffn_down stays IQ4_NL; 2 queries per KV head keep attn_v */
+    o.has_imatrix = true;
+    m.n_head_kv = 4;
+    memcpy(t, base, sizeof t);
+    oxl_quant_sort(t, N);
+    cr_assert_eq(oxl_quant_choose_types(&m, &o, t, N, &err), 0, "%s", err.msg);
+    cr_expect_eq(target_of(t, N, "blk.0.ffn_down.weight"), OXL_TYPE_IQ4_NL);
+    cr_expect_eq(target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_IQ4_NL);
+    /* 8 experts: attn_output Q5_K, attn_v Q8_0 */
+    m.n_expert = 8;
+    memcpy(t, base, sizeof t);
+    oxl_quant_sort(t, N);
+    cr_assert_eq(oxl_quant_choose_types(&m, &o, t, N, &err), 0, "%s", err.msg);
+    cr_expect_eq(target_of(t, N, "blk.0.attn_output.weight"), OXL_TYPE_Q5_K);
+    cr_expect_eq(target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q8_0);
+    /* a row that is not a multiple of 32: llama.cpp has no fallback type for IQ4_NL */
+    oxl_quant_tensor odd[] = {{.name = "blk.0.attn_q.weight", .type = OXL_TYPE_F32, .ne = {48, 4, 1, 1}}};
+    m.n_expert = 0;
+    cr_expect_eq(oxl_quant_choose_types(&m, &o, odd, 1, &err), -1);
 }
 
 /* The legacy layout holds the same statistics: the same bytes for the ftypes whose formats use them. */

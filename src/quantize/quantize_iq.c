@@ -1,0 +1,103 @@
+/* Reference quantizers of the I-quant formats (ggml/src/ggml-quants.c): iq4_nl, whose 4-bit codes
+ * index the 16 non-linear values oxl_kvalues_iq4nl (generated/oxl_quant_tables.h, from ggml's
+ * tables). The arithmetic follows ggml's expression order so the bytes are identical. */
+#include "quantize_impl.h"
+
+#include "oxl_blocks.h"
+#include "oxl_fp16.h"
+#include "oxl_quant_tables.h"
+
+#include <math.h>
+
+/* best_index_int8: the index of the value of the sorted table val[0..n) nearest to x (the lower
+ * one on a tie of distances is the upper one, as ggml compares); x beyond either end clamps. */
+static int oxl_nearest_value_index(int n, const int8_t *val, float x) {
+    if (x <= val[0]) {
+        return 0;
+    }
+    if (x >= val[n - 1]) {
+        return n - 1;
+    }
+    int lo = 0, hi = n - 1;
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        if (x < val[mid]) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    return x - val[hi - 1] < val[hi] - x ? hi - 1 : hi;
+}
+
+/* The weighted sums of a trial inverse scale id: codes nearest id * x, sum of w q x and of w q^2. */
+static void oxl_iq4_nl_trial(const float *xb, const float *weight, float id, float *sumqx, float *sumq2) {
+    float sx = 0.0f, s2 = 0.0f;
+    for (int j = 0; j < OXL_QK_IQ4_NL; j++) {
+        const float q = oxl_kvalues_iq4nl[oxl_nearest_value_index(16, oxl_kvalues_iq4nl, id * xb[j])];
+        const float w = weight[j];
+        sx += w * q * xb[j];
+        s2 += w * q * q;
+    }
+    *sumqx = sx;
+    *sumq2 = s2;
+}
+
+/* quantize_row_iq4_nl_impl for one block of 32 (super block = block, ntry 7, as quantize_iq4_nl
+ * calls it with or without an importance matrix): weights qw[j] * sqrt(sigma2 + x[j]^2) (sigma2 =
+ * twice the block's mean square) or x[j]^2; a first scale from the value of largest magnitude over
+ * the table's most negative value, refined by least squares, then the best of 15 trial scales
+ * (itry + values[0]) / max by sum(w q x)^2 / sum(w q^2); codes nearest x / d. */
+static void oxl_quantize_block_iq4_nl(const float *xb, const float *qw, oxl_block_iq4_nl *y) {
+    const int8_t *values = oxl_kvalues_iq4nl;
+    const int ntry = 7;
+    float sigma2 = 0.0f;
+    for (int j = 0; j < OXL_QK_IQ4_NL; j++) {
+        sigma2 += xb[j] * xb[j];
+    }
+    sigma2 *= 2.f / OXL_QK_IQ4_NL;
+    float weight[OXL_QK_IQ4_NL];
+    for (int j = 0; j < OXL_QK_IQ4_NL; j++) {
+        weight[j] = qw ? qw[j] * sqrtf(sigma2 + xb[j] * xb[j]) : xb[j] * xb[j];
+    }
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < OXL_QK_IQ4_NL; j++) {
+        const float ax = fabsf(xb[j]);
+        if (ax > amax) {
+            amax = ax;
+            max = xb[j];
+        }
+    }
+    float scale = 0.0f;
+    if (amax >= OXL_GROUP_MAX_EPS) {
+        float sumqx, sumq2;
+        oxl_iq4_nl_trial(xb, weight, 1 / (-max / values[0]), &sumqx, &sumq2);
+        float d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
+        float best = d * sumqx;
+        for (int itry = -ntry; itry <= ntry; itry++) {
+            oxl_iq4_nl_trial(xb, weight, (itry + values[0]) / max, &sumqx, &sumq2);
+            if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+                d = sumqx / sumq2;
+                best = d * sumqx;
+            }
+        }
+        scale = d;
+    }
+    y->d = oxl_fp32_to_fp16(scale);
+    const float id = scale != 0.0f ? 1 / scale : 0.0f;
+    uint8_t L[OXL_QK_IQ4_NL];
+    for (int j = 0; j < OXL_QK_IQ4_NL; j++) {
+        L[j] = (uint8_t)oxl_nearest_value_index(16, values, id * xb[j]);
+    }
+    for (int j = 0; j < OXL_QK_IQ4_NL / 2; j++) {
+        y->qs[j] = (uint8_t)(L[j] | (L[j + OXL_QK_IQ4_NL / 2] << 4));
+    }
+}
+
+/* quantize_iq4_nl: each block on its own, with the imatrix's 32 weights of that block if given */
+void oxl_quantize_row_iq4_nl(const float *x, void *vy, int64_t ne0, const float *imatrix) {
+    oxl_block_iq4_nl *y = vy;
+    for (int64_t ib = 0; ib < ne0 / OXL_QK_IQ4_NL; ib++) {
+        oxl_quantize_block_iq4_nl(x + ib * OXL_QK_IQ4_NL, imatrix ? imatrix + ib * OXL_QK_IQ4_NL : NULL, &y[ib]);
+    }
+}
