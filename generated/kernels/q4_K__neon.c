@@ -34,20 +34,6 @@ static inline void oxl_scales_q4_K(const oxl_block_q4_K *b, int sc[8], int mn[8]
     }
 }
 
-/* the 8 sub-blocks' integer dots with 256 int8 activations */
-static inline void oxl_parts_q4_K(const oxl_block_q4_K *b, const int8_t *y, int32_t part[8]) {
-    for (int j = 0; j < 4; j++) {
-        const uint8_t *qs = b->qs + 32 * j;
-        const int8_t *yy = y + 64 * j;
-        int32_t s0 = 0, s1 = 0;
-        for (int l = 0; l < 32; l++) {
-            s0 += (qs[l] & 0x0f) * yy[l];
-            s1 += (qs[l] >> 4) * yy[l + 32];
-        }
-        part[2 * j] = s0;
-        part[2 * j + 1] = s1;
-    }
-}
 
 /* y[0..n) = to_float(x), bit-exact */
 OXL_KERNEL_SIG_dequant(oxl_dequant_q4_K__neon) {

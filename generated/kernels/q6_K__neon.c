@@ -35,33 +35,6 @@ static inline void oxl_scales_q6_K(const oxl_block_q6_K *b, int sc[16], int mn[1
     }
 }
 
-/* the 16 sub-blocks' integer dots with 256 int8 activations: value = u - 32 with u the unsigned
- * 6 bits, summed as u . y - 32 sum(y) so every product is unsigned times signed */
-static inline void oxl_parts_q6_K(const oxl_block_q6_K *b, const int8_t *y, int32_t part[16]) {
-    for (int h = 0; h < 2; h++) {
-        const uint8_t *ql = b->ql + 64 * h;
-        const uint8_t *qh = b->qh + 32 * h;
-        const int8_t *yy = y + 128 * h;
-        for (int t = 0; t < 2; t++) {
-            int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, y0 = 0, y1 = 0, y2 = 0, y3 = 0;
-            for (int i = 0; i < 16; i++) {
-                const int l = 16 * t + i;
-                s0 += ((ql[l] & 0x0f) | ((qh[l] & 3) << 4)) * yy[l];
-                s1 += ((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) * yy[l + 32];
-                s2 += ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) * yy[l + 64];
-                s3 += ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) * yy[l + 96];
-                y0 += yy[l];
-                y1 += yy[l + 32];
-                y2 += yy[l + 64];
-                y3 += yy[l + 96];
-            }
-            part[8 * h + t] = s0 - 32 * y0;
-            part[8 * h + 2 + t] = s1 - 32 * y1;
-            part[8 * h + 4 + t] = s2 - 32 * y2;
-            part[8 * h + 6 + t] = s3 - 32 * y3;
-        }
-    }
-}
 
 /* y[0..n) = to_float(x), bit-exact */
 OXL_KERNEL_SIG_dequant(oxl_dequant_q6_K__neon) {
