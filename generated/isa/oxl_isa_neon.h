@@ -195,6 +195,13 @@ static inline int32x4_t oxl_vi8x32_dot_lanes(oxl_vi8x32 a, oxl_vi8x32 b) {
     return vpadalq_s16(s, vmull_high_s8(a.hi, b.hi));
 }
 
+/* 16 int8 products summed to 4 int32 lanes, added to acc (the K-quant overrides): widening
+ * multiplies and pairwise widening adds */
+static inline int32x4_t oxl_i8x16_dot_acc(int32x4_t acc, int8x16_t a, int8x16_t b) {
+    acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)));
+    return vpadalq_s16(acc, vmull_high_s8(a, b));
+}
+
 static inline int32_t oxl_vi8x32_dot(oxl_vi8x32 a, oxl_vi8x32 b) { return vaddvq_s32(oxl_vi8x32_dot_lanes(a, b)); }
 
 /* the int32 lane sums of oxl_vi8x32_dot_lanes as floats (exact: |sum| < 2^24) */

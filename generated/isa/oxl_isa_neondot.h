@@ -191,6 +191,11 @@ static inline int32x4_t oxl_vi8x32_dot_lanes(oxl_vi8x32 a, oxl_vi8x32 b) {
     return vdotq_s32(vdotq_s32(vdupq_n_s32(0), a.lo, b.lo), a.hi, b.hi);
 }
 
+/* 16 int8 products summed to 4 int32 lanes, added to acc (the K-quant overrides): one SDOT */
+static inline int32x4_t oxl_i8x16_dot_acc(int32x4_t acc, int8x16_t a, int8x16_t b) {
+    return vdotq_s32(acc, a, b);
+}
+
 static inline int32_t oxl_vi8x32_dot(oxl_vi8x32 a, oxl_vi8x32 b) { return vaddvq_s32(oxl_vi8x32_dot_lanes(a, b)); }
 
 /* the int32 lane sums of oxl_vi8x32_dot_lanes as floats (exact: |sum| < 2^24) */

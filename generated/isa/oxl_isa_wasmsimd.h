@@ -204,6 +204,23 @@ static inline v128_t oxl_vi8x32_dot_lanes(oxl_vi8x32 a, oxl_vi8x32 b) {
     return wasm_i32x4_add(s, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(a.hi), wasm_i16x8_extend_high_i8x16(b.hi)));
 }
 
+/* 16 int8 products summed to 4 int32 lanes, added to acc (the K-quant overrides): sign-extended
+ * to int16, i32x4.dot_i16x8 */
+static inline v128_t oxl_i8x16_dot_acc(v128_t acc, v128_t a, v128_t b) {
+    acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(a), wasm_i16x8_extend_low_i8x16(b)));
+    return wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(a), wasm_i16x8_extend_high_i8x16(b)));
+}
+
+/* acc + p * s in int32 lanes */
+static inline v128_t oxl_i32x4_mla_n(v128_t acc, v128_t p, int32_t s) {
+    return wasm_i32x4_add(acc, wasm_i32x4_mul(p, wasm_i32x4_splat(s)));
+}
+
+static inline int32_t oxl_i32x4_hsum(v128_t s) {
+    return wasm_i32x4_extract_lane(s, 0) + wasm_i32x4_extract_lane(s, 1) + wasm_i32x4_extract_lane(s, 2) +
+           wasm_i32x4_extract_lane(s, 3);
+}
+
 static inline int32_t oxl_vi8x32_dot(oxl_vi8x32 a, oxl_vi8x32 b) {
     const v128_t s = oxl_vi8x32_dot_lanes(a, b);
     return wasm_i32x4_extract_lane(s, 0) + wasm_i32x4_extract_lane(s, 1) + wasm_i32x4_extract_lane(s, 2) +
