@@ -1,10 +1,11 @@
 #!/bin/sh
-# Cross-ISA determinism: `oxillama run` greedy (64 tokens, --temp 0) on stories260K in f32, Q8_0,
-# Q4_0, IQ4_NL and Q4_K_M (made here by `oxillama quantize`, checked to be llama-quantize's byte for byte;
-# stories260K's rows of 64 and 172 elements are not multiples of 256, so its Q4_K_M tensors fall back
-# to the legacy formats, as llama-quantize does), and golden/quantize's synth-small model (rows of 256
-# and 512) in Q4_K_M, whose tensors are real K-quants (q4_K, q6_K), must print llama.cpp's greedy
-# text for that file (golden/run-cross/<model>.expected, golden/run/once.prompt) on x86 under every
+# Cross-ISA determinism: `oxillama run` greedy (64 tokens, --temp 0) on every model with a llama.cpp
+# text in golden/run-cross: stories260K in f32, Q8_0, Q4_0, IQ4_NL and Q4_K_M (made here by
+# `oxillama quantize`, checked to be llama-quantize's byte for byte; stories260K's rows of 64 and 172
+# elements are not multiples of 256, so its Q4_K_M tensors fall back to the legacy formats, as
+# llama-quantize does), and golden/quantize's synth-small model (rows of 256 and 512) in Q4_K_M,
+# whose tensors are real K-quants (q4_K, q6_K), must print llama.cpp's greedy text for that file
+# (golden/run-cross/<model>.expected, golden/run/once.prompt) on x86 under every
 # OXILLAMA_ISA cap this CPU runs, AArch64 (scalar, neon, neondot under qemu-aarch64-static), RISC-V
 # (scalar; rvv at VLEN 128 and 256 under qemu-riscv64-static) and wasm32 (scalar, wasmsimd under
 # Node's WASI). A run fails when it exits non-zero, prints no continuation, or prints another text.
@@ -70,11 +71,18 @@ if [ -n "${OXL_DETERMINISM_ONLY:-}" ]; then
     mv "$tmp/targets.only" "$tmp/targets"
     echo "determinism: targets limited to $OXL_DETERMINISM_ONLY* (OXL_DETERMINISM_ONLY)"
 fi
-for model in "$src/models/stories260K.gguf" "$src/models/stories260K-Q8_0.gguf" \
-    "$src/models/stories260K-Q4_0.gguf" "$src/models/stories260K-IQ4_NL.gguf" "$tmp/stories260K-Q4_K_M.gguf" \
-    "$tmp/synth-small-Q4_K_M.gguf"; do
-    name=$(basename "$model" .gguf)
-    golden=$src/golden/run-cross/$name.expected
+# Every llama.cpp text of golden/run-cross names its model: models/<name>.gguf, or a Q4_K_M file made
+# above; a new model golden there joins the check. Fewer than six is a setup error.
+n_expected=0
+for golden in "$src"/golden/run-cross/*.expected; do
+    name=$(basename "$golden" .expected)
+    n_expected=$((n_expected + 1))
+    model=$src/models/$name.gguf
+    [ -f "$model" ] || model=$tmp/$name.gguf
+    if [ ! -f "$model" ]; then
+        check "$name: no model models/$name.gguf for $golden" 1 "  missing"
+        continue
+    fi
     if [ ! -s "$golden" ]; then
         check "$name: llama.cpp's greedy text $golden" 1 "  missing or empty"
         continue
@@ -98,5 +106,7 @@ for model in "$src/models/stories260K.gguf" "$src/models/stories260K-Q8_0.gguf" 
         fi
     done < "$tmp/targets"
 done
+[ "$n_expected" -ge 6 ]
+check "golden/run-cross holds $n_expected model texts (at least 6)" $?
 echo "determinism: $passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
