@@ -117,12 +117,15 @@ FORMATS = (
     Format(30, "bf16", blck=1, size=2, partner="bf16", quantized=False, elem="uint16_t",
            ops=("dequant", "quant", "vec_dot", "gemm"), quantizer=True),
     Format(34, "tq1_0", blck=256, size=54, partner="q8_K",
-           fields=(("qs", "u8", 48), ("qh", "u8", 4), ("d", "f16", 1))),
-    Format(35, "tq2_0", blck=256, size=66, partner="q8_K", fields=(("qs", "u8", 64), ("d", "f16", 1))),
+           fields=(("qs", "u8", 48), ("qh", "u8", 4), ("d", "f16", 1)), ops=("dequant", "vec_dot"), quantizer=True),
+    Format(35, "tq2_0", blck=256, size=66, partner="q8_K", fields=(("qs", "u8", 64), ("d", "f16", 1)),
+           ops=("dequant", "vec_dot"), quantizer=True),
     Format(39, "mxfp4", blck=32, size=17, partner="q8_0", fields=(("e", "u8", 1), ("qs", "u8", 16))),
     Format(40, "nvfp4", blck=64, size=36, partner="q8_0", fields=(("d", "u8", 4), ("qs", "u8", 32))),
-    Format(41, "q1_0", blck=128, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16))),
-    Format(42, "q2_0", blck=64, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16))),
+    Format(41, "q1_0", blck=128, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16)),
+           ops=("dequant", "vec_dot"), quantizer=True),
+    Format(42, "q2_0", blck=64, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16)),
+           ops=("dequant", "vec_dot"), quantizer=True),
 )
 
 
