@@ -148,6 +148,7 @@ class Ftype:
     attn_output: str = ""        # attn_output's format (not Falcon, not 8 experts); "": keep
     attn_output_falcon: str = ""  # Falcon's attn_output; "": keep
     attn_output_8exp_q5_K: bool = False  # 8 experts: attn_output q5_K
+    token_embd: str = ""         # token_embd's format when the output has its own tensor; "": keep
     aliases: tuple = ()          # other llama-quantize names of this mix ("Q4_K" for Q4_K_M)
     # `oxillama quantize` writes this mix: its type has a quantizer and the rules above are all of
     # llama.cpp's for it (checked against llama-quantize's files, golden/quantize/expected*.json)
@@ -217,12 +218,12 @@ FTYPES = (
     Ftype("IQ4_XS", 30, "IQ4_XS - 4.25 bpw", type="iq4_xs"),
     Ftype("IQ1_M", 31, "IQ1_M - 1.75 bpw", type="iq1_m"),
     Ftype("BF16", 32, "BF16", type="bf16", quantize=True),
-    Ftype("TQ1_0", 36, "TQ1_0 - 1.69 bpw ternary", type="tq1_0"),
-    Ftype("TQ2_0", 37, "TQ2_0 - 2.06 bpw ternary", type="tq2_0"),
+    Ftype("TQ1_0", 36, "TQ1_0 - 1.69 bpw ternary", type="tq1_0", token_embd="q4_K", quantize=True),
+    Ftype("TQ2_0", 37, "TQ2_0 - 2.06 bpw ternary", type="tq2_0", token_embd="q4_K", quantize=True),
     Ftype("MXFP4_MOE", 38, "MXFP4 MoE", type="mxfp4"),
     Ftype("NVFP4", 39, "NVFP4", type="nvfp4"),
-    Ftype("Q1_0", 40, "Q1_0", type="q1_0"),
-    Ftype("Q2_0", 41, "Q2_0", type="q2_0"),
+    Ftype("Q1_0", 40, "Q1_0", type="q1_0", quantize=True),
+    Ftype("Q2_0", 41, "Q2_0", type="q2_0", token_embd="q4_K", quantize=True),
 )
 
 # The lookup tables that define the I-quant and FP4 formats, as ggml (MIT licence) has them in

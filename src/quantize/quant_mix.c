@@ -299,6 +299,8 @@ static int oxl_mix_type(const oxl_quant_model *m, const oxl_quant_options *o, ox
     } else if (cat == OXL_CAT_TOKEN_EMBD) {
         if (o->token_embd_type != OXL_TYPE_COUNT) {
             type = o->token_embd_type;
+        } else if (f->token_embd != OXL_TYPE_COUNT) {
+            type = f->token_embd;
         }
     } else if (oxl_is_attn_v_like(cat)) {
         type = oxl_mix_attn_v(f, m, s->i_attention_wv, s->n_attention_wv, type);
@@ -341,6 +343,7 @@ static int oxl_fallback(const oxl_quant_tensor *t, oxl_type type, oxl_type *out,
     static const oxl_type from[][2] = {
         {OXL_TYPE_Q2_K, OXL_TYPE_Q4_0}, {OXL_TYPE_Q3_K, OXL_TYPE_Q4_0}, {OXL_TYPE_Q4_K, OXL_TYPE_Q5_0},
         {OXL_TYPE_Q5_K, OXL_TYPE_Q5_1}, {OXL_TYPE_Q6_K, OXL_TYPE_Q8_0},
+        {OXL_TYPE_Q2_0, OXL_TYPE_Q4_0}, {OXL_TYPE_TQ1_0, OXL_TYPE_Q4_0}, {OXL_TYPE_TQ2_0, OXL_TYPE_Q4_0},
     };
     *out = type;
     *used = false;

@@ -366,23 +366,34 @@ Test(quantize_cli, every_ftype_with_gguf_imatrix_equals_llama_quantize, .timeout
     check_all(true, GOLDEN "synth-small.imatrix.gguf");
 }
 
-/* golden/quantize/expected-iq.json (the I-quant ftypes, same layout): the outputs of the ftypes
- * oxillama writes, each of which must be listed there. */
+/* expected-iq.json (the I-quant, ternary and 1/2-bit ftypes): every output whose ftype oxillama
+ * writes, with the imatrix for the -imat keys; the keys listed must be among them. */
 Test(quantize_cli, iq_ftypes_equal_llama_quantize, .timeout = 120) {
+    static const char *const required[] = {"IQ4_NL", "IQ4_NL-imat", "TQ1_0", "TQ1_0-imat", "TQ2_0",
+                                           "TQ2_0-imat", "Q1_0", "Q1_0-imat", "Q2_0", "Q2_0-imat"};
     int n = 0;
     exp_output *outs = read_expected_file(GOLDEN "expected-iq.json", &n);
+    cr_assert_geq(n, 24);
     make_tmp_dir();
-    const char *keys[] = {"IQ4_NL", "IQ4_NL-imat"};
-    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-        bool found = false;
-        for (int i = 0; i < n; i++) {
-            if (strcmp(outs[i].key, keys[k]) == 0) {
-                found = true;
-                const char *im = strstr(keys[k], "-imat") ? GOLDEN "synth-small.imatrix.gguf" : NULL;
-                cr_expect_eq(check_output(&outs[i], im), 0, "%s differs from llama-quantize", keys[k]);
-            }
+    bool seen[sizeof required / sizeof required[0]] = {false};
+    for (int i = 0; i < n; i++) {
+        char ftype[32];
+        snprintf(ftype, sizeof ftype, "%s", outs[i].key);
+        char *dash = strstr(ftype, "-imat");
+        if (dash) {
+            *dash = '\0';
         }
-        cr_expect(found, "expected-iq.json has no output %s", keys[k]);
+        if (oxl_ftype_find(ftype) == NULL) {
+            continue; /* an ftype `oxillama quantize` does not write yet */
+        }
+        cr_expect_eq(check_output(&outs[i], dash ? GOLDEN "synth-small.imatrix.gguf" : NULL), 0,
+                     "%s differs from llama-quantize", outs[i].key);
+        for (size_t k = 0; k < sizeof required / sizeof required[0]; k++) {
+            seen[k] |= strcmp(outs[i].key, required[k]) == 0;
+        }
+    }
+    for (size_t k = 0; k < sizeof required / sizeof required[0]; k++) {
+        cr_expect(seen[k], "%s: not in expected-iq.json or its ftype is not written", required[k]);
     }
     remove_tmp_dir();
     free(outs);
@@ -550,6 +561,35 @@ Test(quantize_cli, fallback_types_for_short_rows) {
                                                                : OXL_TYPE_Q4_K;
         cr_expect_eq(t[i].target, want, "%s: %s", t[i].name, oxl_type_traits_get(t[i].target)->name);
     }
+}
+
+/* tensor_type_fallback of the ternary and 2-bit types: q4_0 (f16 if not even that fits); q1_0 has
+ * none, and llama-quantize stops ("no tensor type fallback is defined for type q1_0") */
+Test(quantize_cli, fallback_types_of_the_low_bit_ftypes) {
+    const oxl_quant_model m = {.arch = "llama", .n_layer = 1, .n_head = 4, .n_head_kv = 4};
+    static const char *const ftypes[] = {"TQ1_0", "TQ2_0", "Q2_0"};
+    static const oxl_type types[] = {OXL_TYPE_TQ1_0, OXL_TYPE_TQ2_0, OXL_TYPE_Q2_0};
+    for (int f = 0; f < 3; f++) {
+        oxl_quant_tensor t[] = {
+            {.name = "blk.0.attn_q.weight", .type = OXL_TYPE_F32, .ne = {96, 4, 1, 1}},    /* q4_0 */
+            {.name = "blk.0.ffn_down.weight", .type = OXL_TYPE_F32, .ne = {172, 4, 1, 1}}, /* f16 */
+            {.name = "blk.0.ffn_up.weight", .type = OXL_TYPE_F32, .ne = {256, 4, 1, 1}},   /* fits */
+        };
+        const oxl_quant_options o = {
+            .ftype = oxl_ftype_find(ftypes[f]), .output_type = OXL_TYPE_COUNT, .token_embd_type = OXL_TYPE_COUNT};
+        cr_assert_not_null(o.ftype, "%s", ftypes[f]);
+        oxl_error err = {{0}};
+        cr_assert_eq(oxl_quant_choose_types(&m, &o, t, 3, &err), 2, "%s: %s", ftypes[f], err.msg);
+        cr_expect_eq(t[0].target, OXL_TYPE_Q4_0, "%s: %s", ftypes[f], oxl_type_traits_get(t[0].target)->name);
+        cr_expect_eq(t[1].target, OXL_TYPE_F16, "%s: %s", ftypes[f], oxl_type_traits_get(t[1].target)->name);
+        cr_expect_eq(t[2].target, types[f], "%s: %s", ftypes[f], oxl_type_traits_get(t[2].target)->name);
+    }
+    oxl_quant_tensor t[] = {{.name = "blk.0.attn_q.weight", .type = OXL_TYPE_F32, .ne = {64, 4, 1, 1}}};
+    const oxl_quant_options o = {
+        .ftype = oxl_ftype_find("Q1_0"), .output_type = OXL_TYPE_COUNT, .token_embd_type = OXL_TYPE_COUNT};
+    oxl_error err = {{0}};
+    cr_expect_eq(oxl_quant_choose_types(&m, &o, t, 1, &err), -1);
+    cr_expect(strstr(err.msg, "q1_0 has no fallback type") != NULL, "%s", err.msg);
 }
 
 /* ---- the writer: every value type survives a round trip through the reader ---- */
