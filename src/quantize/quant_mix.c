@@ -341,9 +341,9 @@ static int oxl_mix_type(const oxl_quant_model *m, const oxl_quant_options *o, ox
 /* tensor_type_fallback: a type whose block fits a row length that is not a multiple of 256 */
 static int oxl_fallback(const oxl_quant_tensor *t, oxl_type type, oxl_type *out, bool *used, oxl_error *err) {
     static const oxl_type from[][2] = {
-        {OXL_TYPE_Q2_K, OXL_TYPE_Q4_0}, {OXL_TYPE_Q3_K, OXL_TYPE_Q4_0}, {OXL_TYPE_Q4_K, OXL_TYPE_Q5_0},
-        {OXL_TYPE_Q5_K, OXL_TYPE_Q5_1}, {OXL_TYPE_Q6_K, OXL_TYPE_Q8_0},
-        {OXL_TYPE_Q2_0, OXL_TYPE_Q4_0}, {OXL_TYPE_TQ1_0, OXL_TYPE_Q4_0}, {OXL_TYPE_TQ2_0, OXL_TYPE_Q4_0},
+        {OXL_TYPE_Q2_K, OXL_TYPE_Q4_0},  {OXL_TYPE_Q3_K, OXL_TYPE_Q4_0},  {OXL_TYPE_Q4_K, OXL_TYPE_Q5_0},
+        {OXL_TYPE_Q5_K, OXL_TYPE_Q5_1},  {OXL_TYPE_Q6_K, OXL_TYPE_Q8_0},  {OXL_TYPE_Q2_0, OXL_TYPE_Q4_0},
+        {OXL_TYPE_TQ1_0, OXL_TYPE_Q4_0}, {OXL_TYPE_TQ2_0, OXL_TYPE_Q4_0},
     };
     *out = type;
     *used = false;
