@@ -3,7 +3,9 @@
 `llama-quantize ARGS synth-small-f32.gguf OUT FTYPE 2` is run and its output recorded as
 golden/quantize/expected.json records one (each tensor's ggml type, shape and data sha256), with the
 whole file's sha256 and the metadata keys the case's --override-kv options name (value type id and
-value, as tests/gguf_kv.py reads them).
+value, as tests/gguf_kv.py reads them). golden/quantize/expected-flags.stderr: llama-quantize's
+manual-override, per-tensor and size-summary lines on stderr for the "tensor-type" case, without
+the C++ function-name prefixes ("llama_tensor_get_type: ", "llama_model_quantize_impl: ").
 
 usage: make_quantize_flags_golden.py LLAMA_QUANTIZE GOLDEN_DIR WORK_DIR
 """
@@ -58,7 +60,20 @@ def main():
     out = {}
     for name, (args, ftype) in CASES.items():
         path = os.path.join(work, name + ".gguf")
-        subprocess.run([llama_quantize] + args + [src, path, ftype, "2"], check=True, capture_output=True)
+        r = subprocess.run([llama_quantize] + args + [src, path, ftype, "2"], check=True, capture_output=True)
+        if name == "tensor-type":
+            lines = []
+            for line in r.stderr.decode().splitlines():
+                for prefix in ("llama_tensor_get_type: ", "llama_model_quantize_impl: "):
+                    if line.startswith(prefix):
+                        line = line[len(prefix):]
+                        break
+                else:
+                    if not line.startswith("[ "):
+                        continue
+                lines.append(line + "\n")
+            with open(os.path.join(golden, "quantize", "expected-flags.stderr"), "w") as f:
+                f.write("".join(lines))
         g = Gguf(path)
         with open(path, "rb") as f:
             file_sha = hashlib.sha256(f.read()).hexdigest()
