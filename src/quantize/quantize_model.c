@@ -14,7 +14,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define OXL_QNT_VERSION 2        /* GGML_QNT_VERSION */
 #define OXL_QUANT_MAX_THREADS 64 /* threads used per tensor, at most */
@@ -177,12 +176,6 @@ static const float *oxl_tensor_f32(const oxl_gguf_tensor *t, bool allow_requanti
     return *buf;
 }
 
-static double oxl_now(void) {
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* ---- the whole model ---- */
 
 typedef struct oxl_qm {
@@ -209,6 +202,24 @@ static int oxl_qm_metadata(oxl_qm *q, oxl_error *err) {
     oxl_gguf_writer_remove(q->w, "split.no");
     oxl_gguf_writer_remove(q->w, "split.count");
     oxl_gguf_writer_remove(q->w, "split.tensors.count");
+    /* --override-kv, with the value types llama_model_quantize_impl writes */
+    for (int i = 0; i < q->p->n_kv_overrides; i++) {
+        const oxl_kv_override *o = &q->p->kv_overrides[i];
+        int rc = 0;
+        switch (o->tag) {
+        case OXL_KV_OVERRIDE_FLOAT: rc = oxl_gguf_writer_set_f32(q->w, o->key, (float)o->val_f64, err); break;
+        case OXL_KV_OVERRIDE_INT:
+            /* u32 of the absolute value, as llama.cpp writes it */
+            rc = oxl_gguf_writer_set_u32(
+                q->w, o->key, (uint32_t)(o->val_i64 < 0 ? 0 - (uint64_t)o->val_i64 : (uint64_t)o->val_i64), err);
+            break;
+        case OXL_KV_OVERRIDE_BOOL: rc = oxl_gguf_writer_set_bool(q->w, o->key, o->val_bool, err); break;
+        case OXL_KV_OVERRIDE_STR: rc = oxl_gguf_writer_set_str(q->w, o->key, o->val_str, err); break;
+        }
+        if (rc < 0) {
+            return -1;
+        }
+    }
     if (q->im == NULL) {
         return 0;
     }
@@ -337,6 +348,9 @@ static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_
         .token_embd_type = p->token_embd_type,
         .pure = p->pure,
         .has_imatrix = q->im != NULL,
+        .leave_output = p->leave_output,
+        .override_type = p->tensor_types != NULL ? oxl_tensor_types_match : NULL,
+        .override_ctx = (void *)p->tensor_types,
     };
     const int n_fallback = oxl_quant_choose_types(&m, &o, q->plan, n, err);
     if (n_fallback < 0) {
@@ -352,6 +366,17 @@ static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_
         if (t->ne[0] % tr->blck_size != 0) {
             return oxl_err_set(err, "%s: tensor '%s': row length %lld is not a multiple of %s's block size %lld",
                                in_path, t->name, (long long)t->ne[0], tr->name, (long long)tr->blck_size);
+        }
+    }
+    if (p->progress != NULL) {
+        for (int64_t i = 0; i < n; i++) {
+            oxl_type manual;
+            if (q->plan[i].manual && oxl_tensor_types_match((void *)p->tensor_types, q->plan[i].name, &manual) &&
+                manual != p->ftype->type) {
+                fprintf(p->progress, "%-36s - applying manual override: %s -> %s\n", q->plan[i].name,
+                        oxl_type_traits_get((uint32_t)p->ftype->type)->name,
+                        oxl_type_traits_get((uint32_t)manual)->name);
+            }
         }
     }
     q->w = oxl_gguf_writer_new(err);
@@ -370,7 +395,6 @@ static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_
         return -1;
     }
     oxl_quantize_stats s = {.n_tensors = n, .n_fallback = n_fallback};
-    const double t0 = oxl_now();
     for (int64_t i = 0; i < n; i++) {
         const oxl_quant_tensor *t = &q->plan[i];
         const oxl_gguf_tensor *src = oxl_gguf_find_tensor(q->in, t->name);
@@ -382,15 +406,19 @@ static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_
         s.bytes_out += nbytes;
         s.n_elements += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
         if (p->progress != NULL) {
-            const double dt = oxl_now() - t0;
-            fprintf(p->progress, "\r[%4lld/%4lld] %-36s %6s -> %-6s %8.1f MB/s", (long long)(i + 1), (long long)n,
-                    t->name, oxl_type_traits_get((uint32_t)t->type)->name,
-                    oxl_type_traits_get((uint32_t)t->target)->name, dt > 0 ? (double)s.bytes_in / dt / 1e6 : 0.0);
+            /* llama_model_quantize_impl's line, printed once the tensor is written */
+            fprintf(p->progress, "[%4lld/%4lld] %-36s - [%6lld, %6lld, %6lld, %6lld], type = %6s, ", (long long)(i + 1),
+                    (long long)n, t->name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
+                    (long long)t->ne[3], oxl_type_traits_get((uint32_t)t->type)->name);
+            if (t->target == t->type) {
+                fprintf(p->progress, "size = %8.3f MiB\n", (double)src->nbytes / 1024.0 / 1024.0);
+            } else {
+                fprintf(p->progress, "converting to %s .. size = %8.2f MiB -> %8.2f MiB\n",
+                        oxl_type_traits_get((uint32_t)t->target)->name, (double)src->nbytes / 1024.0 / 1024.0,
+                        (double)nbytes / 1024.0 / 1024.0);
+            }
             fflush(p->progress);
         }
-    }
-    if (p->progress != NULL) {
-        fputc('\n', p->progress);
     }
     if (oxl_gguf_writer_finish(q->w, err) < 0) {
         return -1;
