@@ -80,6 +80,7 @@ void oxl_tensor_types_free(oxl_tensor_types *tt) {
 
 size_t oxl_tensor_types_count(const oxl_tensor_types *tt) { return tt ? tt->n : 0; }
 
+#ifndef OXL_SUBSET
 /* The bytes of s (n of them) as 32-bit code units, one per byte, in a new buffer. */
 static uint32_t *oxl_units(const char *s, size_t n, bool lower) {
     uint32_t *u = malloc((n + 1) * sizeof *u);
@@ -92,6 +93,7 @@ static uint32_t *oxl_units(const char *s, size_t n, bool lower) {
     }
     return u;
 }
+#endif
 
 int oxl_tensor_types_add(oxl_tensor_types *tt, const char *arg, oxl_error *err) {
     const char *sep = strchr(arg, '=');
