@@ -20,20 +20,45 @@
 
 /* ---- the model's hyper-parameters the mix rules use ---- */
 
+/* The value llama_model_loader reads for key from an --override-kv: the first override of the key
+ * (its map keeps the first), when it is an int (one of another type is ignored, with a warning in
+ * llama.cpp); read into the uint32_t hyper-parameter. */
+static bool oxl_int_override(const oxl_quantize_params *p, const char *key, int64_t *out) {
+    for (int i = 0; i < p->n_kv_overrides; i++) {
+        if (strcmp(p->kv_overrides[i].key, key) == 0) {
+            if (p->kv_overrides[i].tag != OXL_KV_OVERRIDE_INT) {
+                return false;
+            }
+            *out = (int64_t)(uint32_t)p->kv_overrides[i].val_i64;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* <arch>.<suffix> as an integer: a scalar, or the first element of a per-layer array. 0 when
- * absent (*found false). */
-static int oxl_arch_int(const oxl_gguf *g, const char *arch, const char *suffix, bool *found, int64_t *out,
-                        oxl_error *err) {
+ * absent (*found false). An int --override-kv of the key replaces it as llama_model_loader's
+ * get_key does (key_or_arr false: even when absent from the file) or get_key_or_arr does
+ * (key_or_arr true: only a scalar present in the file). */
+static int oxl_arch_int(const oxl_gguf *g, const oxl_quantize_params *p, const char *arch, const char *suffix,
+                        bool key_or_arr, bool *found, int64_t *out, oxl_error *err) {
     char key[256];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
     *found = false;
     *out = 0;
     const int64_t i = oxl_gguf_find_key(g, key);
+    if (!key_or_arr && oxl_int_override(p, key, out)) {
+        *found = true;
+        return 0;
+    }
     if (i < 0) {
         return 0;
     }
     *found = true;
     if (oxl_gguf_kv_type(g, i) != OXL_GGUF_ARRAY) {
+        if (key_or_arr && oxl_int_override(p, key, out)) {
+            return 0;
+        }
         if (!oxl_gguf_kv_int(g, i, out)) {
             return oxl_err_set(err, "%s: key '%s' is a %s value, expected an integer", oxl_gguf_path(g), key,
                                oxl_gguf_vtype_name(oxl_gguf_kv_type(g, i)));
@@ -41,33 +66,33 @@ static int oxl_arch_int(const oxl_gguf *g, const char *arch, const char *suffix,
         return 0;
     }
     const oxl_gguf_vtype t = oxl_gguf_arr_type(g, i);
-    const uint8_t *p = oxl_gguf_arr_data(g, i);
-    if (oxl_gguf_arr_n(g, i) == 0 || p == NULL || (t != OXL_GGUF_INT32 && t != OXL_GGUF_UINT32)) {
+    const uint8_t *data = oxl_gguf_arr_data(g, i);
+    if (oxl_gguf_arr_n(g, i) == 0 || data == NULL || (t != OXL_GGUF_INT32 && t != OXL_GGUF_UINT32)) {
         return oxl_err_set(err, "%s: key '%s' is an array of %llu %s, expected 32-bit integers", oxl_gguf_path(g), key,
                            (unsigned long long)oxl_gguf_arr_n(g, i), oxl_gguf_vtype_name(t));
     }
     uint32_t u;
-    memcpy(&u, p, 4);
+    memcpy(&u, data, 4);
     *out = t == OXL_GGUF_INT32 ? (int64_t)(int32_t)u : (int64_t)u;
     return 0;
 }
 
-static int oxl_read_model(const oxl_gguf *g, oxl_quant_model *m, oxl_error *err) {
+static int oxl_read_model(const oxl_gguf *g, const oxl_quantize_params *p, oxl_quant_model *m, oxl_error *err) {
     const char *arch = NULL;
     if (oxl_gguf_get_str(g, "general.architecture", &arch, err) <= 0) {
         return arch ? -1 : oxl_err_set(err, "%s: missing key general.architecture", oxl_gguf_path(g));
     }
     bool found;
     int64_t n_layer, n_head, n_head_kv, n_expert;
-    if (oxl_arch_int(g, arch, "block_count", &found, &n_layer, err) < 0 ||
-        oxl_arch_int(g, arch, "attention.head_count", &found, &n_head, err) < 0 ||
-        oxl_arch_int(g, arch, "attention.head_count_kv", &found, &n_head_kv, err) < 0) {
+    if (oxl_arch_int(g, p, arch, "block_count", false, &found, &n_layer, err) < 0 ||
+        oxl_arch_int(g, p, arch, "attention.head_count", true, &found, &n_head, err) < 0 ||
+        oxl_arch_int(g, p, arch, "attention.head_count_kv", true, &found, &n_head_kv, err) < 0) {
         return -1;
     }
     if (!found) {
         n_head_kv = n_head;
     }
-    if (oxl_arch_int(g, arch, "expert_count", &found, &n_expert, err) < 0) {
+    if (oxl_arch_int(g, p, arch, "expert_count", false, &found, &n_expert, err) < 0) {
         return -1;
     }
     if (n_layer < 0 || n_layer > 1 << 20 || n_head < 0 || n_head > 1 << 20 || n_head_kv < 0 || n_head_kv > 1 << 20 ||
@@ -320,7 +345,7 @@ static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_
         return -1;
     }
     oxl_quant_model m;
-    if (oxl_read_model(q->in, &m, err) < 0) {
+    if (oxl_read_model(q->in, p, &m, err) < 0) {
         return -1;
     }
     if (p->imatrix_path != NULL && (q->im = oxl_imatrix_load(p->imatrix_path, err)) == NULL) {
