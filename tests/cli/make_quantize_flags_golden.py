@@ -46,6 +46,15 @@ CASES = {
     "override-kv-types": (["--override-kv", "general.name=str:test", "--override-kv", "llama.context_length=int:-4096",
                            "--override-kv", "test.scale=float:0.25", "--override-kv", "test.flag=bool:true",
                            "--override-kv", "test.off=bool:false"], "Q8_0"),
+    # an int override of a hyper-parameter also changes the mix, as llama_model_loader reads it:
+    # block_count (n_layer: ffn_down's use_more_bits) and head_count_kv (Q2_K's attn_v by GQA)
+    "override-kv-block-count": (["--override-kv", "llama.block_count=int:16"], "Q4_K_M"),
+    "override-kv-head-count-kv": (["--override-kv", "llama.attention.head_count_kv=int:1"], "Q2_K"),
+    # ...an override of another type does not (it is still written), nor does a second one of the
+    # same key (the loader keeps the first; the metadata gets the last)
+    "override-kv-hparam-float": (["--override-kv", "llama.attention.head_count_kv=float:1"], "Q2_K"),
+    "override-kv-hparam-first": (["--override-kv", "llama.attention.head_count_kv=float:1",
+                                  "--override-kv", "llama.attention.head_count_kv=int:1"], "Q2_K"),
 }
 
 
