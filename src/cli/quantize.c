@@ -1,8 +1,10 @@
 /* oxillama quantize: llama-quantize's command line (tools/quantize/quantize.cpp) for the ftypes
  * with reference quantizers:
  *   oxillama quantize [--imatrix FILE] [--pure] [--output-tensor-type T] [--token-embedding-type T]
- *                     [--allow-requantize] IN.gguf OUT.gguf FTYPE [threads]
- * Progress on stderr when it is a terminal; the sizes before and after at the end. */
+ *                     [--tensor-type PATTERN=T]... [--leave-output-tensor] [--override-kv K=TYPE:V]...
+ *                     [--allow-requantize] [--quiet] IN.gguf OUT.gguf FTYPE [threads]
+ * On stderr, as llama-quantize prints them: the manual overrides, one line per tensor, and the
+ * sizes before and after at the end (--quiet: none of these). */
 #include "cli.h"
 #include "quantize_model.h"
 #include "threads.h"
@@ -10,17 +12,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static void usage(FILE *f) {
     fprintf(f, "usage: oxillama quantize [--imatrix FILE] [--pure] [--output-tensor-type T]\n"
-               "                         [--token-embedding-type T] [--allow-requantize]\n"
-               "                         IN.gguf OUT.gguf FTYPE [threads]\n\n"
+               "                         [--token-embedding-type T] [--tensor-type PATTERN=T]...\n"
+               "                         [--leave-output-tensor] [--override-kv KEY=TYPE:VALUE]...\n"
+               "                         [--allow-requantize] [--quiet] IN.gguf OUT.gguf FTYPE [threads]\n\n"
                "  --imatrix FILE              importance matrix from llama-imatrix (GGUF or legacy .dat)\n"
                "  --pure                      no k-quant mixture: every tensor gets the ftype's type\n"
                "  --output-tensor-type T      ggml type for output.weight (e.g. q8_0)\n"
                "  --token-embedding-type T    ggml type for token_embd.weight\n"
-               "  --allow-requantize          accept already quantized input tensors\n\n"
+               "  --tensor-type PATTERN=T     ggml type for the tensors whose name PATTERN (a regex, lower-cased)\n"
+               "                              matches; the first matching one applies; may be repeated.\n"
+               "                              example: --tensor-type attn_v=q8_0\n"
+               "  --leave-output-tensor       leave output.weight as it is in the input\n"
+               "  --override-kv KEY=TYPE:VALUE  set metadata KEY in the output; TYPE int, float, bool or str;\n"
+               "                              may be repeated. example: --override-kv general.name=str:mine\n"
+               "  --allow-requantize          accept already quantized input tensors\n"
+               "  --quiet                     no progress lines and no size summary on stderr\n\n"
                "FTYPE (llama-quantize's names):");
     for (const char *const *n = oxl_ftype_names(); *n != NULL; n++) {
         fprintf(f, " %s", *n);
@@ -30,21 +39,21 @@ static void usage(FILE *f) {
 
 /* A ggml type name for --output-tensor-type / --token-embedding-type. */
 static int parse_type(const char *flag, const char *name, oxl_type *out) {
-    const int t = oxl_type_from_name(name);
-    if (t < 0) {
-        fprintf(stderr, "error: %s: unknown ggml type '%s'\n", flag, name);
+    oxl_error err = {{0}};
+    if (oxl_quant_type_parse(flag, name, out, &err) < 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
         return -1;
     }
-    *out = (oxl_type)t;
     return 0;
 }
 
-int oxl_cmd_quantize(int argc, char **argv) {
+static int quantize(int argc, char **argv, oxl_tensor_types *tt, oxl_kv_override *kv) {
     oxl_quantize_params p = {
         .output_type = OXL_TYPE_COUNT,
         .token_embd_type = OXL_TYPE_COUNT,
         .n_threads = oxl_n_physical_cores(),
     };
+    bool quiet = false;
     const char *pos[4] = {0};
     int n_pos = 0;
     for (int i = 1; i < argc; i++) {
@@ -57,6 +66,25 @@ int oxl_cmd_quantize(int argc, char **argv) {
             p.pure = true;
         } else if (!strcmp(a, "--allow-requantize")) {
             p.allow_requantize = true;
+        } else if (!strcmp(a, "--leave-output-tensor")) {
+            p.leave_output = true;
+        } else if (!strcmp(a, "--quiet")) {
+            quiet = true;
+        } else if (!strcmp(a, "--tensor-type") && has_value) {
+            oxl_error err = {{0}};
+            if (oxl_tensor_types_add(tt, argv[++i], &err) < 0) {
+                fprintf(stderr, "error: %s\n", err.msg);
+                return 1;
+            }
+            p.tensor_types = tt;
+        } else if (!strcmp(a, "--override-kv") && has_value) {
+            oxl_error err = {{0}};
+            if (oxl_kv_override_parse(argv[++i], &kv[p.n_kv_overrides], &err) < 0) {
+                fprintf(stderr, "error: %s\n", err.msg);
+                return 1;
+            }
+            p.kv_overrides = kv;
+            p.n_kv_overrides++;
         } else if (!strcmp(a, "--imatrix") && has_value) {
             p.imatrix_path = argv[++i];
         } else if (!strcmp(a, "--output-tensor-type") && has_value) {
@@ -85,8 +113,11 @@ int oxl_cmd_quantize(int argc, char **argv) {
     }
     p.ftype = oxl_ftype_find(pos[2]);
     if (p.ftype == NULL) {
-        fprintf(stderr, "error: unknown or unsupported ftype '%s'\n\n", pos[2]);
-        usage(stderr);
+        fprintf(stderr, "error: unknown or unsupported ftype '%s' (supported:", pos[2]);
+        for (const char *const *n = oxl_ftype_names(); *n != NULL; n++) {
+            fprintf(stderr, " %s", *n);
+        }
+        fprintf(stderr, ")\n");
         return 1;
     }
     if (n_pos == 4) {
@@ -98,7 +129,7 @@ int oxl_cmd_quantize(int argc, char **argv) {
         }
         p.n_threads = (int)n;
     }
-    p.progress = isatty(STDERR_FILENO) ? stderr : NULL;
+    p.progress = quiet ? NULL : stderr;
 
     oxl_quantize_stats s;
     oxl_error err = {{0}};
@@ -106,15 +137,34 @@ int oxl_cmd_quantize(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
     }
-    const double n_el = s.n_elements > 0 ? (double)s.n_elements : 1.0;
-    fprintf(stderr, "%s: %lld tensors, %s\n", pos[1], (long long)s.n_tensors, oxl_ftype_name(p.ftype));
-    fprintf(stderr, "model size = %8.2f MiB (%.2f BPW)\n", (double)s.bytes_in / 1048576.0,
-            (double)s.bytes_in * 8.0 / n_el);
-    fprintf(stderr, "quant size = %8.2f MiB (%.2f BPW)\n", (double)s.bytes_out / 1048576.0,
-            (double)s.bytes_out * 8.0 / n_el);
+    if (!quiet) {
+        /* llama_model_quantize_impl's summary (llama.cpp counts the weights of every tensor) */
+        const double n_el = s.n_elements > 0 ? (double)s.n_elements : 1.0;
+        fprintf(stderr, "model size  = %8.2f MiB (%.2f BPW)\n", (double)s.bytes_in / 1024.0 / 1024.0,
+                (double)s.bytes_in * 8.0 / n_el);
+        fprintf(stderr, "quant size  = %8.2f MiB (%.2f BPW)\n", (double)s.bytes_out / 1024.0 / 1024.0,
+                (double)s.bytes_out * 8.0 / n_el);
+    }
     if (s.n_fallback > 0) {
         fprintf(stderr, "warning: %d of %lld tensors needed a fallback type (row length not a multiple of the block)\n",
                 s.n_fallback, (long long)s.n_tensors);
     }
     return 0;
+}
+
+int oxl_cmd_quantize(int argc, char **argv) {
+    oxl_error err = {{0}};
+    oxl_tensor_types *tt = oxl_tensor_types_new(&err);
+    /* at most one --override-kv per two arguments */
+    oxl_kv_override *kv = calloc((size_t)argc / 2 + 1, sizeof *kv);
+    if (tt == NULL || kv == NULL) {
+        fprintf(stderr, "error: out of memory\n");
+        oxl_tensor_types_free(tt);
+        free(kv);
+        return 1;
+    }
+    const int rc = quantize(argc, argv, tt, kv);
+    oxl_tensor_types_free(tt);
+    free(kv);
+    return rc;
 }

@@ -388,7 +388,8 @@ int oxl_quant_choose_types(const oxl_quant_model *m, const oxl_quant_options *o,
         ti->target = ti->type;
         ti->fallback = false;
         ti->requires_imatrix = false;
-        if (!oxl_allows_quantization(ti)) {
+        ti->manual = false;
+        if (!oxl_allows_quantization(ti) || (o->leave_output && strcmp(ti->name, "output.weight") == 0)) {
             continue;
         }
         if (o->token_embd_type != OXL_TYPE_COUNT && c == OXL_CAT_TOKEN_EMBD) {
@@ -399,7 +400,8 @@ int oxl_quant_choose_types(const oxl_quant_model *m, const oxl_quant_options *o,
             ti->target = def;
         } else {
             oxl_type type = def;
-            if (!o->pure && oxl_mix_type(m, o, &s, ti, c, type, &type, err) < 0) {
+            ti->manual = o->override_type != NULL && o->override_type(o->override_ctx, ti->name, &type);
+            if (!ti->manual && !o->pure && oxl_mix_type(m, o, &s, ti, c, type, &type, err) < 0) {
                 return -1;
             }
             if (oxl_fallback(ti, type, &ti->target, &ti->fallback, err) < 0) {

@@ -44,6 +44,13 @@ typedef struct oxl_quant_options {
     oxl_type token_embd_type; /* --token-embedding-type; OXL_TYPE_COUNT when not given */
     bool pure;                /* --pure: the ftype's type everywhere (no mix rules) */
     bool has_imatrix;         /* an importance matrix was given (changes the Q4_0/Q5_0 mixes) */
+    bool leave_output;        /* --leave-output-tensor: output.weight keeps its type */
+    /* --tensor-type: the type the user gives a tensor (true), or false to leave it to the mix. Asked
+     * after --token-embedding-type / --output-tensor-type, and only when the ftype's type is
+     * quantized; a tensor it answers skips the mix rules and their layer counters, not the
+     * fallback. NULL: no overrides. */
+    bool (*override_type)(void *ctx, const char *name, oxl_type *type);
+    void *override_ctx;
 } oxl_quant_options;
 
 /* One tensor of the model: name, type and shape in; the chosen type out. */
@@ -54,6 +61,7 @@ typedef struct oxl_quant_tensor {
     oxl_type target;       /* out: type in the output file */
     bool requires_imatrix; /* out: the target needs an importance matrix (Q2_K in Q2_K_S) */
     bool fallback;         /* out: the row length did not fit the mix's type */
+    bool manual;           /* out: the type came from the override hook */
 } oxl_quant_tensor;
 
 /* Sorts tensors into llama.cpp's processing order (its loader's weight map: layer number of

@@ -14,27 +14,51 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define OXL_QNT_VERSION 2        /* GGML_QNT_VERSION */
 #define OXL_QUANT_MAX_THREADS 64 /* threads used per tensor, at most */
 
 /* ---- the model's hyper-parameters the mix rules use ---- */
 
+/* The value llama_model_loader reads for key from an --override-kv: the first override of the key
+ * (its map keeps the first), when it is an int (one of another type is ignored, with a warning in
+ * llama.cpp); read into the uint32_t hyper-parameter. */
+static bool oxl_int_override(const oxl_quantize_params *p, const char *key, int64_t *out) {
+    for (int i = 0; i < p->n_kv_overrides; i++) {
+        if (strcmp(p->kv_overrides[i].key, key) == 0) {
+            if (p->kv_overrides[i].tag != OXL_KV_OVERRIDE_INT) {
+                return false;
+            }
+            *out = (int64_t)(uint32_t)p->kv_overrides[i].val_i64;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* <arch>.<suffix> as an integer: a scalar, or the first element of a per-layer array. 0 when
- * absent (*found false). */
-static int oxl_arch_int(const oxl_gguf *g, const char *arch, const char *suffix, bool *found, int64_t *out,
-                        oxl_error *err) {
+ * absent (*found false). An int --override-kv of the key replaces it as llama_model_loader's
+ * get_key does (key_or_arr false: even when absent from the file) or get_key_or_arr does
+ * (key_or_arr true: only a scalar present in the file). */
+static int oxl_arch_int(const oxl_gguf *g, const oxl_quantize_params *p, const char *arch, const char *suffix,
+                        bool key_or_arr, bool *found, int64_t *out, oxl_error *err) {
     char key[256];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
     *found = false;
     *out = 0;
     const int64_t i = oxl_gguf_find_key(g, key);
+    if (!key_or_arr && oxl_int_override(p, key, out)) {
+        *found = true;
+        return 0;
+    }
     if (i < 0) {
         return 0;
     }
     *found = true;
     if (oxl_gguf_kv_type(g, i) != OXL_GGUF_ARRAY) {
+        if (key_or_arr && oxl_int_override(p, key, out)) {
+            return 0;
+        }
         if (!oxl_gguf_kv_int(g, i, out)) {
             return oxl_err_set(err, "%s: key '%s' is a %s value, expected an integer", oxl_gguf_path(g), key,
                                oxl_gguf_vtype_name(oxl_gguf_kv_type(g, i)));
@@ -42,33 +66,33 @@ static int oxl_arch_int(const oxl_gguf *g, const char *arch, const char *suffix,
         return 0;
     }
     const oxl_gguf_vtype t = oxl_gguf_arr_type(g, i);
-    const uint8_t *p = oxl_gguf_arr_data(g, i);
-    if (oxl_gguf_arr_n(g, i) == 0 || p == NULL || (t != OXL_GGUF_INT32 && t != OXL_GGUF_UINT32)) {
+    const uint8_t *data = oxl_gguf_arr_data(g, i);
+    if (oxl_gguf_arr_n(g, i) == 0 || data == NULL || (t != OXL_GGUF_INT32 && t != OXL_GGUF_UINT32)) {
         return oxl_err_set(err, "%s: key '%s' is an array of %llu %s, expected 32-bit integers", oxl_gguf_path(g), key,
                            (unsigned long long)oxl_gguf_arr_n(g, i), oxl_gguf_vtype_name(t));
     }
     uint32_t u;
-    memcpy(&u, p, 4);
+    memcpy(&u, data, 4);
     *out = t == OXL_GGUF_INT32 ? (int64_t)(int32_t)u : (int64_t)u;
     return 0;
 }
 
-static int oxl_read_model(const oxl_gguf *g, oxl_quant_model *m, oxl_error *err) {
+static int oxl_read_model(const oxl_gguf *g, const oxl_quantize_params *p, oxl_quant_model *m, oxl_error *err) {
     const char *arch = NULL;
     if (oxl_gguf_get_str(g, "general.architecture", &arch, err) <= 0) {
         return arch ? -1 : oxl_err_set(err, "%s: missing key general.architecture", oxl_gguf_path(g));
     }
     bool found;
     int64_t n_layer, n_head, n_head_kv, n_expert;
-    if (oxl_arch_int(g, arch, "block_count", &found, &n_layer, err) < 0 ||
-        oxl_arch_int(g, arch, "attention.head_count", &found, &n_head, err) < 0 ||
-        oxl_arch_int(g, arch, "attention.head_count_kv", &found, &n_head_kv, err) < 0) {
+    if (oxl_arch_int(g, p, arch, "block_count", false, &found, &n_layer, err) < 0 ||
+        oxl_arch_int(g, p, arch, "attention.head_count", true, &found, &n_head, err) < 0 ||
+        oxl_arch_int(g, p, arch, "attention.head_count_kv", true, &found, &n_head_kv, err) < 0) {
         return -1;
     }
     if (!found) {
         n_head_kv = n_head;
     }
-    if (oxl_arch_int(g, arch, "expert_count", &found, &n_expert, err) < 0) {
+    if (oxl_arch_int(g, p, arch, "expert_count", false, &found, &n_expert, err) < 0) {
         return -1;
     }
     if (n_layer < 0 || n_layer > 1 << 20 || n_head < 0 || n_head > 1 << 20 || n_head_kv < 0 || n_head_kv > 1 << 20 ||
@@ -177,12 +201,6 @@ static const float *oxl_tensor_f32(const oxl_gguf_tensor *t, bool allow_requanti
     return *buf;
 }
 
-static double oxl_now(void) {
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* ---- the whole model ---- */
 
 typedef struct oxl_qm {
@@ -209,6 +227,24 @@ static int oxl_qm_metadata(oxl_qm *q, oxl_error *err) {
     oxl_gguf_writer_remove(q->w, "split.no");
     oxl_gguf_writer_remove(q->w, "split.count");
     oxl_gguf_writer_remove(q->w, "split.tensors.count");
+    /* --override-kv, with the value types llama_model_quantize_impl writes */
+    for (int i = 0; i < q->p->n_kv_overrides; i++) {
+        const oxl_kv_override *o = &q->p->kv_overrides[i];
+        int rc = 0;
+        switch (o->tag) {
+        case OXL_KV_OVERRIDE_FLOAT: rc = oxl_gguf_writer_set_f32(q->w, o->key, (float)o->val_f64, err); break;
+        case OXL_KV_OVERRIDE_INT:
+            /* u32 of the absolute value, as llama.cpp writes it */
+            rc = oxl_gguf_writer_set_u32(
+                q->w, o->key, (uint32_t)(o->val_i64 < 0 ? 0 - (uint64_t)o->val_i64 : (uint64_t)o->val_i64), err);
+            break;
+        case OXL_KV_OVERRIDE_BOOL: rc = oxl_gguf_writer_set_bool(q->w, o->key, o->val_bool, err); break;
+        case OXL_KV_OVERRIDE_STR: rc = oxl_gguf_writer_set_str(q->w, o->key, o->val_str, err); break;
+        }
+        if (rc < 0) {
+            return -1;
+        }
+    }
     if (q->im == NULL) {
         return 0;
     }
@@ -309,7 +345,7 @@ static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_
         return -1;
     }
     oxl_quant_model m;
-    if (oxl_read_model(q->in, &m, err) < 0) {
+    if (oxl_read_model(q->in, p, &m, err) < 0) {
         return -1;
     }
     if (p->imatrix_path != NULL && (q->im = oxl_imatrix_load(p->imatrix_path, err)) == NULL) {
@@ -337,6 +373,9 @@ static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_
         .token_embd_type = p->token_embd_type,
         .pure = p->pure,
         .has_imatrix = q->im != NULL,
+        .leave_output = p->leave_output,
+        .override_type = p->tensor_types != NULL ? oxl_tensor_types_match : NULL,
+        .override_ctx = (void *)p->tensor_types,
     };
     const int n_fallback = oxl_quant_choose_types(&m, &o, q->plan, n, err);
     if (n_fallback < 0) {
@@ -352,6 +391,17 @@ static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_
         if (t->ne[0] % tr->blck_size != 0) {
             return oxl_err_set(err, "%s: tensor '%s': row length %lld is not a multiple of %s's block size %lld",
                                in_path, t->name, (long long)t->ne[0], tr->name, (long long)tr->blck_size);
+        }
+    }
+    if (p->progress != NULL) {
+        for (int64_t i = 0; i < n; i++) {
+            oxl_type manual;
+            if (q->plan[i].manual && oxl_tensor_types_match((void *)p->tensor_types, q->plan[i].name, &manual) &&
+                manual != p->ftype->type) {
+                fprintf(p->progress, "%-36s - applying manual override: %s -> %s\n", q->plan[i].name,
+                        oxl_type_traits_get((uint32_t)p->ftype->type)->name,
+                        oxl_type_traits_get((uint32_t)manual)->name);
+            }
         }
     }
     q->w = oxl_gguf_writer_new(err);
@@ -370,7 +420,6 @@ static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_
         return -1;
     }
     oxl_quantize_stats s = {.n_tensors = n, .n_fallback = n_fallback};
-    const double t0 = oxl_now();
     for (int64_t i = 0; i < n; i++) {
         const oxl_quant_tensor *t = &q->plan[i];
         const oxl_gguf_tensor *src = oxl_gguf_find_tensor(q->in, t->name);
@@ -382,15 +431,19 @@ static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_
         s.bytes_out += nbytes;
         s.n_elements += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
         if (p->progress != NULL) {
-            const double dt = oxl_now() - t0;
-            fprintf(p->progress, "\r[%4lld/%4lld] %-36s %6s -> %-6s %8.1f MB/s", (long long)(i + 1), (long long)n,
-                    t->name, oxl_type_traits_get((uint32_t)t->type)->name,
-                    oxl_type_traits_get((uint32_t)t->target)->name, dt > 0 ? (double)s.bytes_in / dt / 1e6 : 0.0);
+            /* llama_model_quantize_impl's line, printed once the tensor is written */
+            fprintf(p->progress, "[%4lld/%4lld] %-36s - [%6lld, %6lld, %6lld, %6lld], type = %6s, ", (long long)(i + 1),
+                    (long long)n, t->name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
+                    (long long)t->ne[3], oxl_type_traits_get((uint32_t)t->type)->name);
+            if (t->target == t->type) {
+                fprintf(p->progress, "size = %8.3f MiB\n", (double)src->nbytes / 1024.0 / 1024.0);
+            } else {
+                fprintf(p->progress, "converting to %s .. size = %8.2f MiB -> %8.2f MiB\n",
+                        oxl_type_traits_get((uint32_t)t->target)->name, (double)src->nbytes / 1024.0 / 1024.0,
+                        (double)nbytes / 1024.0 / 1024.0);
+            }
             fflush(p->progress);
         }
-    }
-    if (p->progress != NULL) {
-        fputc('\n', p->progress);
     }
     if (oxl_gguf_writer_finish(q->w, err) < 0) {
         return -1;

@@ -9,20 +9,29 @@
 #include "oxillama.h"
 #include "oxl_types.h"
 #include "quant_mix.h"
+#include "quantize_options.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 typedef struct oxl_quantize_params {
-    const oxl_ftype_mix *ftype; /* required (oxl_ftype_find) */
-    const char *imatrix_path;   /* NULL, or a llama-imatrix file (GGUF or legacy .dat) */
-    oxl_type output_type;       /* OXL_TYPE_COUNT: the mix decides */
-    oxl_type token_embd_type;   /* OXL_TYPE_COUNT: the mix decides */
-    bool pure;                  /* no mix rules: the ftype's type for every quantizable tensor */
-    bool allow_requantize;      /* accept quantized input tensors (needs their dequant kernel) */
-    int n_threads;              /* >= 1 */
-    FILE *progress;             /* NULL, or where "[i/N] name ... MB/s" lines go */
+    const oxl_ftype_mix *ftype;           /* required (oxl_ftype_find) */
+    const char *imatrix_path;             /* NULL, or a llama-imatrix file (GGUF or legacy .dat) */
+    oxl_type output_type;                 /* OXL_TYPE_COUNT: the mix decides */
+    oxl_type token_embd_type;             /* OXL_TYPE_COUNT: the mix decides */
+    bool pure;                            /* no mix rules: the ftype's type for every quantizable tensor */
+    bool allow_requantize;                /* accept quantized input tensors (needs their dequant kernel) */
+    bool leave_output;                    /* --leave-output-tensor: output.weight is copied as it is */
+    const oxl_tensor_types *tensor_types; /* NULL, or the --tensor-type patterns */
+    const oxl_kv_override *kv_overrides;  /* --override-kv, n_kv_overrides of them, set in order */
+    int n_kv_overrides;
+    int n_threads; /* >= 1 */
+    /* NULL, or where llama-quantize's lines go: "<name> - applying manual override: A -> B" per
+     * --tensor-type tensor whose type differs from the ftype's, then per tensor
+     * "[   i/   N] <name> - [ne0, ne1, ne2, ne3], type = <in>, " followed by
+     * "converting to <out> .. size = X MiB -> Y MiB" or "size = X MiB" */
+    FILE *progress;
 } oxl_quantize_params;
 
 typedef struct oxl_quantize_stats {
