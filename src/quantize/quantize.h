@@ -29,4 +29,9 @@ bool oxl_quantize_uses_imatrix(oxl_type t);
 int oxl_quantize_rows(oxl_type t, const float *x, void *y, int64_t nrows, int64_t ne0, const float *imatrix,
                       oxl_error *err);
 
+/* ggml's quantize_row_iq4_nl_ref (ne0 a multiple of 32): the rows ggml's set_rows writes into an
+ * iq4_nl KV cache. Not oxl_quantize_rows' iq4_nl, which is quantize_iq4_nl's scale search (what
+ * llama-quantize writes): this one keeps the codes of the first scale, max / -127. */
+void oxl_quantize_row_iq4_nl_ref(const float *x, void *y, int64_t ne0);
+
 #endif

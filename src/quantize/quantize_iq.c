@@ -1,6 +1,7 @@
 /* Reference quantizers of the I-quant formats (ggml/src/ggml-quants.c): iq4_nl, whose 4-bit codes
  * index the 16 non-linear values oxl_kvalues_iq4nl (generated/oxl_quant_tables.h, from ggml's
  * tables). The arithmetic follows ggml's expression order so the bytes are identical. */
+#include "quantize.h"
 #include "quantize_impl.h"
 
 #include "oxl_blocks.h"
@@ -8,6 +9,7 @@
 #include "oxl_quant_tables.h"
 
 #include <math.h>
+#include <string.h>
 
 /* best_index_int8: the index of the value of the sorted table val[0..n) nearest to x (the lower
  * one on a tie of distances is the upper one, as ggml compares); x beyond either end clamps. */
@@ -99,5 +101,47 @@ void oxl_quantize_row_iq4_nl(const float *x, void *vy, int64_t ne0, const float 
     oxl_block_iq4_nl *y = vy;
     for (int64_t ib = 0; ib < ne0 / OXL_QK_IQ4_NL; ib++) {
         oxl_quantize_block_iq4_nl(x + ib * OXL_QK_IQ4_NL, imatrix ? imatrix + ib * OXL_QK_IQ4_NL : NULL, &y[ib]);
+    }
+}
+
+/* quantize_row_iq4_nl_ref: what ggml's set_rows writes into an iq4_nl KV cache (ggml-cpu's
+ * from_float, quantize_row_iq4_nl). quantize_row_iq4_nl_impl with ntry -1 and no importance
+ * weights, which is not quantize_iq4_nl's search: the first scale is max / values[0] (the sign
+ * the other way round), its codes are kept, no trial scale follows, and the block's scale is the
+ * least-squares sum(w q x) / sum(w q^2) of those codes (weights x^2). A block under
+ * OXL_GROUP_MAX_EPS gets scale 0 and keeps the previous block's codes (ggml's L buffer; the first
+ * block's are those nearest 0): with scale 0 they dequantize to 0 whatever they are. */
+void oxl_quantize_row_iq4_nl_ref(const float *x, void *vy, int64_t ne0) {
+    const int8_t *values = oxl_kvalues_iq4nl;
+    oxl_block_iq4_nl *y = vy;
+    uint8_t L[OXL_QK_IQ4_NL];
+    memset(L, (uint8_t)oxl_nearest_value_index(16, values, 0.0f), sizeof L);
+    for (int64_t ib = 0; ib < ne0 / OXL_QK_IQ4_NL; ib++) {
+        const float *xb = x + ib * OXL_QK_IQ4_NL;
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < OXL_QK_IQ4_NL; j++) {
+            const float ax = fabsf(xb[j]);
+            if (ax > amax) {
+                amax = ax;
+                max = xb[j];
+            }
+        }
+        float scale = 0.0f;
+        if (amax >= OXL_GROUP_MAX_EPS) {
+            const float id = 1 / (max / values[0]);
+            float sumqx = 0.0f, sumq2 = 0.0f;
+            for (int j = 0; j < OXL_QK_IQ4_NL; j++) {
+                L[j] = (uint8_t)oxl_nearest_value_index(16, values, id * xb[j]);
+                const float q = values[L[j]];
+                const float w = xb[j] * xb[j];
+                sumqx += w * q * xb[j];
+                sumq2 += w * q * q;
+            }
+            scale = sumq2 > 0 ? sumqx / sumq2 : 0.f;
+        }
+        y[ib].d = oxl_fp32_to_fp16(scale);
+        for (int j = 0; j < OXL_QK_IQ4_NL / 2; j++) {
+            y[ib].qs[j] = (uint8_t)(L[j] | (L[j + OXL_QK_IQ4_NL / 2] << 4));
+        }
     }
 }
