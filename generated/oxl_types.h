@@ -58,7 +58,7 @@ typedef struct oxl_type_traits {
 } oxl_type_traits;
 
 /* The KV-cache types (kv_cache=True in gen/spec.py) as llama.cpp's -ctk/-ctv name them. */
-#define OXL_KV_TYPE_NAMES "f32, f16, q4_0, q8_0"
+#define OXL_KV_TYPE_NAMES "f32, f16, q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, bf16"
 
 /* Traits of ggml type id `id`; NULL for ids that are not (or no longer) ggml types. */
 const oxl_type_traits *oxl_type_traits_get(uint32_t id);

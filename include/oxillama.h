@@ -86,12 +86,17 @@ int32_t oxl_model_meta_val_str(const oxl_model *model, const char *key, char *bu
  * (llama.cpp's -ctk/-ctv values; which formats may is the spec's kv_cache flag, gen/spec.py, and
  * oxl_ctx_new refuses the others). Quantized rows are written as ggml's set_rows does (the
  * format's quantize_row_*_ref) and need head_dim a multiple of the block size; a quantized V cache
- * needs flash attention, as in llama.cpp. */
+ * needs flash attention, as in llama.cpp (bf16 is not quantized: it needs neither). */
 typedef enum oxl_kv_type {
-    OXL_KV_F32 = 0,  /* GGML_TYPE_F32 */
-    OXL_KV_F16 = 1,  /* GGML_TYPE_F16 */
-    OXL_KV_Q4_0 = 2, /* GGML_TYPE_Q4_0 */
-    OXL_KV_Q8_0 = 8, /* GGML_TYPE_Q8_0 */
+    OXL_KV_F32 = 0,     /* GGML_TYPE_F32 */
+    OXL_KV_F16 = 1,     /* GGML_TYPE_F16 */
+    OXL_KV_Q4_0 = 2,    /* GGML_TYPE_Q4_0 */
+    OXL_KV_Q4_1 = 3,    /* GGML_TYPE_Q4_1 */
+    OXL_KV_Q5_0 = 6,    /* GGML_TYPE_Q5_0 */
+    OXL_KV_Q5_1 = 7,    /* GGML_TYPE_Q5_1 */
+    OXL_KV_Q8_0 = 8,    /* GGML_TYPE_Q8_0 */
+    OXL_KV_IQ4_NL = 20, /* GGML_TYPE_IQ4_NL */
+    OXL_KV_BF16 = 30,   /* GGML_TYPE_BF16 */
 } oxl_kv_type;
 
 /* Attention evaluation, as llama.cpp's -fa: flash attention (one fused pass with an online softmax,

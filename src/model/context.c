@@ -29,14 +29,15 @@ static oxl_type kv_type(oxl_kv_type t) {
     return tr != NULL && tr->kv_cache ? (oxl_type)t : OXL_TYPE_COUNT;
 }
 
-/* llama.cpp's checks on the cache types (llama-context.cpp): a quantized V cache only with flash
- * attention; a quantized row must hold whole blocks per head, or heads would share a block. */
+/* llama.cpp's checks on the cache types (llama-context.cpp): a quantized V cache (ggml_is_quantized:
+ * not f32, f16 or bf16) only with flash attention; a quantized row must hold whole blocks per head,
+ * or heads would share a block. */
 static int check_kv_types(const oxl_hparams *hp, const oxl_ctx_params *p, oxl_type tk, oxl_type tv, oxl_error *err) {
     if (tk == OXL_TYPE_COUNT || tv == OXL_TYPE_COUNT) {
         return oxl_err_set(err, "context: KV cache type %d / %d is not one of " OXL_KV_TYPE_NAMES, (int)p->type_k,
                            (int)p->type_v);
     }
-    if (tv != OXL_TYPE_F32 && tv != OXL_TYPE_F16 && p->flash_attn == OXL_FLASH_ATTN_OFF) {
+    if (oxl_type_traits_get(tv)->is_quantized && p->flash_attn == OXL_FLASH_ATTN_OFF) {
         return oxl_err_set(err, "context: V cache type %s needs flash attention (-fa on), as in llama.cpp",
                            oxl_type_traits_get(tv)->name);
     }

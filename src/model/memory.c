@@ -5,6 +5,7 @@
 
 #include "quantize.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +13,7 @@
  * elements, position-major: row s*n_ctx + p holds the keys of position p of sequence s, heads
  * concatenated. */
 typedef struct oxl_kv_cache {
-    oxl_type type_k; /* OXL_TYPE_F32, F16, Q8_0 or Q4_0 */
+    oxl_type type_k; /* a format the spec marks kv_cache */
     oxl_type type_v;
     int32_t kv_dim;
     size_t k_row; /* bytes per cached position */
@@ -110,26 +111,38 @@ bool oxl_memory_seq_rm(oxl_memory *mem, int32_t seq, int32_t p0) {
     return true;
 }
 
-/* Writes one cache row of n floats in the cache's type, as ggml_set_rows converts rows: f32 copied,
- * f16 and q8_0 through the activation quantizers (ggml-cpu's from_float), q4_0 through the
- * reference quantizer (quantize_row_q4_0 is quantize_row_q4_0_ref). That quantizer refuses
- * non-finite input; such a row is stored with NaN block scales so its scores stay NaN, as the
- * values they came from were. */
+/* Writes one cache row of n floats in the cache's type, as ggml_set_rows converts rows with the
+ * type's from_float (ggml-cpu's type_traits_cpu): f32 copied; f16, bf16 and q8_0 through the
+ * activation quantizers (the kernels' quant op); q4_0, q4_1, q5_0 and q5_1 through the reference
+ * quantizer without importance weights (quantize_row_<type> is quantize_row_<type>_ref); iq4_nl
+ * through quantize_row_iq4_nl_ref, whose single scale is not the weight quantizer's search. Those
+ * quantizers refuse non-finite input; such a row is stored with NaN block scales (every format
+ * here starts its block with an fp16 scale d) so its scores stay NaN, as the values they came from
+ * were. */
 static void store_row(oxl_type t, const float *src, void *dst, int64_t n) {
+    const oxl_kernels *kern = oxl_kernels_get();
     if (t == OXL_TYPE_F32) {
         memcpy(dst, src, (size_t)n * sizeof(float));
-    } else if (t == OXL_TYPE_Q4_0) {
-        if (oxl_quantize_rows(t, src, dst, 1, n, NULL, NULL) != 0) {
-            const oxl_type_traits *tr = oxl_type_traits_get(t);
-            for (int64_t b = 0; b < n / tr->blck_size; b++) {
-                uint8_t *blk = (uint8_t *)dst + (size_t)b * tr->type_size;
-                memset(blk, 0x88, tr->type_size); /* every 4-bit value 8: zero after the offset */
-                blk[0] = 0x00;                    /* fp16 NaN scale 0x7e00, little-endian */
-                blk[1] = 0x7e;
-            }
+        return;
+    }
+    if (kern->quant[t]) {
+        kern->quant[t](src, dst, n);
+        return;
+    }
+    bool finite = true;
+    for (int64_t i = 0; i < n && finite; i++) {
+        finite = isfinite(src[i]);
+    }
+    if (finite && t == OXL_TYPE_IQ4_NL) {
+        oxl_quantize_row_iq4_nl_ref(src, dst, n);
+    } else if (!finite || oxl_quantize_rows(t, src, dst, 1, n, NULL, NULL) != 0) {
+        const oxl_type_traits *tr = oxl_type_traits_get(t);
+        for (int64_t b = 0; b < n / tr->blck_size; b++) {
+            uint8_t *blk = (uint8_t *)dst + (size_t)b * tr->type_size;
+            memset(blk, 0x88, tr->type_size); /* 4-bit values 8: zero after q4_0's offset */
+            blk[0] = 0x00;                    /* fp16 NaN scale 0x7e00, little-endian */
+            blk[1] = 0x7e;
         }
-    } else {
-        oxl_kernels_get()->quant[t](src, dst, n);
     }
 }
 

@@ -67,7 +67,8 @@ static attn_item attn_item_at(const attn_task *t, int32_t j, int hk) {
 }
 
 /* Query head h of token j, converted to K's vec_dot_type in buf when K is not f32 (ggml converts q
- * with the from_float of K's vec_dot_type: f16, or q8_0 for q8_0 and q4_0 caches). */
+ * with the from_float of K's vec_dot_type: f16, bf16, q8_0 for q8_0, q4_0, q5_0 and iq4_nl caches,
+ * q8_1 for q4_1 and q5_1). */
 static const void *attn_query(const attn_task *t, int32_t j, int h, void *buf) {
     const float *qj = t->q + ((size_t)j * t->p.n_head + h) * t->p.head_dim;
     if (!t->q_conv) {
@@ -103,7 +104,8 @@ static float attn_bias(const attn_task *t, const attn_item *it, float slope, int
 
 /* Unfused attention, as llama.cpp's graph without -fa: kq = K·q, the soft-cap of the raw scores,
  * softmax(kq*scale + slope*mask) summing in double (ggml_soft_max_ext), then the weighted sum of
- * values (kq converted to f16 for an f16 V cache). One item per (token, query head). */
+ * values (kq converted to V's type for an f16 or bf16 V cache, the matrix product's vec_dot_type;
+ * a quantized V is refused without flash attention). One item per (token, query head). */
 static void attn_unfused(void *arg, int ith, int nth) {
     attn_task *t = arg;
     const oxl_kv_view *kv = &t->kv;
@@ -150,6 +152,12 @@ static void attn_unfused(void *arg, int ith, int nth) {
                 const float wh = oxl_fp16_to_fp32(oxl_fp32_to_fp16(w));
                 for (int d = 0; d < D; d++) {
                     acc[d] += wh * oxl_fp16_to_fp32(vp[d]);
+                }
+            } else if (kv->type_v == OXL_TYPE_BF16) {
+                const uint16_t *vp = attn_value(t, &it, p);
+                const float wb = oxl_bf16_to_fp32(oxl_fp32_to_bf16(w));
+                for (int d = 0; d < D; d++) {
+                    acc[d] += wb * oxl_bf16_to_fp32(vp[d]);
                 }
             } else {
                 const float *vp = attn_value(t, &it, p);

@@ -112,13 +112,13 @@ MUTATIONS = [
         name="kv-f16-at-bf16-precision",
         what="an f16 KV cache that keeps only bf16's 8 significant bits of each key and value",
         edits=[("src/model/memory.c",
-                "    } else {\n        oxl_kernels_get()->quant[t](src, dst, n);\n    }\n",
-                "    } else if (t == OXL_TYPE_F16) {\n        float *r = malloc((size_t)n * sizeof(float));\n"
+                "    if (kern->quant[t]) {\n        kern->quant[t](src, dst, n);\n        return;\n    }\n",
+                "    if (t == OXL_TYPE_F16) {\n        float *r = malloc((size_t)n * sizeof(float));\n"
                 "        for (int64_t i = 0; r && i < n; i++) {\n            uint32_t u;\n"
                 "            memcpy(&u, &src[i], 4);\n            u = (u + 0x8000u) & 0xffff0000u;\n"
                 "            memcpy(&r[i], &u, 4);\n        }\n"
-                "        oxl_kernels_get()->quant[t](r ? r : src, dst, n);\n        free(r);\n"
-                "    } else {\n        oxl_kernels_get()->quant[t](src, dst, n);\n    }\n")],
+                "        kern->quant[t](r ? r : src, dst, n);\n        free(r);\n        return;\n    }\n"
+                "    if (kern->quant[t]) {\n        kern->quant[t](src, dst, n);\n        return;\n    }\n")],
         check="ctest --test-dir $B -R '^unit$' --output-on-failure",
         expect=r"arch_attention::f16_kv_both_paths_stay_close",
     ),

@@ -2,8 +2,8 @@
  * here with the same reasons (llama-context.cpp: a quantized V cache needs flash attention; a
  * quantized cache needs head sizes divisible by its block size), a decode step allocates nothing,
  * and a model read into memory (--no-mmap) computes exactly what the mapped one does.
- * How close q8_0 / q4_0 caches come to f16 is checked against llama.cpp's own figures by the
- * kv-quant ctest (tests/cli/check_kv_quant.sh). */
+ * How close the quantized and bf16 caches come to llama.cpp's is checked against its own runs by
+ * the kv-quant ctest (tests/cli/check_kv_quant.sh). */
 #include "alloc_probe.h"
 #include "oxillama.h"
 
@@ -39,6 +39,17 @@ Test(kv_cache, quantized_v_needs_flash_attention) {
     oxl_ctx_params cp = params(OXL_KV_F16, OXL_KV_Q8_0, OXL_FLASH_ATTN_OFF);
     cr_assert_null(oxl_ctx_new(m, &cp, &err));
     cr_assert(strstr(err.msg, "V cache type q8_0 needs flash attention"), "%s", err.msg);
+    /* every quantized V type; bf16 is not quantized (ggml_is_quantized), so it needs no flash */
+    const oxl_kv_type quantized[] = {OXL_KV_Q4_0, OXL_KV_Q4_1, OXL_KV_Q5_0, OXL_KV_Q5_1, OXL_KV_IQ4_NL};
+    for (size_t i = 0; i < sizeof quantized / sizeof quantized[0]; i++) {
+        cp = params(OXL_KV_F16, quantized[i], OXL_FLASH_ATTN_OFF);
+        cr_assert_null(oxl_ctx_new(m, &cp, &err), "V type %d without flash attention", (int)quantized[i]);
+        cr_assert(strstr(err.msg, "needs flash attention"), "%s", err.msg);
+    }
+    cp = params(OXL_KV_BF16, OXL_KV_BF16, OXL_FLASH_ATTN_OFF);
+    oxl_ctx *bf = oxl_ctx_new(m, &cp, &err);
+    cr_assert_not_null(bf, "%s", err.msg);
+    oxl_ctx_free(bf);
     /* a quantized K is fine without flash attention (K·q is a matrix product either way) */
     cp = params(OXL_KV_Q4_0, OXL_KV_F16, OXL_FLASH_ATTN_OFF);
     oxl_ctx *ctx = oxl_ctx_new(m, &cp, &err);
@@ -57,9 +68,21 @@ Test(kv_cache, quantized_cache_needs_whole_blocks_per_head) {
     cp = params(OXL_KV_F16, OXL_KV_Q4_0, OXL_FLASH_ATTN_ON);
     cr_assert_null(oxl_ctx_new(m, &cp, &err));
     cr_assert(strstr(err.msg, "V cache type q4_0 needs a head size divisible by 32"), "%s", err.msg);
-    cp = params((oxl_kv_type)7, OXL_KV_F16, OXL_FLASH_ATTN_ON);
+    cp = params(OXL_KV_F16, OXL_KV_IQ4_NL, OXL_FLASH_ATTN_ON);
     cr_assert_null(oxl_ctx_new(m, &cp, &err));
-    cr_assert(strstr(err.msg, "is not one of f32, f16, q4_0, q8_0"), "%s", err.msg);
+    cr_assert(strstr(err.msg, "V cache type iq4_nl needs a head size divisible by 32"), "%s", err.msg);
+    /* bf16 has no blocks: any head size */
+    cp = params(OXL_KV_BF16, OXL_KV_BF16, OXL_FLASH_ATTN_ON);
+    oxl_ctx *bf = oxl_ctx_new(m, &cp, &err);
+    cr_assert_not_null(bf, "%s", err.msg);
+    oxl_ctx_free(bf);
+    /* q8_1 (9) and q4_K (12) are ggml types but no cache type of llama.cpp's -ctk list */
+    const int refused[] = {9, 12, 4, -1};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        cp = params((oxl_kv_type)refused[i], OXL_KV_F16, OXL_FLASH_ATTN_ON);
+        cr_assert_null(oxl_ctx_new(m, &cp, &err), "type %d", refused[i]);
+        cr_assert(strstr(err.msg, "is not one of f32, f16, q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, bf16"), "%s", err.msg);
+    }
     oxl_model_free(m);
 }
 
@@ -90,6 +113,12 @@ Test(kv_cache, decode_steps_allocate_nothing) {
     decode_steps_allocate_nothing(STORIES, OXL_KV_F32, OXL_FLASH_ATTN_OFF);
     decode_steps_allocate_nothing(QWEN3, OXL_KV_Q8_0, OXL_FLASH_ATTN_ON);
     decode_steps_allocate_nothing(QWEN3, OXL_KV_Q4_0, OXL_FLASH_ATTN_ON);
+    decode_steps_allocate_nothing(QWEN3, OXL_KV_Q4_1, OXL_FLASH_ATTN_ON);
+    decode_steps_allocate_nothing(QWEN3, OXL_KV_Q5_0, OXL_FLASH_ATTN_ON);
+    decode_steps_allocate_nothing(QWEN3, OXL_KV_Q5_1, OXL_FLASH_ATTN_ON);
+    decode_steps_allocate_nothing(QWEN3, OXL_KV_IQ4_NL, OXL_FLASH_ATTN_ON);
+    decode_steps_allocate_nothing(STORIES, OXL_KV_BF16, OXL_FLASH_ATTN_ON);
+    decode_steps_allocate_nothing(STORIES, OXL_KV_BF16, OXL_FLASH_ATTN_OFF);
 }
 
 /* The logits of a 5-token prompt and 4 single steps. */
