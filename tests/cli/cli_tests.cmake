@@ -69,7 +69,7 @@ add_test(NAME repack-kquant COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_repack.sh
 add_test(NAME repack-kquant-avx2 COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_repack.sh ${OXL_BIN}
          ${G}/quantize/synth-small-f32.gguf ${G}/perplexity ${CMAKE_CURRENT_BINARY_DIR}/repack-kquant-avx2)
 set_tests_properties(repack-kquant-avx2 PROPERTIES ENVIRONMENT OXILLAMA_ISA=avx2)
-# q8_0 and q4_0 KV caches against llama.cpp's runs with the same and with an f16 cache.
+# Quantized and bf16 KV caches against llama.cpp's runs with the same (and q8_0/q4_0 with an f16) cache.
 add_test(NAME kv-quant COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_kv_quant.sh ${OXL_BIN}
          ${G}/arch/qwen3.gguf ${G}/perplexity ${G}/quantize/synth-small-f32.gguf)
 
