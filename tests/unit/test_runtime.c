@@ -5,9 +5,15 @@
  * How close the quantized and bf16 caches come to llama.cpp's is checked against its own runs by
  * the kv-quant ctest (tests/cli/check_kv_quant.sh). */
 #include "alloc_probe.h"
+#include "golden_quant.h"
 #include "oxillama.h"
+#include "oxl_blocks.h"
+#include "quantize.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static oxl_model *load(const char *path, bool mmap) {
@@ -153,4 +159,63 @@ Test(kv_cache, read_model_equals_mapped_model) {
     }
     oxl_model_free(a);
     oxl_model_free(b);
+}
+
+/* The rows an iq4_nl cache stores are ggml's set_rows bytes: golden/quant/iq4_nl.set-rows.tsv holds
+ * ggml-cpu's from_float for IQ4_NL (quantize_row_iq4_nl_ref) of each x row of golden/quant/iq4_nl.gguf.
+ * A block whose values are all under GROUP_MAX_EPS gets scale 0 and ggml's codes from a scratch
+ * buffer it never set (row 4 is all zeros): only the scale of such a block is compared. Those rows
+ * are not what the weight quantizer (the file's q, llama-quantize's search) writes. */
+Test(kv_cache, iq4_nl_rows_are_ggml_set_rows_bytes) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/golden/quant/iq4_nl.gguf", OXL_SOURCE_DIR);
+    oxl_error err = {{0}};
+    oxl_gguf *g = oxl_gguf_open(path, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    oxl_quant_golden qg;
+    cr_assert_eq(oxl_quant_golden_read(g, &qg, &err), 0, "%s", err.msg);
+    cr_assert(qg.type == OXL_TYPE_IQ4_NL && qg.ne0 % OXL_QK_IQ4_NL == 0);
+    const size_t row = oxl_row_size(OXL_TYPE_IQ4_NL, qg.ne0);
+    uint8_t *want = malloc(row), *got = malloc(row);
+    cr_assert(want && got);
+    snprintf(path, sizeof path, "%s/golden/quant/iq4_nl.set-rows.tsv", OXL_SOURCE_DIR);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot open %s", path);
+    char line[4096];
+    int n_rows = 0, n_differ_from_q = 0, n_zero_blocks = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (line[0] == '#') {
+            continue;
+        }
+        char *hex;
+        const long r = strtol(line, &hex, 10);
+        cr_assert(r >= 0 && r < qg.nrows && *hex == '\t' && strlen(hex + 1) >= 2 * row, "%s: bad line", path);
+        for (size_t i = 0; i < row; i++) {
+            unsigned b;
+            cr_assert_eq(sscanf(hex + 1 + 2 * i, "%2x", &b), 1);
+            want[i] = (uint8_t)b;
+        }
+        const float *x = qg.x + r * qg.ne0;
+        oxl_quantize_row_iq4_nl_ref(x, got, qg.ne0);
+        for (int64_t ib = 0; ib < qg.ne0 / OXL_QK_IQ4_NL; ib++) {
+            float amax = 0.0f;
+            for (int j = 0; j < OXL_QK_IQ4_NL; j++) {
+                amax = fmaxf(amax, fabsf(x[ib * OXL_QK_IQ4_NL + j]));
+            }
+            const size_t off = (size_t)ib * sizeof(oxl_block_iq4_nl);
+            const size_t n = amax < 1e-15f ? sizeof(uint16_t) : sizeof(oxl_block_iq4_nl);
+            n_zero_blocks += amax < 1e-15f;
+            cr_expect(memcmp(got + off, want + off, n) == 0, "row %ld block %lld: bytes differ from ggml's", r,
+                      (long long)ib);
+        }
+        n_differ_from_q += memcmp(want, (const uint8_t *)qg.q + r * row, row) != 0;
+        n_rows++;
+    }
+    fclose(f);
+    cr_assert_eq(n_rows, qg.nrows, "%s: %d rows", path, n_rows);
+    cr_expect_gt(n_zero_blocks, 0, "no all-zero block reached");
+    cr_expect_gt(n_differ_from_q, n_rows / 2, "only %d rows differ from the weight quantizer's", n_differ_from_q);
+    free(want);
+    free(got);
+    oxl_gguf_close(g);
 }
