@@ -109,6 +109,15 @@ MUTATIONS = [
         expect=r"golden-embeddings \(Failed\)",
     ),
     dict(
+        name="kv-iq4_nl-weight-quantizer",
+        what="an iq4_nl KV cache written by the weight quantizer's scale search, not set_rows' _ref path",
+        edits=[("src/model/memory.c",
+                "    if (finite && t == OXL_TYPE_IQ4_NL) {\n",
+                "    if (finite && t == OXL_TYPE_IQ4_NL && n < 0) {\n")],
+        check="ctest --test-dir $B -R '^kv-quant$' --output-on-failure",
+        expect=r"head 64, iq4_nl vs llama.cpp iq4_nl: mean KLD 0\.000[1-9]",
+    ),
+    dict(
         name="kv-f16-at-bf16-precision",
         what="an f16 KV cache that keeps only bf16's 8 significant bits of each key and value",
         edits=[("src/model/memory.c",
