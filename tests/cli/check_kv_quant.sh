@@ -10,6 +10,16 @@
 #      q8_0: mean KLD 0.000073 ± 0.000002, max 0.000447, same top 98.571 ± 0.473 %
 #      q4_0: mean KLD 0.012047 ± 0.000322, max 0.068659, same top 77.460 ± 1.666 %
 #    Bound: mean KLD <= llama.cpp's mean + 3 standard errors (q8_0 0.000079, q4_0 0.013013).
+#    The same for the other cache types, which have no same-type base file for qwen3 (part 3 has
+#    them on synth-small); llama.cpp d32676d, llama-perplexity -m golden/arch/qwen3.gguf -f
+#    stories.txt -c 128 -t 2 -fa on -ctk T -ctv T --kl-divergence-base qwen3.c128.fa.f16.kld
+#    --kl-divergence:
+#      q4_1:   mean KLD 0.009537 ± 0.000223, same top 80.317 ± 1.585 %  (bound 0.010206)
+#      q5_0:   mean KLD 0.003037 ± 0.000083, same top 87.619 ± 1.313 %  (bound 0.003286)
+#      q5_1:   mean KLD 0.002440 ± 0.000057, same top 89.683 ± 1.213 %  (bound 0.002611)
+#      iq4_nl: mean KLD 0.009733 ± 0.000244, same top 78.095 ± 1.649 %  (bound 0.010465)
+#      bf16:   mean KLD 0.000009 ± 0.000000, same top 99.683 ± 0.224 %  (bound 0.000010: the
+#              printed 0.000000 is under 5e-7)
 # 3. A model with 64-wide heads (synth-small, golden/quantize), where llama.cpp rotates q and k (v
 #    and the attention output) by a Walsh-Hadamard matrix around a quantized cache: for every cache
 #    type of the spec (gen/spec.py kv_cache, as `oxillama perplexity --help` lists them) but f32 and f16 —
@@ -39,6 +49,13 @@ for spec in q8_0:0.000079 q4_0:0.013013; do
     set -- $(kld "$type" "$dir/qwen3.c128.fa.$type.kld")
     echo "$type vs llama.cpp $type: mean KLD $1 (<= 1e-6), same top $2 % (100)"
     awk -v k="$1" -v t="$2" 'BEGIN { exit (k != "nan" && k + 0 <= 1e-6 && t == "100.000") ? 0 : 1 }' || status=1
+    set -- $(kld "$type" "$dir/qwen3.c128.fa.f16.kld")
+    echo "$type vs llama.cpp f16: mean KLD $1 (<= $bound, llama.cpp's own drift + 3 SE)"
+    awk -v k="$1" -v b="$bound" 'BEGIN { exit (k != "nan" && k + 0 <= b + 0) ? 0 : 1 }' || status=1
+done
+for spec in q4_1:0.010206 q5_0:0.003286 q5_1:0.002611 iq4_nl:0.010465 bf16:0.000010; do
+    type=${spec%%:*}
+    bound=${spec#*:}
     set -- $(kld "$type" "$dir/qwen3.c128.fa.f16.kld")
     echo "$type vs llama.cpp f16: mean KLD $1 (<= $bound, llama.cpp's own drift + 3 SE)"
     awk -v k="$1" -v b="$bound" 'BEGIN { exit (k != "nan" && k + 0 <= b + 0) ? 0 : 1 }' || status=1
