@@ -18,7 +18,7 @@
  * (type_v) each. Token j of the pass is at position pos[j] of sequence seq[j] and sees the rows of
  * its sequence up to its own position. */
 typedef struct oxl_kv_view {
-    oxl_type type_k; /* OXL_TYPE_F32, F16, Q8_0 or Q4_0 */
+    oxl_type type_k; /* a format the spec marks kv_cache */
     oxl_type type_v;
     const void *k; /* the layer's keys */
     const void *v; /* the layer's values */
