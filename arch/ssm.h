@@ -16,7 +16,7 @@
  *
  * The conv state (the last d_conv - 1 inputs of every conv channel) and the scan state (d_state per
  * channel) of each sequence live in the context's memory (oxl_memory_conv_state /
- * oxl_memory_ssm_state, src/model/memory.h) and advance one token at a time in the order of the
+ * oxl_memory_ssm_state, src/model/model_memory.h) and advance one token at a time in the order of the
  * pass, so tokens of several sequences may share a pass. */
 #ifndef OXL_SSM_H
 #define OXL_SSM_H

@@ -1,4 +1,4 @@
-/* Inference contexts: per-sequence memory (memory.c), batching of decode calls into forward passes, logits.
+/* Inference contexts: per-sequence memory (model_memory.c), batching of decode calls into forward passes, logits.
  * Behaviour reproduced: llama.cpp src/llama-context.cpp (llama_decode splitting a batch into
  * micro-batches of n_batch tokens; outputs only for tokens that ask for them). */
 #include "context.h"

@@ -1,9 +1,9 @@
-/* Inference context: memory (KV cache and recurrent state, memory.h), thread pool, work buffers,
+/* Inference context: memory (KV cache and recurrent state, model_memory.h), thread pool, work buffers,
  * logits. Internal to the library. */
 #ifndef OXL_CONTEXT_H
 #define OXL_CONTEXT_H
 
-#include "memory.h"
+#include "model_memory.h"
 #include "model.h"
 #include "threads.h"
 
@@ -23,7 +23,7 @@ struct oxl_ctx {
     int32_t n_ctx; /* per sequence */
     int32_t n_seq_max;
     int32_t *n_past; /* [n_seq_max] */
-    oxl_memory *mem; /* the KV cache and recurrent state (memory.h) */
+    oxl_memory *mem; /* the KV cache and recurrent state (model_memory.h) */
     void *work;      /* the architecture's activations for one pass */
     size_t work_size;
     float *logits; /* (n_vocab, logits_cap) rows of kept logits */

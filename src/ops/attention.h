@@ -1,7 +1,7 @@
 /* Causal multi-head attention over a KV cache, as ggml's CPU backend computes llama.cpp's
  * build_attn_mha: the unfused graph, ggml_flash_attn_ext and its tiled variant. The cache is
  * described by a plain view (oxl_kv_view), which the model's memory module fills in
- * (src/model/memory.h). */
+ * (src/model/model_memory.h). */
 #ifndef OXL_ATTENTION_H
 #define OXL_ATTENTION_H
 

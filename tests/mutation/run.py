@@ -111,7 +111,7 @@ MUTATIONS = [
     dict(
         name="kv-iq4_nl-weight-quantizer",
         what="an iq4_nl KV cache written by the weight quantizer's scale search, not set_rows' _ref path",
-        edits=[("src/model/memory.c",
+        edits=[("src/model/model_memory.c",
                 "    if (finite && t == OXL_TYPE_IQ4_NL) {\n",
                 "    if (finite && t == OXL_TYPE_IQ4_NL && n < 0) {\n")],
         check="ctest --test-dir $B -R '^kv-quant$' --output-on-failure",
@@ -120,7 +120,7 @@ MUTATIONS = [
     dict(
         name="kv-f16-at-bf16-precision",
         what="an f16 KV cache that keeps only bf16's 8 significant bits of each key and value",
-        edits=[("src/model/memory.c",
+        edits=[("src/model/model_memory.c",
                 "    if (kern->quant[t]) {\n        kern->quant[t](src, dst, n);\n        return;\n    }\n",
                 "    if (t == OXL_TYPE_F16) {\n        float *r = malloc((size_t)n * sizeof(float));\n"
                 "        for (int64_t i = 0; r && i < n; i++) {\n            uint32_t u;\n"

@@ -2,8 +2,8 @@
  * layers (llama.cpp's llama_kv_cache and llama_memory_recurrent). The architectures reach both only
  * through these functions; attention reads the cache through the plain view of src/ops/attention.h.
  * Internal to the library. */
-#ifndef OXL_MEMORY_H
-#define OXL_MEMORY_H
+#ifndef OXL_MODEL_MEMORY_H
+#define OXL_MODEL_MEMORY_H
 
 #include "attention.h"
 #include "model.h"

@@ -1,7 +1,7 @@
 /* A context's memory: the KV cache and the recurrent state. Behaviour reproduced: llama.cpp
  * src/llama-kv-cache.cpp (rows written by ggml_set_rows in the cache's type, the Hadamard rotation
  * around a quantized cache) and src/llama-memory-recurrent.cpp (one state per sequence; seq_rm). */
-#include "memory.h"
+#include "model_memory.h"
 
 #include "quantize.h"
 
