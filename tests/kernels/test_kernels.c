@@ -172,8 +172,8 @@ static void check_prefix_dots(const char *name, oxl_type type) {
             float got;
             kt.vec_dot[type](n, &got, (const uint8_t *)qg.q + row * x_row, yb);
             cr_expect(same_bits(got, want[i].dot), "cap %s (%s), row %lld, %d blocks: %a, ggml's %a",
-                      oxl_isa_name((oxl_isa)cap), oxl_isa_name(kt.vec_dot_isa[type]), (long long)row,
-                      want[i].blocks, got, want[i].dot);
+                      oxl_isa_name((oxl_isa)cap), oxl_isa_name(kt.vec_dot_isa[type]), (long long)row, want[i].blocks,
+                      got, want[i].dot);
             cr_expect(!isfinite(abs_sum) || fabs(got - ref) <= 1e-5 * abs_sum,
                       "cap %s, row %lld, %d blocks: %.9g, double sum %.9g", oxl_isa_name((oxl_isa)cap), (long long)row,
                       want[i].blocks, got, ref);

@@ -36,13 +36,13 @@ Test(fp4_scales, fp32_to_ue4m3) {
     cr_expect_eq(oxl_fp32_to_ue4m3(NAN), 0);
     cr_expect_eq(oxl_fp32_to_ue4m3(1.0f), 0x38);
     cr_expect_eq(oxl_fp32_to_ue4m3(1.5f), 0x3c);
-    cr_expect_eq(oxl_fp32_to_ue4m3(1.0625f), 0x39);  /* half a step: rounds up */
-    cr_expect_eq(oxl_fp32_to_ue4m3(1.9375f), 0x40);  /* rounds up into the next exponent: 2.0 */
+    cr_expect_eq(oxl_fp32_to_ue4m3(1.0625f), 0x39); /* half a step: rounds up */
+    cr_expect_eq(oxl_fp32_to_ue4m3(1.9375f), 0x40); /* rounds up into the next exponent: 2.0 */
     cr_expect_eq(oxl_fp32_to_ue4m3(448.0f), 0x7e);
     cr_expect_eq(oxl_fp32_to_ue4m3(1000.0f), 0x7e); /* clamped */
     cr_expect_eq(oxl_fp32_to_ue4m3(480.0f), 0x7e);
-    cr_expect_eq(oxl_fp32_to_ue4m3(ldexpf(1.0f, -9)), 0x01);  /* subnormal */
-    cr_expect_eq(oxl_fp32_to_ue4m3(ldexpf(1.0f, -11)), 0x00); /* rounds to 0 */
-    cr_expect_eq(oxl_fp32_to_ue4m3(ldexpf(1.0f, -10)), 0x01); /* round(0.5) = 1 */
+    cr_expect_eq(oxl_fp32_to_ue4m3(ldexpf(1.0f, -9)), 0x01);   /* subnormal */
+    cr_expect_eq(oxl_fp32_to_ue4m3(ldexpf(1.0f, -11)), 0x00);  /* rounds to 0 */
+    cr_expect_eq(oxl_fp32_to_ue4m3(ldexpf(1.0f, -10)), 0x01);  /* round(0.5) = 1 */
     cr_expect_eq(oxl_fp32_to_ue4m3(ldexpf(15.0f, -10)), 0x07); /* 7.5 * 2^-9: round to 8, capped at 7 */
 }
