@@ -120,8 +120,10 @@ FORMATS = (
            fields=(("qs", "u8", 48), ("qh", "u8", 4), ("d", "f16", 1)), ops=("dequant", "vec_dot"), quantizer=True),
     Format(35, "tq2_0", blck=256, size=66, partner="q8_K", fields=(("qs", "u8", 64), ("d", "f16", 1)),
            ops=("dequant", "vec_dot"), quantizer=True),
-    Format(39, "mxfp4", blck=32, size=17, partner="q8_0", fields=(("e", "u8", 1), ("qs", "u8", 16))),
-    Format(40, "nvfp4", blck=64, size=36, partner="q8_0", fields=(("d", "u8", 4), ("qs", "u8", 32))),
+    Format(39, "mxfp4", blck=32, size=17, partner="q8_0", fields=(("e", "u8", 1), ("qs", "u8", 16)),
+           ops=("dequant", "vec_dot"), tables=("kvalues_fp4",), quantizer=True),
+    Format(40, "nvfp4", blck=64, size=36, partner="q8_0", fields=(("d", "u8", 4), ("qs", "u8", 32)),
+           ops=("dequant", "vec_dot"), tables=("kvalues_fp4",), quantizer=True),
     Format(41, "q1_0", blck=128, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16)),
            ops=("dequant", "vec_dot"), quantizer=True),
     Format(42, "q2_0", blck=64, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16)),
@@ -141,7 +143,7 @@ class Ftype:
     name: str
     id: int
     desc: str
-    type: str = ""               # default format; "" for ftypes that only name files (F32, MXFP4 MoE)
+    type: str = ""               # default format; "" for ftypes that only name files (F32)
     attn_v: str = "keep"         # rule for attn_v / attn_qkv / attn_kv_b
     ffn_down: str = "keep"       # rule for ffn_down
     down_type: str = ""          # ffn_down "imatrix_first8th": the format of those layers
@@ -149,6 +151,9 @@ class Ftype:
     attn_output_falcon: str = ""  # Falcon's attn_output; "": keep
     attn_output_8exp_q5_K: bool = False  # 8 experts: attn_output q5_K
     token_embd: str = ""         # token_embd's format when the output has its own tensor; "": keep
+    # MXFP4_MOE: the expert stacks (ne[2] > 1) get `type`, every other matrix (the output and the
+    # embeddings too) this format, before any other rule; "": no such split
+    experts_split_type: str = ""
     aliases: tuple = ()          # other llama-quantize names of this mix ("Q4_K" for Q4_K_M)
     # `oxillama quantize` writes this mix: its type has a quantizer and the rules above are all of
     # llama.cpp's for it (checked against llama-quantize's files, golden/quantize/expected*.json)
@@ -220,7 +225,7 @@ FTYPES = (
     Ftype("BF16", 32, "BF16", type="bf16", quantize=True),
     Ftype("TQ1_0", 36, "TQ1_0 - 1.69 bpw ternary", type="tq1_0", token_embd="q4_K", quantize=True),
     Ftype("TQ2_0", 37, "TQ2_0 - 2.06 bpw ternary", type="tq2_0", token_embd="q4_K", quantize=True),
-    Ftype("MXFP4_MOE", 38, "MXFP4 MoE", type="mxfp4"),
+    Ftype("MXFP4_MOE", 38, "MXFP4 MoE", type="mxfp4", experts_split_type="q8_0", quantize=True),
     Ftype("NVFP4", 39, "NVFP4", type="nvfp4"),
     Ftype("Q1_0", 40, "Q1_0", type="q1_0", quantize=True),
     Ftype("Q2_0", 41, "Q2_0", type="q2_0", token_embd="q4_K", quantize=True),
@@ -555,7 +560,7 @@ def validate(template_formats):
         ft_ids.add(ft.id)
         ft_names |= {n.upper() for n in names}
         for what, t in (("type", ft.type), ("down_type", ft.down_type), ("attn_output", ft.attn_output),
-                        ("attn_output_falcon", ft.attn_output_falcon)):
+                        ("attn_output_falcon", ft.attn_output_falcon), ("experts_split_type", ft.experts_split_type)):
             if t and t not in FORMAT_BY_NAME:
                 errors.append(f"ftype {ft.name}: {what} {t} is not a format")
         if ft.attn_v not in rules_v or ft.ffn_down not in rules_down:
@@ -563,7 +568,7 @@ def validate(template_formats):
         if (ft.ffn_down == "imatrix_first8th") != bool(ft.down_type):
             errors.append(f"ftype {ft.name}: down_type goes with ffn_down imatrix_first8th, and only with it")
         if ft.quantize:
-            for t in {ft.type, ft.down_type, ft.attn_output, ft.attn_output_falcon} - {""}:
+            for t in {ft.type, ft.down_type, ft.attn_output, ft.attn_output_falcon, ft.experts_split_type} - {""}:
                 if t not in FORMAT_BY_NAME or not FORMAT_BY_NAME[t].quantizer:
                     errors.append(f"ftype {ft.name}: quantize=True but {t or 'its type'} has no quantizer")
     seen = set()

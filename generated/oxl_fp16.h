@@ -79,4 +79,56 @@ static inline uint16_t oxl_fp32_to_bf16(float f) {
     return (uint16_t)((u + (0x7fff + ((u >> 16) & 1))) >> 16);
 }
 
+
+/* The scales of the FP4 formats, halved as ggml stores them (the 4-bit values, oxl_kvalues_fp4, are
+ * twice the E2M1 numbers): E8M0 (MXFP4) 2^(e - 128), 2^-128 and 2^-127 as subnormals for e < 2
+ * (ggml_e8m0_to_fp32_half); UE4M3 (NVFP4, exponent bias 7, 3 mantissa bits) times 0.5, with 0 and
+ * 0x7f read as 0 (ggml_ue4m3_to_fp32). */
+static inline float oxl_e8m0_to_fp32_half(uint8_t e) {
+    return oxl_fp32_from_bits(e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23);
+}
+
+static inline float oxl_ue4m3_to_fp32_half(uint8_t u) {
+    if (u == 0 || u == 0x7f) {
+        return 0.0f;
+    }
+    const int exp = (u >> 3) & 0xf, man = u & 7;
+    const float raw = exp == 0 ? (float)man * 0x1p-9f : (1.0f + (float)man / 8.0f) * oxl_fp32_from_bits((uint32_t)(exp - 7 + 127) << 23);
+    return raw * 0.5f;
+}
+
+/* x as UE4M3 (ggml_fp32_to_ue4m3): 0 for x <= 0 or NaN, clamped at 448; the subnormals
+ * round(x * 512) (ties up) capped at 7; otherwise the mantissa's top 3 bits rounded up on bit 19
+ * (carrying into the exponent), saturating at 0x7e. */
+static inline uint8_t oxl_fp32_to_ue4m3(float x) {
+    if (!(x > 0.0f)) {
+        return 0;
+    }
+    if (x > 448.0f) {
+        x = 448.0f;
+    }
+    const uint32_t bits = oxl_fp32_bits(x);
+    const int fp32_exp = (int)((bits >> 23) & 0xff) - 127;
+    const int fp32_man = (int)((bits >> 20) & 7);
+    int exp = fp32_exp + 7;
+    if (exp <= 0) {
+        int man = (int)(x * 512.0f + 0.5f);
+        if (man > 7) {
+            man = 7;
+        }
+        return man < 1 ? 0 : (uint8_t)man;
+    }
+    if (exp >= 15) {
+        return 0x7e;
+    }
+    int man = fp32_man + (int)((bits >> 19) & 1);
+    if (man > 7) {
+        man = 0;
+        if (++exp >= 15) {
+            return 0x7e;
+        }
+    }
+    return (uint8_t)((exp << 3) | man);
+}
+
 #endif

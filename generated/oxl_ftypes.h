@@ -48,6 +48,7 @@ typedef struct oxl_ftype_info {
     oxl_type attn_output_falcon; /* Falcon's attn_output; OXL_TYPE_COUNT: keep */
     bool attn_output_8exp_q5_K;  /* 8 experts: attn_output q5_K */
     oxl_type token_embd;         /* token_embd, not tied to the output; OXL_TYPE_COUNT: keep */
+    oxl_type experts_split_type; /* MXFP4_MOE: all but the expert stacks; OXL_TYPE_COUNT: no split */
 } oxl_ftype_info;
 
 enum { OXL_FTYPE_COUNT = 36 };

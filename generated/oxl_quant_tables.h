@@ -29,4 +29,10 @@ static const int8_t oxl_kvalues_iq4nl[16] = {
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
 };
 
+/* kvalues_fp4 (16 x int8_t), used by mxfp4, nvfp4 */
+#define OXL_KVALUES_FP4_LEN 16
+static const int8_t oxl_kvalues_fp4[16] = {
+    0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
+};
+
 #endif

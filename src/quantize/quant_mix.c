@@ -291,11 +291,16 @@ static int oxl_mix_type(const oxl_quant_model *m, const oxl_quant_options *o, ox
         /* the output (and the token embeddings it shares weights with) */
         if (o->output_type != OXL_TYPE_COUNT) {
             type = o->output_type;
+        } else if (f->experts_split_type != OXL_TYPE_COUNT) {
+            type = f->experts_split_type;
         } else if (falcon || t->ne[0] % oxl_type_traits_get((uint32_t)type)->blck_size != 0) {
             type = OXL_TYPE_Q8_0;
         } else if (type != OXL_TYPE_Q8_0) {
             type = OXL_TYPE_Q6_K;
         }
+    } else if (f->experts_split_type != OXL_TYPE_COUNT) {
+        /* MXFP4_MOE: the experts (3-D stacks) keep the ftype's type, every other matrix the split's */
+        type = t->ne[2] > 1 ? type : f->experts_split_type;
     } else if (cat == OXL_CAT_TOKEN_EMBD) {
         if (o->token_embd_type != OXL_TYPE_COUNT) {
             type = o->token_embd_type;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # ctest quantize-kquant-files: `oxillama quantize` writes, byte for byte, the file llama-quantize writes
 # for each line of golden/quantize/llama-quantize.sha256 (the K-quant mixes of stories260K, whose 5
-# layers exercise the per-layer rules, and synth-small Q4_K_M): exit status 0 and the same sha256.
+# layers exercise the per-layer rules, synth-small Q4_K_M and gpt-oss MXFP4_MOE): exit status 0 and the same sha256.
 # usage: check_quantize_files.sh OXILLAMA_BINARY SOURCE_DIR WORK_DIR
 set -u
 bin=$1 src=$2 work=$3
@@ -14,6 +14,7 @@ while read -r want name; do
     case $name in
     stories260K-*) in=$src/models/stories260K.gguf ;;
     synth-small-*) in=$src/golden/quantize/synth-small-f32.gguf ;;
+    gpt-oss-*) in=$src/golden/arch/gpt-oss.gguf ;;
     *)
         echo "FAIL  $name: no source model for this name"
         failed=$((failed + 1))

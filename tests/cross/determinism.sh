@@ -71,13 +71,15 @@ if [ -n "${OXL_DETERMINISM_ONLY:-}" ]; then
     mv "$tmp/targets.only" "$tmp/targets"
     echo "determinism: targets limited to $OXL_DETERMINISM_ONLY* (OXL_DETERMINISM_ONLY)"
 fi
-# Every llama.cpp text of golden/run-cross names its model: models/<name>.gguf, or a Q4_K_M file made
+# Every llama.cpp text of golden/run-cross names its model: models/<name>.gguf, golden/arch/<name>.gguf
+# (gpt-oss with MXFP4 experts), or a Q4_K_M file made
 # above; a new model golden there joins the check. Fewer than six is a setup error.
 n_expected=0
 for golden in "$src"/golden/run-cross/*.expected; do
     name=$(basename "$golden" .expected)
     n_expected=$((n_expected + 1))
     model=$src/models/$name.gguf
+    [ -f "$model" ] || model=$src/golden/arch/$name.gguf
     [ -f "$model" ] || model=$tmp/$name.gguf
     if [ ! -f "$model" ]; then
         check "$name: no model models/$name.gguf for $golden" 1 "  missing"

@@ -110,22 +110,22 @@ Test(kernels, ggml_type_traits) {
 
 static bool same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
-/* ---- IQ4_NL dots on odd numbers of blocks ---------------------------------------------------------
+/* ---- IQ4_NL and MXFP4 dots on odd numbers of blocks -----------------------------------------------
  * Every cell sums in ggml's x86 order: blocks in pairs into two accumulators, an odd last block
- * apart. The golden rows have 16 blocks, so golden/quant/iq4_nl.prefix-dots.tsv holds ggml's own
+ * apart. The golden rows have 16 blocks, so golden/quant/<fmt>.prefix-dots.tsv holds ggml's own
  * dots of the first 1, 3, 5, 15 and 16 blocks of each golden row; on every ISA cap this CPU has each
  * must be equal bit for bit, and within 1e-5 of the sum of |terms| of the double-precision sum of the
  * golden's dq times its dequantized yq. */
-Test(kernels, iq4_nl_dots_on_odd_block_counts) {
+static void check_prefix_dots(const char *name, oxl_type type) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/golden/quant/iq4_nl.gguf", OXL_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/golden/quant/%s.gguf", OXL_SOURCE_DIR, name);
     oxl_error err = {{0}};
     oxl_gguf *g = oxl_gguf_open(path, &err);
     cr_assert(g != NULL, "%s", err.msg);
     oxl_quant_golden qg;
     cr_assert(oxl_quant_golden_read(g, &qg, &err) == 0, "%s", err.msg);
-    cr_assert(qg.type == OXL_TYPE_IQ4_NL && qg.yq_type == OXL_TYPE_Q8_0 && qg.dq != NULL && qg.yq != NULL);
-    snprintf(path, sizeof path, "%s/golden/quant/iq4_nl.prefix-dots.tsv", OXL_SOURCE_DIR);
+    cr_assert(qg.type == type && qg.yq_type == OXL_TYPE_Q8_0 && qg.dq != NULL && qg.yq != NULL);
+    snprintf(path, sizeof path, "%s/golden/quant/%s.prefix-dots.tsv", OXL_SOURCE_DIR, name);
     FILE *f = fopen(path, "r");
     cr_assert(f != NULL, "cannot open %s", path);
     struct {
@@ -144,13 +144,13 @@ Test(kernels, iq4_nl_dots_on_odd_block_counts) {
         want[n_want].blocks = (int)strtol(end, &end, 10);
         want[n_want].dot = strtof(end, &end);
         cr_assert(want[n_want].row >= 0 && want[n_want].row < qg.nrows && want[n_want].blocks >= 1 &&
-                      want[n_want].blocks <= qg.ne0 / OXL_QK_IQ4_NL,
+                      want[n_want].blocks <= qg.ne0 / 32,
                   "%s: bad line %s", path, line);
         n_want++;
     }
     fclose(f);
     cr_assert_eq(n_want, 16 * 5, "%s: %d lines", path, n_want);
-    const size_t x_row = oxl_row_size(OXL_TYPE_IQ4_NL, qg.ne0), y_row = oxl_row_size(OXL_TYPE_Q8_0, qg.ne0);
+    const size_t x_row = oxl_row_size(type, qg.ne0), y_row = oxl_row_size(OXL_TYPE_Q8_0, qg.ne0);
     int n_isas = 0;
     for (int cap = 0; cap < OXL_ISA_COUNT; cap++) {
         if (!oxl_cpu_has_isa((oxl_isa)cap)) {
@@ -160,7 +160,7 @@ Test(kernels, iq4_nl_dots_on_odd_block_counts) {
         oxl_kernels kt;
         oxl_kernels_build(&kt, (oxl_isa)cap);
         for (int i = 0; i < n_want; i++) {
-            const int64_t row = want[i].row, n = (int64_t)want[i].blocks * OXL_QK_IQ4_NL;
+            const int64_t row = want[i].row, n = (int64_t)want[i].blocks * 32;
             const oxl_block_q8_0 *yb = (const oxl_block_q8_0 *)((const uint8_t *)qg.yq + row * y_row);
             double ref = 0.0, abs_sum = 0.0;
             for (int64_t j = 0; j < n; j++) {
@@ -170,10 +170,10 @@ Test(kernels, iq4_nl_dots_on_odd_block_counts) {
                 abs_sum += fabs(t);
             }
             float got;
-            kt.vec_dot[OXL_TYPE_IQ4_NL](n, &got, (const uint8_t *)qg.q + row * x_row, yb);
+            kt.vec_dot[type](n, &got, (const uint8_t *)qg.q + row * x_row, yb);
             cr_expect(same_bits(got, want[i].dot), "cap %s (%s), row %lld, %d blocks: %a, ggml's %a",
-                      oxl_isa_name((oxl_isa)cap), oxl_isa_name(kt.vec_dot_isa[OXL_TYPE_IQ4_NL]), (long long)row,
-                      want[i].blocks, got, want[i].dot);
+                      oxl_isa_name((oxl_isa)cap), oxl_isa_name(kt.vec_dot_isa[type]), (long long)row, want[i].blocks,
+                      got, want[i].dot);
             cr_expect(!isfinite(abs_sum) || fabs(got - ref) <= 1e-5 * abs_sum,
                       "cap %s, row %lld, %d blocks: %.9g, double sum %.9g", oxl_isa_name((oxl_isa)cap), (long long)row,
                       want[i].blocks, got, ref);
@@ -182,6 +182,9 @@ Test(kernels, iq4_nl_dots_on_odd_block_counts) {
     cr_expect_geq(n_isas, 1);
     oxl_gguf_close(g);
 }
+
+Test(kernels, iq4_nl_dots_on_odd_block_counts) { check_prefix_dots("iq4_nl", OXL_TYPE_IQ4_NL); }
+Test(kernels, mxfp4_dots_on_odd_block_counts) { check_prefix_dots("mxfp4", OXL_TYPE_MXFP4); }
 
 /* ---- the ggml summation order: every ISA the CPU has gives the same bits ----------------------- */
 

@@ -453,6 +453,49 @@ Test(quantize_cli, iq4_nl_mix_rules) {
     cr_expect_eq(oxl_quant_choose_types(&m, &o, odd, 1, &err), -1);
 }
 
+/* MXFP4_MOE's rules that gpt-oss (ctest quantize-kquant-files: llama-quantize's file byte for byte)
+ * does not reach, as llama_tensor_get_type_impl states them: with tied embeddings token_embd is the
+ * output and gets Q8_0; --output-tensor-type still wins; the split comes before the 8-expert rules
+ * (attn_v stays Q8_0, attn_output Q8_0, not Q5_K); a 3-D stack with one expert is Q8_0. */
+Test(quantize_cli, mxfp4_moe_mix_rules) {
+    const oxl_quant_tensor base[] = {
+        {.name = "token_embd.weight", .type = OXL_TYPE_F32, .ne = {64, 512, 1, 1}},
+        {.name = "blk.0.attn_v.weight", .type = OXL_TYPE_F32, .ne = {64, 32, 1, 1}},
+        {.name = "blk.0.attn_output.weight", .type = OXL_TYPE_F32, .ne = {64, 64, 1, 1}},
+        {.name = "blk.0.ffn_down_exps.weight", .type = OXL_TYPE_F32, .ne = {64, 64, 8, 1}},
+        {.name = "blk.0.ffn_up_shexp.weight", .type = OXL_TYPE_F32, .ne = {64, 64, 1, 1}},
+        {.name = "blk.0.ffn_gate_exps.weight", .type = OXL_TYPE_F32, .ne = {64, 64, 1, 1}},
+    };
+    enum { N = sizeof base / sizeof base[0] };
+    oxl_quant_tensor t[N];
+    oxl_error err = {{0}};
+    oxl_quant_model m = {.arch = "gpt-oss", .n_layer = 1, .n_head = 4, .n_head_kv = 1, .n_expert = 8};
+    oxl_quant_options o = {
+        .ftype = oxl_ftype_find("MXFP4_MOE"), .output_type = OXL_TYPE_COUNT, .token_embd_type = OXL_TYPE_COUNT};
+    cr_assert_not_null(o.ftype);
+    cr_expect_eq(oxl_ftype_id(o.ftype), 38);
+    memcpy(t, base, sizeof t);
+    oxl_quant_sort(t, N);
+    cr_assert_eq(oxl_quant_choose_types(&m, &o, t, N, &err), 0, "%s", err.msg);
+    cr_expect_eq(target_of(t, N, "token_embd.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(target_of(t, N, "blk.0.attn_output.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(target_of(t, N, "blk.0.ffn_down_exps.weight"), OXL_TYPE_MXFP4);
+    cr_expect_eq(target_of(t, N, "blk.0.ffn_up_shexp.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(target_of(t, N, "blk.0.ffn_gate_exps.weight"), OXL_TYPE_Q8_0);
+    /* the output type given: the tied token_embd takes it */
+    o.output_type = OXL_TYPE_Q4_0;
+    memcpy(t, base, sizeof t);
+    oxl_quant_sort(t, N);
+    cr_assert_eq(oxl_quant_choose_types(&m, &o, t, N, &err), 0, "%s", err.msg);
+    cr_expect_eq(target_of(t, N, "token_embd.weight"), OXL_TYPE_Q4_0);
+    cr_expect_eq(target_of(t, N, "blk.0.ffn_down_exps.weight"), OXL_TYPE_MXFP4);
+    /* an expert row that is not a multiple of 32: llama.cpp has no fallback type for MXFP4 */
+    oxl_quant_tensor odd[] = {{.name = "blk.0.ffn_up_exps.weight", .type = OXL_TYPE_F32, .ne = {48, 4, 8, 1}}};
+    o.output_type = OXL_TYPE_COUNT;
+    cr_expect_eq(oxl_quant_choose_types(&m, &o, odd, 1, &err), -1);
+}
+
 /* The legacy layout holds the same statistics: the same bytes for the ftypes whose formats use them. */
 Test(quantize_cli, legacy_dat_imatrix_gives_the_same_bytes, .timeout = 120) {
     int n = 0;
