@@ -220,7 +220,8 @@ class Generator:
         render("oxl_fp16.h.j2", "oxl_fp16.h")
         tables, source = spec.load_quant_tables(ROOT)
         render("oxl_quant_tables.h.j2", "oxl_quant_tables.h", tables=tables, source=source,
-               users={t: [f.name for f in spec.FORMATS if t in f.tables] for t in tables},
+               users={t: [f.name for f in spec.FORMATS if t in f.tables]
+                      + (["src/quantize/iq_grid.c"] if t in spec.GRID_TABLES else []) for t in tables},
                per_line={"int8_t": 16, "uint8_t": 16, "uint32_t": 6, "uint64_t": 3},
                literals=lambda ctype, row: ", ".join(c_literal(ctype, v) for v in row),
                header=header(["templates/oxl_quant_tables.h.j2", spec.QUANT_TABLES_JSON]))

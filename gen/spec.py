@@ -248,6 +248,11 @@ QUANT_TABLES = {
     "kvalues_iq4nl": "int8_t",
     "kvalues_fp4": "int8_t",
 }
+
+# The grids src/quantize/iq_grid.c builds ggml's neighbour tables from (iq2xs_init_impl), for the
+# quantizers of iq2_xxs, iq2_xs, iq2_s, iq1_s and iq1_m: always in generated/oxl_quant_tables.h.
+GRID_TABLES = ("iq2xxs_grid", "iq2xs_grid", "iq2s_grid", "iq1s_grid")
+
 # The range of values each C type holds (checked against the JSON before anything is written).
 TABLE_CTYPE_RANGE = {
     "int8_t": (-128, 127), "uint8_t": (0, 255), "uint32_t": (0, 2**32 - 1), "uint64_t": (0, 2**64 - 1),
@@ -629,8 +634,8 @@ def cell_isas(fmt):
 
 
 def quant_tables_used():
-    """The names of QUANT_TABLES that some format uses, in QUANT_TABLES order."""
-    used = {t for f in FORMATS for t in f.tables}
+    """The names of QUANT_TABLES that some format or GRID_TABLES uses, in QUANT_TABLES order."""
+    used = {t for f in FORMATS for t in f.tables} | set(GRID_TABLES)
     return [t for t in QUANT_TABLES if t in used]
 
 
