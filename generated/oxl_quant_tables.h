@@ -23,7 +23,26 @@
 
 #include <stdint.h>
 
-/* iq2xxs_grid (256 x uint64_t), used by src/quantize/iq_grid.c */
+/* kmask_iq2xs (8 x uint8_t), used by iq2_xxs, iq2_xs, iq2_s */
+#define OXL_KMASK_IQ2XS_LEN 8
+static const uint8_t oxl_kmask_iq2xs[8] = {
+    1, 2, 4, 8, 16, 32, 64, 128,
+};
+
+/* ksigns_iq2xs (128 x uint8_t), used by iq2_xxs, iq2_xs */
+#define OXL_KSIGNS_IQ2XS_LEN 128
+static const uint8_t oxl_ksigns_iq2xs[128] = {
+    0, 129, 130, 3, 132, 5, 6, 135, 136, 9, 10, 139, 12, 141, 142, 15,
+    144, 17, 18, 147, 20, 149, 150, 23, 24, 153, 154, 27, 156, 29, 30, 159,
+    160, 33, 34, 163, 36, 165, 166, 39, 40, 169, 170, 43, 172, 45, 46, 175,
+    48, 177, 178, 51, 180, 53, 54, 183, 184, 57, 58, 187, 60, 189, 190, 63,
+    192, 65, 66, 195, 68, 197, 198, 71, 72, 201, 202, 75, 204, 77, 78, 207,
+    80, 209, 210, 83, 212, 85, 86, 215, 216, 89, 90, 219, 92, 221, 222, 95,
+    96, 225, 226, 99, 228, 101, 102, 231, 232, 105, 106, 235, 108, 237, 238, 111,
+    240, 113, 114, 243, 116, 245, 246, 119, 120, 249, 250, 123, 252, 125, 126, 255,
+};
+
+/* iq2xxs_grid (256 x uint64_t), used by iq2_xxs, src/quantize/iq_grid.c */
 #define OXL_IQ2XXS_GRID_LEN 256
 static const uint64_t oxl_iq2xxs_grid[256] = {
     0x0808080808080808ull, 0x080808080808082bull, 0x0808080808081919ull,
@@ -114,7 +133,7 @@ static const uint64_t oxl_iq2xxs_grid[256] = {
     0x2b2b2b1908081908ull,
 };
 
-/* iq2xs_grid (512 x uint64_t), used by src/quantize/iq_grid.c */
+/* iq2xs_grid (512 x uint64_t), used by iq2_xs, src/quantize/iq_grid.c */
 #define OXL_IQ2XS_GRID_LEN 512
 static const uint64_t oxl_iq2xs_grid[512] = {
     0x0808080808080808ull, 0x080808080808082bull, 0x0808080808081919ull,
@@ -290,7 +309,7 @@ static const uint64_t oxl_iq2xs_grid[512] = {
     0x2b2b2b2b2b190819ull, 0x2b2b2b2b2b2b2b2bull,
 };
 
-/* iq2s_grid (1024 x uint64_t), used by src/quantize/iq_grid.c */
+/* iq2s_grid (1024 x uint64_t), used by iq2_s, src/quantize/iq_grid.c */
 #define OXL_IQ2S_GRID_LEN 1024
 static const uint64_t oxl_iq2s_grid[1024] = {
     0x0808080808080808ull, 0x080808080808082bull, 0x0808080808081919ull,
