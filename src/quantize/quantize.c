@@ -5,6 +5,7 @@
 #include "quantize.h"
 
 #include "error.h"
+#include "iq_grid.h"
 #include "quantize_impl.h"
 #include "oxl_blocks.h"
 #include "oxl_fp16.h"
@@ -116,6 +117,11 @@ bool oxl_quantize_supported(oxl_type t) { return (unsigned)t < OXL_TYPE_COUNT &&
 
 bool oxl_quantize_uses_imatrix(oxl_type t) { return oxl_quantize_supported(t) && oxl_quantizers[t].uses_imatrix; }
 
+bool oxl_quantize_requires_imatrix(oxl_type t) {
+    /* ggml_quantize_requires_imatrix: ggml's quantizers of these assert without one */
+    return t == OXL_TYPE_IQ2_XXS || t == OXL_TYPE_IQ2_XS || t == OXL_TYPE_IQ1_S;
+}
+
 int oxl_quantize_rows(oxl_type t, const float *x, void *y, int64_t nrows, int64_t ne0, const float *imatrix,
                       oxl_error *err) {
     const oxl_type_traits *tr = oxl_type_traits_get((uint32_t)t);
@@ -126,6 +132,12 @@ int oxl_quantize_rows(oxl_type t, const float *x, void *y, int64_t nrows, int64_
     if (ne0 <= 0 || nrows < 0 || ne0 % tr->blck_size != 0) {
         return oxl_err_set(err, "quantize %s: row length %lld is not a positive multiple of the block size %lld",
                            tr->name, (long long)ne0, (long long)tr->blck_size);
+    }
+    if (imatrix == NULL && oxl_quantize_requires_imatrix(t)) {
+        return oxl_err_set(err, "quantize %s: this type requires an importance matrix", tr->name);
+    }
+    if (oxl_iq_grid_uses(t) && oxl_iq_grid_get(t) == NULL) {
+        return oxl_err_set(err, "quantize %s: out of memory building the grid tables", tr->name);
     }
     const size_t row_size = oxl_row_size(t, ne0);
     for (int64_t r = 0; r < nrows; r++) {

@@ -14,6 +14,9 @@
  * (formats that ignore one, as ggml's q8_0 does, answer false). */
 bool oxl_quantize_supported(oxl_type t);
 bool oxl_quantize_uses_imatrix(oxl_type t);
+/* Whether format t cannot be quantized without an importance matrix (ggml_quantize_requires_imatrix:
+ * iq2_xxs, iq2_xs, iq1_s); oxl_quantize_rows refuses them with a NULL imatrix. */
+bool oxl_quantize_requires_imatrix(oxl_type t);
 
 /* Quantizes nrows rows of ne0 floats x (row-major, ne0 contiguous) into y, which holds
  * nrows * oxl_row_size(t, ne0) bytes. imatrix: NULL, or ne0 importance weights (one per column)
@@ -25,7 +28,7 @@ bool oxl_quantize_uses_imatrix(oxl_type t);
  * imatrix none of these formats takes the imatrix-capable _impl path: ggml's quantize_<type> calls
  * the _ref function whenever quant_weights is NULL (so rows are independent of each other).
  * Returns 0, or -1 with err set when t is not supported, ne0 is not a multiple of the block size,
- * or a row holds NaN/Inf (named by row and column). */
+ * t requires an imatrix and has none, or a row holds NaN/Inf (named by row and column). */
 int oxl_quantize_rows(oxl_type t, const float *x, void *y, int64_t nrows, int64_t ne0, const float *imatrix,
                       oxl_error *err);
 
