@@ -160,6 +160,8 @@ class Ftype:
     # MXFP4_MOE: the expert stacks (ne[2] > 1) get `type`, every other matrix (the output and the
     # embeddings too) this format, before any other rule; "": no such split
     experts_split_type: str = ""
+    output: str = ""             # the output's (and tied token_embd's) format when its rows fit; "": q6_K
+    attn_k_8exp_q4_K: bool = False  # 8 experts: attn_k q4_K (not q8_0)
     aliases: tuple = ()          # other llama-quantize names of this mix ("Q4_K" for Q4_K_M)
     # `oxillama quantize` writes this mix: its type has a quantizer and the rules above are all of
     # llama.cpp's for it (checked against llama-quantize's files, golden/quantize/expected*.json)
@@ -177,6 +179,8 @@ MIX_ATTN_V = (
     ("more_bits_q6_K", "Q4_K_M, Q5_K_M: q6_K on the use_more_bits layers"),
     ("first4_q5_K", "Q4_K_S: q5_K on the first 4"),
     ("gqa4_q5_K", "IQ4_NL: q5_K with n_head/n_head_kv >= 4"),
+    ("gqa4_or_4exp_q4_K_else_q2_K", "IQ2_XXS, IQ2_XS: q4_K with n_head/n_head_kv >= 4 or 4+ experts, else q2_K"),
+    ("gqa4_or_4exp_q4_K_else_iq3_s", "IQ2_S, IQ2_M: q4_K with n_head/n_head_kv >= 4 or 4+ experts, else iq3_s"),
 )
 MIX_FFN_DOWN = (
     ("keep", "the ftype's type"),
@@ -189,6 +193,8 @@ MIX_FFN_DOWN = (
     ("first8th_q5_K", "Q4_K_S: q5_K on the first n/8 layers (not Falcon)"),
     ("imatrix_first8th", "Q4_0, Q5_0: with an imatrix, the first n/8 layers get down_type"),
     ("no_imatrix_first8th_q5_K", "IQ4_NL: without an imatrix, q5_K on the first n/8 layers"),
+    ("running_first8th_q2_K", "IQ2_XXS, IQ2_XS: q2_K on the first n/8 ffn_down tensors by running index"),
+    ("running_first8th_iq3_s", "IQ2_S, IQ2_M: iq3_s on the first n/8 ffn_down tensors by running index"),
 )
 
 FTYPES = (
@@ -214,8 +220,12 @@ FTYPES = (
     Ftype("Q5_K_M", 17, "Q5_K - Medium", type="q5_K", attn_v="more_bits_q6_K", ffn_down="more_bits_q6_K",
           aliases=("Q5_K",), quantize=True),
     Ftype("Q6_K", 18, "Q6_K", type="q6_K", quantize=True),
-    Ftype("IQ2_XXS", 19, "IQ2_XXS - 2.0625 bpw", type="iq2_xxs"),
-    Ftype("IQ2_XS", 20, "IQ2_XS - 2.3125 bpw", type="iq2_xs"),
+    Ftype("IQ2_XXS", 19, "IQ2_XXS - 2.0625 bpw", type="iq2_xxs", attn_v="gqa4_or_4exp_q4_K_else_q2_K",
+          ffn_down="running_first8th_q2_K", attn_output_8exp_q5_K=True, token_embd="q2_K", output="q5_K",
+          attn_k_8exp_q4_K=True, quantize=True),
+    Ftype("IQ2_XS", 20, "IQ2_XS - 2.3125 bpw", type="iq2_xs", attn_v="gqa4_or_4exp_q4_K_else_q2_K",
+          ffn_down="running_first8th_q2_K", attn_output_8exp_q5_K=True, token_embd="q2_K", output="q5_K",
+          attn_k_8exp_q4_K=True, quantize=True),
     Ftype("Q2_K_S", 21, "Q2_K - Small", type="q2_K", attn_v="gqa4_q4_K", ffn_down="first8th_q4_K", quantize=True),
     Ftype("IQ3_XS", 22, "IQ3_XS - 3.3 bpw", type="iq3_s"),
     Ftype("IQ3_XXS", 23, "IQ3_XXS - 3.0625 bpw", type="iq3_xxs"),
@@ -224,8 +234,12 @@ FTYPES = (
           attn_output_8exp_q5_K=True, quantize=True),
     Ftype("IQ3_S", 26, "IQ3_S - 3.4375 bpw", type="iq3_s"),
     Ftype("IQ3_M", 27, "IQ3_S mix - 3.66 bpw", type="iq3_s"),
-    Ftype("IQ2_S", 28, "IQ2_S - 2.5 bpw", type="iq2_xs"),
-    Ftype("IQ2_M", 29, "IQ2_M - 2.7 bpw", type="iq2_s"),
+    Ftype("IQ2_S", 28, "IQ2_S - 2.5 bpw", type="iq2_xs", attn_v="gqa4_or_4exp_q4_K_else_iq3_s",
+          ffn_down="running_first8th_iq3_s", attn_output="iq3_s", attn_output_falcon="iq3_s",
+          attn_output_8exp_q5_K=True, token_embd="iq3_s", output="q5_K", attn_k_8exp_q4_K=True),
+    Ftype("IQ2_M", 29, "IQ2_M - 2.7 bpw", type="iq2_s", attn_v="gqa4_or_4exp_q4_K_else_iq3_s",
+          ffn_down="running_first8th_iq3_s", attn_output="iq3_s", attn_output_falcon="iq3_s",
+          attn_output_8exp_q5_K=True, token_embd="iq3_s", output="q5_K", attn_k_8exp_q4_K=True),
     Ftype("IQ4_XS", 30, "IQ4_XS - 4.25 bpw", type="iq4_xs"),
     Ftype("IQ1_M", 31, "IQ1_M - 1.75 bpw", type="iq1_m"),
     Ftype("BF16", 32, "BF16", type="bf16", quantize=True),
@@ -571,7 +585,8 @@ def validate(template_formats):
         ft_ids.add(ft.id)
         ft_names |= {n.upper() for n in names}
         for what, t in (("type", ft.type), ("down_type", ft.down_type), ("attn_output", ft.attn_output),
-                        ("attn_output_falcon", ft.attn_output_falcon), ("experts_split_type", ft.experts_split_type)):
+                        ("attn_output_falcon", ft.attn_output_falcon), ("experts_split_type", ft.experts_split_type),
+                        ("token_embd", ft.token_embd), ("output", ft.output)):
             if t and t not in FORMAT_BY_NAME:
                 errors.append(f"ftype {ft.name}: {what} {t} is not a format")
         if ft.attn_v not in rules_v or ft.ffn_down not in rules_down:
@@ -579,7 +594,8 @@ def validate(template_formats):
         if (ft.ffn_down == "imatrix_first8th") != bool(ft.down_type):
             errors.append(f"ftype {ft.name}: down_type goes with ffn_down imatrix_first8th, and only with it")
         if ft.quantize:
-            for t in {ft.type, ft.down_type, ft.attn_output, ft.attn_output_falcon, ft.experts_split_type} - {""}:
+            for t in {ft.type, ft.down_type, ft.attn_output, ft.attn_output_falcon, ft.experts_split_type, ft.token_embd,
+                      ft.output} - {""}:
                 if t not in FORMAT_BY_NAME or not FORMAT_BY_NAME[t].quantizer:
                     errors.append(f"ftype {ft.name}: quantize=True but {t or 'its type'} has no quantizer")
     seen = set()

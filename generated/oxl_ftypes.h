@@ -18,6 +18,8 @@ typedef enum oxl_mix_v {
     OXL_V_MORE_BITS_Q6_K, /* Q4_K_M, Q5_K_M: q6_K on the use_more_bits layers */
     OXL_V_FIRST4_Q5_K, /* Q4_K_S: q5_K on the first 4 */
     OXL_V_GQA4_Q5_K, /* IQ4_NL: q5_K with n_head/n_head_kv >= 4 */
+    OXL_V_GQA4_OR_4EXP_Q4_K_ELSE_Q2_K, /* IQ2_XXS, IQ2_XS: q4_K with n_head/n_head_kv >= 4 or 4+ experts, else q2_K */
+    OXL_V_GQA4_OR_4EXP_Q4_K_ELSE_IQ3_S, /* IQ2_S, IQ2_M: q4_K with n_head/n_head_kv >= 4 or 4+ experts, else iq3_s */
 } oxl_mix_v;
 
 /* ffn_down rules; i = the running index of ffn_down tensors, n = n_layer */
@@ -32,6 +34,8 @@ typedef enum oxl_mix_down {
     OXL_DOWN_FIRST8TH_Q5_K, /* Q4_K_S: q5_K on the first n/8 layers (not Falcon) */
     OXL_DOWN_IMATRIX_FIRST8TH, /* Q4_0, Q5_0: with an imatrix, the first n/8 layers get down_type */
     OXL_DOWN_NO_IMATRIX_FIRST8TH_Q5_K, /* IQ4_NL: without an imatrix, q5_K on the first n/8 layers */
+    OXL_DOWN_RUNNING_FIRST8TH_Q2_K, /* IQ2_XXS, IQ2_XS: q2_K on the first n/8 ffn_down tensors by running index */
+    OXL_DOWN_RUNNING_FIRST8TH_IQ3_S, /* IQ2_S, IQ2_M: iq3_s on the first n/8 ffn_down tensors by running index */
 } oxl_mix_down;
 
 typedef struct oxl_ftype_info {
@@ -49,6 +53,8 @@ typedef struct oxl_ftype_info {
     bool attn_output_8exp_q5_K;  /* 8 experts: attn_output q5_K */
     oxl_type token_embd;         /* token_embd, not tied to the output; OXL_TYPE_COUNT: keep */
     oxl_type experts_split_type; /* MXFP4_MOE: all but the expert stacks; OXL_TYPE_COUNT: no split */
+    oxl_type output;             /* the output (and tied token_embd) when its rows fit; OXL_TYPE_COUNT: q6_K */
+    bool attn_k_8exp_q4_K;       /* 8 experts: attn_k q4_K (not q8_0) */
 } oxl_ftype_info;
 
 enum { OXL_FTYPE_COUNT = 36 };

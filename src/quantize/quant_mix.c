@@ -245,6 +245,9 @@ static oxl_type oxl_mix_attn_v(const oxl_ftype_mix *f, const oxl_quant_model *m,
     case OXL_V_MORE_BITS_Q6_K: type = oxl_use_more_bits(i, n) ? OXL_TYPE_Q6_K : type; break;
     case OXL_V_FIRST4_Q5_K: type = i < 4 ? OXL_TYPE_Q5_K : type; break;
     case OXL_V_GQA4_Q5_K: type = gqa4 ? OXL_TYPE_Q5_K : type; break;
+    /* the 1/2-bit I-quant ftypes' own branch of llama_tensor_get_type_impl: no 70B or 8-expert bump */
+    case OXL_V_GQA4_OR_4EXP_Q4_K_ELSE_Q2_K: return gqa4 || m->n_expert >= 4 ? OXL_TYPE_Q4_K : OXL_TYPE_Q2_K;
+    case OXL_V_GQA4_OR_4EXP_Q4_K_ELSE_IQ3_S: return gqa4 || m->n_expert >= 4 ? OXL_TYPE_Q4_K : OXL_TYPE_IQ3_S;
     }
     /* 70B: attn_v is 8x smaller than attn_q, so more bits cost little */
     if (m->is_70b && (type == OXL_TYPE_Q3_K || type == OXL_TYPE_Q4_K)) {
@@ -278,8 +281,17 @@ static oxl_type oxl_mix_ffn_down(const oxl_ftype_mix *f, const oxl_quant_model *
     case OXL_DOWN_FIRST8TH_Q5_K: type = !falcon && i < n / 8 ? OXL_TYPE_Q5_K : type; break;
     case OXL_DOWN_IMATRIX_FIRST8TH: type = has_imatrix && i < n / 8 ? f->down_type : type; break;
     case OXL_DOWN_NO_IMATRIX_FIRST8TH_Q5_K: type = !has_imatrix && i < n / 8 ? OXL_TYPE_Q5_K : type; break;
+    case OXL_DOWN_RUNNING_FIRST8TH_Q2_K: type = i < n / 8 ? OXL_TYPE_Q2_K : type; break;
+    case OXL_DOWN_RUNNING_FIRST8TH_IQ3_S: type = i < n / 8 ? OXL_TYPE_IQ3_S : type; break;
     }
     return type;
+}
+
+/* The ffn_down rules that count ffn_down tensors by running index, even with experts (the 1/2-bit
+ * I-quant ftypes' branch of llama_tensor_get_type_impl, which never looks at ffn_gate / ffn_up and
+ * so never checks their layer either). */
+static bool oxl_down_by_running_index(oxl_mix_down r) {
+    return r == OXL_DOWN_RUNNING_FIRST8TH_Q2_K || r == OXL_DOWN_RUNNING_FIRST8TH_IQ3_S;
 }
 
 /* llama_tensor_get_type_impl for the ftypes of the table */
@@ -295,6 +307,8 @@ static int oxl_mix_type(const oxl_quant_model *m, const oxl_quant_options *o, ox
             type = f->experts_split_type;
         } else if (falcon || t->ne[0] % oxl_type_traits_get((uint32_t)type)->blck_size != 0) {
             type = OXL_TYPE_Q8_0;
+        } else if (f->output != OXL_TYPE_COUNT) {
+            type = f->output;
         } else if (type != OXL_TYPE_Q8_0) {
             type = OXL_TYPE_Q6_K;
         }
@@ -312,11 +326,11 @@ static int oxl_mix_type(const oxl_quant_model *m, const oxl_quant_options *o, ox
         s->i_attention_wv++;
     } else if (cat == OXL_CAT_ATTN_K) {
         if (m->n_expert == 8) {
-            type = OXL_TYPE_Q8_0;
+            type = f->attn_k_8exp_q4_K ? OXL_TYPE_Q4_K : OXL_TYPE_Q8_0;
         }
     } else if (cat == OXL_CAT_FFN_DOWN) {
-        int layer;
-        if (oxl_ffn_layer(m, t, s->i_ffn_down, &layer, err) < 0) {
+        int layer = s->i_ffn_down;
+        if (!oxl_down_by_running_index(f->ffn_down) && oxl_ffn_layer(m, t, s->i_ffn_down, &layer, err) < 0) {
             return -1;
         }
         type = oxl_mix_ffn_down(f, m, o->has_imatrix, layer, m->n_layer, type);
@@ -333,7 +347,7 @@ static int oxl_mix_type(const oxl_quant_model *m, const oxl_quant_options *o, ox
     /* llama.cpp also has attn_qkv rules, but attn_qkv is attn_v-like and takes the attn_v branch
      * above first, so they never apply */
     /* ffn_gate / ffn_up rules exist only for IQ ftypes; their layer checks still apply to MoE */
-    if (cat == OXL_CAT_FFN_GATE || cat == OXL_CAT_FFN_UP) {
+    if ((cat == OXL_CAT_FFN_GATE || cat == OXL_CAT_FFN_UP) && !oxl_down_by_running_index(f->ffn_down)) {
         int layer;
         if (oxl_ffn_layer(m, t, 0, &layer, err) < 0) {
             return -1;
@@ -346,9 +360,10 @@ static int oxl_mix_type(const oxl_quant_model *m, const oxl_quant_options *o, ox
 /* tensor_type_fallback: a type whose block fits a row length that is not a multiple of 256 */
 static int oxl_fallback(const oxl_quant_tensor *t, oxl_type type, oxl_type *out, bool *used, oxl_error *err) {
     static const oxl_type from[][2] = {
-        {OXL_TYPE_Q2_K, OXL_TYPE_Q4_0},  {OXL_TYPE_Q3_K, OXL_TYPE_Q4_0},  {OXL_TYPE_Q4_K, OXL_TYPE_Q5_0},
-        {OXL_TYPE_Q5_K, OXL_TYPE_Q5_1},  {OXL_TYPE_Q6_K, OXL_TYPE_Q8_0},  {OXL_TYPE_Q2_0, OXL_TYPE_Q4_0},
-        {OXL_TYPE_TQ1_0, OXL_TYPE_Q4_0}, {OXL_TYPE_TQ2_0, OXL_TYPE_Q4_0},
+        {OXL_TYPE_Q2_K, OXL_TYPE_Q4_0},     {OXL_TYPE_Q3_K, OXL_TYPE_Q4_0},    {OXL_TYPE_Q4_K, OXL_TYPE_Q5_0},
+        {OXL_TYPE_Q5_K, OXL_TYPE_Q5_1},     {OXL_TYPE_Q6_K, OXL_TYPE_Q8_0},    {OXL_TYPE_Q2_0, OXL_TYPE_Q4_0},
+        {OXL_TYPE_TQ1_0, OXL_TYPE_Q4_0},    {OXL_TYPE_TQ2_0, OXL_TYPE_Q4_0},   {OXL_TYPE_IQ2_XXS, OXL_TYPE_IQ4_NL},
+        {OXL_TYPE_IQ2_XS, OXL_TYPE_IQ4_NL}, {OXL_TYPE_IQ2_S, OXL_TYPE_IQ4_NL},
     };
     *out = type;
     *used = false;
@@ -414,12 +429,18 @@ int oxl_quant_choose_types(const oxl_quant_model *m, const oxl_quant_options *o,
             }
             n_fallback += ti->fallback;
         }
-        /* tensor_requires_imatrix: Q2_K in a Q2_K_S file, except the embeddings and the output */
-        ti->requires_imatrix = ti->target == OXL_TYPE_Q2_K && strcmp(o->ftype->name, "Q2_K_S") == 0 &&
+        /* tensor_requires_imatrix: the 1- to 3-bit I-quants, and Q2_K in a Q2_K_S file, except the
+         * embeddings and the output */
+        const oxl_type tt = ti->target;
+        ti->requires_imatrix = (tt == OXL_TYPE_IQ3_XXS || tt == OXL_TYPE_IQ2_XXS || tt == OXL_TYPE_IQ2_XS ||
+                                tt == OXL_TYPE_IQ2_S || tt == OXL_TYPE_IQ1_M || tt == OXL_TYPE_IQ1_S ||
+                                (tt == OXL_TYPE_Q2_K && strcmp(o->ftype->name, "Q2_K_S") == 0)) &&
                                c != OXL_CAT_TOKEN_EMBD && c != OXL_CAT_OUTPUT;
         if (ti->requires_imatrix && !o->has_imatrix) {
-            return oxl_err_set(err, "tensor '%s': %s needs an importance matrix for %s (--imatrix)", ti->name,
-                               o->ftype->name, oxl_type_traits_get((uint32_t)ti->target)->name);
+            return oxl_err_set(err,
+                               "this quantization requires an importance matrix (--imatrix): tensor '%s' gets %s "
+                               "in %s",
+                               ti->name, oxl_type_traits_get((uint32_t)tt)->name, o->ftype->name);
         }
     }
     return n_fallback;

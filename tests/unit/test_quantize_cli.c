@@ -369,8 +369,9 @@ Test(quantize_cli, every_ftype_with_gguf_imatrix_equals_llama_quantize, .timeout
 /* expected-iq.json (the I-quant, ternary and 1/2-bit ftypes): every output whose ftype oxillama
  * writes, with the imatrix for the -imat keys; the keys listed must be among them. */
 Test(quantize_cli, iq_ftypes_equal_llama_quantize, .timeout = 120) {
-    static const char *const required[] = {"IQ4_NL",     "IQ4_NL-imat", "TQ1_0",     "TQ1_0-imat", "TQ2_0",
-                                           "TQ2_0-imat", "Q1_0",        "Q1_0-imat", "Q2_0",       "Q2_0-imat"};
+    static const char *const required[] = {"IQ4_NL", "IQ4_NL-imat", "TQ1_0",        "TQ1_0-imat",
+                                           "TQ2_0",  "TQ2_0-imat",  "Q1_0",         "Q1_0-imat",
+                                           "Q2_0",   "Q2_0-imat",   "IQ2_XXS-imat", "IQ2_XS-imat"};
     int n = 0;
     exp_output *outs = read_expected_file(GOLDEN "expected-iq.json", &n);
     cr_assert_geq(n, 24);
