@@ -11,20 +11,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Sub-block ib32 of b: the 32 grid values with their signs applied in v (|v| <= 43), and the 4-bit
- * scales of its two halves of 16 in ls */
-static inline void oxl_iq2_s_sub(const oxl_block_iq2_s *b, int ib32, int8_t v[32], int ls[2]) {
+/* Sub-block ib32 of b: the grid entries of its 4 groups of 8 (byte j = value j: 8, 25 or 43), their
+ * sign bytes (bit j: value j is negative), and the 4-bit scales of its two halves of 16 */
+static inline void oxl_iq2_s_grid_signs(const oxl_block_iq2_s *b, int ib32, uint64_t grid[4], uint8_t signs[4],
+                                        int ls[2]) {
     for (int l = 0; l < 4; l++) {
-        const int index = b->qs[4 * ib32 + l] | ((b->qh[ib32] << (8 - 2 * l)) & 0x300);
-        const uint64_t g = oxl_iq2s_grid[index];
-        const uint8_t signs = b->qs[OXL_QK_IQ2_S / 8 + 4 * ib32 + l];
-        for (int j = 0; j < 8; j++) {
-            const int8_t q = (int8_t)(g >> (8 * j));
-            v[8 * l + j] = (int8_t)(signs & oxl_kmask_iq2xs[j] ? -q : q);
-        }
+        grid[l] = oxl_iq2s_grid[b->qs[4 * ib32 + l] | ((b->qh[ib32] << (8 - 2 * l)) & 0x300)];
+        signs[l] = b->qs[OXL_QK_IQ2_S / 8 + 4 * ib32 + l];
     }
     ls[0] = b->scales[ib32] & 0xf;
     ls[1] = b->scales[ib32] >> 4;
+}
+
+/* Sub-block ib32 of b: its 32 grid values with their signs applied in v (|v| <= 43), and the 4-bit
+ * scales of its two halves of 16 in ls */
+static inline void oxl_iq2_s_sub(const oxl_block_iq2_s *b, int ib32, int8_t v[32], int ls[2]) {
+    uint64_t grid[4];
+    uint8_t signs[4];
+    oxl_iq2_s_grid_signs(b, ib32, grid, signs, ls);
+    for (int l = 0; l < 4; l++) {
+        for (int j = 0; j < 8; j++) {
+            const int8_t q = (int8_t)(grid[l] >> (8 * j));
+            v[8 * l + j] = (int8_t)(signs[l] & oxl_kmask_iq2xs[j] ? -q : q);
+        }
+    }
 }
 
 /* y[0..n) = to_float(x), bit-exact */

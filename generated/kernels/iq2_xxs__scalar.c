@@ -11,21 +11,34 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Sub-block ib32 of b: the 32 grid values with their signs applied in v (|v| <= 43), and the 4-bit
- * scales of its two halves of 16 in ls (iq2_xxs: the one scale of the sub-block, twice) */
-static inline void oxl_iq2_xxs_sub(const oxl_block_iq2_xxs *b, int ib32, int8_t v[32], int ls[2]) {
-    /* 4 bytes of grid indices, then 4 x 7 bits of signs and the scale in the top 4 bits */
+/* Sub-block ib32 of b: the grid entries of its 4 groups of 8 (byte j = value j, 2l+1 scaled: 8, 25
+ * or 43), their sign bytes (bit j: value j is negative), and the 4-bit scales of its two halves of
+ * 16 (iq2_xxs: the one scale of the sub-block, twice) */
+static inline void oxl_iq2_xxs_grid_signs(const oxl_block_iq2_xxs *b, int ib32, uint64_t grid[4], uint8_t signs[4],
+                                          int ls[2]) {
+    /* 4 bytes of grid indices, then 4 x 7 bits of signs (ksigns_iq2xs adds the 8th, for an even
+     * count) and the scale in the top 4 bits */
     const uint32_t aux0 = (uint32_t)b->qs[4 * ib32] | (uint32_t)b->qs[4 * ib32 + 1] << 16;
     const uint32_t aux1 = (uint32_t)b->qs[4 * ib32 + 2] | (uint32_t)b->qs[4 * ib32 + 3] << 16;
     for (int l = 0; l < 4; l++) {
-        const uint64_t g = oxl_iq2xxs_grid[(aux0 >> (8 * l)) & 0xff];
-        const uint8_t signs = oxl_ksigns_iq2xs[(aux1 >> (7 * l)) & 127];
-        for (int j = 0; j < 8; j++) {
-            const int8_t q = (int8_t)(g >> (8 * j));
-            v[8 * l + j] = (int8_t)(signs & oxl_kmask_iq2xs[j] ? -q : q);
-        }
+        grid[l] = oxl_iq2xxs_grid[(aux0 >> (8 * l)) & 0xff];
+        signs[l] = oxl_ksigns_iq2xs[(aux1 >> (7 * l)) & 127];
     }
     ls[0] = ls[1] = (int)(aux1 >> 28);
+}
+
+/* Sub-block ib32 of b: its 32 grid values with their signs applied in v (|v| <= 43), and the 4-bit
+ * scales of its two halves of 16 in ls */
+static inline void oxl_iq2_xxs_sub(const oxl_block_iq2_xxs *b, int ib32, int8_t v[32], int ls[2]) {
+    uint64_t grid[4];
+    uint8_t signs[4];
+    oxl_iq2_xxs_grid_signs(b, ib32, grid, signs, ls);
+    for (int l = 0; l < 4; l++) {
+        for (int j = 0; j < 8; j++) {
+            const int8_t q = (int8_t)(grid[l] >> (8 * j));
+            v[8 * l + j] = (int8_t)(signs[l] & oxl_kmask_iq2xs[j] ? -q : q);
+        }
+    }
 }
 
 /* y[0..n) = to_float(x), bit-exact */
