@@ -67,7 +67,8 @@ Test(kernels, every_cap_gets_a_kernel_per_cell_within_the_cap) {
         cr_expect_not_null(k.quant[OXL_TYPE_Q8_1]);
         cr_expect_not_null(k.quant[OXL_TYPE_Q8_K]);
         cr_expect_null(k.quant[OXL_TYPE_Q4_0], "q4_0 is not an activation format");
-        cr_expect_null(k.dequant[OXL_TYPE_IQ2_XXS], "no iq2_xxs kernels yet");
+        cr_expect_not_null(k.dequant[OXL_TYPE_IQ2_XXS], "cap %s: no iq2_xxs dequant", oxl_isa_name((oxl_isa)cap));
+        cr_expect_null(k.dequant[OXL_TYPE_I8], "i8 has no kernels");
     }
 }
 
