@@ -51,8 +51,8 @@ static int oxl_iq_grid_slot(oxl_type t) {
 
 int oxl_iq_grid_uses(oxl_type t) { return oxl_iq_grid_slot(t) >= 0; }
 
-/* The entries nearest to the lattice point pos (values 1..7) among grid[0..size): written to
- * out[0..n) when out is not NULL; returns n. d2 is scratch of size entries. */
+/* The entries nearest to the lattice point pos (values 1..7) among grid[0..size), written to
+ * out[0..n); returns n. d2 is scratch of size entries. */
 static int oxl_iq_grid_nearest(const int8_t pos[8], const uint64_t *grid, int size, int nwant, uint16_t *d2,
                                uint16_t *out) {
     bool seen[OXL_IQ_GRID_MAX_D2 + 1] = {false};
@@ -74,10 +74,7 @@ static int oxl_iq_grid_nearest(const int8_t pos[8], const uint64_t *grid, int si
         nhave++;
         for (int j = 0; j < size; j++) {
             if (d2[j] == d) {
-                if (out != NULL) {
-                    out[n] = (uint16_t)j;
-                }
-                n++;
+                out[n++] = (uint16_t)j;
             }
         }
     }
@@ -116,26 +113,24 @@ static void oxl_iq_grid_build(int slot) {
         grid[j] = g;
         map[index] = j;
     }
-    /* First pass: the length of every list; second: the lists, in the order of the points. */
-    size_t total = 0;
-    for (int i = 0; i < OXL_IQ_GRID_KMAP_SIZE; i++) {
-        if (map[i] >= 0) {
-            continue;
-        }
-        int8_t pos[8];
-        for (int k = 0; k < 8; k++) {
-            pos[k] = (int8_t)(2 * ((i >> (2 * k)) & 3) + 1);
-        }
-        total += 1 + (size_t)oxl_iq_grid_nearest(pos, grid, size, nwant, d2, NULL);
-    }
-    nb = malloc(total * sizeof *nb);
+    /* The lists in the order of the points, each its length then its entries, in a buffer grown as
+     * needed (a list holds at most size entries). */
+    size_t cap = (size_t)1 << 16, off = 0;
+    nb = malloc(cap * sizeof *nb);
     if (nb == NULL) {
         goto fail;
     }
-    size_t off = 0;
     for (int i = 0; i < OXL_IQ_GRID_KMAP_SIZE; i++) {
         if (map[i] >= 0) {
             continue;
+        }
+        if (cap - off < 1 + (size_t)size) {
+            uint16_t *grown = realloc(nb, 2 * cap * sizeof *nb);
+            if (grown == NULL) {
+                goto fail;
+            }
+            nb = grown;
+            cap *= 2;
         }
         int8_t pos[8];
         for (int k = 0; k < 8; k++) {
