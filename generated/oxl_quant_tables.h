@@ -23,7 +23,7 @@
 
 #include <stdint.h>
 
-/* kvalues_iq4nl (16 x int8_t), used by iq4_nl */
+/* kvalues_iq4nl (16 x int8_t), used by iq4_nl, iq4_xs */
 #define OXL_KVALUES_IQ4NL_LEN 16
 static const int8_t oxl_kvalues_iq4nl[16] = {
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
