@@ -171,7 +171,7 @@ MIX_ATTN_V = (
     ("q5_K", "Q3_K_L"),
     ("more_bits_q6_K", "Q4_K_M, Q5_K_M: q6_K on the use_more_bits layers"),
     ("first4_q5_K", "Q4_K_S: q5_K on the first 4"),
-    ("gqa4_q5_K", "IQ4_NL: q5_K with n_head/n_head_kv >= 4"),
+    ("gqa4_q5_K", "IQ4_NL, IQ4_XS: q5_K with n_head/n_head_kv >= 4"),
 )
 MIX_FFN_DOWN = (
     ("keep", "the ftype's type"),
@@ -183,7 +183,7 @@ MIX_FFN_DOWN = (
     ("more_bits_q6_K", "Q5_K_M"),
     ("first8th_q5_K", "Q4_K_S: q5_K on the first n/8 layers (not Falcon)"),
     ("imatrix_first8th", "Q4_0, Q5_0: with an imatrix, the first n/8 layers get down_type"),
-    ("no_imatrix_first8th_q5_K", "IQ4_NL: without an imatrix, q5_K on the first n/8 layers"),
+    ("no_imatrix_first8th_q5_K", "IQ4_NL, IQ4_XS: without an imatrix, q5_K on the first n/8 layers"),
 )
 
 FTYPES = (
@@ -221,7 +221,8 @@ FTYPES = (
     Ftype("IQ3_M", 27, "IQ3_S mix - 3.66 bpw", type="iq3_s"),
     Ftype("IQ2_S", 28, "IQ2_S - 2.5 bpw", type="iq2_xs"),
     Ftype("IQ2_M", 29, "IQ2_M - 2.7 bpw", type="iq2_s"),
-    Ftype("IQ4_XS", 30, "IQ4_XS - 4.25 bpw", type="iq4_xs"),
+    Ftype("IQ4_XS", 30, "IQ4_XS - 4.25 bpw", type="iq4_xs", attn_v="gqa4_q5_K", ffn_down="no_imatrix_first8th_q5_K",
+          attn_output_8exp_q5_K=True, quantize=True),
     Ftype("IQ1_M", 31, "IQ1_M - 1.75 bpw", type="iq1_m"),
     Ftype("BF16", 32, "BF16", type="bf16", quantize=True),
     Ftype("TQ1_0", 36, "TQ1_0 - 1.69 bpw ternary", type="tq1_0", token_embd="q4_K", quantize=True),
