@@ -17,7 +17,7 @@ typedef enum oxl_mix_v {
     OXL_V_Q5_K, /* Q3_K_L */
     OXL_V_MORE_BITS_Q6_K, /* Q4_K_M, Q5_K_M: q6_K on the use_more_bits layers */
     OXL_V_FIRST4_Q5_K, /* Q4_K_S: q5_K on the first 4 */
-    OXL_V_GQA4_Q5_K, /* IQ4_NL: q5_K with n_head/n_head_kv >= 4 */
+    OXL_V_GQA4_Q5_K, /* IQ4_NL, IQ4_XS: q5_K with n_head/n_head_kv >= 4 */
     OXL_V_GQA4_OR_4EXP_Q4_K_ELSE_Q2_K, /* IQ2_XXS, IQ2_XS: q4_K with n_head/n_head_kv >= 4 or 4+ experts, else q2_K */
     OXL_V_GQA4_OR_4EXP_Q4_K_ELSE_IQ3_S, /* IQ2_S, IQ2_M: q4_K with n_head/n_head_kv >= 4 or 4+ experts, else iq3_s */
 } oxl_mix_v;
@@ -33,7 +33,7 @@ typedef enum oxl_mix_down {
     OXL_DOWN_MORE_BITS_Q6_K, /* Q5_K_M */
     OXL_DOWN_FIRST8TH_Q5_K, /* Q4_K_S: q5_K on the first n/8 layers (not Falcon) */
     OXL_DOWN_IMATRIX_FIRST8TH, /* Q4_0, Q5_0: with an imatrix, the first n/8 layers get down_type */
-    OXL_DOWN_NO_IMATRIX_FIRST8TH_Q5_K, /* IQ4_NL: without an imatrix, q5_K on the first n/8 layers */
+    OXL_DOWN_NO_IMATRIX_FIRST8TH_Q5_K, /* IQ4_NL, IQ4_XS: without an imatrix, q5_K on the first n/8 layers */
     OXL_DOWN_RUNNING_FIRST8TH_Q2_K, /* IQ2_XXS, IQ2_XS: q2_K on the first n/8 ffn_down tensors by running index */
     OXL_DOWN_RUNNING_FIRST8TH_IQ3_S, /* IQ2_S, IQ2_M: iq3_s on the first n/8 ffn_down tensors by running index */
 } oxl_mix_down;

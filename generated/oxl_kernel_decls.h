@@ -92,6 +92,12 @@ static inline int oxl_repack_rows(oxl_type t, oxl_isa isa) {
     if (t == OXL_TYPE_Q8_0 && isa == OXL_ISA_AVX512VNNI) {
         return 16;
     }
+    if (t == OXL_TYPE_IQ4_NL && isa == OXL_ISA_AVX512VNNI) {
+        return 16;
+    }
+    if (t == OXL_TYPE_IQ4_XS && isa == OXL_ISA_AVX512VNNI) {
+        return 16;
+    }
     if (t == OXL_TYPE_Q4_K && isa == OXL_ISA_AVX512VNNI) {
         return 16;
     }
@@ -119,6 +125,12 @@ static inline size_t oxl_repack_group_bytes(oxl_type t, oxl_isa isa) {
     }
     if (t == OXL_TYPE_Q8_0 && isa == OXL_ISA_AVX512VNNI) {
         return 544;
+    }
+    if (t == OXL_TYPE_IQ4_NL && isa == OXL_ISA_AVX512VNNI) {
+        return 544;
+    }
+    if (t == OXL_TYPE_IQ4_XS && isa == OXL_ISA_AVX512VNNI) {
+        return 4256;
     }
     if (t == OXL_TYPE_Q4_K && isa == OXL_ISA_AVX512VNNI) {
         return 2368;

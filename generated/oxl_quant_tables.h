@@ -1344,7 +1344,7 @@ static const uint64_t oxl_iq1s_grid[2048] = {
     0x01010101010101ffull, 0x0101010101010101ull,
 };
 
-/* kvalues_iq4nl (16 x int8_t), used by iq4_nl */
+/* kvalues_iq4nl (16 x int8_t), used by iq4_nl, iq4_xs */
 #define OXL_KVALUES_IQ4NL_LEN 16
 static const int8_t oxl_kvalues_iq4nl[16] = {
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,

@@ -42,7 +42,7 @@ typedef struct oxl_model_params {
                        the whole file into memory (llama.cpp's --no-mmap) */
     bool use_mlock; /* lock the model's pages in RAM (llama.cpp's --mlock); a failure (RLIMIT_MEMLOCK)
                        is reported on stderr and loading goes on, as llama.cpp does */
-    bool repack;    /* rewrite Q4_0/Q8_0/Q4_K/Q5_K/Q6_K (AVX-512 VNNI) or Q4_0/Q4_K/Q6_K (AVX2) projection
+    bool repack;    /* rewrite Q4_0/Q8_0/IQ4_NL/IQ4_XS/Q4_K/Q5_K/Q6_K (AVX-512 VNNI) or Q4_0/Q4_K/Q6_K (AVX2) projection
                        weights into the CPU's interleaved layout
                        at load when it has one (default true; llama.cpp's --no-repack turns it off).
                        Results equal the plain layout's up to the order of float sums; with mmap the

@@ -11,6 +11,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* lane l = the exact integer sum of the products of elements 4l..4l+3 of a 32-element block: the
+ * values of oxl_kvalues_iq4nl at the codes of qs (byte j: element j in its low nibble, j + 16 in its
+ * high one) times the int8 activations q8 */
+static inline void oxl_iq4_nl_lanes(const uint8_t *qs, const int8_t *q8, int32_t lane[8]) {
+    for (int l = 0; l < 8; l++) {
+        int32_t sum = 0;
+        for (int j = 4 * l; j < 4 * l + 4; j++) {
+            const int code = j < 16 ? qs[j] & 0x0f : qs[j - 16] >> 4;
+            sum += oxl_kvalues_iq4nl[code] * q8[j];
+        }
+        lane[l] = sum;
+    }
+}
+
 /* y[0..n) = to_float(x), bit-exact */
 OXL_KERNEL_SIG_dequant(oxl_dequant_iq4_nl__scalar) {
     /* byte j holds the table indices of element j (low nibble) and j + 16 (high nibble);
@@ -46,13 +60,10 @@ OXL_KERNEL_SIG_vec_dot(oxl_vec_dot_iq4_nl_q8_0__scalar) {
             const oxl_block_iq4_nl *xu = &xb[ib + u];
             const oxl_block_q8_0 *yu = &yb[ib + u];
             const float d = oxl_fp16_to_fp32(yu->d) * oxl_fp16_to_fp32(xu->d);
+            int32_t lane[8];
+            oxl_iq4_nl_lanes(xu->qs, yu->qs, lane);
             for (int l = 0; l < 8; l++) {
-                int32_t lane = 0;
-                for (int j = 4 * l; j < 4 * l + 4; j++) {
-                    const int code = j < OXL_QK_IQ4_NL / 2 ? xu->qs[j] & 0x0f : xu->qs[j - OXL_QK_IQ4_NL / 2] >> 4;
-                    lane += oxl_kvalues_iq4nl[code] * yu->qs[j];
-                }
-                acc[u][l] = fmaf(d, (float)lane, acc[u][l]);
+                acc[u][l] = fmaf(d, (float)lane[l], acc[u][l]);
             }
         }
     }

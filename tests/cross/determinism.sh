@@ -4,7 +4,7 @@
 # `oxillama quantize`, checked to be llama-quantize's byte for byte; stories260K's rows of 64 and 172
 # elements are not multiples of 256, so its Q4_K_M tensors fall back to the legacy formats, as
 # llama-quantize does), and golden/quantize's synth-small model (rows of 256 and 512) in Q4_K_M,
-# whose tensors are real K-quants (q4_K, q6_K), must print llama.cpp's greedy text for that file
+# whose tensors are real K-quants (q4_K, q6_K), and in IQ4_XS (models/synth-small-IQ4_XS.gguf), must print llama.cpp's greedy text for that file
 # (golden/run-cross/<model>.expected, golden/run/once.prompt) on x86 under every
 # OXILLAMA_ISA cap this CPU runs, AArch64 (scalar, neon, neondot under qemu-aarch64-static), RISC-V
 # (scalar; rvv at VLEN 128 and 256 under qemu-riscv64-static) and wasm32 (scalar, wasmsimd under

@@ -187,6 +187,42 @@ static void check_prefix_dots(const char *name, oxl_type type) {
 Test(kernels, iq4_nl_dots_on_odd_block_counts) { check_prefix_dots("iq4_nl", OXL_TYPE_IQ4_NL); }
 Test(kernels, mxfp4_dots_on_odd_block_counts) { check_prefix_dots("mxfp4", OXL_TYPE_MXFP4); }
 
+/* ---- IQ4_XS dots: ggml's own value on every ISA cap ----------------------------------------------
+ * Every cell sums in ggml's x86 order (per super-block 8 exact int32 lanes, one FMA per lane, then
+ * hsum_float_8), so each golden row's dot (ggml's vec_dot of the whole row, 2 super-blocks) must be
+ * equal bit for bit on every ISA cap this CPU has; a non-finite golden dot by class. */
+Test(kernels, iq4_xs_dots_equal_ggml_bit_for_bit) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/golden/quant/iq4_xs.gguf", OXL_SOURCE_DIR);
+    oxl_error err = {{0}};
+    oxl_gguf *g = oxl_gguf_open(path, &err);
+    cr_assert(g != NULL, "%s", err.msg);
+    oxl_quant_golden qg;
+    cr_assert(oxl_quant_golden_read(g, &qg, &err) == 0, "%s", err.msg);
+    cr_assert(qg.type == OXL_TYPE_IQ4_XS && qg.yq_type == OXL_TYPE_Q8_K && qg.yq != NULL && qg.dot != NULL);
+    const size_t x_row = oxl_row_size(OXL_TYPE_IQ4_XS, qg.ne0), y_row = oxl_row_size(OXL_TYPE_Q8_K, qg.ne0);
+    int n_checks = 0;
+    for (int cap = 0; cap < OXL_ISA_COUNT; cap++) {
+        if (!oxl_cpu_has_isa((oxl_isa)cap)) {
+            continue;
+        }
+        oxl_kernels kt;
+        oxl_kernels_build(&kt, (oxl_isa)cap);
+        for (int64_t row = 0; row < qg.nrows; row++) {
+            float got;
+            kt.vec_dot[OXL_TYPE_IQ4_XS](qg.ne0, &got, (const uint8_t *)qg.q + row * x_row,
+                                        (const uint8_t *)qg.yq + row * y_row);
+            const float want = qg.dot[row];
+            const bool ok = isfinite(want) ? same_bits(got, want) : (isnan(want) ? isnan(got) : got == want);
+            cr_expect(ok, "cap %s (%s), row %lld: %a, ggml's %a", oxl_isa_name((oxl_isa)cap),
+                      oxl_isa_name(kt.vec_dot_isa[OXL_TYPE_IQ4_XS]), (long long)row, got, want);
+            n_checks++;
+        }
+    }
+    cr_expect_geq(n_checks, 16);
+    oxl_gguf_close(g);
+}
+
 /* ---- the ggml summation order: every ISA the CPU has gives the same bits ----------------------- */
 
 /* Deterministic values over a wide exponent range with both signs, so that a different order of

@@ -369,9 +369,9 @@ Test(quantize_cli, every_ftype_with_gguf_imatrix_equals_llama_quantize, .timeout
 /* expected-iq.json (the I-quant, ternary and 1/2-bit ftypes): every output whose ftype oxillama
  * writes, with the imatrix for the -imat keys; the keys listed must be among them. */
 Test(quantize_cli, iq_ftypes_equal_llama_quantize, .timeout = 120) {
-    static const char *const required[] = {"IQ4_NL", "IQ4_NL-imat", "TQ1_0",        "TQ1_0-imat",
-                                           "TQ2_0",  "TQ2_0-imat",  "Q1_0",         "Q1_0-imat",
-                                           "Q2_0",   "Q2_0-imat",   "IQ2_XXS-imat", "IQ2_XS-imat"};
+    static const char *const required[] = {"IQ4_NL",     "IQ4_NL-imat", "IQ4_XS",       "IQ4_XS-imat", "TQ1_0",
+                                           "TQ1_0-imat", "TQ2_0",       "TQ2_0-imat",   "Q1_0",        "Q1_0-imat",
+                                           "Q2_0",       "Q2_0-imat",   "IQ2_XXS-imat", "IQ2_XS-imat"};
     int n = 0;
     exp_output *outs = read_expected_file(GOLDEN "expected-iq.json", &n);
     cr_assert_geq(n, 24);
@@ -495,6 +495,48 @@ Test(quantize_cli, mxfp4_moe_mix_rules) {
     oxl_quant_tensor odd[] = {{.name = "blk.0.ffn_up_exps.weight", .type = OXL_TYPE_F32, .ne = {48, 4, 8, 1}}};
     o.output_type = OXL_TYPE_COUNT;
     cr_expect_eq(oxl_quant_choose_types(&m, &o, odd, 1, &err), -1);
+}
+
+/* IQ4_XS: IQ4_NL's rules (llama_tensor_get_type_impl names both) with IQ4_XS as the type, and
+ * tensor_type_fallback's IQ4_NL for rows that are no multiple of 256 (F16 for rows that are not
+ * even a multiple of 32), which synth-small's rows of 256 and 512 never need. */
+Test(quantize_cli, iq4_xs_mix_rules_and_fallback) {
+    const oxl_quant_tensor base[] = {
+        {.name = "blk.0.attn_v.weight", .type = OXL_TYPE_F32, .ne = {256, 64, 1, 1}},
+        {.name = "blk.0.ffn_down.weight", .type = OXL_TYPE_F32, .ne = {512, 256, 1, 1}},
+        {.name = "blk.1.ffn_down.weight", .type = OXL_TYPE_F32, .ne = {512, 256, 1, 1}},
+        {.name = "blk.1.attn_q.weight", .type = OXL_TYPE_F32, .ne = {256, 256, 1, 1}},
+        {.name = "blk.1.attn_k.weight", .type = OXL_TYPE_F32, .ne = {96, 256, 1, 1}},
+        {.name = "blk.1.ffn_gate.weight", .type = OXL_TYPE_F32, .ne = {48, 256, 1, 1}},
+        {.name = "output.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
+    };
+    enum { N = sizeof base / sizeof base[0] };
+    oxl_quant_tensor t[N];
+    oxl_error err = {{0}};
+    oxl_quant_model m = {.arch = "llama", .n_layer = 8, .n_head = 8, .n_head_kv = 2};
+    oxl_quant_options o = {
+        .ftype = oxl_ftype_find("IQ4_XS"), .output_type = OXL_TYPE_COUNT, .token_embd_type = OXL_TYPE_COUNT};
+    cr_assert_not_null(o.ftype);
+    cr_expect_eq(oxl_ftype_id(o.ftype), 30);
+    memcpy(t, base, sizeof t);
+    oxl_quant_sort(t, N);
+    cr_assert_eq(oxl_quant_choose_types(&m, &o, t, N, &err), 2, "%s", err.msg); /* two fallbacks */
+    cr_expect_eq(target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q5_K);
+    cr_expect_eq(target_of(t, N, "blk.0.ffn_down.weight"), OXL_TYPE_Q5_K);
+    cr_expect_eq(target_of(t, N, "blk.1.ffn_down.weight"), OXL_TYPE_IQ4_XS);
+    cr_expect_eq(target_of(t, N, "blk.1.attn_q.weight"), OXL_TYPE_IQ4_XS);
+    cr_expect_eq(target_of(t, N, "blk.1.attn_k.weight"), OXL_TYPE_IQ4_NL);
+    cr_expect_eq(target_of(t, N, "blk.1.ffn_gate.weight"), OXL_TYPE_F16);
+    cr_expect_eq(target_of(t, N, "output.weight"), OXL_TYPE_Q6_K);
+    /* with an imatrix the first ffn_down stays IQ4_XS; 8 experts: attn_v and attn_k Q8_0 */
+    o.has_imatrix = true;
+    m.n_expert = 8;
+    memcpy(t, base, sizeof t);
+    oxl_quant_sort(t, N);
+    cr_assert_eq(oxl_quant_choose_types(&m, &o, t, N, &err), 1, "%s", err.msg); /* attn_k is Q8_0 now */
+    cr_expect_eq(target_of(t, N, "blk.0.ffn_down.weight"), OXL_TYPE_IQ4_XS);
+    cr_expect_eq(target_of(t, N, "blk.1.attn_k.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q8_0);
 }
 
 /* The legacy layout holds the same statistics: the same bytes for the ftypes whose formats use them. */
