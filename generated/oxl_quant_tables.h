@@ -656,7 +656,7 @@ static const uint64_t oxl_iq2s_grid[1024] = {
     0x2b2b2b2b2b2b2b2bull,
 };
 
-/* iq1s_grid (2048 x uint64_t), used by src/quantize/iq_grid.c */
+/* iq1s_grid (2048 x uint64_t), used by iq1_s, iq1_m, src/quantize/iq_grid.c */
 #define OXL_IQ1S_GRID_LEN 2048
 static const uint64_t oxl_iq1s_grid[2048] = {
     0xffffffffffffffffull, 0xffffffffffffff01ull, 0xffffffffffff0000ull,
