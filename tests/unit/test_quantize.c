@@ -85,6 +85,12 @@ Test(quantize, refuses_partial_blocks_and_unsupported_types) {
     cr_expect(strstr(err.msg, "48") != NULL, "message: %s", err.msg);
     cr_assert_eq(oxl_quantize_rows(OXL_TYPE_IQ2_XXS, x, y, 1, 256, NULL, &err), -1);
     cr_expect(strstr(err.msg, "iq2_xxs") != NULL, "message: %s", err.msg);
+    /* iq1_s without an importance matrix (ggml asserts there); iq1_m falls back to x^2 weights */
+    float x256[256] = {1.0f};
+    uint8_t y256[64];
+    cr_assert_eq(oxl_quantize_rows(OXL_TYPE_IQ1_S, x256, y256, 1, 256, NULL, &err), -1);
+    cr_expect(strstr(err.msg, "importance matrix") != NULL, "message: %s", err.msg);
+    cr_expect_eq(oxl_quantize_rows(OXL_TYPE_IQ1_M, x256, y256, 1, 256, NULL, &err), 0, "%s", err.msg);
 }
 
 /* Finite input of any magnitude (the largest floats, subnormals, mixed signs, constant rows) must
