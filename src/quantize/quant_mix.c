@@ -364,6 +364,7 @@ static int oxl_fallback(const oxl_quant_tensor *t, oxl_type type, oxl_type *out,
         {OXL_TYPE_Q5_K, OXL_TYPE_Q5_1},     {OXL_TYPE_Q6_K, OXL_TYPE_Q8_0},    {OXL_TYPE_Q2_0, OXL_TYPE_Q4_0},
         {OXL_TYPE_TQ1_0, OXL_TYPE_Q4_0},    {OXL_TYPE_TQ2_0, OXL_TYPE_Q4_0},   {OXL_TYPE_IQ2_XXS, OXL_TYPE_IQ4_NL},
         {OXL_TYPE_IQ2_XS, OXL_TYPE_IQ4_NL}, {OXL_TYPE_IQ2_S, OXL_TYPE_IQ4_NL}, {OXL_TYPE_IQ4_XS, OXL_TYPE_IQ4_NL},
+        {OXL_TYPE_IQ1_S, OXL_TYPE_IQ4_NL},  {OXL_TYPE_IQ1_M, OXL_TYPE_IQ4_NL},
     };
     *out = type;
     *used = false;
