@@ -38,6 +38,12 @@ class Format:
     # quant_weights), else it ignores them.
     quantizer: bool = False
     imatrix: bool = False
+    # ggml_quantize_requires_imatrix: the quantizer cannot run without importance weights (ggml's
+    # asserts; oxl_quantize_rows refuses a NULL imatrix).
+    imatrix_required: bool = False
+    # llama-quantize's tensor_requires_imatrix: a file whose tensors (other than token_embd and
+    # output) get this format is refused without --imatrix.
+    file_imatrix_required: bool = False
     # A KV-cache type (-ctk/-ctv, oxl_ctx_params.type_k/_v): rows stored through the quantizer and
     # read back through dequant/vec_dot (llama.cpp's set_rows and attention on that type).
     kv_cache: bool = False
@@ -95,15 +101,17 @@ FORMATS = (
            quantizer=True),
     Format(16, "iq2_xxs", blck=256, size=66, partner="q8_K", fields=(("d", "f16", 1), ("qs", "u16", 32)),
            ops=("dequant", "vec_dot"), tables=("iq2xxs_grid", "ksigns_iq2xs", "kmask_iq2xs"),
-           quantizer=True, imatrix=True),
+           quantizer=True, imatrix=True, imatrix_required=True, file_imatrix_required=True),
     Format(17, "iq2_xs", blck=256, size=74, partner="q8_K",
            fields=(("d", "f16", 1), ("qs", "u16", 32), ("scales", "u8", 8)),
            ops=("dequant", "vec_dot"), tables=("iq2xs_grid", "ksigns_iq2xs", "kmask_iq2xs"),
-           quantizer=True, imatrix=True),
-    Format(18, "iq3_xxs", blck=256, size=98, partner="q8_K", fields=(("d", "f16", 1), ("qs", "u8", 96))),
+           quantizer=True, imatrix=True, imatrix_required=True, file_imatrix_required=True),
+    Format(18, "iq3_xxs", blck=256, size=98, partner="q8_K", fields=(("d", "f16", 1), ("qs", "u8", 96)),
+           file_imatrix_required=True),
     Format(19, "iq1_s", blck=256, size=50, partner="q8_K",
            fields=(("d", "f16", 1), ("qs", "u8", 32), ("qh", "u16", 8)),
-           ops=("dequant", "vec_dot"), tables=("iq1s_grid",), quantizer=True, imatrix=True),
+           ops=("dequant", "vec_dot"), tables=("iq1s_grid",), quantizer=True, imatrix=True,
+           imatrix_required=True, file_imatrix_required=True),
     Format(20, "iq4_nl", blck=32, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16)),
            ops=("dequant", "vec_dot"), tables=("kvalues_iq4nl",), quantizer=True, imatrix=True, kv_cache=True),
     Format(21, "iq3_s", blck=256, size=110, partner="q8_K",
@@ -111,7 +119,7 @@ FORMATS = (
     Format(22, "iq2_s", blck=256, size=82, partner="q8_K",
            fields=(("d", "f16", 1), ("qs", "u8", 64), ("qh", "u8", 8), ("scales", "u8", 8)),
            ops=("dequant", "vec_dot"), tables=("iq2s_grid", "kmask_iq2xs"),
-           quantizer=True, imatrix=True),
+           quantizer=True, imatrix=True, file_imatrix_required=True),
     Format(23, "iq4_xs", blck=256, size=136, partner="q8_K",
            fields=(("d", "f16", 1), ("scales_h", "u16", 1), ("scales_l", "u8", 4), ("qs", "u8", 128)),
            ops=("dequant", "vec_dot"), tables=("kvalues_iq4nl",), quantizer=True, imatrix=True),
@@ -122,7 +130,8 @@ FORMATS = (
     Format(28, "f64", blck=1, size=8, partner="f32", quantized=False, elem="double"),
     Format(29, "iq1_m", blck=256, size=56, partner="q8_K",
            fields=(("qs", "u8", 32), ("qh", "u8", 16), ("scales", "u8", 8)),
-           ops=("dequant", "vec_dot"), tables=("iq1s_grid",), quantizer=True, imatrix=True),
+           ops=("dequant", "vec_dot"), tables=("iq1s_grid",), quantizer=True, imatrix=True,
+           file_imatrix_required=True),
     Format(30, "bf16", blck=1, size=2, partner="bf16", quantized=False, elem="uint16_t",
            ops=("dequant", "quant", "vec_dot", "gemm"), quantizer=True, kv_cache=True),
     Format(34, "tq1_0", blck=256, size=54, partner="q8_K",
@@ -163,6 +172,9 @@ class Ftype:
     # MXFP4_MOE: the expert stacks (ne[2] > 1) get `type`, every other matrix (the output and the
     # embeddings too) this format, before any other rule; "": no such split
     experts_split_type: str = ""
+    # a format whose tensors in this mix need --imatrix beyond the formats' own
+    # file_imatrix_required (Q2_K_S: its q2_K tensors, llama-quantize's tensor_requires_imatrix)
+    imatrix_type: str = ""
     output: str = ""             # the output's (and tied token_embd's) format when its rows fit; "": q6_K
     attn_k_8exp_q4_K: bool = False  # 8 experts: attn_k q4_K (not q8_0)
     aliases: tuple = ()          # other llama-quantize names of this mix ("Q4_K" for Q4_K_M)
@@ -229,7 +241,8 @@ FTYPES = (
     Ftype("IQ2_XS", 20, "IQ2_XS - 2.3125 bpw", type="iq2_xs", attn_v="gqa4_or_4exp_q4_K_else_q2_K",
           ffn_down="running_first8th_q2_K", attn_output_8exp_q5_K=True, token_embd="q2_K", output="q5_K",
           attn_k_8exp_q4_K=True, quantize=True),
-    Ftype("Q2_K_S", 21, "Q2_K - Small", type="q2_K", attn_v="gqa4_q4_K", ffn_down="first8th_q4_K", quantize=True),
+    Ftype("Q2_K_S", 21, "Q2_K - Small", type="q2_K", attn_v="gqa4_q4_K", ffn_down="first8th_q4_K",
+          imatrix_type="q2_K", quantize=True),
     Ftype("IQ3_XS", 22, "IQ3_XS - 3.3 bpw", type="iq3_s"),
     Ftype("IQ3_XXS", 23, "IQ3_XXS - 3.0625 bpw", type="iq3_xxs"),
     Ftype("IQ1_S", 24, "IQ1_S - 1.5625 bpw", type="iq1_s", attn_v="gqa4_or_4exp_q4_K_else_q2_K",
@@ -583,6 +596,8 @@ def validate(template_formats):
             errors.append(f"{f.name}: no scalar cell (every (format, op) needs one)")
         if f.imatrix and not f.quantizer:
             errors.append(f"{f.name}: imatrix=True needs quantizer=True")
+        if f.imatrix_required and not f.file_imatrix_required:
+            errors.append(f"{f.name}: imatrix_required=True needs file_imatrix_required=True")
         if f.kv_cache and not (f.quantizer and {"dequant", "vec_dot"} <= set(f.ops)):
             errors.append(f"{f.name}: a KV-cache type needs a quantizer, dequant and vec_dot")
     for name, ctype in QUANT_TABLES.items():
@@ -598,6 +613,7 @@ def validate(template_formats):
         ft_names |= {n.upper() for n in names}
         for what, t in (("type", ft.type), ("down_type", ft.down_type), ("attn_output", ft.attn_output),
                         ("attn_output_falcon", ft.attn_output_falcon), ("experts_split_type", ft.experts_split_type),
+                        ("imatrix_type", ft.imatrix_type),
                         ("token_embd", ft.token_embd), ("output", ft.output)):
             if t and t not in FORMAT_BY_NAME:
                 errors.append(f"ftype {ft.name}: {what} {t} is not a format")

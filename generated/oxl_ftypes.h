@@ -55,9 +55,14 @@ typedef struct oxl_ftype_info {
     oxl_type experts_split_type; /* MXFP4_MOE: all but the expert stacks; OXL_TYPE_COUNT: no split */
     oxl_type output;             /* the output (and tied token_embd) when its rows fit; OXL_TYPE_COUNT: q6_K */
     bool attn_k_8exp_q4_K;       /* 8 experts: attn_k q4_K (not q8_0) */
+    oxl_type imatrix_type;       /* its tensors of this format need --imatrix (Q2_K_S: q2_K); OXL_TYPE_COUNT: none */
 } oxl_ftype_info;
 
 enum { OXL_FTYPE_COUNT = 36 };
 extern const oxl_ftype_info oxl_ftype_infos[OXL_FTYPE_COUNT];
+
+/* llama-quantize's tensor_requires_imatrix by format (gen/spec.py file_imatrix_required): a file
+ * whose tensors other than token_embd and the output get format t is refused without --imatrix. */
+bool oxl_format_file_needs_imatrix(oxl_type t);
 
 #endif

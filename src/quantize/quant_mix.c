@@ -430,12 +430,11 @@ int oxl_quant_choose_types(const oxl_quant_model *m, const oxl_quant_options *o,
             }
             n_fallback += ti->fallback;
         }
-        /* tensor_requires_imatrix: the 1- to 3-bit I-quants, and Q2_K in a Q2_K_S file, except the
+        /* tensor_requires_imatrix: the formats the spec marks file_imatrix_required (the 1- to 3-bit
+         * I-quants) and the ftype's imatrix_type (q2_K in Q2_K_S), except the
          * embeddings and the output */
         const oxl_type tt = ti->target;
-        ti->requires_imatrix = (tt == OXL_TYPE_IQ3_XXS || tt == OXL_TYPE_IQ2_XXS || tt == OXL_TYPE_IQ2_XS ||
-                                tt == OXL_TYPE_IQ2_S || tt == OXL_TYPE_IQ1_M || tt == OXL_TYPE_IQ1_S ||
-                                (tt == OXL_TYPE_Q2_K && strcmp(o->ftype->name, "Q2_K_S") == 0)) &&
+        ti->requires_imatrix = (oxl_format_file_needs_imatrix(tt) || tt == o->ftype->imatrix_type) &&
                                c != OXL_CAT_TOKEN_EMBD && c != OXL_CAT_OUTPUT;
         if (ti->requires_imatrix && !o->has_imatrix) {
             return oxl_err_set(err,

@@ -106,9 +106,10 @@ void oxl_quantize_row_bf16(const float *x, void *vy, int64_t ne0, const float *i
 /* Every format with a reference quantizer, from the spec (generated/oxl_quantizers.inc). */
 static const struct {
     oxl_quantize_row_fn row;
-    bool uses_imatrix;
+    bool uses_imatrix, requires_imatrix;
 } oxl_quantizers[OXL_TYPE_COUNT] = {
-#define OXL_QUANTIZER(name, NAME, uses_imatrix) [OXL_TYPE_##NAME] = {oxl_quantize_row_##name, uses_imatrix},
+#define OXL_QUANTIZER(name, NAME, uses_imatrix, requires_imatrix)                                                      \
+    [OXL_TYPE_##NAME] = {oxl_quantize_row_##name, uses_imatrix, requires_imatrix},
 #include "oxl_quantizers.inc"
 #undef OXL_QUANTIZER
 };
@@ -118,8 +119,9 @@ bool oxl_quantize_supported(oxl_type t) { return (unsigned)t < OXL_TYPE_COUNT &&
 bool oxl_quantize_uses_imatrix(oxl_type t) { return oxl_quantize_supported(t) && oxl_quantizers[t].uses_imatrix; }
 
 bool oxl_quantize_requires_imatrix(oxl_type t) {
-    /* ggml_quantize_requires_imatrix: ggml's quantizers of these assert without one */
-    return t == OXL_TYPE_IQ2_XXS || t == OXL_TYPE_IQ2_XS || t == OXL_TYPE_IQ1_S;
+    /* ggml_quantize_requires_imatrix: ggml's quantizers of these assert without one (the spec's
+     * imatrix_required) */
+    return oxl_quantize_supported(t) && oxl_quantizers[t].requires_imatrix;
 }
 
 int oxl_quantize_rows(oxl_type t, const float *x, void *y, int64_t nrows, int64_t ne0, const float *imatrix,
