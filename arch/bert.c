@@ -20,7 +20,7 @@
  * mask) with the sum in double, then each output element the vec_dot of V's transposed row with
  * kq. The model has no vocabulary logits: the rows of logits a decode asks for are zeros. */
 #include "decoder.h"
-#include "error.h"
+#include "errors.h"
 #include "kernels.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 #include "blocks.h"
 
-#include "error.h"
+#include "errors.h"
 
 #include <math.h>
 #include <stdarg.h>

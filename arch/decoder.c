@@ -2,7 +2,7 @@
  * pass and the description `oxillama info` prints. */
 #include "decoder.h"
 
-#include "error.h"
+#include "errors.h"
 
 #include <math.h>
 #include <stdatomic.h>

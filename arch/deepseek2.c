@@ -14,7 +14,7 @@
  * scale is (attn_factor (1 + 0.1 ln f) (1 + 0.1 log_mul ln f))^2 / sqrt(key_length_mla).
  */
 #include "decoder.h"
-#include "error.h"
+#include "errors.h"
 
 #include <math.h>
 

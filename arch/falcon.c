@@ -7,7 +7,7 @@
  *   logits = output · LN(x)                                       (tied when output is absent)
  */
 #include "decoder.h"
-#include "error.h"
+#include "errors.h"
 
 static const oxl_tensor_spec falcon_tensors[] = {
     OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_REQ(T_OUTPUT_NORM_B), OXL_OPT(T_OUTPUT),

@@ -12,7 +12,7 @@
  *   logits = output · rms(x)
  */
 #include "decoder.h"
-#include "error.h"
+#include "errors.h"
 
 static const oxl_tensor_spec gptoss_tensors[] = {
     OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_REQ(T_OUTPUT),     OXL_REQ(L_ATTN_NORM),          OXL_REQ(L_QKV),

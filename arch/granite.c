@@ -11,7 +11,7 @@
  * multipliers when its file lacks them: embedding 12, residual 1.4/sqrt(n_layer), logit 256/n_embd.
  */
 #include "decoder.h"
-#include "error.h"
+#include "errors.h"
 
 #include <math.h>
 

@@ -14,7 +14,7 @@
  * The output scale is applied to q before the dot product, which equals scaling the score.
  */
 #include "decoder.h"
-#include "error.h"
+#include "errors.h"
 
 #include <math.h>
 

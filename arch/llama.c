@@ -14,7 +14,7 @@
  * softmax router and the top-k weights renormalised (build_moe_ffn with norm_w).
  */
 #include "decoder.h"
-#include "error.h"
+#include "errors.h"
 
 static const oxl_tensor_spec llama_tensors[] = {
     OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_OPT(T_OUTPUT), OXL_OPT(T_ROPE_FREQS), OXL_OPT(T_ROPE_LONG),

@@ -14,7 +14,7 @@
  * cleared (oxl_seq_truncate to 0) but not cut back to a later position.
  */
 #include "decoder.h"
-#include "error.h"
+#include "errors.h"
 
 #include <stdlib.h>
 

@@ -1,7 +1,7 @@
 /* Multi-head latent attention (mla.h). */
 #include "mla.h"
 
-#include "error.h"
+#include "errors.h"
 
 #include <string.h>
 

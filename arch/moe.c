@@ -1,7 +1,7 @@
 /* The mixture-of-experts block (moe.h): keys, tensors, routing and per-expert batched dispatch. */
 #include "moe.h"
 
-#include "error.h"
+#include "errors.h"
 
 #include <math.h>
 #include <string.h>

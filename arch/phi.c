@@ -14,7 +14,7 @@
  *          norms are RMSNorm plus an additive bias, q/k/v/o and the output head carry biases.
  */
 #include "decoder.h"
-#include "error.h"
+#include "errors.h"
 
 #include <math.h>
 

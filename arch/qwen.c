@@ -18,7 +18,7 @@
  * attention.layer_norm_rms_epsilon says.
  */
 #include "decoder.h"
-#include "error.h"
+#include "errors.h"
 
 static const oxl_tensor_spec qwen2_tensors[] = {
     OXL_REQ(T_TOKEN_EMBD), OXL_REQ(T_OUTPUT_NORM), OXL_OPT(T_OUTPUT),   OXL_OPT(T_OUTPUT_B),

@@ -1,7 +1,7 @@
 /* The Mamba mixers (ssm.h): keys, tensors, causal conv and selective scan over recurrent states. */
 #include "ssm.h"
 
-#include "error.h"
+#include "errors.h"
 
 #include <math.h>
 #include <string.h>

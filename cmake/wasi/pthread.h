@@ -1,7 +1,7 @@
 /* Single-threaded POSIX threads for the wasm32-wasi build (cmake/wasm32-wasi.cmake): WASI preview 1
  * has no threads and Debian's wasi-libc no <pthread.h>. Once-initialisation runs its function on
  * the first call; mutexes and condition variables do nothing (there is no other thread);
- * pthread_create fails with EAGAIN, so the thread pool (src/core/threads.c) refuses more than one thread
+ * pthread_create fails with EAGAIN, so the thread pool (src/core/pool.c) refuses more than one thread
  * with its usual error and one thread runs everything. */
 #ifndef OXL_WASI_PTHREAD_H
 #define OXL_WASI_PTHREAD_H

@@ -5,7 +5,7 @@
  * `style` that the renderer handles. */
 #include "chat.h"
 
-#include "error.h"
+#include "errors.h"
 #include "jinja.h"
 
 #include <ctype.h>

@@ -5,7 +5,7 @@
  * Errors read "template:LINE:COL: <Python exception class>: <message>". */
 #include "jinja_internal.h"
 
-#include "error.h"
+#include "errors.h"
 
 #include <math.h>
 #include <stdarg.h>

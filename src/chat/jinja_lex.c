@@ -5,7 +5,7 @@
  * escapes, and operators; `%}` and `}}` end a tag only outside brackets. */
 #include "jinja_internal.h"
 
-#include "error.h"
+#include "errors.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * with, break, continue, generation. Nesting is bounded. */
 #include "jinja_internal.h"
 
-#include "error.h"
+#include "errors.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * and ordering, and UTF-8 helpers. */
 #include "jinja_internal.h"
 
-#include "error.h"
+#include "errors.h"
 
 #include <math.h>
 #include <stdio.h>

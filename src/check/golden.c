@@ -1,7 +1,7 @@
 /* The golden runner: one table from golden.kind to its checker, and the logits checker. */
 #include "golden.h"
 
-#include "error.h"
+#include "errors.h"
 #include "oxl_types.h"
 
 #include <errno.h>

@@ -5,7 +5,7 @@
  * render instead. */
 #include "golden_chat.h"
 
-#include "error.h"
+#include "errors.h"
 #include "file.h"
 #include "jinja.h"
 

@@ -2,7 +2,7 @@
 #ifndef OXL_GOLDEN_CHAT_H
 #define OXL_GOLDEN_CHAT_H
 
-#include "error.h"
+#include "errors.h"
 #include "golden_report.h"
 
 /* Chat templates (golden/README.md "chat-templates"): renders every <model>/template.jinja of dir

@@ -2,7 +2,7 @@
  * against the outputs of llama.cpp's CPU backend stored in the golden file. */
 #include "golden_quant.h"
 
-#include "error.h"
+#include "errors.h"
 #include "oxl_kernel_decls.h"
 #include "quantize.h"
 

@@ -3,7 +3,7 @@
 #ifndef OXL_GOLDEN_QUANT_H
 #define OXL_GOLDEN_QUANT_H
 
-#include "error.h"
+#include "errors.h"
 #include "gguf.h"
 #include "golden_report.h"
 #include "kernels.h"

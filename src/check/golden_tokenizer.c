@@ -2,7 +2,7 @@
  * round trip (tokens back to text) for every string the vocabulary can represent. */
 #include "golden_tokenizer.h"
 
-#include "error.h"
+#include "errors.h"
 #include "file.h"
 #include "vocab.h"
 

@@ -2,7 +2,7 @@
 #ifndef OXL_GOLDEN_TOKENIZER_H
 #define OXL_GOLDEN_TOKENIZER_H
 
-#include "error.h"
+#include "errors.h"
 #include "golden_report.h"
 
 /* llama.cpp's tokenizer fixtures (golden/tokenizer: <vocab>.gguf with <vocab>.gguf.inp and .out, the

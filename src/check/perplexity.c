@@ -1,6 +1,6 @@
 #include "perplexity.h"
 
-#include "error.h"
+#include "errors.h"
 #include "file.h"
 
 #include <math.h>

@@ -2,7 +2,7 @@
  * cJSON, which this build leaves out; this stands in for their runner. */
 #ifdef OXL_SUBSET
 
-#include "error.h"
+#include "errors.h"
 #include "golden_chat.h"
 
 int oxl_golden_chat_dir(const char *dir, oxl_golden_report *r, oxl_error *err) {

@@ -17,7 +17,7 @@
 #include "model.h"
 #include "oxillama.h"
 #include "quant_mix.h"
-#include "threads.h"
+#include "pool.h"
 
 #include <math.h>
 #include <stdio.h>

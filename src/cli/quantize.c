@@ -7,7 +7,7 @@
  * sizes before and after at the end (--quiet: none of these). */
 #include "cli.h"
 #include "quantize_model.h"
-#include "threads.h"
+#include "pool.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * Only the vocabulary is read from the GGUF file. */
 #include "args.h"
 #include "cli.h"
-#include "error.h"
+#include "errors.h"
 #include "gguf.h"
 #include "vocab.h"
 

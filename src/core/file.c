@@ -1,6 +1,6 @@
 #include "file.h"
 
-#include "error.h"
+#include "errors.h"
 
 #include <errno.h>
 #include <stdio.h>

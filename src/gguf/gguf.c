@@ -27,7 +27,7 @@
  */
 #include "gguf.h"
 
-#include "error.h"
+#include "errors.h"
 #include "oxl_types.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
  * renamed onto path only once complete. */
 #include "gguf_write.h"
 
-#include "error.h"
+#include "errors.h"
 #include "oxl_types.h"
 
 #include <stdio.h>

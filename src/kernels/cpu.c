@@ -10,7 +10,7 @@
  */
 #include "kernels.h"
 
-#include "error.h"
+#include "errors.h"
 
 #include <pthread.h>
 #include <stdio.h>

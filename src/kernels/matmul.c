@@ -27,7 +27,7 @@
 #define OXL_ROW_ALIGN 16
 
 /* Parts per thread of the vec_dot and conversion phases: a thread the OS deschedules holds back at
- * most one small part while the others take the rest (src/core/threads.h). */
+ * most one small part while the others take the rest (src/core/pool.h). */
 #define OXL_PARTS_PER_THREAD 4
 
 /* The repacked path's activation sums (q8_0 partners): per column one int32 per block of 32 and one

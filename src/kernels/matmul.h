@@ -9,7 +9,7 @@
 #define OXL_MATMUL_H
 
 #include "kernels.h"
-#include "threads.h"
+#include "pool.h"
 
 #include <stddef.h>
 #include <stdint.h>

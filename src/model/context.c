@@ -4,7 +4,7 @@
 #include "context.h"
 
 #include "arch_iface.h"
-#include "error.h"
+#include "errors.h"
 
 #include <stdio.h>
 #include <stdlib.h>

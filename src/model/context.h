@@ -5,7 +5,7 @@
 
 #include "model_memory.h"
 #include "model.h"
-#include "threads.h"
+#include "pool.h"
 
 /* Mixture-of-experts dispatch counters (arch/moe.c), cumulative over the context's passes: one
  * dispatch runs one expert's matrices on the block of tokens routed to it in a pass's layer. */

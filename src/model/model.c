@@ -2,7 +2,7 @@
 #include "model.h"
 
 #include "arch_iface.h"
-#include "error.h"
+#include "errors.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,7 +6,7 @@
 #define OXL_ATTENTION_H
 
 #include "kernels.h"
-#include "threads.h"
+#include "pool.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* Importance matrix files, GGUF and legacy layouts (see imatrix.h). */
 #include "imatrix.h"
 
-#include "error.h"
+#include "errors.h"
 #include "file.h"
 #include "gguf.h"
 

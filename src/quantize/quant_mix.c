@@ -4,7 +4,7 @@
  * llama_tensor_get_type_impl's order. */
 #include "quant_mix.h"
 
-#include "error.h"
+#include "errors.h"
 
 #include <ctype.h>
 #include <stdio.h>

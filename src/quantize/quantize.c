@@ -4,7 +4,7 @@
  * q8_K in quantize_k.c, iq4_nl in quantize_iq.c, the shared scale searches in quantize_search.c. */
 #include "quantize.h"
 
-#include "error.h"
+#include "errors.h"
 #include "iq_grid.h"
 #include "quantize_impl.h"
 #include "oxl_blocks.h"

@@ -2,14 +2,14 @@
  * llama_model_quantize_impl) on the project's reader, quantizers and writer. */
 #include "quantize_model.h"
 
-#include "error.h"
+#include "errors.h"
 #include "gguf.h"
 #include "gguf_write.h"
 #include "imatrix.h"
 #include "kernels.h"
 #include "oxl_fp16.h"
 #include "quantize.h"
-#include "threads.h"
+#include "pool.h"
 
 #include <math.h>
 #include <stdlib.h>

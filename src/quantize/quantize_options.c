@@ -1,7 +1,7 @@
 /* Parsing of llama-quantize's option values (quantize_options.h). */
 #include "quantize_options.h"
 
-#include "error.h"
+#include "errors.h"
 #include "quantize.h"
 
 #include <ctype.h>

@@ -27,7 +27,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 32
 #include "vocab_internal.h"
 
-#include "error.h"
+#include "errors.h"
 
 #include <pcre2.h>
 #include <stdio.h>

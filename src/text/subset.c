@@ -11,7 +11,7 @@
  * function as in pretokenize.c. */
 #ifdef OXL_SUBSET
 
-#include "error.h"
+#include "errors.h"
 #include "vocab_internal.h"
 
 #include <stdio.h>

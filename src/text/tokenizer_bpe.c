@@ -4,7 +4,7 @@
 #include "bigram_queue.h"
 #include "vocab_internal.h"
 
-#include "error.h"
+#include "errors.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * handling, then the Viterbi search for the best-scoring segmentation. */
 #include "vocab_internal.h"
 
-#include "error.h"
+#include "errors.h"
 
 #include <float.h>
 #include <stdlib.h>

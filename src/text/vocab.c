@@ -2,7 +2,7 @@
  * llama.cpp src/llama-vocab.cpp); the tokenizers of each model are in src/tokenizer_*.c. */
 #include "vocab_internal.h"
 
-#include "error.h"
+#include "errors.h"
 
 #include <ctype.h>
 #include <math.h>

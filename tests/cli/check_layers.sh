@@ -5,6 +5,7 @@
 # 2. No file of src/ or arch/ reaches another folder by a relative or absolute #include path.
 # 3. The compiler agrees: with the gguf layer's include path, a header of arch/ is not found and
 #    gguf.h is.
+# 4. No project header shares its name with a system header.
 # usage: check_layers.sh SOURCE_DIR GENERATED_DIR CC LAYER=DIR:DIR... ...
 set -u
 src=$1 gen=$2 cc=$3
@@ -78,5 +79,21 @@ if ! "$cc" -fsyntax-only -D_GNU_SOURCE $inc "$probe/own.c"; then
     echo "FAIL  src/gguf cannot include its own gguf.h"
     fail=1
 fi
+# 4. No project header is named like a header of the C library or the system (memory.h, time.h, …):
+#    an upward include of such a name would find the system's header and compile instead of failing.
+n_headers=0
+for h in $(find "$src/src" "$src/arch" "$src/server" "$src/include" -name '*.h' -exec basename {} \; | sort -u); do
+    n_headers=$((n_headers + 1))
+    printf '#include <%s>\n' "$h" >"$probe/sys.c"
+    if "$cc" -fsyntax-only -D_GNU_SOURCE "$probe/sys.c" 2>/dev/null; then
+        echo "FAIL  $h is also a system header: rename the project's"
+        fail=1
+    fi
+done
+echo "layers: $n_headers header names checked against the system's"
+[ "$n_headers" -ge 50 ] || {
+    echo "FAIL  expected at least 50 project headers, found $n_headers"
+    fail=1
+}
 [ $fail -eq 0 ] && echo "layers: PASS"
 exit $fail

@@ -4,7 +4,7 @@
 # asks the library's own detection (src/kernels/cpu.c over the generated spec table) at configure time, so a
 # new ISA is tested without touching this file.
 try_run(oxl_isas_run oxl_isas_compiled ${CMAKE_BINARY_DIR}/cpu_isas
-  SOURCES ${CMAKE_SOURCE_DIR}/cmake/cpu_isas.c ${CMAKE_SOURCE_DIR}/src/kernels/cpu.c ${CMAKE_SOURCE_DIR}/src/core/error.c
+  SOURCES ${CMAKE_SOURCE_DIR}/cmake/cpu_isas.c ${CMAKE_SOURCE_DIR}/src/kernels/cpu.c ${CMAKE_SOURCE_DIR}/src/core/errors.c
           ${OXL_GENERATED_DIR}/oxl_types.c
   CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${CMAKE_SOURCE_DIR}/src/core;${CMAKE_SOURCE_DIR}/src/kernels;${CMAKE_SOURCE_DIR}/include;${OXL_GENERATED_DIR}"
   COMPILE_DEFINITIONS -D_GNU_SOURCE

@@ -1,7 +1,7 @@
 /* The thread pool (src/core/threads.h): every part of a task runs exactly once, whichever thread claims
  * it, and its writes are visible to the caller when oxl_pool_run_parts returns; back-to-back tasks
  * of changing sizes (as a decode step issues them) never mix their parts. */
-#include "threads.h"
+#include "pool.h"
 
 #include <criterion/criterion.h>
 #include <stdatomic.h>

@@ -3,8 +3,8 @@
  * thread the OS has descheduled delays only the part it holds: on a busy machine the others run
  * the rest instead of waiting for it. Workers spin briefly, then sleep on a condition variable, so
  * a task costs no thread creation and little latency. */
-#ifndef OXL_THREADS_H
-#define OXL_THREADS_H
+#ifndef OXL_POOL_H
+#define OXL_POOL_H
 
 #include "oxillama.h"
 

@@ -1,6 +1,6 @@
-#include "threads.h"
+#include "pool.h"
 
-#include "error.h"
+#include "errors.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -1,6 +1,6 @@
 /* Error values: every failure fills an oxl_error with a message naming file, field and value. */
-#ifndef OXL_ERROR_H
-#define OXL_ERROR_H
+#ifndef OXL_ERRORS_H
+#define OXL_ERRORS_H
 
 #include "oxillama.h"
 

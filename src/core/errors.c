@@ -1,4 +1,4 @@
-#include "error.h"
+#include "errors.h"
 
 #include <stdarg.h>
 #include <stdio.h>
