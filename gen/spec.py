@@ -179,6 +179,9 @@ class Ftype:
     imatrix_type: str = ""
     output: str = ""             # the output's (and tied token_embd's) format when its rows fit; "": q6_K
     attn_k_8exp_q4_K: bool = False  # 8 experts: attn_k q4_K (not q8_0)
+    attn_q: str = ""             # attn_q's format; "": keep
+    attn_k: str = ""             # attn_k's format (not 8 experts, which take q8_0); "": keep
+    ffn_gate_up_middle: str = ""  # ffn_gate and ffn_up on layers n/8 .. 7n/8 - 1; "": keep
     aliases: tuple = ()          # other llama-quantize names of this mix ("Q4_K" for Q4_K_M)
     # `oxillama quantize` writes this mix: its type has a quantizer and the rules above are all of
     # llama.cpp's for it (checked against llama-quantize's files, golden/quantize/expected*.json)
@@ -198,6 +201,8 @@ MIX_ATTN_V = (
     ("gqa4_q5_K", "IQ4_NL, IQ4_XS: q5_K with n_head/n_head_kv >= 4"),
     ("gqa4_or_4exp_q4_K_else_q2_K", "IQ2_XXS, IQ2_XS: q4_K with n_head/n_head_kv >= 4 or 4+ experts, else q2_K"),
     ("gqa4_or_4exp_q4_K_else_iq3_s", "IQ2_S, IQ2_M: q4_K with n_head/n_head_kv >= 4 or 4+ experts, else iq3_s"),
+    ("gqa4_q4_K_else_no_imatrix_iq3_s", "IQ3_XXS: q4_K with n_head/n_head_kv >= 4, else iq3_s without an imatrix"),
+    ("q4_K", "IQ3_M"),
 )
 MIX_FFN_DOWN = (
     ("keep", "the ftype's type"),
@@ -212,6 +217,8 @@ MIX_FFN_DOWN = (
     ("no_imatrix_first8th_q5_K", "IQ4_NL, IQ4_XS: without an imatrix, q5_K on the first n/8 layers"),
     ("running_first8th_q2_K", "IQ2_XXS, IQ2_XS: q2_K on the first n/8 ffn_down tensors by running index"),
     ("running_first8th_iq3_s", "IQ2_S, IQ2_M: iq3_s on the first n/8 ffn_down tensors by running index"),
+    ("no_imatrix_first8th_q4_K_else_q3_K", "IQ3_XXS: without an imatrix, q4_K on the first n/8 layers, else q3_K"),
+    ("first8th_or_8exp_more_bits_q4_K", "IQ3_M: q4_K on the first n/8 layers (8 experts: also use_more_bits)"),
 )
 
 FTYPES = (
@@ -245,16 +252,22 @@ FTYPES = (
           attn_k_8exp_q4_K=True, quantize=True),
     Ftype("Q2_K_S", 21, "Q2_K - Small", type="q2_K", attn_v="gqa4_q4_K", ffn_down="first8th_q4_K",
           imatrix_type="q2_K", quantize=True),
-    Ftype("IQ3_XS", 22, "IQ3_XS - 3.3 bpw", type="iq3_s"),
-    Ftype("IQ3_XXS", 23, "IQ3_XXS - 3.0625 bpw", type="iq3_xxs"),
+    Ftype("IQ3_XS", 22, "IQ3_XS - 3.3 bpw", type="iq3_s", attn_v="gqa4_q4_K", attn_output_8exp_q5_K=True,
+          attn_q="iq3_xxs", attn_k="iq3_xxs", ffn_gate_up_middle="iq3_xxs", quantize=True),
+    # quantize=True once iq2_s (its attn_q and attn_k) has a quantizer
+    Ftype("IQ3_XXS", 23, "IQ3_XXS - 3.0625 bpw", type="iq3_xxs", attn_v="gqa4_q4_K_else_no_imatrix_iq3_s",
+          ffn_down="no_imatrix_first8th_q4_K_else_q3_K", attn_output="iq3_s", attn_output_8exp_q5_K=True,
+          output="q5_K", token_embd="iq3_s", attn_q="iq2_s", attn_k="iq2_s"),
     Ftype("IQ1_S", 24, "IQ1_S - 1.5625 bpw", type="iq1_s", attn_v="gqa4_or_4exp_q4_K_else_q2_K",
           ffn_down="running_first8th_q2_K", attn_output="iq2_xxs", attn_output_falcon="iq2_xxs",
           attn_output_8exp_q5_K=True, token_embd="q2_K", output="q5_K", attn_k_8exp_q4_K=True,
           quantize=True),
     Ftype("IQ4_NL", 25, "IQ4_NL - 4.5 bpw", type="iq4_nl", attn_v="gqa4_q5_K", ffn_down="no_imatrix_first8th_q5_K",
           attn_output_8exp_q5_K=True, quantize=True),
-    Ftype("IQ3_S", 26, "IQ3_S - 3.4375 bpw", type="iq3_s"),
-    Ftype("IQ3_M", 27, "IQ3_S mix - 3.66 bpw", type="iq3_s"),
+    Ftype("IQ3_S", 26, "IQ3_S - 3.4375 bpw", type="iq3_s", attn_v="gqa4_q4_K", attn_output_8exp_q5_K=True,
+          quantize=True),
+    Ftype("IQ3_M", 27, "IQ3_S mix - 3.66 bpw", type="iq3_s", attn_v="q4_K", ffn_down="first8th_or_8exp_more_bits_q4_K",
+          attn_output="q4_K", attn_output_8exp_q5_K=True, quantize=True),
     Ftype("IQ2_S", 28, "IQ2_S - 2.5 bpw", type="iq2_xs", attn_v="gqa4_or_4exp_q4_K_else_iq3_s",
           ffn_down="running_first8th_iq3_s", attn_output="iq3_s", attn_output_falcon="iq3_s",
           attn_output_8exp_q5_K=True, token_embd="iq3_s", output="q5_K", attn_k_8exp_q4_K=True),
@@ -616,7 +629,8 @@ def validate(template_formats):
         for what, t in (("type", ft.type), ("down_type", ft.down_type), ("attn_output", ft.attn_output),
                         ("attn_output_falcon", ft.attn_output_falcon), ("experts_split_type", ft.experts_split_type),
                         ("imatrix_type", ft.imatrix_type),
-                        ("token_embd", ft.token_embd), ("output", ft.output)):
+                        ("token_embd", ft.token_embd), ("output", ft.output), ("attn_q", ft.attn_q), ("attn_k", ft.attn_k),
+                        ("ffn_gate_up_middle", ft.ffn_gate_up_middle)):
             if t and t not in FORMAT_BY_NAME:
                 errors.append(f"ftype {ft.name}: {what} {t} is not a format")
         if ft.attn_v not in rules_v or ft.ffn_down not in rules_down:
@@ -624,8 +638,8 @@ def validate(template_formats):
         if (ft.ffn_down == "imatrix_first8th") != bool(ft.down_type):
             errors.append(f"ftype {ft.name}: down_type goes with ffn_down imatrix_first8th, and only with it")
         if ft.quantize:
-            for t in {ft.type, ft.down_type, ft.attn_output, ft.attn_output_falcon, ft.experts_split_type, ft.token_embd,
-                      ft.output} - {""}:
+            for t in {ft.type, ft.down_type, ft.attn_output, ft.attn_output_falcon, ft.experts_split_type, ft.output,
+                      ft.token_embd, ft.attn_q, ft.attn_k, ft.ffn_gate_up_middle} - {""}:
                 if t not in FORMAT_BY_NAME or not FORMAT_BY_NAME[t].quantizer:
                     errors.append(f"ftype {ft.name}: quantize=True but {t or 'its type'} has no quantizer")
     seen = set()

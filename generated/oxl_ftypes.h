@@ -20,6 +20,8 @@ typedef enum oxl_mix_v {
     OXL_V_GQA4_Q5_K, /* IQ4_NL, IQ4_XS: q5_K with n_head/n_head_kv >= 4 */
     OXL_V_GQA4_OR_4EXP_Q4_K_ELSE_Q2_K, /* IQ2_XXS, IQ2_XS: q4_K with n_head/n_head_kv >= 4 or 4+ experts, else q2_K */
     OXL_V_GQA4_OR_4EXP_Q4_K_ELSE_IQ3_S, /* IQ2_S, IQ2_M: q4_K with n_head/n_head_kv >= 4 or 4+ experts, else iq3_s */
+    OXL_V_GQA4_Q4_K_ELSE_NO_IMATRIX_IQ3_S, /* IQ3_XXS: q4_K with n_head/n_head_kv >= 4, else iq3_s without an imatrix */
+    OXL_V_Q4_K, /* IQ3_M */
 } oxl_mix_v;
 
 /* ffn_down rules; i = the running index of ffn_down tensors, n = n_layer */
@@ -36,6 +38,8 @@ typedef enum oxl_mix_down {
     OXL_DOWN_NO_IMATRIX_FIRST8TH_Q5_K, /* IQ4_NL, IQ4_XS: without an imatrix, q5_K on the first n/8 layers */
     OXL_DOWN_RUNNING_FIRST8TH_Q2_K, /* IQ2_XXS, IQ2_XS: q2_K on the first n/8 ffn_down tensors by running index */
     OXL_DOWN_RUNNING_FIRST8TH_IQ3_S, /* IQ2_S, IQ2_M: iq3_s on the first n/8 ffn_down tensors by running index */
+    OXL_DOWN_NO_IMATRIX_FIRST8TH_Q4_K_ELSE_Q3_K, /* IQ3_XXS: without an imatrix, q4_K on the first n/8 layers, else q3_K */
+    OXL_DOWN_FIRST8TH_OR_8EXP_MORE_BITS_Q4_K, /* IQ3_M: q4_K on the first n/8 layers (8 experts: also use_more_bits) */
 } oxl_mix_down;
 
 typedef struct oxl_ftype_info {
@@ -56,6 +60,9 @@ typedef struct oxl_ftype_info {
     oxl_type output;             /* the output (and tied token_embd) when its rows fit; OXL_TYPE_COUNT: q6_K */
     bool attn_k_8exp_q4_K;       /* 8 experts: attn_k q4_K (not q8_0) */
     oxl_type imatrix_type;       /* its tensors of this format need --imatrix (Q2_K_S: q2_K); OXL_TYPE_COUNT: none */
+    oxl_type attn_q;             /* OXL_TYPE_COUNT: keep */
+    oxl_type attn_k;             /* not 8 experts (q8_0); OXL_TYPE_COUNT: keep */
+    oxl_type ffn_gate_up_middle; /* ffn_gate, ffn_up on layers n/8 .. 7n/8 - 1; OXL_TYPE_COUNT: keep */
 } oxl_ftype_info;
 
 enum { OXL_FTYPE_COUNT = 36 };

@@ -216,7 +216,7 @@ static bool oxl_is_quantized(oxl_type t) {
 
 /* The running state of llama_tensor_get_type_impl across tensors. */
 typedef struct oxl_mix_state {
-    int n_attention_wv, i_attention_wv, i_ffn_down;
+    int n_attention_wv, i_attention_wv, i_ffn_down, i_ffn_gate, i_ffn_up;
     bool tied_embeddings;
 } oxl_mix_state;
 
@@ -234,7 +234,8 @@ static int oxl_ffn_layer(const oxl_quant_model *m, const oxl_quant_tensor *t, in
     return 0;
 }
 
-static oxl_type oxl_mix_attn_v(const oxl_ftype_mix *f, const oxl_quant_model *m, int i, int n, oxl_type type) {
+static oxl_type oxl_mix_attn_v(const oxl_ftype_mix *f, const oxl_quant_model *m, bool has_imatrix, int i, int n,
+                               oxl_type type) {
     const bool gqa4 = m->n_head_kv > 0 && m->n_head / m->n_head_kv >= 4;
     switch (f->attn_v) {
     case OXL_V_KEEP: break;
@@ -248,6 +249,10 @@ static oxl_type oxl_mix_attn_v(const oxl_ftype_mix *f, const oxl_quant_model *m,
     /* the 1/2-bit I-quant ftypes' own branch of llama_tensor_get_type_impl: no 70B or 8-expert bump */
     case OXL_V_GQA4_OR_4EXP_Q4_K_ELSE_Q2_K: return gqa4 || m->n_expert >= 4 ? OXL_TYPE_Q4_K : OXL_TYPE_Q2_K;
     case OXL_V_GQA4_OR_4EXP_Q4_K_ELSE_IQ3_S: return gqa4 || m->n_expert >= 4 ? OXL_TYPE_Q4_K : OXL_TYPE_IQ3_S;
+    case OXL_V_GQA4_Q4_K_ELSE_NO_IMATRIX_IQ3_S:
+        type = gqa4 ? OXL_TYPE_Q4_K : !has_imatrix ? OXL_TYPE_IQ3_S : type;
+        break;
+    case OXL_V_Q4_K: type = OXL_TYPE_Q4_K; break;
     }
     /* 70B: attn_v is 8x smaller than attn_q, so more bits cost little */
     if (m->is_70b && (type == OXL_TYPE_Q3_K || type == OXL_TYPE_Q4_K)) {
@@ -283,6 +288,12 @@ static oxl_type oxl_mix_ffn_down(const oxl_ftype_mix *f, const oxl_quant_model *
     case OXL_DOWN_NO_IMATRIX_FIRST8TH_Q5_K: type = !has_imatrix && i < n / 8 ? OXL_TYPE_Q5_K : type; break;
     case OXL_DOWN_RUNNING_FIRST8TH_Q2_K: type = i < n / 8 ? OXL_TYPE_Q2_K : type; break;
     case OXL_DOWN_RUNNING_FIRST8TH_IQ3_S: type = i < n / 8 ? OXL_TYPE_IQ3_S : type; break;
+    case OXL_DOWN_NO_IMATRIX_FIRST8TH_Q4_K_ELSE_Q3_K:
+        type = has_imatrix ? type : i < n / 8 ? OXL_TYPE_Q4_K : OXL_TYPE_Q3_K;
+        break;
+    case OXL_DOWN_FIRST8TH_OR_8EXP_MORE_BITS_Q4_K:
+        type = i < n / 8 || (m->n_expert == 8 && oxl_use_more_bits(i, n)) ? OXL_TYPE_Q4_K : type;
+        break;
     }
     return type;
 }
@@ -322,11 +333,17 @@ static int oxl_mix_type(const oxl_quant_model *m, const oxl_quant_options *o, ox
             type = f->token_embd;
         }
     } else if (oxl_is_attn_v_like(cat)) {
-        type = oxl_mix_attn_v(f, m, s->i_attention_wv, s->n_attention_wv, type);
+        type = oxl_mix_attn_v(f, m, o->has_imatrix, s->i_attention_wv, s->n_attention_wv, type);
         s->i_attention_wv++;
     } else if (cat == OXL_CAT_ATTN_K) {
         if (m->n_expert == 8) {
             type = f->attn_k_8exp_q4_K ? OXL_TYPE_Q4_K : OXL_TYPE_Q8_0;
+        } else if (f->attn_k != OXL_TYPE_COUNT) {
+            type = f->attn_k;
+        }
+    } else if (cat == OXL_CAT_ATTN_Q) {
+        if (f->attn_q != OXL_TYPE_COUNT) {
+            type = f->attn_q;
         }
     } else if (cat == OXL_CAT_FFN_DOWN) {
         int layer = s->i_ffn_down;
@@ -346,12 +363,18 @@ static int oxl_mix_type(const oxl_quant_model *m, const oxl_quant_options *o, ox
     }
     /* llama.cpp also has attn_qkv rules, but attn_qkv is attn_v-like and takes the attn_v branch
      * above first, so they never apply */
-    /* ffn_gate / ffn_up rules exist only for IQ ftypes; their layer checks still apply to MoE */
+    /* ffn_gate / ffn_up: each has its own running index (the layer of MoE models); the 1/2-bit
+     * I-quant ftypes' branch of llama_tensor_get_type_impl has no ffn_gate / ffn_up rules */
     if ((cat == OXL_CAT_FFN_GATE || cat == OXL_CAT_FFN_UP) && !oxl_down_by_running_index(f->ffn_down)) {
+        int *running = cat == OXL_CAT_FFN_GATE ? &s->i_ffn_gate : &s->i_ffn_up;
         int layer;
-        if (oxl_ffn_layer(m, t, 0, &layer, err) < 0) {
+        if (oxl_ffn_layer(m, t, *running, &layer, err) < 0) {
             return -1;
         }
+        if (f->ffn_gate_up_middle != OXL_TYPE_COUNT && layer >= m->n_layer / 8 && layer < 7 * m->n_layer / 8) {
+            type = f->ffn_gate_up_middle;
+        }
+        (*running)++;
     }
     *out = type;
     return 0;
@@ -364,7 +387,8 @@ static int oxl_fallback(const oxl_quant_tensor *t, oxl_type type, oxl_type *out,
         {OXL_TYPE_Q5_K, OXL_TYPE_Q5_1},     {OXL_TYPE_Q6_K, OXL_TYPE_Q8_0},    {OXL_TYPE_Q2_0, OXL_TYPE_Q4_0},
         {OXL_TYPE_TQ1_0, OXL_TYPE_Q4_0},    {OXL_TYPE_TQ2_0, OXL_TYPE_Q4_0},   {OXL_TYPE_IQ2_XXS, OXL_TYPE_IQ4_NL},
         {OXL_TYPE_IQ2_XS, OXL_TYPE_IQ4_NL}, {OXL_TYPE_IQ2_S, OXL_TYPE_IQ4_NL}, {OXL_TYPE_IQ4_XS, OXL_TYPE_IQ4_NL},
-        {OXL_TYPE_IQ1_S, OXL_TYPE_IQ4_NL},  {OXL_TYPE_IQ1_M, OXL_TYPE_IQ4_NL},
+        {OXL_TYPE_IQ1_S, OXL_TYPE_IQ4_NL},  {OXL_TYPE_IQ1_M, OXL_TYPE_IQ4_NL}, {OXL_TYPE_IQ3_XXS, OXL_TYPE_IQ4_NL},
+        {OXL_TYPE_IQ3_S, OXL_TYPE_IQ4_NL},
     };
     *out = type;
     *used = false;
