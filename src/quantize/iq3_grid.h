@@ -11,8 +11,8 @@
 #define OXL_IQ3_KMAP_SIZE 4096
 
 typedef struct oxl_iq3_grid {
-    int grid_size;                    /* 256 or 512 */
-    const int8_t (*points)[4];        /* points[g][i] = 2 l_i + 1 of grid point g */
+    int grid_size;             /* 256 or 512 */
+    const int8_t (*points)[4]; /* points[g][i] = 2 l_i + 1 of grid point g */
     /* map[u] >= 0: u is grid point map[u]; else neighbours - map[u] - 1 is its list: a count n, then n
      * grid indices (the points within the nwant smallest squared distances from u, nearest first,
      * ties by index; nwant = 2 for 256 points, 3 for 512) */

@@ -90,8 +90,8 @@ static void oxl_iq3_sums(const float *weight, const float *xval, const int8_t *L
  * nearest 0.5 (id x - 1) snapped to the grid, the best by sum(w q x)^2 / sum(w q^2); then, if a
  * group was off the grid, the levels again at the best scale (IQ3_XXS: only the groups that were
  * off it; IQ3_S: all) and a last least-squares scale. Returns the scale, L the levels. */
-static float oxl_iq3_search(const oxl_iq3_grid *g, const float *xval, const float *weight, const float *waux,
-                            float max, int ntry, bool xxs, int8_t *L) {
+static float oxl_iq3_search(const oxl_iq3_grid *g, const float *xval, const float *weight, const float *waux, float max,
+                            int ntry, bool xxs, int8_t *L) {
     int8_t Laux[32];
     bool is_on_grid[8], is_on_grid_aux[8];
     float best = 0;

@@ -21,8 +21,8 @@ Test(quantize_iq3, non_finite_row_is_a_named_error) {
         oxl_error err = {{0}};
         x[256 + 77] = t ? -INFINITY : NAN;
         cr_assert_eq(oxl_quantize_rows(types[t], x, y, 2, 256, NULL, &err), -1);
-        cr_expect(strstr(err.msg, names[t]) && strstr(err.msg, "row 1") && strstr(err.msg, "column 77"),
-                  "message: %s", err.msg);
+        cr_expect(strstr(err.msg, names[t]) && strstr(err.msg, "row 1") && strstr(err.msg, "column 77"), "message: %s",
+                  err.msg);
     }
 }
 

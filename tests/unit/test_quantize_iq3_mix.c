@@ -24,8 +24,14 @@ static const oxl_quant_tensor base[] = {
     {.name = "blk.0.attn_k.weight", .type = OXL_TYPE_F32, .ne = {256, 64, 1, 1}},
     {.name = "blk.0.ffn_gate.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
     {.name = "blk.1.ffn_gate.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
-#define FFN_UP(i) {.name = "blk." #i ".ffn_up.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}}
-    FFN_UP(0), FFN_UP(1), FFN_UP(2), FFN_UP(3), FFN_UP(4), FFN_UP(5), FFN_UP(6), FFN_UP(7),
+    {.name = "blk.0.ffn_up.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
+    {.name = "blk.1.ffn_up.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
+    {.name = "blk.2.ffn_up.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
+    {.name = "blk.3.ffn_up.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
+    {.name = "blk.4.ffn_up.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
+    {.name = "blk.5.ffn_up.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
+    {.name = "blk.6.ffn_up.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
+    {.name = "blk.7.ffn_up.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
 };
 enum { N = sizeof base / sizeof base[0] };
 
@@ -136,7 +142,8 @@ Test(quantize_iq3_mix, iq3_xxs) {
 /* tensor_type_fallback: rows that are a multiple of 32 but not of 256 take IQ4_NL */
 Test(quantize_iq3_mix, rows_not_of_256_fall_back_to_iq4_nl) {
     const oxl_quant_model m = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_head_kv = 2};
-    oxl_quant_options o = {.ftype = ftype_row("IQ3_S"), .output_type = OXL_TYPE_COUNT, .token_embd_type = OXL_TYPE_COUNT};
+    oxl_quant_options o = {
+        .ftype = ftype_row("IQ3_S"), .output_type = OXL_TYPE_COUNT, .token_embd_type = OXL_TYPE_COUNT};
     oxl_quant_tensor t[] = {{.name = "blk.0.attn_q.weight", .type = OXL_TYPE_F32, .ne = {96, 4, 1, 1}},
                             {.name = "blk.0.ffn_up.weight", .type = OXL_TYPE_F32, .ne = {48, 4, 1, 1}}};
     oxl_error err = {{0}};
