@@ -254,10 +254,9 @@ FTYPES = (
           imatrix_type="q2_K", quantize=True),
     Ftype("IQ3_XS", 22, "IQ3_XS - 3.3 bpw", type="iq3_s", attn_v="gqa4_q4_K", attn_output_8exp_q5_K=True,
           attn_q="iq3_xxs", attn_k="iq3_xxs", ffn_gate_up_middle="iq3_xxs", quantize=True),
-    # quantize=True once iq2_s (its attn_q and attn_k) has a quantizer
     Ftype("IQ3_XXS", 23, "IQ3_XXS - 3.0625 bpw", type="iq3_xxs", attn_v="gqa4_q4_K_else_no_imatrix_iq3_s",
           ffn_down="no_imatrix_first8th_q4_K_else_q3_K", attn_output="iq3_s", attn_output_8exp_q5_K=True,
-          output="q5_K", token_embd="iq3_s", attn_q="iq2_s", attn_k="iq2_s"),
+          output="q5_K", token_embd="iq3_s", attn_q="iq2_s", attn_k="iq2_s", quantize=True),
     Ftype("IQ1_S", 24, "IQ1_S - 1.5625 bpw", type="iq1_s", attn_v="gqa4_or_4exp_q4_K_else_q2_K",
           ffn_down="running_first8th_q2_K", attn_output="iq2_xxs", attn_output_falcon="iq2_xxs",
           attn_output_8exp_q5_K=True, token_embd="q2_K", output="q5_K", attn_k_8exp_q4_K=True,

@@ -124,7 +124,7 @@ const oxl_ftype_info oxl_ftype_infos[OXL_FTYPE_COUNT] = {
      .experts_split_type = OXL_TYPE_COUNT, .output = OXL_TYPE_COUNT, .attn_k_8exp_q4_K = false,
      .imatrix_type = OXL_TYPE_COUNT, .attn_q = OXL_TYPE_IQ3_XXS, .attn_k = OXL_TYPE_IQ3_XXS,
      .ffn_gate_up_middle = OXL_TYPE_IQ3_XXS},
-    {.name = "IQ3_XXS", .id = 23, .desc = "IQ3_XXS - 3.0625 bpw", .alias = NULL, .quantize = false, .type = OXL_TYPE_IQ3_XXS,
+    {.name = "IQ3_XXS", .id = 23, .desc = "IQ3_XXS - 3.0625 bpw", .alias = NULL, .quantize = true, .type = OXL_TYPE_IQ3_XXS,
      .attn_v = OXL_V_GQA4_Q4_K_ELSE_NO_IMATRIX_IQ3_S, .ffn_down = OXL_DOWN_NO_IMATRIX_FIRST8TH_Q4_K_ELSE_Q3_K, .down_type = OXL_TYPE_COUNT, .attn_output = OXL_TYPE_IQ3_S,
      .attn_output_falcon = OXL_TYPE_COUNT, .attn_output_8exp_q5_K = true, .token_embd = OXL_TYPE_IQ3_S,
      .experts_split_type = OXL_TYPE_COUNT, .output = OXL_TYPE_Q5_K, .attn_k_8exp_q4_K = false,

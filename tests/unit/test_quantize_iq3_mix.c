@@ -163,6 +163,11 @@ Test(quantize_iq3_mix, iq3_xs_refused_without_imatrix) {
     oxl_error err = {{0}};
     cr_expect_eq(oxl_quantize_model(GOLDEN "synth-small-f32.gguf", "/nonexistent-dir/out.gguf", &p, NULL, &err), -1);
     cr_expect(strstr(err.msg, "importance matrix") && strstr(err.msg, "iq3_xxs"), "message: %s", err.msg);
+    /* IQ3_XXS likewise (its first tensor in llama-quantize's order, attn_k, is IQ2_S) */
+    p.ftype = oxl_ftype_find("IQ3_XXS");
+    cr_assert_not_null(p.ftype);
+    cr_expect_eq(oxl_quantize_model(GOLDEN "synth-small-f32.gguf", "/nonexistent-dir/out.gguf", &p, NULL, &err), -1);
+    cr_expect(strstr(err.msg, "importance matrix") && strstr(err.msg, "iq2_s"), "message: %s", err.msg);
     /* IQ3_S and IQ3_M need none: only IQ3_XXS tensors do */
     const oxl_quant_model m = {.arch = "llama", .n_layer = 2, .n_head = 2, .n_head_kv = 2};
     oxl_quant_tensor t[N];
