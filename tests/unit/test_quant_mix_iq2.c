@@ -148,8 +148,9 @@ Test(quant_mix_iq2, fallback_and_imatrix_requirement) {
     cr_expect_eq(choose(&m, "IQ2_XXS", false, e, 2, &err), 0, "%s", err.msg);
     cr_expect_eq(target_of(e, 2, "token_embd.weight"), OXL_TYPE_Q2_K);
     cr_expect_eq(target_of(e, 2, "output.weight"), OXL_TYPE_Q5_K);
-    /* IQ2_XXS and IQ2_XS are written; IQ2_S and IQ2_M wait for an IQ3_S quantizer */
+    /* all four are written (IQ2_S and IQ2_M use the IQ3_S quantizer too), by name or number */
     cr_expect_not_null(oxl_ftype_find("IQ2_XXS"));
     cr_expect_not_null(oxl_ftype_find("20"));
-    cr_expect_null(oxl_ftype_find("IQ2_M"));
+    cr_expect_not_null(oxl_ftype_find("IQ2_S"));
+    cr_expect_not_null(oxl_ftype_find("29"));
 }
