@@ -44,6 +44,10 @@ class Format:
     # llama-quantize's tensor_requires_imatrix: a file whose tensors (other than token_embd and
     # output) get this format is refused without --imatrix.
     file_imatrix_required: bool = False
+    # llama-quantize's tensor_type_fallback: the format a row that is not a multiple of this block
+    # gets instead ("": none, the tensor is refused); its own fallback applies in turn (ggml_type
+    # fallback to f16 when even that block does not fit is quant_mix.c's).
+    fallback: str = ""
     # A KV-cache type (-ctk/-ctv, oxl_ctx_params.type_k/_v): rows stored through the quantizer and
     # read back through dequant/vec_dot (llama.cpp's set_rows and attention on that type).
     kv_cache: bool = False
@@ -83,48 +87,49 @@ FORMATS = (
            fields=(("d", "f16", 1), ("s", "f16", 1), ("qs", "i8", 32)), ops=("dequant", "quant"), quantizer=True),
     Format(10, "q2_K", blck=256, size=84, partner="q8_K",
            fields=(("scales", "u8", 16), ("qs", "u8", 64), ("d", "f16", 1), ("dmin", "f16", 1)),
-           ops=("dequant", "vec_dot"), quantizer=True, imatrix=True),
+           ops=("dequant", "vec_dot"), quantizer=True, imatrix=True, fallback="q4_0"),
     Format(11, "q3_K", blck=256, size=110, partner="q8_K",
            fields=(("hmask", "u8", 32), ("qs", "u8", 64), ("scales", "u8", 12), ("d", "f16", 1)),
-           ops=("dequant", "vec_dot"), quantizer=True, imatrix=True),
+           ops=("dequant", "vec_dot"), quantizer=True, imatrix=True, fallback="q4_0"),
     Format(12, "q4_K", blck=256, size=144, partner="q8_K",
            fields=(("d", "f16", 1), ("dmin", "f16", 1), ("scales", "u8", 12), ("qs", "u8", 128)),
-           ops=("dequant", "vec_dot"), quantizer=True, imatrix=True),
+           ops=("dequant", "vec_dot"), quantizer=True, imatrix=True, fallback="q5_0"),
     Format(13, "q5_K", blck=256, size=176, partner="q8_K",
            fields=(("d", "f16", 1), ("dmin", "f16", 1), ("scales", "u8", 12), ("qh", "u8", 32), ("qs", "u8", 128)),
-           ops=("dequant", "vec_dot"), quantizer=True, imatrix=True),
+           ops=("dequant", "vec_dot"), quantizer=True, imatrix=True, fallback="q5_1"),
     Format(14, "q6_K", blck=256, size=210, partner="q8_K",
            fields=(("ql", "u8", 128), ("qh", "u8", 64), ("scales", "i8", 16), ("d", "f16", 1)),
-           ops=("dequant", "vec_dot"), quantizer=True, imatrix=True),
+           ops=("dequant", "vec_dot"), quantizer=True, imatrix=True, fallback="q8_0"),
     Format(15, "q8_K", blck=256, size=292, partner="q8_K",
            fields=(("d", "f32", 1), ("qs", "i8", 256), ("bsums", "i16", 16)), ops=("dequant", "quant"),
            quantizer=True),
     Format(16, "iq2_xxs", blck=256, size=66, partner="q8_K", fields=(("d", "f16", 1), ("qs", "u16", 32)),
            ops=("dequant", "vec_dot"), tables=("iq2xxs_grid", "ksigns_iq2xs", "kmask_iq2xs"),
-           quantizer=True, imatrix=True, imatrix_required=True, file_imatrix_required=True),
+           quantizer=True, imatrix=True, imatrix_required=True, file_imatrix_required=True, fallback="iq4_nl"),
     Format(17, "iq2_xs", blck=256, size=74, partner="q8_K",
            fields=(("d", "f16", 1), ("qs", "u16", 32), ("scales", "u8", 8)),
            ops=("dequant", "vec_dot"), tables=("iq2xs_grid", "ksigns_iq2xs", "kmask_iq2xs"),
-           quantizer=True, imatrix=True, imatrix_required=True, file_imatrix_required=True),
+           quantizer=True, imatrix=True, imatrix_required=True, file_imatrix_required=True, fallback="iq4_nl"),
     Format(18, "iq3_xxs", blck=256, size=98, partner="q8_K", fields=(("d", "f16", 1), ("qs", "u8", 96)),
            ops=("dequant", "vec_dot"), tables=("iq3xxs_grid", "ksigns_iq2xs"), quantizer=True, imatrix=True,
-           file_imatrix_required=True),
+           file_imatrix_required=True, fallback="iq4_nl"),
     Format(19, "iq1_s", blck=256, size=50, partner="q8_K",
            fields=(("d", "f16", 1), ("qs", "u8", 32), ("qh", "u16", 8)),
            ops=("dequant", "vec_dot"), tables=("iq1s_grid",), quantizer=True, imatrix=True,
-           imatrix_required=True, file_imatrix_required=True),
+           imatrix_required=True, file_imatrix_required=True, fallback="iq4_nl"),
     Format(20, "iq4_nl", blck=32, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16)),
            ops=("dequant", "vec_dot"), tables=("kvalues_iq4nl",), quantizer=True, imatrix=True, kv_cache=True),
     Format(21, "iq3_s", blck=256, size=110, partner="q8_K",
            fields=(("d", "f16", 1), ("qs", "u8", 64), ("qh", "u8", 8), ("signs", "u8", 32), ("scales", "u8", 4)),
-           ops=("dequant", "vec_dot"), tables=("iq3s_grid",), quantizer=True, imatrix=True),
+           ops=("dequant", "vec_dot"), tables=("iq3s_grid",), quantizer=True, imatrix=True, fallback="iq4_nl"),
     Format(22, "iq2_s", blck=256, size=82, partner="q8_K",
            fields=(("d", "f16", 1), ("qs", "u8", 64), ("qh", "u8", 8), ("scales", "u8", 8)),
            ops=("dequant", "vec_dot"), tables=("iq2s_grid", "kmask_iq2xs"),
-           quantizer=True, imatrix=True, file_imatrix_required=True),
+           quantizer=True, imatrix=True, file_imatrix_required=True, fallback="iq4_nl"),
     Format(23, "iq4_xs", blck=256, size=136, partner="q8_K",
            fields=(("d", "f16", 1), ("scales_h", "u16", 1), ("scales_l", "u8", 4), ("qs", "u8", 128)),
-           ops=("dequant", "vec_dot"), tables=("kvalues_iq4nl",), quantizer=True, imatrix=True),
+           ops=("dequant", "vec_dot"), tables=("kvalues_iq4nl",), quantizer=True, imatrix=True,
+           fallback="iq4_nl"),
     Format(24, "i8", blck=1, size=1, partner="f32", quantized=False, elem="int8_t"),
     Format(25, "i16", blck=1, size=2, partner="f32", quantized=False, elem="int16_t"),
     Format(26, "i32", blck=1, size=4, partner="f32", quantized=False, elem="int32_t"),
@@ -133,13 +138,14 @@ FORMATS = (
     Format(29, "iq1_m", blck=256, size=56, partner="q8_K",
            fields=(("qs", "u8", 32), ("qh", "u8", 16), ("scales", "u8", 8)),
            ops=("dequant", "vec_dot"), tables=("iq1s_grid",), quantizer=True, imatrix=True,
-           file_imatrix_required=True),
+           file_imatrix_required=True, fallback="iq4_nl"),
     Format(30, "bf16", blck=1, size=2, partner="bf16", quantized=False, elem="uint16_t",
            ops=("dequant", "quant", "vec_dot", "gemm"), quantizer=True, kv_cache=True),
     Format(34, "tq1_0", blck=256, size=54, partner="q8_K",
-           fields=(("qs", "u8", 48), ("qh", "u8", 4), ("d", "f16", 1)), ops=("dequant", "vec_dot"), quantizer=True),
+           fields=(("qs", "u8", 48), ("qh", "u8", 4), ("d", "f16", 1)), ops=("dequant", "vec_dot"), quantizer=True,
+           fallback="q4_0"),
     Format(35, "tq2_0", blck=256, size=66, partner="q8_K", fields=(("qs", "u8", 64), ("d", "f16", 1)),
-           ops=("dequant", "vec_dot"), quantizer=True),
+           ops=("dequant", "vec_dot"), quantizer=True, fallback="q4_0"),
     Format(39, "mxfp4", blck=32, size=17, partner="q8_0", fields=(("e", "u8", 1), ("qs", "u8", 16)),
            ops=("dequant", "vec_dot"), tables=("kvalues_fp4",), quantizer=True),
     Format(40, "nvfp4", blck=64, size=36, partner="q8_0", fields=(("d", "u8", 4), ("qs", "u8", 32)),
@@ -147,7 +153,7 @@ FORMATS = (
     Format(41, "q1_0", blck=128, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16)),
            ops=("dequant", "vec_dot"), quantizer=True),
     Format(42, "q2_0", blck=64, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16)),
-           ops=("dequant", "vec_dot"), quantizer=True),
+           ops=("dequant", "vec_dot"), quantizer=True, fallback="q4_0"),
 )
 
 
@@ -610,6 +616,8 @@ def validate(template_formats):
             errors.append(f"{f.name}: no scalar cell (every (format, op) needs one)")
         if f.imatrix and not f.quantizer:
             errors.append(f"{f.name}: imatrix=True needs quantizer=True")
+        if f.fallback and (f.fallback not in FORMAT_BY_NAME or FORMAT_BY_NAME[f.fallback].blck >= f.blck):
+            errors.append(f"{f.name}: fallback {f.fallback} must be a format with a smaller block")
         if f.imatrix_required and not f.file_imatrix_required:
             errors.append(f"{f.name}: imatrix_required=True needs file_imatrix_required=True")
         if f.kv_cache and not (f.quantizer and {"dequant", "vec_dot"} <= set(f.ops)):

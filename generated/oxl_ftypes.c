@@ -235,3 +235,25 @@ bool oxl_format_file_needs_imatrix(oxl_type t) {
         return false;
     }
 }
+
+oxl_type oxl_format_fallback(oxl_type t) {
+    switch (t) {
+    case OXL_TYPE_Q2_K: return OXL_TYPE_Q4_0;
+    case OXL_TYPE_Q3_K: return OXL_TYPE_Q4_0;
+    case OXL_TYPE_Q4_K: return OXL_TYPE_Q5_0;
+    case OXL_TYPE_Q5_K: return OXL_TYPE_Q5_1;
+    case OXL_TYPE_Q6_K: return OXL_TYPE_Q8_0;
+    case OXL_TYPE_IQ2_XXS: return OXL_TYPE_IQ4_NL;
+    case OXL_TYPE_IQ2_XS: return OXL_TYPE_IQ4_NL;
+    case OXL_TYPE_IQ3_XXS: return OXL_TYPE_IQ4_NL;
+    case OXL_TYPE_IQ1_S: return OXL_TYPE_IQ4_NL;
+    case OXL_TYPE_IQ3_S: return OXL_TYPE_IQ4_NL;
+    case OXL_TYPE_IQ2_S: return OXL_TYPE_IQ4_NL;
+    case OXL_TYPE_IQ4_XS: return OXL_TYPE_IQ4_NL;
+    case OXL_TYPE_IQ1_M: return OXL_TYPE_IQ4_NL;
+    case OXL_TYPE_TQ1_0: return OXL_TYPE_Q4_0;
+    case OXL_TYPE_TQ2_0: return OXL_TYPE_Q4_0;
+    case OXL_TYPE_Q2_0: return OXL_TYPE_Q4_0;
+    default: return OXL_TYPE_COUNT;
+    }
+}

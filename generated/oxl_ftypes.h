@@ -71,5 +71,8 @@ extern const oxl_ftype_info oxl_ftype_infos[OXL_FTYPE_COUNT];
 /* llama-quantize's tensor_requires_imatrix by format (gen/spec.py file_imatrix_required): a file
  * whose tensors other than token_embd and the output get format t is refused without --imatrix. */
 bool oxl_format_file_needs_imatrix(oxl_type t);
+/* llama-quantize's tensor_type_fallback by format (gen/spec.py fallback): the format a row whose
+ * length is not a multiple of t's block gets instead; OXL_TYPE_COUNT when t has none. */
+oxl_type oxl_format_fallback(oxl_type t);
 
 #endif

@@ -382,26 +382,13 @@ static int oxl_mix_type(const oxl_quant_model *m, const oxl_quant_options *o, ox
 
 /* tensor_type_fallback: a type whose block fits a row length that is not a multiple of 256 */
 static int oxl_fallback(const oxl_quant_tensor *t, oxl_type type, oxl_type *out, bool *used, oxl_error *err) {
-    static const oxl_type from[][2] = {
-        {OXL_TYPE_Q2_K, OXL_TYPE_Q4_0},     {OXL_TYPE_Q3_K, OXL_TYPE_Q4_0},    {OXL_TYPE_Q4_K, OXL_TYPE_Q5_0},
-        {OXL_TYPE_Q5_K, OXL_TYPE_Q5_1},     {OXL_TYPE_Q6_K, OXL_TYPE_Q8_0},    {OXL_TYPE_Q2_0, OXL_TYPE_Q4_0},
-        {OXL_TYPE_TQ1_0, OXL_TYPE_Q4_0},    {OXL_TYPE_TQ2_0, OXL_TYPE_Q4_0},   {OXL_TYPE_IQ2_XXS, OXL_TYPE_IQ4_NL},
-        {OXL_TYPE_IQ2_XS, OXL_TYPE_IQ4_NL}, {OXL_TYPE_IQ2_S, OXL_TYPE_IQ4_NL}, {OXL_TYPE_IQ4_XS, OXL_TYPE_IQ4_NL},
-        {OXL_TYPE_IQ1_S, OXL_TYPE_IQ4_NL},  {OXL_TYPE_IQ1_M, OXL_TYPE_IQ4_NL}, {OXL_TYPE_IQ3_XXS, OXL_TYPE_IQ4_NL},
-        {OXL_TYPE_IQ3_S, OXL_TYPE_IQ4_NL},
-    };
     *out = type;
     *used = false;
     if (t->ne[0] % oxl_type_traits_get((uint32_t)type)->blck_size == 0) {
         return 0;
     }
     *used = true;
-    oxl_type fb = OXL_TYPE_COUNT;
-    for (size_t i = 0; i < sizeof from / sizeof from[0]; i++) {
-        if (from[i][0] == type) {
-            fb = from[i][1];
-        }
-    }
+    oxl_type fb = oxl_format_fallback(type); /* the spec's fallback */
     if (fb == OXL_TYPE_COUNT) {
         return oxl_err_set(
             err, "tensor '%s': row length %lld is not a multiple of %s's block size and %s has no fallback type",
