@@ -6,29 +6,11 @@
  * Q5_K with 8 experts; token_embd Q2_K; output Q5_K; rows that are not a multiple of 256 fall back
  * to IQ4_NL; without an importance matrix tensor_requires_imatrix refuses the file. */
 #include "quant_mix.h"
+#include "quant_mix_test_util.h"
 
 #include <criterion/criterion.h>
 
 #include <string.h>
-
-static const oxl_ftype_mix *ftype_row(const char *name) {
-    for (size_t i = 0; i < OXL_FTYPE_COUNT; i++) {
-        if (strcmp(oxl_ftype_infos[i].name, name) == 0) {
-            return &oxl_ftype_infos[i];
-        }
-    }
-    return NULL;
-}
-
-static oxl_type target(const oxl_quant_tensor *t, int n, const char *name) {
-    for (int i = 0; i < n; i++) {
-        if (strcmp(t[i].name, name) == 0) {
-            return t[i].target;
-        }
-    }
-    cr_assert_fail("no tensor %s", name);
-    return OXL_TYPE_COUNT;
-}
 
 static const oxl_quant_tensor base[] = {
     {.name = "token_embd.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
@@ -57,45 +39,45 @@ Test(quant_mix_iq1, the_rules_of_llama_quantize) {
     for (int k = 0; k < 2; k++) {
         oxl_quant_tensor t[N];
         oxl_quant_model m = {.arch = "llama", .n_layer = 8, .n_head = 8, .n_head_kv = 8};
-        oxl_quant_options o = {.ftype = ftype_row(names[k]),
+        oxl_quant_options o = {.ftype = quant_ftype_row(names[k]),
                                .output_type = OXL_TYPE_COUNT,
                                .token_embd_type = OXL_TYPE_COUNT,
                                .has_imatrix = true};
         cr_assert_not_null(o.ftype);
         cr_expect_eq(oxl_ftype_id(o.ftype), k == 0 ? 24u : 31u);
         choose(&m, &o, t);
-        cr_expect_eq(target(t, N, "token_embd.weight"), OXL_TYPE_Q2_K, "%s", names[k]);
-        cr_expect_eq(target(t, N, "blk.0.attn_k.weight"), types[k], "%s", names[k]);
-        cr_expect_eq(target(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q2_K, "%s", names[k]);
-        cr_expect_eq(target(t, N, "blk.0.attn_q.weight"), types[k], "%s", names[k]);
-        cr_expect_eq(target(t, N, "blk.0.attn_output.weight"), OXL_TYPE_IQ2_XXS, "%s", names[k]);
-        cr_expect_eq(target(t, N, "blk.0.ffn_down.weight"), OXL_TYPE_Q2_K, "%s", names[k]);
-        cr_expect_eq(target(t, N, "blk.1.ffn_down.weight"), types[k], "%s", names[k]);
-        cr_expect_eq(target(t, N, "blk.1.ffn_up.weight"), OXL_TYPE_IQ4_NL, "%s: rows of 288", names[k]);
-        cr_expect_eq(target(t, N, "blk.1.attn_norm.weight"), OXL_TYPE_F32, "%s", names[k]);
-        cr_expect_eq(target(t, N, "output.weight"), OXL_TYPE_Q5_K, "%s", names[k]);
+        cr_expect_eq(quant_target_of(t, N, "token_embd.weight"), OXL_TYPE_Q2_K, "%s", names[k]);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.attn_k.weight"), types[k], "%s", names[k]);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q2_K, "%s", names[k]);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.attn_q.weight"), types[k], "%s", names[k]);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.attn_output.weight"), OXL_TYPE_IQ2_XXS, "%s", names[k]);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.ffn_down.weight"), OXL_TYPE_Q2_K, "%s", names[k]);
+        cr_expect_eq(quant_target_of(t, N, "blk.1.ffn_down.weight"), types[k], "%s", names[k]);
+        cr_expect_eq(quant_target_of(t, N, "blk.1.ffn_up.weight"), OXL_TYPE_IQ4_NL, "%s: rows of 288", names[k]);
+        cr_expect_eq(quant_target_of(t, N, "blk.1.attn_norm.weight"), OXL_TYPE_F32, "%s", names[k]);
+        cr_expect_eq(quant_target_of(t, N, "output.weight"), OXL_TYPE_Q5_K, "%s", names[k]);
 
         /* 4 queries per KV head: attn_v Q4_K, and a 70B model does not raise it to Q5_K */
         m.n_head_kv = 2;
         m.is_70b = true;
         choose(&m, &o, t);
-        cr_expect_eq(target(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q4_K, "%s", names[k]);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q4_K, "%s", names[k]);
         m.n_head_kv = 8;
         m.is_70b = false;
 
         /* 4 experts: attn_v Q4_K; the rest as without experts */
         m.n_expert = 4;
         choose(&m, &o, t);
-        cr_expect_eq(target(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q4_K, "%s", names[k]);
-        cr_expect_eq(target(t, N, "blk.0.attn_k.weight"), types[k], "%s", names[k]);
-        cr_expect_eq(target(t, N, "blk.0.attn_output.weight"), OXL_TYPE_IQ2_XXS, "%s", names[k]);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q4_K, "%s", names[k]);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.attn_k.weight"), types[k], "%s", names[k]);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.attn_output.weight"), OXL_TYPE_IQ2_XXS, "%s", names[k]);
 
         /* 8 experts: attn_k Q4_K (not Q8_0), attn_output Q5_K, attn_v still Q4_K (not Q8_0) */
         m.n_expert = 8;
         choose(&m, &o, t);
-        cr_expect_eq(target(t, N, "blk.0.attn_k.weight"), OXL_TYPE_Q4_K, "%s", names[k]);
-        cr_expect_eq(target(t, N, "blk.0.attn_output.weight"), OXL_TYPE_Q5_K, "%s", names[k]);
-        cr_expect_eq(target(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q4_K, "%s", names[k]);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.attn_k.weight"), OXL_TYPE_Q4_K, "%s", names[k]);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.attn_output.weight"), OXL_TYPE_Q5_K, "%s", names[k]);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q4_K, "%s", names[k]);
     }
 }
 
@@ -103,7 +85,7 @@ Test(quant_mix_iq1, refuses_without_an_importance_matrix) {
     oxl_quant_tensor t[N];
     oxl_quant_model m = {.arch = "llama", .n_layer = 8, .n_head = 8, .n_head_kv = 8};
     oxl_quant_options o = {
-        .ftype = ftype_row("IQ1_M"), .output_type = OXL_TYPE_COUNT, .token_embd_type = OXL_TYPE_COUNT};
+        .ftype = quant_ftype_row("IQ1_M"), .output_type = OXL_TYPE_COUNT, .token_embd_type = OXL_TYPE_COUNT};
     memcpy(t, base, sizeof base);
     oxl_quant_sort(t, N);
     oxl_error err = {{0}};

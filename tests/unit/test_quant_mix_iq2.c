@@ -3,30 +3,11 @@
  * reach, as the branch of llama_tensor_get_type_impl (llama.cpp src/llama-quant.cpp) for the 1/2-bit
  * I-quant ftypes states them, with tensor_type_fallback and tensor_requires_imatrix. */
 #include "quant_mix.h"
+#include "quant_mix_test_util.h"
 
 #include <criterion/criterion.h>
 
 #include <string.h>
-
-static oxl_type target_of(const oxl_quant_tensor *t, int n, const char *name) {
-    for (int i = 0; i < n; i++) {
-        if (strcmp(t[i].name, name) == 0) {
-            return t[i].target;
-        }
-    }
-    return OXL_TYPE_COUNT;
-}
-
-/* The mix by name, also for the ftypes `oxillama quantize` does not write yet (IQ2_S and IQ2_M:
- * their IQ3_S tensors have no quantizer here). */
-static const oxl_ftype_mix *mix_named(const char *name) {
-    for (size_t i = 0; i < OXL_FTYPE_COUNT; i++) {
-        if (strcmp(oxl_ftype_infos[i].name, name) == 0) {
-            return &oxl_ftype_infos[i];
-        }
-    }
-    return NULL;
-}
 
 static const oxl_quant_tensor base[] = {
     {.name = "token_embd.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
@@ -43,7 +24,7 @@ enum { N = sizeof base / sizeof base[0] };
 
 static int choose(const oxl_quant_model *m, const char *ftype, bool imatrix, oxl_quant_tensor *t, int n,
                   oxl_error *err) {
-    const oxl_quant_options o = {.ftype = mix_named(ftype),
+    const oxl_quant_options o = {.ftype = quant_ftype_row(ftype),
                                  .output_type = OXL_TYPE_COUNT,
                                  .token_embd_type = OXL_TYPE_COUNT,
                                  .has_imatrix = imatrix};
@@ -71,23 +52,23 @@ Test(quant_mix_iq2, dense_rules) {
         oxl_error err = {{0}};
         const char *f = cases[c].ftype;
         cr_assert_eq(choose(&m, f, true, t, N, &err), 0, "%s: %s", f, err.msg);
-        cr_expect_eq(target_of(t, N, "token_embd.weight"), cases[c].low, "%s", f);
-        cr_expect_eq(target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q4_K, "%s", f);
-        cr_expect_eq(target_of(t, N, "blk.0.attn_k.weight"), cases[c].type, "%s", f);
-        cr_expect_eq(target_of(t, N, "blk.0.attn_q.weight"), cases[c].type, "%s", f);
-        cr_expect_eq(target_of(t, N, "blk.0.attn_output.weight"), cases[c].attn_output, "%s", f);
-        cr_expect_eq(target_of(t, N, "blk.0.ffn_down.weight"), cases[c].low, "%s", f);
-        cr_expect_eq(target_of(t, N, "blk.1.ffn_down.weight"), cases[c].type, "%s", f);
-        cr_expect_eq(target_of(t, N, "blk.1.ffn_up.weight"), cases[c].type, "%s", f);
-        cr_expect_eq(target_of(t, N, "output.weight"), OXL_TYPE_Q5_K, "%s", f);
+        cr_expect_eq(quant_target_of(t, N, "token_embd.weight"), cases[c].low, "%s", f);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q4_K, "%s", f);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.attn_k.weight"), cases[c].type, "%s", f);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.attn_q.weight"), cases[c].type, "%s", f);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.attn_output.weight"), cases[c].attn_output, "%s", f);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.ffn_down.weight"), cases[c].low, "%s", f);
+        cr_expect_eq(quant_target_of(t, N, "blk.1.ffn_down.weight"), cases[c].type, "%s", f);
+        cr_expect_eq(quant_target_of(t, N, "blk.1.ffn_up.weight"), cases[c].type, "%s", f);
+        cr_expect_eq(quant_target_of(t, N, "output.weight"), OXL_TYPE_Q5_K, "%s", f);
         /* 2 queries per KV head: attn_v Q2_K (IQ3_S); Falcon: the output Q8_0 */
         m.n_head_kv = 4;
         m.arch = "falcon";
         memcpy(t, base, sizeof t);
         cr_assert_eq(choose(&m, f, true, t, N, &err), 0, "%s: %s", f, err.msg);
-        cr_expect_eq(target_of(t, N, "blk.0.attn_v.weight"), cases[c].low, "%s", f);
-        cr_expect_eq(target_of(t, N, "output.weight"), OXL_TYPE_Q8_0, "%s", f);
-        cr_expect_eq(target_of(t, N, "blk.0.attn_output.weight"), cases[c].attn_output, "%s", f);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.attn_v.weight"), cases[c].low, "%s", f);
+        cr_expect_eq(quant_target_of(t, N, "output.weight"), OXL_TYPE_Q8_0, "%s", f);
+        cr_expect_eq(quant_target_of(t, N, "blk.0.attn_output.weight"), cases[c].attn_output, "%s", f);
     }
 }
 
@@ -107,13 +88,13 @@ Test(quant_mix_iq2, experts_and_tied_embeddings) {
     enum { M = sizeof t / sizeof t[0] };
     oxl_error err = {{0}};
     cr_assert_eq(choose(&m, "IQ2_XXS", true, t, M, &err), 0, "%s", err.msg);
-    cr_expect_eq(target_of(t, M, "token_embd.weight"), OXL_TYPE_Q5_K);
-    cr_expect_eq(target_of(t, M, "blk.0.attn_v.weight"), OXL_TYPE_Q4_K);
-    cr_expect_eq(target_of(t, M, "blk.0.attn_k.weight"), OXL_TYPE_Q4_K);
-    cr_expect_eq(target_of(t, M, "blk.0.attn_output.weight"), OXL_TYPE_Q5_K);
+    cr_expect_eq(quant_target_of(t, M, "token_embd.weight"), OXL_TYPE_Q5_K);
+    cr_expect_eq(quant_target_of(t, M, "blk.0.attn_v.weight"), OXL_TYPE_Q4_K);
+    cr_expect_eq(quant_target_of(t, M, "blk.0.attn_k.weight"), OXL_TYPE_Q4_K);
+    cr_expect_eq(quant_target_of(t, M, "blk.0.attn_output.weight"), OXL_TYPE_Q5_K);
     /* running index 0 of 8 layers: Q2_K; the second ffn_down (index 1): IQ2_XXS */
-    cr_expect_eq(target_of(t, M, "ffn_down.weight"), OXL_TYPE_Q2_K);
-    cr_expect_eq(target_of(t, M, "blk.0.ffn_down_exps.weight"), OXL_TYPE_IQ2_XXS);
+    cr_expect_eq(quant_target_of(t, M, "ffn_down.weight"), OXL_TYPE_Q2_K);
+    cr_expect_eq(quant_target_of(t, M, "blk.0.ffn_down_exps.weight"), OXL_TYPE_IQ2_XXS);
 }
 
 /* tensor_type_fallback: rows that are no multiple of 256 get IQ4_NL, F16 when not even of 32;
@@ -130,9 +111,9 @@ Test(quant_mix_iq2, fallback_and_imatrix_requirement) {
         oxl_error err = {{0}};
         const char *ft = f ? "IQ2_XS" : "IQ2_XXS";
         cr_assert_eq(choose(&m, ft, true, t, 3, &err), 2, "%s: %s", ft, err.msg);
-        cr_expect_eq(target_of(t, 3, "blk.0.attn_q.weight"), OXL_TYPE_IQ4_NL, "%s", ft);
-        cr_expect_eq(target_of(t, 3, "blk.0.ffn_up.weight"), OXL_TYPE_F16, "%s", ft);
-        cr_expect_eq(target_of(t, 3, "blk.0.ffn_gate.weight"), f ? OXL_TYPE_IQ2_XS : OXL_TYPE_IQ2_XXS, "%s", ft);
+        cr_expect_eq(quant_target_of(t, 3, "blk.0.attn_q.weight"), OXL_TYPE_IQ4_NL, "%s", ft);
+        cr_expect_eq(quant_target_of(t, 3, "blk.0.ffn_up.weight"), OXL_TYPE_F16, "%s", ft);
+        cr_expect_eq(quant_target_of(t, 3, "blk.0.ffn_gate.weight"), f ? OXL_TYPE_IQ2_XS : OXL_TYPE_IQ2_XXS, "%s", ft);
         memcpy(t, (oxl_quant_tensor[]){{.name = "blk.0.ffn_gate.weight", .type = OXL_TYPE_F32, .ne = {256, 4, 1, 1}}},
                sizeof t[0]);
         cr_expect_eq(choose(&m, ft, false, t, 1, &err), -1, "%s", ft);
@@ -146,8 +127,8 @@ Test(quant_mix_iq2, fallback_and_imatrix_requirement) {
     };
     oxl_error err = {{0}};
     cr_expect_eq(choose(&m, "IQ2_XXS", false, e, 2, &err), 0, "%s", err.msg);
-    cr_expect_eq(target_of(e, 2, "token_embd.weight"), OXL_TYPE_Q2_K);
-    cr_expect_eq(target_of(e, 2, "output.weight"), OXL_TYPE_Q5_K);
+    cr_expect_eq(quant_target_of(e, 2, "token_embd.weight"), OXL_TYPE_Q2_K);
+    cr_expect_eq(quant_target_of(e, 2, "output.weight"), OXL_TYPE_Q5_K);
     /* all four are written (IQ2_S and IQ2_M use the IQ3_S quantizer too), by name or number */
     cr_expect_not_null(oxl_ftype_find("IQ2_XXS"));
     cr_expect_not_null(oxl_ftype_find("20"));

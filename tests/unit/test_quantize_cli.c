@@ -9,6 +9,7 @@
 #include "imatrix.h"
 #include "kernels.h"
 #include "quant_mix.h"
+#include "quant_mix_test_util.h"
 #include "quantize.h"
 #include "quantize_model.h"
 
@@ -395,8 +396,6 @@ Test(quantize_cli, iq_ftypes_equal_llama_quantize, .timeout = 120) {
     free(outs);
 }
 
-static oxl_type target_of(const oxl_quant_tensor *t, int n, const char *name);
-
 /* IQ4_NL's mix rules that synth-small (2 layers, 2 queries per KV head) does not reach, as
  * llama_tensor_get_type_impl (src/llama-quant.cpp) states them: attn_v Q5_K when n_head/n_head_kv
  * >= 4; ffn_down Q5_K on the first n_layer/8 layers without an imatrix (IQ4_NL with one); with 8
@@ -422,27 +421,27 @@ Test(quantize_cli, iq4_nl_mix_rules) {
     memcpy(t, base, sizeof t);
     oxl_quant_sort(t, N);
     cr_assert_eq(oxl_quant_choose_types(&m, &o, t, N, &err), 0, "%s", err.msg);
-    cr_expect_eq(target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q5_K);
-    cr_expect_eq(target_of(t, N, "blk.0.attn_output.weight"), OXL_TYPE_IQ4_NL);
-    cr_expect_eq(target_of(t, N, "blk.0.ffn_down.weight"), OXL_TYPE_Q5_K);
-    cr_expect_eq(target_of(t, N, "blk.1.ffn_down.weight"), OXL_TYPE_IQ4_NL);
-    cr_expect_eq(target_of(t, N, "blk.1.attn_q.weight"), OXL_TYPE_IQ4_NL);
-    cr_expect_eq(target_of(t, N, "output.weight"), OXL_TYPE_Q6_K);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q5_K);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.attn_output.weight"), OXL_TYPE_IQ4_NL);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.ffn_down.weight"), OXL_TYPE_Q5_K);
+    cr_expect_eq(quant_target_of(t, N, "blk.1.ffn_down.weight"), OXL_TYPE_IQ4_NL);
+    cr_expect_eq(quant_target_of(t, N, "blk.1.attn_q.weight"), OXL_TYPE_IQ4_NL);
+    cr_expect_eq(quant_target_of(t, N, "output.weight"), OXL_TYPE_Q6_K);
     /* with an imatrix the first ffn_down stays IQ4_NL; 2 queries per KV head keep attn_v */
     o.has_imatrix = true;
     m.n_head_kv = 4;
     memcpy(t, base, sizeof t);
     oxl_quant_sort(t, N);
     cr_assert_eq(oxl_quant_choose_types(&m, &o, t, N, &err), 0, "%s", err.msg);
-    cr_expect_eq(target_of(t, N, "blk.0.ffn_down.weight"), OXL_TYPE_IQ4_NL);
-    cr_expect_eq(target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_IQ4_NL);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.ffn_down.weight"), OXL_TYPE_IQ4_NL);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_IQ4_NL);
     /* 8 experts: attn_output Q5_K, attn_v Q8_0 */
     m.n_expert = 8;
     memcpy(t, base, sizeof t);
     oxl_quant_sort(t, N);
     cr_assert_eq(oxl_quant_choose_types(&m, &o, t, N, &err), 0, "%s", err.msg);
-    cr_expect_eq(target_of(t, N, "blk.0.attn_output.weight"), OXL_TYPE_Q5_K);
-    cr_expect_eq(target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.attn_output.weight"), OXL_TYPE_Q5_K);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q8_0);
     /* a row that is not a multiple of 32: llama.cpp has no fallback type for IQ4_NL */
     oxl_quant_tensor odd[] = {{.name = "blk.0.attn_q.weight", .type = OXL_TYPE_F32, .ne = {48, 4, 1, 1}}};
     m.n_expert = 0;
@@ -473,19 +472,19 @@ Test(quantize_cli, mxfp4_moe_mix_rules) {
     memcpy(t, base, sizeof t);
     oxl_quant_sort(t, N);
     cr_assert_eq(oxl_quant_choose_types(&m, &o, t, N, &err), 0, "%s", err.msg);
-    cr_expect_eq(target_of(t, N, "token_embd.weight"), OXL_TYPE_Q8_0);
-    cr_expect_eq(target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q8_0);
-    cr_expect_eq(target_of(t, N, "blk.0.attn_output.weight"), OXL_TYPE_Q8_0);
-    cr_expect_eq(target_of(t, N, "blk.0.ffn_down_exps.weight"), OXL_TYPE_MXFP4);
-    cr_expect_eq(target_of(t, N, "blk.0.ffn_up_shexp.weight"), OXL_TYPE_Q8_0);
-    cr_expect_eq(target_of(t, N, "blk.0.ffn_gate_exps.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(quant_target_of(t, N, "token_embd.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.attn_output.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.ffn_down_exps.weight"), OXL_TYPE_MXFP4);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.ffn_up_shexp.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.ffn_gate_exps.weight"), OXL_TYPE_Q8_0);
     /* the output type given: the tied token_embd takes it */
     o.output_type = OXL_TYPE_Q4_0;
     memcpy(t, base, sizeof t);
     oxl_quant_sort(t, N);
     cr_assert_eq(oxl_quant_choose_types(&m, &o, t, N, &err), 0, "%s", err.msg);
-    cr_expect_eq(target_of(t, N, "token_embd.weight"), OXL_TYPE_Q4_0);
-    cr_expect_eq(target_of(t, N, "blk.0.ffn_down_exps.weight"), OXL_TYPE_MXFP4);
+    cr_expect_eq(quant_target_of(t, N, "token_embd.weight"), OXL_TYPE_Q4_0);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.ffn_down_exps.weight"), OXL_TYPE_MXFP4);
     /* an expert row that is not a multiple of 32: llama.cpp has no fallback type for MXFP4 */
     oxl_quant_tensor odd[] = {{.name = "blk.0.ffn_up_exps.weight", .type = OXL_TYPE_F32, .ne = {48, 4, 8, 1}}};
     o.output_type = OXL_TYPE_COUNT;
@@ -516,22 +515,22 @@ Test(quantize_cli, iq4_xs_mix_rules_and_fallback) {
     memcpy(t, base, sizeof t);
     oxl_quant_sort(t, N);
     cr_assert_eq(oxl_quant_choose_types(&m, &o, t, N, &err), 2, "%s", err.msg); /* two fallbacks */
-    cr_expect_eq(target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q5_K);
-    cr_expect_eq(target_of(t, N, "blk.0.ffn_down.weight"), OXL_TYPE_Q5_K);
-    cr_expect_eq(target_of(t, N, "blk.1.ffn_down.weight"), OXL_TYPE_IQ4_XS);
-    cr_expect_eq(target_of(t, N, "blk.1.attn_q.weight"), OXL_TYPE_IQ4_XS);
-    cr_expect_eq(target_of(t, N, "blk.1.attn_k.weight"), OXL_TYPE_IQ4_NL);
-    cr_expect_eq(target_of(t, N, "blk.1.ffn_gate.weight"), OXL_TYPE_F16);
-    cr_expect_eq(target_of(t, N, "output.weight"), OXL_TYPE_Q6_K);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q5_K);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.ffn_down.weight"), OXL_TYPE_Q5_K);
+    cr_expect_eq(quant_target_of(t, N, "blk.1.ffn_down.weight"), OXL_TYPE_IQ4_XS);
+    cr_expect_eq(quant_target_of(t, N, "blk.1.attn_q.weight"), OXL_TYPE_IQ4_XS);
+    cr_expect_eq(quant_target_of(t, N, "blk.1.attn_k.weight"), OXL_TYPE_IQ4_NL);
+    cr_expect_eq(quant_target_of(t, N, "blk.1.ffn_gate.weight"), OXL_TYPE_F16);
+    cr_expect_eq(quant_target_of(t, N, "output.weight"), OXL_TYPE_Q6_K);
     /* with an imatrix the first ffn_down stays IQ4_XS; 8 experts: attn_v and attn_k Q8_0 */
     o.has_imatrix = true;
     m.n_expert = 8;
     memcpy(t, base, sizeof t);
     oxl_quant_sort(t, N);
     cr_assert_eq(oxl_quant_choose_types(&m, &o, t, N, &err), 1, "%s", err.msg); /* attn_k is Q8_0 now */
-    cr_expect_eq(target_of(t, N, "blk.0.ffn_down.weight"), OXL_TYPE_IQ4_XS);
-    cr_expect_eq(target_of(t, N, "blk.1.attn_k.weight"), OXL_TYPE_Q8_0);
-    cr_expect_eq(target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.ffn_down.weight"), OXL_TYPE_IQ4_XS);
+    cr_expect_eq(quant_target_of(t, N, "blk.1.attn_k.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q8_0);
 }
 
 /* The legacy layout holds the same statistics: the same bytes for the ftypes whose formats use them. */
@@ -810,15 +809,6 @@ Test(quantize_cli, requantize_needs_the_flag_and_a_dequant_kernel) {
 
 /* ---- the options of llama_tensor_get_type: --output-tensor-type, --token-embedding-type, --pure ---- */
 
-static oxl_type target_of(const oxl_quant_tensor *t, int n, const char *name) {
-    for (int i = 0; i < n; i++) {
-        if (strcmp(t[i].name, name) == 0) {
-            return t[i].target;
-        }
-    }
-    return OXL_TYPE_COUNT;
-}
-
 Test(quantize_cli, type_options_and_pure) {
     const oxl_quant_model m = {.arch = "llama", .n_layer = 2, .n_head = 4, .n_head_kv = 2};
     oxl_quant_tensor base[] = {
@@ -835,20 +825,20 @@ Test(quantize_cli, type_options_and_pure) {
     memcpy(t, base, sizeof t);
     oxl_quant_sort(t, N);
     cr_assert_geq(oxl_quant_choose_types(&m, &o, t, N, &err), 0, "%s", err.msg);
-    cr_expect_eq(target_of(t, N, "output.weight"), OXL_TYPE_Q8_0);
-    cr_expect_eq(target_of(t, N, "token_embd.weight"), OXL_TYPE_Q5_0);
-    cr_expect_eq(target_of(t, N, "blk.1.attn_v.weight"), OXL_TYPE_Q6_K); /* use_more_bits(1, 2) */
-    cr_expect_eq(target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q4_K);
+    cr_expect_eq(quant_target_of(t, N, "output.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(quant_target_of(t, N, "token_embd.weight"), OXL_TYPE_Q5_0);
+    cr_expect_eq(quant_target_of(t, N, "blk.1.attn_v.weight"), OXL_TYPE_Q6_K); /* use_more_bits(1, 2) */
+    cr_expect_eq(quant_target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q4_K);
 
     /* tied embeddings (no output.weight): token_embd follows the output's rule and option */
     o.token_embd_type = OXL_TYPE_COUNT;
     memcpy(t, base, sizeof t);
     oxl_quant_sort(t, N - 1);
     cr_assert_geq(oxl_quant_choose_types(&m, &o, t, N - 1, &err), 0, "%s", err.msg);
-    cr_expect_eq(target_of(t, N - 1, "token_embd.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(quant_target_of(t, N - 1, "token_embd.weight"), OXL_TYPE_Q8_0);
     o.output_type = OXL_TYPE_COUNT;
     cr_assert_geq(oxl_quant_choose_types(&m, &o, t, N - 1, &err), 0, "%s", err.msg);
-    cr_expect_eq(target_of(t, N - 1, "token_embd.weight"), OXL_TYPE_Q6_K);
+    cr_expect_eq(quant_target_of(t, N - 1, "token_embd.weight"), OXL_TYPE_Q6_K);
 
     /* --pure: no mix rule at all, the output included */
     o.pure = true;

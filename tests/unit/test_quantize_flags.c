@@ -4,6 +4,7 @@
  * tools/quantize/quantize.cpp / common/common.cpp (parse_tensor_type, string_parse_kv_override).
  * The end-to-end bytes are checked against llama-quantize by tests/cli/check_quantize_flags.py. */
 #include "quant_mix.h"
+#include "quant_mix_test_util.h"
 #include "quantize_options.h"
 
 #include <criterion/criterion.h>
@@ -58,16 +59,6 @@ Test(quantize_flags, tensor_type_errors_name_the_value) {
     oxl_tensor_types_free(tt);
 }
 
-static oxl_type target_of(const oxl_quant_tensor *t, int n, const char *name) {
-    for (int i = 0; i < n; i++) {
-        if (strcmp(t[i].name, name) == 0) {
-            return t[i].target;
-        }
-    }
-    cr_assert_fail("no tensor %s", name);
-    return OXL_TYPE_COUNT;
-}
-
 static const oxl_quant_tensor base[] = {
     {.name = "output.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
     {.name = "token_embd.weight", .type = OXL_TYPE_F32, .ne = {256, 512, 1, 1}},
@@ -98,16 +89,16 @@ Test(quantize_flags, manual_tensors_skip_the_mix_and_its_counters) {
                            .override_ctx = tt};
     oxl_quant_tensor t[N];
     choose(&o, t);
-    cr_expect_eq(target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q8_0);
-    cr_expect_eq(target_of(t, N, "blk.0.ffn_down.weight"), OXL_TYPE_Q8_0);
-    cr_expect_eq(target_of(t, N, "blk.1.attn_v.weight"), OXL_TYPE_Q4_K);
-    cr_expect_eq(target_of(t, N, "blk.1.ffn_down.weight"), OXL_TYPE_Q4_K);
-    cr_expect_eq(target_of(t, N, "output.weight"), OXL_TYPE_Q6_K);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.attn_v.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(quant_target_of(t, N, "blk.0.ffn_down.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(quant_target_of(t, N, "blk.1.attn_v.weight"), OXL_TYPE_Q4_K);
+    cr_expect_eq(quant_target_of(t, N, "blk.1.ffn_down.weight"), OXL_TYPE_Q4_K);
+    cr_expect_eq(quant_target_of(t, N, "output.weight"), OXL_TYPE_Q6_K);
     /* without the hook the mix gives blk.1 Q6_K */
     o.override_type = NULL;
     choose(&o, t);
-    cr_expect_eq(target_of(t, N, "blk.1.attn_v.weight"), OXL_TYPE_Q6_K);
-    cr_expect_eq(target_of(t, N, "blk.1.ffn_down.weight"), OXL_TYPE_Q6_K);
+    cr_expect_eq(quant_target_of(t, N, "blk.1.attn_v.weight"), OXL_TYPE_Q6_K);
+    cr_expect_eq(quant_target_of(t, N, "blk.1.ffn_down.weight"), OXL_TYPE_Q6_K);
     oxl_tensor_types_free(tt);
 }
 
@@ -123,15 +114,15 @@ Test(quantize_flags, precedence_and_leave_output) {
                            .override_ctx = tt};
     oxl_quant_tensor t[N];
     choose(&o, t);
-    cr_expect_eq(target_of(t, N, "output.weight"), OXL_TYPE_Q8_0);
-    cr_expect_eq(target_of(t, N, "token_embd.weight"), OXL_TYPE_Q6_K);
-    cr_expect_eq(target_of(t, N, "blk.1.attn_v.weight"), OXL_TYPE_Q5_0);
+    cr_expect_eq(quant_target_of(t, N, "output.weight"), OXL_TYPE_Q8_0);
+    cr_expect_eq(quant_target_of(t, N, "token_embd.weight"), OXL_TYPE_Q6_K);
+    cr_expect_eq(quant_target_of(t, N, "blk.1.attn_v.weight"), OXL_TYPE_Q5_0);
     o.leave_output = true;
     choose(&o, t);
-    cr_expect_eq(target_of(t, N, "output.weight"), OXL_TYPE_F32);
+    cr_expect_eq(quant_target_of(t, N, "output.weight"), OXL_TYPE_F32);
     o.ftype = oxl_ftype_find("F16");
     choose(&o, t);
-    cr_expect_eq(target_of(t, N, "blk.1.attn_v.weight"), OXL_TYPE_F16);
+    cr_expect_eq(quant_target_of(t, N, "blk.1.attn_v.weight"), OXL_TYPE_F16);
     oxl_tensor_types_free(tt);
 }
 

@@ -4,6 +4,7 @@
  * without one). synth-small's own outputs are checked byte for byte by quantize-cli-llama. */
 #include "oxl_ftypes.h"
 #include "quant_mix.h"
+#include "quant_mix_test_util.h"
 #include "quantize_model.h"
 
 #include <criterion/criterion.h>
@@ -35,19 +36,9 @@ static const oxl_quant_tensor base[] = {
 };
 enum { N = sizeof base / sizeof base[0] };
 
-static const oxl_ftype_mix *ftype_row(const char *name) {
-    for (size_t i = 0; i < OXL_FTYPE_COUNT; i++) {
-        if (strcmp(oxl_ftype_infos[i].name, name) == 0) {
-            return &oxl_ftype_infos[i];
-        }
-    }
-    cr_assert_fail("no ftype %s", name);
-    return NULL;
-}
-
 /* the chosen type of each tensor of base, for ftype f on model m */
 static void choose_n(const oxl_quant_model *m, const char *ftype, bool imatrix, oxl_quant_tensor t[N], int n) {
-    oxl_quant_options o = {.ftype = ftype_row(ftype),
+    oxl_quant_options o = {.ftype = quant_ftype_row(ftype),
                            .output_type = OXL_TYPE_COUNT,
                            .token_embd_type = OXL_TYPE_COUNT,
                            .has_imatrix = imatrix};
@@ -61,16 +52,8 @@ static void choose(const oxl_quant_model *m, const char *ftype, bool imatrix, ox
     choose_n(m, ftype, imatrix, t, N);
 }
 
-static oxl_type target(const oxl_quant_tensor *t, const char *name) {
-    for (int i = 0; i < N; i++) {
-        if (strcmp(t[i].name, name) == 0) {
-            return t[i].target;
-        }
-    }
-    return OXL_TYPE_COUNT;
-}
-
-#define EXPECT(t, name, type) cr_expect_eq(target(t, name), OXL_TYPE_##type, "%s: %d", name, (int)target(t, name))
+#define EXPECT(t, name, type)                                                                                          \
+    cr_expect_eq(quant_target_of(t, N, name), OXL_TYPE_##type, "%s: %d", name, (int)quant_target_of(t, N, name))
 
 Test(quantize_iq3_mix, iq3_xs_and_iq3_s) {
     const oxl_quant_model m = {.arch = "llama", .n_layer = 8, .n_head = 8, .n_head_kv = 2};
@@ -143,7 +126,7 @@ Test(quantize_iq3_mix, iq3_xxs) {
 Test(quantize_iq3_mix, rows_not_of_256_fall_back_to_iq4_nl) {
     const oxl_quant_model m = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_head_kv = 2};
     oxl_quant_options o = {
-        .ftype = ftype_row("IQ3_S"), .output_type = OXL_TYPE_COUNT, .token_embd_type = OXL_TYPE_COUNT};
+        .ftype = quant_ftype_row("IQ3_S"), .output_type = OXL_TYPE_COUNT, .token_embd_type = OXL_TYPE_COUNT};
     oxl_quant_tensor t[] = {{.name = "blk.0.attn_q.weight", .type = OXL_TYPE_F32, .ne = {96, 4, 1, 1}},
                             {.name = "blk.0.ffn_up.weight", .type = OXL_TYPE_F32, .ne = {48, 4, 1, 1}}};
     oxl_error err = {{0}};
