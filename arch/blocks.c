@@ -158,11 +158,16 @@ int oxl_bind_tensor_3d(const oxl_model *m, oxl_tensor *t, const char *name, int 
                            full, (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2], (long long)gt->ne[3],
                            (long long)ne0, (long long)ne1, (long long)ne2);
     }
-    return oxl_bind_tensor_view(m, t, gt, ne0, ne1, err);
+    if (oxl_bind_tensor_view(m, t, gt, ne0, ne1, err) != 0) {
+        return -1;
+    }
+    t->n_slice = (int32_t)ne2;
+    return 0;
 }
 
 oxl_tensor oxl_tensor_slice(const oxl_tensor *t, int64_t i) {
     oxl_tensor v = *t;
+    v.slice = (int32_t)i;
     v.data = (const char *)t->data + (size_t)i * (size_t)t->ne[1] * t->row_size;
     return v;
 }

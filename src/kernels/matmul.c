@@ -205,7 +205,18 @@ void oxl_tensor_repack_free(void *buf, size_t bytes) {
 #endif
 }
 
+static _Thread_local oxl_matmul_observer_fn observer;
+static _Thread_local void *observer_user;
+
+void oxl_matmul_set_observer(oxl_matmul_observer_fn fn, void *user) {
+    observer = fn;
+    observer_user = fn ? user : NULL;
+}
+
 void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy, void *scratch) {
+    if (observer) {
+        observer(observer_user, w, x, n);
+    }
     oxl_type vt = oxl_type_traits_get(w->type)->vec_dot_type;
     matmul_task t = {
         .kern = oxl_kernels_get(),

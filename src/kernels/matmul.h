@@ -24,6 +24,9 @@ typedef struct oxl_tensor {
     /* The rows repacked at load into the CPU's interleaved layout (src/kernels/kernels.h repack), or NULL;
      * data stays the plain rows (embedding look-ups and slices read those). */
     const void *rp;
+    /* For a 2-D slice of a 3-D tensor (oxl_tensor_slice: an expert, an MLA head): its index and the
+     * tensor's ne2; 0 and 0 for a plain matrix. */
+    int32_t slice, n_slice;
 } oxl_tensor;
 
 /* Bytes of scratch oxl_matmul needs for n columns of length k against weights of type t. */
@@ -32,6 +35,14 @@ size_t oxl_matmul_scratch_size(oxl_type t, int64_t k, int64_t n);
 /* y = W x for n columns: W (k = ne0, m = ne1), x (k, n) f32 with column stride k, y (m, n) f32 with
  * column stride ldy (>= m). scratch holds oxl_matmul_scratch_size(W->type, k, n) bytes. */
 void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy, void *scratch);
+
+/* An observer of the products' inputs, for statistics over the activations each weight meets
+ * (llama-imatrix's collection, src/quantize/imatrix_collect.h). While one is set on a thread, every
+ * oxl_matmul called from that thread first calls fn(user, w, x, n) with the weight and its n input
+ * columns (x: w->ne[0] floats per column, as passed to oxl_matmul; read-only, valid during the call).
+ * One observer per thread; fn NULL removes it. Unset, a product pays one thread-local load and branch. */
+typedef void (*oxl_matmul_observer_fn)(void *user, const oxl_tensor *w, const float *x, int64_t n);
+void oxl_matmul_set_observer(oxl_matmul_observer_fn fn, void *user);
 
 /* Repacking W's rows into the CPU's interleaved layout for its type (kern->repack: Q4_0, Q8_0,
  * Q4_K, Q5_K, Q6_K on AVX-512 VNNI; Q4_0, Q4_K, Q6_K on AVX2), in three steps so that threads can
