@@ -129,6 +129,10 @@ typedef struct oxl_ctx_params {
     oxl_flash_attn flash_attn; /* default auto (= on, as llama.cpp's CPU backend) */
     bool embeddings;           /* keep the final-norm output of every token of a decode (default false) */
     oxl_pooling pooling;       /* with embeddings: how they are pooled (default unspecified = the model's) */
+    /* Each sequence of a pass is its own attention stream, as in llama.cpp's non-unified KV cache
+     * (its default with several sequences, e.g. llama-imatrix): ggml's flash attention then picks
+     * its kernel from the tokens per sequence rather than per pass. Default false: one stream. */
+    bool seq_streams;
 } oxl_ctx_params;
 
 oxl_ctx_params oxl_ctx_default_params(void);

@@ -19,7 +19,8 @@ oxl_ctx_params oxl_ctx_default_params(void) {
                             .type_v = OXL_KV_F16,
                             .flash_attn = OXL_FLASH_ATTN_AUTO,
                             .embeddings = false,
-                            .pooling = OXL_POOLING_UNSPECIFIED};
+                            .pooling = OXL_POOLING_UNSPECIFIED,
+                            .seq_streams = false};
 }
 
 /* The cache element type of a -ctk/-ctv value (a ggml type id); OXL_TYPE_COUNT unless the spec
@@ -318,6 +319,12 @@ int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) {
                          .seq = b->seq_id + done,
                          .out_ids = ctx->out_ids,
                          .embd = ctx->embd ? ctx->embd + (size_t)done * E : NULL};
+        if (ctx->params.seq_streams) {
+            /* llama.cpp's split_equal passes hold as many tokens of each sequence */
+            for (int32_t j = 0; j < nb; j++) {
+                ub.n_stream += ub.seq[j] == ub.seq[0];
+            }
+        }
         for (int32_t j = 0; j < nb; j++) {
             const int32_t i = done + j;
             const bool keep = b->logits ? b->logits[i] != 0 : i == n - 1;

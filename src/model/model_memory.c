@@ -165,6 +165,7 @@ oxl_kv_view oxl_memory_kv_view(const oxl_memory *mem, int il, const oxl_ubatch *
                          .v_row = kv->v_row,
                          .n_ctx = mem->n_ctx,
                          .n_tokens = ub->n,
+                         .n_stream = ub->n_stream > 0 ? ub->n_stream : ub->n,
                          .pos = ub->pos,
                          .seq = ub->seq};
 }

@@ -20,6 +20,7 @@ typedef struct oxl_ubatch {
     int32_t n_out;
     const int32_t *out_ids; /* [n_out] indices into this ubatch, ascending */
     float *embd;            /* (n_embd, n): the final norm of every token is written here; NULL: none */
+    int32_t n_stream;       /* query rows per attention stream (oxl_kv_view.n_stream); 0: n */
 } oxl_ubatch;
 
 typedef struct oxl_memory oxl_memory;

@@ -464,7 +464,7 @@ void oxl_attention(oxl_pool *pool, const oxl_kv_view *kv, const float *q, float 
     t.chunk = fit < t.group ? fit : t.group;
     t.n_chunks = (t.group + t.chunk - 1) / t.chunk;
     /* ggml's choice of its tiled kernel (ggml_compute_forward_flash_attn_ext_f16) */
-    const bool tiled = flash && n >= OXL_FA_TILE_Q && kv->type_k == kv->type_v &&
+    const bool tiled = flash && kv->n_stream >= OXL_FA_TILE_Q && kv->type_k == kv->type_v &&
                        (kv->type_k == OXL_TYPE_F32 || kv->type_k == OXL_TYPE_F16) && p->head_dim % 16 == 0 &&
                        p->head_dim <= 1024;
     int32_t *tiles = tiled ? malloc(2 * (size_t)n * sizeof(int32_t)) : NULL;

@@ -26,6 +26,8 @@ typedef struct oxl_kv_view {
     size_t v_row;
     int32_t n_ctx;      /* rows per sequence */
     int32_t n_tokens;   /* the pass's tokens */
+    int32_t n_stream;   /* query rows per stream as ggml shapes q (its ne1): n_tokens, or the tokens of
+                         * one sequence when each sequence is a stream (oxl_ctx_params.seq_streams) */
     const int32_t *pos; /* [n_tokens] position within its sequence */
     const int32_t *seq; /* [n_tokens] sequence id */
 } oxl_kv_view;
