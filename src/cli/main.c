@@ -20,6 +20,7 @@ static const verb verbs[] = {
     {"golden", oxl_cmd_golden, "check parity with llama.cpp reference files"},
     {"serve", oxl_cmd_serve, "OpenAI-compatible HTTP server"},
     {"quantize", oxl_cmd_quantize, "convert a GGUF model to a quantized file type"},
+    {"imatrix", oxl_cmd_imatrix, "importance matrix for quantization, as llama-imatrix"},
 };
 
 static void usage(FILE *f) {
