@@ -218,7 +218,9 @@ int oxl_imatrix_write_gguf(const oxl_imatrix_acc *acc, const char *path, const c
     size_t widest = 1;
     for (int64_t i = 0; i < acc->n; i++) {
         char name[128];
-        const int64_t ne_sum[2] = {s[i]->ne0, s[i]->n_mat}, ne_cnt[2] = {1, s[i]->n_counts};
+        /* (values per count, counts): a batched 3-D product's slices in one row, as save_imatrix */
+        const int64_t ne_sum[2] = {s[i]->ne0 * s[i]->n_mat / s[i]->n_counts, s[i]->n_counts};
+        const int64_t ne_cnt[2] = {1, s[i]->n_counts};
         snprintf(name, sizeof name, "%s.in_sum2", s[i]->name);
         if (oxl_gguf_writer_add_tensor(w, name, OXL_TYPE_F32, 2, ne_sum, err) != 0) {
             goto done;

@@ -14,7 +14,8 @@
  * forward passes, then oxl_imatrix_acc_check and a writer. The layouts are those imatrix.h reads:
  *   GGUF (save_imatrix): general.type "imatrix", imatrix.datasets (string array),
  *     imatrix.chunk_count and imatrix.chunk_size (u32); per weight in strcmp order of names
- *     "<name>.in_sum2" f32 (ne0, n_mat) and "<name>.counts" f32 (1, n_mat); every weight is written.
+ *     "<name>.in_sum2" f32 (ne0 * n_mat / n_counts, n_counts) and "<name>.counts" f32 (1, n_counts):
+ *     experts one row each, the slices of a batched 3-D product in one row; every weight is written.
  *   legacy .dat (save_imatrix_legacy): the weights with a non-zero count, in strcmp order:
  *     ncall = ceil(max count / chunk_size), values (sum / count) * ncall (1 * ncall where a count
  *     is 0); then the chunk count and the dataset name.
