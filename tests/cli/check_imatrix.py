@@ -9,7 +9,9 @@ goldens were (so the recorded dataset name is the same):
    (synth-small.f32kv-nofa.imatrix.gguf), where both engines' activations agree to float rounding,
    and within REL_DEFAULT of synth-small.imatrix.gguf with the defaults (f16 cache, flash attention:
    activations rounded to halves, where a last-bit difference upstream moves a half by 2^-11);
-   the final perplexity line within 1e-5 of llama-imatrix's;
+   the final perplexity line within 1e-5 of llama-imatrix's; the same for ../arch/deepseek2-lite.gguf
+   (-c 64 --chunks 4, f32 cache, no flash attention: experts with one count each, shared experts,
+   and MLA's 3-D k_b / v_b products with one count) against deepseek2-lite.f32kv-nofa.imatrix.gguf;
 2. `oxillama quantize --imatrix OURS ... IQ2_XXS`: every tensor equal to llama-quantize's output with
    llama-imatrix's file (expected-iq.json, IQ2_XXS-imat);
 3. --output-format dat: the legacy layout (entries in name order, ncall, nval, (sum / count) * ncall
@@ -33,7 +35,8 @@ from gguf_kv import Gguf  # noqa: E402
 
 REL_EXACT = 1e-5
 REL_DEFAULT = 5e-5
-LLAMA_PPL = {"default": 926.1361, "f32kv-nofa": 926.1328}  # llama-imatrix's "Final estimate" lines
+# llama-imatrix's "Final estimate" lines
+LLAMA_PPL = {"default": 926.1361, "f32kv-nofa": 926.1328, "deepseek2-lite": 824.0813}
 
 fails = 0
 
@@ -53,9 +56,8 @@ def floats(data):
     return struct.unpack("<%df" % (len(data) // 4), data)
 
 
-def run_imatrix(oxl, qdir, out, extra):
-    args = [oxl, "imatrix", "-m", "synth-small-f32.gguf", "-f", "../perplexity/stories.txt", "-c", "128", "-t", "2",
-            "-o", out] + extra
+def run_imatrix(oxl, qdir, out, extra, model="synth-small-f32.gguf", ctx="128"):
+    args = [oxl, "imatrix", "-m", model, "-f", "../perplexity/stories.txt", "-c", ctx, "-t", "2", "-o", out] + extra
     return subprocess.run(args, cwd=qdir, capture_output=True, text=True)
 
 
@@ -143,20 +145,28 @@ def main():
         want_iq2 = json.load(f)["IQ2_XXS-imat"]
 
     # 1. GGUF values, exact path and defaults
-    runs = {"f32kv-nofa": ["-ctk", "f32", "-ctv", "f32", "-fa", "off"], "default": []}
+    exact = ["-ctk", "f32", "-ctv", "f32", "-fa", "off"]
+    runs = {
+        "f32kv-nofa": ("synth-small-f32.gguf", "128", exact),
+        "default": ("synth-small-f32.gguf", "128", []),
+        "deepseek2-lite": ("../arch/deepseek2-lite.gguf", "64", exact + ["--chunks", "4"]),
+    }
     refs = {"f32kv-nofa": ("synth-small.f32kv-nofa.imatrix.gguf", REL_EXACT),
-            "default": ("synth-small.imatrix.gguf", REL_DEFAULT)}
+            "default": ("synth-small.imatrix.gguf", REL_DEFAULT),
+            "deepseek2-lite": ("deepseek2-lite.f32kv-nofa.imatrix.gguf", REL_EXACT)}
     ours = {}
-    for key, extra in runs.items():
+    for key, (model, ctx, extra) in runs.items():
         ours[key] = os.path.join(work, "ours-%s.gguf" % key)
-        r = run_imatrix(oxl, qdir, ours[key], extra)
+        r = run_imatrix(oxl, qdir, ours[key], extra, model, ctx)
         if not check(r.returncode == 0, "%s: exit status %d%s" % (key, r.returncode,
                                                                   "" if r.returncode == 0 else " " + r.stderr[-300:])):
             continue
         ppl = final_ppl(r.stdout)
         check(ppl is not None and abs(ppl - LLAMA_PPL[key]) <= 1e-5 * LLAMA_PPL[key],
               "%s: final PPL %s, llama-imatrix's %.4f" % (key, ppl, LLAMA_PPL[key]))
-        check("[10]" in r.stdout and "[11]" not in r.stdout, "%s: one progress value per chunk, 10 chunks" % key)
+        n = 4 if key == "deepseek2-lite" else 10
+        check("[%d]" % n in r.stdout and "[%d]" % (n + 1) not in r.stdout, "%s: one progress value per chunk, %d chunks" %
+              (key, n))
         ref, bound = refs[key]
         compare_gguf(ours[key], os.path.join(qdir, ref), bound, key)
 
