@@ -9,7 +9,8 @@ goldens were (so the recorded dataset name is the same):
    (synth-small.f32kv-nofa.imatrix.gguf), where both engines' activations agree to float rounding,
    and within REL_DEFAULT of synth-small.imatrix.gguf with the defaults (f16 cache, flash attention:
    activations rounded to halves, where a last-bit difference upstream moves a half by 2^-11);
-   the final perplexity line within 1e-5 of llama-imatrix's; the same for ../arch/deepseek2-lite.gguf
+   the final perplexity line within 1e-5 of llama-imatrix's; the same with --process-output
+   (output.weight collected too) against synth-small.process-output.f32kv-nofa.imatrix.gguf, and for ../arch/deepseek2-lite.gguf
    (-c 64 --chunks 4, f32 cache, no flash attention: experts with one count each, shared experts,
    and MLA's 3-D k_b / v_b products with one count) against deepseek2-lite.f32kv-nofa.imatrix.gguf;
 2. `oxillama quantize --imatrix OURS ... IQ2_XXS`: every tensor equal to llama-quantize's output with
@@ -36,7 +37,7 @@ from gguf_kv import Gguf  # noqa: E402
 REL_EXACT = 1e-5
 REL_DEFAULT = 5e-5
 # llama-imatrix's "Final estimate" lines
-LLAMA_PPL = {"default": 926.1361, "f32kv-nofa": 926.1328, "deepseek2-lite": 824.0813}
+LLAMA_PPL = {"default": 926.1361, "f32kv-nofa": 926.1328, "process-output": 926.1328, "deepseek2-lite": 824.0813}
 
 fails = 0
 
@@ -149,10 +150,12 @@ def main():
     runs = {
         "f32kv-nofa": ("synth-small-f32.gguf", "128", exact),
         "default": ("synth-small-f32.gguf", "128", []),
+        "process-output": ("synth-small-f32.gguf", "128", exact + ["--process-output"]),
         "deepseek2-lite": ("../arch/deepseek2-lite.gguf", "64", exact + ["--chunks", "4"]),
     }
     refs = {"f32kv-nofa": ("synth-small.f32kv-nofa.imatrix.gguf", REL_EXACT),
             "default": ("synth-small.imatrix.gguf", REL_DEFAULT),
+            "process-output": ("synth-small.process-output.f32kv-nofa.imatrix.gguf", REL_EXACT),
             "deepseek2-lite": ("deepseek2-lite.f32kv-nofa.imatrix.gguf", REL_EXACT)}
     ours = {}
     for key, (model, ctx, extra) in runs.items():
