@@ -33,16 +33,17 @@ typedef struct run {
     oxl_ctx *ctx;
     const oxl_imatrix_params *p;
     oxl_imatrix_acc *acc;
-    oxl_token *tok;     /* [n_ubatch_max] the pass */
-    int32_t *pos, *seq; /* [n_ubatch_max] */
-    int8_t *keep;       /* [n_ubatch_max] all 1 */
+    oxl_token *tok;     /* [pass_max] the pass */
+    int32_t *pos, *seq; /* [pass_max] */
+    int8_t *keep;       /* [pass_max] all 1: every token's logits, as llama-imatrix asks */
     int32_t *done;      /* [n_seq] tokens of each sequence's batch already passed */
     double *nll, *nll2; /* [n_seq] of this decode */
     int32_t n_vocab;
 } run;
 
-/* One pass: sequences s0 .. s0+ns-1, t tokens of each from done[s] on (j: the batch within the
- * chunk, tokens from tokens + start), then its tokens' perplexity terms. */
+/* One pass: sequences s0 .. s0+ns-1 (chunks: their tokens, n_ctx each), t tokens of each from
+ * position j_pos + done[s] on (j_pos: the start of this batch within the chunk; bos_first: position
+ * 0 becomes bos), then the perplexity terms of its tokens in the chunks' second halves. */
 static int pass(run *r, const oxl_token *chunks, int32_t s0, int32_t ns, int32_t t, int32_t j_pos, bool bos_first,
                 oxl_token bos, oxl_error *err) {
     const int32_t n_ctx = r->p->n_ctx, first = n_ctx / 2;

@@ -28,7 +28,7 @@ typedef struct oxl_imatrix_params {
 typedef struct oxl_imatrix_result {
     int32_t n_chunk;     /* chunks processed */
     int32_t n_seq;       /* chunks per decode */
-    double ppl, ppl_unc; /* with compute_ppl */
+    double ppl, ppl_unc; /* with compute_ppl; ppl_unc 0 when the variance is not positive (no tokens scored) */
 } oxl_imatrix_result;
 
 /* Runs the model over text (len bytes) with acc observing every product (oxl_matmul_set_observer on

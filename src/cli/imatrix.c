@@ -166,8 +166,10 @@ int oxl_cmd_imatrix(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }
-    if (ip.compute_ppl) {
+    if (ip.compute_ppl && res.ppl_unc > 0) {
         printf("Final estimate: PPL = %.4f +/- %.5f\n", res.ppl, res.ppl_unc);
+    } else if (ip.compute_ppl) {
+        printf("Unexpected negative standard deviation of log(prob)\n"); /* llama-imatrix's line (no scored tokens) */
     }
     const int rc = dat ? oxl_imatrix_write_dat(acc, out_path, text_path, ip.n_ctx, &err)
                        : oxl_imatrix_write_gguf(acc, out_path, &text_path, 1, ip.n_ctx, &err);
