@@ -27,15 +27,15 @@ if(NOT OXL_PYTHON)
     "or `pip install jinja2`.")
 endif()
 
-set(OXL_GENERATED_DIR ${CMAKE_BINARY_DIR}/generated)
+set(OXL_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated)
 file(GLOB OXL_GEN_INPUTS CONFIGURE_DEPENDS
-  ${CMAKE_SOURCE_DIR}/gen/*.py
-  ${CMAKE_SOURCE_DIR}/gen/tables/*.json
-  ${CMAKE_SOURCE_DIR}/templates/*
-  ${CMAKE_SOURCE_DIR}/templates/*/*)
+  ${PROJECT_SOURCE_DIR}/gen/*.py
+  ${PROJECT_SOURCE_DIR}/gen/tables/*.json
+  ${PROJECT_SOURCE_DIR}/templates/*
+  ${PROJECT_SOURCE_DIR}/templates/*/*)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${OXL_GEN_INPUTS})
 execute_process(COMMAND ${OXL_PYTHON} -B -m gen --out ${OXL_GENERATED_DIR}
-  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
   RESULT_VARIABLE oxl_gen_rc OUTPUT_VARIABLE oxl_gen_out ERROR_VARIABLE oxl_gen_err)
 if(NOT oxl_gen_rc EQUAL 0)
   message(FATAL_ERROR "the kernel generator failed (exit ${oxl_gen_rc}):\n${oxl_gen_err}")
@@ -50,6 +50,6 @@ if(OXL_BUILD_TESTS)
   enable_testing()
   add_test(NAME gen-drift
     COMMAND ${CMAKE_COMMAND}
-      -DPYTHON=${OXL_PYTHON} -DSOURCE_DIR=${CMAKE_SOURCE_DIR} -DWORK_DIR=${CMAKE_BINARY_DIR}/gen-drift
-      -P ${CMAKE_SOURCE_DIR}/cmake/gen_drift.cmake)
+      -DPYTHON=${OXL_PYTHON} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DWORK_DIR=${PROJECT_BINARY_DIR}/gen-drift
+      -P ${PROJECT_SOURCE_DIR}/cmake/gen_drift.cmake)
 endif()

@@ -21,6 +21,14 @@
 extern "C" {
 #endif
 
+/* OXL_API marks the functions of this API: the library is built with hidden symbol visibility, so
+ * liboxillama.so exports these and nothing else. */
+#if defined(__GNUC__) || defined(__clang__)
+#define OXL_API __attribute__((visibility("default")))
+#else
+#define OXL_API
+#endif
+
 #define OXL_ERROR_MSG_MAX 512
 
 /* An error message; empty when no error happened. */
@@ -32,6 +40,10 @@ typedef int32_t oxl_token;
 typedef struct oxl_model oxl_model;
 typedef struct oxl_ctx oxl_ctx;
 typedef struct oxl_sampler oxl_sampler;
+
+/* The library's version, "MAJOR.MINOR.PATCH" (the project's CMake version, as in oxillama.pc): a
+ * static string owned by the library, never freed by the caller. */
+OXL_API const char *oxl_version(void);
 
 /* ---------------------------------------------------------------------------------------------
  * Model
@@ -50,33 +62,33 @@ typedef struct oxl_model_params {
                        size */
 } oxl_model_params;
 
-oxl_model_params oxl_model_default_params(void);
+OXL_API oxl_model_params oxl_model_default_params(void);
 
 /* Loads a GGUF model: validates the file, the architecture (`general.architecture`, which must be in
  * the architecture registry), its hyper-parameters and tensors, and the vocabulary.
  * Returns NULL on any error, with err naming what is wrong. */
-oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_error *err);
-void oxl_model_free(oxl_model *model);
+OXL_API oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_error *err);
+OXL_API void oxl_model_free(oxl_model *model);
 
-int32_t oxl_model_n_vocab(const oxl_model *model);
-int32_t oxl_model_n_ctx_train(const oxl_model *model);
-int32_t oxl_model_n_embd(const oxl_model *model);
+OXL_API int32_t oxl_model_n_vocab(const oxl_model *model);
+OXL_API int32_t oxl_model_n_ctx_train(const oxl_model *model);
+OXL_API int32_t oxl_model_n_embd(const oxl_model *model);
 /* false for an encoder-only embedding model (bert, nomic-bert: no output head, so no logits and no
  * text generation), as llama.cpp's llama_model_has_decoder; true for every generative model. */
-bool oxl_model_has_decoder(const oxl_model *model);
-uint64_t oxl_model_n_params(const oxl_model *model); /* elements of all tensors */
+OXL_API bool oxl_model_has_decoder(const oxl_model *model);
+OXL_API uint64_t oxl_model_n_params(const oxl_model *model); /* elements of all tensors */
 /* The model's Jinja chat template (tokenizer.chat_template), owned by the model; NULL when absent. */
-const char *oxl_model_chat_template(const oxl_model *model);
-uint64_t oxl_model_size(const oxl_model *model); /* bytes of all tensor data */
+OXL_API const char *oxl_model_chat_template(const oxl_model *model);
+OXL_API uint64_t oxl_model_size(const oxl_model *model); /* bytes of all tensor data */
 /* A one-line description: architecture, parameter count, file type. Owned by the model. */
-const char *oxl_model_desc(const oxl_model *model);
+OXL_API const char *oxl_model_desc(const oxl_model *model);
 /* The model's GGUF metadata value of `key` (e.g. "tokenizer.ggml.fim_pre_token_id") as text, as
  * llama.cpp's llama_model_meta_val_str: strings as stored, integers in decimal, floats as printf's
  * "%f", bools as "true"/"false"; array values are not offered (llama.cpp skips them too). Writes at
  * most buf_size bytes, NUL included, into buf (the caller's; NULL allowed when buf_size is 0).
  * Returns the length of the whole text in bytes (snprintf's count: >= buf_size means it was cut),
  * or -1 when the model has no such non-array key (buf then holds ""). */
-int32_t oxl_model_meta_val_str(const oxl_model *model, const char *key, char *buf, size_t buf_size);
+OXL_API int32_t oxl_model_meta_val_str(const oxl_model *model, const char *key, char *buf, size_t buf_size);
 
 /* ---------------------------------------------------------------------------------------------
  * Context: KV cache, threads, scratch buffers
@@ -135,19 +147,19 @@ typedef struct oxl_ctx_params {
     bool seq_streams;
 } oxl_ctx_params;
 
-oxl_ctx_params oxl_ctx_default_params(void);
+OXL_API oxl_ctx_params oxl_ctx_default_params(void);
 
-oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_error *err);
-void oxl_ctx_free(oxl_ctx *ctx);
+OXL_API oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_error *err);
+OXL_API void oxl_ctx_free(oxl_ctx *ctx);
 /* KV cache length of one sequence, in tokens. */
-int32_t oxl_ctx_n_ctx(const oxl_ctx *ctx);
-int32_t oxl_ctx_n_seq_max(const oxl_ctx *ctx);
+OXL_API int32_t oxl_ctx_n_ctx(const oxl_ctx *ctx);
+OXL_API int32_t oxl_ctx_n_seq_max(const oxl_ctx *ctx);
 /* Number of tokens sequence seq holds in the KV cache (the position of its next token). */
-int32_t oxl_seq_n_past(const oxl_ctx *ctx, int32_t seq);
+OXL_API int32_t oxl_seq_n_past(const oxl_ctx *ctx, int32_t seq);
 /* Drops sequence seq's cached positions >= n_past (0 clears it): prefix reuse keeps the rest.
  * Recurrent models (mamba, mamba2, jamba) keep one state per sequence that cannot step back: only
  * n_past 0 is applied; any other value leaves the sequence unchanged (check oxl_seq_n_past). */
-void oxl_seq_truncate(oxl_ctx *ctx, int32_t seq, int32_t n_past);
+OXL_API void oxl_seq_truncate(oxl_ctx *ctx, int32_t seq, int32_t n_past);
 
 /* A batch of tokens from one or more sequences (llama.cpp's llama_batch): token i goes to sequence
  * seq_id[i] at position pos[i], which must be that sequence's next position (tokens of a sequence
@@ -164,10 +176,10 @@ typedef struct oxl_batch {
  * all sequences together) and appends every token to its sequence's KV cache. Fails, before any
  * work, when a token id, sequence id or position is invalid or a sequence would overflow.
  * Returns 0, or -1 with err set. */
-int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *batch, oxl_error *err);
+OXL_API int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *batch, oxl_error *err);
 /* Logits (n_vocab floats) of token i of the last decode, when kept; i = -1 means the last kept
  * token. Owned by ctx, valid until the next decode; NULL when not kept. */
-const float *oxl_get_logits(const oxl_ctx *ctx, int32_t i);
+OXL_API const float *oxl_get_logits(const oxl_ctx *ctx, int32_t i);
 
 /* Embeddings (contexts created with params.embeddings; llama.cpp's llama_get_embeddings_ith / _seq,
  * src/llama-context.cpp, pooled as src/llama-graph.cpp's build_pooling). A token's embedding is the
@@ -177,19 +189,19 @@ const float *oxl_get_logits(const oxl_ctx *ctx, int32_t i);
  * micro-batch: the same when the sequence fits in n_batch). The arrays are owned by ctx and valid
  * until the next decode. */
 /* The pooling in effect (never unspecified); NONE also when the context has no embeddings. */
-oxl_pooling oxl_ctx_pooling(const oxl_ctx *ctx);
+OXL_API oxl_pooling oxl_ctx_pooling(const oxl_ctx *ctx);
 /* Pooling none: token i of the last decode (i = -1: its last token). NULL when out of range, the
  * context keeps no embeddings, or it pools. */
-const float *oxl_get_embeddings_ith(const oxl_ctx *ctx, int32_t i);
+OXL_API const float *oxl_get_embeddings_ith(const oxl_ctx *ctx, int32_t i);
 /* Pooling mean, cls or last: the embedding of sequence seq over its tokens in the last decode.
  * NULL when seq had no token in it, the context keeps no embeddings, or its pooling is none. */
-const float *oxl_get_embeddings_seq(const oxl_ctx *ctx, int32_t seq);
+OXL_API const float *oxl_get_embeddings_seq(const oxl_ctx *ctx, int32_t seq);
 
 /* Sequence 0 helpers for single-stream use. oxl_decode evaluates n tokens at positions
  * n_past .. n_past+n-1 keeping every token's logits (all_logits) or the last one's. */
-int oxl_decode(oxl_ctx *ctx, const oxl_token *tokens, int32_t n, bool all_logits, oxl_error *err);
-int32_t oxl_ctx_n_past(const oxl_ctx *ctx);
-void oxl_ctx_truncate(oxl_ctx *ctx, int32_t n_past);
+OXL_API int oxl_decode(oxl_ctx *ctx, const oxl_token *tokens, int32_t n, bool all_logits, oxl_error *err);
+OXL_API int32_t oxl_ctx_n_past(const oxl_ctx *ctx);
+OXL_API void oxl_ctx_truncate(oxl_ctx *ctx, int32_t n_past);
 
 /* ---------------------------------------------------------------------------------------------
  * Tokenizer (matches llama.cpp src/llama-vocab.cpp)
@@ -199,14 +211,14 @@ void oxl_ctx_truncate(oxl_ctx *ctx, int32_t n_past);
  * (tokenizer.ggml.add_bos_token / add_eos_token); parse_special turns the text of control and
  * user-defined tokens into those tokens. Returns the number of tokens written, or, when cap is too
  * small, minus the number needed (llama.cpp's convention); INT32_MIN on invalid arguments. */
-int32_t oxl_tokenize(const oxl_model *model, const char *text, size_t len, oxl_token *out, int32_t cap,
-                     bool add_special, bool parse_special);
+OXL_API int32_t oxl_tokenize(const oxl_model *model, const char *text, size_t len, oxl_token *out, int32_t cap,
+                             bool add_special, bool parse_special);
 /* Writes the bytes of one token (not NUL-terminated). special: render control tokens' text.
  * Returns bytes written, or minus the number needed when cap is too small. */
-int32_t oxl_token_to_piece(const oxl_model *model, oxl_token tok, char *buf, int32_t cap, bool special);
-oxl_token oxl_token_bos(const oxl_model *model); /* -1 if the vocabulary has none */
-oxl_token oxl_token_eos(const oxl_model *model);
-bool oxl_token_is_eog(const oxl_model *model, oxl_token tok); /* end of generation (EOS, EOT, …) */
+OXL_API int32_t oxl_token_to_piece(const oxl_model *model, oxl_token tok, char *buf, int32_t cap, bool special);
+OXL_API oxl_token oxl_token_bos(const oxl_model *model); /* -1 if the vocabulary has none */
+OXL_API oxl_token oxl_token_eos(const oxl_model *model);
+OXL_API bool oxl_token_is_eog(const oxl_model *model, oxl_token tok); /* end of generation (EOS, EOT, …) */
 
 /* Streaming detokenizer: holds back an incomplete UTF-8 sequence so that output never splits a
  * character. Zero-initialise, then push tokens; each push writes only complete characters. */
@@ -215,10 +227,10 @@ typedef struct oxl_detok {
     int32_t n_pending;
 } oxl_detok;
 /* Appends the text of tok to out (cap bytes); returns bytes written or a negative size needed. */
-int32_t oxl_detok_push(oxl_detok *d, const oxl_model *model, oxl_token tok, char *out, int32_t cap);
+OXL_API int32_t oxl_detok_push(oxl_detok *d, const oxl_model *model, oxl_token tok, char *out, int32_t cap);
 /* At the end of a stream: writes the bytes d still holds back (an unfinished UTF-8 sequence, passed
  * through as llama.cpp's output would) and clears d. Returns bytes written or a negative size needed. */
-int32_t oxl_detok_flush(oxl_detok *d, char *out, int32_t cap);
+OXL_API int32_t oxl_detok_flush(oxl_detok *d, char *out, int32_t cap);
 
 /* ---------------------------------------------------------------------------------------------
  * Sampling (matches llama.cpp src/llama-sampling.cpp: top-k → top-p → min-p → temperature → dist)
@@ -235,11 +247,11 @@ typedef struct oxl_sampler_params {
 #define OXL_SEED_RANDOM 0xFFFFFFFFu
 
 /* llama.cpp's defaults: temp 0.8, top_k 40, top_p 0.95, min_p 0.05, random seed. */
-oxl_sampler_params oxl_sampler_default_params(void);
-oxl_sampler *oxl_sampler_new(const oxl_sampler_params *params);
-void oxl_sampler_free(oxl_sampler *s);
+OXL_API oxl_sampler_params oxl_sampler_default_params(void);
+OXL_API oxl_sampler *oxl_sampler_new(const oxl_sampler_params *params);
+OXL_API void oxl_sampler_free(oxl_sampler *s);
 /* Picks a token from n_vocab logits (not modified). */
-oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_vocab);
+OXL_API oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_vocab);
 
 /* ---------------------------------------------------------------------------------------------
  * Chat templates (absent from OXL_SUBSET builds)
@@ -255,8 +267,8 @@ oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_voca
  * dropped because tokenizing adds BOS. Renders are bounded at 32 MiB of output. On success *out
  * is a malloc'd NUL-terminated string the caller releases with free(). Returns 0, or -1 with err
  * set (invalid JSON, a template error with line:column). */
-int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, const char *messages_json, const char *tools_json,
-                            bool add_generation_prompt, char **out, oxl_error *err);
+OXL_API int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, const char *messages_json,
+                                    const char *tools_json, bool add_generation_prompt, char **out, oxl_error *err);
 
 #ifdef __cplusplus
 }

@@ -3,10 +3,10 @@
 # for the ISAs this CPU runs only (oxillama refuses OXILLAMA_ISA naming another): cmake/cpu_isas.c
 # asks the library's own detection (src/kernels/cpu.c over the generated spec table) at configure time, so a
 # new ISA is tested without touching this file.
-try_run(oxl_isas_run oxl_isas_compiled ${CMAKE_BINARY_DIR}/cpu_isas
-  SOURCES ${CMAKE_SOURCE_DIR}/cmake/cpu_isas.c ${CMAKE_SOURCE_DIR}/src/kernels/cpu.c ${CMAKE_SOURCE_DIR}/src/core/errors.c
+try_run(oxl_isas_run oxl_isas_compiled ${PROJECT_BINARY_DIR}/cpu_isas
+  SOURCES ${PROJECT_SOURCE_DIR}/cmake/cpu_isas.c ${PROJECT_SOURCE_DIR}/src/kernels/cpu.c ${PROJECT_SOURCE_DIR}/src/core/errors.c
           ${OXL_GENERATED_DIR}/oxl_types.c
-  CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${CMAKE_SOURCE_DIR}/src/core;${CMAKE_SOURCE_DIR}/src/kernels;${CMAKE_SOURCE_DIR}/include;${OXL_GENERATED_DIR}"
+  CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${PROJECT_SOURCE_DIR}/src/core;${PROJECT_SOURCE_DIR}/src/kernels;${PROJECT_SOURCE_DIR}/include;${OXL_GENERATED_DIR}"
   COMPILE_DEFINITIONS -D_GNU_SOURCE
   LINK_LIBRARIES Threads::Threads
   COMPILE_OUTPUT_VARIABLE oxl_isas_log
@@ -27,8 +27,8 @@ function(oxl_output_test name want regex)
   set_tests_properties(${name} PROPERTIES PASS_REGULAR_EXPRESSION "${regex}"
                        FAIL_REGULAR_EXPRESSION "expect_status: FAILED")
 endfunction()
-set(G ${CMAKE_SOURCE_DIR}/golden)
-set(M ${CMAKE_SOURCE_DIR}/models)
+set(G ${PROJECT_SOURCE_DIR}/golden)
+set(M ${PROJECT_SOURCE_DIR}/models)
 
 # Model logits goldens: every file of golden/models (stories260K in f32 and in each weight format
 # that has one, golden/README.md; a new format's golden joins by being there).
@@ -39,7 +39,7 @@ if(oxl_n_logits_goldens LESS 10)
 endif()
 
 # The C sources are as clang-format writes them (.clang-format; generated/ excluded).
-add_test(NAME format COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_format.sh ${CMAKE_SOURCE_DIR})
+add_test(NAME format COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_format.sh ${PROJECT_SOURCE_DIR})
 
 # Every model chat template of golden/chat-templates against Python Jinja2's renderings.
 add_test(NAME golden-chat-templates COMMAND ${OXL_BIN} golden ${G}/chat-templates)
@@ -99,7 +99,7 @@ add_test(NAME golden-tokenizer COMMAND ${OXL_BIN} golden ${OXL_TOKENIZER_GOLDENS
 # other BPE ones, Llama 3's, Baichuan's), from ../shared beside the source tree. Without it the test
 # is skipped, saying so (ctest lists it as not run), or fails under OXILLAMA_REQUIRE_SHARED (set by
 # ./build.sh test in CI, which must have the set).
-set(OXL_SHARED_TOKDIR ${CMAKE_SOURCE_DIR}/../shared/golden/tokenizer)
+set(OXL_SHARED_TOKDIR ${PROJECT_SOURCE_DIR}/../shared/golden/tokenizer)
 add_test(NAME golden-tokenizer-shared COMMAND sh -c "
   if ls '${OXL_SHARED_TOKDIR}'/*.gguf >/dev/null 2>&1; then exec '${OXL_BIN}' golden '${OXL_SHARED_TOKDIR}'/*.gguf; fi
   echo 'golden-tokenizer-shared: ${OXL_SHARED_TOKDIR} has no fixtures: the shared tokenizer goldens were not checked'
@@ -117,7 +117,7 @@ oxl_output_test(quantize-q4_K_M ok "blk\\.1\\.attn_v\\.weight +q6_K"
 # The K-quant mixes of stories260K (5 layers: the per-layer rules apply) and synth-small Q4_K_M are
 # llama-quantize's files byte for byte (golden/quantize/llama-quantize.sha256).
 add_test(NAME quantize-kquant-files COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_quantize_files.sh ${OXL_BIN}
-         ${CMAKE_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/quantize-kquant-files)
+         ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/quantize-kquant-files)
 
 # Every architecture (dense decoders; mixture-of-experts, latent attention, state-space and hybrid
 # models): llama.cpp's logits for one tiny random model each (golden/arch/, every logits file names
@@ -160,7 +160,7 @@ set_tests_properties(server-load PROPERTIES TIMEOUT 180)
 find_program(OXL_VALGRIND valgrind)
 if(OXL_VALGRIND AND NOT OXL_SANITIZE)
   foreach(what run quantize server)
-    add_test(NAME leak-${what} COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/leak.sh ${what} ${OXL_BIN} ${CMAKE_SOURCE_DIR})
+    add_test(NAME leak-${what} COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/leak.sh ${what} ${OXL_BIN} ${PROJECT_SOURCE_DIR})
     set_tests_properties(leak-${what} PROPERTIES TIMEOUT 600 LABELS leak)
   endforeach()
 endif()
@@ -172,3 +172,4 @@ include(${CMAKE_CURRENT_LIST_DIR}/qflags_tests.cmake)
 include(${CMAKE_CURRENT_LIST_DIR}/fp4_tests.cmake)
 include(${CMAKE_CURRENT_LIST_DIR}/iq2_tests.cmake)
 include(${CMAKE_CURRENT_LIST_DIR}/imatrix_tests.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/shlib_tests.cmake)

@@ -7,7 +7,7 @@ add_test(NAME quantize-iq2-xxs-file
                         $0 quantize --imatrix golden/quantize/synth-small.imatrix.gguf --tensor-type attn_v=iq2_xxs \
                            golden/quantize/synth-small-f32.gguf $out IQ2_XXS >/dev/null 2>&1 && \
                         cmp $out models/synth-small-IQ2_XXS.gguf"
-                 ${OXL_BIN} ${CMAKE_CURRENT_BINARY_DIR}/quantize-iq2 ${CMAKE_SOURCE_DIR})
+                 ${OXL_BIN} ${CMAKE_CURRENT_BINARY_DIR}/quantize-iq2 ${PROJECT_SOURCE_DIR})
 add_test(NAME quantize-iq2-needs-imatrix
          COMMAND sh -c "for ft in IQ2_XXS IQ2_XS; do \
                           msg=$($0 quantize $1/quantize/synth-small-f32.gguf $2/no-imatrix.gguf $ft 2>&1); rc=$?; \
