@@ -20,6 +20,7 @@ static const verb verbs[] = {
     {"golden", oxl_cmd_golden, "check parity with llama.cpp reference files"},
     {"serve", oxl_cmd_serve, "OpenAI-compatible HTTP server"},
     {"quantize", oxl_cmd_quantize, "convert a GGUF model to a quantized file type"},
+    {"version", oxl_cmd_version, "version, git commit, compiler and kernel ISA (also --version)"},
 };
 
 static void usage(FILE *f) {
@@ -39,6 +40,9 @@ int main(int argc, char **argv) {
     if (oxl_isa_env_check(&err) < 0) {
         fprintf(stderr, "oxillama: %s\n", err.msg);
         return 2;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        return oxl_cmd_version(argc - 1, argv + 1);
     }
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
         if (!strcmp(argv[1], verbs[i].name)) {
