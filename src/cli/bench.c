@@ -66,6 +66,8 @@ static void usage(void) {
     printf("usage: oxillama bench -m FILE[,FILE...] [-p 512] [-n 128] [-pg 512,128] [-t N[,N...]] [-r 5]\n"
            "                      [-b 2048] [-ub 512] [-o md|csv|json] [-ctk T] [-ctv T]\n"
            "                      [-fa on|off|auto] [-mmp 0|1] [-nr 0|1] [--roofline]\n"
+           "  -ngl, --n-gpu-layers, --gpu-layers, -sm, --split-mode, -ts, --tensor-split, -mg, --main-gpu:\n"
+           "     llama-bench's GPU options, ignored (this engine runs on the CPU)\n"
            "  T: a KV cache type: " OXL_KV_TYPE_NAMES "\n");
 }
 
@@ -146,6 +148,8 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
             o->flash_attn = (!strcmp(v, "off") || !strcmp(v, "0"))     ? OXL_FLASH_ATTN_OFF
                             : (!strcmp(v, "auto") || !strcmp(v, "-1")) ? OXL_FLASH_ATTN_AUTO
                                                                        : OXL_FLASH_ATTN_ON;
+        } else if (oxl_opts_gpu_notice(a, v)) {
+            /* llama-bench's -ngl and the other GPU options: ignored with a notice */
         } else {
             fprintf(stderr, "error: unknown option '%s'\n", a);
             return -1;
