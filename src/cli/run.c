@@ -61,6 +61,8 @@ int oxl_cmd_run(int argc, char **argv) {
     oxl_sampler *smpl = NULL;
     oxl_token *toks = NULL;
 
+    oxl_log(&o, OXL_LOG_VERBOSE, "oxillama: model %s\n", oxl_opts_model(&o));
+    oxl_log_settings(&o);
     double t0 = oxl_clock_s();
     oxl_model_params mp = oxl_model_default_params();
     mp.repack = !o.no_repack;
@@ -87,8 +89,6 @@ int oxl_cmd_run(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }
-    oxl_log(&o, OXL_LOG_VERBOSE, "oxillama: model %s\n", oxl_opts_model(&o));
-    oxl_log_settings(&o);
     oxl_log(&o, OXL_LOG_INFO, "oxillama: %s; loaded in %.1f ms (%s); n_ctx %d\n", oxl_model_desc(model),
             (oxl_clock_s() - t0) * 1e3, o.no_mmap ? "read" : "mapped", oxl_ctx_n_ctx(ctx));
 
