@@ -92,6 +92,8 @@ stray)
     has "$work/err" "error: unexpected argument 'extra.txt'" "stray word"
     expect 1 "unknown option" "$bin" run -m "$m" -p Once --bogus 3
     has "$work/err" "error: unknown option '--bogus'" "unknown option"
+    expect 1 "bench stray word" "$bin" bench -m "$m" stray
+    has "$work/err" "error: unexpected argument 'stray'" "bench stray word"
     expect 1 "serve unknown option" "$bin" serve -m "$m" --bogus
     has "$work/err" "unknown option '--bogus'" "serve unknown option"
     # quoted, the same prompt runs
@@ -143,6 +145,12 @@ log)
     done
     expect 0 "perplexity -v" "$bin" perplexity -m "$m" -f "$work/text.txt" -c 128 -v
     has "$work/err" "flash attention auto; weights repacked, mapped" "perplexity -v"
+    expect 0 "bench --log-disable" "$bin" bench -m "$m" -p 8 -n 0 -r 1 -o csv --log-disable
+    [ -s "$work/err" ] && fail "bench --log-disable: stderr '$(cat "$work/err")'"
+    has "$work/out" "build_commit," "bench --log-disable"
+    expect 0 "bench -v" env OXILLAMA_ISA=scalar "$bin" bench -m "$m" -p 8 -n 0 -r 1 -o csv -v
+    has "$work/err" "bench: isa scalar; llama 0.29M params" "bench -v"
+    has "$work/err" "loaded in" "bench -v"
     # errors are still printed under --log-disable
     expect 1 "--log-disable error" "$bin" run -m "$work/missing.gguf" -p Once --log-disable
     has "$work/err" "missing.gguf" "--log-disable error"
