@@ -28,7 +28,7 @@ static void usage(FILE *f) {
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
         fprintf(f, "  %-12s %s\n", verbs[i].name, verbs[i].help);
     }
-    fprintf(f, "\n`oxillama <command> --help` shows a command's options.\n");
+    fprintf(f, "\n`oxillama <command> --help` shows a command's options; `oxillama --version` the version.\n");
 }
 
 int main(int argc, char **argv) {
