@@ -157,8 +157,9 @@ log)
     ;;
 serve-options)
     # the cache and flash-attention options reach the server's context: a quantized V cache without
-    # flash attention is the library's error, as in run
-    expect 1 "serve -ctv q8_0 -fa off" "$bin" serve -m "$m" --port 0 -ctv q8_0 -fa off --log-disable
+    # flash attention is the library's error, as in run (a server that starts instead is stopped
+    # after 30 s: timeout's status 124)
+    expect 1 "serve -ctv q8_0 -fa off" timeout 30 "$bin" serve -m "$m" --port 0 -ctv q8_0 -fa off --log-disable
     same "$work/err" "oxillama serve: context: V cache type q8_0 needs flash attention (-fa on), as in llama.cpp" "serve -ctv q8_0 -fa off"
     expect 1 "run -ctv q8_0 -fa off" "$bin" run -m "$m" -p Once -ctv q8_0 -fa off
     has "$work/err" "context: V cache type q8_0 needs flash attention (-fa on), as in llama.cpp" "run -ctv q8_0 -fa off"
