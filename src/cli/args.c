@@ -297,9 +297,9 @@ void oxl_log_settings(const oxl_opts *o) {
     const oxl_type_traits *tv = oxl_type_traits_get((uint32_t)o->type_v);
     oxl_log(o, OXL_LOG_VERBOSE,
             "oxillama: isa %s; threads %d (0: physical cores); batch %d; cache K %s, V %s; flash attention %s; "
-            "weights %s, %s%s\n",
+            "repacking %s; model %s%s\n",
             oxl_isa_name(oxl_isa_cap()), o->n_threads, o->n_batch, tk ? tk->name : "?", tv ? tv->name : "?", fa,
-            o->no_repack ? "as in the file" : "repacked", o->no_mmap ? "read" : "mapped", o->mlock ? ", locked" : "");
+            o->no_repack ? "off" : "on", o->no_mmap ? "read" : "mapped", o->mlock ? " and locked" : "");
 }
 
 void oxl_log(const oxl_opts *o, int level, const char *fmt, ...) {

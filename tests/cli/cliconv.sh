@@ -139,12 +139,12 @@ log)
     for v in -v --verbose --log-verbose; do
         expect 0 "$v" "$bin" run -m "$m" -p "Once upon a time" -n 8 --temp 0 -ctk bf16 -ctv f32 -fa on -nr --no-mmap -t 1 $v
         has "$work/err" "oxillama: model $m" "$v"
-        has "$work/err" "; threads 1 (0: physical cores); batch 512; cache K bf16, V f32; flash attention on; weights as in the file, read" "$v"
+        has "$work/err" "; threads 1 (0: physical cores); batch 512; cache K bf16, V f32; flash attention on; repacking off; model read" "$v"
         has "$work/err" "loaded in" "$v"
         cmp -s "$work/out" "$work/plain" || fail "$v changed the output"
     done
     expect 0 "perplexity -v" "$bin" perplexity -m "$m" -f "$work/text.txt" -c 128 -v
-    has "$work/err" "flash attention auto; weights repacked, mapped" "perplexity -v"
+    has "$work/err" "flash attention auto; repacking on; model mapped" "perplexity -v"
     expect 0 "bench --log-disable" "$bin" bench -m "$m" -p 8 -n 0 -r 1 -o csv --log-disable
     [ -s "$work/err" ] && fail "bench --log-disable: stderr '$(cat "$work/err")'"
     has "$work/out" "build_commit," "bench --log-disable"
@@ -164,7 +164,7 @@ serve-options)
     expect 1 "run -ctv q8_0 -fa off" "$bin" run -m "$m" -p Once -ctv q8_0 -fa off
     has "$work/err" "context: V cache type q8_0 needs flash attention (-fa on), as in llama.cpp" "run -ctv q8_0 -fa off"
     # a template that renders "Once upon a time": the prompt is its 5 tokens (BOS + 4, golden/models/stories260K.once.gguf)
-    "$bin" serve -m "$m" --port 0 -ctk bf16 -ctv f32 -fa off -nr --no-mmap -ngl 99 \
+    "$bin" serve -m "$m" --port 0 -ctk bf16 -ctv f32 -fa off -nr --no-mmap -ngl 99 -t 1 -b 64 -v \
         --chat-template "{{ 'Once upon a time' }}" 2>"$work/log" &
     pid=$!
     port=""
@@ -179,6 +179,7 @@ serve-options)
         fail "server did not start: $(cat "$work/log")"
     else
         has "$work/log" "oxillama: -ngl 99 ignored" "serve -ngl"
+        has "$work/log" "; threads 1 (0: physical cores); batch 64; cache K bf16, V f32; flash attention off; repacking off; model read" "serve -v"
         status=$(curl -s -o "$work/body" -w '%{http_code}' "http://127.0.0.1:$port/v1/chat/completions" \
             -H 'Content-Type: application/json' \
             -d '{"messages":[{"role":"user","content":"Hello there, how are you today?"}],"max_tokens":1,"temperature":0}')
