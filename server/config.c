@@ -346,6 +346,11 @@ int oxl_server_config_resolve(oxl_server_config *cfg, int argc, char **argv) {
     cfg->idle_timeout = 60;
     cfg->shutdown_timeout = 10;
     cfg->host = strdup("127.0.0.1");
+    const oxl_ctx_params cp = oxl_ctx_default_params();
+    cfg->type_k = cp.type_k;
+    cfg->type_v = cp.type_v;
+    cfg->flash_attn = cp.flash_attn;
+    cfg->log_level = 1;
 
     const char *config_path = getenv("OXILLAMA_CONFIG");
     for (int i = 1; i < argc; i++) {
@@ -399,6 +404,7 @@ void oxl_server_config_free(oxl_server_config *cfg) {
     free(cfg->host);
     free(cfg->cors_origin);
     free(cfg->api_key_file);
+    free(cfg->chat_template);
     for (int i = 0; i < cfg->n_keys; i++) {
         free(cfg->keys[i]);
     }

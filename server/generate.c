@@ -332,7 +332,7 @@ int oxl_req_chat_prompt(oxl_srv *srv, const cJSON *msgs, const cJSON *tools, oxl
         free(tools_json);
         return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
     }
-    int rc_t = oxl_chat_apply_template(srv->model, NULL, msgs_json, tools_json, true, &text, &err);
+    int rc_t = oxl_chat_apply_template(srv->model, srv->cfg->chat_template, msgs_json, tools_json, true, &text, &err);
     free(msgs_json);
     free(tools_json);
     if (rc_t != 0) {

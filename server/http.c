@@ -561,6 +561,9 @@ static int load(oxl_srv *srv) {
     oxl_error err = {0};
     double t0 = oxl_now();
     oxl_model_params mp = oxl_model_default_params();
+    mp.repack = !cfg->no_repack;
+    mp.use_mmap = !cfg->no_mmap;
+    mp.use_mlock = cfg->mlock;
     srv->model = oxl_model_load(cfg->model, &mp, &err);
     if (!srv->model) {
         fprintf(stderr, "oxillama serve: %s\n", err.msg);
@@ -571,6 +574,9 @@ static int load(oxl_srv *srv) {
     cp.n_seq_max = cfg->n_parallel;
     cp.n_threads = cfg->n_threads;
     cp.n_batch = cfg->n_batch;
+    cp.type_k = cfg->type_k;
+    cp.type_v = cfg->type_v;
+    cp.flash_attn = cfg->flash_attn;
     srv->ctx = oxl_ctx_new(srv->model, &cp, &err);
     if (!srv->ctx) {
         fprintf(stderr, "oxillama serve: %s\n", err.msg);
@@ -581,8 +587,10 @@ static int load(oxl_srv *srv) {
         fprintf(stderr, "oxillama serve: %s\n", err.msg);
         return -1;
     }
-    fprintf(stderr, "oxillama serve: %s loaded in %.0f ms as '%s'; %d slots of %d tokens\n", oxl_model_desc(srv->model),
-            (oxl_now() - t0) * 1e3, srv->model_id, oxl_ctx_n_seq_max(srv->ctx), oxl_ctx_n_ctx(srv->ctx));
+    if (cfg->log_level >= 1)
+        fprintf(stderr, "oxillama serve: %s loaded in %.0f ms as '%s'; %d slots of %d tokens\n",
+                oxl_model_desc(srv->model), (oxl_now() - t0) * 1e3, srv->model_id, oxl_ctx_n_seq_max(srv->ctx),
+                oxl_ctx_n_ctx(srv->ctx));
     atomic_store(&srv->ready, true);
     return 0;
 }
@@ -609,8 +617,9 @@ int oxl_server_run(const oxl_server_config *cfg) {
     if (!d) {
         return 1;
     }
-    fprintf(stderr, "oxillama serve: listening on http://%s%s%s:%u\n", strchr(cfg->host, ':') ? "[" : "", cfg->host,
-            strchr(cfg->host, ':') ? "]" : "", port);
+    if (cfg->log_level >= 1)
+        fprintf(stderr, "oxillama serve: listening on http://%s%s%s:%u\n", strchr(cfg->host, ':') ? "[" : "", cfg->host,
+                strchr(cfg->host, ':') ? "]" : "", port);
     pthread_t watchdog;
     bool watching = cfg->idle_timeout > 0 && pthread_create(&watchdog, NULL, watch_main, srv) == 0;
     if (load(srv) != 0) {
@@ -629,8 +638,9 @@ int oxl_server_run(const oxl_server_config *cfg) {
     }
     int sig = 0;
     sigwait(&set, &sig);
-    fprintf(stderr, "oxillama serve: %s: no new connections; finishing requests in flight (up to %d s)\n",
-            sig == SIGINT ? "SIGINT" : "SIGTERM", cfg->shutdown_timeout);
+    if (cfg->log_level >= 1)
+        fprintf(stderr, "oxillama serve: %s: no new connections; finishing requests in flight (up to %d s)\n",
+                sig == SIGINT ? "SIGINT" : "SIGTERM", cfg->shutdown_timeout);
     atomic_store(&srv->stopping, true);
     MHD_socket lfd = MHD_quiesce_daemon(d);
     if (lfd != MHD_INVALID_SOCKET) {
@@ -649,6 +659,7 @@ int oxl_server_run(const oxl_server_config *cfg) {
     oxl_sched_free(srv->sched);
     oxl_ctx_free(srv->ctx);
     oxl_model_free(srv->model);
-    fprintf(stderr, "oxillama serve: stopped\n");
+    if (cfg->log_level >= 1)
+        fprintf(stderr, "oxillama serve: stopped\n");
     return 0;
 }

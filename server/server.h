@@ -22,6 +22,8 @@
 #ifndef OXL_SERVER_H
 #define OXL_SERVER_H
 
+#include "oxillama.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,6 +53,13 @@ typedef struct oxl_server_config {
     char *api_key_file;           /* --api-key-file: one key per line */
     char *keys[OXL_SRV_MAX_KEYS]; /* --api-key (repeatable) plus the keys of api_key_file */
     int n_keys;
+    /* set by the CLI (src/cli/serve.c) from the options serve shares with run; the defaults are
+     * oxl_model_default_params and oxl_ctx_default_params */
+    oxl_kv_type type_k, type_v; /* -ctk, -ctv */
+    oxl_flash_attn flash_attn;  /* -fa */
+    bool no_mmap, mlock, no_repack;
+    char *chat_template; /* --chat-template, or the text of --chat-template-file (NULL: the model's) */
+    int log_level;       /* 0 --log-disable: errors only; 1 default; 2 -v */
     bool help;
 } oxl_server_config;
 

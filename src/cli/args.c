@@ -1,67 +1,93 @@
 #include "args.h"
 
 #include "file.h"
+#include "kernels.h"
+#ifndef OXL_SUBSET
+#include "chat.h"
+#endif
 #include "oxl_types.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
-typedef enum opt_kind { OPT_STR, OPT_INT, OPT_FLOAT, OPT_U32, OPT_KV, OPT_FA, OPT_FLAG } opt_kind;
+typedef enum opt_kind { OPT_STR, OPT_INT, OPT_FLOAT, OPT_U32, OPT_KV, OPT_FA, OPT_FLAG, OPT_GPU } opt_kind;
 
 typedef struct opt_def {
     const char *short_name;
     const char *long_name;
     opt_kind kind;
     size_t offset;
+    unsigned verbs; /* OXL_VERB_* */
     const char *help;
 } opt_def;
 
 #define F(field) offsetof(oxl_opts, field)
+#define R OXL_VERB_RUN
+#define T OXL_VERB_TOKENIZE
+#define P OXL_VERB_PERPLEXITY
+#define G OXL_VERB_GOLDEN
+#define S OXL_VERB_SERVE
+#define GPU_HELP "ignored: llama.cpp's GPU option (this engine runs on the CPU)"
 
 static const opt_def opt_table[] = {
-    {"-m", "--model", OPT_STR, F(model), "GGUF model file (default: the bundled stories260K)"},
-    {"-p", "--prompt", OPT_STR, F(prompt), "prompt text"},
-    {"-f", "--file", OPT_STR, F(file), "text file (prompt, or perplexity input)"},
-    {"-n", "--n-predict", OPT_INT, F(n_predict), "tokens to generate (-1: until end of text; default -1)"},
-    {"-t", "--threads", OPT_INT, F(n_threads), "threads (default: physical cores)"},
-    {"-c", "--ctx-size", OPT_INT, F(n_ctx), "context size in tokens (default: the model's)"},
-    {"-b", "--batch-size", OPT_INT, F(n_batch), "tokens per forward pass (default 512)"},
-    {NULL, "--temp", OPT_FLOAT, F(sampling.temp), "temperature; 0 = greedy (default 0.8)"},
-    {NULL, "--top-k", OPT_INT, F(sampling.top_k), "top-k sampling, 0 = off (default 40)"},
-    {NULL, "--top-p", OPT_FLOAT, F(sampling.top_p), "top-p sampling, 1 = off (default 0.95)"},
-    {NULL, "--min-p", OPT_FLOAT, F(sampling.min_p), "min-p sampling, 0 = off (default 0.05)"},
-    {"-s", "--seed", OPT_U32, F(sampling.seed), "random seed (default: random)"},
-    {"-ctk", "--cache-type-k", OPT_KV, F(type_k), "KV cache type for K: " OXL_KV_TYPE_NAMES " (default f16)"},
-    {"-ctv", "--cache-type-v", OPT_KV, F(type_v),
+    {"-m", "--model", OPT_STR, F(model), R | T | P | G, "GGUF model file (default: the bundled stories260K)"},
+    {"-p", "--prompt", OPT_STR, F(prompt), R | T, "prompt text (one argument: quote it)"},
+    {"-f", "--file", OPT_STR, F(file), R | T | P, "text file (prompt, or perplexity input)"},
+    {"-n", "--n-predict", OPT_INT, F(n_predict), R, "tokens to generate (-1: until end of text; default -1)"},
+    {"-t", "--threads", OPT_INT, F(n_threads), R | P, "threads (default: physical cores)"},
+    {"-c", "--ctx-size", OPT_INT, F(n_ctx), R | P, "context size in tokens (default: the model's; perplexity 512)"},
+    {"-b", "--batch-size", OPT_INT, F(n_batch), R | P, "tokens per forward pass (default 512)"},
+    {NULL, "--temp", OPT_FLOAT, F(sampling.temp), R, "temperature; 0 = greedy (default 0.8)"},
+    {NULL, "--top-k", OPT_INT, F(sampling.top_k), R, "top-k sampling, 0 = off (default 40)"},
+    {NULL, "--top-p", OPT_FLOAT, F(sampling.top_p), R, "top-p sampling, 1 = off (default 0.95)"},
+    {NULL, "--min-p", OPT_FLOAT, F(sampling.min_p), R, "min-p sampling, 0 = off (default 0.05)"},
+    {"-s", "--seed", OPT_U32, F(sampling.seed), R, "random seed (default: random)"},
+    {"-ctk", "--cache-type-k", OPT_KV, F(type_k), R | P | S,
+     "KV cache type for K: " OXL_KV_TYPE_NAMES " (default f16)"},
+    {"-ctv", "--cache-type-v", OPT_KV, F(type_v), R | P | S,
      "KV cache type for V: " OXL_KV_TYPE_NAMES " (default f16; "
      "quantized V needs flash attention)"},
-    {"-fa", "--flash-attn", OPT_FA, F(flash_attn), "flash attention: on, off, auto (default auto = on)"},
-    {NULL, "--no-mmap", OPT_FLAG, F(no_mmap), "read the model into memory instead of mapping it"},
-    {NULL, "--mlock", OPT_FLAG, F(mlock), "keep the model's pages in RAM (needs RLIMIT_MEMLOCK)"},
-    {"-nr", "--no-repack", OPT_FLAG, F(no_repack), "keep weights in the file's layout (no interleaved repacking)"},
-    {NULL, "--kl-divergence-base", OPT_STR, F(kld_base),
+    {"-fa", "--flash-attn", OPT_FA, F(flash_attn), R | P | S, "flash attention: on, off, auto (default auto = on)"},
+    {NULL, "--no-mmap", OPT_FLAG, F(no_mmap), R | P | S, "read the model into memory instead of mapping it"},
+    {NULL, "--mlock", OPT_FLAG, F(mlock), R | P | S, "keep the model's pages in RAM (needs RLIMIT_MEMLOCK)"},
+    {"-nr", "--no-repack", OPT_FLAG, F(no_repack), R | P | S,
+     "keep weights in the file's layout (no interleaved repacking)"},
+    {NULL, "--kl-divergence-base", OPT_STR, F(kld_base), P,
      "llama.cpp log-probability file to write, or read with --kl-divergence"},
-    {NULL, "--kl-divergence", OPT_FLAG, F(kld), "compare against --kl-divergence-base"},
-    {NULL, "--ids", OPT_FLAG, F(ids), "tokenize: print only the ids"},
-    {NULL, "--no-bos", OPT_FLAG, F(no_bos), "tokenize: do not add BOS"},
-    {NULL, "--parse-special", OPT_FLAG, F(parse_special), "tokenize: parse special-token text"},
-    {"-cnv", "--conversation", OPT_FLAG, F(conversation),
-     "run: interactive chat with the model's template (/exit ends)"},
-    {NULL, "--chat", OPT_FLAG, F(conversation), "run: the same as -cnv"},
-    {"-sys", "--system-prompt", OPT_STR, F(system_prompt), "chat: a system message first"},
-    {NULL, "--chat-template", OPT_STR, F(chat_template),
+    {NULL, "--kl-divergence", OPT_FLAG, F(kld), P, "compare against --kl-divergence-base"},
+    {NULL, "--ids", OPT_FLAG, F(ids), T, "print only the ids"},
+    {NULL, "--no-bos", OPT_FLAG, F(no_bos), T, "do not add BOS"},
+    {NULL, "--parse-special", OPT_FLAG, F(parse_special), T, "parse special-token text"},
+    {"-cnv", "--conversation", OPT_FLAG, F(conversation), R, "interactive chat with the model's template (/exit ends)"},
+    {NULL, "--chat", OPT_FLAG, F(conversation), R, "the same as -cnv"},
+    {"-sys", "--system-prompt", OPT_STR, F(system_prompt), R, "chat: a system message first"},
+    {NULL, "--chat-template", OPT_STR, F(chat_template), R | S,
      "chat: a built-in format (chatml, llama3, ...) or a Jinja template"},
-    {NULL, "--chat-template-file", OPT_STR, F(chat_template_file), "chat: read the Jinja template from a file"},
-    {NULL, "--verbose-prompt", OPT_FLAG, F(verbose_prompt),
-     "run: print the prompt text and its tokens (on stderr) before "
+    {NULL, "--chat-template-file", OPT_STR, F(chat_template_file), R | S, "chat: read the Jinja template from a file"},
+    {NULL, "--verbose-prompt", OPT_FLAG, F(verbose_prompt), R,
+     "print the prompt text and its tokens (on stderr) before "
      "generation; in a chat, each turn's new text"},
-    {"-h", "--help", OPT_FLAG, F(help), "show this help"},
+    {"-v", "--verbose", OPT_FLAG, F(verbose), R | P | S, "more log lines on stderr (the settings used)"},
+    {NULL, "--log-verbose", OPT_FLAG, F(verbose), R | P | S, "the same as -v"},
+    {NULL, "--log-disable", OPT_FLAG, F(log_disable), R | P | S, "no log lines on stderr (errors still)"},
+    {"-ngl", "--n-gpu-layers", OPT_GPU, 0, R | P | S, GPU_HELP},
+    {NULL, "--gpu-layers", OPT_GPU, 0, R | P | S, GPU_HELP},
+    {"-sm", "--split-mode", OPT_GPU, 0, R | P | S, GPU_HELP},
+    {"-ts", "--tensor-split", OPT_GPU, 0, R | P | S, GPU_HELP},
+    {"-mg", "--main-gpu", OPT_GPU, 0, R | P | S, GPU_HELP},
+    {"-h", "--help", OPT_FLAG, F(help), R | T | P | G | S, "show this help"},
 };
+#undef R
+#undef T
+#undef P
+#undef G
+#undef S
 
 #define N_OPTS (sizeof opt_table / sizeof opt_table[0])
 
@@ -112,7 +138,8 @@ static int parse_value(const opt_def *d, const char *v, oxl_opts *o) {
         }
         break;
     }
-    case OPT_FLAG: break;
+    case OPT_FLAG:
+    case OPT_GPU: break;
     }
     fprintf(stderr, "error: %s: invalid value '%s'\n", d->long_name, v);
     return -1;
@@ -128,7 +155,53 @@ int oxl_kv_type_parse(const char *v, oxl_kv_type *out) {
     return 0;
 }
 
-int oxl_opts_parse(oxl_opts *o, int argc, char **argv) {
+static const opt_def *find_opt(const char *a) {
+    for (size_t k = 0; k < N_OPTS; k++) {
+        if ((opt_table[k].short_name && !strcmp(a, opt_table[k].short_name)) || !strcmp(a, opt_table[k].long_name)) {
+            return &opt_table[k];
+        }
+    }
+    return NULL;
+}
+
+/* A word after the value of a text option (-p Once upon a time): the shell split an unquoted text.
+ * Names the words and shows the quoted form. */
+static void several_words(const char *opt, char **argv, int value_i, int argc) {
+    const bool prompt = !strcmp(opt, "-p") || !strcmp(opt, "--prompt");
+    fprintf(stderr, "error: unexpected argument '%s': %s%s has several words; quote it: %s \"%s", argv[value_i + 1],
+            prompt ? "the prompt" : "the value of ", prompt ? "" : opt, opt, argv[value_i]);
+    for (int j = value_i + 1; j < argc && !(argv[j][0] == '-' && argv[j][1] != '\0'); j++) {
+        fprintf(stderr, " %s", argv[j]);
+    }
+    fputs("\"\n", stderr);
+}
+
+#ifndef OXL_SUBSET
+/* --chat-template: a built-in name, or a template (llama.cpp takes a value with Jinja syntax as the
+ * template itself). */
+static int check_chat_template(const char *v) {
+    if (strstr(v, "{%") || strstr(v, "{{") || oxl_chat_is_builtin(v)) {
+        return 0;
+    }
+    fprintf(stderr, "error: --chat-template: unknown template '%s'; the built-in templates are:", v);
+    for (size_t i = 0; oxl_chat_builtin_name(i); i++) {
+        fprintf(stderr, "%s %s", i ? "," : "", oxl_chat_builtin_name(i));
+    }
+    fputs("\n(a value with Jinja syntax, {% or {{, is used as the template itself)\n", stderr);
+    return -1;
+}
+#endif
+
+bool oxl_opts_gpu_notice(const char *a, const char *value) {
+    const opt_def *d = find_opt(a);
+    if (!d || d->kind != OPT_GPU) {
+        return false;
+    }
+    fprintf(stderr, "oxillama: %s %s ignored: this engine runs on the CPU (no GPU offload)\n", a, value);
+    return true;
+}
+
+int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
     memset(o, 0, sizeof *o);
     o->n_predict = -1;
     o->n_batch = 512;
@@ -136,18 +209,31 @@ int oxl_opts_parse(oxl_opts *o, int argc, char **argv) {
     o->type_k = OXL_KV_F16;
     o->type_v = OXL_KV_F16;
     o->flash_attn = OXL_FLASH_ATTN_AUTO;
+    const char *verb = argc > 0 ? argv[0] : "oxillama";
+    const bool pass = (verbs & OXL_OPTS_PASS_UNKNOWN) != 0;
+    int str_value_i = -1; /* argv index of the last text option's value */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const opt_def *d = NULL;
-        for (size_t k = 0; k < N_OPTS && !d; k++) {
-            if ((opt_table[k].short_name && !strcmp(a, opt_table[k].short_name)) ||
-                !strcmp(a, opt_table[k].long_name)) {
-                d = &opt_table[k];
+        const opt_def *d = find_opt(a);
+        if (d && !(d->verbs & verbs)) {
+            d = pass ? NULL : d;
+            if (d) {
+                fprintf(stderr, "error: %s is not an option of '%s' (see oxillama %s --help)\n", a, verb, verb);
+                return -1;
             }
         }
         if (!d) {
-            if (a[0] == '-' && a[1] != '\0') {
-                fprintf(stderr, "error: unknown option '%s'\n", a);
+            if (!pass && a[0] == '-' && a[1] != '\0') {
+                fprintf(stderr, "error: unknown option '%s' (see oxillama %s --help)\n", a, verb);
+                return -1;
+            }
+            if (!pass && !(verbs & OXL_OPTS_POSITIONAL)) {
+                if (str_value_i == i - 1) {
+                    several_words(argv[i - 2], argv, i - 1, argc);
+                } else {
+                    fprintf(stderr, "error: unexpected argument '%s' ('%s' takes no file or word arguments)\n", a,
+                            verb);
+                }
                 return -1;
             }
             if (o->n_positional == OXL_MAX_POSITIONAL) {
@@ -165,21 +251,65 @@ int oxl_opts_parse(oxl_opts *o, int argc, char **argv) {
             fprintf(stderr, "error: %s needs a value\n", a);
             return -1;
         }
+        if (d->kind == OPT_GPU) {
+            oxl_opts_gpu_notice(a, argv[++i]);
+            continue;
+        }
         if (parse_value(d, argv[++i], o) != 0) {
             return -1;
         }
+        str_value_i = d->kind == OPT_STR ? i : -1;
     }
+#ifndef OXL_SUBSET
+    if (o->chat_template && check_chat_template(o->chat_template) != 0) {
+        return -1;
+    }
+#endif
+    o->log_level = o->log_disable ? OXL_LOG_OFF : o->verbose ? OXL_LOG_VERBOSE : OXL_LOG_INFO;
     return 0;
 }
 
-void oxl_opts_usage(const char *verb, const char *synopsis) {
-    printf("usage: oxillama %s %s\n\noptions:\n", verb, synopsis);
+void oxl_opts_usage_table(unsigned verbs) {
     for (size_t k = 0; k < N_OPTS; k++) {
+        const opt_def *d = &opt_table[k];
+        if (!(d->verbs & verbs)) {
+            continue;
+        }
+        static const char *const metavar[] = {
+            [OPT_STR] = " S", [OPT_INT] = " N",          [OPT_FLOAT] = " X", [OPT_U32] = " N",
+            [OPT_KV] = " T",  [OPT_FA] = " on|off|auto", [OPT_FLAG] = "",    [OPT_GPU] = " V",
+        };
         char names[64];
-        snprintf(names, sizeof names, "%s%s%s", opt_table[k].short_name ? opt_table[k].short_name : "",
-                 opt_table[k].short_name ? ", " : "", opt_table[k].long_name);
-        printf("  %-26s %s\n", names, opt_table[k].help);
+        snprintf(names, sizeof names, "%s%s%s%s", d->short_name ? d->short_name : "", d->short_name ? ", " : "",
+                 d->long_name, metavar[d->kind]);
+        printf("  %-30s %s\n", names, d->help);
     }
+}
+
+void oxl_opts_usage(const char *verb, unsigned verbs, const char *synopsis) {
+    printf("usage: oxillama %s %s\n\noptions:\n", verb, synopsis);
+    oxl_opts_usage_table(verbs);
+}
+
+void oxl_log_settings(const oxl_opts *o) {
+    const char *fa = o->flash_attn == OXL_FLASH_ATTN_ON ? "on" : o->flash_attn == OXL_FLASH_ATTN_OFF ? "off" : "auto";
+    const oxl_type_traits *tk = oxl_type_traits_get((uint32_t)o->type_k);
+    const oxl_type_traits *tv = oxl_type_traits_get((uint32_t)o->type_v);
+    oxl_log(o, OXL_LOG_VERBOSE,
+            "oxillama: isa %s; threads %d (0: physical cores); batch %d; cache K %s, V %s; flash attention %s; "
+            "repacking %s; model %s%s\n",
+            oxl_isa_name(oxl_isa_cap()), o->n_threads, o->n_batch, tk ? tk->name : "?", tv ? tv->name : "?", fa,
+            o->no_repack ? "off" : "on", o->no_mmap ? "read" : "mapped", o->mlock ? " and locked" : "");
+}
+
+void oxl_log(const oxl_opts *o, int level, const char *fmt, ...) {
+    if (level > o->log_level) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
 }
 
 const char *oxl_opts_model(const oxl_opts *o) {

@@ -10,6 +10,23 @@
 
 #define OXL_MAX_POSITIONAL 256
 
+/* The verbs an option of the shared table belongs to (oxl_opts_parse accepts, and --help lists, only
+ * the calling verb's). */
+enum {
+    OXL_VERB_RUN = 1u << 0,
+    OXL_VERB_TOKENIZE = 1u << 1,
+    OXL_VERB_PERPLEXITY = 1u << 2,
+    OXL_VERB_GOLDEN = 1u << 3,
+    OXL_VERB_SERVE = 1u << 4,
+    /* parse flags, not verbs: positional arguments are the verb's (golden's files) */
+    OXL_OPTS_POSITIONAL = 1u << 8,
+    /* other options and words are kept, in order, in positional[] for another parser (serve) */
+    OXL_OPTS_PASS_UNKNOWN = 1u << 9,
+};
+
+/* Log levels of -v/--verbose and --log-disable (llama.cpp's flags): OXL_LOG_INFO by default. */
+enum { OXL_LOG_OFF = 0, OXL_LOG_INFO = 1, OXL_LOG_VERBOSE = 2 };
+
 typedef struct oxl_opts {
     const char *model;  /* -m, --model */
     const char *prompt; /* -p, --prompt */
@@ -35,6 +52,9 @@ typedef struct oxl_opts {
     const char *chat_template;      /* --chat-template: a built-in name or a Jinja template */
     const char *chat_template_file; /* --chat-template-file */
     bool verbose_prompt;            /* --verbose-prompt */
+    bool verbose;                   /* -v, --verbose, --log-verbose */
+    bool log_disable;               /* --log-disable */
+    int log_level;                  /* OXL_LOG_*, from the two above */
     bool help;
     int n_positional;
     char *positional[OXL_MAX_POSITIONAL];
@@ -43,10 +63,22 @@ typedef struct oxl_opts {
 /* A -ctk/-ctv value as llama.cpp names the cache types (OXL_KV_TYPE_NAMES); -1 if unknown. */
 int oxl_kv_type_parse(const char *v, oxl_kv_type *out);
 
-/* Parses argv[1..]; prints a message naming the bad flag and returns -1 on error. */
-int oxl_opts_parse(oxl_opts *o, int argc, char **argv);
-/* The option table as help text. */
-void oxl_opts_usage(const char *verb, const char *synopsis);
+/* Parses argv[1..] (argv[0] is the verb) accepting the options of `verbs` (OXL_VERB_* | OXL_OPTS_*);
+ * prints a message naming the bad option or argument and returns -1 on error. llama.cpp's GPU
+ * options (-ngl, -sm, -ts, -mg and their long names) are accepted by every verb that loads a model,
+ * with a one-line notice on stderr. */
+int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv);
+/* When a is one of llama.cpp's GPU options: prints the one-line notice that it is ignored and
+ * returns true (for the verbs with their own parser, bench). */
+bool oxl_opts_gpu_notice(const char *a, const char *value);
+/* The options of `verbs` as help text, under "options:" or the given heading. */
+void oxl_opts_usage(const char *verb, unsigned verbs, const char *synopsis);
+void oxl_opts_usage_table(unsigned verbs);
+/* -v: one line on stderr of the settings a model is loaded and run with (ISA, threads, batch, cache
+ * types, flash attention, repacking, mapping). */
+void oxl_log_settings(const oxl_opts *o);
+/* printf to stderr when level <= the --log-disable / -v level of o. */
+void oxl_log(const oxl_opts *o, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* -m, or the bundled stories260K model when -m is absent. */
 const char *oxl_opts_model(const oxl_opts *o);
 

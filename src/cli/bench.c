@@ -42,6 +42,7 @@ typedef struct bench_opts {
     bool roofline;
     bool no_mmap;
     bool no_repack;
+    int log_level; /* OXL_LOG_*: --log-disable, -v */
 } bench_opts;
 
 typedef struct bench_test {
@@ -65,7 +66,9 @@ static int parse_int_list(char *s, int *out, int cap) {
 static void usage(void) {
     printf("usage: oxillama bench -m FILE[,FILE...] [-p 512] [-n 128] [-pg 512,128] [-t N[,N...]] [-r 5]\n"
            "                      [-b 2048] [-ub 512] [-o md|csv|json] [-ctk T] [-ctv T]\n"
-           "                      [-fa on|off|auto] [-mmp 0|1] [-nr 0|1] [--roofline]\n"
+           "                      [-fa on|off|auto] [-mmp 0|1] [-nr 0|1] [--roofline] [-v] [--log-disable]\n"
+           "  -ngl, --n-gpu-layers, --gpu-layers, -sm, --split-mode, -ts, --tensor-split, -mg, --main-gpu:\n"
+           "     llama-bench's GPU options, ignored (this engine runs on the CPU)\n"
            "  T: a KV cache type: " OXL_KV_TYPE_NAMES "\n");
 }
 
@@ -77,12 +80,25 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
     o->type_k = o->type_v = OXL_KV_F16;
     o->flash_attn = OXL_FLASH_ATTN_AUTO;
     o->output = "md";
+    o->log_level = OXL_LOG_INFO;
     bool set_p = false, set_n = false, set_pg = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--roofline")) {
             o->roofline = true;
             continue;
+        }
+        if (!strcmp(a, "-v") || !strcmp(a, "--verbose") || !strcmp(a, "--log-verbose")) {
+            o->log_level = o->log_level == OXL_LOG_OFF ? OXL_LOG_OFF : OXL_LOG_VERBOSE; /* --log-disable wins */
+            continue;
+        }
+        if (!strcmp(a, "--log-disable")) {
+            o->log_level = OXL_LOG_OFF;
+            continue;
+        }
+        if (a[0] != '-') {
+            fprintf(stderr, "error: unexpected argument '%s' (bench takes options only)\n", a);
+            return -1;
         }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
@@ -146,6 +162,8 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
             o->flash_attn = (!strcmp(v, "off") || !strcmp(v, "0"))     ? OXL_FLASH_ATTN_OFF
                             : (!strcmp(v, "auto") || !strcmp(v, "-1")) ? OXL_FLASH_ATTN_AUTO
                                                                        : OXL_FLASH_ATTN_ON;
+        } else if (oxl_opts_gpu_notice(a, v)) {
+            /* llama-bench's -ngl and the other GPU options: ignored with a notice */
         } else {
             fprintf(stderr, "error: unknown option '%s'\n", a);
             return -1;
@@ -584,8 +602,13 @@ int oxl_cmd_bench(int argc, char **argv) {
             status = 1;
             continue;
         }
-        fprintf(stderr, "bench: %s loaded in %.1f ms (%s)\n", o.models[im], (oxl_clock_s() - t_load) * 1e3,
-                o.no_mmap ? "read" : "mapped");
+        if (o.log_level >= OXL_LOG_INFO) {
+            fprintf(stderr, "bench: %s loaded in %.1f ms (%s)\n", o.models[im], (oxl_clock_s() - t_load) * 1e3,
+                    o.no_mmap ? "read" : "mapped");
+        }
+        if (o.log_level >= OXL_LOG_VERBOSE) {
+            fprintf(stderr, "bench: isa %s; %s\n", oxl_isa_name(oxl_isa_cap()), oxl_model_desc(m));
+        }
         const double bytes_tok = o.roofline ? weight_bytes_per_token(o.models[im]) : 0.0;
         for (int it = 0; it < o.n_threads; it++) {
             const double bw = o.roofline ? measure_bandwidth(o.threads[it]) : 0.0;
@@ -713,7 +736,9 @@ int oxl_cmd_bench(int argc, char **argv) {
             }
         }
         oxl_model_free(m);
-        oxl_print_peak_rss("bench");
+        if (o.log_level >= OXL_LOG_INFO) {
+            oxl_print_peak_rss("bench");
+        }
     }
     if (json) {
         printf("\n]\n");

@@ -9,11 +9,11 @@
 
 int oxl_cmd_golden(int argc, char **argv) {
     oxl_opts o;
-    if (oxl_opts_parse(&o, argc, argv) != 0) {
+    if (oxl_opts_parse(&o, OXL_VERB_GOLDEN | OXL_OPTS_POSITIONAL, argc, argv) != 0) {
         return 1;
     }
     if (o.help || o.n_positional == 0) {
-        oxl_opts_usage("golden", "[-m MODEL] FILE...");
+        oxl_opts_usage("golden", OXL_VERB_GOLDEN, "[-m MODEL] FILE...");
         return o.help ? 0 : 1;
     }
     oxl_golden_report r = {.out = stdout};

@@ -21,6 +21,7 @@ static const verb verbs[] = {
     {"serve", oxl_cmd_serve, "OpenAI-compatible HTTP server"},
     {"quantize", oxl_cmd_quantize, "convert a GGUF model to a quantized file type"},
     {"imatrix", oxl_cmd_imatrix, "importance matrix for quantization, as llama-imatrix"},
+    {"version", oxl_cmd_version, "version, git commit, compiler and kernel ISA (also --version)"},
 };
 
 static void usage(FILE *f) {
@@ -28,7 +29,7 @@ static void usage(FILE *f) {
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
         fprintf(f, "  %-12s %s\n", verbs[i].name, verbs[i].help);
     }
-    fprintf(f, "\n`oxillama <command> --help` shows a command's options.\n");
+    fprintf(f, "\n`oxillama <command> --help` shows a command's options; `oxillama --version` the version.\n");
 }
 
 int main(int argc, char **argv) {
@@ -40,6 +41,9 @@ int main(int argc, char **argv) {
     if (oxl_isa_env_check(&err) < 0) {
         fprintf(stderr, "oxillama: %s\n", err.msg);
         return 2;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        return oxl_cmd_version(argc - 1, argv + 1);
     }
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
         if (!strcmp(argv[1], verbs[i].name)) {

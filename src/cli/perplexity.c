@@ -9,11 +9,12 @@
 
 int oxl_cmd_perplexity(int argc, char **argv) {
     oxl_opts o;
-    if (oxl_opts_parse(&o, argc, argv) != 0) {
+    if (oxl_opts_parse(&o, OXL_VERB_PERPLEXITY, argc, argv) != 0) {
         return 1;
     }
     if (o.help) {
-        oxl_opts_usage("perplexity", "-m FILE -f TEXT [-c N] [--kl-divergence-base F [--kl-divergence]]");
+        oxl_opts_usage("perplexity", OXL_VERB_PERPLEXITY,
+                       "-m FILE -f TEXT [-c N] [--kl-divergence-base F [--kl-divergence]]");
         return 0;
     }
     if (o.kld && !o.kld_base) {
@@ -32,6 +33,10 @@ int oxl_cmd_perplexity(int argc, char **argv) {
     oxl_error err = {0};
     oxl_model_params mp = oxl_model_default_params();
     mp.repack = !o.no_repack;
+    mp.use_mmap = !o.no_mmap;
+    mp.use_mlock = o.mlock;
+    oxl_log(&o, OXL_LOG_VERBOSE, "oxillama: model %s\n", oxl_opts_model(&o));
+    oxl_log_settings(&o);
     oxl_model *model = oxl_model_load(oxl_opts_model(&o), &mp, &err);
     if (!model) {
         fprintf(stderr, "error: %s\n", err.msg);

@@ -24,12 +24,12 @@ void oxl_print_verbose_prompt(const oxl_model *m, const char *text, size_t len, 
 
 int oxl_cmd_run(int argc, char **argv) {
     oxl_opts o;
-    if (oxl_opts_parse(&o, argc, argv) != 0) {
+    if (oxl_opts_parse(&o, OXL_VERB_RUN, argc, argv) != 0) {
         return 1;
     }
     if (o.help) {
         oxl_opts_usage(
-            "run",
+            "run", OXL_VERB_RUN,
             "[-m FILE] -p PROMPT [-n N] [-t N] [-c N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S]");
         return 0;
     }
@@ -61,6 +61,8 @@ int oxl_cmd_run(int argc, char **argv) {
     oxl_sampler *smpl = NULL;
     oxl_token *toks = NULL;
 
+    oxl_log(&o, OXL_LOG_VERBOSE, "oxillama: model %s\n", oxl_opts_model(&o));
+    oxl_log_settings(&o);
     double t0 = oxl_clock_s();
     oxl_model_params mp = oxl_model_default_params();
     mp.repack = !o.no_repack;
@@ -87,7 +89,7 @@ int oxl_cmd_run(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }
-    fprintf(stderr, "oxillama: %s; loaded in %.1f ms (%s); n_ctx %d\n", oxl_model_desc(model),
+    oxl_log(&o, OXL_LOG_INFO, "oxillama: %s; loaded in %.1f ms (%s); n_ctx %d\n", oxl_model_desc(model),
             (oxl_clock_s() - t0) * 1e3, o.no_mmap ? "read" : "mapped", oxl_ctx_n_ctx(ctx));
 
     smpl = oxl_sampler_new(&o.sampling);
@@ -161,10 +163,12 @@ int oxl_cmd_run(int argc, char **argv) {
         fwrite(piece, 1, (size_t)tail, stdout);
     }
     double t3 = oxl_clock_s();
-    fputc('\n', stderr);
-    fprintf(stderr, "oxillama: prompt %d tokens in %.1f ms (%.1f t/s); generated %d tokens in %.1f ms (%.1f t/s)\n",
-            n_tok, (t2 - t1) * 1e3, n_tok / (t2 - t1), n_gen, (t3 - t2) * 1e3, n_gen > 0 ? n_gen / (t3 - t2) : 0.0);
-    oxl_print_peak_rss("oxillama");
+    oxl_log(&o, OXL_LOG_INFO,
+            "\noxillama: prompt %d tokens in %.1f ms (%.1f t/s); generated %d tokens in %.1f ms (%.1f t/s)\n", n_tok,
+            (t2 - t1) * 1e3, n_tok / (t2 - t1), n_gen, (t3 - t2) * 1e3, n_gen > 0 ? n_gen / (t3 - t2) : 0.0);
+    if (o.log_level >= OXL_LOG_INFO) {
+        oxl_print_peak_rss("oxillama");
+    }
     status = 0;
 done:
     free(toks);

@@ -1,14 +1,58 @@
-/* oxillama serve: the OpenAI-compatible HTTP server (server/). */
+/* oxillama serve: the OpenAI-compatible HTTP server (server/). The options serve shares with run
+ * (loading, cache, chat template, logging, the ignored GPU options) are parsed here by the same
+ * table as run's (args.c); the rest go to the server's own table (server/config.c). */
+#include "args.h"
 #include "cli.h"
 #include "server.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 int oxl_cmd_serve(int argc, char **argv) {
+    oxl_opts o;
+    if (oxl_opts_parse(&o, OXL_VERB_SERVE | OXL_OPTS_PASS_UNKNOWN, argc, argv) != 0) {
+        return 1;
+    }
+    char *rest[OXL_MAX_POSITIONAL + 1];
+    rest[0] = argv[0];
+    for (int i = 0; i < o.n_positional; i++) {
+        rest[i + 1] = o.positional[i];
+    }
+    if (o.help) {
+        oxl_server_config_usage();
+        printf("\nloading, cache and log options (as for oxillama run):\n");
+        oxl_opts_usage_table(OXL_VERB_SERVE);
+        return 0;
+    }
     oxl_server_config cfg;
-    int rc = oxl_server_config_resolve(&cfg, argc, argv);
+    int rc = oxl_server_config_resolve(&cfg, o.n_positional + 1, rest);
     if (rc != 0) {
         oxl_server_config_free(&cfg);
         return rc < 0 ? 1 : 0;
     }
+    cfg.type_k = o.type_k;
+    cfg.type_v = o.type_v;
+    cfg.flash_attn = o.flash_attn;
+    cfg.no_mmap = o.no_mmap;
+    cfg.mlock = o.mlock;
+    cfg.no_repack = o.no_repack;
+    cfg.log_level = o.log_level;
+    if (o.chat_template_file) {
+        size_t len = 0;
+        cfg.chat_template = oxl_read_text_file(o.chat_template_file, &len);
+        if (!cfg.chat_template) {
+            oxl_server_config_free(&cfg);
+            return 1;
+        }
+    } else if (o.chat_template && !(cfg.chat_template = strdup(o.chat_template))) {
+        oxl_server_config_free(&cfg);
+        return 1;
+    }
+    o.n_threads = cfg.n_threads; /* the server's own options, for the -v line */
+    o.n_batch = cfg.n_batch;
+    oxl_log(&o, OXL_LOG_VERBOSE, "oxillama serve: model %s\n", cfg.model);
+    oxl_log_settings(&o);
     rc = oxl_server_run(&cfg);
     oxl_server_config_free(&cfg);
     return rc;

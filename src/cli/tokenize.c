@@ -13,10 +13,11 @@
 
 int oxl_cmd_tokenize(int argc, char **argv) {
     oxl_opts o;
-    if (oxl_opts_parse(&o, argc, argv) != 0)
+    if (oxl_opts_parse(&o, OXL_VERB_TOKENIZE, argc, argv) != 0)
         return 1;
     if (o.help) {
-        oxl_opts_usage("tokenize", "[-m FILE] (-p TEXT | -f FILE) [--ids] [--no-bos] [--parse-special]");
+        oxl_opts_usage("tokenize", OXL_VERB_TOKENIZE,
+                       "[-m FILE] (-p TEXT | -f FILE) [--ids] [--no-bos] [--parse-special]");
         return 0;
     }
     char *text = NULL;
