@@ -47,7 +47,8 @@ sanitize() {
 # qemu-aarch64-static (neon, neondot), qemu-riscv64-static with V at VLEN 128 and 256 (rvv), Node's
 # WASI (wasmsimd), and the kernel tests on CPUs without dotprod or V (detection: those cells skipped,
 # the rest pass); then tests/cross/determinism.sh compares greedy runs on all of them and x86's ISA
-# caps with llama.cpp's texts. Every emulated command is bounded by `timeout`.
+# caps with llama.cpp's texts; on wasm32 also the JavaScript package's tests (js/test, node --test).
+# Every emulated command is bounded by `timeout`.
 # $1: one target only (aarch64, riscv64, wasm32).
 cross_build() { # build dir suffix, toolchain file name
     cmake -S . -B "build-$1" -G Ninja -DCMAKE_BUILD_TYPE=Release -DOXL_WERROR=ON \
@@ -99,6 +100,8 @@ cross() {
         cross_build wasm wasm32-wasi
         cross_checks wasm32 build-wasm/tests/cross/oxl-kernel-tests.wasm build-wasm/oxillama.wasm \
             wasmsimd node --no-warnings tools/wasi-run.mjs || status=1
+        echo "== wasm32: the JavaScript package (js/) on build-wasm/oxillama-js.wasm"
+        OXILLAMA_WASM=build-wasm/oxillama-js.wasm timeout 900 node --test js/test/*.test.mjs || status=1
     esac
     if [ "$only" = all ]; then
         echo "== determinism across x86, aarch64, riscv64 and wasm32"

@@ -56,6 +56,9 @@ async function modelSource(source, name) {
         const bytes = new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
         return { files: { [`/${name}`]: bytes }, path: `/${name}` };
     }
+    if (typeof source === 'string' && isNode && /^[a-z][a-z0-9+.-]+:\/\//i.test(source)) {
+        source = new URL(source); // a URL, not a path
+    }
     if (isNode && (typeof source === 'string' || (source instanceof URL && source.protocol === 'file:'))) {
         const [fs, path, url] = await Promise.all([import('node:fs'), import('node:path'), import('node:url')]);
         const file = source instanceof URL ? url.fileURLToPath(source) : path.resolve(source);

@@ -3,7 +3,7 @@
 // it runs in browsers as in Node.
 //
 // Files: the preopened directory "/" (fd 3) holds the in-memory files given as `files`
-// ({ "/name.gguf": Uint8Array }); in Node, oxillama.mjs also passes `hostFs` (node:fs), and a path
+// ({ "/name.gguf": Uint8Array }); in Node, oxillama.mjs also passes `hostFs` (Node's fs module), and a path
 // that is not an in-memory file is opened on the host read-only at the same absolute path.
 // Everything else answers ENOSYS or EBADF, as a system without it would.
 
@@ -52,7 +52,7 @@ function lineWriter(sink) {
 }
 
 export class Wasi {
-    // files: { "/abs/path": Uint8Array }; hostFs: node:fs or undefined; env: { NAME: value };
+    // files: { "/abs/path": Uint8Array }; hostFs: Node's fs module or undefined; env: { NAME: value };
     // stdout, stderr: functions given each line.
     constructor({ files = {}, hostFs, env = {}, stdout = console.log, stderr = console.error } = {}) {
         this.files = new Map(Object.entries(files));

@@ -2,8 +2,8 @@
 // node --test js/test/*.test.mjs (ctest js-module: tests/jsmod_tests.cmake). The module is
 // $OXILLAMA_WASM (the build's oxillama-js.wasm), else js/oxillama.wasm (the packed copy).
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -164,4 +164,50 @@ describe('loading', () => {
         assert.ok(want);
         assert.equal(await version({ wasm }), want);
     });
+
+    test('over HTTP as in a browser: fetched module and model', async () => {
+        // the browser path: the model and oxillama.wasm fetched from URLs (served on loopback)
+        const files = { '/stories260K.gguf': modelPath, '/oxillama.wasm': wasm };
+        const server = createServer((req, res) => {
+            const file = files[req.url];
+            if (!file) {
+                res.writeHead(404).end();
+                return;
+            }
+            const type = req.url.endsWith('.wasm') ? 'application/wasm' : 'application/octet-stream';
+            res.writeHead(200, { 'content-type': type }).end(readFileSync(file));
+        });
+        await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+        const base = `http://127.0.0.1:${server.address().port}`;
+        try {
+            const m = await load(new URL(`${base}/stories260K.gguf`), { wasm: new URL(`${base}/oxillama.wasm`) });
+            try {
+                assert.equal(m.complete(prompt, { max_tokens: 64, temperature: 0 }), expected);
+            } finally {
+                m.free();
+            }
+            await assert.rejects(load(`${base}/none.gguf`, { wasm: new URL(`${base}/oxillama.wasm`) }), {
+                message: `oxillama: ${base}/none.gguf: HTTP 404`,
+            });
+        } finally {
+            server.close();
+        }
+    });
+});
+
+test('the browser path imports nothing from Node', () => {
+    const js = path.join(root, 'js');
+    const wasi = readFileSync(path.join(js, 'wasi.mjs'), 'utf8').replace(/\/\/.*$/gm, ''); // code, not comments
+    assert.doesNotMatch(wasi, /node:|\bprocess\b|require\(/);
+    const main = readFileSync(path.join(js, 'oxillama.mjs'), 'utf8');
+    // no static import of a Node module; node: modules only through import() on the Node path
+    assert.deepEqual(main.match(/^import .*$/gm), ["import { Wasi, WasiExit } from './wasi.mjs';"]);
+});
+
+test('the package version is the project version', () => {
+    const pkg = JSON.parse(readFileSync(path.join(root, 'js/package.json'), 'utf8'));
+    const cmake = readFileSync(path.join(root, 'CMakeLists.txt'), 'utf8');
+    assert.equal(pkg.version, /project\(oxillama\s+VERSION\s+([0-9.]+)/.exec(cmake)?.[1]);
+    assert.equal(pkg.type, 'module');
+    assert.ok(pkg.files.includes('oxillama.wasm'));
 });
