@@ -289,7 +289,8 @@ class Model {
                 emitted = end;
                 return [out, false];
             };
-            for (let i = 0; i < max_tokens && x.oxl_ctx_n_past(this.#ctx) + n <= n_ctx; i++) {
+            // the prompt always goes to the library (which refuses one longer than the context)
+            for (let i = 0; i < max_tokens && (i === 0 || x.oxl_ctx_n_past(this.#ctx) + n <= n_ctx); i++) {
                 if (x.oxl_decode(this.#ctx, tok, n, false, err) !== 0) {
                     throw this.#error(err);
                 }

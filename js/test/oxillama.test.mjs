@@ -72,6 +72,16 @@ describe('stories260K', () => {
             pieces.push(piece);
         }
         assert.equal(pieces.join(''), expected.slice(0, at));
+        // a stop string over several tokens (" g", "ir", "l", " named"): held back, then dropped
+        const at2 = expected.indexOf('girl named');
+        const tokenPieces = onceGolden.tensors.greedy.map((id) => model.detokenize([id]));
+        assert.ok(at2 > 0 && !tokenPieces.some((p) => p.includes('girl named')));
+        const held = [];
+        for await (const piece of model.stream(prompt, { ...opts, stop: 'girl named' })) {
+            held.push(piece);
+        }
+        assert.equal(held.join(''), expected.slice(0, at2));
+        assert.equal(model.complete(prompt, { ...opts, stop: ['girl named', 'red ball'] }), expected.slice(0, at2));
         // a stop string that never comes: the whole text, pieces held back while they might start it
         assert.equal(model.complete(prompt, { ...opts, stop: 'Lily went' }), expected);
     });
@@ -133,6 +143,22 @@ describe('loading', () => {
             m.free();
         }
         assert.throws(() => m.tokenize('x'), { message: 'oxillama: the model was freed' });
+    });
+
+    test('the context bounds the text; a prompt longer than it fails with the library message', async () => {
+        const m = await load(modelPath, { wasm, n_ctx: 16 });
+        try {
+            // 5 prompt tokens (BOS included) and 11 generated ones fill the 16 positions; the 12th is
+            // sampled from the logits of the last position
+            const greedy12 = m.detokenize(onceGolden.tensors.greedy.slice(0, 12));
+            assert.equal(m.complete(prompt, { max_tokens: 64, temperature: 0 }), greedy12);
+            assert.throws(() => m.complete(`${prompt} there was a little girl named Lily who liked to play`), {
+                message: /^decode: sequence 0 is full: its context holds 16 tokens/,
+            });
+            assert.equal(m.complete(prompt, { max_tokens: 64, temperature: 0 }), greedy12); // still usable
+        } finally {
+            m.free();
+        }
     });
 
     test('a missing file rejects with the library message', async () => {
