@@ -34,7 +34,10 @@ async function compileWasm(wasm) {
     if (wasm instanceof ArrayBuffer || ArrayBuffer.isView(wasm)) {
         return WebAssembly.compile(wasm);
     }
-    const url = wasm === undefined ? new URL('./oxillama.wasm', import.meta.url) : wasm;
+    let url = wasm === undefined ? new URL('./oxillama.wasm', import.meta.url) : wasm;
+    if (typeof url === 'string' && /^[a-z][a-z0-9+.-]+:\/\//i.test(url)) {
+        url = new URL(url); // a URL, not a path
+    }
     if (isNode && (typeof url === 'string' || url.protocol === 'file:')) {
         const { readFile } = await import('node:fs/promises');
         return WebAssembly.compile(await readFile(url));

@@ -135,10 +135,13 @@ describe('loading', () => {
     after(() => rmSync(dir, { recursive: true, force: true }));
 
     test('the model given as bytes gives the golden text', async () => {
-        const m = await load(readFileSync(modelPath), { wasm, n_ctx: 128 });
+        const m = await load(readFileSync(modelPath), { wasm, n_ctx: 128, seed: 42 });
         try {
             assert.equal(m.n_ctx, 128);
             assert.equal(m.complete(prompt, { max_tokens: 64, temperature: 0 }), expected);
+            // load's seed is the sampling seed when a call names none (golden/sampling t07, seed 42)
+            const t07 = { temperature: 0.7, top_k: 40, top_p: 0.9, min_p: 0.05, max_tokens: 48 };
+            assert.equal(m.complete(prompt, t07), readFileSync(golden('sampling/stories260K.t07.s42.expected'), 'utf8'));
         } finally {
             m.free();
         }
