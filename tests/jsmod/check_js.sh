@@ -37,7 +37,7 @@ echo "== node --test js/test/*.test.mjs"
 OXILLAMA_WASM=$wasm node --test "$src"/js/test/*.test.mjs
 
 echo "== npm pack, install, import"
-rm -rf "$work/pkg" "$work/app" "$work/npm-cache"
+rm -rf "$work/pkg" "$work/app" "$work/npm-cache" "$work"/oxillama-*.tgz
 mkdir -p "$work/pkg" "$work/app"
 cp "$src/js/package.json" "$src/js/oxillama.mjs" "$src/js/wasi.mjs" "$work/pkg/"
 cp -r "$src/js/scripts" "$work/pkg/"
