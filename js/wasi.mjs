@@ -204,7 +204,12 @@ export class Wasi {
             },
             random_get(buf, len) {
                 for (let off = 0; off < len; off += 65536) {
-                    globalThis.crypto.getRandomValues(self.#bytes(buf + off, Math.min(65536, len - off)));
+                    const b = self.#bytes(buf + off, Math.min(65536, len - off));
+                    if (globalThis.crypto?.getRandomValues) {
+                        globalThis.crypto.getRandomValues(b);
+                    } else {
+                        b.forEach((_, i) => (b[i] = Math.floor(Math.random() * 256))); // Node 18 has no global crypto
+                    }
                 }
                 return ESUCCESS;
             },
