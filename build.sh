@@ -26,8 +26,8 @@ install_missing() {
 }
 
 build() {
-    # OXL_PYTHON=ON: the Python package (python/) is built and tested, never skipped for want of Python
-    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DOXL_WERROR=ON -DOXL_PYTHON=ON >/dev/null
+    # OXL_PYTHON_PACKAGE=ON: the Python package (python/) is built and tested, never skipped for want of Python
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DOXL_WERROR=ON -DOXL_PYTHON_PACKAGE=ON >/dev/null
     ninja -C build -j2
 }
 

@@ -98,10 +98,29 @@ def test_stop_string_cuts_text_in_both_modes(llm):
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
 
 
-def test_seeded_sampling_repeats(llm):
-    a = llm(PROMPT, max_tokens=24, temperature=0.8, seed=42)["choices"][0]["text"]
-    b = llm(PROMPT, max_tokens=24, temperature=0.8, seed=42)["choices"][0]["text"]
-    assert a == b
+def sampling_cases():
+    """golden/sampling/cases.tsv's cases on stories260K.gguf (f32), the ones `oxillama run` passes too
+    (ctest sampling-f32-*; the Q8_0/Q4_0 cases are disabled there: golden/sampling/README.md)."""
+    cases = []
+    with open(os.path.join(GOLDEN, "sampling", "cases.tsv"), encoding="utf-8") as f:
+        for line in f:
+            cols = line.rstrip("\n").split("\t")
+            if line.startswith("#") or len(cols) < 9 or cols[1] != "stories260K.gguf":
+                continue
+            cases.append(pytest.param(cols, id=cols[0]))
+    assert len(cases) >= 20
+    return cases
+
+
+@pytest.mark.parametrize("case", sampling_cases())
+def test_seeded_sampling_is_llama_completion(case):
+    # llama-completion -p PROMPT -n N -s SEED --temp T --top-k K --top-p P --min-p M -t 1
+    name, model, seed, temp, top_k, top_p, min_p, n, prompt = case[:9]
+    want = read_text(os.path.join(GOLDEN, "sampling", name + ".expected"))
+    llm = Llama(os.path.join(ROOT, "models", model), n_threads=1)
+    out = llm(prompt, max_tokens=int(n), seed=int(seed), temperature=float(temp), top_k=int(top_k),
+              top_p=float(top_p), min_p=float(min_p))
+    assert out["choices"][0]["text"] == want
 
 
 # --- tokens and logits -------------------------------------------------------------------------
