@@ -30,6 +30,7 @@ setup(
             extra_objects=[LIB],
             libraries=["cjson", "pcre2-32", "utf8proc", "m", "pthread"],
             extra_compile_args=["-std=c17"],
+            extra_link_args=["-Wl,--exclude-libs,ALL"],  # export PyInit__oxillama alone
         )
     ],
     python_requires=">=3.8",

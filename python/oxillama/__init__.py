@@ -13,9 +13,11 @@ import os
 import time
 import uuid
 
-from ._oxillama import Context, Detok, Model, OxlError, Sampler, SEED_RANDOM
+from ._oxillama import LIBRARY_VERSION, Context, Detok, Model, OxlError, Sampler, SEED_RANDOM
 
-__all__ = ["Llama", "OxlError", "Model", "Context", "Sampler", "Detok", "LLAMA_DEFAULT_SEED"]
+__version__ = LIBRARY_VERSION  # the library's oxl_version(): the package is built with it
+
+__all__ = ["Llama", "__version__", "OxlError", "Model", "Context", "Sampler", "Detok", "LLAMA_DEFAULT_SEED"]
 
 LLAMA_DEFAULT_SEED = SEED_RANDOM  # llama-cpp-python's name: a seed drawn from the clock
 

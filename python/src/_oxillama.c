@@ -814,7 +814,8 @@ PyMODINIT_FUNC PyInit__oxillama(void) {
         PyModule_AddObjectRef(m, "Context", (PyObject *)&ContextType) < 0 ||
         PyModule_AddObjectRef(m, "Sampler", (PyObject *)&SamplerType) < 0 ||
         PyModule_AddObjectRef(m, "Detok", (PyObject *)&DetokType) < 0 ||
-        PyModule_AddIntConstant(m, "SEED_RANDOM", (long)OXL_SEED_RANDOM) < 0) {
+        PyModule_AddIntConstant(m, "SEED_RANDOM", (long)OXL_SEED_RANDOM) < 0 ||
+        PyModule_AddStringConstant(m, "LIBRARY_VERSION", oxl_version()) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -136,6 +136,12 @@ def test_tokenize_is_golden_prompt_ids(llm):
         llm.tokenize(PROMPT)  # bytes, as llama-cpp-python
 
 
+def test_version_is_the_projects():
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+        want = next(line.split("VERSION")[1].split()[0] for line in f if line.startswith("project(oxillama"))
+    assert oxillama.__version__ == want
+
+
 def test_model_facts(llm):
     assert llm.n_ctx() == 256
     assert llm.n_vocab() == 512

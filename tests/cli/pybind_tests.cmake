@@ -6,7 +6,7 @@
 # the test's (no cache or bytecode is written into the source tree).
 if(OXL_PYTHON_PACKAGE)
   add_test(NAME python COMMAND ${Python3_EXECUTABLE} -m pytest -p no:cacheprovider -q
-           ${CMAKE_SOURCE_DIR}/python/tests)
+           ${PROJECT_SOURCE_DIR}/python/tests)
   set_tests_properties(python PROPERTIES ENVIRONMENT
-                       "PYTHONPATH=${CMAKE_BINARY_DIR}/python;PYTHONDONTWRITEBYTECODE=1" TIMEOUT 300)
+                       "PYTHONPATH=${PROJECT_BINARY_DIR}/python;PYTHONDONTWRITEBYTECODE=1" TIMEOUT 300)
 endif()
