@@ -1,5 +1,5 @@
 #!/bin/sh
-# ctest format: every C file of src/, arch/, server/, include/, tests/, bench/ and cmake/ is as
+# ctest format: every C file of src/, arch/, server/, include/, tests/, bench/, cmake/ and python/ is as
 # clang-format (14, Debian 12's) writes it with the repository's .clang-format; generated/ is the
 # generator's output and is not checked. Prints each file that differs (clang-format's
 # diagnostics) and the count. Fix with: clang-format -i FILE.
@@ -11,7 +11,7 @@ if [ -z "$cf" ]; then
     echo "format: clang-format is not installed (apt-get install clang-format)"
     exit 1
 fi
-files=$(find src arch server include tests bench cmake -name '*.[ch]' | sort)
+files=$(find src arch server include tests bench cmake python -name '*.[ch]' | sort)
 n=0 bad=0
 for f in $files; do
     n=$((n + 1))

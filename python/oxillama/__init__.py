@@ -1,0 +1,389 @@
+"""oxillama from Python: a high-level API shaped like llama-cpp-python's (Llama, create_completion,
+create_chat_completion, tokenize, detokenize, embed) over the C extension oxillama._oxillama, which
+binds the library's public C API (include/oxillama.h).
+
+    from oxillama import Llama
+    llm = Llama("models/stories260K.gguf", n_ctx=256)
+    out = llm("Once upon a time", max_tokens=32, temperature=0)
+    print(out["choices"][0]["text"])
+"""
+import json
+import math
+import os
+import time
+import uuid
+
+from ._oxillama import LIBRARY_VERSION, Context, Detok, Model, OxlError, Sampler, SEED_RANDOM
+
+__version__ = LIBRARY_VERSION  # the library's oxl_version(): the package is built with it
+
+__all__ = ["Llama", "__version__", "OxlError", "Model", "Context", "Sampler", "Detok", "LLAMA_DEFAULT_SEED"]
+
+LLAMA_DEFAULT_SEED = SEED_RANDOM  # llama-cpp-python's name: a seed drawn from the clock
+
+# llama-cpp-python's chat_format names that the library's built-in formats render (the library's own
+# names, e.g. "chatml", "llama3", "mistral-v7", are accepted as they are).
+_CHAT_FORMAT_ALIASES = {
+    "llama-2": "llama2",
+    "llama-3": "llama3",
+    "mistral-instruct": "mistral-v1",
+    "openchat": "openchat",
+    "zephyr": "zephyr",
+    "vicuna": "vicuna",
+    "gemma": "gemma",
+    "chatglm3": "chatglm3",
+    "phi-3": "phi3",
+}
+# The library's built-in chat formats (llama.cpp's llm_chat_template names).
+_BUILTIN_CHAT_FORMATS = frozenset(
+    "chatml llama2 llama2-sys llama2-sys-bos llama2-sys-strip mistral-v1 mistral-v3 mistral-v3-tekken mistral-v7 "
+    "mistral-v7-tekken phi3 phi4 falcon3 zephyr monarch gemma orion openchat vicuna vicuna-orca deepseek deepseek2 "
+    "deepseek3 deepseek-ocr command-r llama3 chatglm3 chatglm4 glmedge minicpm exaone3 exaone4 exaone-moe rwkv-world "
+    "granite granite-4.0 granite-4.1 gigachat megrez yandex bailing bailing-think bailing2 llama4 smolvlm dots1 "
+    "hunyuan-moe gpt-oss hunyuan-dense hunyuan-vl kimi-k2 seed_oss grok-2 pangu-embedded solar-open".split()
+)
+
+# oxl_pooling
+_POOLING_NONE = 0
+
+
+class Llama:
+    """A model and its context, as llama-cpp-python's Llama. Unsupported keyword arguments raise
+    TypeError (they are not accepted and ignored)."""
+
+    def __init__(
+        self,
+        model_path,
+        *,
+        n_ctx=512,
+        n_batch=512,
+        n_threads=None,
+        seed=LLAMA_DEFAULT_SEED,
+        verbose=False,
+        embedding=False,
+        chat_format=None,
+        use_mmap=True,
+        use_mlock=False,
+        flash_attn=None,
+        type_k=None,
+        type_v=None,
+        pooling_type=-1,
+        repack=True,
+    ):
+        self.model_path = os.fspath(model_path)
+        self.verbose = bool(verbose)
+        self._seed = int(seed)
+        if chat_format is not None:
+            fmt = _CHAT_FORMAT_ALIASES.get(chat_format, chat_format)
+            if fmt not in _BUILTIN_CHAT_FORMATS:
+                raise ValueError("chat_format %r is not a chat format oxillama renders (one of: %s)"
+                                 % (chat_format, ", ".join(sorted(_BUILTIN_CHAT_FORMATS | set(_CHAT_FORMAT_ALIASES)))))
+            chat_format = fmt
+        self.chat_format = chat_format
+        self._model = Model(self.model_path, use_mmap=use_mmap, use_mlock=use_mlock, repack=repack)
+        self._embedding = bool(embedding)
+        ctx_kw = dict(n_ctx=int(n_ctx), n_batch=int(n_batch), n_threads=int(n_threads or 0),
+                      embeddings=self._embedding, pooling=int(pooling_type))
+        if flash_attn is not None:
+            ctx_kw["flash_attn"] = 1 if flash_attn else 0
+        if type_k is not None:
+            ctx_kw["type_k"] = int(type_k)
+        if type_v is not None:
+            ctx_kw["type_v"] = int(type_v)
+        self._ctx_kw = ctx_kw
+        self._ctx = Context(self._model, **ctx_kw)
+        self._tokens = []  # what the KV cache holds
+        if self.verbose:
+            import sys
+            print("oxillama: %s, n_ctx %d" % (self._model.desc(), self._ctx.n_ctx()), file=sys.stderr)
+
+    # --- model facts ------------------------------------------------------------------------
+    def n_ctx(self):
+        return self._ctx.n_ctx()
+
+    def n_vocab(self):
+        return self._model.n_vocab()
+
+    def n_embd(self):
+        return self._model.n_embd()
+
+    def token_bos(self):
+        return self._model.token_bos()
+
+    def token_eos(self):
+        return self._model.token_eos()
+
+    @property
+    def metadata(self):
+        return {k: self._model.meta_val_str(k) for k in ("general.architecture", "general.name")
+                if self._model.meta_val_str(k) is not None}
+
+    # --- tokens -----------------------------------------------------------------------------
+    def tokenize(self, text, add_bos=True, special=False):
+        """tokenize(text: bytes, add_bos=True, special=False) -> list[int] (add_bos adds BOS/EOS as
+        the vocabulary asks; special parses control tokens' text)."""
+        if isinstance(text, str):
+            raise TypeError("tokenize takes bytes (text.encode('utf-8')), as llama-cpp-python's")
+        return self._model.tokenize(bytes(text), add_special=add_bos, parse_special=special)
+
+    def detokenize(self, tokens, special=False):
+        """detokenize(list[int]) -> bytes"""
+        return self._model.detokenize(list(tokens), special=special)
+
+    # --- decoding ---------------------------------------------------------------------------
+    def _eval_prompt(self, tokens):
+        """Makes the KV cache hold `tokens`, reusing the common prefix; leaves the last token's
+        logits ready."""
+        n = len(tokens)
+        if n == 0:
+            raise ValueError("the prompt is empty (no tokens)")
+        if n > self._ctx.n_ctx():
+            raise ValueError("Requested tokens (%d) exceed context window of %d" % (n, self._ctx.n_ctx()))
+        keep = 0
+        for a, b in zip(self._tokens, tokens):
+            if a != b:
+                break
+            keep += 1
+        keep = min(keep, n - 1)  # at least one token is decoded, for its logits
+        self._ctx.truncate(keep)
+        if self._ctx.n_past() != keep:  # a recurrent model cannot step back: start again
+            self._ctx.truncate(0)
+            keep = 0
+        self._tokens = list(tokens[:keep])
+        self._ctx.decode(tokens[keep:])
+        self._tokens = list(tokens)
+
+    def eval(self, tokens):
+        """Evaluates tokens after the cached ones (llama-cpp-python's Llama.eval)."""
+        tokens = list(tokens)
+        self._ctx.decode(tokens)
+        self._tokens.extend(tokens)
+
+    def reset(self):
+        self._ctx.truncate(0)
+        self._tokens = []
+
+    @property
+    def n_tokens(self):
+        return len(self._tokens)
+
+    def logits(self, i=-1):
+        """The logits of the last decode's last token (or token i when it kept them): a memoryview of
+        n_vocab float32 (a copy: valid after later decodes; numpy.asarray() takes it as it is)."""
+        return self._ctx.logits(i)
+
+    def _generate(self, prompt_tokens, max_tokens, temperature, top_k, top_p, min_p, seed):
+        """Yields (token, piece bytes) for each generated token; the last piece may be flushed bytes
+        with token None. Sets self._finish to "stop" or "length"."""
+        self._eval_prompt(prompt_tokens)
+        if seed is None:
+            seed = self._seed
+        sampler = Sampler(temp=float(temperature), top_k=int(top_k), top_p=float(top_p), min_p=float(min_p),
+                          seed=int(seed) & 0xFFFFFFFF)
+        detok = Detok(self._model)
+        n_ctx = self._ctx.n_ctx()
+        limit = max_tokens if max_tokens is not None and max_tokens > 0 else n_ctx
+        self._finish = "length"
+        n = 0
+        while n < limit:
+            tok = sampler.sample(self._ctx)
+            if self._model.token_is_eog(tok):
+                self._finish = "stop"
+                break
+            n += 1
+            yield tok, detok.push(tok)
+            if n >= limit or len(self._tokens) >= n_ctx:
+                break
+            self._ctx.decode([tok])
+            self._tokens.append(tok)
+        rest = detok.flush()
+        if rest:
+            yield None, rest
+
+    # --- completions ------------------------------------------------------------------------
+    def _prompt_tokens(self, prompt):
+        if isinstance(prompt, str):
+            return self._model.tokenize(prompt.encode("utf-8"), add_special=True, parse_special=True)
+        if isinstance(prompt, (bytes, bytearray)):
+            return self._model.tokenize(bytes(prompt), add_special=True, parse_special=True)
+        return [int(t) for t in prompt]
+
+    def _completion_stream(self, prompt, max_tokens, temperature, top_p, top_k, min_p, stop, seed, echo,
+                           completion_id, created):
+        """Yields (text, finish_reason or None) pieces; the shared core of the streaming and the
+        whole completion (so both give the same text by construction of the stop handling)."""
+        if not self._model.has_decoder():
+            raise ValueError("%s is an embedding model (no output head): it cannot generate text" % self.model_path)
+        tokens = self._prompt_tokens(prompt)
+        stops = [stop] if isinstance(stop, str) else list(stop or [])
+        stops = [s for s in stops if s]
+        self._usage = {"prompt_tokens": len(tokens), "completion_tokens": 0, "total_tokens": len(tokens)}
+        if echo:
+            yield self._model.detokenize(tokens).decode("utf-8", errors="ignore"), None
+        text = ""  # generated text not yet yielded
+        raw = b""
+        for tok, piece in self._generate(tokens, max_tokens, temperature, top_k, top_p, min_p, seed):
+            if tok is not None:
+                self._usage["completion_tokens"] += 1
+                self._usage["total_tokens"] += 1
+            raw += piece
+            text += piece.decode("utf-8", errors="ignore")
+            hit = min((text.find(s) for s in stops if s in text), default=-1)
+            if hit >= 0:
+                if text[:hit]:
+                    yield text[:hit], None
+                self._finish = "stop"
+                yield "", "stop"
+                return
+            # hold back a tail that could begin a stop string
+            hold = 0
+            for s in stops:
+                for k in range(min(len(s) - 1, len(text)), 0, -1):
+                    if text.endswith(s[:k]):
+                        hold = max(hold, k)
+                        break
+            if len(text) > hold:
+                yield text[:len(text) - hold], None
+                text = text[len(text) - hold:]
+        if text:
+            yield text, None
+        yield "", self._finish
+
+    def create_completion(self, prompt, max_tokens=16, temperature=0.8, top_p=0.95, min_p=0.05, stop=None,
+                          seed=None, stream=False, top_k=40, echo=False):
+        """An OpenAI-shaped text completion (llama-cpp-python's create_completion). prompt: str or
+        token ids; max_tokens None or <= 0: until end of generation or a full context; temperature 0:
+        greedy. stream=True returns a generator of chunks."""
+        completion_id = "cmpl-" + str(uuid.uuid4())
+        created = int(time.time())
+        pieces = self._completion_stream(prompt, max_tokens, temperature, top_p, top_k, min_p, stop, seed, echo,
+                                         completion_id, created)
+        if stream:
+            return self._chunks(pieces, completion_id, created)
+        text, finish = "", None
+        for t, f in pieces:
+            text += t
+            finish = f or finish
+        return {
+            "id": completion_id,
+            "object": "text_completion",
+            "created": created,
+            "model": self.model_path,
+            "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": finish}],
+            "usage": dict(self._usage),
+        }
+
+    def _chunks(self, pieces, completion_id, created):
+        for t, f in pieces:
+            if not t and f is None:
+                continue
+            yield {
+                "id": completion_id,
+                "object": "text_completion",
+                "created": created,
+                "model": self.model_path,
+                "choices": [{"text": t, "index": 0, "logprobs": None, "finish_reason": f}],
+            }
+
+    def __call__(self, prompt, **kwargs):
+        return self.create_completion(prompt, **kwargs)
+
+    # --- chat -------------------------------------------------------------------------------
+    def apply_chat_template(self, messages, add_generation_prompt=True):
+        """The prompt text the model's chat template (or chat_format) makes of messages."""
+        return self._model.apply_chat_template(json.dumps(list(messages)), None, add_generation_prompt,
+                                               self.chat_format)
+
+    def create_chat_completion(self, messages, tools=None, tool_choice=None, response_format=None, max_tokens=None,
+                               temperature=0.2, top_p=0.95, top_k=40, min_p=0.05, stop=None, seed=None,
+                               stream=False):
+        """An OpenAI-shaped chat completion, the prompt rendered by the library from the model's chat
+        template (or chat_format). tools, tool_choice and response_format are not offered yet: any
+        value but None raises NotImplementedError naming the argument."""
+        for name, value in (("tools", tools), ("tool_choice", tool_choice), ("response_format", response_format)):
+            if value is not None:
+                raise NotImplementedError("create_chat_completion: %s is not supported by oxillama's Python "
+                                          "package yet (the library offers no tool-call parsing or grammar "
+                                          "through its public API)" % name)
+        prompt = self.apply_chat_template(messages)
+        tokens = self._model.tokenize(prompt.encode("utf-8"), add_special=True, parse_special=True)
+        completion_id = "chatcmpl-" + str(uuid.uuid4())
+        created = int(time.time())
+        pieces = self._completion_stream(tokens, max_tokens, temperature, top_p, top_k, min_p, stop, seed, False,
+                                         completion_id, created)
+        if stream:
+            return self._chat_chunks(pieces, completion_id, created)
+        text, finish = "", None
+        for t, f in pieces:
+            text += t
+            finish = f or finish
+        return {
+            "id": completion_id,
+            "object": "chat.completion",
+            "created": created,
+            "model": self.model_path,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None,
+                         "finish_reason": finish}],
+            "usage": dict(self._usage),
+        }
+
+    def _chat_chunks(self, pieces, completion_id, created):
+        def chunk(delta, finish):
+            return {"id": completion_id, "object": "chat.completion.chunk", "created": created,
+                    "model": self.model_path,
+                    "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+        yield chunk({"role": "assistant"}, None)
+        for t, f in pieces:
+            if t:
+                yield chunk({"content": t}, None)
+            if f is not None:
+                yield chunk({}, f)
+
+    # --- embeddings -------------------------------------------------------------------------
+    def embed(self, input, normalize=False, truncate=True):
+        """Embeddings of input: a str (-> list[float]), a list of str (-> a list of those), or one
+        sequence of token ids (a list of int, as OpenAI's embeddings input). With the model's pooling
+        none, each embedding is a list of per-token vectors. Needs Llama(embedding=True)."""
+        if not self._embedding:
+            raise RuntimeError("Llama model must be created with embedding=True to call this method")
+        if isinstance(input, str):
+            return self._embed_one(self._prompt_tokens(input), normalize, truncate)
+        items = list(input)
+        if items and all(isinstance(t, int) for t in items):
+            return self._embed_one(items, normalize, truncate)
+        return [self._embed_one(self._prompt_tokens(s), normalize, truncate) for s in items]
+
+    def _embed_one(self, tokens, normalize, truncate):
+        n_ctx = self._ctx.n_ctx()
+        if len(tokens) > n_ctx:
+            if not truncate:
+                raise ValueError("Requested tokens (%d) exceed context window of %d" % (len(tokens), n_ctx))
+            tokens = tokens[:n_ctx]
+        self.reset()
+        self._ctx.decode(tokens)
+        self._tokens = list(tokens)
+
+        def fix(v):
+            v = list(v)
+            if normalize:
+                s = math.sqrt(sum(x * x for x in v))
+                v = [x / s for x in v] if s > 0 else v
+            return v
+
+        if self._ctx.pooling() == _POOLING_NONE:
+            return [fix(self._ctx.embeddings_ith(i)) for i in range(len(tokens))]
+        return fix(self._ctx.embeddings_seq(0))
+
+    def create_embedding(self, input, model=None):
+        """OpenAI-shaped embeddings (llama-cpp-python's create_embedding)."""
+        many = not isinstance(input, str) and not (input and all(isinstance(t, int) for t in input))
+        inputs = list(input) if many else [input]
+        data = []
+        n_tok = 0
+        for i, item in enumerate(inputs):
+            toks = item if not isinstance(item, str) else self._prompt_tokens(item)
+            n_tok += len(toks)
+            data.append({"object": "embedding", "embedding": self.embed(list(toks)), "index": i})
+        return {"object": "list", "data": data, "model": model or self.model_path,
+                "usage": {"prompt_tokens": n_tok, "total_tokens": n_tok}}

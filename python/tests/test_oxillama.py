@@ -1,0 +1,278 @@
+"""The Python package against llama.cpp's goldens (golden/README.md): the greedy text, the prompt's
+token ids and logits of stories260K, bert's embeddings, a built-in chat format's rendering; and its
+behaviour on bad input (a missing file, an unknown keyword argument, arguments not offered).
+
+Run by ctest `python` as `<python> -m pytest python/tests` with PYTHONPATH=build/python (the module
+the CMake build makes)."""
+import json
+import os
+import struct
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from gguf_kv import Gguf  # noqa: E402  (the project's GGUF reader)
+
+import oxillama  # noqa: E402
+from oxillama import Llama  # noqa: E402
+
+MODEL = os.path.join(ROOT, "models", "stories260K.gguf")
+GOLDEN = os.path.join(ROOT, "golden")
+PROMPT = "Once upon a time"
+
+
+def read_text(path):
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8")
+
+
+def golden_ints(g, name):
+    ne, _, data = g.tensor[name]
+    return list(struct.unpack("<%di" % (len(data) // 4), data))
+
+
+def golden_floats(g, name):
+    ne, _, data = g.tensor[name]
+    return list(struct.unpack("<%df" % (len(data) // 4), data))
+
+
+def tolerance(folder, key):
+    """The x86-64 bound of `key` in golden/<folder>/tolerances.tsv."""
+    with open(os.path.join(GOLDEN, folder, "tolerances.tsv")) as f:
+        for line in f:
+            cols = line.rstrip("\n").split("\t")
+            if cols[0] == key:
+                return float(cols[1])
+    raise KeyError(key)
+
+
+@pytest.fixture(scope="module")
+def llm():
+    return Llama(MODEL, n_ctx=256, n_threads=2)
+
+
+# --- generation ------------------------------------------------------------------------------
+
+def test_greedy_text_is_llamacpp_greedy_run(llm):
+    # golden/run/once.expected: llama-simple's 64 greedy tokens after "Once upon a time"
+    want = read_text(os.path.join(GOLDEN, "run", "once.expected"))
+    out = llm(PROMPT, max_tokens=64, temperature=0)
+    assert out["object"] == "text_completion"
+    assert out["id"].startswith("cmpl-") and isinstance(out["created"], int)
+    assert out["model"] == MODEL
+    choice = out["choices"][0]
+    assert choice["index"] == 0
+    assert choice["text"] == want
+    assert choice["finish_reason"] == "length"
+    assert out["usage"] == {"prompt_tokens": 5, "completion_tokens": 64, "total_tokens": 69}
+
+
+def test_greedy_tokens_detokenize_to_golden_text(llm):
+    # golden/models/stories260K.once.gguf `greedy`: llama.cpp's argmax continuation (64 ids)
+    g = Gguf(os.path.join(GOLDEN, "models", "stories260K.once.gguf"))
+    greedy = golden_ints(g, "greedy")
+    assert llm.detokenize(greedy) == read_text(os.path.join(GOLDEN, "run", "once.expected")).encode("utf-8")
+
+
+def test_streaming_equals_whole_completion(llm):
+    whole = llm.create_completion(PROMPT, max_tokens=64, temperature=0)
+    chunks = list(llm.create_completion(PROMPT, max_tokens=64, temperature=0, stream=True))
+    assert len(chunks) > 10  # one chunk per piece, not one for all
+    for c in chunks:
+        assert c["object"] == "text_completion" and c["id"] == chunks[0]["id"]
+    assert "".join(c["choices"][0]["text"] for c in chunks) == whole["choices"][0]["text"]
+    assert [c["choices"][0]["finish_reason"] for c in chunks][-1] == "length"
+    assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
+
+
+def test_stop_string_cuts_text_in_both_modes(llm):
+    want = read_text(os.path.join(GOLDEN, "run", "once.expected"))
+    cut = want[:want.index("park")]
+    out = llm(PROMPT, max_tokens=64, temperature=0, stop=["park", "zzz"])
+    assert out["choices"][0]["text"] == cut
+    assert out["choices"][0]["finish_reason"] == "stop"
+    chunks = list(llm(PROMPT, max_tokens=64, temperature=0, stop="park", stream=True))
+    assert "".join(c["choices"][0]["text"] for c in chunks) == cut
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+
+
+def sampling_cases():
+    """golden/sampling/cases.tsv's cases on stories260K.gguf (f32), the ones `oxillama run` passes too
+    (ctest sampling-f32-*; the Q8_0/Q4_0 cases are disabled there: golden/sampling/README.md)."""
+    cases = []
+    with open(os.path.join(GOLDEN, "sampling", "cases.tsv"), encoding="utf-8") as f:
+        for line in f:
+            cols = line.rstrip("\n").split("\t")
+            if line.startswith("#") or len(cols) < 9 or cols[1] != "stories260K.gguf":
+                continue
+            cases.append(pytest.param(cols, id=cols[0]))
+    assert len(cases) >= 20
+    return cases
+
+
+@pytest.mark.parametrize("case", sampling_cases())
+def test_seeded_sampling_is_llama_completion(case):
+    # llama-completion -p PROMPT -n N -s SEED --temp T --top-k K --top-p P --min-p M -t 1
+    name, model, seed, temp, top_k, top_p, min_p, n, prompt = case[:9]
+    want = read_text(os.path.join(GOLDEN, "sampling", name + ".expected"))
+    llm = Llama(os.path.join(ROOT, "models", model), n_threads=1)
+    out = llm(prompt, max_tokens=int(n), seed=int(seed), temperature=float(temp), top_k=int(top_k),
+              top_p=float(top_p), min_p=float(min_p))
+    assert out["choices"][0]["text"] == want
+
+
+# --- tokens and logits -------------------------------------------------------------------------
+
+def test_tokenize_is_golden_prompt_ids(llm):
+    # the prompt ids llama.cpp used (BOS added as the model asks): golden/models/stories260K.once.gguf
+    g = Gguf(os.path.join(GOLDEN, "models", "stories260K.once.gguf"))
+    want = golden_ints(g, "tokens")
+    assert llm.tokenize(PROMPT.encode()) == want
+    assert llm.tokenize(PROMPT.encode(), add_bos=False) == want[1:]
+    assert llm.detokenize(want[1:]) == b" " + PROMPT.encode()
+    with pytest.raises(TypeError):
+        llm.tokenize(PROMPT)  # bytes, as llama-cpp-python
+
+
+def test_version_is_the_projects():
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+        want = next(line.split("VERSION")[1].split()[0] for line in f if line.startswith("project(oxillama"))
+    assert oxillama.__version__ == want
+
+
+def test_model_facts(llm):
+    assert llm.n_ctx() == 256
+    assert llm.n_vocab() == 512
+    assert llm.token_bos() == 1
+    assert llm.token_eos() == 2
+
+
+def test_logits_are_golden_logits():
+    # golden/models/stories260K.once.gguf `logits`: llama.cpp's logits after each prompt token (f32 KV
+    # cache, no flash attention); bound: golden/models/tolerances.tsv (max|Δ|/range of the row)
+    g = Gguf(os.path.join(GOLDEN, "models", "stories260K.once.gguf"))
+    ref = golden_floats(g, "logits")
+    n_vocab = g.tensor["logits"][0][0]
+    last = ref[-n_vocab:]
+    llm = Llama(MODEL, n_ctx=64, n_threads=2, type_k=0, type_v=0, flash_attn=False)
+    llm.eval(golden_ints(g, "tokens"))
+    mv = llm.logits()
+    assert isinstance(mv, memoryview) and mv.format == "f" and mv.itemsize == 4 and mv.shape == (n_vocab,)
+    got = mv.tolist()
+    dev = max(abs(a - b) for a, b in zip(got, last)) / (max(last) - min(last))
+    assert dev <= tolerance("models", "stories260K.once.gguf"), dev
+    llm.eval([got.index(max(got))])  # a later decode leaves the returned copy unchanged
+    assert mv.tolist() == got
+
+
+# --- embeddings ------------------------------------------------------------------------------
+
+def embeddings_golden():
+    g = Gguf(os.path.join(GOLDEN, "arch", "bert.logits.gguf"))
+    return g, os.path.join(GOLDEN, "arch", g.meta["golden.model"])
+
+
+def rel_dev(got, ref):
+    return max(abs(a - b) for a, b in zip(got, ref)) / max(abs(b) for b in ref)
+
+
+def test_embeddings_are_golden_pooled():
+    # golden/arch/bert.logits.gguf `embd`: llama_get_embeddings_seq with the model's pooling (cls)
+    g, model = embeddings_golden()
+    tokens = golden_ints(g, "tokens")
+    llm = Llama(model, embedding=True, n_ctx=len(tokens) + 1, n_threads=2, type_k=0, type_v=0, flash_attn=False)
+    got = llm.embed(tokens)
+    ref = golden_floats(g, "embd")
+    assert len(got) == len(ref) == g.meta["golden.n_embd"]
+    dev = rel_dev(got, ref)
+    assert dev <= tolerance("arch", "bert.logits.gguf:pooled"), dev
+
+
+def test_embeddings_are_golden_per_token():
+    # `embd_tokens`: the same batch with pooling none
+    g, model = embeddings_golden()
+    tokens = golden_ints(g, "tokens")
+    llm = Llama(model, embedding=True, pooling_type=0, n_ctx=len(tokens) + 1, n_threads=2, type_k=0, type_v=0,
+                flash_attn=False)
+    got = llm.embed(tokens)
+    assert len(got) == len(tokens)
+    ref = golden_floats(g, "embd_tokens")
+    dev = rel_dev([x for row in got for x in row], ref)
+    assert dev <= tolerance("arch", "bert.logits.gguf:tokens"), dev
+
+
+def test_embed_needs_embedding_model_flag(llm):
+    with pytest.raises(RuntimeError, match="embedding=True"):
+        llm.embed("hello")
+
+
+def test_encoder_cannot_generate():
+    g, model = embeddings_golden()
+    llm = Llama(model, embedding=True, n_ctx=64)
+    with pytest.raises(ValueError, match="embedding model"):
+        llm("hello", max_tokens=4)
+
+
+# --- chat ------------------------------------------------------------------------------------
+
+def test_chat_format_renders_llamacpp_builtin():
+    # golden/chat-builtin: llama.cpp's test vectors; the OpenHermes case is its chatml rendering
+    with open(os.path.join(GOLDEN, "chat-builtin", "llama-cpp-test-chat-template.json")) as f:
+        vectors = json.load(f)
+    case = next(c for c in vectors["cases"] if c["name"] == "teknium/OpenHermes-2.5-Mistral-7B")
+    llm = Llama(MODEL, n_ctx=256, chat_format="chatml")
+    assert llm.apply_chat_template(vectors["conversation"]) == case["expected_builtin"]
+
+
+def test_chat_completion_shapes(llm):
+    msgs = [{"role": "user", "content": "Tell me a story"}]
+    out = llm.create_chat_completion(msgs, max_tokens=12, temperature=0)
+    assert out["object"] == "chat.completion"
+    msg = out["choices"][0]["message"]
+    assert msg["role"] == "assistant" and isinstance(msg["content"], str)
+    chunks = list(llm.create_chat_completion(msgs, max_tokens=12, temperature=0, stream=True))
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant"}
+    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == msg["content"]
+    assert chunks[-1]["choices"][0]["finish_reason"] == out["choices"][0]["finish_reason"]
+
+
+@pytest.mark.parametrize("arg", ["tools", "response_format"])
+def test_chat_unsupported_arguments_raise(llm, arg):
+    with pytest.raises(NotImplementedError, match=arg):
+        llm.create_chat_completion([{"role": "user", "content": "hi"}], **{arg: [{"type": "json_object"}]})
+
+
+# --- bad input -------------------------------------------------------------------------------
+
+def test_missing_file_raises(tmp_path):
+    path = str(tmp_path / "absent.gguf")
+    with pytest.raises(FileNotFoundError) as e:
+        Llama(path)
+    assert "absent.gguf" in str(e.value)
+
+
+def test_not_a_model_raises_library_message(tmp_path):
+    path = tmp_path / "trunc.gguf"
+    with open(MODEL, "rb") as f:
+        path.write_bytes(f.read(100))
+    with pytest.raises(ValueError, match="trunc.gguf"):
+        Llama(str(path))
+
+
+def test_unknown_keyword_raises():
+    with pytest.raises(TypeError, match="n_gpu_layers"):
+        Llama(MODEL, n_gpu_layers=99)
+
+
+def test_unknown_completion_keyword_raises(llm):
+    with pytest.raises(TypeError, match="logit_bias"):
+        llm(PROMPT, logit_bias={1: 2.0})
+
+
+def test_bad_token_raises_library_error(llm):
+    with pytest.raises(ValueError):
+        llm.detokenize([10**6])
+    with pytest.raises(oxillama.OxlError):
+        llm.eval([99999])
