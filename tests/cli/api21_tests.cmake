@@ -13,3 +13,11 @@ if(OXL_VALGRIND AND NOT OXL_SANITIZE)
 elseif(OXL_SANITIZE)
   add_test(NAME leak-load-cancel COMMAND $<TARGET_FILE:oxl-load-cancel> ${PROJECT_SOURCE_DIR}/models/stories260K-Q4_0.gguf)
 endif()
+
+# -v/--log-disable set the library's log level: the --mlock warning shows by default, not with
+# --log-disable (tests/cli/check_log_level.sh; 77: cannot drop CAP_IPC_LOCK, skipped).
+if(TARGET oxillama-cli)
+  add_test(NAME log-level-cli COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_log_level.sh $<TARGET_FILE:oxillama-cli>
+    ${PROJECT_SOURCE_DIR}/models/stories260K.gguf)
+  set_tests_properties(log-level-cli PROPERTIES SKIP_RETURN_CODE 77)
+endif()
