@@ -310,15 +310,19 @@ OXL_API oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_
  * ------------------------------------------------------------------------------------------- */
 
 /* Renders a conversation into a model's prompt text as llama.cpp's server and llama-cli do
- * (common_chat_templates_apply; llama_chat_apply_template for the built-in formats): with tmpl when
- * given (a Jinja template text, or a built-in format name such as "chatml", "llama3",
- * "mistral-v7"), else the model's tokenizer.chat_template, else ChatML. messages_json is the text
- * of a JSON array of OpenAI messages ({"role", "content", ...}); tools_json, the text of a JSON
- * array of tool definitions, may be NULL. Jinja templates see messages, tools (when given),
- * add_generation_prompt and the model's BOS/EOS token texts; a leading BOS text in the output is
- * dropped because tokenizing adds BOS. Renders are bounded at 32 MiB of output. On success *out
- * is a malloc'd NUL-terminated string the caller releases with free(). Returns 0, or -1 with err
- * set (invalid JSON, a template error with line:column). */
+ * (common_chat_templates_apply; llama_chat_apply_template for the built-in formats). The template
+ * is tmpl when given: a built-in format when tmpl equals one of their names exactly (llama.cpp's
+ * llama_chat_builtin_templates names such as "chatml", "llama3", "gemma", "mistral-v7"; the
+ * table is in src/chat/chat.c), else a Jinja template text. Without tmpl it is the model's own
+ * tokenizer.chat_template (oxl_model_chat_template), rendered by the Jinja engine, or else
+ * ChatML. messages_json is the text of a JSON array of OpenAI messages ({"role",
+ * "content", ...}); tools_json, the text of a JSON array of tool definitions, may be NULL.
+ * Jinja templates see messages, tools (when given), add_generation_prompt and the model's BOS/EOS
+ * token texts (bos_token, eos_token); a leading BOS text in the output is dropped because
+ * tokenizing adds BOS. Renders are bounded at 32 MiB of output. model, messages_json and out are
+ * required; the inputs are only read. On success *out is a malloc'd NUL-terminated string the
+ * caller releases with free(); on failure *out is NULL. Returns 0, or -1 with err set (err may be
+ * NULL): a missing argument, invalid JSON, a template error with line:column, out of memory. */
 OXL_API int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, const char *messages_json,
                                     const char *tools_json, bool add_generation_prompt, char **out, oxl_error *err);
 

@@ -396,5 +396,12 @@ Test(embed_api, chat_template_of_the_model_and_built_in) {
     cJSON_Delete(root);
     free(js);
     free(tmpl);
+    /* on failure *out is NULL, whatever it held */
+    out = (char *)"stale";
+    cr_assert_eq(oxl_chat_apply_template(m, NULL, "[{\"role\":", NULL, true, &out, &err), -1);
+    cr_assert_null(out);
+    out = (char *)"stale";
+    cr_assert_eq(oxl_chat_apply_template(m, "{% if %}", "[]", NULL, true, &out, &err), -1);
+    cr_assert_null(out);
     oxl_model_free(m);
 }
