@@ -79,6 +79,13 @@ static bool report_progress(const oxl_model_params *p, float progress, const cha
     return true;
 }
 
+/* done / total as a progress value below 1.0 (a float rounds a share within 6e-8 of 1 up to 1.0,
+ * which only the final report may be). */
+static float share_before_end(double done, double total) {
+    const float f = total > 0 ? (float)(done / total) : 0.0f;
+    return f < 0x1.fffffep-1f ? f : 0x1.fffffep-1f;
+}
+
 /* llama.cpp's --no-mmap (llama_model_loader with use_mmap false): the whole file read into one
  * page-aligned buffer that the model owns, in 64 steps (of 64 KiB at least) with the share read
  * before each reported to p's progress callback. *size is the file's size. */
@@ -103,7 +110,7 @@ static void *read_file(const char *path, const oxl_model_params *p, size_t *size
     }
     const size_t step = *size / 64 > ((size_t)64 << 10) ? *size / 64 : (size_t)64 << 10;
     for (size_t done = 0; done < *size;) {
-        if (!report_progress(p, (float)((double)done / (double)*size), path, err)) {
+        if (!report_progress(p, share_before_end((double)done, (double)*size), path, err)) {
             free(buf);
             close(fd);
             return NULL;
@@ -209,7 +216,7 @@ oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_
         /* llama.cpp's load_all_data with mmap: the share of the tensor bytes before each tensor */
         const oxl_gguf *gg = m->gguf;
         for (int64_t i = 0, done = 0; i < oxl_gguf_n_tensors(gg); i++) {
-            if (!report_progress(&p, m->n_bytes > 0 ? (float)((double)done / (double)m->n_bytes) : 0.0f, path, err)) {
+            if (!report_progress(&p, share_before_end((double)done, (double)m->n_bytes), path, err)) {
                 oxl_model_free(m);
                 return NULL;
             }
