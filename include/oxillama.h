@@ -46,6 +46,34 @@ typedef struct oxl_sampler oxl_sampler;
 OXL_API const char *oxl_version(void);
 
 /* ---------------------------------------------------------------------------------------------
+ * Log: the library's own messages (warnings such as a failed --mlock)
+ * ------------------------------------------------------------------------------------------- */
+
+/* Message levels, with the values of ggml's enum ggml_log_level (ggml.h). */
+typedef enum oxl_log_level {
+    OXL_LOG_LEVEL_DEBUG = 1,
+    OXL_LOG_LEVEL_INFO = 2,
+    OXL_LOG_LEVEL_WARN = 3,
+    OXL_LOG_LEVEL_ERROR = 4,
+} oxl_log_level;
+
+/* Receives one whole message: text is NUL-terminated, ends with '\n', and is valid only during the
+ * call (copy it to keep it). user is the pointer given to oxl_log_set. It may be called from any
+ * thread that is inside the library, and must not call oxl_log_set itself. */
+typedef void (*oxl_log_fn)(oxl_log_level level, const char *text, void *user);
+
+/* Sends the library's messages to fn (with user) instead of stderr, as llama.cpp's llama_log_set;
+ * fn NULL restores the default: the text written to stderr unchanged. Process-wide. The pair
+ * (fn, user) is switched atomically, so a message never reaches fn with another call's user, but
+ * set it before other threads use the library: a message being written while it changes may still
+ * go to the previous receiver. */
+OXL_API void oxl_log_set(oxl_log_fn fn, void *user);
+/* Drops messages below min (default OXL_LOG_LEVEL_INFO: debug messages are dropped), for stderr
+ * and for a callback alike; a min above OXL_LOG_LEVEL_ERROR drops every message. llama.cpp has no
+ * such setting (its tools filter in their callback); process-wide, safe from any thread. */
+OXL_API void oxl_log_set_level(oxl_log_level min);
+
+/* ---------------------------------------------------------------------------------------------
  * Model
  * ------------------------------------------------------------------------------------------- */
 
@@ -53,13 +81,25 @@ typedef struct oxl_model_params {
     bool use_mmap;  /* map the file read-only and use tensor data in place (default true); false reads
                        the whole file into memory (llama.cpp's --no-mmap) */
     bool use_mlock; /* lock the model's pages in RAM (llama.cpp's --mlock); a failure (RLIMIT_MEMLOCK)
-                       is reported on stderr and loading goes on, as llama.cpp does */
+                       is a warning message (oxl_log_set; stderr by default) and loading goes on,
+                       as llama.cpp does */
     bool repack;    /* rewrite Q4_0/Q8_0/IQ4_NL/IQ4_XS/Q4_K/Q5_K/Q6_K (AVX-512 VNNI) or Q4_0/Q4_K/Q6_K (AVX2) projection
                        weights into the CPU's interleaved layout
                        at load when it has one (default true; llama.cpp's --no-repack turns it off).
                        Results equal the plain layout's up to the order of float sums; with mmap the
                        plain pages of repacked tensors are released, so memory stays about the file's
                        size */
+    /* Load progress, as llama_model_params.progress_callback (llama_model_loader::load_all_data):
+     * called on the loading thread with non-decreasing values in [0, 1] (user: the field below).
+     * With --no-mmap, the share of the file read before each of 64 reads (64 KiB at least); with
+     * mmap, the share of the tensor bytes before each tensor, in file order (the pages are read
+     * when first used: by repacking, or by the first decode). Then exactly one 1.0, the last
+     * call, after repacking and --mlock; repacking reports nothing before it. Returning false
+     * cancels the load: oxl_model_load frees all it allocated and mapped and returns NULL with
+     * err "PATH: load cancelled by the progress callback" (false as the answer to 1.0 too).
+     * NULL (the default): no calls. */
+    bool (*progress_callback)(float progress, void *user);
+    void *progress_callback_user_data; /* passed to progress_callback as user; not used otherwise */
 } oxl_model_params;
 
 OXL_API oxl_model_params oxl_model_default_params(void);
@@ -89,6 +129,18 @@ OXL_API const char *oxl_model_desc(const oxl_model *model);
  * Returns the length of the whole text in bytes (snprintf's count: >= buf_size means it was cut),
  * or -1 when the model has no such non-array key (buf then holds ""). */
 OXL_API int32_t oxl_model_meta_val_str(const oxl_model *model, const char *key, char *buf, size_t buf_size);
+/* The number of the model's non-array GGUF metadata keys, the ones oxl_model_meta_val_str offers
+ * (llama.cpp's llama_model_meta_count); indices 0..count-1 follow the keys' order in the file
+ * (llama.cpp's order is that of a hash map: only the set of keys is the same). */
+OXL_API int32_t oxl_model_meta_count(const oxl_model *model);
+/* The name of metadata key i (0 <= i < oxl_model_meta_count), as llama.cpp's
+ * llama_model_meta_key_by_index: written into buf as oxl_model_meta_val_str writes values
+ * (snprintf's semantics: at most buf_size bytes, NUL included; returns the name's whole length),
+ * or -1 for an i out of range (buf then holds ""). */
+OXL_API int32_t oxl_model_meta_key_by_index(const oxl_model *model, int32_t i, char *buf, size_t buf_size);
+/* The value of metadata key i as text, as oxl_model_meta_val_str gives it for that key
+ * (llama.cpp's llama_model_meta_val_str_by_index); -1 for an i out of range (buf then holds ""). */
+OXL_API int32_t oxl_model_meta_val_str_by_index(const oxl_model *model, int32_t i, char *buf, size_t buf_size);
 
 /* ---------------------------------------------------------------------------------------------
  * Context: KV cache, threads, scratch buffers
@@ -258,15 +310,19 @@ OXL_API oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_
  * ------------------------------------------------------------------------------------------- */
 
 /* Renders a conversation into a model's prompt text as llama.cpp's server and llama-cli do
- * (common_chat_templates_apply; llama_chat_apply_template for the built-in formats): with tmpl when
- * given (a Jinja template text, or a built-in format name such as "chatml", "llama3",
- * "mistral-v7"), else the model's tokenizer.chat_template, else ChatML. messages_json is the text
- * of a JSON array of OpenAI messages ({"role", "content", ...}); tools_json, the text of a JSON
- * array of tool definitions, may be NULL. Jinja templates see messages, tools (when given),
- * add_generation_prompt and the model's BOS/EOS token texts; a leading BOS text in the output is
- * dropped because tokenizing adds BOS. Renders are bounded at 32 MiB of output. On success *out
- * is a malloc'd NUL-terminated string the caller releases with free(). Returns 0, or -1 with err
- * set (invalid JSON, a template error with line:column). */
+ * (common_chat_templates_apply; llama_chat_apply_template for the built-in formats). The template
+ * is tmpl when given: a built-in format when tmpl equals one of their names exactly (llama.cpp's
+ * llama_chat_builtin_templates names such as "chatml", "llama3", "gemma", "mistral-v7"; the
+ * table is in src/chat/chat.c), else a Jinja template text. Without tmpl it is the model's own
+ * tokenizer.chat_template (oxl_model_chat_template), rendered by the Jinja engine, or else
+ * ChatML. messages_json is the text of a JSON array of OpenAI messages ({"role",
+ * "content", ...}); tools_json, the text of a JSON array of tool definitions, may be NULL.
+ * Jinja templates see messages, tools (when given), add_generation_prompt and the model's BOS/EOS
+ * token texts (bos_token, eos_token); a leading BOS text in the output is dropped because
+ * tokenizing adds BOS. Renders are bounded at 32 MiB of output. model, messages_json and out are
+ * required; the inputs are only read. On success *out is a malloc'd NUL-terminated string the
+ * caller releases with free(); on failure *out is NULL. Returns 0, or -1 with err set (err may be
+ * NULL): a missing argument, invalid JSON, a template error with line:column, out of memory. */
 OXL_API int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, const char *messages_json,
                                     const char *tools_json, bool add_generation_prompt, char **out, oxl_error *err);
 

@@ -641,6 +641,9 @@ int oxl_chat_render_for_model(const oxl_model *model, const char *template_src, 
 
 int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, const char *messages_json, const char *tools_json,
                             bool add_generation_prompt, char **out, oxl_error *err) {
+    if (out) {
+        *out = NULL;
+    }
     if (!model || !messages_json || !out) {
         return oxl_err_set(err, "chat: model, messages and out are required");
     }

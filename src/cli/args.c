@@ -266,6 +266,7 @@ int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
     }
 #endif
     o->log_level = o->log_disable ? OXL_LOG_OFF : o->verbose ? OXL_LOG_VERBOSE : OXL_LOG_INFO;
+    oxl_log_set_level(o->log_disable ? OXL_LOG_LEVEL_ERROR : o->verbose ? OXL_LOG_LEVEL_DEBUG : OXL_LOG_LEVEL_INFO);
     return 0;
 }
 

@@ -3,6 +3,7 @@
 
 #include "arch_iface.h"
 #include "errors.h"
+#include "log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -68,9 +69,27 @@ oxl_model *oxl_model_from_gguf(oxl_gguf *g, oxl_error *err) {
     return m;
 }
 
+/* The load-progress callback of p (oxl_model_params.progress_callback) told `progress`; false when
+ * it cancels the load, with err set. */
+static bool report_progress(const oxl_model_params *p, float progress, const char *path, oxl_error *err) {
+    if (p->progress_callback && !p->progress_callback(progress, p->progress_callback_user_data)) {
+        oxl_err_set(err, "%s: load cancelled by the progress callback", path);
+        return false;
+    }
+    return true;
+}
+
+/* done / total as a progress value below 1.0 (a float rounds a share within 6e-8 of 1 up to 1.0,
+ * which only the final report may be). */
+static float share_before_end(double done, double total) {
+    const float f = total > 0 ? (float)(done / total) : 0.0f;
+    return f < 0x1.fffffep-1f ? f : 0x1.fffffep-1f;
+}
+
 /* llama.cpp's --no-mmap (llama_model_loader with use_mmap false): the whole file read into one
- * page-aligned buffer that the model owns. *size is the file's size. */
-static void *read_file(const char *path, size_t *size, oxl_error *err) {
+ * page-aligned buffer that the model owns, in 64 steps (of 64 KiB at least) with the share read
+ * before each reported to p's progress callback. *size is the file's size. */
+static void *read_file(const char *path, const oxl_model_params *p, size_t *size, oxl_error *err) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         oxl_err_set(err, "%s: cannot open: %s", path, strerror(errno));
@@ -89,8 +108,14 @@ static void *read_file(const char *path, size_t *size, oxl_error *err) {
         close(fd);
         return NULL;
     }
+    const size_t step = *size / 64 > ((size_t)64 << 10) ? *size / 64 : (size_t)64 << 10;
     for (size_t done = 0; done < *size;) {
-        ssize_t n = read(fd, (char *)buf + done, *size - done);
+        if (!report_progress(p, share_before_end((double)done, (double)*size), path, err)) {
+            free(buf);
+            close(fd);
+            return NULL;
+        }
+        ssize_t n = read(fd, (char *)buf + done, *size - done < step ? *size - done : step);
         if (n <= 0) {
             oxl_err_set(err, "%s: read failed at byte %zu: %s", path, done, n < 0 ? strerror(errno) : "end of file");
             free(buf);
@@ -110,8 +135,9 @@ static void lock_range(const oxl_model *m, const void *p, size_t len) {
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     const uintptr_t lo = (uintptr_t)p & ~(page - 1);
     if (len > 0 && mlock((const void *)lo, len + ((uintptr_t)p - lo)) != 0) {
-        fprintf(stderr, "warning: %s: cannot lock %zu bytes in RAM (--mlock): %s; raise RLIMIT_MEMLOCK (ulimit -l)\n",
-                oxl_gguf_path(m->gguf), len, strerror(errno));
+        oxl_log_msg(OXL_LOG_LEVEL_WARN,
+                    "warning: %s: cannot lock %zu bytes in RAM (--mlock): %s; raise RLIMIT_MEMLOCK (ulimit -l)\n",
+                    oxl_gguf_path(m->gguf), len, strerror(errno));
     }
 #else
     (void)m, (void)p, (void)len;
@@ -169,7 +195,7 @@ oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_
     if (p.use_mmap) {
         g = oxl_gguf_open(path, err);
     } else {
-        buf = read_file(path, &size, err);
+        buf = read_file(path, &p, &size, err);
         if (!buf) {
             return NULL;
         }
@@ -186,6 +212,17 @@ oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_
     }
     m->file_buf = buf;
     m->file_buf_size = size;
+    if (p.use_mmap && p.progress_callback) {
+        /* llama.cpp's load_all_data with mmap: the share of the tensor bytes before each tensor */
+        const oxl_gguf *gg = m->gguf;
+        for (int64_t i = 0, done = 0; i < oxl_gguf_n_tensors(gg); i++) {
+            if (!report_progress(&p, share_before_end((double)done, (double)m->n_bytes), path, err)) {
+                oxl_model_free(m);
+                return NULL;
+            }
+            done += oxl_gguf_tensor_at(gg, i)->nbytes;
+        }
+    }
     if (p.repack && m->arch->repack) {
         /* the plain rows of repacked tensors are released: a read-only file mapping pages them in
          * again if ever read, and nothing reads them from a --no-mmap copy (the repacked rows serve
@@ -194,6 +231,10 @@ oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_
     }
     if (p.use_mlock) {
         lock_tensor_data(m);
+    }
+    if (!report_progress(&p, 1.0f, path, err)) {
+        oxl_model_free(m);
+        return NULL;
     }
     return m;
 }
@@ -250,11 +291,12 @@ const char *oxl_model_chat_template(const oxl_model *m) {
     return NULL;
 }
 
-int32_t oxl_model_meta_val_str(const oxl_model *m, const char *key, char *buf, size_t buf_size) {
+/* The text of GGUF key k (-1: none) as llama.cpp's gguf_kv_to_str for non-array values, written as
+ * snprintf writes; -1 for k < 0 or an array. */
+static int32_t meta_text(const oxl_model *m, int64_t k, char *buf, size_t buf_size) {
     if (buf_size > 0) {
         buf[0] = 0;
     }
-    const int64_t k = m && key ? oxl_gguf_find_key(m->gguf, key) : -1;
     const oxl_gguf_vtype t = k >= 0 ? oxl_gguf_kv_type(m->gguf, k) : OXL_GGUF_ARRAY;
     int64_t i;
     uint64_t u;
@@ -273,6 +315,45 @@ int32_t oxl_model_meta_val_str(const oxl_model *m, const char *key, char *buf, s
         n = snprintf(buf, buf_size, "%" PRId64, i);
     }
     return n < 0 ? -1 : (int32_t)n;
+}
+
+int32_t oxl_model_meta_val_str(const oxl_model *m, const char *key, char *buf, size_t buf_size) {
+    return meta_text(m, m && key ? oxl_gguf_find_key(m->gguf, key) : -1, buf, buf_size);
+}
+
+/* The GGUF index of the i-th non-array key (llama.cpp's gguf_kv holds those only); -1 if none. */
+static int64_t meta_index(const oxl_model *m, int32_t i) {
+    const int64_t n = m && i >= 0 ? oxl_gguf_n_kv(m->gguf) : 0;
+    for (int64_t k = 0, seen = 0; k < n; k++) {
+        if (oxl_gguf_kv_type(m->gguf, k) != OXL_GGUF_ARRAY && seen++ == i) {
+            return k;
+        }
+    }
+    return -1;
+}
+
+int32_t oxl_model_meta_count(const oxl_model *m) {
+    int32_t n = 0;
+    for (int64_t k = 0; m && k < oxl_gguf_n_kv(m->gguf); k++) {
+        n += oxl_gguf_kv_type(m->gguf, k) != OXL_GGUF_ARRAY;
+    }
+    return n;
+}
+
+int32_t oxl_model_meta_key_by_index(const oxl_model *m, int32_t i, char *buf, size_t buf_size) {
+    const int64_t k = meta_index(m, i);
+    if (k < 0) {
+        if (buf_size > 0) {
+            buf[0] = 0;
+        }
+        return -1;
+    }
+    const int n = snprintf(buf, buf_size, "%s", oxl_gguf_key(m->gguf, k));
+    return n < 0 ? -1 : (int32_t)n;
+}
+
+int32_t oxl_model_meta_val_str_by_index(const oxl_model *m, int32_t i, char *buf, size_t buf_size) {
+    return meta_text(m, meta_index(m, i), buf, buf_size);
 }
 
 /* ---- tokenizer: the vocabulary does the work ---- */
