@@ -511,6 +511,8 @@ REPACKS = (
     Repack("q6_K", "avx2", 8, 4, 8 * 2 + 8 * 16 + 8 * 256),
     Repack("iq3_s", "avx512vnni", 16, 8, 16 * 110),
     Repack("iq2_xxs", "avx512vnni", 16, 8, 16 * 66),
+    Repack("iq3_s", "avx2", 8, 8, 8 * 110),
+    Repack("iq2_xxs", "avx2", 8, 8, 8 * 66),
 )
 
 # Formats whose f32 sums follow ggml's AVX-512 order exactly on every ISA (docs/kernels.md,
