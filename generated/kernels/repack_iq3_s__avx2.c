@@ -26,7 +26,8 @@ static inline __m256i oxl_rp_row_offsets(size_t step) {
 
 #include "oxl_quant_tables.h"
 
-/* One group block: block b of each of the 8 rows, as stored (no extra bytes). The products decode a
+/* A group's nb group blocks hold its 8 rows one after the other, as stored (the plain layout, no
+ * extra bytes: row i at block i * nb, as in the file). The products decode a
  * row's block once (templates/formats/iq_chunks__avx2.j2: the AVX2 cell's grid bytes, sign operands
  * and scales) and use it for every column of the tile; each column's float sums are the plain
  * cell's, in its order, so every output equals the plain vec_dot bit for bit whatever the column
@@ -71,7 +72,7 @@ OXL_KERNEL_SIG_repack(oxl_repack_iq3_s_8r__avx2) {
             const char *x0 = (const char *)src + (size_t)(g * 8) * src_row + (size_t)b * sizeof(oxl_block_iq3_s);
             for (int r = 0; r < 8; r++) {
                 const oxl_block_iq3_s *x = (const oxl_block_iq3_s *)(x0 + (size_t)r * src_row);
-                o->b[r] = *x;
+                ((oxl_block_iq3_s *)(o - b))[r * nb + b] = *x;
             }
         }
     }
@@ -85,13 +86,21 @@ static inline void oxl_rp_tile(const oxl_rp_iq3_s *w, int64_t nb, int nc, const 
                                const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
     (void)bsum;
     (void)bstride;
+    const oxl_block_iq3_s *x0 = &w->b[0];
+    if (nc == 1) {
+        /* one column (a decode step): the plain cell on each row, as it is */
+        for (int r = 0; r < 8; r++) {
+            oxl_vec_dot_iq3_s_q8_K__avx2(nb * OXL_QK_IQ3_S, c + r, x0 + (size_t)r * (size_t)nb, b);
+        }
+        return;
+    }
     for (int r = 0; r < 8; r++) {
         __m256 acc[8];
         for (int j = 0; j < nc; j++) {
             acc[j] = _mm256_setzero_ps();
         }
         for (int64_t ibl = 0; ibl < nb; ibl++) {
-            const oxl_block_iq3_s *x = &w[ibl].b[r];
+            const oxl_block_iq3_s *x = x0 + (size_t)r * (size_t)nb + ibl;
             __m256i g[8], sg[8];
             int16_t ls[8];
             oxl_iq3_s_decode256(x, g, sg, ls);
