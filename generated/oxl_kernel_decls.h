@@ -127,10 +127,10 @@ static inline size_t oxl_repack_group_bytes(oxl_type t, oxl_isa isa) {
         return 544;
     }
     if (t == OXL_TYPE_IQ4_NL && isa == OXL_ISA_AVX512VNNI) {
-        return 544;
+        return 288;
     }
     if (t == OXL_TYPE_IQ4_XS && isa == OXL_ISA_AVX512VNNI) {
-        return 4256;
+        return 2208;
     }
     if (t == OXL_TYPE_Q4_K && isa == OXL_ISA_AVX512VNNI) {
         return 2368;
