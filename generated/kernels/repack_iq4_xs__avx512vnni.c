@@ -28,8 +28,8 @@ static inline __m512i oxl_rp_row_offsets(size_t step) {
 #include "oxl_quant_tables.h"
 
 /* One group block (one super-block of 256 of 16 rows): the rows' d, their block scales minus 32
- * (sc[s][r]: block s of row r), then the 4-bit codes: byte 4r + j of qs[s][v] is byte 16s + 4v + j
- * of row r's qs, so its low nibbles index the values (oxl_kvalues_iq4nl) of elements 4v..4v+3 of
+ * (sc[s][r]: block s of row r), then the 4-bit codes: byte 4r + j of qs[v][s] is byte 16s + 4v + j
+ * of row r's qs (v outer: the order the tiles read them), so its low nibbles index the values (oxl_kvalues_iq4nl) of elements 4v..4v+3 of
  * block s of row r (lane r of the int8 group v) and its high nibbles those of elements 16 + 4v..
  * (group v + 4). The rows keep their 4.25 bits per weight plus 0.25 for the unpacked scales;
  * vpshufb looks the values up plus 128 (oxl_rp_table), vpdpbusd's u8 operand against the signed
@@ -37,7 +37,7 @@ static inline __m512i oxl_rp_row_offsets(size_t step) {
 typedef struct oxl_rp_iq4_xs {
     uint16_t d[16];
     int8_t sc[8][16];
-    uint8_t qs[8][4][64];
+    uint8_t qs[4][8][64];
 } oxl_rp_iq4_xs;
 static_assert(sizeof(oxl_rp_iq4_xs) == 2208, "group block size");
 
@@ -63,7 +63,7 @@ OXL_KERNEL_SIG_repack(oxl_repack_iq4_xs_16r__avx512vnni) {
                                             (((x->scales_h >> 2 * s) & 3) << 4)) -
                                            32);
                     for (int v = 0; v < 4; v++) {
-                        memcpy(&o->qs[s][v][4 * r], x->qs + 16 * s + 4 * v, 4);
+                        memcpy(&o->qs[v][s][4 * r], x->qs + 16 * s + 4 * v, 4);
                     }
                 }
             }
@@ -98,30 +98,22 @@ static inline void oxl_rp_tile_1(const oxl_rp_iq4_xs *w, int64_t nb, const char 
     for (int64_t ibl = 0; ibl < nb; ibl++) {
         int32_t gb0[64];
         oxl_rp_gbias(x0 + ibl, gb0);
-        __m512i sum0[8];
-        for (int v = 0; v < 8; v++) {
-            sum0[v] = _mm512_setzero_si512();
-        }
-        for (int s = 0; s < 8; s++) {
-            const __m512i ls = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)w[ibl].sc[s]));
-            __m512i q[8];
-            for (int v = 0; v < 4; v++) {
-                const __m512i p = _mm512_loadu_si512(w[ibl].qs[s][v]);
-                q[v] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
-                q[v + 4] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
-            }
-            for (int v = 0; v < 8; v++) {
-                const __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(gb0[8 * s + v]), q[v],
-                                                      _mm512_set1_epi32(oxl_load_i32(x0[ibl].qs + 32 * s + 4 * v)));
-                sum0[v] = _mm512_add_epi32(sum0[v], _mm512_mullo_epi32(p, ls));
-            }
-        }
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ibl].d));
-        {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x0[ibl].d));
-            for (int v = 0; v < 8; v++) {
-                acc0[v] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum0[v]), acc0[v]);
+        const __m512 d0 = _mm512_mul_ps(dw, _mm512_set1_ps(x0[ibl].d));
+        for (int v = 0; v < 4; v++) {
+            __m512i lo0 = _mm512_setzero_si512(), hi0 = _mm512_setzero_si512();
+            for (int s = 0; s < 8; s++) {
+                const __m512i ls = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)w[ibl].sc[s]));
+                const __m512i p = _mm512_loadu_si512(w[ibl].qs[v][s]);
+                const __m512i ql = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
+                const __m512i qh = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
+                lo0 = _mm512_add_epi32(lo0, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb0[8 * s + v]), ql,
+                    _mm512_set1_epi32(oxl_load_i32(x0[ibl].qs + 32 * s + 4 * v))), ls));
+                hi0 = _mm512_add_epi32(hi0, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb0[8 * s + v + 4]), qh,
+                    _mm512_set1_epi32(oxl_load_i32(x0[ibl].qs + 32 * s + 16 + 4 * v))), ls));
             }
+            acc0[v] = _mm512_fmadd_ps(d0, _mm512_cvtepi32_ps(lo0), acc0[v]);
+            acc0[v + 4] = _mm512_fmadd_ps(d0, _mm512_cvtepi32_ps(hi0), acc0[v + 4]);
         }
     }
     {
@@ -145,45 +137,32 @@ static inline void oxl_rp_tile_2(const oxl_rp_iq4_xs *w, int64_t nb, const char 
     for (int64_t ibl = 0; ibl < nb; ibl++) {
         int32_t gb0[64];
         oxl_rp_gbias(x0 + ibl, gb0);
-        __m512i sum0[8];
         int32_t gb1[64];
         oxl_rp_gbias(x1 + ibl, gb1);
-        __m512i sum1[8];
-        for (int v = 0; v < 8; v++) {
-            sum0[v] = _mm512_setzero_si512();
-            sum1[v] = _mm512_setzero_si512();
-        }
-        for (int s = 0; s < 8; s++) {
-            const __m512i ls = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)w[ibl].sc[s]));
-            __m512i q[8];
-            for (int v = 0; v < 4; v++) {
-                const __m512i p = _mm512_loadu_si512(w[ibl].qs[s][v]);
-                q[v] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
-                q[v + 4] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
-            }
-            for (int v = 0; v < 8; v++) {
-                const __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(gb0[8 * s + v]), q[v],
-                                                      _mm512_set1_epi32(oxl_load_i32(x0[ibl].qs + 32 * s + 4 * v)));
-                sum0[v] = _mm512_add_epi32(sum0[v], _mm512_mullo_epi32(p, ls));
-            }
-            for (int v = 0; v < 8; v++) {
-                const __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(gb1[8 * s + v]), q[v],
-                                                      _mm512_set1_epi32(oxl_load_i32(x1[ibl].qs + 32 * s + 4 * v)));
-                sum1[v] = _mm512_add_epi32(sum1[v], _mm512_mullo_epi32(p, ls));
-            }
-        }
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ibl].d));
-        {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x0[ibl].d));
-            for (int v = 0; v < 8; v++) {
-                acc0[v] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum0[v]), acc0[v]);
+        const __m512 d0 = _mm512_mul_ps(dw, _mm512_set1_ps(x0[ibl].d));
+        const __m512 d1 = _mm512_mul_ps(dw, _mm512_set1_ps(x1[ibl].d));
+        for (int v = 0; v < 4; v++) {
+            __m512i lo0 = _mm512_setzero_si512(), hi0 = _mm512_setzero_si512();
+            __m512i lo1 = _mm512_setzero_si512(), hi1 = _mm512_setzero_si512();
+            for (int s = 0; s < 8; s++) {
+                const __m512i ls = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)w[ibl].sc[s]));
+                const __m512i p = _mm512_loadu_si512(w[ibl].qs[v][s]);
+                const __m512i ql = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
+                const __m512i qh = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
+                lo0 = _mm512_add_epi32(lo0, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb0[8 * s + v]), ql,
+                    _mm512_set1_epi32(oxl_load_i32(x0[ibl].qs + 32 * s + 4 * v))), ls));
+                hi0 = _mm512_add_epi32(hi0, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb0[8 * s + v + 4]), qh,
+                    _mm512_set1_epi32(oxl_load_i32(x0[ibl].qs + 32 * s + 16 + 4 * v))), ls));
+                lo1 = _mm512_add_epi32(lo1, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb1[8 * s + v]), ql,
+                    _mm512_set1_epi32(oxl_load_i32(x1[ibl].qs + 32 * s + 4 * v))), ls));
+                hi1 = _mm512_add_epi32(hi1, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb1[8 * s + v + 4]), qh,
+                    _mm512_set1_epi32(oxl_load_i32(x1[ibl].qs + 32 * s + 16 + 4 * v))), ls));
             }
-        }
-        {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x1[ibl].d));
-            for (int v = 0; v < 8; v++) {
-                acc1[v] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum1[v]), acc1[v]);
-            }
+            acc0[v] = _mm512_fmadd_ps(d0, _mm512_cvtepi32_ps(lo0), acc0[v]);
+            acc0[v + 4] = _mm512_fmadd_ps(d0, _mm512_cvtepi32_ps(hi0), acc0[v + 4]);
+            acc1[v] = _mm512_fmadd_ps(d1, _mm512_cvtepi32_ps(lo1), acc1[v]);
+            acc1[v + 4] = _mm512_fmadd_ps(d1, _mm512_cvtepi32_ps(hi1), acc1[v + 4]);
         }
     }
     {
@@ -215,60 +194,42 @@ static inline void oxl_rp_tile_3(const oxl_rp_iq4_xs *w, int64_t nb, const char 
     for (int64_t ibl = 0; ibl < nb; ibl++) {
         int32_t gb0[64];
         oxl_rp_gbias(x0 + ibl, gb0);
-        __m512i sum0[8];
         int32_t gb1[64];
         oxl_rp_gbias(x1 + ibl, gb1);
-        __m512i sum1[8];
         int32_t gb2[64];
         oxl_rp_gbias(x2 + ibl, gb2);
-        __m512i sum2[8];
-        for (int v = 0; v < 8; v++) {
-            sum0[v] = _mm512_setzero_si512();
-            sum1[v] = _mm512_setzero_si512();
-            sum2[v] = _mm512_setzero_si512();
-        }
-        for (int s = 0; s < 8; s++) {
-            const __m512i ls = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)w[ibl].sc[s]));
-            __m512i q[8];
-            for (int v = 0; v < 4; v++) {
-                const __m512i p = _mm512_loadu_si512(w[ibl].qs[s][v]);
-                q[v] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
-                q[v + 4] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
-            }
-            for (int v = 0; v < 8; v++) {
-                const __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(gb0[8 * s + v]), q[v],
-                                                      _mm512_set1_epi32(oxl_load_i32(x0[ibl].qs + 32 * s + 4 * v)));
-                sum0[v] = _mm512_add_epi32(sum0[v], _mm512_mullo_epi32(p, ls));
-            }
-            for (int v = 0; v < 8; v++) {
-                const __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(gb1[8 * s + v]), q[v],
-                                                      _mm512_set1_epi32(oxl_load_i32(x1[ibl].qs + 32 * s + 4 * v)));
-                sum1[v] = _mm512_add_epi32(sum1[v], _mm512_mullo_epi32(p, ls));
-            }
-            for (int v = 0; v < 8; v++) {
-                const __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(gb2[8 * s + v]), q[v],
-                                                      _mm512_set1_epi32(oxl_load_i32(x2[ibl].qs + 32 * s + 4 * v)));
-                sum2[v] = _mm512_add_epi32(sum2[v], _mm512_mullo_epi32(p, ls));
-            }
-        }
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ibl].d));
-        {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x0[ibl].d));
-            for (int v = 0; v < 8; v++) {
-                acc0[v] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum0[v]), acc0[v]);
+        const __m512 d0 = _mm512_mul_ps(dw, _mm512_set1_ps(x0[ibl].d));
+        const __m512 d1 = _mm512_mul_ps(dw, _mm512_set1_ps(x1[ibl].d));
+        const __m512 d2 = _mm512_mul_ps(dw, _mm512_set1_ps(x2[ibl].d));
+        for (int v = 0; v < 4; v++) {
+            __m512i lo0 = _mm512_setzero_si512(), hi0 = _mm512_setzero_si512();
+            __m512i lo1 = _mm512_setzero_si512(), hi1 = _mm512_setzero_si512();
+            __m512i lo2 = _mm512_setzero_si512(), hi2 = _mm512_setzero_si512();
+            for (int s = 0; s < 8; s++) {
+                const __m512i ls = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)w[ibl].sc[s]));
+                const __m512i p = _mm512_loadu_si512(w[ibl].qs[v][s]);
+                const __m512i ql = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
+                const __m512i qh = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
+                lo0 = _mm512_add_epi32(lo0, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb0[8 * s + v]), ql,
+                    _mm512_set1_epi32(oxl_load_i32(x0[ibl].qs + 32 * s + 4 * v))), ls));
+                hi0 = _mm512_add_epi32(hi0, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb0[8 * s + v + 4]), qh,
+                    _mm512_set1_epi32(oxl_load_i32(x0[ibl].qs + 32 * s + 16 + 4 * v))), ls));
+                lo1 = _mm512_add_epi32(lo1, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb1[8 * s + v]), ql,
+                    _mm512_set1_epi32(oxl_load_i32(x1[ibl].qs + 32 * s + 4 * v))), ls));
+                hi1 = _mm512_add_epi32(hi1, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb1[8 * s + v + 4]), qh,
+                    _mm512_set1_epi32(oxl_load_i32(x1[ibl].qs + 32 * s + 16 + 4 * v))), ls));
+                lo2 = _mm512_add_epi32(lo2, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb2[8 * s + v]), ql,
+                    _mm512_set1_epi32(oxl_load_i32(x2[ibl].qs + 32 * s + 4 * v))), ls));
+                hi2 = _mm512_add_epi32(hi2, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb2[8 * s + v + 4]), qh,
+                    _mm512_set1_epi32(oxl_load_i32(x2[ibl].qs + 32 * s + 16 + 4 * v))), ls));
             }
-        }
-        {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x1[ibl].d));
-            for (int v = 0; v < 8; v++) {
-                acc1[v] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum1[v]), acc1[v]);
-            }
-        }
-        {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x2[ibl].d));
-            for (int v = 0; v < 8; v++) {
-                acc2[v] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum2[v]), acc2[v]);
-            }
+            acc0[v] = _mm512_fmadd_ps(d0, _mm512_cvtepi32_ps(lo0), acc0[v]);
+            acc0[v + 4] = _mm512_fmadd_ps(d0, _mm512_cvtepi32_ps(hi0), acc0[v + 4]);
+            acc1[v] = _mm512_fmadd_ps(d1, _mm512_cvtepi32_ps(lo1), acc1[v]);
+            acc1[v + 4] = _mm512_fmadd_ps(d1, _mm512_cvtepi32_ps(hi1), acc1[v + 4]);
+            acc2[v] = _mm512_fmadd_ps(d2, _mm512_cvtepi32_ps(lo2), acc2[v]);
+            acc2[v + 4] = _mm512_fmadd_ps(d2, _mm512_cvtepi32_ps(hi2), acc2[v + 4]);
         }
     }
     {
@@ -308,75 +269,52 @@ static inline void oxl_rp_tile_4(const oxl_rp_iq4_xs *w, int64_t nb, const char 
     for (int64_t ibl = 0; ibl < nb; ibl++) {
         int32_t gb0[64];
         oxl_rp_gbias(x0 + ibl, gb0);
-        __m512i sum0[8];
         int32_t gb1[64];
         oxl_rp_gbias(x1 + ibl, gb1);
-        __m512i sum1[8];
         int32_t gb2[64];
         oxl_rp_gbias(x2 + ibl, gb2);
-        __m512i sum2[8];
         int32_t gb3[64];
         oxl_rp_gbias(x3 + ibl, gb3);
-        __m512i sum3[8];
-        for (int v = 0; v < 8; v++) {
-            sum0[v] = _mm512_setzero_si512();
-            sum1[v] = _mm512_setzero_si512();
-            sum2[v] = _mm512_setzero_si512();
-            sum3[v] = _mm512_setzero_si512();
-        }
-        for (int s = 0; s < 8; s++) {
-            const __m512i ls = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)w[ibl].sc[s]));
-            __m512i q[8];
-            for (int v = 0; v < 4; v++) {
-                const __m512i p = _mm512_loadu_si512(w[ibl].qs[s][v]);
-                q[v] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
-                q[v + 4] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
-            }
-            for (int v = 0; v < 8; v++) {
-                const __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(gb0[8 * s + v]), q[v],
-                                                      _mm512_set1_epi32(oxl_load_i32(x0[ibl].qs + 32 * s + 4 * v)));
-                sum0[v] = _mm512_add_epi32(sum0[v], _mm512_mullo_epi32(p, ls));
-            }
-            for (int v = 0; v < 8; v++) {
-                const __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(gb1[8 * s + v]), q[v],
-                                                      _mm512_set1_epi32(oxl_load_i32(x1[ibl].qs + 32 * s + 4 * v)));
-                sum1[v] = _mm512_add_epi32(sum1[v], _mm512_mullo_epi32(p, ls));
-            }
-            for (int v = 0; v < 8; v++) {
-                const __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(gb2[8 * s + v]), q[v],
-                                                      _mm512_set1_epi32(oxl_load_i32(x2[ibl].qs + 32 * s + 4 * v)));
-                sum2[v] = _mm512_add_epi32(sum2[v], _mm512_mullo_epi32(p, ls));
-            }
-            for (int v = 0; v < 8; v++) {
-                const __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(gb3[8 * s + v]), q[v],
-                                                      _mm512_set1_epi32(oxl_load_i32(x3[ibl].qs + 32 * s + 4 * v)));
-                sum3[v] = _mm512_add_epi32(sum3[v], _mm512_mullo_epi32(p, ls));
-            }
-        }
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ibl].d));
-        {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x0[ibl].d));
-            for (int v = 0; v < 8; v++) {
-                acc0[v] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum0[v]), acc0[v]);
+        const __m512 d0 = _mm512_mul_ps(dw, _mm512_set1_ps(x0[ibl].d));
+        const __m512 d1 = _mm512_mul_ps(dw, _mm512_set1_ps(x1[ibl].d));
+        const __m512 d2 = _mm512_mul_ps(dw, _mm512_set1_ps(x2[ibl].d));
+        const __m512 d3 = _mm512_mul_ps(dw, _mm512_set1_ps(x3[ibl].d));
+        for (int v = 0; v < 4; v++) {
+            __m512i lo0 = _mm512_setzero_si512(), hi0 = _mm512_setzero_si512();
+            __m512i lo1 = _mm512_setzero_si512(), hi1 = _mm512_setzero_si512();
+            __m512i lo2 = _mm512_setzero_si512(), hi2 = _mm512_setzero_si512();
+            __m512i lo3 = _mm512_setzero_si512(), hi3 = _mm512_setzero_si512();
+            for (int s = 0; s < 8; s++) {
+                const __m512i ls = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)w[ibl].sc[s]));
+                const __m512i p = _mm512_loadu_si512(w[ibl].qs[v][s]);
+                const __m512i ql = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
+                const __m512i qh = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
+                lo0 = _mm512_add_epi32(lo0, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb0[8 * s + v]), ql,
+                    _mm512_set1_epi32(oxl_load_i32(x0[ibl].qs + 32 * s + 4 * v))), ls));
+                hi0 = _mm512_add_epi32(hi0, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb0[8 * s + v + 4]), qh,
+                    _mm512_set1_epi32(oxl_load_i32(x0[ibl].qs + 32 * s + 16 + 4 * v))), ls));
+                lo1 = _mm512_add_epi32(lo1, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb1[8 * s + v]), ql,
+                    _mm512_set1_epi32(oxl_load_i32(x1[ibl].qs + 32 * s + 4 * v))), ls));
+                hi1 = _mm512_add_epi32(hi1, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb1[8 * s + v + 4]), qh,
+                    _mm512_set1_epi32(oxl_load_i32(x1[ibl].qs + 32 * s + 16 + 4 * v))), ls));
+                lo2 = _mm512_add_epi32(lo2, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb2[8 * s + v]), ql,
+                    _mm512_set1_epi32(oxl_load_i32(x2[ibl].qs + 32 * s + 4 * v))), ls));
+                hi2 = _mm512_add_epi32(hi2, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb2[8 * s + v + 4]), qh,
+                    _mm512_set1_epi32(oxl_load_i32(x2[ibl].qs + 32 * s + 16 + 4 * v))), ls));
+                lo3 = _mm512_add_epi32(lo3, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb3[8 * s + v]), ql,
+                    _mm512_set1_epi32(oxl_load_i32(x3[ibl].qs + 32 * s + 4 * v))), ls));
+                hi3 = _mm512_add_epi32(hi3, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_set1_epi32(gb3[8 * s + v + 4]), qh,
+                    _mm512_set1_epi32(oxl_load_i32(x3[ibl].qs + 32 * s + 16 + 4 * v))), ls));
             }
-        }
-        {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x1[ibl].d));
-            for (int v = 0; v < 8; v++) {
-                acc1[v] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum1[v]), acc1[v]);
-            }
-        }
-        {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x2[ibl].d));
-            for (int v = 0; v < 8; v++) {
-                acc2[v] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum2[v]), acc2[v]);
-            }
-        }
-        {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x3[ibl].d));
-            for (int v = 0; v < 8; v++) {
-                acc3[v] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum3[v]), acc3[v]);
-            }
+            acc0[v] = _mm512_fmadd_ps(d0, _mm512_cvtepi32_ps(lo0), acc0[v]);
+            acc0[v + 4] = _mm512_fmadd_ps(d0, _mm512_cvtepi32_ps(hi0), acc0[v + 4]);
+            acc1[v] = _mm512_fmadd_ps(d1, _mm512_cvtepi32_ps(lo1), acc1[v]);
+            acc1[v + 4] = _mm512_fmadd_ps(d1, _mm512_cvtepi32_ps(hi1), acc1[v + 4]);
+            acc2[v] = _mm512_fmadd_ps(d2, _mm512_cvtepi32_ps(lo2), acc2[v]);
+            acc2[v + 4] = _mm512_fmadd_ps(d2, _mm512_cvtepi32_ps(hi2), acc2[v + 4]);
+            acc3[v] = _mm512_fmadd_ps(d3, _mm512_cvtepi32_ps(lo3), acc3[v]);
+            acc3[v + 4] = _mm512_fmadd_ps(d3, _mm512_cvtepi32_ps(hi3), acc3[v + 4]);
         }
     }
     {
