@@ -63,29 +63,37 @@ OXL_KERNEL_SIG_repack(oxl_repack_iq4_nl_16r__avx512vnni) {
     }
 }
 
+/* the 8 groups of block w, values plus 128, lane r row r */
+static inline void oxl_rp_values(const oxl_rp_iq4_nl *w, __m512i tbl, __m512i q[8]) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    for (int v = 0; v < 4; v++) {
+        const __m512i p = _mm512_loadu_si512(w->qs[v]);
+        q[v] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
+        q[v + 4] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
+    }
+}
+
+/* 16 rows x NC columns, the columns unrolled so every accumulator stays in a register: per block
+ * and column the exact int32 sum of the block's products (two vpdpbusd chains, groups 0-3 and 4-7,
+ * less 128 times the block's activation sum), one conversion, one FMA with d_w * d_x */
 static inline void oxl_rp_tile_1(const oxl_rp_iq4_nl *w, int64_t nb, const char *b, size_t ldb,
                                     const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i tbl = oxl_rp_table();
     __m512 acc0 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
-    const int32_t *s0 = bsum + 0 * bstride;
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
         __m512i q[8];
-        for (int v = 0; v < 4; v++) {
-            const __m512i p = _mm512_loadu_si512(w[ib].qs[v]);
-            q[v] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
-            q[v + 4] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
-        }
+        oxl_rp_values(w + ib, tbl, q);
         {
-            __m512i s = _mm512_set1_epi32(-128 * s0[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[0 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 16 + 4 * v)));
             }
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))),
-                                   acc0);
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
         }
     }
     _mm512_storeu_ps(c + 0 * ldc, acc0);
@@ -93,39 +101,34 @@ static inline void oxl_rp_tile_1(const oxl_rp_iq4_nl *w, int64_t nb, const char 
 
 static inline void oxl_rp_tile_2(const oxl_rp_iq4_nl *w, int64_t nb, const char *b, size_t ldb,
                                     const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i tbl = oxl_rp_table();
     __m512 acc0 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
-    const int32_t *s0 = bsum + 0 * bstride;
     __m512 acc1 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
-    const int32_t *s1 = bsum + 1 * bstride;
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
         __m512i q[8];
-        for (int v = 0; v < 4; v++) {
-            const __m512i p = _mm512_loadu_si512(w[ib].qs[v]);
-            q[v] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
-            q[v + 4] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
+        oxl_rp_values(w + ib, tbl, q);
+        {
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[0 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 16 + 4 * v)));
+            }
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s0[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[1 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 16 + 4 * v)));
             }
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))),
-                                   acc0);
-        }
-        {
-            __m512i s = _mm512_set1_epi32(-128 * s1[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
-            }
-            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))),
-                                   acc1);
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
         }
     }
     _mm512_storeu_ps(c + 0 * ldc, acc0);
@@ -134,51 +137,46 @@ static inline void oxl_rp_tile_2(const oxl_rp_iq4_nl *w, int64_t nb, const char 
 
 static inline void oxl_rp_tile_3(const oxl_rp_iq4_nl *w, int64_t nb, const char *b, size_t ldb,
                                     const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i tbl = oxl_rp_table();
     __m512 acc0 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
-    const int32_t *s0 = bsum + 0 * bstride;
     __m512 acc1 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
-    const int32_t *s1 = bsum + 1 * bstride;
     __m512 acc2 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x2 = (const oxl_block_q8_0 *)(b + 2 * ldb);
-    const int32_t *s2 = bsum + 2 * bstride;
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
         __m512i q[8];
-        for (int v = 0; v < 4; v++) {
-            const __m512i p = _mm512_loadu_si512(w[ib].qs[v]);
-            q[v] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
-            q[v + 4] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
+        oxl_rp_values(w + ib, tbl, q);
+        {
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[0 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 16 + 4 * v)));
+            }
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s0[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[1 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 16 + 4 * v)));
             }
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))),
-                                   acc0);
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s1[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[2 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 16 + 4 * v)));
             }
-            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))),
-                                   acc1);
-        }
-        {
-            __m512i s = _mm512_set1_epi32(-128 * s2[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
-            }
-            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))),
-                                   acc2);
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
         }
     }
     _mm512_storeu_ps(c + 0 * ldc, acc0);
@@ -188,63 +186,58 @@ static inline void oxl_rp_tile_3(const oxl_rp_iq4_nl *w, int64_t nb, const char 
 
 static inline void oxl_rp_tile_4(const oxl_rp_iq4_nl *w, int64_t nb, const char *b, size_t ldb,
                                     const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i tbl = oxl_rp_table();
     __m512 acc0 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
-    const int32_t *s0 = bsum + 0 * bstride;
     __m512 acc1 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
-    const int32_t *s1 = bsum + 1 * bstride;
     __m512 acc2 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x2 = (const oxl_block_q8_0 *)(b + 2 * ldb);
-    const int32_t *s2 = bsum + 2 * bstride;
     __m512 acc3 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x3 = (const oxl_block_q8_0 *)(b + 3 * ldb);
-    const int32_t *s3 = bsum + 3 * bstride;
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
         __m512i q[8];
-        for (int v = 0; v < 4; v++) {
-            const __m512i p = _mm512_loadu_si512(w[ib].qs[v]);
-            q[v] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
-            q[v + 4] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
+        oxl_rp_values(w + ib, tbl, q);
+        {
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[0 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 16 + 4 * v)));
+            }
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s0[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[1 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 16 + 4 * v)));
             }
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))),
-                                   acc0);
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s1[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[2 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 16 + 4 * v)));
             }
-            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))),
-                                   acc1);
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s2[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[3 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 16 + 4 * v)));
             }
-            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))),
-                                   acc2);
-        }
-        {
-            __m512i s = _mm512_set1_epi32(-128 * s3[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
-            }
-            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))),
-                                   acc3);
+            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))), acc3);
         }
     }
     _mm512_storeu_ps(c + 0 * ldc, acc0);
@@ -255,75 +248,70 @@ static inline void oxl_rp_tile_4(const oxl_rp_iq4_nl *w, int64_t nb, const char 
 
 static inline void oxl_rp_tile_5(const oxl_rp_iq4_nl *w, int64_t nb, const char *b, size_t ldb,
                                     const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i tbl = oxl_rp_table();
     __m512 acc0 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
-    const int32_t *s0 = bsum + 0 * bstride;
     __m512 acc1 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
-    const int32_t *s1 = bsum + 1 * bstride;
     __m512 acc2 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x2 = (const oxl_block_q8_0 *)(b + 2 * ldb);
-    const int32_t *s2 = bsum + 2 * bstride;
     __m512 acc3 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x3 = (const oxl_block_q8_0 *)(b + 3 * ldb);
-    const int32_t *s3 = bsum + 3 * bstride;
     __m512 acc4 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x4 = (const oxl_block_q8_0 *)(b + 4 * ldb);
-    const int32_t *s4 = bsum + 4 * bstride;
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
         __m512i q[8];
-        for (int v = 0; v < 4; v++) {
-            const __m512i p = _mm512_loadu_si512(w[ib].qs[v]);
-            q[v] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
-            q[v + 4] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
+        oxl_rp_values(w + ib, tbl, q);
+        {
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[0 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 16 + 4 * v)));
+            }
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s0[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[1 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 16 + 4 * v)));
             }
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))),
-                                   acc0);
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s1[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[2 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 16 + 4 * v)));
             }
-            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))),
-                                   acc1);
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s2[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[3 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 16 + 4 * v)));
             }
-            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))),
-                                   acc2);
+            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))), acc3);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s3[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[4 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 16 + 4 * v)));
             }
-            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))),
-                                   acc3);
-        }
-        {
-            __m512i s = _mm512_set1_epi32(-128 * s4[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
-            }
-            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))),
-                                   acc4);
+            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))), acc4);
         }
     }
     _mm512_storeu_ps(c + 0 * ldc, acc0);
@@ -335,87 +323,82 @@ static inline void oxl_rp_tile_5(const oxl_rp_iq4_nl *w, int64_t nb, const char 
 
 static inline void oxl_rp_tile_6(const oxl_rp_iq4_nl *w, int64_t nb, const char *b, size_t ldb,
                                     const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i tbl = oxl_rp_table();
     __m512 acc0 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
-    const int32_t *s0 = bsum + 0 * bstride;
     __m512 acc1 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
-    const int32_t *s1 = bsum + 1 * bstride;
     __m512 acc2 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x2 = (const oxl_block_q8_0 *)(b + 2 * ldb);
-    const int32_t *s2 = bsum + 2 * bstride;
     __m512 acc3 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x3 = (const oxl_block_q8_0 *)(b + 3 * ldb);
-    const int32_t *s3 = bsum + 3 * bstride;
     __m512 acc4 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x4 = (const oxl_block_q8_0 *)(b + 4 * ldb);
-    const int32_t *s4 = bsum + 4 * bstride;
     __m512 acc5 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x5 = (const oxl_block_q8_0 *)(b + 5 * ldb);
-    const int32_t *s5 = bsum + 5 * bstride;
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
         __m512i q[8];
-        for (int v = 0; v < 4; v++) {
-            const __m512i p = _mm512_loadu_si512(w[ib].qs[v]);
-            q[v] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
-            q[v + 4] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
+        oxl_rp_values(w + ib, tbl, q);
+        {
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[0 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 16 + 4 * v)));
+            }
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s0[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[1 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 16 + 4 * v)));
             }
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))),
-                                   acc0);
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s1[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[2 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 16 + 4 * v)));
             }
-            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))),
-                                   acc1);
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s2[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[3 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 16 + 4 * v)));
             }
-            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))),
-                                   acc2);
+            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))), acc3);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s3[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[4 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 16 + 4 * v)));
             }
-            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))),
-                                   acc3);
+            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))), acc4);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s4[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[5 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 16 + 4 * v)));
             }
-            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))),
-                                   acc4);
-        }
-        {
-            __m512i s = _mm512_set1_epi32(-128 * s5[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 4 * v)));
-            }
-            acc5 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x5[ib].d))),
-                                   acc5);
+            acc5 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x5[ib].d))), acc5);
         }
     }
     _mm512_storeu_ps(c + 0 * ldc, acc0);
@@ -428,99 +411,94 @@ static inline void oxl_rp_tile_6(const oxl_rp_iq4_nl *w, int64_t nb, const char 
 
 static inline void oxl_rp_tile_7(const oxl_rp_iq4_nl *w, int64_t nb, const char *b, size_t ldb,
                                     const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i tbl = oxl_rp_table();
     __m512 acc0 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
-    const int32_t *s0 = bsum + 0 * bstride;
     __m512 acc1 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
-    const int32_t *s1 = bsum + 1 * bstride;
     __m512 acc2 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x2 = (const oxl_block_q8_0 *)(b + 2 * ldb);
-    const int32_t *s2 = bsum + 2 * bstride;
     __m512 acc3 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x3 = (const oxl_block_q8_0 *)(b + 3 * ldb);
-    const int32_t *s3 = bsum + 3 * bstride;
     __m512 acc4 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x4 = (const oxl_block_q8_0 *)(b + 4 * ldb);
-    const int32_t *s4 = bsum + 4 * bstride;
     __m512 acc5 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x5 = (const oxl_block_q8_0 *)(b + 5 * ldb);
-    const int32_t *s5 = bsum + 5 * bstride;
     __m512 acc6 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x6 = (const oxl_block_q8_0 *)(b + 6 * ldb);
-    const int32_t *s6 = bsum + 6 * bstride;
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
         __m512i q[8];
-        for (int v = 0; v < 4; v++) {
-            const __m512i p = _mm512_loadu_si512(w[ib].qs[v]);
-            q[v] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
-            q[v + 4] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
+        oxl_rp_values(w + ib, tbl, q);
+        {
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[0 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 16 + 4 * v)));
+            }
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s0[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[1 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 16 + 4 * v)));
             }
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))),
-                                   acc0);
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s1[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[2 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 16 + 4 * v)));
             }
-            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))),
-                                   acc1);
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s2[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[3 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 16 + 4 * v)));
             }
-            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))),
-                                   acc2);
+            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))), acc3);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s3[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[4 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 16 + 4 * v)));
             }
-            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))),
-                                   acc3);
+            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))), acc4);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s4[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[5 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 16 + 4 * v)));
             }
-            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))),
-                                   acc4);
+            acc5 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x5[ib].d))), acc5);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s5[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[6 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x6[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x6[ib].qs + 16 + 4 * v)));
             }
-            acc5 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x5[ib].d))),
-                                   acc5);
-        }
-        {
-            __m512i s = _mm512_set1_epi32(-128 * s6[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x6[ib].qs + 4 * v)));
-            }
-            acc6 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x6[ib].d))),
-                                   acc6);
+            acc6 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x6[ib].d))), acc6);
         }
     }
     _mm512_storeu_ps(c + 0 * ldc, acc0);
@@ -534,111 +512,106 @@ static inline void oxl_rp_tile_7(const oxl_rp_iq4_nl *w, int64_t nb, const char 
 
 static inline void oxl_rp_tile_8(const oxl_rp_iq4_nl *w, int64_t nb, const char *b, size_t ldb,
                                     const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i tbl = oxl_rp_table();
     __m512 acc0 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
-    const int32_t *s0 = bsum + 0 * bstride;
     __m512 acc1 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
-    const int32_t *s1 = bsum + 1 * bstride;
     __m512 acc2 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x2 = (const oxl_block_q8_0 *)(b + 2 * ldb);
-    const int32_t *s2 = bsum + 2 * bstride;
     __m512 acc3 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x3 = (const oxl_block_q8_0 *)(b + 3 * ldb);
-    const int32_t *s3 = bsum + 3 * bstride;
     __m512 acc4 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x4 = (const oxl_block_q8_0 *)(b + 4 * ldb);
-    const int32_t *s4 = bsum + 4 * bstride;
     __m512 acc5 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x5 = (const oxl_block_q8_0 *)(b + 5 * ldb);
-    const int32_t *s5 = bsum + 5 * bstride;
     __m512 acc6 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x6 = (const oxl_block_q8_0 *)(b + 6 * ldb);
-    const int32_t *s6 = bsum + 6 * bstride;
     __m512 acc7 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x7 = (const oxl_block_q8_0 *)(b + 7 * ldb);
-    const int32_t *s7 = bsum + 7 * bstride;
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
         __m512i q[8];
-        for (int v = 0; v < 4; v++) {
-            const __m512i p = _mm512_loadu_si512(w[ib].qs[v]);
-            q[v] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
-            q[v + 4] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
+        oxl_rp_values(w + ib, tbl, q);
+        {
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[0 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 16 + 4 * v)));
+            }
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))), acc0);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s0[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x0[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[1 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 16 + 4 * v)));
             }
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d))),
-                                   acc0);
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))), acc1);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s1[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x1[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[2 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 16 + 4 * v)));
             }
-            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d))),
-                                   acc1);
+            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))), acc2);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s2[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x2[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[3 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 16 + 4 * v)));
             }
-            acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d))),
-                                   acc2);
+            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))), acc3);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s3[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x3[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[4 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 16 + 4 * v)));
             }
-            acc3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x3[ib].d))),
-                                   acc3);
+            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))), acc4);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s4[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x4[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[5 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 16 + 4 * v)));
             }
-            acc4 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x4[ib].d))),
-                                   acc4);
+            acc5 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x5[ib].d))), acc5);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s5[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x5[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[6 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x6[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x6[ib].qs + 16 + 4 * v)));
             }
-            acc5 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x5[ib].d))),
-                                   acc5);
+            acc6 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x6[ib].d))), acc6);
         }
         {
-            __m512i s = _mm512_set1_epi32(-128 * s6[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x6[ib].qs + 4 * v)));
+            __m512i s0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_set1_epi32(bsum[7 * bstride + ib]), 7));
+            __m512i s1 = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(oxl_load_i32(x7[ib].qs + 4 * v)));
+                s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(oxl_load_i32(x7[ib].qs + 16 + 4 * v)));
             }
-            acc6 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x6[ib].d))),
-                                   acc6);
-        }
-        {
-            __m512i s = _mm512_set1_epi32(-128 * s7[ib]);
-            for (int v = 0; v < 8; v++) {
-                s = _mm512_dpbusd_epi32(s, q[v],
-                                        _mm512_set1_epi32(oxl_load_i32(x7[ib].qs + 4 * v)));
-            }
-            acc7 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x7[ib].d))),
-                                   acc7);
+            acc7 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x7[ib].d))), acc7);
         }
     }
     _mm512_storeu_ps(c + 0 * ldc, acc0);
@@ -683,15 +656,6 @@ static inline void oxl_rp_tile(const oxl_rp_iq4_nl *w, int64_t nb, int nc, const
     }
 }
 
-/* the 8 groups of block w, values plus 128, lane r row r */
-static inline void oxl_rp_values(const oxl_rp_iq4_nl *w, __m512i tbl, __m512i q[8]) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    for (int v = 0; v < 4; v++) {
-        const __m512i p = _mm512_loadu_si512(w->qs[v]);
-        q[v] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(p, m4));
-        q[v + 4] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
-    }
-}
 
 /* the exact int32 sum of the 4 products of group v of a block (values q) against x, per row (lane) */
 static inline __m512i oxl_rp_group(__m512i q, const oxl_block_q8_0 *x, const int32_t *gsum, int v) {
