@@ -657,23 +657,34 @@ static inline void oxl_rp_tile(const oxl_rp_iq4_nl *w, int64_t nb, int nc, const
 }
 
 
-/* the exact int32 sum of the 4 products of group v of a block (values q) against x, per row (lane) */
-static inline __m512i oxl_rp_group(__m512i q, const oxl_block_q8_0 *x, const int32_t *gsum, int v) {
-    return _mm512_dpbusd_epi32(_mm512_set1_epi32(-128 * gsum[v]), q, _mm512_set1_epi32(oxl_load_i32(x->qs + 4 * v)));
-}
-
 static inline __m512 oxl_rp_d(const oxl_rp_iq4_nl *w, const oxl_block_q8_0 *x) {
     return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(x->d)), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w->d)));
+}
+
+/* the exact int32 sums of the 4 products of groups v and v + 4 of block w against x, per row (lane),
+ * without an offset: the magnitudes of the values (vpshufb of mtbl) are the u8 operand and the
+ * activations take the values' signs (ggml's sign trick: the codes 0..7 are oxl_kvalues_iq4nl's
+ * negative values, 8..15 its positive ones; |q8_0| <= 127, so negating never wraps) */
+static inline void oxl_rp_pair(const oxl_rp_iq4_nl *w, const oxl_block_q8_0 *x, __m512i mtbl, int v, __m512i s[2]) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), c8 = _mm512_set1_epi8(8);
+    const __m512i p = _mm512_loadu_si512(w->qs[v]);
+    const __m512i n[2] = {_mm512_and_si512(p, m4), _mm512_and_si512(_mm512_srli_epi16(p, 4), m4)};
+    for (int h = 0; h < 2; h++) {
+        const __m512i xb = _mm512_set1_epi32(oxl_load_i32(x->qs + 4 * (v + 4 * h)));
+        const __m512i sx = _mm512_mask_sub_epi8(xb, _mm512_testn_epi8_mask(n[h], c8), _mm512_setzero_si512(), xb);
+        s[h] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_shuffle_epi8(mtbl, n[h]), sx);
+    }
 }
 
 /* One column in ggml's IQ4_NL order (ggml_vec_dot_iq4_nl_q8_0 of the x86 build, as the plain cells):
  * blocks in pairs, lane v of the first into acc0[v] and of the second into acc1[v] with one FMA by
  * d_x * d_w each; hsum_float_8 of acc0 + acc1, ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7));
- * an odd last block's exact sum added with one FMA. gsum: the column's group-of-4 sums. */
+ * an odd last block's exact sum added with one FMA. */
 #define OXL_RP_GEMV 1
 static inline void oxl_rp_gemv(const oxl_rp_iq4_nl *w, int64_t nb, const char *b, const int32_t *gsum, float *c) {
+    (void)gsum;
     const oxl_block_q8_0 *x = (const oxl_block_q8_0 *)b;
-    const __m512i tbl = oxl_rp_table();
+    const __m512i mtbl = _mm512_abs_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)oxl_kvalues_iq4nl)));
     __m512 acc0[8], acc1[8];
     for (int v = 0; v < 8; v++) {
         acc0[v] = _mm512_setzero_ps();
@@ -681,17 +692,15 @@ static inline void oxl_rp_gemv(const oxl_rp_iq4_nl *w, int64_t nb, const char *b
     }
     int64_t ib = 0;
     for (; ib + 1 < nb; ib += 2) {
-        __m512i q[8];
-        const __m512 d0 = oxl_rp_d(w + ib, x + ib);
-        oxl_rp_values(w + ib, tbl, q);
-        for (int v = 0; v < 8; v++) {
-            acc0[v] = _mm512_fmadd_ps(d0, _mm512_cvtepi32_ps(oxl_rp_group(q[v], x + ib, gsum + 8 * ib, v)), acc0[v]);
-        }
-        const __m512 d1 = oxl_rp_d(w + ib + 1, x + ib + 1);
-        oxl_rp_values(w + ib + 1, tbl, q);
-        for (int v = 0; v < 8; v++) {
-            acc1[v] = _mm512_fmadd_ps(d1, _mm512_cvtepi32_ps(oxl_rp_group(q[v], x + ib + 1, gsum + 8 * (ib + 1), v)),
-                                      acc1[v]);
+        const __m512 d0 = oxl_rp_d(w + ib, x + ib), d1 = oxl_rp_d(w + ib + 1, x + ib + 1);
+        for (int v = 0; v < 4; v++) {
+            __m512i s[2];
+            oxl_rp_pair(w + ib, x + ib, mtbl, v, s);
+            acc0[v] = _mm512_fmadd_ps(d0, _mm512_cvtepi32_ps(s[0]), acc0[v]);
+            acc0[v + 4] = _mm512_fmadd_ps(d0, _mm512_cvtepi32_ps(s[1]), acc0[v + 4]);
+            oxl_rp_pair(w + ib + 1, x + ib + 1, mtbl, v, s);
+            acc1[v] = _mm512_fmadd_ps(d1, _mm512_cvtepi32_ps(s[0]), acc1[v]);
+            acc1[v + 4] = _mm512_fmadd_ps(d1, _mm512_cvtepi32_ps(s[1]), acc1[v + 4]);
         }
     }
     __m512 a[8];
@@ -702,13 +711,13 @@ static inline void oxl_rp_gemv(const oxl_rp_iq4_nl *w, int64_t nb, const char *b
     const __m512 hi = _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7]));
     __m512 sum = _mm512_add_ps(lo, hi);
     if (ib < nb) {
-        __m512i q[8];
-        oxl_rp_values(w + ib, tbl, q);
-        __m512i s = _mm512_setzero_si512();
-        for (int v = 0; v < 8; v++) {
-            s = _mm512_add_epi32(s, oxl_rp_group(q[v], x + ib, gsum + 8 * ib, v));
+        __m512i t = _mm512_setzero_si512();
+        for (int v = 0; v < 4; v++) {
+            __m512i s[2];
+            oxl_rp_pair(w + ib, x + ib, mtbl, v, s);
+            t = _mm512_add_epi32(t, _mm512_add_epi32(s[0], s[1]));
         }
-        sum = _mm512_fmadd_ps(oxl_rp_d(w + ib, x + ib), _mm512_cvtepi32_ps(s), sum);
+        sum = _mm512_fmadd_ps(oxl_rp_d(w + ib, x + ib), _mm512_cvtepi32_ps(t), sum);
     }
     _mm512_storeu_ps(c, sum);
 }
