@@ -95,8 +95,14 @@ static inline int oxl_repack_rows(oxl_type t, oxl_isa isa) {
     if (t == OXL_TYPE_IQ4_NL && isa == OXL_ISA_AVX512VNNI) {
         return 16;
     }
+    if (t == OXL_TYPE_IQ4_NL && isa == OXL_ISA_AVX2) {
+        return 8;
+    }
     if (t == OXL_TYPE_IQ4_XS && isa == OXL_ISA_AVX512VNNI) {
         return 16;
+    }
+    if (t == OXL_TYPE_IQ4_XS && isa == OXL_ISA_AVX2) {
+        return 8;
     }
     if (t == OXL_TYPE_Q4_K && isa == OXL_ISA_AVX512VNNI) {
         return 16;
@@ -127,10 +133,16 @@ static inline size_t oxl_repack_group_bytes(oxl_type t, oxl_isa isa) {
         return 544;
     }
     if (t == OXL_TYPE_IQ4_NL && isa == OXL_ISA_AVX512VNNI) {
-        return 544;
+        return 288;
+    }
+    if (t == OXL_TYPE_IQ4_NL && isa == OXL_ISA_AVX2) {
+        return 144;
     }
     if (t == OXL_TYPE_IQ4_XS && isa == OXL_ISA_AVX512VNNI) {
-        return 4256;
+        return 2208;
+    }
+    if (t == OXL_TYPE_IQ4_XS && isa == OXL_ISA_AVX2) {
+        return 1104;
     }
     if (t == OXL_TYPE_Q4_K && isa == OXL_ISA_AVX512VNNI) {
         return 2368;
