@@ -70,9 +70,8 @@ static inline void oxl_rp_tile_1(const oxl_rp_q1_0 *w, int64_t nb, const char *b
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
     const int32_t *g0 = bsum + 0 * bstride + 4 * nb; /* the column's group-of-4 sums */
     __m512 acc0[8];
-    for (int l = 0; l < 8; l++) {
-        acc0[l] = _mm512_setzero_ps();
-    }
+    acc0[0] = acc0[1] = acc0[2] = acc0[3] = _mm512_setzero_ps();
+    acc0[4] = acc0[5] = acc0[6] = acc0[7] = _mm512_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
         const oxl_block_q8_0 *y0 = x0 + 4 * ib;
@@ -115,10 +114,10 @@ static inline void oxl_rp_tile_2(const oxl_rp_q1_0 *w, int64_t nb, const char *b
     const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
     const int32_t *g1 = bsum + 1 * bstride + 4 * nb; /* the column's group-of-4 sums */
     __m512 acc1[8];
-    for (int l = 0; l < 8; l++) {
-        acc0[l] = _mm512_setzero_ps();
-        acc1[l] = _mm512_setzero_ps();
-    }
+    acc0[0] = acc0[1] = acc0[2] = acc0[3] = _mm512_setzero_ps();
+    acc0[4] = acc0[5] = acc0[6] = acc0[7] = _mm512_setzero_ps();
+    acc1[0] = acc1[1] = acc1[2] = acc1[3] = _mm512_setzero_ps();
+    acc1[4] = acc1[5] = acc1[6] = acc1[7] = _mm512_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
         const oxl_block_q8_0 *y0 = x0 + 4 * ib;
@@ -185,11 +184,12 @@ static inline void oxl_rp_tile_3(const oxl_rp_q1_0 *w, int64_t nb, const char *b
     const oxl_block_q8_0 *x2 = (const oxl_block_q8_0 *)(b + 2 * ldb);
     const int32_t *g2 = bsum + 2 * bstride + 4 * nb; /* the column's group-of-4 sums */
     __m512 acc2[8];
-    for (int l = 0; l < 8; l++) {
-        acc0[l] = _mm512_setzero_ps();
-        acc1[l] = _mm512_setzero_ps();
-        acc2[l] = _mm512_setzero_ps();
-    }
+    acc0[0] = acc0[1] = acc0[2] = acc0[3] = _mm512_setzero_ps();
+    acc0[4] = acc0[5] = acc0[6] = acc0[7] = _mm512_setzero_ps();
+    acc1[0] = acc1[1] = acc1[2] = acc1[3] = _mm512_setzero_ps();
+    acc1[4] = acc1[5] = acc1[6] = acc1[7] = _mm512_setzero_ps();
+    acc2[0] = acc2[1] = acc2[2] = acc2[3] = _mm512_setzero_ps();
+    acc2[4] = acc2[5] = acc2[6] = acc2[7] = _mm512_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
         const oxl_block_q8_0 *y0 = x0 + 4 * ib;
@@ -280,12 +280,14 @@ static inline void oxl_rp_tile_4(const oxl_rp_q1_0 *w, int64_t nb, const char *b
     const oxl_block_q8_0 *x3 = (const oxl_block_q8_0 *)(b + 3 * ldb);
     const int32_t *g3 = bsum + 3 * bstride + 4 * nb; /* the column's group-of-4 sums */
     __m512 acc3[8];
-    for (int l = 0; l < 8; l++) {
-        acc0[l] = _mm512_setzero_ps();
-        acc1[l] = _mm512_setzero_ps();
-        acc2[l] = _mm512_setzero_ps();
-        acc3[l] = _mm512_setzero_ps();
-    }
+    acc0[0] = acc0[1] = acc0[2] = acc0[3] = _mm512_setzero_ps();
+    acc0[4] = acc0[5] = acc0[6] = acc0[7] = _mm512_setzero_ps();
+    acc1[0] = acc1[1] = acc1[2] = acc1[3] = _mm512_setzero_ps();
+    acc1[4] = acc1[5] = acc1[6] = acc1[7] = _mm512_setzero_ps();
+    acc2[0] = acc2[1] = acc2[2] = acc2[3] = _mm512_setzero_ps();
+    acc2[4] = acc2[5] = acc2[6] = acc2[7] = _mm512_setzero_ps();
+    acc3[0] = acc3[1] = acc3[2] = acc3[3] = _mm512_setzero_ps();
+    acc3[4] = acc3[5] = acc3[6] = acc3[7] = _mm512_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
         const oxl_block_q8_0 *y0 = x0 + 4 * ib;

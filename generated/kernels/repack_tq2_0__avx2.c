@@ -73,9 +73,8 @@ static inline void oxl_rp_tile_1(const oxl_rp_tq2_0 *w, int64_t nb, const char *
     const __m256i ones = _mm256_set1_epi16(1);
     const oxl_block_q8_K *x0 = (const oxl_block_q8_K *)(b + 0 * ldb);
     __m256 acc0[8];
-    for (int v = 0; v < 8; v++) {
-        acc0[v] = _mm256_setzero_ps();
-    }
+    acc0[0] = acc0[1] = acc0[2] = acc0[3] = _mm256_setzero_ps();
+    acc0[4] = acc0[5] = acc0[6] = acc0[7] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[ib].d));
         const __m256 d0 = _mm256_mul_ps(_mm256_set1_ps(x0[ib].d), dw);
@@ -120,10 +119,10 @@ static inline void oxl_rp_tile_2(const oxl_rp_tq2_0 *w, int64_t nb, const char *
     __m256 acc0[8];
     const oxl_block_q8_K *x1 = (const oxl_block_q8_K *)(b + 1 * ldb);
     __m256 acc1[8];
-    for (int v = 0; v < 8; v++) {
-        acc0[v] = _mm256_setzero_ps();
-        acc1[v] = _mm256_setzero_ps();
-    }
+    acc0[0] = acc0[1] = acc0[2] = acc0[3] = _mm256_setzero_ps();
+    acc0[4] = acc0[5] = acc0[6] = acc0[7] = _mm256_setzero_ps();
+    acc1[0] = acc1[1] = acc1[2] = acc1[3] = _mm256_setzero_ps();
+    acc1[4] = acc1[5] = acc1[6] = acc1[7] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[ib].d));
         const __m256 d0 = _mm256_mul_ps(_mm256_set1_ps(x0[ib].d), dw);
@@ -192,11 +191,12 @@ static inline void oxl_rp_tile_3(const oxl_rp_tq2_0 *w, int64_t nb, const char *
     __m256 acc1[8];
     const oxl_block_q8_K *x2 = (const oxl_block_q8_K *)(b + 2 * ldb);
     __m256 acc2[8];
-    for (int v = 0; v < 8; v++) {
-        acc0[v] = _mm256_setzero_ps();
-        acc1[v] = _mm256_setzero_ps();
-        acc2[v] = _mm256_setzero_ps();
-    }
+    acc0[0] = acc0[1] = acc0[2] = acc0[3] = _mm256_setzero_ps();
+    acc0[4] = acc0[5] = acc0[6] = acc0[7] = _mm256_setzero_ps();
+    acc1[0] = acc1[1] = acc1[2] = acc1[3] = _mm256_setzero_ps();
+    acc1[4] = acc1[5] = acc1[6] = acc1[7] = _mm256_setzero_ps();
+    acc2[0] = acc2[1] = acc2[2] = acc2[3] = _mm256_setzero_ps();
+    acc2[4] = acc2[5] = acc2[6] = acc2[7] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[ib].d));
         const __m256 d0 = _mm256_mul_ps(_mm256_set1_ps(x0[ib].d), dw);
@@ -289,12 +289,14 @@ static inline void oxl_rp_tile_4(const oxl_rp_tq2_0 *w, int64_t nb, const char *
     __m256 acc2[8];
     const oxl_block_q8_K *x3 = (const oxl_block_q8_K *)(b + 3 * ldb);
     __m256 acc3[8];
-    for (int v = 0; v < 8; v++) {
-        acc0[v] = _mm256_setzero_ps();
-        acc1[v] = _mm256_setzero_ps();
-        acc2[v] = _mm256_setzero_ps();
-        acc3[v] = _mm256_setzero_ps();
-    }
+    acc0[0] = acc0[1] = acc0[2] = acc0[3] = _mm256_setzero_ps();
+    acc0[4] = acc0[5] = acc0[6] = acc0[7] = _mm256_setzero_ps();
+    acc1[0] = acc1[1] = acc1[2] = acc1[3] = _mm256_setzero_ps();
+    acc1[4] = acc1[5] = acc1[6] = acc1[7] = _mm256_setzero_ps();
+    acc2[0] = acc2[1] = acc2[2] = acc2[3] = _mm256_setzero_ps();
+    acc2[4] = acc2[5] = acc2[6] = acc2[7] = _mm256_setzero_ps();
+    acc3[0] = acc3[1] = acc3[2] = acc3[3] = _mm256_setzero_ps();
+    acc3[4] = acc3[5] = acc3[6] = acc3[7] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[ib].d));
         const __m256 d0 = _mm256_mul_ps(_mm256_set1_ps(x0[ib].d), dw);
