@@ -511,6 +511,10 @@ REPACKS = (
     Repack("q5_K", "avx512vnni", 16, 4, 16 * 2 * 2 + 8 * 16 + 4 * 32 + 16 * 128 + 8 * 8 * 8),
     Repack("q6_K", "avx512vnni", 16, 4, 16 * 2 + 8 * 32 + 16 * 256),
     Repack("q6_K", "avx2", 8, 4, 8 * 2 + 8 * 16 + 8 * 256),
+    Repack("tq2_0", "avx512vnni", 16, 4, 16 * 2 + 8 * 2 * 64),
+    Repack("q1_0", "avx512vnni", 16, 4, 16 * 2 + 4 * 8 * 8),
+    Repack("tq2_0", "avx2", 8, 4, 8 * 2 + 8 * 2 * 32),
+    Repack("q1_0", "avx2", 8, 4, 8 * 2 + 4 * 8 * 4),
 )
 
 # Formats whose f32 sums follow ggml's AVX-512 order exactly on every ISA (docs/kernels.md,

@@ -119,6 +119,18 @@ static inline int oxl_repack_rows(oxl_type t, oxl_isa isa) {
     if (t == OXL_TYPE_Q6_K && isa == OXL_ISA_AVX2) {
         return 8;
     }
+    if (t == OXL_TYPE_TQ2_0 && isa == OXL_ISA_AVX512VNNI) {
+        return 16;
+    }
+    if (t == OXL_TYPE_Q1_0 && isa == OXL_ISA_AVX512VNNI) {
+        return 16;
+    }
+    if (t == OXL_TYPE_TQ2_0 && isa == OXL_ISA_AVX2) {
+        return 8;
+    }
+    if (t == OXL_TYPE_Q1_0 && isa == OXL_ISA_AVX2) {
+        return 8;
+    }
     return 0;
 }
 
@@ -158,6 +170,18 @@ static inline size_t oxl_repack_group_bytes(oxl_type t, oxl_isa isa) {
     }
     if (t == OXL_TYPE_Q6_K && isa == OXL_ISA_AVX2) {
         return 2192;
+    }
+    if (t == OXL_TYPE_TQ2_0 && isa == OXL_ISA_AVX512VNNI) {
+        return 1056;
+    }
+    if (t == OXL_TYPE_Q1_0 && isa == OXL_ISA_AVX512VNNI) {
+        return 288;
+    }
+    if (t == OXL_TYPE_TQ2_0 && isa == OXL_ISA_AVX2) {
+        return 528;
+    }
+    if (t == OXL_TYPE_Q1_0 && isa == OXL_ISA_AVX2) {
+        return 144;
     }
     return 0;
 }
