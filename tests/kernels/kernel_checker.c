@@ -644,11 +644,12 @@ static void oxl_check_repacked(oxl_type type, oxl_isa isa, const char *name) {
                     ks.vec_dot[type](k, &want, w + (size_t)i * wrow, x + (size_t)j * xrow);
                     /* one column of Q4_0/Q8_0: ggml's own order, to the bit */
                     const bool exact = n == 1 && (type == OXL_TYPE_Q4_0 || type == OXL_TYPE_Q8_0);
-                    /* one column of IQ4_NL/IQ4_XS: the plain vec_dot, which sums in ggml's order, to the bit */
-                    if (n == 1 && (type == OXL_TYPE_IQ4_NL || type == OXL_TYPE_IQ4_XS)) {
+                    /* one column of IQ4_NL/IQ4_XS, every column of MXFP4: the plain vec_dot, which sums in
+                     * ggml's order, to the bit */
+                    if ((n == 1 && (type == OXL_TYPE_IQ4_NL || type == OXL_TYPE_IQ4_XS)) || type == OXL_TYPE_MXFP4) {
                         if (!oxl_same_float(got, want) && bad++ < 5) {
-                            fprintf(stderr, "%s  k %lld one column, row %lld: %a, vec_dot gives %a\n", name,
-                                    (long long)k, (long long)i, got, want);
+                            fprintf(stderr, "%s  k %lld n %lld row %lld column %lld: %a, vec_dot gives %a\n", name,
+                                    (long long)k, (long long)n, (long long)i, (long long)j, got, want);
                         }
                         continue;
                     }
@@ -677,7 +678,7 @@ static void oxl_check_repacked(oxl_type type, oxl_isa isa, const char *name) {
     }
     oxl_golden_line(&r, bad == 0,
                     "%s  gemm_rp(repack(W)) vs vec_dot(W): %d/%d within 1e-5 of sum |w x| (one column of Q4_0/Q8_0/"
-                    "IQ4_NL/IQ4_XS: ggml's order, bit-identical)",
+                    "IQ4_NL/IQ4_XS and every column of MXFP4: ggml's order, bit-identical)",
                     name, checks - bad, checks);
     cr_assert(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", name, r.n_fail);
 }
