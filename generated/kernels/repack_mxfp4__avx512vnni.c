@@ -83,7 +83,8 @@ static inline __m512 oxl_rp_scales(const oxl_rp_mxfp4 *w) {
  * always inlined: every array below is registers. */
 static inline __attribute__((always_inline)) void oxl_rp_run(const oxl_rp_mxfp4 *w, int64_t nb, const char *b,
                                                             size_t ldb, const int32_t *bsum, int64_t bstride,
-                                                            float *c, int64_t ldc, const int h0, const int nh,
+                                                            float *c, int64_t ldc, const int32_t *png,
+                                                            const float *pdy, const int h0, const int nh,
                                                             const int nc) {
     uint8_t values[16];
     for (int i = 0; i < 16; i++) {
@@ -108,35 +109,53 @@ static inline __attribute__((always_inline)) void oxl_rp_run(const oxl_rp_mxfp4 
             }
         }
     }
+    /* per chunk of blocks, each column's d_y as a float and its group sums times -128 (then
+     * broadcast from memory: loads, no arithmetic per row); png, pdy: one column's, made by the
+     * caller for all its groups (one chunk) */
+    enum { CH = 64 };
+    int32_t ng[2][CH * 8];
+    float dy[2][CH];
     int64_t ib = 0;
-    for (; ib + 1 < nb; ib += 2) {
-        for (int u = 0; u < 2; u++) {
-            const oxl_rp_mxfp4 *wb = w + ib + u;
-            const __m512 dw = oxl_rp_scales(wb);
-            for (int h = 0; h < nh; h++) {
-                const __m512 dwh = _mm512_permutexvar_ps(pidx[h0 + h], dw);
-                const __m512i p0 = _mm512_loadu_si512(wb->qs[h0 + h][0]);
-                const __m512i p1 = _mm512_loadu_si512(wb->qs[h0 + h][1]);
-                const __m512i q[4] = {
-                    _mm512_shuffle_epi8(table, _mm512_and_si512(p0, m4)),
-                    _mm512_shuffle_epi8(table, _mm512_and_si512(p1, m4)),
-                    _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(p0, 4), m4)),
-                    _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(p1, 4), m4)),
-                };
-                for (int j = 0; j < nc; j++) {
-                    const oxl_block_q8_0 *xb = x[j] + ib + u;
-                    const int32_t *g = gs[j] + 8 * (ib + u);
-                    const __m512 d = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(xb->d)), dwh);
-                    for (int v = 0; v < 4; v++) {
-                        const __m512i s = _mm512_dpbusd_epi32(
-                            _mm512_mullo_epi32(_mm512_set1_epi64(oxl_load_i64(g + 2 * v)), m128), q[v],
-                            _mm512_set1_epi64(oxl_load_i64(xb->qs + 8 * v)));
-                        acc[h][j][u][v] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[h][j][u][v]);
+    for (int64_t ic = 0; ic + 1 < nb; ic += png ? nb : CH) {
+        const int64_t ie = png ? nb & ~(int64_t)1 : ic + CH < nb ? ic + CH : nb & ~(int64_t)1;
+        const int64_t off = png ? 0 : ic;
+        for (int j = 0; j < nc && !png; j++) {
+            for (int64_t i = ic; i < ie; i++) {
+                dy[j][i - ic] = _cvtsh_ss(x[j][i].d);
+                _mm256_storeu_si256((__m256i *)(ng[j] + 8 * (i - ic)),
+                                    _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(gs[j] + 8 * i)),
+                                                       _mm256_set1_epi32(-128)));
+            }
+        }
+        for (ib = ic; ib < ie; ib += 2) {
+            for (int u = 0; u < 2; u++) {
+                const oxl_rp_mxfp4 *wb = w + ib + u;
+                const __m512 dw = oxl_rp_scales(wb);
+                for (int h = 0; h < nh; h++) {
+                    const __m512 dwh = _mm512_permutexvar_ps(pidx[h0 + h], dw);
+                    const __m512i p0 = _mm512_loadu_si512(wb->qs[h0 + h][0]);
+                    const __m512i p1 = _mm512_loadu_si512(wb->qs[h0 + h][1]);
+                    const __m512i q[4] = {
+                        _mm512_shuffle_epi8(table, _mm512_and_si512(p0, m4)),
+                        _mm512_shuffle_epi8(table, _mm512_and_si512(p1, m4)),
+                        _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(p0, 4), m4)),
+                        _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(p1, 4), m4)),
+                    };
+                    for (int j = 0; j < nc; j++) {
+                        const oxl_block_q8_0 *xb = x[j] + ib + u;
+                        const int32_t *g = (png ? png : ng[j]) + 8 * (ib + u - off);
+                        const __m512 d = _mm512_mul_ps(_mm512_set1_ps((pdy ? pdy : dy[j])[ib + u - off]), dwh);
+                        for (int v = 0; v < 4; v++) {
+                            const __m512i s = _mm512_dpbusd_epi32(_mm512_set1_epi64(oxl_load_i64(g + 2 * v)), q[v],
+                                                                  _mm512_set1_epi64(oxl_load_i64(xb->qs + 8 * v)));
+                            acc[h][j][u][v] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[h][j][u][v]);
+                        }
                     }
                 }
             }
         }
     }
+    ib = nb & ~(int64_t)1;
     const __m512 dw = ib < nb ? oxl_rp_scales(w + ib) : _mm512_setzero_ps();
     for (int j = 0; j < nc; j++) {
         __m512 r[2];
@@ -178,12 +197,12 @@ static inline __attribute__((always_inline)) void oxl_rp_run(const oxl_rp_mxfp4 
 
 static inline void oxl_rp_tile_1(const oxl_rp_mxfp4 *w, int64_t nb, const char *b, size_t ldb,
                                     const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
-    oxl_rp_run(w, nb, b, ldb, bsum, bstride, c, ldc, 0, 2, 1);
+    oxl_rp_run(w, nb, b, ldb, bsum, bstride, c, ldc, NULL, NULL, 0, 2, 1);
 }
 static inline void oxl_rp_tile_2(const oxl_rp_mxfp4 *w, int64_t nb, const char *b, size_t ldb,
                                     const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
-    oxl_rp_run(w, nb, b, ldb, bsum, bstride, c, ldc, 0, 1, 2);
-    oxl_rp_run(w, nb, b, ldb, bsum, bstride, c, ldc, 1, 1, 2);
+    oxl_rp_run(w, nb, b, ldb, bsum, bstride, c, ldc, NULL, NULL, 0, 1, 2);
+    oxl_rp_run(w, nb, b, ldb, bsum, bstride, c, ldc, NULL, NULL, 1, 1, 2);
 }
 static inline void oxl_rp_tile(const oxl_rp_mxfp4 *w, int64_t nb, int nc, const char *b, size_t ldb,
                                const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
@@ -207,25 +226,32 @@ OXL_KERNEL_SIG_gemm_rp(oxl_gemm_rp_mxfp4_q8_0_16x2__avx512vnni) {
     const int64_t nb = k / OXL_QK_MXFP4;
     const oxl_rp_mxfp4 *w = a;
     const int64_t bstride = k / 32 + k / 4; /* q8_0 columns: block sums, then group-of-4 sums */
-    for (int64_t g = 0; g < m / 16; g++, w += nb) {
-#ifdef OXL_RP_GEMV
-        if (n == 1) {
-            oxl_rp_gemv(w, nb, (const char *)b, bsum + nb, c + g * 16);
-            continue;
+    /* one column (a decode step): its d_y and group sums times -128 once for all the groups */
+    enum { GEMV_NB = 1024 };
+    if (n == 1 && nb <= GEMV_NB) {
+        int32_t ng[GEMV_NB * 8];
+        float dy[GEMV_NB];
+        const oxl_block_q8_0 *x = (const oxl_block_q8_0 *)b;
+        for (int64_t i = 0; i < nb; i++) {
+            dy[i] = _cvtsh_ss(x[i].d);
+            _mm256_storeu_si256((__m256i *)(ng + 8 * i),
+                                _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(bsum + nb + 8 * i)),
+                                                   _mm256_set1_epi32(-128)));
         }
-#endif
+        for (int64_t g = 0; g < m / 16; g++) {
+            oxl_rp_run(w + g * nb, nb, (const char *)b, ldb, bsum, bstride, c + g * 16, ldc, ng, dy, 0, 2, 1);
+        }
+        return;
+    }
+    for (int64_t g = 0; g < m / 16; g++, w += nb) {
         int64_t j = 0;
         for (; j + 2 <= n; j += 2) {
-            oxl_rp_tile(w, nb, 2, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * bstride : NULL,
-                        bstride, c + j * ldc + g * 16, ldc);
+            oxl_rp_tile(w, nb, 2, (const char *)b + (size_t)j * ldb, ldb, bsum + j * bstride, bstride,
+                        c + j * ldc + g * 16, ldc);
         }
-        switch (n - j) {
-        case 1:
-            oxl_rp_tile(w, nb, 1, (const char *)b + (size_t)j * ldb, ldb, bsum ? bsum + j * bstride : NULL,
-                        bstride, c + j * ldc + g * 16, ldc);
-            break;
-        default:
-            break;
+        if (j < n) {
+            oxl_rp_tile(w, nb, 1, (const char *)b + (size_t)j * ldb, ldb, bsum + j * bstride, bstride,
+                        c + j * ldc + g * 16, ldc);
         }
     }
 }
