@@ -98,6 +98,9 @@ static inline int oxl_repack_rows(oxl_type t, oxl_isa isa) {
     if (t == OXL_TYPE_MXFP4 && isa == OXL_ISA_AVX512VNNI) {
         return 16;
     }
+    if (t == OXL_TYPE_MXFP4 && isa == OXL_ISA_AVX2) {
+        return 8;
+    }
     if (t == OXL_TYPE_IQ4_XS && isa == OXL_ISA_AVX512VNNI) {
         return 16;
     }
@@ -134,6 +137,9 @@ static inline size_t oxl_repack_group_bytes(oxl_type t, oxl_isa isa) {
     }
     if (t == OXL_TYPE_MXFP4 && isa == OXL_ISA_AVX512VNNI) {
         return 272;
+    }
+    if (t == OXL_TYPE_MXFP4 && isa == OXL_ISA_AVX2) {
+        return 136;
     }
     if (t == OXL_TYPE_IQ4_XS && isa == OXL_ISA_AVX512VNNI) {
         return 4256;
