@@ -503,7 +503,7 @@ REPACKS = (
     Repack("q4_0", "avx2", 8, 8, 8 * 2 + 8 * 16),
     Repack("q8_0", "avx512vnni", 16, 8, 16 * 2 + 16 * 32),
     Repack("iq4_nl", "avx512vnni", 16, 8, 16 * 2 + 16 * 32),
-    Repack("mxfp4", "avx512vnni", 16, 2, 16 + 16 * 16),
+    Repack("mxfp4", "avx512vnni", 16, 3, 16 + 16 * 16),
     Repack("mxfp4", "avx2", 8, 1, 8 + 8 * 16),
     Repack("iq4_xs", "avx512vnni", 16, 4, 16 * 2 + 8 * 16 + 8 * 8 * 64),
     Repack("q4_K", "avx512vnni", 16, 4, 16 * 2 * 2 + 8 * 16 + 4 * 32 + 16 * 128),
