@@ -104,6 +104,12 @@ static inline int oxl_repack_rows(oxl_type t, oxl_isa isa) {
     if (t == OXL_TYPE_IQ4_XS && isa == OXL_ISA_AVX2) {
         return 8;
     }
+    if (t == OXL_TYPE_MXFP4 && isa == OXL_ISA_AVX512VNNI) {
+        return 16;
+    }
+    if (t == OXL_TYPE_MXFP4 && isa == OXL_ISA_AVX2) {
+        return 8;
+    }
     if (t == OXL_TYPE_Q4_K && isa == OXL_ISA_AVX512VNNI) {
         return 16;
     }
@@ -155,6 +161,12 @@ static inline size_t oxl_repack_group_bytes(oxl_type t, oxl_isa isa) {
     }
     if (t == OXL_TYPE_IQ4_XS && isa == OXL_ISA_AVX2) {
         return 1104;
+    }
+    if (t == OXL_TYPE_MXFP4 && isa == OXL_ISA_AVX512VNNI) {
+        return 272;
+    }
+    if (t == OXL_TYPE_MXFP4 && isa == OXL_ISA_AVX2) {
+        return 136;
     }
     if (t == OXL_TYPE_Q4_K && isa == OXL_ISA_AVX512VNNI) {
         return 2368;
