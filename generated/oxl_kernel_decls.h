@@ -95,8 +95,20 @@ static inline int oxl_repack_rows(oxl_type t, oxl_isa isa) {
     if (t == OXL_TYPE_IQ4_NL && isa == OXL_ISA_AVX512VNNI) {
         return 16;
     }
+    if (t == OXL_TYPE_IQ4_NL && isa == OXL_ISA_AVX2) {
+        return 8;
+    }
     if (t == OXL_TYPE_IQ4_XS && isa == OXL_ISA_AVX512VNNI) {
         return 16;
+    }
+    if (t == OXL_TYPE_IQ4_XS && isa == OXL_ISA_AVX2) {
+        return 8;
+    }
+    if (t == OXL_TYPE_MXFP4 && isa == OXL_ISA_AVX512VNNI) {
+        return 16;
+    }
+    if (t == OXL_TYPE_MXFP4 && isa == OXL_ISA_AVX2) {
+        return 8;
     }
     if (t == OXL_TYPE_Q4_K && isa == OXL_ISA_AVX512VNNI) {
         return 16;
@@ -111,6 +123,18 @@ static inline int oxl_repack_rows(oxl_type t, oxl_isa isa) {
         return 16;
     }
     if (t == OXL_TYPE_Q6_K && isa == OXL_ISA_AVX2) {
+        return 8;
+    }
+    if (t == OXL_TYPE_TQ2_0 && isa == OXL_ISA_AVX512VNNI) {
+        return 16;
+    }
+    if (t == OXL_TYPE_Q1_0 && isa == OXL_ISA_AVX512VNNI) {
+        return 16;
+    }
+    if (t == OXL_TYPE_TQ2_0 && isa == OXL_ISA_AVX2) {
+        return 8;
+    }
+    if (t == OXL_TYPE_Q1_0 && isa == OXL_ISA_AVX2) {
         return 8;
     }
     if (t == OXL_TYPE_IQ3_S && isa == OXL_ISA_AVX512VNNI) {
@@ -139,10 +163,22 @@ static inline size_t oxl_repack_group_bytes(oxl_type t, oxl_isa isa) {
         return 544;
     }
     if (t == OXL_TYPE_IQ4_NL && isa == OXL_ISA_AVX512VNNI) {
-        return 544;
+        return 288;
+    }
+    if (t == OXL_TYPE_IQ4_NL && isa == OXL_ISA_AVX2) {
+        return 144;
     }
     if (t == OXL_TYPE_IQ4_XS && isa == OXL_ISA_AVX512VNNI) {
-        return 4256;
+        return 2208;
+    }
+    if (t == OXL_TYPE_IQ4_XS && isa == OXL_ISA_AVX2) {
+        return 1104;
+    }
+    if (t == OXL_TYPE_MXFP4 && isa == OXL_ISA_AVX512VNNI) {
+        return 272;
+    }
+    if (t == OXL_TYPE_MXFP4 && isa == OXL_ISA_AVX2) {
+        return 136;
     }
     if (t == OXL_TYPE_Q4_K && isa == OXL_ISA_AVX512VNNI) {
         return 2368;
@@ -158,6 +194,18 @@ static inline size_t oxl_repack_group_bytes(oxl_type t, oxl_isa isa) {
     }
     if (t == OXL_TYPE_Q6_K && isa == OXL_ISA_AVX2) {
         return 2192;
+    }
+    if (t == OXL_TYPE_TQ2_0 && isa == OXL_ISA_AVX512VNNI) {
+        return 1056;
+    }
+    if (t == OXL_TYPE_Q1_0 && isa == OXL_ISA_AVX512VNNI) {
+        return 288;
+    }
+    if (t == OXL_TYPE_TQ2_0 && isa == OXL_ISA_AVX2) {
+        return 528;
+    }
+    if (t == OXL_TYPE_Q1_0 && isa == OXL_ISA_AVX2) {
+        return 144;
     }
     if (t == OXL_TYPE_IQ3_S && isa == OXL_ISA_AVX512VNNI) {
         return 1760;

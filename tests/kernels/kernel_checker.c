@@ -586,8 +586,10 @@ static void oxl_check_repacked(oxl_type type, oxl_isa isa, const char *name) {
     oxl_golden_report r = {stderr, 0, 0};
     int checks = 0, bad = 0;
     uint32_t st = 99;
-    /* 288: 9 blocks of 32, an odd count (the formats with 32-element blocks; skipped for the K-quants) */
-    const int64_t ks_list[] = {256, 512, 1024, 288};
+    /* 288: 9 blocks of 32, an odd count (the formats with 32-element blocks; skipped for the K-quants);
+     * 4128 (129 blocks) and 32800 (1025) past the block chunks of 64 and the 1024 blocks of a
+     * decode step that MXFP4's layout prepares at once */
+    const int64_t ks_list[] = {256, 512, 1024, 288, 4128, 32800};
     const int64_t ns_list[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 17};
     for (size_t ki = 0; ki < sizeof ks_list / sizeof ks_list[0]; ki++) {
         const int64_t k = ks_list[ki], m = 3 * rows, nmax = 17, ldc = m + 5;
@@ -653,11 +655,13 @@ static void oxl_check_repacked(oxl_type type, oxl_isa isa, const char *name) {
                     ks.vec_dot[type](k, &want, w + (size_t)i * wrow, x + (size_t)j * xrow);
                     /* one column of Q4_0/Q8_0: ggml's own order, to the bit */
                     const bool exact = n == 1 && (type == OXL_TYPE_Q4_0 || type == OXL_TYPE_Q8_0);
-                    /* one column of IQ4_NL/IQ4_XS: the plain vec_dot, which sums in ggml's order, to the bit */
-                    if (n == 1 && (type == OXL_TYPE_IQ4_NL || type == OXL_TYPE_IQ4_XS)) {
+                    /* one column of IQ4_NL/IQ4_XS, every column count of Q1_0/TQ2_0/MXFP4: the plain
+                     * vec_dot, which sums in ggml's order, to the bit */
+                    if ((n == 1 && (type == OXL_TYPE_IQ4_NL || type == OXL_TYPE_IQ4_XS)) || type == OXL_TYPE_Q1_0 ||
+                        type == OXL_TYPE_TQ2_0 || type == OXL_TYPE_MXFP4) {
                         if (!oxl_same_float(got, want) && bad++ < 5) {
-                            fprintf(stderr, "%s  k %lld one column, row %lld: %a, vec_dot gives %a\n", name,
-                                    (long long)k, (long long)i, got, want);
+                            fprintf(stderr, "%s  k %lld n %lld row %lld column %lld: %a, vec_dot gives %a\n", name,
+                                    (long long)k, (long long)n, (long long)i, (long long)j, got, want);
                         }
                         continue;
                     }
@@ -694,7 +698,7 @@ static void oxl_check_repacked(oxl_type type, oxl_isa isa, const char *name) {
     }
     oxl_golden_line(&r, bad == 0,
                     "%s  gemm_rp(repack(W)) vs vec_dot(W): %d/%d within 1e-5 of sum |w x| (one column of Q4_0/Q8_0/"
-                    "IQ4_NL/IQ4_XS: ggml's order, bit-identical; IQ3_S/IQ2_XXS: bit-identical)",
+                    "IQ4_NL/IQ4_XS, every column of Q1_0/TQ2_0/MXFP4/IQ3_S/IQ2_XXS: ggml's order, bit-identical)",
                     name, checks - bad, checks);
     cr_assert(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", name, r.n_fail);
 }
