@@ -2,6 +2,10 @@
 """Split GGUF models (golden/split: llama-gguf-split's parts of stories260K-Q4_0 and
 golden/arch/gpt-oss-MXFP4_MOE, llama.cpp d32676d):
 
+0. tests/cli/split_gguf.py writes golden/split's parts of stories260K-Q4_0 byte for byte, and
+   splits models/stories260K.gguf (f32, too large to keep split) the same way into WORK_DIR: there
+   `oxillama run` greedy (-n 64) on the first part prints golden/run/once.prompt followed by
+   llama.cpp's continuation golden/run/once.expected;
 1. `oxillama run` greedy (32 tokens) on the first part prints the same text as on the whole file
    models/stories260K-Q4_0.gguf, with mmap and with --no-mmap;
 2. `oxillama info` on the first part names the split count (5 files) and the 48 tensors of all
@@ -67,10 +71,31 @@ def fresh(name, model="stories260K-Q4_0"):
     return os.path.join(d, model)
 
 
+
 prompt = "Once upon a time"
 first = os.path.join(split_dir, part_name("stories260K-Q4_0", 1))
 whole = os.path.join(models, "stories260K-Q4_0.gguf")
 greedy = ["-p", prompt, "-n", "32", "--temp", "0", "-t", "2"]
+
+# 0. llama-gguf-split's layout, and llama.cpp's greedy text on the split stories260K.gguf
+here = os.path.dirname(os.path.abspath(__file__))
+os.makedirs(work, exist_ok=True)
+mine = os.path.join(work, "resplit", "stories260K-Q4_0")
+os.makedirs(os.path.dirname(mine), exist_ok=True)
+subprocess.run([sys.executable, os.path.join(here, "split_gguf.py"), whole, mine, "10"], check=True)
+for no in range(1, 6):
+    same = open(part_name(mine, no), "rb").read() == open(os.path.join(split_dir, part_name("stories260K-Q4_0", no)),
+                                                          "rb").read()
+    check(same, "split_gguf.py writes llama-gguf-split's part %d of stories260K-Q4_0" % no)
+f32 = os.path.join(work, "f32", "stories260K")
+os.makedirs(os.path.dirname(f32), exist_ok=True)
+subprocess.run([sys.executable, os.path.join(here, "split_gguf.py"), os.path.join(models, "stories260K.gguf"), f32,
+                "10"], check=True)
+once = open(os.path.join(golden, "run", "once.prompt")).read()
+want = once + open(os.path.join(golden, "run", "once.expected")).read()
+rc, out, err = run(["run", "-m", part_name(f32, 1), "-p", once, "-n", "64", "--temp", "0", "-t", "2"])
+check(rc == 0 and out == want, "run greedy -n 64 on the split stories260K.gguf: golden/run/once.expected",
+      "exit %d\nwant: %r\ngot:  %r\n%s" % (rc, want, out, err))
 
 # 1. greedy text: split == whole
 rc_w, out_w, err_w = run(["run", "-m", whole] + greedy)
