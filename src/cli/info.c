@@ -316,11 +316,6 @@ static void print_graph(FILE *f, const oxl_gguf *g) {
 
 /* ---- the verb -------------------------------------------------------------------------------- */
 
-static oxl_gguf *open_part(const char *path, void *user, oxl_error *err) {
-    (void)user;
-    return oxl_gguf_open(path, err);
-}
-
 static void usage(FILE *f) {
     fputs("usage: oxillama info [-m] FILE\n"
           "Shows a GGUF file's header, metadata (architecture, general, tokenizer, other keys) and\n"
@@ -368,7 +363,8 @@ int oxl_cmd_info(int argc, char **argv) {
     /* the first file of a split model shows the whole model; a later part shows itself */
     const int64_t k_no = oxl_gguf_find_key(g, "split.no");
     int64_t no = 0;
-    if ((k_no < 0 || (oxl_gguf_kv_int(g, k_no, &no) && no == 0)) && oxl_gguf_load_split(g, open_part, NULL, &err)) {
+    if ((k_no < 0 || (oxl_gguf_kv_int(g, k_no, &no) && no == 0)) &&
+        oxl_gguf_load_split(g, oxl_gguf_open_part, NULL, &err)) {
         fprintf(stderr, "oxillama info: %s\n", err.msg);
         oxl_gguf_close(g);
         return 1;

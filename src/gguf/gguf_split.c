@@ -84,12 +84,12 @@ int oxl_gguf_load_split(oxl_gguf *g, oxl_gguf_opener open, void *user, oxl_error
         if (oxl_gguf_split_path(part_path, sizeof part_path, prefix, i, count) == 0) {
             return oxl_err_set(err, "%s: the name of part %d of %d is too long", path, i + 1, count);
         }
-        struct stat st;
-        if (stat(part_path, &st) != 0 && errno == ENOENT) {
+        oxl_gguf *part = NULL;
+        r = open(part_path, user, &part, err);
+        if (r == 1) {
             return oxl_err_set(err, "%s: missing part %d of %d of the split model %s", part_path, i + 1, count, path);
         }
-        oxl_gguf *part = open(part_path, user, err);
-        if (!part) {
+        if (r != 0 || !part) {
             char msg[OXL_ERROR_MSG_MAX];
             snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
             return oxl_err_set(err, "part %d of %d of the split model %s: %s", i + 1, count, path, msg);
@@ -133,14 +133,23 @@ int oxl_gguf_load_split(oxl_gguf *g, oxl_gguf_opener open, void *user, oxl_error
     return 0;
 }
 
-static oxl_gguf *open_file(const char *path, void *user, oxl_error *err) {
+int oxl_gguf_part_absent(const char *path) {
+    struct stat st;
+    return stat(path, &st) != 0 && errno == ENOENT;
+}
+
+int oxl_gguf_open_part(const char *path, void *user, oxl_gguf **out, oxl_error *err) {
     (void)user;
-    return oxl_gguf_open(path, err);
+    if (oxl_gguf_part_absent(path)) {
+        return 1;
+    }
+    *out = oxl_gguf_open(path, err);
+    return *out ? 0 : -1;
 }
 
 oxl_gguf *oxl_gguf_open_model(const char *path, oxl_error *err) {
     oxl_gguf *g = oxl_gguf_open(path, err);
-    if (g && oxl_gguf_load_split(g, open_file, NULL, err)) {
+    if (g && oxl_gguf_load_split(g, oxl_gguf_open_part, NULL, err)) {
         oxl_gguf_close(g);
         return NULL;
     }

@@ -20,8 +20,13 @@ int oxl_gguf_split_prefix(char *buf, size_t cap, const char *path, int no, int c
  * not a count. */
 int oxl_gguf_split_count(const oxl_gguf *g, oxl_error *err);
 
-/* Opens one further file of a split model (oxl_gguf_open, or a reader of the caller's). */
-typedef oxl_gguf *(*oxl_gguf_opener)(const char *path, void *user, oxl_error *err);
+/* Opens one further file of a split model into *out: 0 when opened, 1 when there is no such file
+ * (err untouched), -1 with err set on any other error. */
+typedef int (*oxl_gguf_opener)(const char *path, void *user, oxl_gguf **out, oxl_error *err);
+/* The opener of mapped files (oxl_gguf_open); user is unused. */
+int oxl_gguf_open_part(const char *path, void *user, oxl_gguf **out, oxl_error *err);
+/* 1 when path names no file (so a part is missing), else 0. */
+int oxl_gguf_part_absent(const char *path);
 
 /* When g (opened from path) is the first file of a split model: opens the other files with open
  * and adds their tensors to g (oxl_gguf_add_part), after checking that each part exists, says the
@@ -30,8 +35,8 @@ typedef oxl_gguf *(*oxl_gguf_opener)(const char *path, void *user, oxl_error *er
  * naming the file and the fault, after which g can only be closed. */
 int oxl_gguf_load_split(oxl_gguf *g, oxl_gguf_opener open, void *user, oxl_error *err);
 
-/* oxl_gguf_open and then oxl_gguf_load_split with oxl_gguf_open: a whole model from the path of
- * its file, or of the first file of a split model. NULL with err set on any error. */
+/* oxl_gguf_open and then oxl_gguf_load_split with oxl_gguf_open_part: a whole model from the path
+ * of its file, or of the first file of a split model. NULL with err set on any error. */
 oxl_gguf *oxl_gguf_open_model(const char *path, oxl_error *err);
 
 #endif

@@ -187,31 +187,30 @@ bool oxl_model_note_evicted(oxl_model *m, const void *data) {
 
 /* A further file of a split model read into memory (--no-mmap), the buffer owned by its oxl_gguf.
  * user is the oxl_model_params; the progress callback may cancel between files. */
-static oxl_gguf *open_part_in_memory(const char *path, void *user, oxl_error *err) {
+static int open_part_in_memory(const char *path, void *user, oxl_gguf **out, oxl_error *err) {
     const oxl_model_params *p = user;
+    if (oxl_gguf_part_absent(path)) {
+        return 1;
+    }
     oxl_model_params quiet = *p;
     quiet.progress_callback = NULL;
     size_t size = 0;
     void *buf = read_file(path, &quiet, &size, err);
     if (!buf) {
-        return NULL;
+        return -1;
     }
     oxl_gguf *g = oxl_gguf_open_memory(buf, size, path, err);
     if (!g) {
         free(buf);
-        return NULL;
+        return -1;
     }
     oxl_gguf_take_buffer(g, buf);
     if (!report_progress(p, 0x1.fffffep-1f, path, err)) {
         oxl_gguf_close(g);
-        return NULL;
+        return -1;
     }
-    return g;
-}
-
-static oxl_gguf *open_part_mapped(const char *path, void *user, oxl_error *err) {
-    (void)user;
-    return oxl_gguf_open(path, err);
+    *out = g;
+    return 0;
 }
 
 oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_error *err) {
@@ -235,7 +234,7 @@ oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_
         free(buf);
         return NULL;
     }
-    if (oxl_gguf_load_split(g, p.use_mmap ? open_part_mapped : open_part_in_memory, (void *)&p, err)) {
+    if (oxl_gguf_load_split(g, p.use_mmap ? oxl_gguf_open_part : open_part_in_memory, (void *)&p, err)) {
         oxl_gguf_close(g);
         free(buf);
         return NULL;

@@ -124,6 +124,8 @@ p = fresh("missing")
 os.remove(part_name(p, 3))
 refused("missing part", p, re.escape(part_name(p, 3)) + r": missing part 3 of 5 of the split model ")
 refused("missing part (info)", p, r"missing part 3 of 5", ["info", part_name(p, 1)])
+refused("missing part (--no-mmap)", p, r"missing part 3 of 5",
+        ["run", "--no-mmap", "-m", part_name(p, 1), "-p", prompt, "-n", "4"])
 
 p = fresh("count")
 set_key(part_name(p, 4), "split.count", "<H", 6)
