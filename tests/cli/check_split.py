@@ -15,7 +15,7 @@ golden/arch/gpt-oss-MXFP4_MOE, llama.cpp d32676d):
    the fault: a missing part, a part whose split.count differs from the first's, a part whose
    split.no is not its position, a tensor in two parts, tensors missing (a part of another model in
    the place of the last), split.tensors.count not the number of tensors, and a later part given
-   instead of the first.
+   instead of the first; `oxillama quantize` refuses a split model (it reads whole files).
 
 usage: check_split.py OXILLAMA GOLDEN_DIR MODELS_DIR WORK_DIR
 """
@@ -154,6 +154,10 @@ p = fresh("later")
 refused("a later part given", p, re.escape(part_name(p, 2)) + r": part 2 of 5 of a split model \(split.no 1\); "
         r"load it from its first part " + re.escape(part_name(p, 1)),
         ["run", "-m", part_name(p, 2), "-p", prompt, "-n", "4"])
+
+refused("quantize refuses a split model", None,
+        r"one file of a split model \(split.count 5\): quantize reads whole files",
+        ["quantize", first, os.path.join(work, "q.gguf"), "Q8_0"])
 
 print("# %d failed" % failures)
 sys.exit(1 if failures else 0)
