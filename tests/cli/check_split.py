@@ -5,7 +5,9 @@ golden/arch/gpt-oss-MXFP4_MOE, llama.cpp d32676d):
 0. tests/cli/split_gguf.py writes golden/split's parts of stories260K-Q4_0 byte for byte, and
    splits models/stories260K.gguf (f32, too large to keep split) the same way into WORK_DIR: there
    `oxillama run` greedy (-n 64) on the first part prints golden/run/once.prompt followed by
-   llama.cpp's continuation golden/run/once.expected;
+   llama.cpp's continuation golden/run/once.expected; split with --no-tensor-first-split (part 1
+   holds the metadata only; the layout checked by hand to be llama-gguf-split's, byte for byte),
+   stories260K-Q4_0 passes llama.cpp's golden golden/models/stories260K-Q4_0.once.gguf;
 1. `oxillama run` greedy (32 tokens) on the first part prints the same text as on the whole file
    models/stories260K-Q4_0.gguf, with mmap and with --no-mmap;
 2. `oxillama info` on the first part names the split count (5 files) and the 48 tensors of all
@@ -96,6 +98,15 @@ want = once + open(os.path.join(golden, "run", "once.expected")).read()
 rc, out, err = run(["run", "-m", part_name(f32, 1), "-p", once, "-n", "64", "--temp", "0", "-t", "2"])
 check(rc == 0 and out == want, "run greedy -n 64 on the split stories260K.gguf: golden/run/once.expected",
       "exit %d\nwant: %r\ngot:  %r\n%s" % (rc, want, out, err))
+
+# a first part without tensors (llama-gguf-split --no-tensor-first-split): llama.cpp's logits golden
+nt = os.path.join(work, "no-tensor-first", "stories260K-Q4_0")
+os.makedirs(os.path.dirname(nt), exist_ok=True)
+subprocess.run([sys.executable, os.path.join(here, "split_gguf.py"), "--no-tensor-first-split", whole, nt, "20"],
+               check=True)
+rc, out, err = run(["golden", "-m", part_name(nt, 1, 4), os.path.join(golden, "models", "stories260K-Q4_0.once.gguf")])
+check(rc == 0 and "PASS  greedy  32/32 tokens equal" in out and "# 3 passed, 0 failed" in out,
+      "golden on a split with no tensor in its first part (4 files)", "exit %d\n%s%s" % (rc, out, err))
 
 # 1. greedy text: split == whole
 rc_w, out_w, err_w = run(["run", "-m", whole] + greedy)

@@ -7,7 +7,9 @@ split.count (uint16); the other parts hold those three keys only; each part N te
 that this writes golden/split's llama-gguf-split files byte for byte.
 Standard library only; the tensor types of the models it is used on (F32, F16, Q4_0, Q8_0, BF16).
 
-usage: split_gguf.py INPUT.gguf OUTPUT_PREFIX MAX_TENSORS
+With --no-tensor-first-split, as llama-gguf-split's option: part 1 holds the metadata and no tensor.
+
+usage: split_gguf.py [--no-tensor-first-split] INPUT.gguf OUTPUT_PREFIX MAX_TENSORS
 """
 import struct
 import sys
@@ -51,7 +53,7 @@ def gstr(b):
     return struct.pack("<Q", len(b)) + b
 
 
-def split(path, prefix, max_tensors):
+def split(path, prefix, max_tensors, no_tensor_first=False):
     data = open(path, "rb").read()
     r = Reader(data)
     assert r.take("<4s") == b"GGUF"
@@ -72,7 +74,7 @@ def split(path, prefix, max_tensors):
         ttype, offset = r.take("<I"), r.take("<Q")
         tensors.append((name, ne, ttype, offset))
     data_start = pad(r.pos)
-    groups = [tensors[i:i + max_tensors] for i in range(0, n_tensors, max_tensors)]
+    groups = ([[]] if no_tensor_first else []) + [tensors[i:i + max_tensors] for i in range(0, n_tensors, max_tensors)]
     for no, group in enumerate(groups):
         keys = (kvs if no == 0 else []) + [
             gstr(b"split.no") + struct.pack("<IH", 2, no),
@@ -99,4 +101,7 @@ def split(path, prefix, max_tensors):
 
 
 if __name__ == "__main__":
-    split(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    args = sys.argv[1:]
+    first = "--no-tensor-first-split" in args
+    args = [a for a in args if a != "--no-tensor-first-split"]
+    split(args[0], args[1], int(args[2]), first)
