@@ -14,6 +14,7 @@
 #include "context.h"
 #include "file.h"
 #include "gguf.h"
+#include "gguf_split.h"
 #include "model.h"
 #include "oxillama.h"
 #include "quant_mix.h"
@@ -281,7 +282,7 @@ static double measure_task_cost(int n_threads) {
 /* Bytes of weights a generated token reads: every tensor but the token embedding (a row look-up). */
 static double weight_bytes_per_token(const char *path) {
     oxl_error err = {0};
-    oxl_gguf *g = oxl_gguf_open(path, &err);
+    oxl_gguf *g = oxl_gguf_open_model(path, &err);
     if (!g) {
         return 0.0;
     }

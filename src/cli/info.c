@@ -4,6 +4,7 @@
  * elements, so a 100k-token vocabulary prints as one line. */
 #include "cli.h"
 #include "gguf.h"
+#include "gguf_split.h"
 #include "model.h"
 #include "oxl_types.h"
 
@@ -250,6 +251,14 @@ static void print_info(FILE *f, const oxl_gguf *g) {
     fprintf(f, "  GGUF version %" PRIu32 ", %zu bytes, alignment %zu, data section at byte %zu\n", oxl_gguf_version(g),
             oxl_gguf_file_size(g), oxl_gguf_alignment(g), oxl_gguf_data_offset(g));
     fprintf(f, "  %" PRId64 " key-value pairs, %" PRId64 " tensors\n", oxl_gguf_n_kv(g), oxl_gguf_n_tensors(g));
+    if (oxl_gguf_n_parts(g) > 1) {
+        fprintf(f, "  split model: %d files (split.count)\n", oxl_gguf_n_parts(g));
+        for (int k = 1; k < oxl_gguf_n_parts(g); k++) {
+            const oxl_gguf *part = oxl_gguf_part(g, k);
+            fprintf(f, "    part %d: %s, %zu bytes, %" PRId64 " tensors\n", k + 1, oxl_gguf_path(part),
+                    oxl_gguf_file_size(part), oxl_gguf_n_tensors(part));
+        }
+    }
 
     const char *arch = NULL;
     int64_t n_kv = oxl_gguf_n_kv(g);
@@ -310,7 +319,8 @@ static void print_graph(FILE *f, const oxl_gguf *g) {
 static void usage(FILE *f) {
     fputs("usage: oxillama info [-m] FILE\n"
           "Shows a GGUF file's header, metadata (architecture, general, tokenizer, other keys) and\n"
-          "tensor table. Arrays and long strings are abbreviated.\n",
+          "tensor table (of all the files of a split model, given its first file).\n"
+          "Arrays and long strings are abbreviated.\n",
           f);
 }
 
@@ -348,6 +358,15 @@ int oxl_cmd_info(int argc, char **argv) {
     oxl_gguf *g = oxl_gguf_open(path, &err);
     if (!g) {
         fprintf(stderr, "oxillama info: %s\n", err.msg);
+        return 1;
+    }
+    /* the first file of a split model shows the whole model; a later part shows itself */
+    const int64_t k_no = oxl_gguf_find_key(g, "split.no");
+    int64_t no = 0;
+    if ((k_no < 0 || (oxl_gguf_kv_int(g, k_no, &no) && no == 0)) &&
+        oxl_gguf_load_split(g, oxl_gguf_open_part, NULL, &err)) {
+        fprintf(stderr, "oxillama info: %s\n", err.msg);
+        oxl_gguf_close(g);
         return 1;
     }
     print_info(stdout, g);

@@ -93,6 +93,9 @@ struct oxl_gguf {
     int64_t n_tensors;
     oxl_gguf_tensor *tensors;
     oxl_gguf_names tensor_names;
+    oxl_gguf **parts; /* the further files of a split model (oxl_gguf_add_part), owned */
+    int n_parts;
+    void *owned_buf; /* freed on close (oxl_gguf_take_buffer) */
 };
 
 /* ---- reading with bounds checks ------------------------------------------------------------- */
@@ -762,6 +765,10 @@ void oxl_gguf_close(oxl_gguf *g) {
         free((char *)g->tensors[i].name);
     free(g->tensors);
     free(g->tensor_names.slot);
+    for (int i = 0; i < g->n_parts; i++)
+        oxl_gguf_close(g->parts[i]);
+    free(g->parts);
+    free(g->owned_buf);
     file_unload(g->map, g->size);
     free(g->path);
     free(g);
@@ -988,4 +995,54 @@ const oxl_gguf_tensor *oxl_gguf_tensor_at(const oxl_gguf *g, int64_t i) {
 const oxl_gguf_tensor *oxl_gguf_find_tensor(const oxl_gguf *g, const char *name) {
     int64_t i = names_find(&g->tensor_names, g, tensor_name_of, name, strlen(name), -1);
     return i >= 0 ? &g->tensors[i] : NULL;
+}
+
+/* ---- split models ---------------------------------------------------------------------------- */
+
+void oxl_gguf_take_buffer(oxl_gguf *g, void *buf) {
+    free(g->owned_buf);
+    g->owned_buf = buf;
+}
+
+int oxl_gguf_n_parts(const oxl_gguf *g) { return 1 + g->n_parts; }
+
+const oxl_gguf *oxl_gguf_part(const oxl_gguf *g, int k) {
+    return k == 0 ? g : k > 0 && k <= g->n_parts ? g->parts[k - 1] : NULL;
+}
+
+int oxl_gguf_add_part(oxl_gguf *g, oxl_gguf *part, oxl_error *err) {
+    oxl_gguf **parts = realloc(g->parts, (size_t)(g->n_parts + 1) * sizeof *parts);
+    if (!parts) {
+        oxl_gguf_close(part);
+        return oxl_err_set(err, "%s: out of memory", g->path);
+    }
+    g->parts = parts;
+    g->parts[g->n_parts++] = part;
+    const int64_t n_old = g->n_tensors, n_new = n_old + part->n_tensors;
+    oxl_gguf_tensor *t = realloc(g->tensors, (size_t)(n_new ? n_new : 1) * sizeof *t);
+    if (!t)
+        return oxl_err_set(err, "%s: out of memory", part->path);
+    g->tensors = t;
+    /* a table sized for all the tensors: the existing (unique) names again, then the part's */
+    free(g->tensor_names.slot);
+    g->tensor_names.slot = NULL;
+    if (names_init(&g->tensor_names, n_new))
+        return oxl_err_set(err, "%s: out of memory", part->path);
+    for (int64_t i = 0; i < n_old; i++)
+        names_find(&g->tensor_names, g, tensor_name_of, g->tensors[i].name, strlen(g->tensors[i].name), i);
+    for (int64_t j = 0; j < part->n_tensors; j++) {
+        const oxl_gguf_tensor *pt = &part->tensors[j];
+        const int64_t i = g->n_tensors;
+        g->tensors[i] = *pt;
+        g->tensors[i].name = dup_bytes((const uint8_t *)pt->name, strlen(pt->name));
+        if (!g->tensors[i].name)
+            return oxl_err_set(err, "%s: out of memory", part->path);
+        g->tensors[i].split = (uint32_t)g->n_parts;
+        g->n_tensors = i + 1;
+        const int64_t dup = names_find(&g->tensor_names, g, tensor_name_of, pt->name, strlen(pt->name), i);
+        if (dup >= 0)
+            return oxl_err_set(err, "%s: tensor '%s' is also in %s (a tensor in two parts of a split model)",
+                               part->path, pt->name, oxl_gguf_part(g, (int)g->tensors[dup].split)->path);
+    }
+    return 0;
 }

@@ -46,6 +46,7 @@ typedef struct oxl_gguf_tensor {
     uint64_t offset;               /* bytes from the start of the data section; aligned */
     size_t nbytes;                 /* bytes of data: ne1*ne2*ne3 rows of ne0/blck_size blocks */
     const void *data;              /* read-only, owned by the oxl_gguf */
+    uint32_t split;                /* the file holding the data: oxl_gguf_part(g, split) */
 } oxl_gguf_tensor;
 
 /* Opens and validates a GGUF file. Returns NULL with err set on any error. */
@@ -94,6 +95,19 @@ int oxl_gguf_get_str(const oxl_gguf *g, const char *key, const char **out, oxl_e
 int64_t oxl_gguf_n_tensors(const oxl_gguf *g);
 const oxl_gguf_tensor *oxl_gguf_tensor_at(const oxl_gguf *g, int64_t i);
 const oxl_gguf_tensor *oxl_gguf_find_tensor(const oxl_gguf *g, const char *name); /* NULL if absent */
+
+/* ---- split models (llama.cpp's gguf-split; gguf_split.c opens them) ---- */
+
+/* Makes the tensors of part (a further file of the split model whose first file is g) tensors of
+ * g, whose data stay in part's mapping; g owns part from then on, also on failure. Fails when a
+ * tensor name is already in g (err names both files); then g can only be closed. */
+int oxl_gguf_add_part(oxl_gguf *g, oxl_gguf *part, oxl_error *err);
+/* Files of g: 1 + the parts added; part 0 is g itself (NULL for k out of range). */
+int oxl_gguf_n_parts(const oxl_gguf *g);
+const oxl_gguf *oxl_gguf_part(const oxl_gguf *g, int k);
+/* g frees buf (from malloc or posix_memalign) when it is closed: the bytes given to
+ * oxl_gguf_open_memory. */
+void oxl_gguf_take_buffer(oxl_gguf *g, void *buf);
 
 /* Name of a value type ("uint32", "array", …) for messages. */
 const char *oxl_gguf_vtype_name(oxl_gguf_vtype t);

@@ -2,6 +2,7 @@
 #include "model.h"
 
 #include "arch_iface.h"
+#include "gguf_split.h"
 #include "errors.h"
 #include "log.h"
 
@@ -153,12 +154,12 @@ static void lock_tensor_data(const oxl_model *m) {
     if (!t0->data) {
         return;
     }
-    if (m->n_evicted == 0) {
+    if (m->n_evicted == 0 && oxl_gguf_n_parts(g) == 1) {
         const uintptr_t data = (uintptr_t)t0->data - (uintptr_t)t0->offset; /* start of the data section */
         lock_range(m, (const void *)data, oxl_gguf_file_size(g) - oxl_gguf_data_offset(g));
         return;
     }
-    /* repacked: the tensors still used in the file's layout, and the repacked copies */
+    /* repacked or split: the tensors still used in the files' layout, and the repacked copies */
     for (int64_t i = 0; i < oxl_gguf_n_tensors(g); i++) {
         const oxl_gguf_tensor *t = oxl_gguf_tensor_at(g, i);
         bool released = false;
@@ -184,6 +185,34 @@ bool oxl_model_note_evicted(oxl_model *m, const void *data) {
     return true;
 }
 
+/* A further file of a split model read into memory (--no-mmap), the buffer owned by its oxl_gguf.
+ * user is the oxl_model_params; the progress callback may cancel between files. */
+static int open_part_in_memory(const char *path, void *user, oxl_gguf **out, oxl_error *err) {
+    const oxl_model_params *p = user;
+    if (oxl_gguf_part_absent(path)) {
+        return 1;
+    }
+    oxl_model_params quiet = *p;
+    quiet.progress_callback = NULL;
+    size_t size = 0;
+    void *buf = read_file(path, &quiet, &size, err);
+    if (!buf) {
+        return -1;
+    }
+    oxl_gguf *g = oxl_gguf_open_memory(buf, size, path, err);
+    if (!g) {
+        free(buf);
+        return -1;
+    }
+    oxl_gguf_take_buffer(g, buf);
+    if (!report_progress(p, 0x1.fffffep-1f, path, err)) {
+        oxl_gguf_close(g);
+        return -1;
+    }
+    *out = g;
+    return 0;
+}
+
 oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_error *err) {
     if (oxl_isa_env_check(err) < 0) {
         return NULL;
@@ -202,6 +231,11 @@ oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_
         g = oxl_gguf_open_memory(buf, size, path, err);
     }
     if (!g) {
+        free(buf);
+        return NULL;
+    }
+    if (oxl_gguf_load_split(g, p.use_mmap ? oxl_gguf_open_part : open_part_in_memory, (void *)&p, err)) {
+        oxl_gguf_close(g);
         free(buf);
         return NULL;
     }

@@ -3,6 +3,7 @@
 #include "quantize_model.h"
 
 #include "errors.h"
+#include "gguf_split.h"
 #include "gguf.h"
 #include "gguf_write.h"
 #include "imatrix.h"
@@ -343,6 +344,14 @@ static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_
     q->in = oxl_gguf_open(in_path, err);
     if (q->in == NULL) {
         return -1;
+    }
+    const int n_split = oxl_gguf_split_count(q->in, err);
+    if (n_split != 1) {
+        return n_split < 0 ? -1
+                           : oxl_err_set(err,
+                                         "%s: one file of a split model (split.count %d): quantize reads whole "
+                                         "files (merge the parts with llama-gguf-split --merge first)",
+                                         in_path, n_split);
     }
     oxl_quant_model m;
     if (oxl_read_model(q->in, p, &m, err) < 0) {

@@ -14,7 +14,9 @@ bytes:
   - for the chat-template harness: [selector][template] inputs, real templates of
     golden/chat-templates/ (the smaller ones), and [selector][JSON] inputs, the conversations of
     golden/chat-templates/cases.json for some real templates and built-in formats;
-  - for the request harness: [route][JSON body] inputs for every route, with most fields set.
+  - for the request harness: [route][JSON body] inputs for every route, with most fields set;
+  - for the split harness: the q8_0 tiny llama split into parts of 8 and of 12 tensors by
+    tests/cli/split_gguf.py (llama-gguf-split's layout), the parts joined by "\nOXLPART".
 Layout of GGUF: ggml docs/gguf.md.
 """
 import os
@@ -256,6 +258,20 @@ def request_seeds():
     return out
 
 
+def split_seed(model, max_tensors):
+    """The parts of model split by tests/cli/split_gguf.py, joined by the split harness's separator."""
+    import tempfile
+    sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
+    import split_gguf
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "in.gguf")
+        with open(src, "wb") as f:
+            f.write(model)
+        split_gguf.split(src, os.path.join(d, "fuzz"), max_tensors)
+        parts = sorted(n for n in os.listdir(d) if n.startswith("fuzz-"))
+        return b"\nOXLPART".join(open(os.path.join(d, n), "rb").read() for n in parts)
+
+
 def main():
     stories = os.path.join(ROOT, "models", "stories260K.gguf")
     raw, kvs = read_kvs(stories)
@@ -287,6 +303,10 @@ def main():
     for model, pre in OTHER_VOCABS:
         v = gguf(other_vocab_kvs(model, pre), [])
         seeds["vocab"]["%s-%s-special.bin" % (model, pre or "none")] = struct.pack("<I", len(v)) + v + texts["special"]
+    seeds["split"] = {
+        "tiny-llama-q8_0-by8.bin": split_seed(tiny_llama(T_Q8_0), 8),
+        "tiny-llama-q8_0-by12.bin": split_seed(tiny_llama(T_Q8_0), 12),
+    }
     seeds["jinja"] = jinja_seeds()
     seeds["request"] = request_seeds()
     for harness, files in seeds.items():
