@@ -133,6 +133,9 @@ int oxl_cmd_run(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }
+    for (int32_t i = 0; i < n_tok; i++) { /* the penalties see the prompt, as llama.cpp's */
+        oxl_sampler_accept(smpl, toks[i]);
+    }
     double t2 = oxl_clock_s();
     int32_t n_vocab = oxl_model_n_vocab(model);
     oxl_detok detok = {0};
@@ -140,6 +143,7 @@ int oxl_cmd_run(int argc, char **argv) {
     int n_gen = 0;
     for (; o.n_predict < 0 || n_gen < o.n_predict; n_gen++) {
         oxl_token next = oxl_sampler_sample(smpl, oxl_get_logits(ctx, -1), n_vocab);
+        oxl_sampler_accept(smpl, next);
         if (oxl_token_is_eog(model, next)) {
             break;
         }

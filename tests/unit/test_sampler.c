@@ -31,7 +31,12 @@ static int argmax(const float *l, int n) {
 }
 
 static oxl_sampler *new_sampler(float temp, int top_k, float top_p, float min_p, uint32_t seed) {
-    oxl_sampler_params p = {.temp = temp, .top_k = top_k, .top_p = top_p, .min_p = min_p, .seed = seed};
+    oxl_sampler_params p = oxl_sampler_default_params();
+    p.temp = temp;
+    p.top_k = top_k;
+    p.top_p = top_p;
+    p.min_p = min_p;
+    p.seed = seed;
     oxl_sampler *s = oxl_sampler_new(&p);
     cr_assert_not_null(s);
     return s;
