@@ -286,7 +286,7 @@ OXL_API int32_t oxl_detok_flush(oxl_detok *d, char *out, int32_t cap);
 
 /* ---------------------------------------------------------------------------------------------
  * Sampling (matches llama.cpp src/llama-sampler.cpp and common/sampling.cpp's chain: by default
- * penalties → top-n-σ → top-k → typical → top-p → min-p → XTC → temperature → dist; with mirostat,
+ * penalties → DRY → top-n-σ → top-k → typical → top-p → min-p → XTC → temperature → dist; with mirostat,
  * temperature → mirostat). Each step is off at its neutral value.
  * ------------------------------------------------------------------------------------------- */
 
@@ -313,9 +313,17 @@ typedef struct oxl_sampler_params {
     int32_t mirostat;        /* 0: off, 1: mirostat, 2: mirostat 2.0 (replaces the chain but temperature) */
     float mirostat_tau;      /* target surprise (default 5) */
     float mirostat_eta;      /* learning rate (default 0.1) */
+    /* DRY: a token that would extend a repeat of length L >= dry_allowed_length within the last
+     * dry_penalty_last_n accepted tokens loses dry_multiplier·dry_base^(L - dry_allowed_length);
+     * sequence breakers (oxl_sampler_dry_breakers) cut the repeats. Off when the multiplier is 0,
+     * the base < 1 or dry_penalty_last_n 0. dry_penalty_last_n: 0 .. 65536. */
+    float dry_multiplier;       /* default 0 */
+    float dry_base;             /* default 1.75 */
+    int32_t dry_allowed_length; /* default 2 */
+    int32_t dry_penalty_last_n; /* default 64 */
     /* the chain's order in llama.cpp's letters (--sampling-seq): e penalties, s top-n-σ, k top-k,
-     * y typical, p top-p, m min-p, x XTC, t temperature (a letter given twice runs twice); dist draws
-     * after them; "" = the default "eskypmxt" */
+     * y typical, p top-p, m min-p, x XTC, t temperature, d DRY (a letter given twice runs twice);
+     * dist draws after them; "" = the default "edskypmxt" */
     char samplers[16];
 } oxl_sampler_params;
 
@@ -331,6 +339,13 @@ OXL_API void oxl_sampler_free(oxl_sampler *s);
 /* Records a token of the context for the penalties (llama_sampler_accept): call it for each prompt
  * token (BOS included) and for each token sampled and kept; oxl_sampler_sample does not. */
 OXL_API void oxl_sampler_accept(oxl_sampler *s, oxl_token tok);
+/* DRY's sequence breakers (llama_sampler_init_dry): each non-empty string (first 40 bytes) is
+ * matched against model's token texts; a token containing it breaks by itself, a token ending with
+ * a beginning of it breaks when followed by the tokens of the rest. Replaces earlier breakers; none
+ * set: no breakers (oxillama run sets llama.cpp's "\n", ":", "\"", "*"). Returns 0, or -1 on bad
+ * arguments or out of memory. */
+OXL_API int32_t oxl_sampler_dry_breakers(oxl_sampler *s, const oxl_model *model, const char *const *breakers,
+                                         int32_t n);
 /* Picks a token from n_vocab logits (not modified); -1 on bad arguments or out of memory. */
 OXL_API oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_vocab);
 

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-typedef enum opt_kind { OPT_STR, OPT_INT, OPT_FLOAT, OPT_U32, OPT_KV, OPT_FA, OPT_FLAG, OPT_GPU } opt_kind;
+typedef enum opt_kind { OPT_BREAKER, OPT_STR, OPT_INT, OPT_FLOAT, OPT_U32, OPT_KV, OPT_FA, OPT_FLAG, OPT_GPU } opt_kind;
 
 typedef struct opt_def {
     const char *short_name;
@@ -66,6 +66,14 @@ static const opt_def opt_table[] = {
     {NULL, "--mirostat", OPT_INT, F(sampling.mirostat), R, "mirostat: 0 = off, 1 = mirostat, 2 = mirostat 2.0"},
     {NULL, "--mirostat-lr", OPT_FLOAT, F(sampling.mirostat_eta), R, "mirostat learning rate eta (default 0.1)"},
     {NULL, "--mirostat-ent", OPT_FLOAT, F(sampling.mirostat_tau), R, "mirostat target entropy tau (default 5)"},
+    {NULL, "--dry-multiplier", OPT_FLOAT, F(sampling.dry_multiplier), R, "DRY multiplier, 0 = off (default 0)"},
+    {NULL, "--dry-base", OPT_FLOAT, F(sampling.dry_base), R, "DRY base; a value below 1 is ignored (default 1.75)"},
+    {NULL, "--dry-allowed-length", OPT_INT, F(sampling.dry_allowed_length), R,
+     "DRY: repeats longer than this are penalized (default 2)"},
+    {NULL, "--dry-penalty-last-n", OPT_INT, F(sampling.dry_penalty_last_n), R,
+     "DRY: last N tokens scanned, 0 = off (default 64)"},
+    {NULL, "--dry-sequence-breaker", OPT_BREAKER, 0, R,
+     "DRY sequence breaker (repeatable; replaces the defaults \\n : \" *; \"none\": none)"},
     {NULL, "--samplers", OPT_STR, F(samplers_names), R,
      "the chain's order, names separated by ';' (default penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;"
      "temperature)"},
@@ -120,6 +128,22 @@ static int parse_value(const opt_def *d, const char *v, oxl_opts *o) {
     errno = 0;
     switch (d->kind) {
     case OPT_STR: *(const char **)field = v; return 0;
+    case OPT_BREAKER:
+        if (!o->dry_breakers_set) {
+            o->dry_breakers_set = true;
+            o->n_dry_breakers = 0;
+        }
+        if (!strcmp(v, "none")) {
+            o->n_dry_breakers = 0;
+            return 0;
+        }
+        if (o->n_dry_breakers == (int)(sizeof o->dry_breakers / sizeof o->dry_breakers[0])) {
+            fprintf(stderr, "error: %s: too many breakers (at most %zu)\n", d->long_name,
+                    sizeof o->dry_breakers / sizeof o->dry_breakers[0]);
+            return -1;
+        }
+        o->dry_breakers[o->n_dry_breakers++] = v;
+        return 0;
     case OPT_INT: {
         long x = strtol(v, &end, 10);
         if (errno || *end || end == v || x < INT_MIN || x > INT_MAX) {
@@ -238,13 +262,10 @@ static const struct {
     {"adaptivep", 'a'},
 };
 
-/* Appends the step of letter c to the chain (16 places). DRY ('d') is left out: it is off by default
- * and this engine does not implement it. Unknown letters are skipped with a warning, as llama.cpp. */
+/* Appends the step of letter c to the chain (16 places). Unknown letters are skipped with a warning,
+ * as llama.cpp. */
 static int add_sampler(oxl_sampler_params *sp, size_t *n, char c, const char *shown) {
-    if (c == 'd') {
-        return 0;
-    }
-    if (!strchr("eskypmxt", c)) {
+    if (!strchr("edskypmxt", c)) {
         if (c == 'i' || c == 'a') {
             fprintf(stderr, "error: sampler '%s' is not supported\n", shown);
             return -1;
@@ -376,6 +397,20 @@ int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
         fprintf(stderr, "error: invalid repeat-last-n = %d\n", o->sampling.penalty_last_n);
         return -1;
     }
+    if (o->sampling.dry_penalty_last_n < 0) {
+        fprintf(stderr, "error: invalid dry-penalty-last-n = %d\n", o->sampling.dry_penalty_last_n);
+        return -1;
+    }
+    if (!(o->sampling.dry_base >= 1.0f)) { /* llama.cpp keeps the previous base */
+        o->sampling.dry_base = oxl_sampler_default_params().dry_base;
+    }
+    if (!o->dry_breakers_set) {
+        static const char *const defaults[] = {"\n", ":", "\"", "*"};
+        for (int k = 0; k < 4; k++) {
+            o->dry_breakers[k] = defaults[k];
+        }
+        o->n_dry_breakers = 4;
+    }
     if (o->sampling.mirostat < 0 || o->sampling.mirostat > 2) {
         fprintf(stderr, "error: --mirostat %d: 0, 1 or 2\n", o->sampling.mirostat);
         return -1;
@@ -400,8 +435,8 @@ void oxl_opts_usage_table(unsigned verbs) {
             continue;
         }
         static const char *const metavar[] = {
-            [OPT_STR] = " S", [OPT_INT] = " N",          [OPT_FLOAT] = " X", [OPT_U32] = " N",
-            [OPT_KV] = " T",  [OPT_FA] = " on|off|auto", [OPT_FLAG] = "",    [OPT_GPU] = " V",
+            [OPT_BREAKER] = " S", [OPT_STR] = " S",          [OPT_INT] = " N", [OPT_FLOAT] = " X", [OPT_U32] = " N",
+            [OPT_KV] = " T",      [OPT_FA] = " on|off|auto", [OPT_FLAG] = "",  [OPT_GPU] = " V",
         };
         char names[64];
         snprintf(names, sizeof names, "%s%s%s%s", d->short_name ? d->short_name : "", d->short_name ? ", " : "",

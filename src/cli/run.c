@@ -97,6 +97,27 @@ int oxl_cmd_run(int argc, char **argv) {
         fprintf(stderr, "error: cannot create the sampler\n");
         goto done;
     }
+    if (o.sampling.dry_multiplier != 0.0f) { /* DRY's breakers, with -p's escape processing (llama.cpp) */
+        char *brk[16];
+        int nb = 0;
+        for (; nb < o.n_dry_breakers; nb++) {
+            brk[nb] = strdup(o.dry_breakers[nb]);
+            if (!brk[nb]) {
+                break;
+            }
+            if (o.dry_breakers_set) {
+                brk[nb][oxl_process_escapes(brk[nb], strlen(brk[nb]))] = '\0';
+            }
+        }
+        int32_t rc = nb == o.n_dry_breakers ? oxl_sampler_dry_breakers(smpl, model, (const char *const *)brk, nb) : -1;
+        for (int k = 0; k < nb; k++) {
+            free(brk[k]);
+        }
+        if (rc != 0) {
+            fprintf(stderr, "error: cannot set up DRY's sequence breakers\n");
+            goto done;
+        }
+    }
     if (o.conversation) {
         status = oxl_chat_loop(model, ctx, smpl, &o);
         goto done;

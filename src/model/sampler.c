@@ -4,6 +4,9 @@
  * or temperature → mirostat (v1 or v2). */
 #include "sampler.h"
 
+#include "model.h"
+#include "vocab.h"
+
 #include "oxillama.h"
 
 #include <math.h>
@@ -60,6 +63,12 @@ typedef struct {
     float p;
 } oxl_cand;
 
+typedef struct {
+    int32_t head;
+    int32_t n_tail;
+    int32_t tail[20];
+} oxl_dry_breaker;
+
 #define OXL_PENALTY_MAX_N 65536 /* longest penalty window kept (llama.cpp allows any; -n rarely beyond) */
 
 struct oxl_sampler {
@@ -75,11 +84,18 @@ struct oxl_sampler {
     int32_t *prev; /* ring of the last penalty_last_n accepted tokens */
     int32_t prev_n, prev_head;
     double *cum; /* (cap) mirostat's cumulative probabilities */
+    /* DRY */
+    int32_t *dry_prev; /* ring of the last dry_penalty_last_n accepted tokens */
+    int32_t dry_n, dry_head;
+    int32_t *dry_rep;     /* (dry_penalty_last_n) repeat lengths */
+    int32_t *dry_max;     /* (count_cap) longest repeat a token would extend, -1: none */
+    oxl_dry_breaker *brk; /* sequence breakers: a head token and up to 20 tail tokens */
+    int32_t n_brk;
 };
 
 /* The default order of llama.cpp (common/common.h: penalties, DRY, top-n-σ, top-k, typical, top-p,
- * min-p, XTC, temperature), DRY left out. */
-#define OXL_DEFAULT_SAMPLERS "eskypmxt"
+ * min-p, XTC, temperature). */
+#define OXL_DEFAULT_SAMPLERS "edskypmxt"
 
 oxl_sampler_params oxl_sampler_default_params(void) {
     return (oxl_sampler_params){.temp = 0.8f,
@@ -100,6 +116,10 @@ oxl_sampler_params oxl_sampler_default_params(void) {
                                 .mirostat = 0,
                                 .mirostat_tau = 5.0f,
                                 .mirostat_eta = 0.1f,
+                                .dry_multiplier = 0.0f,
+                                .dry_base = 1.75f,
+                                .dry_allowed_length = 2,
+                                .dry_penalty_last_n = 64,
                                 .samplers = OXL_DEFAULT_SAMPLERS};
 }
 
@@ -120,7 +140,8 @@ static uint32_t random_seed(void) {
  * and kept (grown only if a larger vocabulary comes). */
 oxl_sampler *oxl_sampler_new(const oxl_sampler_params *params) {
     if (!params || params->mirostat < 0 || params->mirostat > 2 || params->penalty_last_n < 0 ||
-        params->penalty_last_n > OXL_PENALTY_MAX_N)
+        params->penalty_last_n > OXL_PENALTY_MAX_N || params->dry_penalty_last_n < 0 ||
+        params->dry_penalty_last_n > OXL_PENALTY_MAX_N)
         return NULL;
     oxl_sampler *s = calloc(1, sizeof *s);
     if (!s)
@@ -133,7 +154,7 @@ oxl_sampler *oxl_sampler_new(const oxl_sampler_params *params) {
     }
     memcpy(s->order, n ? params->samplers : OXL_DEFAULT_SAMPLERS, n ? n + 1 : sizeof OXL_DEFAULT_SAMPLERS);
     for (const char *c = s->order; *c; c++) {
-        if (!strchr("eskypmxt", *c)) {
+        if (!strchr("edskypmxt", *c)) {
             free(s);
             return NULL;
         }
@@ -142,6 +163,14 @@ oxl_sampler *oxl_sampler_new(const oxl_sampler_params *params) {
         s->prev = malloc((size_t)params->penalty_last_n * sizeof *s->prev);
         if (!s->prev) {
             free(s);
+            return NULL;
+        }
+    }
+    if (params->dry_penalty_last_n > 0) {
+        s->dry_prev = malloc((size_t)params->dry_penalty_last_n * sizeof *s->dry_prev);
+        s->dry_rep = malloc((size_t)params->dry_penalty_last_n * sizeof *s->dry_rep);
+        if (!s->dry_prev || !s->dry_rep) {
+            oxl_sampler_free(s);
             return NULL;
         }
     }
@@ -159,13 +188,33 @@ void oxl_sampler_free(oxl_sampler *s) {
     free(s->count);
     free(s->prev);
     free(s->cum);
+    free(s->dry_prev);
+    free(s->dry_rep);
+    free(s->dry_max);
+    free(s->brk);
     free(s);
 }
 
 /* Records tok in the penalty window (llama_sampler_accept): the oldest token leaves once the window
  * holds penalty_last_n. */
+static bool dry_on(const oxl_sampler_params *p) {
+    return p->dry_multiplier != 0.0f && p->dry_base >= 1.0f && p->dry_penalty_last_n != 0;
+}
+
 void oxl_sampler_accept(oxl_sampler *s, oxl_token tok) {
-    if (!s || s->params.penalty_last_n <= 0)
+    if (!s)
+        return;
+    if (dry_on(&s->params)) {
+        int32_t w = s->params.dry_penalty_last_n;
+        if (s->dry_n < w) {
+            s->dry_prev[(s->dry_head + s->dry_n) % w] = tok;
+            s->dry_n++;
+        } else {
+            s->dry_prev[s->dry_head] = tok;
+            s->dry_head = (s->dry_head + 1) % w;
+        }
+    }
+    if (s->params.penalty_last_n <= 0)
         return;
     int32_t w = s->params.penalty_last_n;
     if (s->prev_n < w) {
@@ -286,6 +335,227 @@ static int step_penalties(oxl_sampler *s, oxl_cur *cur, int32_t n_vocab) {
         else
             *l /= p->penalty_repeat;
         *l -= (float)count * p->penalty_freq + 1.0f * p->penalty_present;
+    }
+    cur->sorted = false;
+    return 0;
+}
+
+/* The i-th newest token of the DRY window (0: the last accepted). */
+static int32_t dry_rat(const oxl_sampler *s, int32_t i) {
+    int32_t w = s->params.dry_penalty_last_n;
+    return s->dry_prev[(s->dry_head + s->dry_n - i - 1) % w];
+}
+
+/* Adds a breaker unless the same head and tail are there. Returns -1 if memory runs out. */
+static int dry_add(oxl_sampler *s, int32_t head, const int32_t *tail, int32_t n_tail) {
+    for (int32_t i = 0; i < s->n_brk; i++)
+        if (s->brk[i].head == head && s->brk[i].n_tail == n_tail &&
+            !memcmp(s->brk[i].tail, tail, (size_t)n_tail * sizeof *tail))
+            return 0;
+    if ((s->n_brk & (s->n_brk - 1)) == 0) { /* grow at powers of two */
+        oxl_dry_breaker *b = realloc(s->brk, (size_t)(s->n_brk ? 2 * s->n_brk : 1) * sizeof *b);
+        if (!b)
+            return -1;
+        s->brk = b;
+    }
+    oxl_dry_breaker *b = &s->brk[s->n_brk++];
+    b->head = head;
+    b->n_tail = n_tail;
+    if (n_tail)
+        memcpy(b->tail, tail, (size_t)n_tail * sizeof *tail);
+    return 0;
+}
+
+/* llama.cpp's get_overlapping_token_sequences for one breaker str: a token whose text (rendered with
+ * special tokens, one leading space dropped where the vocabulary adds a space prefix) contains str
+ * is a breaker by itself; a token whose text ends with a proper prefix of str, at any place where
+ * str's first byte occurs, is the head of a breaker whose tail is the tokenization of the rest of
+ * str (at most 20 tokens). */
+static int dry_breaker(oxl_sampler *s, const oxl_model *m, const char *str, size_t str_len) {
+    const int32_t nv = oxl_model_n_vocab(m);
+    const bool strip = oxl_vocab_adds_space_prefix(m->vocab);
+    char buf[512];
+    for (int32_t t = 0; t < nv; t++) {
+        int32_t n = oxl_token_to_piece(m, t, buf, (int32_t)sizeof buf, true);
+        if (n < 0)
+            continue; /* longer than any breaker's overlap can need: no token text is that long */
+        const char *w = buf;
+        size_t wl = (size_t)n;
+        if (strip && wl > 0 && w[0] == ' ') {
+            w++;
+            wl--;
+        }
+        bool contains = false;
+        for (size_t k = 0; k + str_len <= wl && !contains; k++)
+            contains = !memcmp(w + k, str, str_len);
+        if (contains) {
+            if (dry_add(s, t, NULL, 0) != 0)
+                return -1;
+            continue;
+        }
+        for (size_t pos = 0; pos < wl; pos++) {
+            if (w[pos] != str[0])
+                continue;
+            size_t i = 1;
+            bool match = true;
+            for (; i < str_len && i + pos < wl; i++) {
+                if (w[pos + i] != str[i]) {
+                    match = false;
+                    break;
+                }
+            }
+            if (!match)
+                continue;
+            oxl_token tail[64];
+            int32_t nt = oxl_tokenize(m, str + i, str_len - i, tail, 64, false, false);
+            if (nt < 0 && nt != INT32_MIN) { /* more than 64: only the first 20 are kept anyway */
+                oxl_token *big = malloc((size_t)(-nt) * sizeof *big);
+                if (!big)
+                    return -1;
+                nt = oxl_tokenize(m, str + i, str_len - i, big, -nt, false, false);
+                memcpy(tail, big, 20 * sizeof *tail);
+                free(big);
+            }
+            if (nt < 0)
+                continue;
+            if (dry_add(s, t, tail, nt > 20 ? 20 : nt) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+int32_t oxl_sampler_dry_breakers(oxl_sampler *s, const oxl_model *model, const char *const *breakers, int32_t n) {
+    if (!s || !model || n < 0 || (n > 0 && !breakers))
+        return -1;
+    s->n_brk = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (!breakers[i] || !breakers[i][0])
+            continue;
+        size_t len = strlen(breakers[i]);
+        if (dry_breaker(s, model, breakers[i], len > 40 ? 40 : len) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* DRY (llama_sampler_dry_apply): in the window of the last dry_penalty_last_n tokens, limited after
+ * the newest sequence breaker, a token that would extend a repeat of length L >= allowed_length
+ * loses multiplier·base^(L - allowed_length) (the exponent capped so the power stays finite), unless
+ * the token is a single-token breaker. Returns -1 if memory runs out. */
+static int step_dry(oxl_sampler *s, oxl_cur *cur, int32_t n_vocab) {
+    const oxl_sampler_params *p = &s->params;
+    if (!dry_on(p))
+        return 0;
+    int32_t last_n = s->dry_n < p->dry_penalty_last_n ? s->dry_n : p->dry_penalty_last_n;
+    if (last_n <= p->dry_allowed_length)
+        return 0;
+    int32_t *rep = s->dry_rep;
+    memset(rep, 0, (size_t)last_n * sizeof *rep);
+
+    int32_t rep_limit = last_n;
+    for (int32_t i = 0; i < last_n; i++) {
+        int32_t tok = dry_rat(s, i);
+        int32_t longest = -1;
+        bool head = false;
+        for (int32_t b = 0; b < s->n_brk; b++) {
+            const oxl_dry_breaker *br = &s->brk[b];
+            if (br->head != tok)
+                continue;
+            head = true;
+            if (br->n_tail > longest && br->n_tail <= i) {
+                bool match = true;
+                for (int32_t o = 0; o < br->n_tail; o++) {
+                    if (br->tail[o] != dry_rat(s, i - o - 1)) {
+                        match = false;
+                        break;
+                    }
+                }
+                if (match)
+                    longest = br->n_tail;
+            }
+        }
+        if (head && longest >= 0) {
+            rep_limit = i - longest;
+            break;
+        }
+    }
+    if (rep_limit < p->dry_allowed_length)
+        return 0;
+
+    /* Z-algorithm over the reversed window */
+    const int32_t last = last_n - 1;
+    int32_t rt = 0, lt = 0;
+    for (int32_t k = 1; k < last_n; k++) {
+        if (k > rt) {
+            int32_t n = 0;
+            while (n + k < last_n && dry_rat(s, n) == dry_rat(s, n + k))
+                n++;
+            rep[last - k] = n < rep_limit ? n : rep_limit;
+            if (n > 0) {
+                lt = k;
+                rt = k + n - 1;
+            }
+        } else {
+            int32_t pi = k - lt, right = rt - k + 1;
+            if (rep[last - pi] < right) {
+                int32_t n = rep[last - pi] < rep_limit ? rep[last - pi] : rep_limit;
+                rep[last - k] = n;
+            } else {
+                int32_t i = rt + 1;
+                while (i < last_n && dry_rat(s, i) == dry_rat(s, i - k))
+                    i++;
+                int32_t n = i - k < rep_limit ? i - k : rep_limit;
+                rep[last - k] = n;
+                lt = k;
+                rt = i - 1;
+            }
+        }
+    }
+
+    if (n_vocab > s->count_cap) {
+        int32_t *c = realloc(s->count, (size_t)n_vocab * sizeof *c);
+        if (!c)
+            return -1;
+        s->count = c;
+        s->count_cap = n_vocab;
+        free(s->dry_max);
+        s->dry_max = NULL;
+    }
+    if (!s->dry_max) {
+        s->dry_max = malloc((size_t)s->count_cap * sizeof *s->dry_max);
+        if (!s->dry_max)
+            return -1;
+    }
+    int32_t *mx = s->dry_max;
+    for (int32_t i = 0; i < n_vocab; i++)
+        mx[i] = -1;
+    for (int32_t i = 0; i < last_n - 1; i++) {
+        int32_t len = rep[i];
+        if (len >= p->dry_allowed_length) {
+            int32_t tok = dry_rat(s, last_n - 2 - i);
+            if (tok >= 0 && tok < n_vocab && mx[tok] < len)
+                mx[tok] = len;
+        }
+    }
+
+    int32_t max_exp = 0;
+    if (p->dry_base > 1.000001f)
+        max_exp = (int32_t)(88.7228391f / logf(p->dry_base));
+    for (int32_t i = 0; i < cur->n; i++) {
+        int32_t len = mx[cur->c[i].id];
+        if (len < 0)
+            continue;
+        bool single = false;
+        for (int32_t b = 0; b < s->n_brk && !single; b++)
+            single = s->brk[b].head == cur->c[i].id && s->brk[b].n_tail == 0;
+        if (single)
+            continue;
+        int32_t e = len - p->dry_allowed_length;
+        if (max_exp > 0 && e > max_exp)
+            e = max_exp;
+        float pen = (float)((double)p->dry_multiplier * pow((double)p->dry_base, (double)e));
+        cur->c[i].logit -= pen;
     }
     cur->sorted = false;
     return 0;
@@ -607,7 +877,7 @@ oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_voca
 
     /* greedy without a step that can drop the largest logit: the first largest */
     if (p->temp <= 0.0f && p->mirostat == 0 && p->dynatemp_range <= 0.0f && p->typ_p >= 1.0f &&
-        p->xtc_probability <= 0.0f &&
+        p->xtc_probability <= 0.0f && !dry_on(p) &&
         (p->penalty_last_n == 0 ||
          (p->penalty_repeat == 1.0f && p->penalty_freq == 0.0f && p->penalty_present == 0.0f))) {
         int32_t best = 0;
@@ -625,6 +895,10 @@ oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_voca
         switch (*o) {
         case 'e':
             if (step_penalties(s, &cur, n_vocab) != 0)
+                return -1;
+            break;
+        case 'd':
+            if (step_dry(s, &cur, n_vocab) != 0)
                 return -1;
             break;
         case 's': step_top_n_sigma(p, &cur); break;

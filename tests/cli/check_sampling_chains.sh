@@ -1,6 +1,6 @@
 #!/bin/sh
 # Seeded sampling chains against llama.cpp: for every case of DIR/chains.tsv, `oxillama run` with that
-# model, seed, temperature, token count and sampler flags (penalties, typical, top-n-sigma, XTC,
+# model, seed, temperature, token count and sampler flags (penalties, DRY, typical, top-n-sigma, XTC,
 # dynamic temperature, mirostat, --samplers / --sampling-seq; one thread) must exit 0 and print
 # exactly the prompt followed by llama-completion's continuation for the same command
 # (DIR/chains/<case>.expected; golden/sampling/README.md).

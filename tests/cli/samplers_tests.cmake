@@ -1,10 +1,10 @@
 # llama.cpp's further samplers (golden/sampling/README.md, chains): repetition penalties over the prompt
-# and output, typical-p, top-n-sigma, XTC, dynamic temperature, mirostat v1/v2 and the chain's order
+# and output, DRY, typical-p, top-n-sigma, XTC, dynamic temperature, mirostat v1/v2 and the chain's order
 # (--samplers, --sampling-seq). Included from cli_tests.cmake, whose OXL_BIN, G, M and OXL_TEST_ISAS
 # it uses.
 
 # `oxillama run` with llama-completion's seed, temperature and sampler flags prints llama-completion's
-# text (24 cases on stories260K f32), under every ISA cap.
+# text (34 cases on stories260K f32), under every ISA cap.
 foreach(isa IN LISTS OXL_TEST_ISAS)
   add_test(NAME sampling-chains-${isa} COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_sampling_chains.sh ${OXL_BIN}
            ${M} ${G}/sampling)
@@ -12,7 +12,7 @@ foreach(isa IN LISTS OXL_TEST_ISAS)
 endforeach()
 
 # Bad sampler flags: an error message and exit status 1, never a crash.
-foreach(bad "--repeat-last-n;-1;invalid repeat-last-n" "--mirostat;3;--mirostat 3"
+foreach(bad "--repeat-last-n;-1;invalid repeat-last-n" "--dry-penalty-last-n;-1;invalid dry-penalty-last-n" "--mirostat;3;--mirostat 3"
             "--samplers;infill;sampler 'infill' is not supported" "--sampling-seq;kkkkkkkkkkkkkkkk;too many samplers"
             "--samplers;foo;no sampler left")
   list(GET bad 0 flag)
