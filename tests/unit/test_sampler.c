@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -368,4 +369,17 @@ Test(sampler, penalties_see_accepted_tokens_in_their_window) {
     oxl_sampler_accept(s, 0);
     cr_expect_eq(oxl_sampler_sample(s, l, 4), 1);
     oxl_sampler_free(s);
+}
+
+Test(sampler, params_layout_of_the_js_module) {
+    /* js/oxillama.mjs writes oxl_sampler_params field by field at these offsets */
+    cr_expect_eq(sizeof(oxl_sampler_params), 104);
+    cr_expect_eq(offsetof(oxl_sampler_params, penalty_last_n), 20);
+    cr_expect_eq(offsetof(oxl_sampler_params, typ_p), 36);
+    cr_expect_eq(offsetof(oxl_sampler_params, xtc_threshold), 48);
+    cr_expect_eq(offsetof(oxl_sampler_params, dynatemp_exponent), 56);
+    cr_expect_eq(offsetof(oxl_sampler_params, mirostat_tau), 64);
+    cr_expect_eq(offsetof(oxl_sampler_params, dry_base), 76);
+    cr_expect_eq(offsetof(oxl_sampler_params, dry_penalty_last_n), 84);
+    cr_expect_eq(offsetof(oxl_sampler_params, samplers), 88);
 }
