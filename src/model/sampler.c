@@ -875,8 +875,9 @@ oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_voca
     for (int32_t i = 0; i < n_vocab; i++)
         cur.c[i] = (oxl_cand){i, logits[i], 0.0f};
 
-    /* greedy without a step that can drop the largest logit: the first largest */
-    if (p->temp <= 0.0f && p->mirostat == 0 && p->dynatemp_range <= 0.0f && p->typ_p >= 1.0f &&
+    /* greedy (temperature in the chain) without a step that can drop the largest logit: the first
+     * largest; without 't' in the chain the temperature is not applied at all, as in llama.cpp */
+    if (p->temp <= 0.0f && strchr(s->order, 't') && p->mirostat == 0 && p->dynatemp_range <= 0.0f && p->typ_p >= 1.0f &&
         p->xtc_probability <= 0.0f && !dry_on(p) &&
         (p->penalty_last_n == 0 ||
          (p->penalty_repeat == 1.0f && p->penalty_freq == 0.0f && p->penalty_present == 0.0f))) {
