@@ -330,10 +330,11 @@ typedef struct oxl_sampler_params {
 #define OXL_SEED_RANDOM 0xFFFFFFFFu
 
 /* llama.cpp's defaults: temp 0.8, top_k 40, top_p 0.95, min_p 0.05, random seed, the other steps
- * off, penalty_last_n 64, xtc_threshold 0.1, dynatemp_exponent 1, mirostat tau 5 / eta 0.1. */
+ * off, penalty_last_n 64, xtc_threshold 0.1, dynatemp_exponent 1, mirostat tau 5 / eta 0.1, DRY
+ * base 1.75, allowed length 2, last n 64, samplers "edskypmxt". */
 OXL_API oxl_sampler_params oxl_sampler_default_params(void);
 /* NULL when params is NULL or invalid (samplers with another letter or unterminated, mirostat not
- * 0..2, penalty_last_n out of range) or memory runs out. */
+ * 0..2, penalty_last_n or dry_penalty_last_n out of range) or memory runs out. */
 OXL_API oxl_sampler *oxl_sampler_new(const oxl_sampler_params *params);
 OXL_API void oxl_sampler_free(oxl_sampler *s);
 /* Records a token of the context for the penalties (llama_sampler_accept): call it for each prompt

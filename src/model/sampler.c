@@ -134,8 +134,9 @@ static uint32_t random_seed(void) {
     return (uint32_t)((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
 }
 
-/* Returns NULL when params is NULL, a letter of params->samplers is not one of "eskypmxt", mirostat
- * is not 0, 1 or 2, penalty_last_n is negative or above 65536, or memory runs out. An empty samplers
+/* Returns NULL when params is NULL, a letter of params->samplers is not one of "edskypmxt", mirostat
+ * is not 0, 1 or 2, penalty_last_n or dry_penalty_last_n is negative or above 65536, or memory runs
+ * out. An empty samplers
  * string means the default order. The candidate buffer is allocated at the first oxl_sampler_sample
  * and kept (grown only if a larger vocabulary comes). */
 oxl_sampler *oxl_sampler_new(const oxl_sampler_params *params) {
