@@ -285,24 +285,69 @@ OXL_API int32_t oxl_detok_push(oxl_detok *d, const oxl_model *model, oxl_token t
 OXL_API int32_t oxl_detok_flush(oxl_detok *d, char *out, int32_t cap);
 
 /* ---------------------------------------------------------------------------------------------
- * Sampling (matches llama.cpp src/llama-sampling.cpp: top-k → top-p → min-p → temperature → dist)
+ * Sampling (matches llama.cpp src/llama-sampler.cpp and common/sampling.cpp's chain: by default
+ * penalties → DRY → top-n-σ → top-k → typical → top-p → min-p → XTC → temperature → dist; with mirostat,
+ * temperature → mirostat). Each step is off at its neutral value.
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct oxl_sampler_params {
-    float temp;    /* <= 0: greedy (argmax) */
+    float temp;    /* <= 0: greedy (the first largest logit left after the steps before it) */
     int32_t top_k; /* <= 0: off */
     float top_p;   /* >= 1: off */
     float min_p;   /* <= 0: off */
     uint32_t seed; /* OXL_SEED_RANDOM draws one from the clock */
+    /* repetition penalties over the last penalty_last_n tokens passed to oxl_sampler_accept (prompt
+     * and output, as llama.cpp): a token seen c > 0 times has its logit divided by penalty_repeat
+     * (multiplied when <= 0), then c·penalty_freq + penalty_present subtracted. Off when
+     * penalty_last_n is 0 or repeat 1, freq 0 and present 0. penalty_last_n: 0 .. 65536. */
+    int32_t penalty_last_n;  /* default 64 */
+    float penalty_repeat;    /* default 1 */
+    float penalty_freq;      /* default 0 */
+    float penalty_present;   /* default 0 */
+    float typ_p;             /* locally typical sampling; >= 1: off (default 1) */
+    float top_n_sigma;       /* keeps logits >= max - n·σ; <= 0: off (default -1) */
+    float xtc_probability;   /* XTC's chance per token; <= 0: off (default 0) */
+    float xtc_threshold;     /* XTC's probability threshold; > 0.5: off (default 0.1) */
+    float dynatemp_range;    /* dynamic temperature temp ± range by entropy; <= 0: off (default 0) */
+    float dynatemp_exponent; /* default 1 */
+    int32_t mirostat;        /* 0: off, 1: mirostat, 2: mirostat 2.0 (replaces the chain but temperature) */
+    float mirostat_tau;      /* target surprise (default 5) */
+    float mirostat_eta;      /* learning rate (default 0.1) */
+    /* DRY: a token that would extend a repeat of length L >= dry_allowed_length within the last
+     * dry_penalty_last_n accepted tokens loses dry_multiplier·dry_base^(L - dry_allowed_length);
+     * sequence breakers (oxl_sampler_dry_breakers) cut the repeats. Off when the multiplier is 0,
+     * the base < 1 or dry_penalty_last_n 0. dry_penalty_last_n: 0 .. 65536. */
+    float dry_multiplier;       /* default 0 */
+    float dry_base;             /* default 1.75 */
+    int32_t dry_allowed_length; /* default 2 */
+    int32_t dry_penalty_last_n; /* default 64 */
+    /* the chain's order in llama.cpp's letters (--sampling-seq): e penalties, s top-n-σ, k top-k,
+     * y typical, p top-p, m min-p, x XTC, t temperature, d DRY (a letter given twice runs twice);
+     * dist draws after them; "" = the default "edskypmxt" */
+    char samplers[16];
 } oxl_sampler_params;
 
 #define OXL_SEED_RANDOM 0xFFFFFFFFu
 
-/* llama.cpp's defaults: temp 0.8, top_k 40, top_p 0.95, min_p 0.05, random seed. */
+/* llama.cpp's defaults: temp 0.8, top_k 40, top_p 0.95, min_p 0.05, random seed, the other steps
+ * off, penalty_last_n 64, xtc_threshold 0.1, dynatemp_exponent 1, mirostat tau 5 / eta 0.1, DRY
+ * base 1.75, allowed length 2, last n 64, samplers "edskypmxt". */
 OXL_API oxl_sampler_params oxl_sampler_default_params(void);
+/* NULL when params is NULL or invalid (samplers with another letter or unterminated, mirostat not
+ * 0..2, penalty_last_n or dry_penalty_last_n out of range) or memory runs out. */
 OXL_API oxl_sampler *oxl_sampler_new(const oxl_sampler_params *params);
 OXL_API void oxl_sampler_free(oxl_sampler *s);
-/* Picks a token from n_vocab logits (not modified). */
+/* Records a token of the context for the penalties (llama_sampler_accept): call it for each prompt
+ * token (BOS included) and for each token sampled and kept; oxl_sampler_sample does not. */
+OXL_API void oxl_sampler_accept(oxl_sampler *s, oxl_token tok);
+/* DRY's sequence breakers (llama_sampler_init_dry): each non-empty string (first 40 bytes) is
+ * matched against model's token texts; a token containing it breaks by itself, a token ending with
+ * a beginning of it breaks when followed by the tokens of the rest. Replaces earlier breakers; none
+ * set: no breakers (oxillama run sets llama.cpp's "\n", ":", "\"", "*"). Returns 0, or -1 on bad
+ * arguments or out of memory. */
+OXL_API int32_t oxl_sampler_dry_breakers(oxl_sampler *s, const oxl_model *model, const char *const *breakers,
+                                         int32_t n);
+/* Picks a token from n_vocab logits (not modified); -1 on bad arguments or out of memory. */
 OXL_API oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_vocab);
 
 /* ---------------------------------------------------------------------------------------------

@@ -19,7 +19,9 @@ const ERROR_SIZE = 512; // OXL_ERROR_MSG_MAX
 const CTX_PARAMS_SIZE = 40; // oxl_ctx_params
 const CTX_N_CTX = 0;
 const CTX_N_THREADS = 12;
-const SAMPLER_PARAMS_SIZE = 20; // oxl_sampler_params: temp, top_k, top_p, min_p, seed
+// oxl_sampler_params: temp, top_k, top_p, min_p, seed, then the further steps at llama.cpp's
+// defaults (off), written below field by field (layout checked by the sampler's unit test)
+const SAMPLER_PARAMS_SIZE = 104;
 const DETOK_SIZE = 12; // oxl_detok: char pending[8]; int32_t n_pending
 
 const encoder = new TextEncoder();
@@ -262,6 +264,18 @@ class Model {
         v.setFloat32(8, top_p, true);
         v.setFloat32(12, min_p, true);
         v.setUint32(16, seed === undefined || seed === null || seed < 0 ? OXL_SEED_RANDOM : seed >>> 0, true);
+        this.#bytes(sp + 20, SAMPLER_PARAMS_SIZE - 20).fill(0); // samplers "" = the default order
+        v.setInt32(20, 64, true); // penalty_last_n
+        v.setFloat32(24, 1.0, true); // penalty_repeat (off)
+        v.setFloat32(36, 1.0, true); // typ_p (off)
+        v.setFloat32(40, -1.0, true); // top_n_sigma (off)
+        v.setFloat32(48, 0.1, true); // xtc_threshold
+        v.setFloat32(56, 1.0, true); // dynatemp_exponent
+        v.setFloat32(64, 5.0, true); // mirostat_tau
+        v.setFloat32(68, 0.1, true); // mirostat_eta
+        v.setFloat32(76, 1.75, true); // dry_base
+        v.setInt32(80, 2, true); // dry_allowed_length
+        v.setInt32(84, 64, true); // dry_penalty_last_n
         const sampler = x.oxl_sampler_new(sp);
         x.free(sp);
         const err = this.#alloc(ERROR_SIZE);

@@ -7,6 +7,7 @@
 #endif
 #include "oxl_types.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -16,7 +17,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-typedef enum opt_kind { OPT_STR, OPT_INT, OPT_FLOAT, OPT_U32, OPT_KV, OPT_FA, OPT_FLAG, OPT_GPU } opt_kind;
+typedef enum opt_kind { OPT_BREAKER, OPT_STR, OPT_INT, OPT_FLOAT, OPT_U32, OPT_KV, OPT_FA, OPT_FLAG, OPT_GPU } opt_kind;
 
 typedef struct opt_def {
     const char *short_name;
@@ -48,6 +49,36 @@ static const opt_def opt_table[] = {
     {NULL, "--top-p", OPT_FLOAT, F(sampling.top_p), R, "top-p sampling, 1 = off (default 0.95)"},
     {NULL, "--min-p", OPT_FLOAT, F(sampling.min_p), R, "min-p sampling, 0 = off (default 0.05)"},
     {"-s", "--seed", OPT_U32, F(sampling.seed), R, "random seed (default: random)"},
+    {NULL, "--repeat-last-n", OPT_INT, F(sampling.penalty_last_n), R,
+     "last N tokens (prompt and output) the penalties look at, 0 = off (default 64)"},
+    {NULL, "--repeat-penalty", OPT_FLOAT, F(sampling.penalty_repeat), R, "repeat penalty, 1 = off (default 1)"},
+    {NULL, "--frequency-penalty", OPT_FLOAT, F(sampling.penalty_freq), R, "frequency penalty, 0 = off (default 0)"},
+    {NULL, "--presence-penalty", OPT_FLOAT, F(sampling.penalty_present), R, "presence penalty, 0 = off (default 0)"},
+    {NULL, "--typical", OPT_FLOAT, F(sampling.typ_p), R, "locally typical sampling p, 1 = off (default 1)"},
+    {NULL, "--typical-p", OPT_FLOAT, F(sampling.typ_p), R, "the same as --typical"},
+    {NULL, "--top-nsigma", OPT_FLOAT, F(sampling.top_n_sigma), R, "top-n-sigma sampling, -1 = off (default -1)"},
+    {NULL, "--top-n-sigma", OPT_FLOAT, F(sampling.top_n_sigma), R, "the same as --top-nsigma"},
+    {NULL, "--xtc-probability", OPT_FLOAT, F(sampling.xtc_probability), R, "XTC probability, 0 = off (default 0)"},
+    {NULL, "--xtc-threshold", OPT_FLOAT, F(sampling.xtc_threshold), R, "XTC threshold, > 0.5 = off (default 0.1)"},
+    {NULL, "--dynatemp-range", OPT_FLOAT, F(sampling.dynatemp_range), R,
+     "dynamic temperature range, 0 = off (default 0)"},
+    {NULL, "--dynatemp-exp", OPT_FLOAT, F(sampling.dynatemp_exponent), R, "dynamic temperature exponent (default 1)"},
+    {NULL, "--mirostat", OPT_INT, F(sampling.mirostat), R, "mirostat: 0 = off, 1 = mirostat, 2 = mirostat 2.0"},
+    {NULL, "--mirostat-lr", OPT_FLOAT, F(sampling.mirostat_eta), R, "mirostat learning rate eta (default 0.1)"},
+    {NULL, "--mirostat-ent", OPT_FLOAT, F(sampling.mirostat_tau), R, "mirostat target entropy tau (default 5)"},
+    {NULL, "--dry-multiplier", OPT_FLOAT, F(sampling.dry_multiplier), R, "DRY multiplier, 0 = off (default 0)"},
+    {NULL, "--dry-base", OPT_FLOAT, F(sampling.dry_base), R, "DRY base; a value below 1 is ignored (default 1.75)"},
+    {NULL, "--dry-allowed-length", OPT_INT, F(sampling.dry_allowed_length), R,
+     "DRY: repeats longer than this are penalized (default 2)"},
+    {NULL, "--dry-penalty-last-n", OPT_INT, F(sampling.dry_penalty_last_n), R,
+     "DRY: last N tokens scanned, 0 = off (default 64)"},
+    {NULL, "--dry-sequence-breaker", OPT_BREAKER, 0, R,
+     "DRY sequence breaker (repeatable; replaces the defaults \\n : \" *; \"none\": none)"},
+    {NULL, "--samplers", OPT_STR, F(samplers_names), R,
+     "the chain's order, names separated by ';' (default penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;"
+     "temperature)"},
+    {NULL, "--sampling-seq", OPT_STR, F(sampling_seq), R, "the chain's order as letters (default edskypmxt)"},
+    {NULL, "--sampler-seq", OPT_STR, F(sampling_seq), R, "the same as --sampling-seq"},
     {"-ctk", "--cache-type-k", OPT_KV, F(type_k), R | P | S,
      "KV cache type for K: " OXL_KV_TYPE_NAMES " (default f16)"},
     {"-ctv", "--cache-type-v", OPT_KV, F(type_v), R | P | S,
@@ -97,6 +128,22 @@ static int parse_value(const opt_def *d, const char *v, oxl_opts *o) {
     errno = 0;
     switch (d->kind) {
     case OPT_STR: *(const char **)field = v; return 0;
+    case OPT_BREAKER:
+        if (!o->dry_breakers_set) {
+            o->dry_breakers_set = true;
+            o->n_dry_breakers = 0;
+        }
+        if (!strcmp(v, "none")) {
+            o->n_dry_breakers = 0;
+            return 0;
+        }
+        if (o->n_dry_breakers == (int)(sizeof o->dry_breakers / sizeof o->dry_breakers[0])) {
+            fprintf(stderr, "error: %s: too many breakers (at most %zu)\n", d->long_name,
+                    sizeof o->dry_breakers / sizeof o->dry_breakers[0]);
+            return -1;
+        }
+        o->dry_breakers[o->n_dry_breakers++] = v;
+        return 0;
     case OPT_INT: {
         long x = strtol(v, &end, 10);
         if (errno || *end || end == v || x < INT_MIN || x > INT_MAX) {
@@ -201,6 +248,92 @@ bool oxl_opts_gpu_notice(const char *a, const char *value) {
     return true;
 }
 
+/* llama.cpp's sampler names (common_sampler_types_from_names: canonical, kebab-case, without the
+ * dash, and aliases; case-insensitive) and letters, for --samplers and --sampling-seq. */
+static const struct {
+    const char *name;
+    char letter;
+} sampler_names[] = {
+    {"dry", 'd'},       {"top_k", 'k'},  {"top-k", 'k'},     {"topk", 'k'},        {"top_p", 'p'},
+    {"top-p", 'p'},     {"topp", 'p'},   {"nucleus", 'p'},   {"top_n_sigma", 's'}, {"top-n-sigma", 's'},
+    {"topnsigma", 's'}, {"typ_p", 'y'},  {"typ-p", 'y'},     {"typp", 'y'},        {"typ", 'y'},
+    {"min_p", 'm'},     {"min-p", 'm'},  {"minp", 'm'},      {"temperature", 't'}, {"temp", 't'},
+    {"xtc", 'x'},       {"infill", 'i'}, {"penalties", 'e'}, {"adaptive_p", 'a'},  {"adaptive-p", 'a'},
+    {"adaptivep", 'a'},
+};
+
+/* Appends the step of letter c to the chain (16 places). Unknown letters are skipped with a warning,
+ * as llama.cpp. */
+static int add_sampler(oxl_sampler_params *sp, size_t *n, char c, const char *shown) {
+    if (!strchr("edskypmxt", c)) {
+        if (c == 'i' || c == 'a') {
+            fprintf(stderr, "error: sampler '%s' is not supported\n", shown);
+            return -1;
+        }
+        fprintf(stderr, "warning: unable to match sampler '%s'\n", shown);
+        return 0;
+    }
+    if (*n + 1 >= sizeof sp->samplers) {
+        fprintf(stderr, "error: too many samplers (at most %zu)\n", sizeof sp->samplers - 1);
+        return -1;
+    }
+    sp->samplers[(*n)++] = c;
+    sp->samplers[*n] = '\0';
+    return 0;
+}
+
+/* --samplers NAMES (';'-separated) or --sampling-seq LETTERS into o->sampling.samplers; the later
+ * option on the command line wins in llama.cpp, here --sampling-seq when both are given. */
+static int parse_samplers(oxl_opts *o) {
+    oxl_sampler_params *sp = &o->sampling;
+    size_t n = 0;
+    if (o->sampling_seq) {
+        sp->samplers[0] = '\0';
+        for (const char *c = o->sampling_seq; *c; c++) {
+            char shown[2] = {*c, 0};
+            if (add_sampler(sp, &n, *c, shown) != 0) {
+                return -1;
+            }
+        }
+    } else if (o->samplers_names) {
+        sp->samplers[0] = '\0';
+        const char *a = o->samplers_names;
+        for (;;) {
+            const char *e = strchr(a, ';');
+            size_t len = e ? (size_t)(e - a) : strlen(a);
+            char word[32];
+            if (len < sizeof word) {
+                for (size_t k = 0; k < len; k++) {
+                    word[k] = (char)tolower((unsigned char)a[k]);
+                }
+                word[len] = '\0';
+                char letter = '?';
+                for (size_t k = 0; k < sizeof sampler_names / sizeof sampler_names[0]; k++) {
+                    if (!strcmp(word, sampler_names[k].name)) {
+                        letter = sampler_names[k].letter;
+                    }
+                }
+                if (add_sampler(sp, &n, letter, word) != 0) {
+                    return -1;
+                }
+            } else {
+                fprintf(stderr, "warning: unable to match sampler '%.*s'\n", (int)len, a);
+            }
+            if (!e) {
+                break;
+            }
+            a = e + 1;
+        }
+    } else {
+        return 0;
+    }
+    if (n == 0) { /* an empty chain: dist alone (the struct's "" would mean the default order) */
+        fprintf(stderr, "error: no sampler left in the chain\n");
+        return -1;
+    }
+    return 0;
+}
+
 int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
     memset(o, 0, sizeof *o);
     o->n_predict = -1;
@@ -260,6 +393,31 @@ int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
         }
         str_value_i = d->kind == OPT_STR ? i : -1;
     }
+    if (o->sampling.penalty_last_n < 0) {
+        fprintf(stderr, "error: invalid repeat-last-n = %d\n", o->sampling.penalty_last_n);
+        return -1;
+    }
+    if (o->sampling.dry_penalty_last_n < 0) {
+        fprintf(stderr, "error: invalid dry-penalty-last-n = %d\n", o->sampling.dry_penalty_last_n);
+        return -1;
+    }
+    if (!(o->sampling.dry_base >= 1.0f)) { /* llama.cpp keeps the previous base */
+        o->sampling.dry_base = oxl_sampler_default_params().dry_base;
+    }
+    if (!o->dry_breakers_set) {
+        static const char *const defaults[] = {"\n", ":", "\"", "*"};
+        for (int k = 0; k < 4; k++) {
+            o->dry_breakers[k] = defaults[k];
+        }
+        o->n_dry_breakers = 4;
+    }
+    if (o->sampling.mirostat < 0 || o->sampling.mirostat > 2) {
+        fprintf(stderr, "error: --mirostat %d: 0, 1 or 2\n", o->sampling.mirostat);
+        return -1;
+    }
+    if (parse_samplers(o) != 0) {
+        return -1;
+    }
 #ifndef OXL_SUBSET
     if (o->chat_template && check_chat_template(o->chat_template) != 0) {
         return -1;
@@ -277,8 +435,8 @@ void oxl_opts_usage_table(unsigned verbs) {
             continue;
         }
         static const char *const metavar[] = {
-            [OPT_STR] = " S", [OPT_INT] = " N",          [OPT_FLOAT] = " X", [OPT_U32] = " N",
-            [OPT_KV] = " T",  [OPT_FA] = " on|off|auto", [OPT_FLAG] = "",    [OPT_GPU] = " V",
+            [OPT_BREAKER] = " S", [OPT_STR] = " S",          [OPT_INT] = " N", [OPT_FLOAT] = " X", [OPT_U32] = " N",
+            [OPT_KV] = " T",      [OPT_FA] = " on|off|auto", [OPT_FLAG] = "",  [OPT_GPU] = " V",
         };
         char names[64];
         snprintf(names, sizeof names, "%s%s%s%s", d->short_name ? d->short_name : "", d->short_name ? ", " : "",

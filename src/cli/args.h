@@ -36,6 +36,11 @@ typedef struct oxl_opts {
     int n_ctx;          /* -c, --ctx-size (0: the model's) */
     int n_batch;        /* -b, --batch-size */
     oxl_sampler_params sampling;
+    const char *samplers_names;     /* --samplers (names separated by ';') */
+    const char *sampling_seq;       /* --sampling-seq, --sampler-seq (letters) */
+    const char *dry_breakers[16];   /* --dry-sequence-breaker values; not given: llama.cpp's "\n" ":" */
+    int n_dry_breakers;             /* "\"" "*"; "none": no breaker (n = 0) */
+    bool dry_breakers_set;          /* a --dry-sequence-breaker was given (its escapes are processed) */
     oxl_kv_type type_k;             /* -ctk, --cache-type-k */
     oxl_kv_type type_v;             /* -ctv, --cache-type-v */
     oxl_flash_attn flash_attn;      /* -fa, --flash-attn */

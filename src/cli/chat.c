@@ -22,8 +22,9 @@ static int render(const oxl_model *m, const char *tmpl, const cJSON *msgs, bool 
     return 0;
 }
 
-/* Tokenizes text (special tokens parsed, BOS only on the first turn) and decodes it. */
-static int feed(oxl_ctx *ctx, const oxl_model *m, const char *text, bool first, bool verbose) {
+/* Tokenizes text (special tokens parsed, BOS only on the first turn), decodes it and hands its
+ * tokens to the sampler's penalties (as llama.cpp's conversation mode accepts its input). */
+static int feed(oxl_ctx *ctx, const oxl_model *m, oxl_sampler *smpl, const char *text, bool first, bool verbose) {
     const size_t len = strlen(text);
     int32_t n = oxl_tokenize(m, text, len, NULL, 0, first, true);
     n = n < 0 ? -n : n;
@@ -46,6 +47,9 @@ static int feed(oxl_ctx *ctx, const oxl_model *m, const char *text, bool first, 
     } else if (oxl_decode(ctx, toks, n, false, &err) != 0) {
         fprintf(stderr, "error: %s\n", err.msg);
     } else {
+        for (int32_t i = 0; i < n; i++) {
+            oxl_sampler_accept(smpl, toks[i]);
+        }
         rc = 0;
     }
     free(toks);
@@ -61,6 +65,7 @@ static char *generate(oxl_ctx *ctx, const oxl_model *m, oxl_sampler *smpl, int n
     oxl_error err = {0};
     for (int i = 0; reply && (n_predict < 0 || i < n_predict); i++) {
         oxl_token t = oxl_sampler_sample(smpl, oxl_get_logits(ctx, -1), oxl_model_n_vocab(m));
+        oxl_sampler_accept(smpl, t);
         if (oxl_token_is_eog(m, t)) {
             break;
         }
@@ -134,7 +139,7 @@ int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl
         if (done == 0 && !first) {
             oxl_ctx_truncate(ctx, 0);
         }
-        int rc = feed(ctx, m, with_prompt + done, first || done == 0, o->verbose_prompt);
+        int rc = feed(ctx, m, smpl, with_prompt + done, first || done == 0, o->verbose_prompt);
         if (rc != 0) {
             free(with_prompt);
             status = 1;

@@ -97,6 +97,27 @@ int oxl_cmd_run(int argc, char **argv) {
         fprintf(stderr, "error: cannot create the sampler\n");
         goto done;
     }
+    if (o.sampling.dry_multiplier != 0.0f) { /* DRY's breakers, with -p's escape processing (llama.cpp) */
+        char *brk[16];
+        int nb = 0;
+        for (; nb < o.n_dry_breakers; nb++) {
+            brk[nb] = strdup(o.dry_breakers[nb]);
+            if (!brk[nb]) {
+                break;
+            }
+            if (o.dry_breakers_set) {
+                brk[nb][oxl_process_escapes(brk[nb], strlen(brk[nb]))] = '\0';
+            }
+        }
+        int32_t rc = nb == o.n_dry_breakers ? oxl_sampler_dry_breakers(smpl, model, (const char *const *)brk, nb) : -1;
+        for (int k = 0; k < nb; k++) {
+            free(brk[k]);
+        }
+        if (rc != 0) {
+            fprintf(stderr, "error: cannot set up DRY's sequence breakers\n");
+            goto done;
+        }
+    }
     if (o.conversation) {
         status = oxl_chat_loop(model, ctx, smpl, &o);
         goto done;
@@ -133,6 +154,9 @@ int oxl_cmd_run(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }
+    for (int32_t i = 0; i < n_tok; i++) { /* the penalties see the prompt, as llama.cpp's */
+        oxl_sampler_accept(smpl, toks[i]);
+    }
     double t2 = oxl_clock_s();
     int32_t n_vocab = oxl_model_n_vocab(model);
     oxl_detok detok = {0};
@@ -140,6 +164,7 @@ int oxl_cmd_run(int argc, char **argv) {
     int n_gen = 0;
     for (; o.n_predict < 0 || n_gen < o.n_predict; n_gen++) {
         oxl_token next = oxl_sampler_sample(smpl, oxl_get_logits(ctx, -1), n_vocab);
+        oxl_sampler_accept(smpl, next);
         if (oxl_token_is_eog(model, next)) {
             break;
         }

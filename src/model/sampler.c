@@ -1,7 +1,11 @@
-/* Samplers: llama.cpp's default chain top-k → top-p → min-p → temperature → dist
- * (common/sampling.cpp builds it; src/llama-sampler.cpp implements each step), or greedy argmax
- * when temp <= 0. */
+/* Samplers: llama.cpp's chain (common/sampling.cpp builds it; src/llama-sampler.cpp implements each
+ * step): by default penalties → top-n-σ → top-k → typical → top-p → min-p → XTC → temperature
+ * (dynamic or plain) → dist, each step off at its neutral value, in the order params.samplers gives;
+ * or temperature → mirostat (v1 or v2). */
 #include "sampler.h"
+
+#include "model.h"
+#include "vocab.h"
 
 #include "oxillama.h"
 
@@ -44,6 +48,13 @@ double oxl_mt19937_uniform(oxl_mt19937 *r) {
     return u >= 1.0 ? nextafter(1.0, 0.0) : u;
 }
 
+/* std::uniform_real_distribution<float>(0, 1)(r) as libstdc++ computes it: one draw u,
+ * float(u) / 2^32 in float, kept below 1. */
+static float mt19937_uniform_f(oxl_mt19937 *r) {
+    float u = (float)oxl_mt19937_next(r) / 4294967296.0f;
+    return u >= 1.0f ? nextafterf(1.0f, 0.0f) : u;
+}
+
 // --- the sampler -----------------------------------------------------------------------------------
 
 typedef struct {
@@ -52,15 +63,64 @@ typedef struct {
     float p;
 } oxl_cand;
 
+typedef struct {
+    int32_t head;
+    int32_t n_tail;
+    int32_t tail[20];
+} oxl_dry_breaker;
+
+#define OXL_PENALTY_MAX_N 65536 /* longest penalty window kept (llama.cpp allows any; -n rarely beyond) */
+
 struct oxl_sampler {
     oxl_sampler_params params;
-    oxl_mt19937 rng;
-    oxl_cand *cand; /* (n_vocab) candidates, reused by every call */
-    int32_t cap;    /* allocated length of cand */
+    char order[sizeof((oxl_sampler_params *)0)->samplers]; /* the chain's letters, validated */
+    oxl_mt19937 rng;                                       /* dist's, or mirostat's */
+    oxl_mt19937 rng_xtc; /* XTC's own generator, seeded with the same seed (as llama.cpp) */
+    float mu;            /* mirostat's running surprise bound, 2·tau at the start */
+    oxl_cand *cand;      /* (n_vocab) candidates, reused by every call */
+    int32_t cap;         /* allocated length of cand */
+    int32_t *count;      /* (count_cap) occurrences of each token id in the penalty window */
+    int32_t count_cap;
+    int32_t *prev; /* ring of the last penalty_last_n accepted tokens */
+    int32_t prev_n, prev_head;
+    double *cum; /* (cap) mirostat's cumulative probabilities */
+    /* DRY */
+    int32_t *dry_prev; /* ring of the last dry_penalty_last_n accepted tokens */
+    int32_t dry_n, dry_head;
+    int32_t *dry_rep;     /* (dry_penalty_last_n) repeat lengths */
+    int32_t *dry_max;     /* (count_cap) longest repeat a token would extend, -1: none */
+    oxl_dry_breaker *brk; /* sequence breakers: a head token and up to 20 tail tokens */
+    int32_t n_brk;
 };
 
+/* The default order of llama.cpp (common/common.h: penalties, DRY, top-n-σ, top-k, typical, top-p,
+ * min-p, XTC, temperature). */
+#define OXL_DEFAULT_SAMPLERS "edskypmxt"
+
 oxl_sampler_params oxl_sampler_default_params(void) {
-    return (oxl_sampler_params){.temp = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .seed = OXL_SEED_RANDOM};
+    return (oxl_sampler_params){.temp = 0.8f,
+                                .top_k = 40,
+                                .top_p = 0.95f,
+                                .min_p = 0.05f,
+                                .seed = OXL_SEED_RANDOM,
+                                .penalty_last_n = 64,
+                                .penalty_repeat = 1.0f,
+                                .penalty_freq = 0.0f,
+                                .penalty_present = 0.0f,
+                                .typ_p = 1.0f,
+                                .top_n_sigma = -1.0f,
+                                .xtc_probability = 0.0f,
+                                .xtc_threshold = 0.1f,
+                                .dynatemp_range = 0.0f,
+                                .dynatemp_exponent = 1.0f,
+                                .mirostat = 0,
+                                .mirostat_tau = 5.0f,
+                                .mirostat_eta = 0.1f,
+                                .dry_multiplier = 0.0f,
+                                .dry_base = 1.75f,
+                                .dry_allowed_length = 2,
+                                .dry_penalty_last_n = 64,
+                                .samplers = OXL_DEFAULT_SAMPLERS};
 }
 
 /* A seed from the operating system's entropy source, or the clock when that fails (as llama.cpp's
@@ -74,16 +134,51 @@ static uint32_t random_seed(void) {
     return (uint32_t)((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
 }
 
-/* Returns NULL when params is NULL or memory runs out. The candidate buffer is allocated at the first
- * oxl_sampler_sample and kept (grown only if a larger vocabulary comes). */
+/* Returns NULL when params is NULL, a letter of params->samplers is not one of "edskypmxt", mirostat
+ * is not 0, 1 or 2, penalty_last_n or dry_penalty_last_n is negative or above 65536, or memory runs
+ * out. An empty samplers
+ * string means the default order. The candidate buffer is allocated at the first oxl_sampler_sample
+ * and kept (grown only if a larger vocabulary comes). */
 oxl_sampler *oxl_sampler_new(const oxl_sampler_params *params) {
-    if (!params)
+    if (!params || params->mirostat < 0 || params->mirostat > 2 || params->penalty_last_n < 0 ||
+        params->penalty_last_n > OXL_PENALTY_MAX_N || params->dry_penalty_last_n < 0 ||
+        params->dry_penalty_last_n > OXL_PENALTY_MAX_N)
         return NULL;
     oxl_sampler *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->params = *params;
-    oxl_mt19937_seed(&s->rng, params->seed == OXL_SEED_RANDOM ? random_seed() : params->seed);
+    size_t n = strnlen(params->samplers, sizeof params->samplers);
+    if (n == sizeof params->samplers) {
+        free(s);
+        return NULL;
+    }
+    memcpy(s->order, n ? params->samplers : OXL_DEFAULT_SAMPLERS, n ? n + 1 : sizeof OXL_DEFAULT_SAMPLERS);
+    for (const char *c = s->order; *c; c++) {
+        if (!strchr("edskypmxt", *c)) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (params->penalty_last_n > 0) {
+        s->prev = malloc((size_t)params->penalty_last_n * sizeof *s->prev);
+        if (!s->prev) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (params->dry_penalty_last_n > 0) {
+        s->dry_prev = malloc((size_t)params->dry_penalty_last_n * sizeof *s->dry_prev);
+        s->dry_rep = malloc((size_t)params->dry_penalty_last_n * sizeof *s->dry_rep);
+        if (!s->dry_prev || !s->dry_rep) {
+            oxl_sampler_free(s);
+            return NULL;
+        }
+    }
+    uint32_t seed = params->seed == OXL_SEED_RANDOM ? random_seed() : params->seed;
+    oxl_mt19937_seed(&s->rng, seed);
+    oxl_mt19937_seed(&s->rng_xtc, params->seed == OXL_SEED_RANDOM ? random_seed() : params->seed);
+    s->mu = 2.0f * params->mirostat_tau;
     return s;
 }
 
@@ -91,7 +186,45 @@ void oxl_sampler_free(oxl_sampler *s) {
     if (!s)
         return;
     free(s->cand);
+    free(s->count);
+    free(s->prev);
+    free(s->cum);
+    free(s->dry_prev);
+    free(s->dry_rep);
+    free(s->dry_max);
+    free(s->brk);
     free(s);
+}
+
+/* Records tok in the penalty window (llama_sampler_accept): the oldest token leaves once the window
+ * holds penalty_last_n. */
+static bool dry_on(const oxl_sampler_params *p) {
+    return p->dry_multiplier != 0.0f && p->dry_base >= 1.0f && p->dry_penalty_last_n != 0;
+}
+
+void oxl_sampler_accept(oxl_sampler *s, oxl_token tok) {
+    if (!s)
+        return;
+    if (dry_on(&s->params)) {
+        int32_t w = s->params.dry_penalty_last_n;
+        if (s->dry_n < w) {
+            s->dry_prev[(s->dry_head + s->dry_n) % w] = tok;
+            s->dry_n++;
+        } else {
+            s->dry_prev[s->dry_head] = tok;
+            s->dry_head = (s->dry_head + 1) % w;
+        }
+    }
+    if (s->params.penalty_last_n <= 0)
+        return;
+    int32_t w = s->params.penalty_last_n;
+    if (s->prev_n < w) {
+        s->prev[(s->prev_head + s->prev_n) % w] = tok;
+        s->prev_n++;
+    } else {
+        s->prev[s->prev_head] = tok;
+        s->prev_head = (s->prev_head + 1) % w;
+    }
 }
 
 /* Candidate order: higher logit first, NaN last, ties by lower id. llama.cpp's partial sorts leave
@@ -144,124 +277,644 @@ static void select_top_k(oxl_cand *c, int32_t n, int32_t k) {
     }
 }
 
+/* The candidates as llama.cpp's llama_token_data_array: c[0..n), and whether they are sorted. */
+typedef struct {
+    oxl_cand *c;
+    int32_t n;
+    bool sorted;
+} oxl_cur;
+
 /* Largest logit: c[0] when sorted, else a scan (as llama.cpp). */
-static float max_logit(const oxl_cand *c, int32_t n, bool sorted) {
-    float m = c[0].logit;
-    for (int32_t i = 1; !sorted && i < n; i++)
-        m = fmaxf(m, c[i].logit);
+static float max_logit(const oxl_cur *cur) {
+    float m = cur->c[0].logit;
+    for (int32_t i = 1; !cur->sorted && i < cur->n; i++)
+        m = fmaxf(m, cur->c[i].logit);
     return m;
 }
 
-/* Picks a token from n_vocab logits. temp <= 0: the first largest logit (llama.cpp's greedy sampler).
- * Otherwise, over the candidates in the order llama.cpp has them (vocabulary order until a step sorts
- * them): top-k keeps the k largest, sorted; top-p (softmax in current order, then sorted) keeps the
- * shortest prefix whose probability sum reaches p; min-p keeps logits >= max + ln(p); temperature
- * divides the logits; dist draws u from the generator and returns the first candidate whose running
- * sum of exp(logit - max) (float terms, double sum) reaches u times their total. A single remaining
- * candidate is returned without a draw, as llama.cpp does. Returns -1 if logits is NULL, n_vocab <= 0
- * or memory runs out. */
+/* llama_sampler_softmax_impl: sorts first if asked, then float probabilities in the current order. */
+static void softmax(oxl_cur *cur, bool do_sort) {
+    if (do_sort && !cur->sorted) {
+        select_top_k(cur->c, cur->n, cur->n);
+        cur->sorted = true;
+    }
+    float m = max_logit(cur), sum = 0.0f;
+    for (int32_t i = 0; i < cur->n; i++) {
+        cur->c[i].p = expf(cur->c[i].logit - m);
+        sum += cur->c[i].p;
+    }
+    for (int32_t i = 0; i < cur->n; i++)
+        cur->c[i].p /= sum;
+}
+
+/* penalties: a token seen count > 0 times in the window has its logit divided by penalty_repeat
+ * (multiplied when <= 0), then count·freq + present subtracted. Returns -1 if memory runs out. */
+static int step_penalties(oxl_sampler *s, oxl_cur *cur, int32_t n_vocab) {
+    const oxl_sampler_params *p = &s->params;
+    if (p->penalty_last_n == 0 || (p->penalty_repeat == 1.0f && p->penalty_freq == 0.0f && p->penalty_present == 0.0f))
+        return 0;
+    if (n_vocab > s->count_cap) {
+        int32_t *c = realloc(s->count, (size_t)n_vocab * sizeof *c);
+        if (!c)
+            return -1;
+        s->count = c;
+        s->count_cap = n_vocab;
+    }
+    memset(s->count, 0, (size_t)n_vocab * sizeof *s->count);
+    for (int32_t i = 0; i < s->prev_n; i++) {
+        int32_t t = s->prev[i];
+        if (t >= 0 && t < n_vocab)
+            s->count[t]++;
+    }
+    for (int32_t i = 0; i < cur->n; i++) {
+        int32_t count = s->count[cur->c[i].id];
+        if (count == 0)
+            continue;
+        float *l = &cur->c[i].logit;
+        if (*l <= 0)
+            *l *= p->penalty_repeat;
+        else
+            *l /= p->penalty_repeat;
+        *l -= (float)count * p->penalty_freq + 1.0f * p->penalty_present;
+    }
+    cur->sorted = false;
+    return 0;
+}
+
+/* The i-th newest token of the DRY window (0: the last accepted). */
+static int32_t dry_rat(const oxl_sampler *s, int32_t i) {
+    int32_t w = s->params.dry_penalty_last_n;
+    return s->dry_prev[(s->dry_head + s->dry_n - i - 1) % w];
+}
+
+/* Adds a breaker unless the same head and tail are there. Returns -1 if memory runs out. */
+static int dry_add(oxl_sampler *s, int32_t head, const int32_t *tail, int32_t n_tail) {
+    for (int32_t i = 0; i < s->n_brk; i++)
+        if (s->brk[i].head == head && s->brk[i].n_tail == n_tail &&
+            !memcmp(s->brk[i].tail, tail, (size_t)n_tail * sizeof *tail))
+            return 0;
+    if ((s->n_brk & (s->n_brk - 1)) == 0) { /* grow at powers of two */
+        oxl_dry_breaker *b = realloc(s->brk, (size_t)(s->n_brk ? 2 * s->n_brk : 1) * sizeof *b);
+        if (!b)
+            return -1;
+        s->brk = b;
+    }
+    oxl_dry_breaker *b = &s->brk[s->n_brk++];
+    b->head = head;
+    b->n_tail = n_tail;
+    if (n_tail)
+        memcpy(b->tail, tail, (size_t)n_tail * sizeof *tail);
+    return 0;
+}
+
+/* llama.cpp's get_overlapping_token_sequences for one breaker str: a token whose text (rendered with
+ * special tokens, one leading space dropped where the vocabulary adds a space prefix) contains str
+ * is a breaker by itself; a token whose text ends with a proper prefix of str, at any place where
+ * str's first byte occurs, is the head of a breaker whose tail is the tokenization of the rest of
+ * str (at most 20 tokens). */
+static int dry_breaker(oxl_sampler *s, const oxl_model *m, const char *str, size_t str_len) {
+    const int32_t nv = oxl_model_n_vocab(m);
+    const bool strip = oxl_vocab_adds_space_prefix(m->vocab);
+    char buf[512];
+    for (int32_t t = 0; t < nv; t++) {
+        int32_t n = oxl_token_to_piece(m, t, buf, (int32_t)sizeof buf, true);
+        if (n < 0)
+            continue; /* longer than any breaker's overlap can need: no token text is that long */
+        const char *w = buf;
+        size_t wl = (size_t)n;
+        if (strip && wl > 0 && w[0] == ' ') {
+            w++;
+            wl--;
+        }
+        bool contains = false;
+        for (size_t k = 0; k + str_len <= wl && !contains; k++)
+            contains = !memcmp(w + k, str, str_len);
+        if (contains) {
+            if (dry_add(s, t, NULL, 0) != 0)
+                return -1;
+            continue;
+        }
+        for (size_t pos = 0; pos < wl; pos++) {
+            if (w[pos] != str[0])
+                continue;
+            size_t i = 1;
+            bool match = true;
+            for (; i < str_len && i + pos < wl; i++) {
+                if (w[pos + i] != str[i]) {
+                    match = false;
+                    break;
+                }
+            }
+            if (!match)
+                continue;
+            oxl_token tail[64];
+            int32_t nt = oxl_tokenize(m, str + i, str_len - i, tail, 64, false, false);
+            if (nt < 0 && nt != INT32_MIN) { /* more than 64: only the first 20 are kept anyway */
+                oxl_token *big = malloc((size_t)(-nt) * sizeof *big);
+                if (!big)
+                    return -1;
+                nt = oxl_tokenize(m, str + i, str_len - i, big, -nt, false, false);
+                memcpy(tail, big, 20 * sizeof *tail);
+                free(big);
+            }
+            if (nt < 0)
+                continue;
+            if (dry_add(s, t, tail, nt > 20 ? 20 : nt) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+int32_t oxl_sampler_dry_breakers(oxl_sampler *s, const oxl_model *model, const char *const *breakers, int32_t n) {
+    if (!s || !model || n < 0 || (n > 0 && !breakers))
+        return -1;
+    s->n_brk = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (!breakers[i] || !breakers[i][0])
+            continue;
+        size_t len = strlen(breakers[i]);
+        if (dry_breaker(s, model, breakers[i], len > 40 ? 40 : len) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* DRY (llama_sampler_dry_apply): in the window of the last dry_penalty_last_n tokens, limited after
+ * the newest sequence breaker, a token that would extend a repeat of length L >= allowed_length
+ * loses multiplier·base^(L - allowed_length) (the exponent capped so the power stays finite), unless
+ * the token is a single-token breaker. Returns -1 if memory runs out. */
+static int step_dry(oxl_sampler *s, oxl_cur *cur, int32_t n_vocab) {
+    const oxl_sampler_params *p = &s->params;
+    if (!dry_on(p))
+        return 0;
+    int32_t last_n = s->dry_n < p->dry_penalty_last_n ? s->dry_n : p->dry_penalty_last_n;
+    if (last_n <= p->dry_allowed_length)
+        return 0;
+    int32_t *rep = s->dry_rep;
+    memset(rep, 0, (size_t)last_n * sizeof *rep);
+
+    int32_t rep_limit = last_n;
+    for (int32_t i = 0; i < last_n; i++) {
+        int32_t tok = dry_rat(s, i);
+        int32_t longest = -1;
+        bool head = false;
+        for (int32_t b = 0; b < s->n_brk; b++) {
+            const oxl_dry_breaker *br = &s->brk[b];
+            if (br->head != tok)
+                continue;
+            head = true;
+            if (br->n_tail > longest && br->n_tail <= i) {
+                bool match = true;
+                for (int32_t o = 0; o < br->n_tail; o++) {
+                    if (br->tail[o] != dry_rat(s, i - o - 1)) {
+                        match = false;
+                        break;
+                    }
+                }
+                if (match)
+                    longest = br->n_tail;
+            }
+        }
+        if (head && longest >= 0) {
+            rep_limit = i - longest;
+            break;
+        }
+    }
+    if (rep_limit < p->dry_allowed_length)
+        return 0;
+
+    /* Z-algorithm over the reversed window */
+    const int32_t last = last_n - 1;
+    int32_t rt = 0, lt = 0;
+    for (int32_t k = 1; k < last_n; k++) {
+        if (k > rt) {
+            int32_t n = 0;
+            while (n + k < last_n && dry_rat(s, n) == dry_rat(s, n + k))
+                n++;
+            rep[last - k] = n < rep_limit ? n : rep_limit;
+            if (n > 0) {
+                lt = k;
+                rt = k + n - 1;
+            }
+        } else {
+            int32_t pi = k - lt, right = rt - k + 1;
+            if (rep[last - pi] < right) {
+                int32_t n = rep[last - pi] < rep_limit ? rep[last - pi] : rep_limit;
+                rep[last - k] = n;
+            } else {
+                int32_t i = rt + 1;
+                while (i < last_n && dry_rat(s, i) == dry_rat(s, i - k))
+                    i++;
+                int32_t n = i - k < rep_limit ? i - k : rep_limit;
+                rep[last - k] = n;
+                lt = k;
+                rt = i - 1;
+            }
+        }
+    }
+
+    if (n_vocab > s->count_cap) {
+        int32_t *c = realloc(s->count, (size_t)n_vocab * sizeof *c);
+        if (!c)
+            return -1;
+        s->count = c;
+        s->count_cap = n_vocab;
+        free(s->dry_max);
+        s->dry_max = NULL;
+    }
+    if (!s->dry_max) {
+        s->dry_max = malloc((size_t)s->count_cap * sizeof *s->dry_max);
+        if (!s->dry_max)
+            return -1;
+    }
+    int32_t *mx = s->dry_max;
+    for (int32_t i = 0; i < n_vocab; i++)
+        mx[i] = -1;
+    for (int32_t i = 0; i < last_n - 1; i++) {
+        int32_t len = rep[i];
+        if (len >= p->dry_allowed_length) {
+            int32_t tok = dry_rat(s, last_n - 2 - i);
+            if (tok >= 0 && tok < n_vocab && mx[tok] < len)
+                mx[tok] = len;
+        }
+    }
+
+    int32_t max_exp = 0;
+    if (p->dry_base > 1.000001f)
+        max_exp = (int32_t)(88.7228391f / logf(p->dry_base));
+    for (int32_t i = 0; i < cur->n; i++) {
+        int32_t len = mx[cur->c[i].id];
+        if (len < 0)
+            continue;
+        bool single = false;
+        for (int32_t b = 0; b < s->n_brk && !single; b++)
+            single = s->brk[b].head == cur->c[i].id && s->brk[b].n_tail == 0;
+        if (single)
+            continue;
+        int32_t e = len - p->dry_allowed_length;
+        if (max_exp > 0 && e > max_exp)
+            e = max_exp;
+        float pen = (float)((double)p->dry_multiplier * pow((double)p->dry_base, (double)e));
+        cur->c[i].logit -= pen;
+    }
+    cur->sorted = false;
+    return 0;
+}
+
+/* top-n-σ: logits below max - n·σ (mean and σ over the finite-above-minus-infinity logits) become
+ * -infinity; the candidates stay. */
+static void step_top_n_sigma(const oxl_sampler_params *p, oxl_cur *cur) {
+    if (p->top_n_sigma <= 0.0f || cur->n <= 1)
+        return;
+    float max = cur->c[0].logit, sum = 0.0f;
+    int32_t valid = 0;
+    for (int32_t i = 0; i < cur->n; i++) {
+        if (cur->c[i].logit != -INFINITY) {
+            if (max < cur->c[i].logit)
+                max = cur->c[i].logit;
+            sum += cur->c[i].logit;
+            valid++;
+        }
+    }
+    float mean = valid > 0 ? sum / (float)valid : 0;
+    float acc = 0;
+    for (int32_t i = 0; i < cur->n; i++) {
+        if (cur->c[i].logit != -INFINITY) {
+            double d = (double)(cur->c[i].logit - mean);
+            acc = (float)((double)acc + d * d);
+        }
+    }
+    float sd = valid > 0 ? sqrtf(acc / (float)valid) : 0;
+    for (int32_t i = 0; i < cur->n; i++)
+        if (cur->c[i].logit < max - p->top_n_sigma * sd)
+            cur->c[i].logit = -INFINITY;
+}
+
+static void step_top_k(int32_t k, oxl_cur *cur) {
+    if (k <= 0)
+        return;
+    k = k < cur->n ? k : cur->n;
+    if (!cur->sorted) {
+        select_top_k(cur->c, cur->n, k);
+        cur->sorted = true;
+    }
+    cur->n = k;
+}
+
+typedef struct {
+    float score;
+    int32_t i;
+} oxl_scored;
+
+/* Ascending score, ties (which llama.cpp's std::sort leaves in no set order) by position. */
+static int scored_cmp(const void *a, const void *b) {
+    const oxl_scored *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score < y->score ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* typical: softmax (sorted), entropy H, candidates ordered by |−ln p − H| (ascending, ties by
+ * position), kept until their probability sum exceeds typ_p; the result is unsorted. Returns -1 if
+ * memory runs out. */
+static int step_typical(oxl_sampler *s, oxl_cur *cur) {
+    const float tp = s->params.typ_p;
+    if (tp >= 1.0f)
+        return 0;
+    softmax(cur, true);
+    float entropy = 0.0f;
+    for (int32_t i = 0; i < cur->n; i++)
+        entropy += -cur->c[i].p * logf(cur->c[i].p);
+    oxl_cand *tmp = malloc((size_t)cur->n * sizeof *tmp);
+    oxl_scored *idx = malloc((size_t)cur->n * sizeof *idx);
+    if (!tmp || !idx) {
+        free(tmp);
+        free(idx);
+        return -1;
+    }
+    for (int32_t i = 0; i < cur->n; i++) {
+        float sc = fabsf(-logf(cur->c[i].p) - entropy);
+        idx[i] = (oxl_scored){isnan(sc) ? INFINITY : sc, i}; /* NaN (a zero probability) sorts last */
+    }
+    qsort(idx, (size_t)cur->n, sizeof *idx, scored_cmp);
+    float cum = 0.0f;
+    int32_t last = cur->n;
+    for (int32_t i = 0; i < cur->n; i++) {
+        cum += cur->c[idx[i].i].p;
+        if (cum > tp) {
+            last = i + 1;
+            break;
+        }
+    }
+    for (int32_t i = 0; i < last; i++)
+        tmp[i] = cur->c[idx[i].i];
+    memcpy(cur->c, tmp, (size_t)last * sizeof *tmp);
+    cur->n = last;
+    cur->sorted = false;
+    free(tmp);
+    free(idx);
+    return 0;
+}
+
+/* top-p: float softmax over the current order, then the prefix of the sorted candidates whose sum
+ * reaches p. */
+static void step_top_p(float top_p, oxl_cur *cur) {
+    if (top_p >= 1.0f)
+        return;
+    softmax(cur, false);
+    if (!cur->sorted)
+        select_top_k(cur->c, cur->n, cur->n);
+    cur->sorted = true;
+    float cum = 0.0f;
+    for (int32_t i = 0; i < cur->n; i++) {
+        cum += cur->c[i].p;
+        if (cum >= top_p) {
+            cur->n = i + 1;
+            break;
+        }
+    }
+}
+
+/* min-p: unsorted candidates are filtered in place, keeping their order; sorted ones cut. */
+static void step_min_p(float min_p, oxl_cur *cur) {
+    if (min_p <= 0.0f)
+        return;
+    oxl_cand *c = cur->c;
+    int32_t n = cur->n;
+    if (!cur->sorted) {
+        float lo = max_logit(cur) + logf(min_p);
+        int32_t kept = 0;
+        for (int32_t i = 0; i < n; i++)
+            if (c[i].logit >= lo)
+                kept++;
+        if (kept > 0) {
+            kept = 0;
+            for (int32_t i = 0; i < n; i++)
+                if (c[i].logit >= lo)
+                    c[kept++] = c[i];
+            cur->n = kept;
+            return;
+        }
+        select_top_k(c, n, n);
+        cur->sorted = true;
+    }
+    float lo = c[0].logit + logf(min_p);
+    int32_t i = 1;
+    while (i < n && !(c[i].logit < lo))
+        i++;
+    cur->n = i;
+}
+
+/* XTC: with probability xtc_probability (a float draw from its own generator), removes the most
+ * probable candidates above the threshold except the least probable of them. */
+static void step_xtc(oxl_sampler *s, oxl_cur *cur) {
+    const oxl_sampler_params *p = &s->params;
+    if (p->xtc_probability <= 0.0f || p->xtc_threshold > 0.5f || cur->n < 2)
+        return;
+    if (mt19937_uniform_f(&s->rng_xtc) > p->xtc_probability)
+        return;
+    softmax(cur, true);
+    int32_t last = 0;
+    for (int32_t i = 0; i < cur->n; i++) {
+        if (cur->c[i].p >= p->xtc_threshold)
+            last = i;
+        else
+            break;
+    }
+    if (last > 0) {
+        cur->c += last;
+        cur->n -= last;
+    }
+}
+
+/* llama_sampler_temp_impl: divides the logits by t; t <= 0 keeps only the first largest logit
+ * (the others become -infinity). */
+static void apply_temp(oxl_cur *cur, float t) {
+    if (cur->n == 0)
+        return;
+    if (t <= 0.0f) {
+        int32_t mi = 0;
+        float ml = cur->c[0].logit;
+        for (int32_t i = 1; i < cur->n; i++) {
+            if (cur->c[i].logit > ml) {
+                cur->c[mi].logit = -INFINITY;
+                mi = i;
+                ml = cur->c[i].logit;
+            } else {
+                cur->c[i].logit = -INFINITY;
+            }
+        }
+        return;
+    }
+    for (int32_t i = 0; i < cur->n; i++)
+        cur->c[i].logit /= t;
+}
+
+/* temperature, or dynamic temperature when dynatemp_range > 0: softmax (sorted), normalized entropy
+ * e = H / ln(n), temperature max(0, temp - range) + 2·range·e^exponent. */
+static void step_temp(const oxl_sampler_params *p, oxl_cur *cur) {
+    if (p->dynatemp_range > 0) {
+        const float tmin = fmaxf(0.0f, p->temp - p->dynatemp_range), tmax = p->temp + p->dynatemp_range;
+        if (cur->n <= 1)
+            return;
+        float max_entropy = -logf(1.0f / (float)cur->n);
+        softmax(cur, true);
+        float entropy = 0.0f;
+        for (int32_t i = 0; i < cur->n; i++) {
+            float pr = cur->c[i].p;
+            if (pr > 0.0f)
+                entropy -= pr * logf(pr);
+        }
+        float ne = entropy / max_entropy;
+        apply_temp(cur, tmin + (tmax - tmin) * powf(ne, p->dynatemp_exponent));
+        return;
+    }
+    apply_temp(cur, p->temp);
+}
+
+/* dist: draws u from the generator and returns the first candidate whose running sum of
+ * exp(logit - max) (float terms, double sum) reaches u times their total. A single candidate is
+ * returned without a draw. */
+static oxl_token step_dist(oxl_sampler *s, oxl_cur *cur) {
+    if (cur->n == 1)
+        return cur->c[0].id;
+    float m = max_logit(cur);
+    double total = 0.0;
+    for (int32_t i = 0; i < cur->n; i++) {
+        cur->c[i].p = expf(cur->c[i].logit - m);
+        total += cur->c[i].p;
+    }
+    const double target = total * oxl_mt19937_uniform(&s->rng);
+    double run = 0.0;
+    for (int32_t i = 0; i < cur->n; i++) {
+        run += cur->c[i].p;
+        if (run >= target)
+            return cur->c[i].id;
+    }
+    return cur->c[cur->n - 1].id;
+}
+
+/* std::discrete_distribution<int> over c[0..n).p as libstdc++ draws it: double weights normalized by
+ * their sum, cumulative sums with the last set to 1, one uniform double, the first cumulative sum
+ * >= it; one candidate: index 0 without a draw. */
+static int32_t discrete_draw(oxl_sampler *s, const oxl_cur *cur) {
+    if (cur->n < 2)
+        return 0;
+    double sum = 0.0;
+    for (int32_t i = 0; i < cur->n; i++)
+        sum += (double)cur->c[i].p;
+    double run = 0.0;
+    for (int32_t i = 0; i < cur->n; i++) {
+        run += (double)cur->c[i].p / sum;
+        s->cum[i] = run;
+    }
+    s->cum[cur->n - 1] = 1.0;
+    const double u = oxl_mt19937_uniform(&s->rng);
+    int32_t lo = 0, hi = cur->n; /* lower_bound */
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (s->cum[mid] < u)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* mirostat v1 (m = 100) and v2: llama_sampler_mirostat(_v2)_apply, then mu moves by eta times the
+ * error of the drawn token's surprise against tau. */
+static oxl_token step_mirostat(oxl_sampler *s, oxl_cur *cur, int32_t n_vocab) {
+    const oxl_sampler_params *p = &s->params;
+    softmax(cur, true);
+    if (p->mirostat == 1) {
+        const int32_t m = 100;
+        float sum_ti_bi = 0.0f, sum_ti_sq = 0.0f;
+        for (int32_t i = 0; i < m - 1 && i < cur->n - 1; i++) {
+            float t_i = logf((float)(i + 2) / (float)(i + 1));
+            float b_i = logf(cur->c[i].p / cur->c[i + 1].p);
+            sum_ti_bi += t_i * b_i;
+            sum_ti_sq += t_i * t_i;
+        }
+        float s_hat = sum_ti_bi / sum_ti_sq;
+        float eps = s_hat - 1;
+        float k = powf((eps * powf(2, s->mu)) / (1 - powf((float)n_vocab, -eps)), 1 / s_hat);
+        /* int(k) as x86 converts it: out of range or NaN gives INT_MIN */
+        int32_t ki = (k >= -2147483648.0f && k < 2147483648.0f) ? (int32_t)k : INT32_MIN;
+        step_top_k(ki > 1 ? ki : 1, cur);
+    } else {
+        int32_t n = 0;
+        while (n < cur->n && !(-log2f(cur->c[n].p) > s->mu))
+            n++;
+        cur->n = n == 0 ? 1 : n;
+    }
+    softmax(cur, true);
+    int32_t idx = discrete_draw(s, cur);
+    float e = -log2f(cur->c[idx].p) - p->mirostat_tau;
+    s->mu = s->mu - p->mirostat_eta * e;
+    return cur->c[idx].id;
+}
+
+/* Picks a token from n_vocab logits through the chain (see oxillama.h). Returns -1 if logits is
+ * NULL, n_vocab <= 0 or memory runs out. */
 oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_vocab) {
     if (!s || !logits || n_vocab <= 0)
         return -1;
     const oxl_sampler_params *p = &s->params;
-    if (p->temp <= 0.0f) {
+    if (n_vocab > s->cap) {
+        oxl_cand *c = realloc(s->cand, (size_t)n_vocab * sizeof *c);
+        if (!c)
+            return -1;
+        s->cand = c;
+        double *cum = realloc(s->cum, (size_t)n_vocab * sizeof *cum);
+        if (!cum)
+            return -1;
+        s->cum = cum;
+        s->cap = n_vocab;
+    }
+    oxl_cur cur = {s->cand, n_vocab, false};
+    for (int32_t i = 0; i < n_vocab; i++)
+        cur.c[i] = (oxl_cand){i, logits[i], 0.0f};
+
+    /* greedy (temperature in the chain) without a step that can drop the largest logit: the first
+     * largest; without 't' in the chain the temperature is not applied at all, as in llama.cpp */
+    if (p->temp <= 0.0f && strchr(s->order, 't') && p->mirostat == 0 && p->dynatemp_range <= 0.0f && p->typ_p >= 1.0f &&
+        p->xtc_probability <= 0.0f && !dry_on(p) &&
+        (p->penalty_last_n == 0 ||
+         (p->penalty_repeat == 1.0f && p->penalty_freq == 0.0f && p->penalty_present == 0.0f))) {
         int32_t best = 0;
         for (int32_t i = 1; i < n_vocab; i++)
             if (logits[i] > logits[best])
                 best = i;
         return best;
     }
-    if (n_vocab > s->cap) {
-        oxl_cand *c = realloc(s->cand, (size_t)n_vocab * sizeof *c);
-        if (!c)
-            return -1;
-        s->cand = c;
-        s->cap = n_vocab;
+    if (p->mirostat != 0) {
+        if (p->temp != 1.0f)
+            apply_temp(&cur, p->temp);
+        return step_mirostat(s, &cur, n_vocab);
     }
-    oxl_cand *c = s->cand;
-    for (int32_t i = 0; i < n_vocab; i++)
-        c[i] = (oxl_cand){i, logits[i], 0.0f};
-    int32_t n = n_vocab;
-    bool sorted = false;
-
-    /* top-k */
-    if (p->top_k > 0) {
-        n = p->top_k < n ? p->top_k : n;
-        select_top_k(c, n_vocab, n);
-        sorted = true;
-    }
-
-    /* top-p: float softmax over the current order, then the prefix of the sorted candidates */
-    if (p->top_p < 1.0f) {
-        float m = max_logit(c, n, sorted), sum = 0.0f;
-        for (int32_t i = 0; i < n; i++) {
-            c[i].p = expf(c[i].logit - m);
-            sum += c[i].p;
-        }
-        for (int32_t i = 0; i < n; i++)
-            c[i].p /= sum;
-        if (!sorted)
-            select_top_k(c, n, n);
-        sorted = true;
-        float cum = 0.0f;
-        for (int32_t i = 0; i < n; i++) {
-            cum += c[i].p;
-            if (cum >= p->top_p) {
-                n = i + 1;
-                break;
-            }
+    for (const char *o = s->order; *o; o++) {
+        switch (*o) {
+        case 'e':
+            if (step_penalties(s, &cur, n_vocab) != 0)
+                return -1;
+            break;
+        case 'd':
+            if (step_dry(s, &cur, n_vocab) != 0)
+                return -1;
+            break;
+        case 's': step_top_n_sigma(p, &cur); break;
+        case 'k': step_top_k(p->top_k, &cur); break;
+        case 'y':
+            if (step_typical(s, &cur) != 0)
+                return -1;
+            break;
+        case 'p': step_top_p(p->top_p, &cur); break;
+        case 'm': step_min_p(p->min_p, &cur); break;
+        case 'x': step_xtc(s, &cur); break;
+        case 't': step_temp(p, &cur); break;
+        default: break;
         }
     }
-
-    /* min-p: unsorted candidates are filtered in place, keeping their order; sorted ones cut */
-    if (p->min_p > 0.0f) {
-        bool applied = false;
-        if (!sorted) {
-            float lo = max_logit(c, n, false) + logf(p->min_p);
-            int32_t kept = 0;
-            for (int32_t i = 0; i < n; i++)
-                if (c[i].logit >= lo)
-                    kept++;
-            if (kept > 0) {
-                kept = 0;
-                for (int32_t i = 0; i < n; i++)
-                    if (c[i].logit >= lo)
-                        c[kept++] = c[i];
-                n = kept;
-                applied = true;
-            }
-        }
-        if (!applied) {
-            if (!sorted)
-                select_top_k(c, n, n);
-            sorted = true;
-            float lo = c[0].logit + logf(p->min_p);
-            int32_t i = 1;
-            while (i < n && !(c[i].logit < lo))
-                i++;
-            n = i;
-        }
-    }
-
-    /* temperature */
-    for (int32_t i = 0; i < n; i++)
-        c[i].logit /= p->temp;
-
-    /* dist */
-    if (n == 1)
-        return c[0].id;
-    float m = max_logit(c, n, sorted);
-    double total = 0.0;
-    for (int32_t i = 0; i < n; i++) {
-        c[i].p = expf(c[i].logit - m);
-        total += c[i].p;
-    }
-    const double target = total * oxl_mt19937_uniform(&s->rng);
-    double run = 0.0;
-    for (int32_t i = 0; i < n; i++) {
-        run += c[i].p;
-        if (run >= target)
-            return c[i].id;
-    }
-    return c[n - 1].id;
+    return step_dist(s, &cur);
 }

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +32,12 @@ static int argmax(const float *l, int n) {
 }
 
 static oxl_sampler *new_sampler(float temp, int top_k, float top_p, float min_p, uint32_t seed) {
-    oxl_sampler_params p = {.temp = temp, .top_k = top_k, .top_p = top_p, .min_p = min_p, .seed = seed};
+    oxl_sampler_params p = oxl_sampler_default_params();
+    p.temp = temp;
+    p.top_k = top_k;
+    p.top_p = top_p;
+    p.min_p = min_p;
+    p.seed = seed;
     oxl_sampler *s = oxl_sampler_new(&p);
     cr_assert_not_null(s);
     return s;
@@ -317,4 +323,63 @@ Test(sampler, min_p_cuts_the_untempered_logits) {
                      chi, n_allowed - 1);
         oxl_sampler_free(s);
     }
+}
+
+Test(sampler, new_rejects_bad_chains) {
+    oxl_sampler_params p = oxl_sampler_default_params();
+    strcpy(p.samplers, "kq");
+    cr_expect_null(oxl_sampler_new(&p), "unknown letter");
+    p = oxl_sampler_default_params();
+    memset(p.samplers, 'k', sizeof p.samplers); /* no terminating NUL */
+    cr_expect_null(oxl_sampler_new(&p));
+    p = oxl_sampler_default_params();
+    p.mirostat = 3;
+    cr_expect_null(oxl_sampler_new(&p));
+    p = oxl_sampler_default_params();
+    p.penalty_last_n = -1;
+    cr_expect_null(oxl_sampler_new(&p));
+    oxl_sampler_accept(NULL, 1); /* no crash */
+}
+
+Test(sampler, penalties_see_accepted_tokens_in_their_window) {
+    /* greedy, repeat penalty 2 over the last 2 tokens: logit 2.0 of token 0 becomes 1.0 < 1.5 once
+     * token 0 is in the window, and -1.0 of token 2 becomes -2.0 (multiplied, being <= 0) */
+    const float l[4] = {2.0f, 1.5f, -1.0f, -1.8f};
+    oxl_sampler_params p = oxl_sampler_default_params();
+    p.temp = 0.0f;
+    p.penalty_last_n = 2;
+    p.penalty_repeat = 2.0f;
+    oxl_sampler *s = oxl_sampler_new(&p);
+    cr_assert_not_null(s);
+    cr_expect_eq(oxl_sampler_sample(s, l, 4), 0);
+    oxl_sampler_accept(s, 0);
+    cr_expect_eq(oxl_sampler_sample(s, l, 4), 1);
+    oxl_sampler_accept(s, 3);
+    oxl_sampler_accept(s, 3); /* token 0 leaves the window of 2 */
+    cr_expect_eq(oxl_sampler_sample(s, l, 4), 0);
+    oxl_sampler_free(s);
+    /* presence 1.0 with frequency 0.3: token 0 seen twice loses 1.6 (0.4 < 1.5) */
+    p.penalty_repeat = 1.0f;
+    p.penalty_present = 1.0f;
+    p.penalty_freq = 0.3f;
+    p.penalty_last_n = 8;
+    s = oxl_sampler_new(&p);
+    cr_assert_not_null(s);
+    oxl_sampler_accept(s, 0);
+    oxl_sampler_accept(s, 0);
+    cr_expect_eq(oxl_sampler_sample(s, l, 4), 1);
+    oxl_sampler_free(s);
+}
+
+Test(sampler, params_layout_of_the_js_module) {
+    /* js/oxillama.mjs writes oxl_sampler_params field by field at these offsets */
+    cr_expect_eq(sizeof(oxl_sampler_params), 104);
+    cr_expect_eq(offsetof(oxl_sampler_params, penalty_last_n), 20);
+    cr_expect_eq(offsetof(oxl_sampler_params, typ_p), 36);
+    cr_expect_eq(offsetof(oxl_sampler_params, xtc_threshold), 48);
+    cr_expect_eq(offsetof(oxl_sampler_params, dynatemp_exponent), 56);
+    cr_expect_eq(offsetof(oxl_sampler_params, mirostat_tau), 64);
+    cr_expect_eq(offsetof(oxl_sampler_params, dry_base), 76);
+    cr_expect_eq(offsetof(oxl_sampler_params, dry_penalty_last_n), 84);
+    cr_expect_eq(offsetof(oxl_sampler_params, samplers), 88);
 }
