@@ -266,6 +266,6 @@ void oxl_gdn_describe(const oxl_gdn_opts *o, FILE *out) {
     fprintf(out,
             "  %-16s gated delta net: %d key heads, %d value heads of %d (value head h reads key head %s), "
             "conv kernel %d%s\n",
-            "linear attention", o->n_k, o->n_v, o->d_head, o->grouped ? "h / (n_v / n_k)" : "h % n_k", o->d_conv,
+            "delta net", o->n_k, o->n_v, o->d_head, o->grouped ? "h / (n_v / n_k)" : "h % n_k", o->d_conv,
             o->fused_ba ? ", fused ssm_ba" : "");
 }
