@@ -449,6 +449,43 @@ static void q35_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
     oxl_matmul(pool, &d->output, b.xb, n_out, logits, hp->n_vocab, b.scratch);
 }
 
+/* ---- repacking -------------------------------------------------------------------------- */
+
+/* Repacks one projection into the CPU's interleaved layout (matmul.h); short of memory it keeps its
+ * plain rows. A tied output head keeps its plain rows too, which embedding look-ups read. */
+static void repack_one(oxl_model *m, oxl_tensor *t, bool evict) {
+    const size_t bytes = t->data ? oxl_tensor_repack_bytes(t) : 0;
+    void *buf = bytes ? oxl_tensor_repack_alloc(bytes) : NULL;
+    if (!buf) {
+        return;
+    }
+    oxl_tensor_repack_rows(t, buf, 0, t->ne[1]);
+    if (oxl_model_own(m, buf, bytes)) {
+        t->rp = buf;
+        if (evict) {
+            oxl_tensor_evict(t);
+            (void)oxl_model_note_evicted(m, t->data);
+        }
+    }
+}
+
+/* The dense projections of every layer and the head (experts keep their plain rows, as the
+ * decoder's repacking leaves them). */
+static void q35_repack(oxl_model *m, bool evict) {
+    q35_model *d = m->weights;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        q35_layer *l = &d->layers[il];
+        oxl_tensor *ts[] = {&l->wq,     &l->wk,       &l->wv,      &l->wo,       &l->ffn_gate,
+                            &l->ffn_up, &l->ffn_down, &l->gdn.qkv, &l->gdn.gate, &l->gdn.out};
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+            repack_one(m, ts[i], evict);
+        }
+    }
+    if (d->output.data != d->token_embd.data) {
+        repack_one(m, &d->output, evict);
+    }
+}
+
 /* ---- description ------------------------------------------------------------------------- */
 
 static void q35_describe(const oxl_model *m, FILE *out) {
@@ -487,7 +524,7 @@ static void q35_describe(const oxl_model *m, FILE *out) {
 #define Q35_ARCH(arch_name, load_fn)                                                                                   \
     {                                                                                                                  \
         .name = (arch_name), .load = (load_fn), .free_weights = q35_free, .work_size = q35_work_size,                  \
-        .forward = q35_forward, .describe = q35_describe                                                               \
+        .forward = q35_forward, .describe = q35_describe, .repack = q35_repack                                         \
     }
 
 const oxl_arch oxl_arch_qwen35 = Q35_ARCH("qwen35", qwen35_load);
