@@ -19,6 +19,9 @@ extern const oxl_arch oxl_arch_qwen2moe, oxl_arch_qwen3moe, oxl_arch_phimoe, oxl
 /* The recurrent and hybrid families (the decoder with ssm.h's mixer on recurrent layers). */
 extern const oxl_arch oxl_arch_mamba, oxl_arch_mamba2, oxl_arch_jamba;
 
+/* Architectures III: NoPE layers, attention temperature, chunked attention (decoder.h). */
+extern const oxl_arch oxl_arch_smollm3, oxl_arch_exaone4, oxl_arch_mistral3, oxl_arch_llama4;
+
 /* The encoder-only embedding models (arch/bert.c: no output head, non-causal attention). */
 extern const oxl_arch oxl_arch_bert, oxl_arch_nomic_bert;
 
