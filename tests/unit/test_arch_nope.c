@@ -5,6 +5,8 @@
  *   llama4's floor of 8192 is never reached by a golden;
  * - the chunked attention mask (LLAMA_SWA_TYPE_CHUNKED: a query at p sees floor(p / c) * c .. p)
  *   against attention computed here by hand, with a chunk small enough to cut the batch;
+ * - flash attention and prompts split in passes of 5 tokens (the temperature, windows and chunks
+ *   computed from cache positions), against llama.cpp's logits;
  * - llama4 files with a missing router, a router on a dense layer, or sliding_window = 0 are refused
  *   with a message naming the tensor or key. */
 #include "attention.h"
@@ -110,6 +112,106 @@ static void check_chunked(bool flash) {
 Test(arch_nope, chunked_mask_sees_the_query_chunk_only) {
     check_chunked(false);
     check_chunked(true);
+}
+
+/* ---- other attention paths --------------------------------------------------------------- */
+
+/* The golden's prompt through id's model in passes of n_batch tokens: the largest max|Δ|/range of a
+ * row against llama.cpp's logits, and the rows whose argmax differs, into *n_diff. */
+static double run_prompt(const char *id, oxl_flash_attn fa, int32_t n_batch, int *n_diff) {
+    char path[512];
+    oxl_error err = {0};
+    snprintf(path, sizeof path, ARCH_DIR "%s.logits.gguf", id);
+    oxl_gguf *g = oxl_gguf_open(path, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    const oxl_gguf_tensor *tt = oxl_gguf_find_tensor(g, "tokens"), *tl = oxl_gguf_find_tensor(g, "logits");
+    cr_assert(tt && tl, "%s: tokens/logits missing", path);
+    snprintf(path, sizeof path, ARCH_DIR "%s.gguf", id);
+    oxl_model_params mp = oxl_model_default_params();
+    oxl_model *m = oxl_model_load(path, &mp, &err);
+    cr_assert_not_null(m, "%s", err.msg);
+    const int32_t n_tok = (int32_t)tt->ne[0], n_vocab = oxl_model_n_vocab(m);
+    cr_assert_eq(tl->ne[0], n_vocab);
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = n_tok;
+    cp.n_batch = n_batch;
+    cp.n_threads = 2;
+    cp.flash_attn = fa;
+    cp.type_k = cp.type_v = OXL_KV_F32;
+    oxl_ctx *ctx = oxl_ctx_new(m, &cp, &err);
+    cr_assert_not_null(ctx, "%s", err.msg);
+    const oxl_token *tokens = tt->data;
+    const float *ref = tl->data;
+    double worst = 0.0;
+    *n_diff = 0;
+    for (int32_t done = 0; done < n_tok; done += n_batch) {
+        const int32_t nb = n_tok - done < n_batch ? n_tok - done : n_batch;
+        cr_assert_eq(oxl_decode(ctx, tokens + done, nb, true, &err), 0, "%s", err.msg);
+        for (int32_t j = 0; j < nb; j++) {
+            const float *ours = oxl_get_logits(ctx, j), *want = ref + (size_t)(done + j) * n_vocab;
+            float lo = want[0], hi = want[0];
+            double max_abs = 0.0;
+            int32_t a = 0, b = 0;
+            for (int32_t i = 0; i < n_vocab; i++) {
+                lo = fminf(lo, want[i]);
+                hi = fmaxf(hi, want[i]);
+                const double d = fabs((double)ours[i] - want[i]);
+                max_abs = d > max_abs || isnan(d) ? d : max_abs;
+                a = ours[i] > ours[a] ? i : a;
+                b = want[i] > want[b] ? i : b;
+            }
+            const double rel = max_abs / (double)(hi - lo);
+            worst = rel > worst || isnan(rel) ? rel : worst;
+            *n_diff += a != b;
+        }
+    }
+    oxl_ctx_free(ctx);
+    oxl_model_free(m);
+    oxl_gguf_close(g);
+    return worst;
+}
+
+/* Bounds on max|Δ|/range: max(3 x the worst measured, 1e-6) rounded up to two digits, the worst over
+ * OXILLAMA_ISA = scalar, sse41, avx2, avx512bw and avx512vnni (all gave the same values, in
+ * parentheses: flash one pass; passes of 5 flash off, on), as golden/README.md's "Tolerances". */
+typedef struct nope_case {
+    const char *id;
+    double flash;     /* flash attention, one pass */
+    double passes[2]; /* passes of 5 tokens (later passes read earlier positions from the cache), flash off / on */
+} nope_case;
+
+static const nope_case nope_models[] = {
+    /* NoPE layer 3 (4.27e-07; 4.95e-07, 4.27e-07) */
+    {"smollm3", 1.3e-6, {1.5e-6, 1.3e-6}},
+    /* 48 sliding-window layers, 16 global NoPE layers (1.76e-06; 1.45e-06, 1.76e-06) */
+    {"exaone4", 5.3e-6, {4.4e-6, 5.3e-6}},
+    /* attention temperature steps at positions 16 and 32, YaRN (5.65e-07; 4.07e-07, 5.65e-07) */
+    {"mistral3", 1.7e-6, {1.3e-6, 1.7e-6}},
+    /* chunked layers, NoPE layer 3, expert input weighting (5.85e-07; 4.72e-07, 5.46e-07) */
+    {"llama4", 1.8e-6, {1.5e-6, 1.7e-6}},
+};
+
+Test(arch_nope, flash_and_passes_match_llama_cpp) {
+    for (size_t i = 0; i < sizeof nope_models / sizeof nope_models[0]; i++) {
+        const nope_case *c = &nope_models[i];
+        const struct {
+            oxl_flash_attn fa;
+            int32_t n_batch;
+            double bound;
+            const char *what;
+        } runs[] = {{OXL_FLASH_ATTN_ON, 48, c->flash, "flash, one pass"},
+                    {OXL_FLASH_ATTN_OFF, 5, c->passes[0], "passes of 5"},
+                    {OXL_FLASH_ATTN_ON, 5, c->passes[1], "flash, passes of 5"}};
+        for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+            int n_diff;
+            const double worst = run_prompt(c->id, runs[r].fa, runs[r].n_batch, &n_diff);
+            cr_log_info("%s (%s): max|Δ|/range %.2e (bound %.1e), %d argmax differences", c->id, runs[r].what, worst,
+                        runs[r].bound, n_diff);
+            cr_expect_leq(worst, runs[r].bound, "%s (%s): max|Δ|/range %.2e (bound %.1e)", c->id, runs[r].what, worst,
+                          runs[r].bound);
+            cr_expect_eq(n_diff, 0, "%s (%s): %d argmax differences from llama.cpp", c->id, runs[r].what, n_diff);
+        }
+    }
 }
 
 /* ---- llama4 load errors ------------------------------------------------------------------ */
