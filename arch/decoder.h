@@ -7,8 +7,11 @@
  *   a   = norm(x, attn_norm)                   (absent: a = x; falcon-40b: attention reads attn_norm_2)
  *   q,k,v = W·a + b                            (fused attn_qkv, or attn_q / attn_k / attn_v)
  *   q,k = q_norm / k_norm                      (per head, per head with own weights, or full width)
- *   q,k = rope(q,k)                            (per-layer parameters: sliding-window layers may differ)
+ *   q,k = rope(q,k)                            (per-layer parameters: sliding-window layers may differ;
+ *                                               NoPE layers skip it: no_rope_step, no_rope_global)
+ *   q  *= attention temperature(pos)           (attn_temp); q,k = rms(q), rms(k) (qk_rms_after_rope)
  *   o   = Wo · attention(q * q_scale, k, v) + bo,  then post-attention norm, residual_scale
+ *         (sliding-window layers: a window of n_swa, or with swa_chunked their chunk of n_swa)
  *   sequential: x = x + o;  x = x + residual_scale * post_ffn_norm(ffn(norm(x, ffn_norm)))
  *   ffn = the dense FFN, or on layers with a router the MoE block (moe.h), or both summed and
  *         scaled by moe_dense_scale (Grok); layers without FFN tensors (Mamba) skip it
