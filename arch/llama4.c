@@ -12,9 +12,11 @@
  *        plus a shared SwiGLU expert of n_ff_exp; elsewhere a dense SwiGLU FFN of n_ff
  *   logits = output · rms(x)            (tied to token_embd when output is absent)
  *
- * Attention: the RoPE layers are chunked (a query sees the keys of its own chunk of 8192 positions)
- * and every 4th layer (attention.sliding_window_pattern) is global; llama.cpp fixes the chunk size
- * and the temperature's floor scale to 8192 whenever attention.sliding_window is absent or non-zero.
+ * Attention: layer il is chunked (a query sees the keys of its own chunk of 8192 positions) when
+ * il % pattern < pattern - 1 (attention.sliding_window_pattern, default 4: the RoPE layers), the
+ * others global, with rope.freq_base_swa (default rope.freq_base) on the chunked layers. llama.cpp
+ * fixes the chunk size and the temperature's floor scale to 8192 whenever attention.sliding_window
+ * is absent or non-zero.
  * With sliding_window = 0 llama.cpp drops both but still builds the temperature input with a zero
  * scale and aborts at decode, so that setting is refused here.
  */
