@@ -155,6 +155,13 @@ bool oxl_decoder_is_swa(const oxl_decoder_opts *o, int il) {
     return o->n_swa > 0 && (o->swa_pattern == 0 || (uint32_t)il % o->swa_pattern < o->swa_pattern - 1);
 }
 
+/* llama.cpp's llm_graph_input_attn_temp::set_input (src/llama-graph.cpp): the float position plus
+ * the offset over the floor scale, floored, then log and scale in double. */
+float oxl_attn_temp_scale(const oxl_attn_temp *t, int32_t pos) {
+    const float q = ((float)pos + t->offset) / (float)t->floor_scale;
+    return (float)(log(floor(q) + 1.0) * t->scale + 1.0);
+}
+
 /* ---- tensors ----------------------------------------------------------------------------- */
 
 /* Dimension letters of the tensor table. */
@@ -330,6 +337,10 @@ int oxl_decoder_load(oxl_model *m, const oxl_decoder_opts *o, const oxl_tensor_s
     for (int il = 0; il < m->hp.n_layer; il++) {
         oxl_decoder_layer *l = &d->layers[il];
         l->recurrent = o->ssm.kind != OXL_SSM_NONE && (!o->n_head_kv_layers || o->n_head_kv_layers[il] == 0);
+        /* llama.cpp's per-model use_rope: (il + 1) % n_no_rope_layer_step (smollm3.cpp, llama4.cpp), or
+         * RoPE on the swa layers only (exaone4.cpp) */
+        l->no_rope = (o->no_rope_step > 0 && (uint32_t)(il + 1) % o->no_rope_step == 0) ||
+                     (o->no_rope_global && !oxl_decoder_is_swa(o, il));
         for (size_t i = 0; i < n_spec; i++) {
             const oxl_tensor_kind k = spec[i].kind;
             if (!tensor_table[k].layer || (l->recurrent && attention_kind(k)) || (!l->recurrent && k == OXL_L_SSM)) {
@@ -603,11 +614,20 @@ static void attn_qkv(oxl_ctx *ctx, const oxl_ubatch *ub, const oxl_decoder *d, c
     if (l->k_norm.data) {
         oxl_norm(o->norm, b->k, &l->k_norm, NULL, b->k, d_k, n * (KV / d_k), o->norm_eps);
     }
-    if (rope->mode != OXL_ROPE_NONE) {
+    if (rope->mode != OXL_ROPE_NONE && !l->no_rope) {
         for (int32_t j = 0; j < n; j++) {
             oxl_rope_apply(b->q + j * Q, hp->n_head, hp->head_dim, ub->pos[j], rope);
             oxl_rope_apply(b->k + j * KV, hp->n_head_kv, hp->head_dim, ub->pos[j], rope);
         }
+    }
+    if (o->attn_temp.scale != 0.0f && (!o->attn_temp_no_rope_only || l->no_rope)) {
+        for (int32_t j = 0; j < n; j++) {
+            oxl_scale(b->q + j * Q, Q, oxl_attn_temp_scale(&o->attn_temp, ub->pos[j]));
+        }
+    }
+    if (o->qk_rms_after_rope && !l->no_rope) {
+        oxl_norm(OXL_NORM_RMS, b->q, NULL, NULL, b->q, D, n * hp->n_head, o->norm_eps);
+        oxl_norm(OXL_NORM_RMS, b->k, NULL, NULL, b->k, D, n * hp->n_head_kv, o->norm_eps);
     }
     if (o->q_scale != 0.0f) {
         oxl_scale(b->q, Q * n, o->q_scale);
@@ -742,7 +762,8 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
                                         .head_dim = hp->head_dim,
                                         .scale = o->kq_scale,
                                         .softcap = o->attn_softcap,
-                                        .n_swa = swa ? o->n_swa : 0,
+                                        .n_swa = swa && !o->swa_chunked ? o->n_swa : 0,
+                                        .n_chunk = swa && o->swa_chunked ? o->n_swa : 0,
                                         .max_bias = o->max_alibi_bias,
                                         .sinks = l->attn_sinks.data};
             const oxl_kv_view kv = oxl_memory_kv_view(ctx->mem, il, ub);
@@ -868,7 +889,8 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
         fputs(sinks ? ", attention sinks\n" : "\n", out);
     }
     if (o->n_swa > 0) {
-        fprintf(out, "  %-16s n_swa %d on layers", "sliding window", o->n_swa);
+        fprintf(out, "  %-16s %s %d on layers", o->swa_chunked ? "chunked attn" : "sliding window",
+                o->swa_chunked ? "chunk" : "n_swa", o->n_swa);
         for (int il = 0; il < hp->n_layer; il++) {
             if (oxl_decoder_is_swa(o, il)) {
                 fprintf(out, " %d", il);
@@ -882,6 +904,27 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
     describe_rope(out, "rope", &o->rope);
     if (o->n_swa > 0) {
         describe_rope(out, "rope (swa)", &o->rope_swa);
+    }
+    bool any_no_rope = false;
+    for (int il = 0; il < hp->n_layer; il++) {
+        any_no_rope |= d->layers[il].no_rope;
+    }
+    if (any_no_rope) {
+        fprintf(out, "  %-16s", "no-rope layers");
+        for (int il = 0; il < hp->n_layer; il++) {
+            if (d->layers[il].no_rope) {
+                fprintf(out, " %d", il);
+            }
+        }
+        fputc('\n', out);
+    }
+    if (o->qk_rms_after_rope) {
+        fprintf(out, "  %-16s q, k RMS-normalised (no weights) after RoPE on the RoPE layers\n", "qk l2 norm");
+    }
+    if (o->attn_temp.scale != 0.0f) {
+        fprintf(out, "  %-16s q *= 1 + %g ln(1 + floor((pos + %g) / %u))%s\n", "attn temperature", o->attn_temp.scale,
+                o->attn_temp.offset, o->attn_temp.floor_scale,
+                o->attn_temp_no_rope_only ? " on the no-rope layers" : "");
     }
     if (d->rope_freqs.data || d->rope_long.data || d->rope_short.data) {
         fprintf(out, "  %-16s %s\n", "rope factors",
