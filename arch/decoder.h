@@ -63,6 +63,9 @@ typedef struct oxl_decoder_opts {
     oxl_mla_opts mla;                /* kv_lora_rank > 0: layers bind OXL_L_MLA (value_length may differ) */
     const int32_t *n_head_kv_layers; /* read at load only: per-layer head_count_kv, 0 marking a recurrent
                                       * layer (jamba); NULL with ssm.kind set: every layer recurrent */
+    bool qk_norm_after_rope;         /* the q/k norms act on the rotated q and k (hunyuan) */
+    float rope_alpha;                /* rope.scaling.alpha that raised the RoPE base at load (0: none) */
+    int32_t n_layer_nextn;           /* NextN/MTP blocks after the n_layer evaluated ones (glm4moe) */
 } oxl_decoder_opts;
 
 /* ---- tensors ----------------------------------------------------------------------------- */
@@ -197,6 +200,16 @@ int oxl_decoder_hparams(oxl_model *m, oxl_decoder_opts *o, oxl_rope_mode mode, o
 /* Sliding-window layers as llama_hparams::set_swa_pattern: layer il is swa when
  * il % pattern < pattern - 1 (pattern from attention.sliding_window_pattern, else the default). */
 int oxl_decoder_swa_pattern(oxl_model *m, oxl_decoder_opts *o, uint32_t default_pattern, oxl_error *err);
+
+/* NTK-aware alpha (llama.cpp's llama_model_hunyuan_vl::load_arch_hparams): with rope.scaling.alpha
+ * a > 0, the RoPE base becomes freq_base * a^(head_dim / (head_dim - 2)) in o->rope and o->rope_swa;
+ * o->rope_alpha keeps a. Returns -1 with err naming an out-of-range value. */
+int oxl_decoder_rope_alpha(oxl_model *m, oxl_decoder_opts *o, oxl_error *err);
+
+/* The NextN/MTP blocks at the end of block_count (llama.cpp's nextn_predict_layers, as
+ * llama_model_glm4_moe reads it): hp.n_layer drops them, so their tensors are neither bound nor run;
+ * o->n_layer_nextn keeps their count. Returns -1 with err when they are not fewer than block_count. */
+int oxl_decoder_skip_nextn(oxl_model *m, oxl_decoder_opts *o, oxl_error *err);
 
 /* Binds the listed tensors with their shape checks, ties output to token_embd when absent, and
  * installs the decoder (m->weights) with opts o. */
