@@ -184,6 +184,18 @@ int oxl_decoder_skip_nextn(oxl_model *m, oxl_decoder_opts *o, oxl_error *err) {
     return 0;
 }
 
+int oxl_decoder_refuse_mrope(const oxl_model *m, oxl_error *err) {
+    int32_t sec[4] = {0, 0, 0, 0};
+    if (oxl_hp_int_layers(m, "rope.dimension_sections", sec, 4, false, err)) {
+        return -1;
+    }
+    if (sec[0] || sec[1] || sec[2] || sec[3]) {
+        return oxl_err_set(err, "%s: %s.rope.dimension_sections (M-RoPE, vision variant) is unsupported",
+                           oxl_gguf_path(m->gguf), m->arch->name);
+    }
+    return 0;
+}
+
 bool oxl_decoder_is_swa(const oxl_decoder_opts *o, int il) {
     return o->n_swa > 0 && (o->swa_pattern == 0 || (uint32_t)il % o->swa_pattern < o->swa_pattern - 1);
 }

@@ -211,6 +211,10 @@ int oxl_decoder_rope_alpha(oxl_model *m, oxl_decoder_opts *o, oxl_error *err);
  * o->n_layer_nextn keeps their count. Returns -1 with err when they are not fewer than block_count. */
 int oxl_decoder_skip_nextn(oxl_model *m, oxl_decoder_opts *o, oxl_error *err);
 
+/* Refuses a file with rope.dimension_sections: llama.cpp's glm4moe and hunyuan graphs switch to
+ * M-RoPE (ggml_rope_multi) for those (vision variants), which these text families do not run. */
+int oxl_decoder_refuse_mrope(const oxl_model *m, oxl_error *err);
+
 /* Binds the listed tensors with their shape checks, ties output to token_embd when absent, and
  * installs the decoder (m->weights) with opts o. */
 int oxl_decoder_load(oxl_model *m, const oxl_decoder_opts *o, const oxl_tensor_spec *spec, size_t n_spec,

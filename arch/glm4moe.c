@@ -28,8 +28,8 @@ static int glm4moe_load(oxl_model *m, oxl_error *err) {
     const char *path = oxl_gguf_path(m->gguf);
     oxl_decoder_opts o = {.norm = OXL_NORM_RMS, .ffn = OXL_FFN_SWIGLU, .moe_parts = OXL_MOE_HAS_PROBS_B};
     int32_t gating = 0;
-    if (oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || oxl_decoder_skip_nextn(m, &o, err) ||
-        oxl_hp_count(m, "expert_gating_func", &gating, false, err) ||
+    if (oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || oxl_decoder_refuse_mrope(m, err) ||
+        oxl_decoder_skip_nextn(m, &o, err) || oxl_hp_count(m, "expert_gating_func", &gating, false, err) ||
         oxl_moe_hparams(m, &o.moe, 0, OXL_MOE_KEY_FF_EXP | OXL_MOE_KEY_DEEPSEEK, err)) {
         return -1;
     }

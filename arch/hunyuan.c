@@ -39,7 +39,8 @@ static int full_rotary(const oxl_model *m, oxl_error *err) {
 
 static int hunyuan_dense_load(oxl_model *m, oxl_error *err) {
     oxl_decoder_opts o = {.norm = OXL_NORM_RMS, .ffn = OXL_FFN_SWIGLU, .qk_norm_after_rope = true};
-    if (oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || full_rotary(m, err) || oxl_decoder_rope_alpha(m, &o, err)) {
+    if (oxl_decoder_hparams(m, &o, OXL_ROPE_NEOX, err) || full_rotary(m, err) || oxl_decoder_refuse_mrope(m, err) ||
+        oxl_decoder_rope_alpha(m, &o, err)) {
         return -1;
     }
     return OXL_DECODER_LOAD(m, &o, hunyuan_dense_tensors, err);

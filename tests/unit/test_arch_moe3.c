@@ -182,6 +182,18 @@ Test(arch_moe3, glm4moe_nextn_layers_not_below_block_count) {
     free(buf);
 }
 
+/* rope.dimension_sections (M-RoPE in llama.cpp's graph) is refused: the file's
+ * attention.head_count_kv (u32 2, a name of the same length) renamed into it. */
+Test(arch_moe3, glm4moe_mrope_sections_are_refused) {
+    size_t size;
+    unsigned char *buf = read_model("glm4moe", &size);
+    const char *key = "glm4moe.attention.head_count_kv", *as = "glm4moe.rope.dimension_sections";
+    cr_assert_eq(strlen(key), strlen(as));
+    memcpy(buf + find_gguf_str(buf, size, key) + 8, as, strlen(as));
+    expect_load_error(buf, size, "glm4moe.rope.dimension_sections (M-RoPE, vision variant) is unsupported");
+    free(buf);
+}
+
 Test(arch_moe3, minimax_m2_missing_selection_bias_is_named) {
     size_t size;
     unsigned char *buf = read_model("minimax-m2", &size);
@@ -225,4 +237,78 @@ Test(arch_moe3, olmoe_missing_q_norm_is_named) {
     buf[find_gguf_str(buf, size, name) + 8 + strlen(name) - 1] = 'X';
     expect_load_error(buf, size, "missing tensor 'blk.1.attn_q_norm.weight'");
     free(buf);
+}
+
+/* ---- damaged files ----------------------------------------------------------------------- */
+
+/* Loads the buffer; when that works, decodes two tokens. Returns 1 when the model loaded. */
+static int try_load_and_run(const unsigned char *buf, size_t size) {
+    oxl_error err = {0};
+    oxl_gguf *g = oxl_gguf_open_memory(buf, size, "damaged.gguf", &err);
+    if (!g) {
+        cr_assert(err.msg[0] != '\0', "a rejected file must come with a message");
+        return 0;
+    }
+    oxl_model *m = oxl_model_from_gguf(g, &err);
+    if (!m) {
+        cr_assert(err.msg[0] != '\0', "a rejected model must come with a message");
+        return 0;
+    }
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = 8;
+    cp.n_threads = 1;
+    oxl_ctx *ctx = oxl_ctx_new(m, &cp, &err);
+    if (ctx) {
+        oxl_token toks[2] = {1, oxl_model_n_vocab(m) - 1};
+        oxl_decode(ctx, toks, 2, false, &err);
+        oxl_ctx_free(ctx);
+    }
+    oxl_model_free(m);
+    return 1;
+}
+
+/* Every byte of the architecture's keys (type and value) and of the tensor table, inverted one at a
+ * time: the model is refused with a message or loads and decodes without crashing. */
+Test(arch_moe3, hyper_parameter_and_tensor_table_flips_are_safe, .timeout = 600) {
+    static const char *const ids[] = {"olmoe", "ernie4_5-moe", "glm4moe", "hunyuan-dense", "hunyuan-moe", "minimax-m2"};
+    for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
+        size_t size;
+        unsigned char *buf = read_model(ids[k], &size);
+        oxl_error err = {0};
+        oxl_gguf *g = oxl_gguf_open_memory(buf, size, ids[k], &err);
+        cr_assert_not_null(g, "%s", err.msg);
+        const char *arch = NULL;
+        cr_assert_eq(oxl_gguf_get_str(g, "general.architecture", &arch, &err), 1);
+        /* byte ranges: [type, value) of each `<arch>.` key (12 bytes cover scalars and string lengths),
+         * then the tensor table up to the data section */
+        size_t lo[64], hi[64], n = 0;
+        for (int64_t i = 0; i < oxl_gguf_n_kv(g) && n < 63; i++) {
+            const char *key = oxl_gguf_key(g, i);
+            if (strncmp(key, arch, strlen(arch)) == 0) {
+                lo[n] = find_gguf_str(buf, size, key) + 8 + strlen(key);
+                hi[n] = lo[n] + 12;
+                n++;
+            }
+        }
+        lo[n] = find_gguf_str(buf, size, oxl_gguf_tensor_at(g, 0)->name);
+        hi[n] = oxl_gguf_data_offset(g);
+        n++;
+        oxl_gguf_close(g);
+        unsigned char *copy = malloc(size);
+        memcpy(copy, buf, size);
+        int flips = 0, loaded = 0;
+        for (size_t r = 0; r < n; r++) {
+            for (size_t i = lo[r]; i < hi[r] && i < size; i++) {
+                copy[i] = (unsigned char)(buf[i] ^ 0xFF);
+                loaded += try_load_and_run(copy, size);
+                flips++;
+                copy[i] = buf[i];
+            }
+        }
+        /* flips of float values and of unused bytes still load; flips of counts, shapes and names do not */
+        cr_expect(loaded > 0 && loaded < flips, "%s: loaded %d of %d damaged files", ids[k], loaded, flips);
+        cr_log_info("%s: %d flips, %d loaded", ids[k], flips, loaded);
+        free(copy);
+        free(buf);
+    }
 }
