@@ -23,6 +23,9 @@ extern const oxl_arch oxl_arch_olmoe, oxl_arch_ernie4_5moe, oxl_arch_glm4moe, ox
 /* The recurrent and hybrid families (the decoder with ssm.h's mixer on recurrent layers). */
 extern const oxl_arch oxl_arch_mamba, oxl_arch_mamba2, oxl_arch_jamba;
 
+/* The gated delta-net hybrids (arch/qwen35.c with deltanet.h's linear attention). */
+extern const oxl_arch oxl_arch_qwen35, oxl_arch_qwen35moe, oxl_arch_qwen3next;
+
 /* The encoder-only embedding models (arch/bert.c: no output head, non-causal attention). */
 extern const oxl_arch oxl_arch_bert, oxl_arch_nomic_bert;
 
