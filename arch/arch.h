@@ -16,6 +16,10 @@ extern const oxl_arch oxl_arch_llama, oxl_arch_qwen2, oxl_arch_qwen3, oxl_arch_g
 extern const oxl_arch oxl_arch_qwen2moe, oxl_arch_qwen3moe, oxl_arch_phimoe, oxl_arch_dbrx, oxl_arch_grok,
     oxl_arch_deepseek2, oxl_arch_gptoss;
 
+/* More mixture-of-experts families (and hunyuan's dense sibling). */
+extern const oxl_arch oxl_arch_olmoe, oxl_arch_ernie4_5moe, oxl_arch_glm4moe, oxl_arch_hunyuan_dense,
+    oxl_arch_hunyuan_moe, oxl_arch_minimax_m2;
+
 /* The recurrent and hybrid families (the decoder with ssm.h's mixer on recurrent layers). */
 extern const oxl_arch oxl_arch_mamba, oxl_arch_mamba2, oxl_arch_jamba;
 

@@ -151,6 +151,51 @@ int oxl_decoder_swa_pattern(oxl_model *m, oxl_decoder_opts *o, uint32_t default_
     return 0;
 }
 
+int oxl_decoder_rope_alpha(oxl_model *m, oxl_decoder_opts *o, oxl_error *err) {
+    float alpha = 0.0f;
+    if (oxl_hp_float(m, "rope.scaling.alpha", &alpha, false, err)) {
+        return -1;
+    }
+    if (alpha == 0.0f) {
+        return 0;
+    }
+    const int32_t dim = m->hp.head_dim;
+    if (!(alpha > 0.0f) || !isfinite(alpha) || dim <= 2) {
+        return oxl_err_set(err, "%s: %s.rope.scaling.alpha = %g must be positive with a head size above 2 (%d)",
+                           oxl_gguf_path(m->gguf), m->arch->name, alpha, dim);
+    }
+    m->hp.rope_freq_base *= powf(alpha, (float)dim / (float)(dim - 2));
+    o->rope.freq_base = o->rope_swa.freq_base = m->hp.rope_freq_base;
+    o->rope_alpha = alpha;
+    return 0;
+}
+
+int oxl_decoder_skip_nextn(oxl_model *m, oxl_decoder_opts *o, oxl_error *err) {
+    int32_t n = 0;
+    if (oxl_hp_count(m, "nextn_predict_layers", &n, false, err)) {
+        return -1;
+    }
+    if (n >= m->hp.n_layer) {
+        return oxl_err_set(err, "%s: %s.nextn_predict_layers = %d must be below block_count = %d",
+                           oxl_gguf_path(m->gguf), m->arch->name, n, m->hp.n_layer);
+    }
+    m->hp.n_layer -= n;
+    o->n_layer_nextn = n;
+    return 0;
+}
+
+int oxl_decoder_refuse_mrope(const oxl_model *m, oxl_error *err) {
+    int32_t sec[4] = {0, 0, 0, 0};
+    if (oxl_hp_int_layers(m, "rope.dimension_sections", sec, 4, false, err)) {
+        return -1;
+    }
+    if (sec[0] || sec[1] || sec[2] || sec[3]) {
+        return oxl_err_set(err, "%s: %s.rope.dimension_sections (M-RoPE, vision variant) is unsupported",
+                           oxl_gguf_path(m->gguf), m->arch->name);
+    }
+    return 0;
+}
+
 bool oxl_decoder_is_swa(const oxl_decoder_opts *o, int il) {
     return o->n_swa > 0 && (o->swa_pattern == 0 || (uint32_t)il % o->swa_pattern < o->swa_pattern - 1);
 }
@@ -608,10 +653,10 @@ static void attn_qkv(oxl_ctx *ctx, const oxl_ubatch *ub, const oxl_decoder *d, c
         }
     }
     const int64_t d_q = o->qk_norm_full ? Q : D, d_k = o->qk_norm_full ? KV : D;
-    if (l->q_norm.data) {
+    if (l->q_norm.data && !o->qk_norm_after_rope) {
         oxl_norm(o->norm, b->q, &l->q_norm, NULL, b->q, d_q, n * (Q / d_q), o->norm_eps);
     }
-    if (l->k_norm.data) {
+    if (l->k_norm.data && !o->qk_norm_after_rope) {
         oxl_norm(o->norm, b->k, &l->k_norm, NULL, b->k, d_k, n * (KV / d_k), o->norm_eps);
     }
     if (rope->mode != OXL_ROPE_NONE && !l->no_rope) {
@@ -628,6 +673,15 @@ static void attn_qkv(oxl_ctx *ctx, const oxl_ubatch *ub, const oxl_decoder *d, c
     if (o->qk_rms_after_rope && !l->no_rope) {
         oxl_norm(OXL_NORM_RMS, b->q, NULL, NULL, b->q, D, n * hp->n_head, o->norm_eps);
         oxl_norm(OXL_NORM_RMS, b->k, NULL, NULL, b->k, D, n * hp->n_head_kv, o->norm_eps);
+    }
+    if (o->qk_norm_after_rope) {
+        /* hunyuan (src/models/hunyuan-moe.cpp, hunyuan-vl.cpp): k then q normalised after RoPE */
+        if (l->k_norm.data) {
+            oxl_norm(o->norm, b->k, &l->k_norm, NULL, b->k, d_k, n * (KV / d_k), o->norm_eps);
+        }
+        if (l->q_norm.data) {
+            oxl_norm(o->norm, b->q, &l->q_norm, NULL, b->q, d_q, n * (Q / d_q), o->norm_eps);
+        }
     }
     if (o->q_scale != 0.0f) {
         oxl_scale(b->q, Q * n, o->q_scale);
@@ -865,6 +919,10 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
     const oxl_decoder_opts *o = &d->o;
     fprintf(out, "  %-16s n_embd %d, n_layer %d, n_ff %d, n_vocab %d, n_ctx_train %d\n", "shape", hp->n_embd,
             hp->n_layer, hp->n_ff, hp->n_vocab, hp->n_ctx_train);
+    if (o->n_layer_nextn > 0) {
+        fprintf(out, "  %-16s %d after the %d layers (blk.%d..): loaded unused, not run\n", "nextn/mtp layers",
+                o->n_layer_nextn, hp->n_layer, hp->n_layer);
+    }
     if (hp->n_head == 0) {
         fprintf(out, "  %-16s none (every layer recurrent)\n", "attention");
     } else {
@@ -926,6 +984,10 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
                 o->attn_temp.offset, o->attn_temp.floor_scale,
                 o->attn_temp_no_rope_only ? " on the no-rope layers" : "");
     }
+    if (o->rope_alpha != 0.0f) {
+        fprintf(out, "  %-16s %g: freq_base raised by alpha^(head_dim / (head_dim - 2)) (NTK)\n", "rope alpha",
+                o->rope_alpha);
+    }
     if (d->rope_freqs.data || d->rope_long.data || d->rope_short.data) {
         fprintf(out, "  %-16s %s\n", "rope factors",
                 d->rope_freqs.data ? "rope_freqs" : "LongRoPE short/long by context vs original context");
@@ -937,6 +999,9 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
                 o->qk_norm_full        ? "over the full projection"
                 : l0->q_norm.ne[1] > 1 ? "per head, own weights"
                                        : "per head");
+        if (o->qk_norm_after_rope) {
+            fputs(", after RoPE", out);
+        }
     }
     if (!l0->attn_norm.data) {
         fputs("; no pre-norms", out);
@@ -966,6 +1031,13 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
         fputc('\n', out);
         if (o->moe_dense_scale != 0.0f) {
             fprintf(out, "  %-16s (dense FFN + experts) x %g\n", "", o->moe_dense_scale);
+        }
+        bool probs_b = false;
+        for (int il = 0; il < hp->n_layer; il++) {
+            probs_b |= d->layers[il].moe.exp_probs_b.data != NULL;
+        }
+        if (probs_b) {
+            fprintf(out, "  %-16s exp_probs_b added for the top-k choice only\n", "selection bias");
         }
     }
     if (o->mla.kv_lora_rank > 0) {

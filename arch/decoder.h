@@ -90,6 +90,9 @@ typedef struct oxl_decoder_opts {
                                       * (llama4's L2 norm, ggml_rms_norm with norm_eps) */
     oxl_attn_temp attn_temp;         /* scale != 0: q *= oxl_attn_temp_scale(pos) after RoPE */
     bool attn_temp_no_rope_only;     /* the temperature applies to the layers without RoPE only (llama4) */
+    bool qk_norm_after_rope;         /* the q/k norms act on the rotated q and k (hunyuan) */
+    float rope_alpha;                /* rope.scaling.alpha that raised the RoPE base at load (0: none) */
+    int32_t n_layer_nextn;           /* NextN/MTP blocks after the n_layer evaluated ones (glm4moe) */
 } oxl_decoder_opts;
 
 /* ---- tensors ----------------------------------------------------------------------------- */
@@ -225,6 +228,20 @@ int oxl_decoder_hparams(oxl_model *m, oxl_decoder_opts *o, oxl_rope_mode mode, o
 /* Sliding-window layers as llama_hparams::set_swa_pattern: layer il is swa when
  * il % pattern < pattern - 1 (pattern from attention.sliding_window_pattern, else the default). */
 int oxl_decoder_swa_pattern(oxl_model *m, oxl_decoder_opts *o, uint32_t default_pattern, oxl_error *err);
+
+/* NTK-aware alpha (llama.cpp's llama_model_hunyuan_vl::load_arch_hparams): with rope.scaling.alpha
+ * a > 0, the RoPE base becomes freq_base * a^(head_dim / (head_dim - 2)) in o->rope and o->rope_swa;
+ * o->rope_alpha keeps a. Returns -1 with err naming an out-of-range value. */
+int oxl_decoder_rope_alpha(oxl_model *m, oxl_decoder_opts *o, oxl_error *err);
+
+/* The NextN/MTP blocks at the end of block_count (llama.cpp's nextn_predict_layers, as
+ * llama_model_glm4_moe reads it): hp.n_layer drops them, so their tensors are neither bound nor run;
+ * o->n_layer_nextn keeps their count. Returns -1 with err when they are not fewer than block_count. */
+int oxl_decoder_skip_nextn(oxl_model *m, oxl_decoder_opts *o, oxl_error *err);
+
+/* Refuses a file with rope.dimension_sections: llama.cpp's glm4moe and hunyuan graphs switch to
+ * M-RoPE (ggml_rope_multi) for those (vision variants), which these text families do not run. */
+int oxl_decoder_refuse_mrope(const oxl_model *m, oxl_error *err);
 
 /* Binds the listed tensors with their shape checks, ties output to token_embd when absent, and
  * installs the decoder (m->weights) with opts o. */
