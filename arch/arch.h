@@ -11,6 +11,7 @@ extern const oxl_arch oxl_arch_llama, oxl_arch_qwen2, oxl_arch_qwen3, oxl_arch_g
     oxl_arch_phi2, oxl_arch_phi3, oxl_arch_command_r, oxl_arch_cohere2, oxl_arch_starcoder, oxl_arch_starcoder2,
     oxl_arch_falcon, oxl_arch_olmo2, oxl_arch_granite, oxl_arch_minicpm, oxl_arch_stablelm, oxl_arch_gptneox,
     oxl_arch_bloom, oxl_arch_internlm2, oxl_arch_gpt2, oxl_arch_qwen2vl;
+extern const oxl_arch oxl_arch_glm4, oxl_arch_seed_oss, oxl_arch_ernie4_5, oxl_arch_apertus;
 
 /* The mixture-of-experts families (the decoder with moe.h's block as its FFN). */
 extern const oxl_arch oxl_arch_qwen2moe, oxl_arch_qwen3moe, oxl_arch_phimoe, oxl_arch_dbrx, oxl_arch_grok,

@@ -52,6 +52,10 @@ const oxl_arch *const oxl_arch_registry[] = {
     &oxl_arch_hunyuan_dense,
     &oxl_arch_hunyuan_moe,
     &oxl_arch_minimax_m2,
+    &oxl_arch_glm4,
+    &oxl_arch_seed_oss,
+    &oxl_arch_ernie4_5,
+    &oxl_arch_apertus,
 };
 // clang-format on
 
