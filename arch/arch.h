@@ -19,6 +19,9 @@ extern const oxl_arch oxl_arch_qwen2moe, oxl_arch_qwen3moe, oxl_arch_phimoe, oxl
 /* The recurrent and hybrid families (the decoder with ssm.h's mixer on recurrent layers). */
 extern const oxl_arch oxl_arch_mamba, oxl_arch_mamba2, oxl_arch_jamba;
 
+/* The hybrids that pick attention, Mamba-2, a short convolution or an MLP per layer (arch/hybrid.c). */
+extern const oxl_arch oxl_arch_lfm2, oxl_arch_granite_h, oxl_arch_nemotron_h, oxl_arch_falcon_h1;
+
 /* The encoder-only embedding models (arch/bert.c: no output head, non-causal attention). */
 extern const oxl_arch oxl_arch_bert, oxl_arch_nomic_bert;
 
