@@ -334,3 +334,41 @@ static void two_sequences_in_one_batch(const char *id) {
 Test(ssm_state, mamba_sequences_in_one_batch_equal_separate_runs) { two_sequences_in_one_batch("mamba"); }
 Test(ssm_state, mamba2_sequences_in_one_batch_equal_separate_runs) { two_sequences_in_one_batch("mamba2"); }
 Test(ssm_state, jamba_sequences_in_one_batch_equal_separate_runs) { two_sequences_in_one_batch("jamba"); }
+
+/* ---- hybrids (arch/hybrid.c) ------------------------------------------------------------- */
+
+/* The recurrent state of the hybrids: LFM2's conv-only state (short convolutions), Nemotron-H's
+ * Mamba-2 beside attention and MLP blocks, Falcon-H1's attention and Mamba-2 in every layer, Granite
+ * 4.0-H's Mamba-2 beside attention with experts. */
+Test(ssm_state, lfm2_sequences_in_one_batch_equal_separate_runs) { two_sequences_in_one_batch("lfm2"); }
+Test(ssm_state, nemotron_h_sequences_in_one_batch_equal_separate_runs) { two_sequences_in_one_batch("nemotron_h"); }
+Test(ssm_state, falcon_h1_sequences_in_one_batch_equal_separate_runs) { two_sequences_in_one_batch("falcon-h1"); }
+Test(ssm_state, granitehybrid_sequences_in_one_batch_equal_separate_runs) {
+    two_sequences_in_one_batch("granitehybrid");
+}
+
+Test(moe_load, missing_lfm2_shortconv_tensor_is_named) {
+    size_t size;
+    unsigned char *buf = read_model("lfm2", &size);
+    hide_tensor(buf, size, "blk.1.shortconv.conv.weight");
+    expect_load_error(buf, size, "missing tensor 'blk.1.shortconv.conv.weight'");
+    free(buf);
+}
+
+/* Falcon-H1's pre-FFN norm has no .weight suffix; the error names it as the file must spell it. */
+Test(moe_load, missing_falcon_h1_ffn_norm_is_named) {
+    size_t size;
+    unsigned char *buf = read_model("falcon-h1", &size);
+    hide_tensor(buf, size, "blk.1.ffn_norm");
+    expect_load_error(buf, size, "missing tensor 'blk.1.ffn_norm'");
+    free(buf);
+}
+
+/* Nemotron-H's MLP width comes from the per-layer feed_forward_length (128 on layer 1). */
+Test(moe_load, nemotron_h_mlp_shape_is_named) {
+    size_t size;
+    unsigned char *buf = read_model("nemotron_h", &size);
+    set_dim(buf, size, "blk.1.ffn_up.weight", 1, 96);
+    expect_load_error(buf, size, "tensor 'blk.1.ffn_up.weight' has shape (64, 96, 1, 1); expected (64, 128)");
+    free(buf);
+}
