@@ -42,6 +42,7 @@ typedef struct hybrid_layer {
     unsigned mix;
     int32_t n_ff;                /* the MLP mixer's or the dense FFN's width */
     oxl_tensor attn_norm;        /* (n_embd) */
+    oxl_tensor wqkv, bqkv;       /* (n_embd, (n_head + 2*n_head_kv)*head_dim) fused, when the file has it */
     oxl_tensor wq, wk, wv;       /* (n_embd, n_head*head_dim), (n_embd, n_head_kv*head_dim) x 2 */
     oxl_tensor bq, bk, bv, bo;   /* optional biases */
     oxl_tensor q_norm, k_norm;   /* (head_dim) lfm2 */
@@ -65,6 +66,7 @@ typedef struct hybrid {
     oxl_rope rope;        /* mode OXL_ROPE_NONE: attention without positions */
     oxl_ssm_opts ssm;     /* kind OXL_SSM_NONE for lfm2 */
     int32_t l_cache;      /* lfm2's conv window */
+    int32_t n_swa;        /* lfm2: attention.sliding_window on the attention layers; 0: none */
     oxl_moe_opts moe;
     oxl_tensor token_embd; /* (n_embd, n_vocab) */
     oxl_tensor output_norm;
@@ -144,18 +146,24 @@ static int layer_counts(oxl_model *m, int32_t *kv, int32_t *ff, oxl_error *err) 
     return 0;
 }
 
-/* The attention tensors of layer il (create_tensor_qkv's separate q/k/v, optional biases; lfm2's
- * per-head q/k norms). */
+/* The attention tensors of layer il (create_tensor_qkv: a fused attn_qkv when the file has one, else
+ * separate q/k/v, biases optional; lfm2's per-head q/k norms). */
 static int bind_attention(const oxl_model *m, const hybrid *h, hybrid_layer *l, int il, oxl_error *err) {
     const oxl_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
-    if (oxl_bind_tensor(m, &l->wq, "blk.%d.attn_q.weight", il, E, Q, true, err) ||
-        oxl_bind_tensor(m, &l->wk, "blk.%d.attn_k.weight", il, E, KV, true, err) ||
-        oxl_bind_tensor(m, &l->wv, "blk.%d.attn_v.weight", il, E, KV, true, err) ||
-        oxl_bind_tensor(m, &l->bq, "blk.%d.attn_q.bias", il, Q, 0, false, err) ||
-        oxl_bind_tensor(m, &l->bk, "blk.%d.attn_k.bias", il, KV, 0, false, err) ||
-        oxl_bind_tensor(m, &l->bv, "blk.%d.attn_v.bias", il, KV, 0, false, err) ||
-        oxl_bind_tensor(m, &l->wo, "blk.%d.attn_output.weight", il, Q, E, true, err)) {
+    if (oxl_bind_tensor(m, &l->wqkv, "blk.%d.attn_qkv.weight", il, E, Q + 2 * KV, false, err) ||
+        (l->wqkv.data && oxl_bind_tensor(m, &l->bqkv, "blk.%d.attn_qkv.bias", il, Q + 2 * KV, 0, false, err))) {
+        return -1;
+    }
+    if (!l->wqkv.data && (oxl_bind_tensor(m, &l->wq, "blk.%d.attn_q.weight", il, E, Q, true, err) ||
+                          oxl_bind_tensor(m, &l->wk, "blk.%d.attn_k.weight", il, E, KV, true, err) ||
+                          oxl_bind_tensor(m, &l->wv, "blk.%d.attn_v.weight", il, E, KV, true, err) ||
+                          oxl_bind_tensor(m, &l->bq, "blk.%d.attn_q.bias", il, Q, 0, false, err) ||
+                          oxl_bind_tensor(m, &l->bk, "blk.%d.attn_k.bias", il, KV, 0, false, err) ||
+                          oxl_bind_tensor(m, &l->bv, "blk.%d.attn_v.bias", il, KV, 0, false, err))) {
+        return -1;
+    }
+    if (oxl_bind_tensor(m, &l->wo, "blk.%d.attn_output.weight", il, Q, E, true, err)) {
         return -1;
     }
     if (h->fam == FAM_LFM2) {
@@ -217,8 +225,8 @@ static int bind_layers(oxl_model *m, hybrid *h, const int32_t *kv, const int32_t
             return -1;
         }
         /* norms and biases are applied as f32 vectors */
-        const oxl_tensor *f32[] = {&l->attn_norm, &l->ffn_norm, &l->q_norm,   &l->k_norm,     &l->bq,        &l->bk,
-                                   &l->bv,        &l->bo,       &l->ffn_up_b, &l->ffn_gate_b, &l->ffn_down_b};
+        const oxl_tensor *f32[] = {&l->attn_norm, &l->ffn_norm, &l->q_norm,   &l->k_norm,     &l->bq,         &l->bk,
+                                   &l->bv,        &l->bo,       &l->ffn_up_b, &l->ffn_gate_b, &l->ffn_down_b, &l->bqkv};
         for (size_t i = 0; i < sizeof f32 / sizeof f32[0]; i++) {
             if (f32[i]->data && f32[i]->type != OXL_TYPE_F32) {
                 return oxl_err_set(err, "%s: tensor '%s' must be f32 (norm weights and biases are)",
@@ -266,7 +274,9 @@ static int hybrid_load(oxl_model *m, hybrid_family fam, oxl_error *err) {
     int32_t *ff = kv + hp->n_layer;
     int r = layer_counts(m, kv, ff, err);
     if (r == 0 && fam == FAM_LFM2) {
-        r = oxl_shortconv_hparams(m, &h->l_cache, err);
+        /* a sliding window, when the file sets one, applies to every attention layer */
+        r = oxl_shortconv_hparams(m, &h->l_cache, err) ||
+            oxl_hp_count(m, "attention.sliding_window", &h->n_swa, false, err);
     } else if (r == 0) {
         h->ssm.norm_eps = h->norm_eps;
         h->ssm.norm_optional = fam == FAM_FALCON;
@@ -331,6 +341,7 @@ static int falcon_h1_load(oxl_model *m, oxl_error *err) { return hybrid_load(m, 
 typedef struct acts {
     float *x;       /* (n_embd, n) residual stream */
     float *xb;      /* (n_embd, n) normalised block input */
+    float *qkv;     /* ((n_head + 2*n_head_kv)*head_dim, n) fused projection */
     float *q;       /* (n_head*head_dim, n) */
     float *k;       /* (n_head_kv*head_dim, n) */
     float *v;       /* (n_head_kv*head_dim, n) */
@@ -358,12 +369,27 @@ static size_t acts_layout(const oxl_model *m, int32_t n, int32_t n_ctx, int n_th
     const size_t moe = oxl_moe_work_size(&h->moe, hp->n_embd, n) / sizeof(float);
     const size_t ssm = oxl_ssm_work_size(&h->ssm, n) / sizeof(float);
     const size_t conv = h->fam == FAM_LFM2 ? oxl_shortconv_work_size(m, n) / sizeof(float) : 0;
-    const size_t sizes[] = {
-        E * n,          E * n, Q * n, KV * n, KV * n, Q * n, E * n, E * n,
-        E * n,          F * n, F * n, E * n,  moe,    ssm,   conv,  (size_t)(n_ctx + hp->head_dim) * n_threads,
-        widest * n + 64};
+    const size_t sizes[] = {E * n,
+                            E * n,
+                            (Q + 2 * KV) * n,
+                            Q * n,
+                            KV * n,
+                            KV * n,
+                            Q * n,
+                            E * n,
+                            E * n,
+                            E * n,
+                            F * n,
+                            F * n,
+                            E * n,
+                            moe,
+                            ssm,
+                            conv,
+                            (size_t)(n_ctx + hp->head_dim) * n_threads,
+                            widest * n + 64};
     float **slots[] = {&a->x,
                        &a->xb,
+                       &a->qkv,
                        &a->q,
                        &a->k,
                        &a->v,
@@ -409,9 +435,20 @@ static void attention(oxl_ctx *ctx, const hybrid *h, const hybrid_layer *l, int 
     oxl_pool *pool = ctx->pool;
     const int32_t n = ub->n;
     const int64_t D = hp->head_dim, Q = hp->n_head * D, KV = hp->n_head_kv * D;
-    linear(pool, &l->wq, &l->bq, a, n, b->q, b->scratch);
-    linear(pool, &l->wk, &l->bk, a, n, b->k, b->scratch);
-    linear(pool, &l->wv, &l->bv, a, n, b->v, b->scratch);
+    if (l->wqkv.data) {
+        /* views of one product, as build_qkv */
+        linear(pool, &l->wqkv, &l->bqkv, a, n, b->qkv, b->scratch);
+        for (int32_t j = 0; j < n; j++) {
+            const float *src = b->qkv + (size_t)j * (Q + 2 * KV);
+            memcpy(b->q + (size_t)j * Q, src, (size_t)Q * sizeof(float));
+            memcpy(b->k + (size_t)j * KV, src + Q, (size_t)KV * sizeof(float));
+            memcpy(b->v + (size_t)j * KV, src + Q + KV, (size_t)KV * sizeof(float));
+        }
+    } else {
+        linear(pool, &l->wq, &l->bq, a, n, b->q, b->scratch);
+        linear(pool, &l->wk, &l->bk, a, n, b->k, b->scratch);
+        linear(pool, &l->wv, &l->bv, a, n, b->v, b->scratch);
+    }
     if (l->q_norm.data) {
         oxl_norm(OXL_NORM_RMS, b->q, &l->q_norm, NULL, b->q, D, n * hp->n_head, h->norm_eps);
         oxl_norm(OXL_NORM_RMS, b->k, &l->k_norm, NULL, b->k, D, n * hp->n_head_kv, h->norm_eps);
@@ -432,8 +469,11 @@ static void attention(oxl_ctx *ctx, const hybrid *h, const hybrid_layer *l, int 
         oxl_fwht_rows(b->v, KV * n, rot_v);
     }
     oxl_memory_kv_store(ctx->mem, il, ub, b->k, b->v);
-    const oxl_attn_params ap = {
-        .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim, .scale = h->kq_scale};
+    const oxl_attn_params ap = {.n_head = hp->n_head,
+                                .n_head_kv = hp->n_head_kv,
+                                .head_dim = hp->head_dim,
+                                .scale = h->kq_scale,
+                                .n_swa = h->n_swa};
     const oxl_kv_view kv = oxl_memory_kv_view(ctx->mem, il, ub);
     oxl_attention(pool, &kv, b->q, b->att, &ap, ctx->params.flash_attn != OXL_FLASH_ATTN_OFF, b->scores);
     if (rot_v) {
@@ -565,6 +605,9 @@ static void hybrid_describe(const oxl_model *m, FILE *out) {
     fputc('\n', out);
     fprintf(out, "  %-16s n_head %d, n_head_kv %d, head_dim %d, kq_scale %g%s\n", "attention", hp->n_head,
             hp->n_head_kv, hp->head_dim, h->kq_scale, h->fam == FAM_LFM2 ? ", per-head q/k rms norms" : "");
+    if (h->n_swa > 0) {
+        fprintf(out, "  %-16s n_swa %d on every attention layer\n", "sliding window", h->n_swa);
+    }
     if (h->rope.mode == OXL_ROPE_NONE) {
         fprintf(out, "  %-16s none\n", "rope");
     } else {
