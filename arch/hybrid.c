@@ -580,6 +580,42 @@ static void hybrid_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
     }
 }
 
+/* ---- repacking --------------------------------------------------------------------------- */
+
+/* Repacks one tensor's rows into the CPU's interleaved layout when it has one; evicts the plain rows
+ * when asked (never token_embd's, which the look-ups read). */
+static void repack_one(oxl_model *m, oxl_tensor *t, bool evict) {
+    const size_t bytes = t->data ? oxl_tensor_repack_bytes(t) : 0;
+    void *buf = bytes ? oxl_tensor_repack_alloc(bytes) : NULL;
+    if (!buf) {
+        return; /* no layout, or short of memory: the plain rows serve */
+    }
+    oxl_tensor_repack_rows(t, buf, 0, t->ne[1]);
+    if (!oxl_model_own(m, buf, bytes)) {
+        oxl_tensor_repack_free(buf, bytes);
+        return;
+    }
+    t->rp = buf;
+    if (evict) {
+        oxl_tensor_evict(t);
+        (void)oxl_model_note_evicted(m, t->data); /* short of memory: --mlock locks it too */
+    }
+}
+
+/* The attention, dense FFN and MLP projections and the output head, as the decoder repacks its
+ * layers (the Mamba-2, short-conv and expert matrices keep their plain rows). */
+static void hybrid_repack(oxl_model *m, bool evict) {
+    hybrid *h = m->weights;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        hybrid_layer *l = &h->layers[il];
+        oxl_tensor *ts[] = {&l->wqkv, &l->wq, &l->wk, &l->wv, &l->wo, &l->ffn_gate, &l->ffn_up, &l->ffn_down};
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+            repack_one(m, ts[i], evict);
+        }
+    }
+    repack_one(m, &h->output, evict && h->output.data != h->token_embd.data);
+}
+
 /* ---- description ------------------------------------------------------------------------- */
 
 static void hybrid_describe(const oxl_model *m, FILE *out) {
@@ -637,7 +673,7 @@ static void hybrid_describe(const oxl_model *m, FILE *out) {
 #define HYBRID_ARCH(arch_name, load_fn)                                                                                \
     {                                                                                                                  \
         .name = (arch_name), .load = (load_fn), .free_weights = hybrid_free, .work_size = hybrid_work_size,            \
-        .forward = hybrid_forward, .describe = hybrid_describe                                                         \
+        .forward = hybrid_forward, .describe = hybrid_describe, .repack = hybrid_repack                                \
     }
 
 const oxl_arch oxl_arch_lfm2 = HYBRID_ARCH("lfm2", lfm2_load);
