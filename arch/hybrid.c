@@ -88,7 +88,6 @@ static void hybrid_free(void *weights) {
  * and no RoPE. */
 static int nemotron_shape(oxl_model *m, hybrid *h, oxl_error *err) {
     oxl_hparams *hp = &m->hp;
-    const char *path = oxl_gguf_path(m->gguf), *arch = m->arch->name;
     if (oxl_hp_int(m, "context_length", &hp->n_ctx_train, true, err) ||
         oxl_hp_int(m, "embedding_length", &hp->n_embd, true, err) ||
         oxl_hp_int(m, "block_count", &hp->n_layer, true, err) ||
@@ -101,12 +100,11 @@ static int nemotron_shape(oxl_model *m, hybrid *h, oxl_error *err) {
         return -1;
     }
     if (hp->head_dim < 1 || hp->head_dim > 1024) {
-        return oxl_err_set(err, "%s: unsupported head size %d (1 .. 1024)", path, hp->head_dim);
+        return oxl_err_set(err, "%s: unsupported head size %d (1 .. 1024)", oxl_gguf_path(m->gguf), hp->head_dim);
     }
     hp->n_rot = hp->head_dim;
     h->rope = (oxl_rope){.mode = OXL_ROPE_NONE};
     h->kq_scale = 1.0f / sqrtf((float)hp->head_dim);
-    (void)arch;
     return 0;
 }
 
