@@ -28,6 +28,8 @@ extern const oxl_arch oxl_arch_mamba, oxl_arch_mamba2, oxl_arch_jamba;
 extern const oxl_arch oxl_arch_qwen35, oxl_arch_qwen35moe, oxl_arch_qwen3next;
 /* Architectures III: NoPE layers, attention temperature, chunked attention (decoder.h). */
 extern const oxl_arch oxl_arch_smollm3, oxl_arch_exaone4, oxl_arch_mistral3, oxl_arch_llama4;
+/* The hybrids that pick attention, Mamba-2, a short convolution or an MLP per layer (arch/hybrid.c). */
+extern const oxl_arch oxl_arch_lfm2, oxl_arch_granite_h, oxl_arch_nemotron_h, oxl_arch_falcon_h1;
 
 /* The encoder-only embedding models (arch/bert.c: no output head, non-causal attention). */
 extern const oxl_arch oxl_arch_bert, oxl_arch_nomic_bert;
