@@ -802,6 +802,7 @@ typedef struct {
     char *name;
     uint32_t id;
     size_t first; /* offset of the first occurrence in the source */
+    size_t def;   /* offset of its definition (+ 1; 0: none yet) */
 } gsym;
 
 typedef struct {
@@ -895,7 +896,7 @@ static long sym_add(gparser *P, const char *s, size_t n, uint32_t id, size_t fir
         goto oom;
     memcpy(name, s, n);
     name[n] = 0;
-    P->sym[P->n_sym] = (gsym){name, id, first};
+    P->sym[P->n_sym] = (gsym){name, id, first, 0};
     P->n_sym++;
     if (2 * P->n_sym > P->shcap) {
         size_t c = P->shcap ? 2 * P->shcap : 64;
@@ -1350,6 +1351,9 @@ static const char *parse_rule(gparser *P, const char *src) {
     long id = get_symbol_id(P, src, (size_t)(end - src));
     if (id < 0)
         return NULL;
+    long si = sym_find(P, src, (size_t)(end - src));
+    if (si >= 0 && !P->sym[si].def)
+        P->sym[si].def = (size_t)(src - P->src) + 1;
     if (!(pos[0] == ':' && pos[1] == ':' && pos[2] == '='))
         return perr(P, pos, "expecting '::=' after the rule name '%.*s'", (int)(end - src > 60 ? 60 : end - src), src);
     char name[128];
@@ -1379,9 +1383,11 @@ static const char *sym_name(const gparser *P, uint32_t id, size_t *first) {
 
 /* llama_grammar_detect_left_recursion: whether rule i can reach itself without consuming input. */
 static int left_recursion(const gparser *P, size_t i, uint8_t *visited, uint8_t *in_progress, uint8_t *may_be_empty,
-                          int depth) {
-    if (in_progress[i])
+                          int depth, size_t *culprit) {
+    if (in_progress[i]) {
+        *culprit = i;
         return 1;
+    }
     if (depth > 10000)
         return -1; /* bound: treated as an error by the caller */
     in_progress[i] = 1;
@@ -1401,7 +1407,7 @@ static int left_recursion(const gparser *P, size_t i, uint8_t *visited, uint8_t 
     bool recurse = true;
     for (size_t k = 0; k < r->n; k++) {
         if (r->v[k].type == G_REF && recurse) {
-            int rc = left_recursion(P, r->v[k].value, visited, in_progress, may_be_empty, depth + 1);
+            int rc = left_recursion(P, r->v[k].value, visited, in_progress, may_be_empty, depth + 1, culprit);
             if (rc != 0)
                 return rc;
             if (!may_be_empty[r->v[k].value])
@@ -1506,10 +1512,14 @@ oxl_grammar *oxl_grammar_parse(const char *src, const char *root, const oxl_voca
     for (size_t i = 0; i < P.n_rules; i++) {
         if (flags[i])
             continue;
-        int rc = left_recursion(&P, i, flags, flags + P.n_rules, flags + 2 * P.n_rules, 0);
+        size_t culprit = i;
+        int rc = left_recursion(&P, i, flags, flags + P.n_rules, flags + 2 * P.n_rules, 0, &culprit);
         if (rc != 0) {
             size_t first = 0;
-            const char *name = sym_name(&P, (uint32_t)i, &first);
+            const char *name = sym_name(&P, (uint32_t)culprit, &first);
+            for (size_t k = 0; k < P.n_sym; k++) /* point at the rule's definition */
+                if (P.sym[k].id == (uint32_t)culprit && P.sym[k].def)
+                    first = P.sym[k].def - 1;
             if (rc > 0)
                 snprintf(msg, sizeof msg, "left recursion: rule '%.100s' can reach itself without consuming input",
                          name);
