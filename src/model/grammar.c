@@ -119,18 +119,16 @@ static void gs_index(gstacks *s, size_t i) {
     }
 }
 
-/* Appends a copy of a[0..n) (a may point into s). Returns -1 when memory runs out. */
+/* Appends a copy of a[0..n) (a must not point into s). Returns -1 when memory runs out. The
+ * element buffer is allocated at the first push, so a list holding stacks never has d NULL. */
 static int gs_push(gstacks *s, const int32_t *a, int32_t n, bool indexed) {
-    if (s->nd + (size_t)n > s->capd) {
+    if (!s->d || s->nd + (size_t)n > s->capd) {
         size_t c = s->capd ? s->capd : 64;
         while (c < s->nd + (size_t)n)
             c *= 2;
-        size_t ao = (a >= s->d && a < s->d + s->nd) ? (size_t)(a - s->d) : (size_t)-1;
         int32_t *d = realloc(s->d, c * sizeof *d);
         if (!d)
             return -1;
-        if (ao != (size_t)-1)
-            a = d + ao;
         s->d = d;
         s->capd = c;
     }
