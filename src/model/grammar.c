@@ -454,7 +454,10 @@ int oxl_grammar_accept_piece(oxl_grammar *g, int32_t tok, const char *piece, siz
             rc = oom(g);
             break;
         }
-        for (const uint32_t *c = cps; c < cps + n_cps && cur.n > 0 && rc == 0; c++) {
+        /* up to a code point 0, where the filter (reject_for_stack) also stops: an overlong NUL
+         * (C0 80) finishing a partial sequence would otherwise kill every stack after the filter
+         * allowed the token (llama.cpp then throws) */
+        for (const uint32_t *c = cps; c < cps + n_cps && *c && cur.n > 0 && rc == 0; c++) {
             gs_clear(&nxt2);
             int32_t *t2 = malloc((max_len(&cur) + 2) * sizeof *t2);
             if (!t2) {
