@@ -3,7 +3,7 @@
 # with that model, seed, temperature, token count, sampler flags and --grammar-file GRAMMARS/<file>
 # (one thread) must exit 0 and print exactly the prompt followed by llama-completion's continuation
 # for the same command (DIR/grammar/<case>.expected; golden/sampling/README.md, "Grammars").
-# usage: check_grammar_sampling.sh OXILLAMA_BINARY MODELS_DIR GRAMMARS_DIR DIR
+# usage: check_grammar_sampling.sh OXILLAMA_BINARY MODELS_DIR GRAMMARS_DIR DIR [TSV, default grammar.tsv]
 set -u
 bin=$1
 models=$2
@@ -31,6 +31,6 @@ while IFS="$tab" read -r name model grammar seed temp n flags prompt; do
         echo "  got:  $got"
         failed=$((failed + 1))
     fi
-done <"$dir/grammar.tsv"
+done <"$dir/${5:-grammar.tsv}"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

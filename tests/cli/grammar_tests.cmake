@@ -25,3 +25,15 @@ oxl_grammar_bad(noroot "start ::= \"a\"" "no rule named 'root'")
 add_test(NAME grammar-bad-file
          COMMAND sh -c "f=$(mktemp); printf 'root ::= \"{\" item* \"}\"\\nitem ::= [a-z\\n' >\"$f\"; out=$(\"$0\" run -m \"$1\" -p x -n 4 --grammar-file \"$f\" 2>&1); rc=$?; rm -f \"$f\"; echo \"$out\"; [ $rc -eq 1 ] && printf '%s' \"$out\" | grep -q -- ':2:10: unterminated character class'"
                  ${OXL_BIN} ${M}/stories260K.gguf)
+
+# The same on a 32000-token vocabulary (byte tokens, many multi-byte pieces): llama-2-tiny-random
+# of the shared reference set (../shared/models beside the source tree), 7 cases of
+# golden/sampling/grammar-32k.tsv. Without the set the test is skipped, saying so, or fails under
+# OXILLAMA_REQUIRE_SHARED (as golden-tokenizer-shared).
+set(OXL_SHARED_MODELS ${PROJECT_SOURCE_DIR}/../shared/models)
+add_test(NAME grammar-sampling-32k COMMAND sh -c "
+  if [ -f '${OXL_SHARED_MODELS}/llama-2-tiny-random.gguf' ]; then exec sh '${CMAKE_CURRENT_LIST_DIR}/check_grammar_sampling.sh' '${OXL_BIN}' '${OXL_SHARED_MODELS}' '${G}/grammars' '${G}/sampling' grammar-32k.tsv; fi
+  echo 'grammar-sampling-32k: ${OXL_SHARED_MODELS}/llama-2-tiny-random.gguf is missing: not checked'
+  if [ -n \"\$OXILLAMA_REQUIRE_SHARED\" ]; then exit 1; fi
+  exit 77")
+set_tests_properties(grammar-sampling-32k PROPERTIES SKIP_RETURN_CODE 77)

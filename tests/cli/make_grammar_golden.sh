@@ -4,7 +4,7 @@
 # case's --grammar-file, without llama-completion's closing "\n\n" (and " [end of text]\n"). A run
 # counts only when its standard error ends with the `graphs reused` line (the asynchronous logger can
 # cut the text short otherwise); it is repeated until it does.
-# usage: make_grammar_golden.sh LLAMA_COMPLETION MODELS_DIR GRAMMARS_DIR GOLDEN_SAMPLING_DIR
+# usage: make_grammar_golden.sh LLAMA_COMPLETION MODELS_DIR GRAMMARS_DIR GOLDEN_SAMPLING_DIR [TSV, default grammar.tsv]
 set -eu
 bin=$1
 models=$2
@@ -35,5 +35,5 @@ if b.endswith(b' [end of text]\n'):
 open(sys.argv[2], 'wb').write(b)
 PY
     echo "$name: $(wc -c <"$dir/grammar/$name.expected") bytes"
-done <"$dir/grammar.tsv"
+done <"$dir/${5:-grammar.tsv}"
 rm -rf "$tmp"
