@@ -54,6 +54,18 @@ typedef struct {
     int32_t *pl;    /* (n) its length */
 } gcache;
 
+typedef struct {
+    int32_t index;
+    const uint32_t *cp;
+    gpartial partial;
+    int32_t id;
+} gcand;
+
+typedef struct {
+    gcand *v;
+    size_t n, cap;
+} gcands;
+
 struct oxl_grammar {
     gel *el; /* every rule, each ending with G_END */
     size_t n_el;
@@ -66,6 +78,11 @@ struct oxl_grammar {
     bool cache_built;
     const char *err; /* bound passed or memory */
     char errbuf[160];
+    /* scratch kept between calls, so a pass over the vocabulary does not map and unmap pages */
+    gcands pool[32]; /* candidate lists, their capacity kept */
+    int n_pool;
+    gcand *cbuf; /* the candidates of oxl_grammar_apply */
+    size_t cbuf_cap;
 };
 
 // --- stack lists ------------------------------------------------------------------------------------
@@ -506,17 +523,24 @@ const char *oxl_grammar_error(const oxl_grammar *g) { return g ? g->err : NULL; 
 
 // --- candidates -------------------------------------------------------------------------------------
 
-typedef struct {
-    int32_t index;
-    const uint32_t *cp;
-    gpartial partial;
-    int32_t id;
-} gcand;
+/* An empty candidate list from the pool (or a new one). */
+static gcands gc_take(oxl_grammar *g) {
+    if (g->n_pool > 0) {
+        gcands c = g->pool[--g->n_pool];
+        c.n = 0;
+        return c;
+    }
+    return (gcands){0};
+}
 
-typedef struct {
-    gcand *v;
-    size_t n, cap;
-} gcands;
+/* Hands a list back to the pool (or frees it). */
+static void gc_give(oxl_grammar *g, gcands *c) {
+    if (c->v && g->n_pool < (int)(sizeof g->pool / sizeof g->pool[0]))
+        g->pool[g->n_pool++] = *c;
+    else
+        free(c->v);
+    memset(c, 0, sizeof *c);
+}
 
 static int gc_push(gcands *c, gcand x) {
     if (c->n == c->cap) {
@@ -552,7 +576,7 @@ static int reject_for_stack(oxl_grammar *g, const int32_t *a, int32_t len, const
         }
         return 0;
     }
-    gcands nextc = {0};
+    gcands nextc = gc_take(g);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         const gcand *c = &cands[i];
@@ -566,18 +590,17 @@ static int reject_for_stack(oxl_grammar *g, const int32_t *a, int32_t len, const
         }
     }
     if (rc != 0) {
-        free(nextc.v);
+        gc_give(g, &nextc);
         return oom(g);
     }
     if (nextc.n == 0) { /* nothing goes on: the next position rejects nothing more */
-        free(nextc.v);
+        gc_give(g, &nextc);
         return 0;
     }
     size_t after;
     match_char(g->el, (size_t)pos, 0, &after);
     int32_t *tmp = malloc(((size_t)len + 1) * sizeof *tmp);
     gstacks next = {0};
-    gcands nrej = {0};
     if (!tmp) {
         rc = oom(g);
         goto done;
@@ -588,21 +611,17 @@ static int reject_for_stack(oxl_grammar *g, const int32_t *a, int32_t len, const
         tmp[m++] = (int32_t)after;
     if ((rc = advance_stack(g, tmp, m, &next)) != 0)
         goto done;
-    if ((rc = reject_candidates(g, &next, nextc.v, nextc.n, &nrej)) != 0)
-        goto done;
-    for (size_t i = 0; i < nrej.n; i++) {
-        gcand r = nrej.v[i];
-        r.cp--;
-        if (gc_push(out, r) != 0) {
-            rc = oom(g);
+    { /* the next position's rejects go straight to out, each pointing back at its code point */
+        const size_t n0 = out->n;
+        if ((rc = reject_candidates(g, &next, nextc.v, nextc.n, out)) != 0)
             goto done;
-        }
+        for (size_t i = n0; i < out->n; i++)
+            out->v[i].cp--;
     }
 done:
     free(tmp);
     gs_free(&next);
-    free(nextc.v);
-    free(nrej.v);
+    gc_give(g, &nextc);
     return rc;
 }
 
@@ -614,7 +633,7 @@ static int reject_candidates(oxl_grammar *g, const gstacks *stacks, const gcand 
                 return oom(g);
         return 0;
     }
-    gcands cur = {0}, nxt = {0};
+    gcands cur = gc_take(g), nxt = gc_take(g);
     int rc = reject_for_stack(g, stacks->d + stacks->off[0], stacks->len[0], cands, n, &cur);
     for (size_t i = 1; i < stacks->n && rc == 0 && cur.n > 0; i++) {
         nxt.n = 0;
@@ -623,11 +642,17 @@ static int reject_candidates(oxl_grammar *g, const gstacks *stacks, const gcand 
         cur = nxt;
         nxt = t;
     }
-    for (size_t i = 0; i < cur.n && rc == 0; i++)
-        if (gc_push(out, cur.v[i]) != 0)
-            rc = oom(g);
-    free(cur.v);
-    free(nxt.v);
+    if (rc == 0 && out->n == 0) { /* hand the list over instead of copying it */
+        gcands t = *out;
+        *out = cur;
+        cur = t;
+    } else {
+        for (size_t i = 0; i < cur.n && rc == 0; i++)
+            if (gc_push(out, cur.v[i]) != 0)
+                rc = oom(g);
+    }
+    gc_give(g, &cur);
+    gc_give(g, &nxt);
     return rc;
 }
 
@@ -712,11 +737,18 @@ int oxl_grammar_apply(oxl_grammar *g, const int32_t *ids, int32_t n, bool *allow
     const gcache *c = &g->cache;
     const bool allow_eog = oxl_grammar_can_end(g);
     const bool fresh = g->partial.n_remain <= 0;
-    gcand *cands = malloc(((size_t)n + 1) * sizeof *cands);
+    if ((size_t)n + 1 > g->cbuf_cap) {
+        gcand *b = realloc(g->cbuf, ((size_t)n + 1) * sizeof *b);
+        if (!b)
+            return oom(g);
+        g->cbuf = b;
+        g->cbuf_cap = (size_t)n + 1;
+    }
+    gcand *cands = g->cbuf;
     uint32_t **own = fresh ? NULL : calloc((size_t)n + 1, sizeof *own);
-    gcands rej = {0};
+    gcands rej = gc_take(g);
     int rc = 0;
-    if (!cands || (!fresh && !own)) {
+    if (!fresh && !own) {
         rc = oom(g);
         goto done;
     }
@@ -759,8 +791,7 @@ done:
         for (int32_t i = 0; i < n; i++)
             free(own[i]);
     free(own);
-    free(cands);
-    free(rej.v);
+    gc_give(g, &rej);
     return rc;
 }
 
@@ -789,6 +820,9 @@ void oxl_grammar_free(oxl_grammar *g) {
     free(g->rule_start);
     gs_free(&g->stacks);
     cache_free(&g->cache);
+    for (int i = 0; i < g->n_pool; i++)
+        free(g->pool[i].v);
+    free(g->cbuf);
     free(g);
 }
 
