@@ -5,6 +5,7 @@
  * errors naming line and column; the bounds stop blow-ups with an error; and the sampler's grammar
  * moves on output tokens only. */
 #include "grammar.h"
+#include "model.h"
 #include "oxillama.h"
 
 #include <criterion/criterion.h>
@@ -232,5 +233,56 @@ Test(grammar, sampler_grammar_output_tokens_only) {
     cr_expect(oxl_sampler_sample(s, logits, nv) == a);
     free(logits);
     oxl_sampler_free(s);
+    oxl_model_free(m);
+}
+
+/* Token references against stories260K's vocabulary: <s> is the text of BOS (id 1, resolved as
+ * llama.cpp resolves it: tokenized with special tokens parsed), <[1]> its id; at such a position
+ * only that token is allowed; !<[1]> allows every other token with a text; a text that is not one
+ * token is an error. */
+Test(grammar, token_references) {
+    oxl_model_params mp = oxl_model_default_params();
+    oxl_error e = {0};
+    oxl_model *m = oxl_model_load(OXL_SOURCE_DIR "/models/stories260K.gguf", &mp, &e);
+    cr_assert(m, "%s", e.msg);
+    const oxl_vocab *v = m->vocab;
+    const int32_t nv = oxl_model_n_vocab(m);
+    int32_t *ids = malloc((size_t)nv * sizeof *ids);
+    bool *ok = malloc((size_t)nv);
+    for (int32_t i = 0; i < nv; i++)
+        ids[i] = i;
+    const char *forms[] = {"root ::= <s> [a-z]", "root ::= <[1]> [a-z]"};
+    for (int f = 0; f < 2; f++) {
+        char err[128];
+        oxl_grammar *g = oxl_grammar_parse(forms[f], "root", v, err, sizeof err);
+        cr_assert(g, "%s: %s", forms[f], err);
+        cr_assert(oxl_grammar_apply(g, ids, nv, ok) == 0);
+        int32_t n_ok = 0;
+        for (int32_t i = 0; i < nv; i++)
+            n_ok += ok[i];
+        cr_expect(n_ok == 1 && ok[1], "%s: %d tokens allowed at the token position", forms[f], n_ok);
+        cr_assert(oxl_grammar_accept_token(g, 1) == 0);
+        cr_assert(oxl_grammar_apply(g, ids, nv, ok) == 0);
+        char piece[64];
+        for (int32_t i = 3; i < nv; i++) { /* after BOS: exactly the tokens whose text is one letter a-z */
+            int32_t w = oxl_token_to_piece(m, i, piece, sizeof piece, true);
+            bool letter = w == 1 && piece[0] >= 'a' && piece[0] <= 'z';
+            cr_expect(ok[i] == letter, "%s: token %d ('%.*s') allowed %d", forms[f], i, w > 0 ? w : 0, piece, ok[i]);
+        }
+        oxl_grammar_free(g);
+    }
+    char err[128];
+    oxl_grammar *g = oxl_grammar_parse("root ::= !<[1]>", "root", v, err, sizeof err);
+    cr_assert(g, "%s", err);
+    cr_assert(oxl_grammar_apply(g, ids, nv, ok) == 0);
+    /* token 3 is <0x00>, whose text starts with a NUL byte: never allowed (llama.cpp) */
+    cr_expect(!ok[1] && !ok[2] && !ok[3] && ok[4] && ok[100], "!<[1]>: BOS %d EOS %d <0x00> %d <0x01> %d token %d",
+              ok[1], ok[2], ok[3], ok[4], ok[100]);
+    oxl_grammar_free(g);
+    g = oxl_grammar_parse("root ::= <hello world>", "root", v, err, sizeof err);
+    cr_expect(g == NULL && strstr(err, "1:10: '<hello world>' is not a single token"), "%s", err);
+    oxl_grammar_free(g);
+    free(ids);
+    free(ok);
     oxl_model_free(m);
 }
