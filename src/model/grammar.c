@@ -578,12 +578,25 @@ static int reject_for_stack(oxl_grammar *g, const int32_t *a, int32_t len, const
     }
     gcands nextc = gc_take(g);
     int rc = 0;
+    int8_t memo[128]; /* the class's verdict per ASCII code point, -1: not asked yet */
+    memset(memo, -1, sizeof memo);
     for (size_t i = 0; i < n && rc == 0; i++) {
         const gcand *c = &cands[i];
-        if (*c->cp == 0) {
+        const uint32_t chr = *c->cp;
+        bool in_class = false;
+        if (chr != 0) {
+            if (chr < 128) {
+                if (memo[chr] < 0)
+                    memo[chr] = match_char(g->el, (size_t)pos, chr, NULL);
+                in_class = memo[chr];
+            } else {
+                in_class = match_char(g->el, (size_t)pos, chr, NULL);
+            }
+        }
+        if (chr == 0) {
             if (c->partial.n_remain != 0 && !match_partial_char(g->el, (size_t)pos, c->partial))
                 rc = gc_push(out, *c);
-        } else if (match_char(g->el, (size_t)pos, *c->cp, NULL)) {
+        } else if (in_class) {
             rc = gc_push(&nextc, (gcand){c->index, c->cp + 1, c->partial, c->id});
         } else {
             rc = gc_push(out, *c);
