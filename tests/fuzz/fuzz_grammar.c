@@ -26,6 +26,9 @@
         }                                                                                                              \
     } while (0)
 
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 static oxl_model *g_model;
 static int32_t *g_ids;
 static bool *g_allowed;
