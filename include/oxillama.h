@@ -338,7 +338,10 @@ OXL_API oxl_sampler_params oxl_sampler_default_params(void);
 OXL_API oxl_sampler *oxl_sampler_new(const oxl_sampler_params *params);
 OXL_API void oxl_sampler_free(oxl_sampler *s);
 /* Records a token of the context for the penalties (llama_sampler_accept): call it for each prompt
- * token (BOS included) and for each token sampled and kept; oxl_sampler_sample does not. */
+ * token (BOS included) and for each token sampled and kept; oxl_sampler_sample does not. With a
+ * grammar (oxl_sampler_set_grammar), a call with the token the last oxl_sampler_sample returned
+ * (an output token) also advances the grammar by it; any other token (the prompt, a user's input)
+ * leaves the grammar where it is, as llama.cpp's common_sampler_accept(…, accept_grammar = false). */
 OXL_API void oxl_sampler_accept(oxl_sampler *s, oxl_token tok);
 /* DRY's sequence breakers (llama_sampler_init_dry): each non-empty string (first 40 bytes) is
  * matched against model's token texts; a token containing it breaks by itself, a token ending with
@@ -347,8 +350,23 @@ OXL_API void oxl_sampler_accept(oxl_sampler *s, oxl_token tok);
  * arguments or out of memory. */
 OXL_API int32_t oxl_sampler_dry_breakers(oxl_sampler *s, const oxl_model *model, const char *const *breakers,
                                          int32_t n);
-/* Picks a token from n_vocab logits (not modified); -1 on bad arguments or out of memory. */
+/* Picks a token from n_vocab logits (not modified); -1 on bad arguments or out of memory. With a
+ * grammar, as llama.cpp's common_sampler_sample: the chain draws first; when the grammar rejects that
+ * token, the chain draws again over the logits with every token the grammar rejects at -infinity
+ * (so a seed gives llama.cpp's text); -1 also when the grammar allows no token. */
 OXL_API oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_vocab);
+/* Constrains sampling to a GBNF grammar (llama.cpp's syntax, grammars/README.md there): gbnf is the
+ * grammar text (NUL-terminated), root the start rule (NULL: "root"). The text is parsed and copied
+ * into the sampler; model's vocabulary gives the tokens' texts (special tokens rendered), ends of
+ * generation (allowed only where the grammar can end) and <piece> token references, so model must
+ * outlive the sampler. gbnf NULL removes the grammar. A grammar replaces the previous one and
+ * starts at its beginning. Returns 0, or -1 with "LINE:COLUMN: what is wrong" written into err
+ * (err_len bytes, NUL-terminated; err may be NULL) when the text is not a grammar (unknown rule,
+ * unterminated literal or class, bad escape or repetition, left recursion, no root rule), a bound
+ * is passed (size, nesting, or more parse stacks than the matcher keeps), on bad arguments or out of
+ * memory; the sampler is then unchanged. */
+OXL_API int oxl_sampler_set_grammar(oxl_sampler *s, const oxl_model *model, const char *gbnf, const char *root,
+                                    char *err, size_t err_len);
 
 /* ---------------------------------------------------------------------------------------------
  * Chat templates (absent from OXL_SUBSET builds)

@@ -79,6 +79,8 @@ static const opt_def opt_table[] = {
      "temperature)"},
     {NULL, "--sampling-seq", OPT_STR, F(sampling_seq), R, "the chain's order as letters (default edskypmxt)"},
     {NULL, "--sampler-seq", OPT_STR, F(sampling_seq), R, "the same as --sampling-seq"},
+    {NULL, "--grammar", OPT_STR, F(grammar), R, "GBNF grammar the output must follow (llama.cpp's syntax)"},
+    {NULL, "--grammar-file", OPT_STR, F(grammar_file), R, "read the GBNF grammar from a file"},
     {"-ctk", "--cache-type-k", OPT_KV, F(type_k), R | P | S,
      "KV cache type for K: " OXL_KV_TYPE_NAMES " (default f16)"},
     {"-ctv", "--cache-type-v", OPT_KV, F(type_v), R | P | S,

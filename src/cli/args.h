@@ -41,6 +41,8 @@ typedef struct oxl_opts {
     const char *dry_breakers[16];   /* --dry-sequence-breaker values; not given: llama.cpp's "\n" ":" */
     int n_dry_breakers;             /* "\"" "*"; "none": no breaker (n = 0) */
     bool dry_breakers_set;          /* a --dry-sequence-breaker was given (its escapes are processed) */
+    const char *grammar;            /* --grammar: GBNF text */
+    const char *grammar_file;       /* --grammar-file */
     oxl_kv_type type_k;             /* -ctk, --cache-type-k */
     oxl_kv_type type_v;             /* -ctv, --cache-type-v */
     oxl_flash_attn flash_attn;      /* -fa, --flash-attn */

@@ -118,6 +118,24 @@ int oxl_cmd_run(int argc, char **argv) {
             goto done;
         }
     }
+    if (o.grammar || o.grammar_file) { /* llama.cpp's --grammar / --grammar-file, start rule "root" */
+        if (o.grammar && o.grammar_file) {
+            fprintf(stderr, "error: give --grammar or --grammar-file, not both\n");
+            goto done;
+        }
+        size_t glen = 0;
+        char *gtext = o.grammar_file ? oxl_read_text_file(o.grammar_file, &glen) : NULL;
+        if (o.grammar_file && !gtext) {
+            goto done;
+        }
+        char gerr[256];
+        int grc = oxl_sampler_set_grammar(smpl, model, gtext ? gtext : o.grammar, "root", gerr, sizeof gerr);
+        free(gtext);
+        if (grc != 0) {
+            fprintf(stderr, "error: grammar %s:%s\n", o.grammar_file ? o.grammar_file : "(--grammar)", gerr);
+            goto done;
+        }
+    }
     if (o.conversation) {
         status = oxl_chat_loop(model, ctx, smpl, &o);
         goto done;
@@ -164,6 +182,10 @@ int oxl_cmd_run(int argc, char **argv) {
     int n_gen = 0;
     for (; o.n_predict < 0 || n_gen < o.n_predict; n_gen++) {
         oxl_token next = oxl_sampler_sample(smpl, oxl_get_logits(ctx, -1), n_vocab);
+        if (next < 0) {
+            fprintf(stderr, "\nerror: no token can be sampled (the grammar allows none, or memory ran out)\n");
+            goto done;
+        }
         oxl_sampler_accept(smpl, next);
         if (oxl_token_is_eog(model, next)) {
             break;

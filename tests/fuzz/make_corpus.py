@@ -15,6 +15,8 @@ bytes:
     golden/chat-templates/ (the smaller ones), and [selector][JSON] inputs, the conversations of
     golden/chat-templates/cases.json for some real templates and built-in formats;
   - for the request harness: [route][JSON body] inputs for every route, with most fields set;
+  - for the grammar harness: [GBNF]\0[text] inputs, llama.cpp's example grammars of
+    golden/grammars/ with texts they match (in part) and a grammar with token references;
   - for the split harness: the q8_0 tiny llama split into parts of 8 and of 12 tensors by
     tests/cli/split_gguf.py (llama-gguf-split's layout), the parts joined by "\nOXLPART".
 Layout of GGUF: ggml docs/gguf.md.
@@ -258,6 +260,27 @@ def request_seeds():
     return out
 
 
+def grammar_seeds():
+    gdir = os.path.join(ROOT, "golden", "grammars")
+    texts = {
+        "json": b'{"a": [1, 2.5e3, "x\\u00e9"], "b": {"c": null}}',
+        "json_arr": b'[\n{"k": true},\n"s"\n]',
+        "arithmetic": b"x = (1 + y2) * 3\n",
+        "c": b"int main() { return a + 1; }",
+        "chess": b"1. e4 e5 2. Nf3 Nc6 ",
+        "list": b"- one\n- two\n",
+        "english": b"Hello there, friend.",
+        "japanese": "\u3053\u3093\u306b\u3061\u306f \u30c6\u30b9\u30c8".encode("utf-8"),
+        "sentence": b"a dog ran.",
+    }
+    seeds = {}
+    for name, text in texts.items():
+        with open(os.path.join(gdir, name + ".gbnf"), "rb") as f:
+            seeds[name + ".bin"] = f.read() + b"\0" + text
+    seeds["tokens.bin"] = b'root ::= <[1]> body !<[2]>* <s>\nbody ::= [a-z]{2,5} ("," [^\\n]?)*\n\0abc,de'
+    return seeds
+
+
 def split_seed(model, max_tensors):
     """The parts of model split by tests/cli/split_gguf.py, joined by the split harness's separator."""
     import tempfile
@@ -309,6 +332,7 @@ def main():
     }
     seeds["jinja"] = jinja_seeds()
     seeds["request"] = request_seeds()
+    seeds["grammar"] = grammar_seeds()
     for harness, files in seeds.items():
         d = os.path.join(HERE, "corpus", harness)
         os.makedirs(d, exist_ok=True)
