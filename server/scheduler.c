@@ -86,6 +86,7 @@ void oxl_gen_params_free(oxl_gen_params *g) {
     for (int i = 0; i < g->n_breakers; i++) {
         free(g->breakers[i]);
     }
+    free(g->grammar);
     memset(g, 0, sizeof *g);
 }
 
@@ -385,6 +386,11 @@ static void admit(oxl_sched *s) {
                     oxl_sampler_free(best->smpl);
                     best->smpl = NULL;
                 }
+            }
+            if (best->smpl && j->gen.grammar &&
+                oxl_sampler_set_grammar(best->smpl, s->model, j->gen.grammar, NULL, NULL, 0) != 0) {
+                oxl_sampler_free(best->smpl); /* checked when the request was read: memory */
+                best->smpl = NULL;
             }
             /* the penalties' window starts with the prompt, as llama-server's does */
             for (int32_t i = 0; best->smpl && i < j->n_prompt; i++) {

@@ -43,6 +43,8 @@ typedef struct oxl_opts {
     bool dry_breakers_set;          /* a --dry-sequence-breaker was given (its escapes are processed) */
     const char *grammar;            /* --grammar: GBNF text */
     const char *grammar_file;       /* --grammar-file */
+    const char *json_schema;        /* -j/--json-schema: a JSON schema's text */
+    const char *json_schema_file;   /* -jf/--json-schema-file */
     oxl_kv_type type_k;             /* -ctk, --cache-type-k */
     oxl_kv_type type_v;             /* -ctv, --cache-type-v */
     oxl_flash_attn flash_attn;      /* -fa, --flash-attn */

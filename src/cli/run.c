@@ -118,21 +118,35 @@ int oxl_cmd_run(int argc, char **argv) {
             goto done;
         }
     }
-    if (o.grammar || o.grammar_file) { /* llama.cpp's --grammar / --grammar-file, start rule "root" */
-        if (o.grammar && o.grammar_file) {
-            fprintf(stderr, "error: give --grammar or --grammar-file, not both\n");
+    if (o.grammar || o.grammar_file || o.json_schema || o.json_schema_file) {
+        /* llama.cpp's --grammar / --grammar-file / -j / -jf, start rule "root" */
+        if (!!o.grammar + !!o.grammar_file + !!o.json_schema + !!o.json_schema_file > 1) {
+            fprintf(stderr, "error: give one of --grammar, --grammar-file, --json-schema, --json-schema-file\n");
             goto done;
         }
         size_t glen = 0;
-        char *gtext = o.grammar_file ? oxl_read_text_file(o.grammar_file, &glen) : NULL;
-        if (o.grammar_file && !gtext) {
+        const char *file = o.grammar_file ? o.grammar_file : o.json_schema_file;
+        char *text = file ? oxl_read_text_file(file, &glen) : NULL;
+        if (file && !text) {
             goto done;
         }
+        const char *where = file ? file : o.grammar ? "(--grammar)" : "(--json-schema)";
+        char *gtext = NULL;
+        if (o.json_schema || o.json_schema_file) {
+            oxl_error jerr = {{0}};
+            if (oxl_json_schema_to_grammar(text ? text : o.json_schema, &gtext, &jerr) != 0) {
+                fprintf(stderr, "error: json schema %s: %s\n", where, jerr.msg);
+                free(text);
+                goto done;
+            }
+            free(text);
+            text = gtext;
+        }
         char gerr[256];
-        int grc = oxl_sampler_set_grammar(smpl, model, gtext ? gtext : o.grammar, "root", gerr, sizeof gerr);
-        free(gtext);
+        int grc = oxl_sampler_set_grammar(smpl, model, text ? text : o.grammar, "root", gerr, sizeof gerr);
+        free(text);
         if (grc != 0) {
-            fprintf(stderr, "error: grammar %s:%s\n", o.grammar_file ? o.grammar_file : "(--grammar)", gerr);
+            fprintf(stderr, "error: grammar %s:%s\n", where, gerr);
             goto done;
         }
     }

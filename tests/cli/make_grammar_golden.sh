@@ -4,12 +4,13 @@
 # case's --grammar-file, without llama-completion's closing "\n\n" (and " [end of text]\n"). A run
 # counts only when its standard error ends with the `graphs reused` line (the asynchronous logger can
 # cut the text short otherwise); it is repeated until it does.
-# usage: make_grammar_golden.sh LLAMA_COMPLETION MODELS_DIR GRAMMARS_DIR GOLDEN_SAMPLING_DIR [TSV, default grammar.tsv]
+# usage: make_grammar_golden.sh LLAMA_COMPLETION MODELS_DIR GRAMMARS_DIR GOLDEN_SAMPLING_DIR [TSV, default grammar.tsv] [OPTION, default --grammar-file; -jf for JSON schemas]
 set -eu
 bin=$1
 models=$2
 grammars=$3
 dir=$4
+opt=${6:---grammar-file}
 tab=$(printf '\t')
 mkdir -p "$dir/grammar"
 tmp=$(mktemp -d)
@@ -20,7 +21,7 @@ while IFS="$tab" read -r name model grammar seed temp n flags prompt; do
     while :; do
         # shellcheck disable=SC2086
         "$bin" -m "$models/$model" -p "$prompt" -n "$n" --seed "$seed" --temp "$temp" $flags \
-            --grammar-file "$grammars/$grammar" -no-cnv --no-display-prompt -t 1 </dev/null >"$tmp/out" 2>"$tmp/err" || true
+            "$opt" "$grammars/$grammar" -no-cnv --no-display-prompt -t 1 </dev/null >"$tmp/out" 2>"$tmp/err" || true
         if tail -n 1 "$tmp/err" | grep -q 'graphs reused'; then break; fi
         tries=$((tries + 1))
         [ "$tries" -lt 10 ] || { echo "no complete run for $name" >&2; exit 1; }
