@@ -44,5 +44,5 @@ add_test(NAME grammar-inline
          COMMAND sh -c "out=$(\"$0\" run -m \"$1\" -p 'Once upon a time' -n 64 --seed 1 --temp 0.8 --top-k 40 -t 1 --grammar \"$(cat \"$2\")\" 2>/dev/null); rc=$?; want=\"Once upon a time$(cat \"$3\")\"; echo \"$out\"; [ $rc -eq 0 ] && [ \"$out\" = \"$want\" ]"
                  ${OXL_BIN} ${M}/stories260K.gguf ${G}/grammars/sentence.gbnf ${G}/sampling/grammar/sentence.s1.expected)
 add_test(NAME grammar-bad-both
-         COMMAND sh -c "out=$(\"$0\" run -m \"$1\" -p x -n 4 --grammar 'root ::= \"a\"' --grammar-file \"$2\" 2>&1); rc=$?; echo \"$out\"; [ $rc -eq 1 ] && printf '%s' \"$out\" | grep -qF -- 'not both'"
+         COMMAND sh -c "out=$(\"$0\" run -m \"$1\" -p x -n 4 --grammar 'root ::= \"a\"' --grammar-file \"$2\" 2>&1); rc=$?; echo \"$out\"; [ $rc -eq 1 ] && printf '%s' \"$out\" | grep -qF -- 'give one of --grammar, --grammar-file'"
                  ${OXL_BIN} ${M}/stories260K.gguf ${G}/grammars/sentence.gbnf)
