@@ -22,4 +22,7 @@ extern const oxl_arch oxl_arch_mamba, oxl_arch_mamba2, oxl_arch_jamba;
 /* The encoder-only embedding models (arch/bert.c: no output head, non-causal attention). */
 extern const oxl_arch oxl_arch_bert, oxl_arch_nomic_bert;
 
+/* Gemma 3n (arch/gemma3n.c: AltUp streams, LAuReL, per-layer embeddings, shared KV; altup.h). */
+extern const oxl_arch oxl_arch_gemma3n;
+
 #endif
