@@ -190,6 +190,17 @@ oxl_kv_view oxl_memory_kv_view(const oxl_memory *mem, int il, const oxl_ubatch *
                          .seq = ub->seq};
 }
 
+size_t oxl_memory_kv_bytes(const oxl_memory *mem) {
+    const size_t rows = (size_t)mem->n_ctx * (size_t)mem->n_seq_max;
+    size_t bytes = 0;
+    for (int il = 0; il < mem->n_layer; il++) {
+        if (mem->kv.k && mem->kv.k[il]) {
+            bytes += (mem->kv.k_row + mem->kv.v_row) * rows;
+        }
+    }
+    return bytes;
+}
+
 int oxl_memory_rot_k(const oxl_memory *mem, int head_dim) {
     if (!oxl_type_traits_get(mem->kv.type_k)->is_quantized || head_dim % 64 != 0) {
         return 0;

@@ -47,6 +47,9 @@ void oxl_memory_kv_store(oxl_memory *mem, int il, const oxl_ubatch *ub, const fl
  * shares another's cache (hp.kv_src), that layer's cache. */
 oxl_kv_view oxl_memory_kv_view(const oxl_memory *mem, int il, const oxl_ubatch *ub);
 
+/* Bytes of KV cache rows allocated, over every layer (a layer reading another's cache has none). */
+size_t oxl_memory_kv_bytes(const oxl_memory *mem);
+
 /* The rotation sizes for this cache (0: none; oxl_fwht_rows): K (with Q) when K is quantized and
  * head_dim % 64 == 0, the largest power of two dividing head_dim; V (and the attention output) when
  * V is quantized and head_dim % 64 == 0, 64. */

@@ -120,6 +120,9 @@ Test(gemma3n_kv, layers_20_and_21_read_the_caches_of_18_and_19) {
     cr_expect_eq(v[20].v, v[18].v);
     cr_expect_eq(v[21].k, v[19].k);
     cr_expect_eq(v[21].v, v[19].v);
+    /* rows for 20 layers only: 16 positions of 32 f32 keys and 32 f32 values each */
+    cr_expect_eq(oxl_memory_kv_bytes(ctx->mem), (size_t)20 * 16 * (32 + 32) * sizeof(float), "%zu bytes",
+                 oxl_memory_kv_bytes(ctx->mem));
     oxl_ctx_free(ctx);
     oxl_model_free(m);
 }
