@@ -94,8 +94,8 @@ oxl_memory *oxl_memory_new(const oxl_hparams *hp, oxl_type type_k, oxl_type type
         ok = kv->k[il] && kv->v[il];
     }
     /* recurrent state beside the KV cache (llama_memory_recurrent): one conv and one scan state per
-     * sequence and layer, zero until the first token */
-    if (ok && hp->n_embd_s > 0) {
+     * sequence and layer, zero until the first token (a conv-only model, LFM2, has no scan state) */
+    if (ok && (hp->n_embd_s > 0 || hp->n_embd_r > 0)) {
         mem->n_embd_r = hp->n_embd_r;
         mem->n_embd_s = hp->n_embd_s;
         mem->rs_conv = calloc((size_t)hp->n_layer, sizeof(float *));
@@ -103,7 +103,7 @@ oxl_memory *oxl_memory_new(const oxl_hparams *hp, oxl_type type_k, oxl_type type
         ok = mem->rs_conv && mem->rs_ssm;
         for (int il = 0; ok && il < hp->n_layer; il++) {
             mem->rs_conv[il] = calloc((size_t)hp->n_embd_r * (size_t)n_seq_max + 1, sizeof(float));
-            mem->rs_ssm[il] = calloc((size_t)hp->n_embd_s * (size_t)n_seq_max, sizeof(float));
+            mem->rs_ssm[il] = calloc((size_t)hp->n_embd_s * (size_t)n_seq_max + 1, sizeof(float));
             ok = mem->rs_conv[il] && mem->rs_ssm[il];
         }
     }

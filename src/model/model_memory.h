@@ -27,8 +27,9 @@ typedef struct oxl_memory oxl_memory;
 
 /* The memory of a context of n_seq_max sequences of n_ctx positions each for a model of hp: a KV
  * cache of type_k / type_v (a format the spec marks kv_cache) with n_head_kv * head_dim elements per
- * position and layer (none when that is 0, nor for a layer that hp.kv_src points elsewhere), and when hp->n_embd_s > 0
- * a conv and a scan state per sequence and layer, zero until the first token. NULL when memory is short. */
+ * position and layer (none when that is 0, nor for a layer that hp.kv_src points elsewhere), and when
+ * hp->n_embd_s or n_embd_r > 0 a conv and a scan state per sequence and layer, zero until the first
+ * token. NULL when memory is short. */
 oxl_memory *oxl_memory_new(const oxl_hparams *hp, oxl_type type_k, oxl_type type_v, int32_t n_ctx, int32_t n_seq_max);
 void oxl_memory_free(oxl_memory *mem);
 
