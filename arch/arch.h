@@ -34,4 +34,7 @@ extern const oxl_arch oxl_arch_lfm2, oxl_arch_granite_h, oxl_arch_nemotron_h, ox
 /* The encoder-only embedding models (arch/bert.c: no output head, non-causal attention). */
 extern const oxl_arch oxl_arch_bert, oxl_arch_nomic_bert;
 
+/* Gemma 3n (arch/gemma3n.c: AltUp streams, LAuReL, per-layer embeddings, shared KV; altup.h). */
+extern const oxl_arch oxl_arch_gemma3n;
+
 #endif

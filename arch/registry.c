@@ -60,6 +60,7 @@ const oxl_arch *const oxl_arch_registry[] = {
     &oxl_arch_falcon_h1,
     &oxl_arch_nemotron_h,
     &oxl_arch_lfm2,
+    &oxl_arch_gemma3n,
 };
 // clang-format on
 

@@ -31,6 +31,9 @@ typedef struct oxl_hparams {
     int32_t n_embd_s;      /* recurrent models: floats of scan state per sequence and layer */
     int32_t head_dim_v;    /* latent attention (deepseek2): the V part of a cache row (kv_lora_rank),
                               V being a view of K; 0: V rows are head_dim wide and stored apart */
+    const int32_t *kv_src; /* [n_layer] KV sharing (gemma3n): layer il attends over layer kv_src[il]'s
+                              cache and has none of its own when kv_src[il] != il; NULL: every layer
+                              its own. Owned by the architecture's weights. */
 } oxl_hparams;
 
 struct oxl_model {

@@ -32,4 +32,16 @@ void oxl_scale(float *x, int64_t n, float s);
 /* x = cap * tanh(x / cap) elementwise, as ggml_scale(1/cap), ggml_tanh, ggml_scale(cap). */
 void oxl_softcap(float *x, int64_t n, float cap);
 
+/* Activation sparsity by a Gaussian top-k (llama.cpp src/models/gemma3n.cpp, gaussian_topk): each of
+ * n rows of d values keeps only what exceeds mean + std_mul * std (std with the d - 1 divisor),
+ * x = relu(x - (mean + std_mul * std)), the statistics in ggml's order (ggml_mean, ggml_sum_rows
+ * summing in double). */
+void oxl_gaussian_topk(float *x, int64_t d, int64_t n, float std_mul);
+
+/* oxl_gelu / oxl_geglu with the table entries as ggml's FMA-contracting build fills them (one fused
+ * multiply-add in the tanh argument); the two differ in a few entries' last fp16 bit, which only a
+ * graph as sensitive as gemma3n's shows. */
+void oxl_gelu_fused(float *x, int64_t n);
+void oxl_geglu_fused(float *g, const float *u, int64_t n);
+
 #endif
