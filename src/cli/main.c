@@ -15,6 +15,7 @@ static const verb verbs[] = {
     {"run", oxl_cmd_run, "generate text from a prompt"},
     {"info", oxl_cmd_info, "show a GGUF file's metadata and tensors"},
     {"tokenize", oxl_cmd_tokenize, "show the tokens of a text"},
+    {"embed", oxl_cmd_embed, "embeddings of texts, as llama-embedding"},
     {"perplexity", oxl_cmd_perplexity, "perplexity and KL divergence over a text file"},
     {"bench", oxl_cmd_bench, "speed, as llama-bench measures it"},
     {"golden", oxl_cmd_golden, "check parity with llama.cpp reference files"},
