@@ -279,6 +279,11 @@ OXL_API int32_t oxl_tokenize(const oxl_model *model, const char *text, size_t le
 OXL_API int32_t oxl_token_to_piece(const oxl_model *model, oxl_token tok, char *buf, int32_t cap, bool special);
 OXL_API oxl_token oxl_token_bos(const oxl_model *model); /* -1 if the vocabulary has none */
 OXL_API oxl_token oxl_token_eos(const oxl_model *model);
+OXL_API oxl_token oxl_token_sep(const oxl_model *model); /* -1 if the vocabulary has none */
+/* Whether tokenizing with add_special adds BOS, EOS, SEP (llama_vocab_get_add_bos / _eos / _sep). */
+OXL_API bool oxl_vocab_add_bos(const oxl_model *model);
+OXL_API bool oxl_vocab_add_eos(const oxl_model *model);
+OXL_API bool oxl_vocab_add_sep(const oxl_model *model);
 OXL_API bool oxl_token_is_eog(const oxl_model *model, oxl_token tok); /* end of generation (EOS, EOT, …) */
 
 /* Streaming detokenizer: holds back an incomplete UTF-8 sequence so that output never splits a

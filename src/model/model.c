@@ -442,6 +442,10 @@ int32_t oxl_token_to_piece(const oxl_model *m, oxl_token tok, char *buf, int32_t
 
 oxl_token oxl_token_bos(const oxl_model *m) { return oxl_vocab_bos(m->vocab); }
 oxl_token oxl_token_eos(const oxl_model *m) { return oxl_vocab_eos(m->vocab); }
+oxl_token oxl_token_sep(const oxl_model *m) { return oxl_vocab_sep(m->vocab); }
+bool oxl_vocab_add_bos(const oxl_model *m) { return oxl_vocab_adds_bos(m->vocab); }
+bool oxl_vocab_add_eos(const oxl_model *m) { return oxl_vocab_adds_eos(m->vocab); }
+bool oxl_vocab_add_sep(const oxl_model *m) { return oxl_vocab_adds_sep(m->vocab); }
 bool oxl_token_is_eog(const oxl_model *m, oxl_token tok) { return oxl_vocab_is_eog(m->vocab, tok); }
 
 int32_t oxl_detok_push(oxl_detok *d, const oxl_model *m, oxl_token tok, char *out, int32_t cap) {

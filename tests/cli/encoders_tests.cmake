@@ -4,3 +4,8 @@
 add_test(NAME embed-llama COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/check_embed.py ${OXL_BIN} ${G}/embed ${G}/arch)
 oxl_output_test(embed-bad-pooling refusal "--pooling 'sum': expected none, mean, cls, last or rank"
                 ${OXL_BIN} embed -m ${G}/arch/bert.gguf -p hi --pooling sum)
+# /v1/rerank (and /v1/reranking, /rerank, /reranking) of oxillama serve --rerank on
+# golden/rerank/reranker.gguf against llama-server's replies (golden/rerank/expected.json): status,
+# shape, ordering, texts, scores within 1e-4, error messages; 501 without --rerank.
+add_test(NAME server-rerank COMMAND ${OXL_PYTHON3} ${PROJECT_SOURCE_DIR}/tests/server/check_rerank.py ${OXL_BIN}
+                                    ${G}/rerank)
