@@ -21,6 +21,7 @@ static const verb verbs[] = {
     {"golden", oxl_cmd_golden, "check parity with llama.cpp reference files"},
     {"serve", oxl_cmd_serve, "OpenAI-compatible HTTP server"},
     {"quantize", oxl_cmd_quantize, "convert a GGUF model to a quantized file type"},
+    {"gguf-split", oxl_cmd_gguf_split, "split a GGUF model into parts or merge them, as llama-gguf-split"},
     {"imatrix", oxl_cmd_imatrix, "importance matrix for quantization, as llama-imatrix"},
     {"version", oxl_cmd_version, "version, git commit, compiler and kernel ISA (also --version)"},
 };
