@@ -21,3 +21,6 @@ oxl_output_test(gguf-split-merge-exists refusal "gguf_merge: output file .*stori
                 ${OXL_BIN} gguf-split --merge ${G}/split/stories260K-Q4_0-00001-of-00005.gguf ${M}/stories260K.gguf)
 oxl_output_test(gguf-split-bad-count refusal "--split-max-tensors '0': expected a positive number of tensors"
                 ${OXL_BIN} gguf-split --split-max-tensors 0 ${M}/stories260K.gguf ${CMAKE_CURRENT_BINARY_DIR}/never)
+# deepseek2 files converted before llama.cpp split attn_kv_b load as llama.cpp loads them (its
+# non-MLA branch): perplexity and KL divergence against llama-perplexity's runs on such a file.
+add_test(NAME deepseek2-legacy COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_deepseek2_legacy.sh ${OXL_BIN} ${G})
