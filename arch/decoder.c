@@ -151,8 +151,60 @@ int oxl_decoder_swa_pattern(oxl_model *m, oxl_decoder_opts *o, uint32_t default_
     return 0;
 }
 
+int oxl_decoder_rope_alpha(oxl_model *m, oxl_decoder_opts *o, oxl_error *err) {
+    float alpha = 0.0f;
+    if (oxl_hp_float(m, "rope.scaling.alpha", &alpha, false, err)) {
+        return -1;
+    }
+    if (alpha == 0.0f) {
+        return 0;
+    }
+    const int32_t dim = m->hp.head_dim;
+    if (!(alpha > 0.0f) || !isfinite(alpha) || dim <= 2) {
+        return oxl_err_set(err, "%s: %s.rope.scaling.alpha = %g must be positive with a head size above 2 (%d)",
+                           oxl_gguf_path(m->gguf), m->arch->name, alpha, dim);
+    }
+    m->hp.rope_freq_base *= powf(alpha, (float)dim / (float)(dim - 2));
+    o->rope.freq_base = o->rope_swa.freq_base = m->hp.rope_freq_base;
+    o->rope_alpha = alpha;
+    return 0;
+}
+
+int oxl_decoder_skip_nextn(oxl_model *m, oxl_decoder_opts *o, oxl_error *err) {
+    int32_t n = 0;
+    if (oxl_hp_count(m, "nextn_predict_layers", &n, false, err)) {
+        return -1;
+    }
+    if (n >= m->hp.n_layer) {
+        return oxl_err_set(err, "%s: %s.nextn_predict_layers = %d must be below block_count = %d",
+                           oxl_gguf_path(m->gguf), m->arch->name, n, m->hp.n_layer);
+    }
+    m->hp.n_layer -= n;
+    o->n_layer_nextn = n;
+    return 0;
+}
+
+int oxl_decoder_refuse_mrope(const oxl_model *m, oxl_error *err) {
+    int32_t sec[4] = {0, 0, 0, 0};
+    if (oxl_hp_int_layers(m, "rope.dimension_sections", sec, 4, false, err)) {
+        return -1;
+    }
+    if (sec[0] || sec[1] || sec[2] || sec[3]) {
+        return oxl_err_set(err, "%s: %s.rope.dimension_sections (M-RoPE, vision variant) is unsupported",
+                           oxl_gguf_path(m->gguf), m->arch->name);
+    }
+    return 0;
+}
+
 bool oxl_decoder_is_swa(const oxl_decoder_opts *o, int il) {
     return o->n_swa > 0 && (o->swa_pattern == 0 || (uint32_t)il % o->swa_pattern < o->swa_pattern - 1);
+}
+
+/* llama.cpp's llm_graph_input_attn_temp::set_input (src/llama-graph.cpp): the float position plus
+ * the offset over the floor scale, floored, then log and scale in double. */
+float oxl_attn_temp_scale(const oxl_attn_temp *t, int32_t pos) {
+    const float q = ((float)pos + t->offset) / (float)t->floor_scale;
+    return (float)(log(floor(q) + 1.0) * t->scale + 1.0);
 }
 
 /* ---- tensors ----------------------------------------------------------------------------- */
@@ -330,6 +382,10 @@ int oxl_decoder_load(oxl_model *m, const oxl_decoder_opts *o, const oxl_tensor_s
     for (int il = 0; il < m->hp.n_layer; il++) {
         oxl_decoder_layer *l = &d->layers[il];
         l->recurrent = o->ssm.kind != OXL_SSM_NONE && (!o->n_head_kv_layers || o->n_head_kv_layers[il] == 0);
+        /* llama.cpp's per-model use_rope: (il + 1) % n_no_rope_layer_step (smollm3.cpp, llama4.cpp), or
+         * RoPE on the swa layers only (exaone4.cpp) */
+        l->no_rope = (o->no_rope_step > 0 && (uint32_t)(il + 1) % o->no_rope_step == 0) ||
+                     (o->no_rope_global && !oxl_decoder_is_swa(o, il));
         for (size_t i = 0; i < n_spec; i++) {
             const oxl_tensor_kind k = spec[i].kind;
             if (!tensor_table[k].layer || (l->recurrent && attention_kind(k)) || (!l->recurrent && k == OXL_L_SSM)) {
@@ -597,16 +653,34 @@ static void attn_qkv(oxl_ctx *ctx, const oxl_ubatch *ub, const oxl_decoder *d, c
         }
     }
     const int64_t d_q = o->qk_norm_full ? Q : D, d_k = o->qk_norm_full ? KV : D;
-    if (l->q_norm.data) {
+    if (l->q_norm.data && !o->qk_norm_after_rope) {
         oxl_norm(o->norm, b->q, &l->q_norm, NULL, b->q, d_q, n * (Q / d_q), o->norm_eps);
     }
-    if (l->k_norm.data) {
+    if (l->k_norm.data && !o->qk_norm_after_rope) {
         oxl_norm(o->norm, b->k, &l->k_norm, NULL, b->k, d_k, n * (KV / d_k), o->norm_eps);
     }
-    if (rope->mode != OXL_ROPE_NONE) {
+    if (rope->mode != OXL_ROPE_NONE && !l->no_rope) {
         for (int32_t j = 0; j < n; j++) {
             oxl_rope_apply(b->q + j * Q, hp->n_head, hp->head_dim, ub->pos[j], rope);
             oxl_rope_apply(b->k + j * KV, hp->n_head_kv, hp->head_dim, ub->pos[j], rope);
+        }
+    }
+    if (o->attn_temp.scale != 0.0f && (!o->attn_temp_no_rope_only || l->no_rope)) {
+        for (int32_t j = 0; j < n; j++) {
+            oxl_scale(b->q + j * Q, Q, oxl_attn_temp_scale(&o->attn_temp, ub->pos[j]));
+        }
+    }
+    if (o->qk_rms_after_rope && !l->no_rope) {
+        oxl_norm(OXL_NORM_RMS, b->q, NULL, NULL, b->q, D, n * hp->n_head, o->norm_eps);
+        oxl_norm(OXL_NORM_RMS, b->k, NULL, NULL, b->k, D, n * hp->n_head_kv, o->norm_eps);
+    }
+    if (o->qk_norm_after_rope) {
+        /* hunyuan (src/models/hunyuan-moe.cpp, hunyuan-vl.cpp): k then q normalised after RoPE */
+        if (l->k_norm.data) {
+            oxl_norm(o->norm, b->k, &l->k_norm, NULL, b->k, d_k, n * (KV / d_k), o->norm_eps);
+        }
+        if (l->q_norm.data) {
+            oxl_norm(o->norm, b->q, &l->q_norm, NULL, b->q, d_q, n * (Q / d_q), o->norm_eps);
         }
     }
     if (o->q_scale != 0.0f) {
@@ -642,6 +716,11 @@ static void dense_ffn(oxl_ctx *ctx, const oxl_decoder *d, const oxl_decoder_laye
             oxl_swiglu(gj, gj + F, F, 1);
             memmove(b->gate + (size_t)j * F, gj, (size_t)F * sizeof(float));
         }
+        break;
+    case OXL_FFN_XIELU:
+        /* src/models/apertus.cpp: ffn_down(ggml_xielu(ffn_up x)) with the layer's parameters */
+        linear(pool, &l->ffn_up, &l->ffn_up_b, x, n, b->gate, b->scratch);
+        oxl_xielu(b->gate, F * n, l->xielu[0], l->xielu[1], l->xielu[2], l->xielu[3]);
         break;
     }
     linear(pool, &l->ffn_down, &l->ffn_down_b, b->gate, n, b->fo, b->scratch);
@@ -742,7 +821,8 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
                                         .head_dim = hp->head_dim,
                                         .scale = o->kq_scale,
                                         .softcap = o->attn_softcap,
-                                        .n_swa = swa ? o->n_swa : 0,
+                                        .n_swa = swa && !o->swa_chunked ? o->n_swa : 0,
+                                        .n_chunk = swa && o->swa_chunked ? o->n_swa : 0,
                                         .max_bias = o->max_alibi_bias,
                                         .sinks = l->attn_sinks.data};
             const oxl_kv_view kv = oxl_memory_kv_view(ctx->mem, il, ub);
@@ -838,12 +918,16 @@ static void describe_rope(FILE *out, const char *what, const oxl_rope *r) {
 }
 
 void oxl_decoder_describe(const oxl_model *m, FILE *out) {
-    static const char *const ffn_names[] = {"swiglu", "geglu", "gelu", "swiglu (fused gate;up)"};
+    static const char *const ffn_names[] = {"swiglu", "geglu", "gelu", "swiglu (fused gate;up)", "xielu (no gate)"};
     const oxl_hparams *hp = &m->hp;
     const oxl_decoder *d = m->weights;
     const oxl_decoder_opts *o = &d->o;
     fprintf(out, "  %-16s n_embd %d, n_layer %d, n_ff %d, n_vocab %d, n_ctx_train %d\n", "shape", hp->n_embd,
             hp->n_layer, hp->n_ff, hp->n_vocab, hp->n_ctx_train);
+    if (o->n_layer_nextn > 0) {
+        fprintf(out, "  %-16s %d after the %d layers (blk.%d..): loaded unused, not run\n", "nextn/mtp layers",
+                o->n_layer_nextn, hp->n_layer, hp->n_layer);
+    }
     if (hp->n_head == 0) {
         fprintf(out, "  %-16s none (every layer recurrent)\n", "attention");
     } else {
@@ -868,7 +952,8 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
         fputs(sinks ? ", attention sinks\n" : "\n", out);
     }
     if (o->n_swa > 0) {
-        fprintf(out, "  %-16s n_swa %d on layers", "sliding window", o->n_swa);
+        fprintf(out, "  %-16s %s %d on layers", o->swa_chunked ? "chunked attn" : "sliding window",
+                o->swa_chunked ? "chunk" : "n_swa", o->n_swa);
         for (int il = 0; il < hp->n_layer; il++) {
             if (oxl_decoder_is_swa(o, il)) {
                 fprintf(out, " %d", il);
@@ -883,6 +968,31 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
     if (o->n_swa > 0) {
         describe_rope(out, "rope (swa)", &o->rope_swa);
     }
+    bool any_no_rope = false;
+    for (int il = 0; il < hp->n_layer; il++) {
+        any_no_rope |= d->layers[il].no_rope;
+    }
+    if (any_no_rope) {
+        fprintf(out, "  %-16s", "no-rope layers");
+        for (int il = 0; il < hp->n_layer; il++) {
+            if (d->layers[il].no_rope) {
+                fprintf(out, " %d", il);
+            }
+        }
+        fputc('\n', out);
+    }
+    if (o->qk_rms_after_rope) {
+        fprintf(out, "  %-16s q, k RMS-normalised (no weights) after RoPE on the RoPE layers\n", "qk l2 norm");
+    }
+    if (o->attn_temp.scale != 0.0f) {
+        fprintf(out, "  %-16s q *= 1 + %g ln(1 + floor((pos + %g) / %u))%s\n", "attn temperature", o->attn_temp.scale,
+                o->attn_temp.offset, o->attn_temp.floor_scale,
+                o->attn_temp_no_rope_only ? " on the no-rope layers" : "");
+    }
+    if (o->rope_alpha != 0.0f) {
+        fprintf(out, "  %-16s %g: freq_base raised by alpha^(head_dim / (head_dim - 2)) (NTK)\n", "rope alpha",
+                o->rope_alpha);
+    }
     if (d->rope_freqs.data || d->rope_long.data || d->rope_short.data) {
         fprintf(out, "  %-16s %s\n", "rope factors",
                 d->rope_freqs.data ? "rope_freqs" : "LongRoPE short/long by context vs original context");
@@ -894,6 +1004,9 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
                 o->qk_norm_full        ? "over the full projection"
                 : l0->q_norm.ne[1] > 1 ? "per head, own weights"
                                        : "per head");
+        if (o->qk_norm_after_rope) {
+            fputs(", after RoPE", out);
+        }
     }
     if (!l0->attn_norm.data) {
         fputs("; no pre-norms", out);
@@ -912,6 +1025,11 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
     } else {
         fprintf(out, "  %-16s none\n", "ffn");
     }
+    for (int il = 0; any_ffn && o->ffn == OXL_FFN_XIELU && il < hp->n_layer; il++) {
+        const float *p = d->layers[il].xielu;
+        fprintf(out, "  %-16s layer %d: alpha_p %g, alpha_n %g, beta %g, eps %g\n", il ? "" : "xielu", il, p[1], p[0],
+                p[2], p[3]);
+    }
     if (o->moe.n_expert > 0) {
         oxl_moe_describe(&o->moe, out);
         fprintf(out, "  %-16s", "expert layers");
@@ -923,6 +1041,13 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
         fputc('\n', out);
         if (o->moe_dense_scale != 0.0f) {
             fprintf(out, "  %-16s (dense FFN + experts) x %g\n", "", o->moe_dense_scale);
+        }
+        bool probs_b = false;
+        for (int il = 0; il < hp->n_layer; il++) {
+            probs_b |= d->layers[il].moe.exp_probs_b.data != NULL;
+        }
+        if (probs_b) {
+            fprintf(out, "  %-16s exp_probs_b added for the top-k choice only\n", "selection bias");
         }
     }
     if (o->mla.kv_lora_rank > 0 && o->mla.merged_kv_b) {

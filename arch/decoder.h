@@ -7,8 +7,11 @@
  *   a   = norm(x, attn_norm)                   (absent: a = x; falcon-40b: attention reads attn_norm_2)
  *   q,k,v = W·a + b                            (fused attn_qkv, or attn_q / attn_k / attn_v)
  *   q,k = q_norm / k_norm                      (per head, per head with own weights, or full width)
- *   q,k = rope(q,k)                            (per-layer parameters: sliding-window layers may differ)
+ *   q,k = rope(q,k)                            (per-layer parameters: sliding-window layers may differ;
+ *                                               NoPE layers skip it: no_rope_step, no_rope_global)
+ *   q  *= attention temperature(pos)           (attn_temp); q,k = rms(q), rms(k) (qk_rms_after_rope)
  *   o   = Wo · attention(q * q_scale, k, v) + bo,  then post-attention norm, residual_scale
+ *         (sliding-window layers: a window of n_swa, or with swa_chunked their chunk of n_swa)
  *   sequential: x = x + o;  x = x + residual_scale * post_ffn_norm(ffn(norm(x, ffn_norm)))
  *   ffn = the dense FFN, or on layers with a router the MoE block (moe.h), or both summed and
  *         scaled by moe_dense_scale (Grok); layers without FFN tensors (Mamba) skip it
@@ -25,11 +28,27 @@
 
 #include <stdio.h>
 
+/* Attention temperature (llama.cpp's llm_graph_input_attn_temp::set_input, src/llama-graph.cpp):
+ * the queries of the token at position pos are multiplied by
+ *   1 + scale * ln(1 + floor((pos + offset) / floor_scale))
+ * (llama4: scale 0.1, offset 1, floor 8192; mistral3: attention.temperature_scale, offset 0, floor =
+ * rope.scaling.original_context_length). */
+typedef struct oxl_attn_temp {
+    float scale; /* 0: off */
+    float offset;
+    uint32_t floor_scale; /* > 0 when scale != 0 */
+} oxl_attn_temp;
+
+/* The query multiplier of the attention temperature t at position pos (computed in double as
+ * llama.cpp does, then rounded to float). */
+float oxl_attn_temp_scale(const oxl_attn_temp *t, int32_t pos);
+
 typedef enum oxl_ffn_kind {
     OXL_FFN_SWIGLU,       /* down · (silu(gate·x) * up·x)                         (LLM_FFN_SILU, PAR) */
     OXL_FFN_GEGLU,        /* down · (gelu(gate·x) * up·x)                         (LLM_FFN_GELU, PAR) */
     OXL_FFN_GELU,         /* down · gelu(up·x + b) + b                            (LLM_FFN_GELU, SEQ) */
     OXL_FFN_SWIGLU_FUSED, /* up has 2*n_ff rows: down · (silu(first half) * second half) (LLM_FFN_SWIGLU) */
+    OXL_FFN_XIELU,        /* down · xielu(up·x), no gate, parameters per layer (apertus: ggml_xielu) */
 } oxl_ffn_kind;
 
 /* Everything an architecture decides about the graph; zero means "not used" for the scales. */
@@ -63,6 +82,18 @@ typedef struct oxl_decoder_opts {
     oxl_mla_opts mla;                /* kv_lora_rank > 0: layers bind OXL_L_MLA (value_length may differ) */
     const int32_t *n_head_kv_layers; /* read at load only: per-layer head_count_kv, 0 marking a recurrent
                                       * layer (jamba); NULL with ssm.kind set: every layer recurrent */
+    uint32_t no_rope_step;           /* layer il attends without RoPE when (il + 1) % step == 0
+                                      * (llama.cpp's n_no_rope_layer_step: smollm3, llama4); 0: none */
+    bool no_rope_global;             /* the full-attention (non-swa) layers attend without RoPE (exaone4) */
+    bool swa_chunked;                /* swa layers see their chunk of n_swa positions, not a window
+                                      * (LLAMA_SWA_TYPE_CHUNKED: llama4) */
+    bool qk_rms_after_rope;          /* q, k RMS-normalised without weights after RoPE, on RoPE layers
+                                      * (llama4's L2 norm, ggml_rms_norm with norm_eps) */
+    oxl_attn_temp attn_temp;         /* scale != 0: q *= oxl_attn_temp_scale(pos) after RoPE */
+    bool attn_temp_no_rope_only;     /* the temperature applies to the layers without RoPE only (llama4) */
+    bool qk_norm_after_rope;         /* the q/k norms act on the rotated q and k (hunyuan) */
+    float rope_alpha;                /* rope.scaling.alpha that raised the RoPE base at load (0: none) */
+    int32_t n_layer_nextn;           /* NextN/MTP blocks after the n_layer evaluated ones (glm4moe) */
 } oxl_decoder_opts;
 
 /* ---- tensors ----------------------------------------------------------------------------- */
@@ -164,6 +195,9 @@ typedef struct oxl_decoder_layer {
     oxl_mla_layer mla;         /* latent attention; mla.wkv_a.data == NULL elsewhere */
     bool recurrent;            /* the layer mixes with ssm instead of attention */
     oxl_ssm_layer ssm;         /* Mamba mixer of a recurrent layer */
+    bool no_rope;              /* the layer attends without RoPE (opts.no_rope_step, no_rope_global) */
+    float xielu[4];            /* OXL_FFN_XIELU: alpha_n, alpha_p, beta, eps as stored (the architecture
+                                * sets them after oxl_decoder_load) */
 } oxl_decoder_layer;
 
 typedef struct oxl_decoder {
@@ -197,6 +231,20 @@ int oxl_decoder_hparams(oxl_model *m, oxl_decoder_opts *o, oxl_rope_mode mode, o
 /* Sliding-window layers as llama_hparams::set_swa_pattern: layer il is swa when
  * il % pattern < pattern - 1 (pattern from attention.sliding_window_pattern, else the default). */
 int oxl_decoder_swa_pattern(oxl_model *m, oxl_decoder_opts *o, uint32_t default_pattern, oxl_error *err);
+
+/* NTK-aware alpha (llama.cpp's llama_model_hunyuan_vl::load_arch_hparams): with rope.scaling.alpha
+ * a > 0, the RoPE base becomes freq_base * a^(head_dim / (head_dim - 2)) in o->rope and o->rope_swa;
+ * o->rope_alpha keeps a. Returns -1 with err naming an out-of-range value. */
+int oxl_decoder_rope_alpha(oxl_model *m, oxl_decoder_opts *o, oxl_error *err);
+
+/* The NextN/MTP blocks at the end of block_count (llama.cpp's nextn_predict_layers, as
+ * llama_model_glm4_moe reads it): hp.n_layer drops them, so their tensors are neither bound nor run;
+ * o->n_layer_nextn keeps their count. Returns -1 with err when they are not fewer than block_count. */
+int oxl_decoder_skip_nextn(oxl_model *m, oxl_decoder_opts *o, oxl_error *err);
+
+/* Refuses a file with rope.dimension_sections: llama.cpp's glm4moe and hunyuan graphs switch to
+ * M-RoPE (ggml_rope_multi) for those (vision variants), which these text families do not run. */
+int oxl_decoder_refuse_mrope(const oxl_model *m, oxl_error *err);
 
 /* Binds the listed tensors with their shape checks, ties output to token_embd when absent, and
  * installs the decoder (m->weights) with opts o. */

@@ -193,6 +193,9 @@ static void route(const oxl_moe_opts *o, const oxl_moe_layer *l, moe_work *w, in
     if (l->gate_inp_b.data) {
         oxl_add(probs, l->gate_inp_b.data, X);
     }
+    if (o->select_logits) {
+        memcpy(sel, probs, (size_t)X * sizeof(float));
+    }
     if (o->gating == OXL_MOE_SOFTMAX) {
         softmax(probs, X);
     } else if (o->gating == OXL_MOE_SIGMOID) {
@@ -200,7 +203,9 @@ static void route(const oxl_moe_opts *o, const oxl_moe_layer *l, moe_work *w, in
             probs[i] = 1.0f / (1.0f + expf(-probs[i]));
         }
     }
-    memcpy(sel, probs, (size_t)X * sizeof(float));
+    if (!o->select_logits) {
+        memcpy(sel, probs, (size_t)X * sizeof(float));
+    }
     if (l->exp_probs_b.data) {
         oxl_add(sel, l->exp_probs_b.data, X);
     }
@@ -315,6 +320,9 @@ void oxl_moe_forward(oxl_ctx *ctx, const oxl_moe_opts *o, const oxl_moe_layer *l
         }
         for (int32_t r = 0; r < m; r++) {
             memcpy(w.xg + (size_t)r * E, x + (size_t)(rows[r] / K) * E, (size_t)E * sizeof(float));
+            if (o->weight_before_ffn) {
+                oxl_scale(w.xg + (size_t)r * E, E, w.w[rows[r]]);
+            }
         }
         const oxl_tensor gate = oxl_tensor_slice(&l->gate_exps, e), up = oxl_tensor_slice(&l->up_exps, e);
         const oxl_tensor down = oxl_tensor_slice(&l->down_exps, e);
@@ -328,7 +336,7 @@ void oxl_moe_forward(oxl_ctx *ctx, const oxl_moe_opts *o, const oxl_moe_layer *l
         oxl_matmul(pool, &down, w.g, m, w.d, E, w.scratch);
         oxl_add_bias(w.d, &db, E, m);
         for (int32_t r = 0; r < m; r++) {
-            const float wt = w.w[rows[r]];
+            const float wt = o->weight_before_ffn ? 1.0f : w.w[rows[r]];
             float *dst = w.slots + (size_t)rows[r] * E;
             const float *src = w.d + (size_t)r * E;
             for (int64_t i = 0; i < E; i++) {
@@ -387,6 +395,12 @@ void oxl_moe_describe(const oxl_moe_opts *o, FILE *out) {
     }
     if (o->n_group > 1) {
         fprintf(out, ", %d groups (best %d kept)", o->n_group, o->n_group_used);
+    }
+    if (o->select_logits) {
+        fputs(", chosen on the raw logits", out);
+    }
+    if (o->weight_before_ffn) {
+        fputs(", weights scale the expert input", out);
     }
     fputc('\n', out);
     if (o->n_ff_shexp > 0) {

@@ -43,6 +43,10 @@ typedef struct oxl_moe_opts {
     bool norm_w;   /* divide the k weights by their sum */
     float w_scale; /* expert_weights_scale; 0 or 1: none */
     oxl_moe_act act;
+    bool weight_before_ffn; /* the k weights scale each expert's input, not its output (llama4:
+                             * build_moe_ffn's weight_before_ffn) */
+    bool select_logits;     /* the top-k is chosen on the raw router logits, the gating only giving
+                             * the weights (llama4) */
 } oxl_moe_opts;
 
 /* One layer's router and experts. Expert matrices are bound as ggml's 3-D tensors (ne0, ne1,

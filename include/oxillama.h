@@ -385,6 +385,22 @@ OXL_API oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_
 OXL_API int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, const char *messages_json,
                                     const char *tools_json, bool add_generation_prompt, char **out, oxl_error *err);
 
+/* Converts a JSON schema to a GBNF grammar (llama.cpp's grammar syntax) as llama.cpp's
+ * json_schema_to_grammar does (common/json-schema-to-grammar.cpp): the same rules, names and text
+ * (llama.cpp's test cases, golden/json_schema/cases.json, give the same grammars), one
+ * "name ::= body" line per rule in name order, the start rule "root". Supported: type (and lists
+ * of types), properties / required / additionalProperties, items / prefixItems / minItems /
+ * maxItems, const, enum, oneOf / anyOf / allOf, local $ref ("#/..."), pattern (^...$ regular
+ * expressions), minLength / maxLength, integer minimum / maximum (exclusive too), the formats
+ * date, time, date-time and uuid. Differences: a number constant with an integral value is written
+ * without ".0" (cJSON does not keep how it was written); remote $refs are an error. schema_json is
+ * the schema's JSON text (read only). On success *out is a malloc'd NUL-terminated grammar the
+ * caller releases with free(); on failure *out is NULL. Returns 0, or -1 with err set (err may be
+ * NULL): invalid JSON (with its byte offset), "JSON schema conversion failed:" and llama.cpp's
+ * messages (an unrecognized schema, an unsupported $ref, a bad pattern), a grammar larger than
+ * 16 MiB, out of memory. */
+OXL_API int oxl_json_schema_to_grammar(const char *schema_json, char **out, oxl_error *err);
+
 #ifdef __cplusplus
 }
 #endif

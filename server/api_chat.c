@@ -73,6 +73,23 @@ void oxl_api_chat(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
         goto fail;
     }
     r.gen.top_logprobs = r.logprobs ? (int32_t)k : -1;
+    /* llama-server's n_probs: the top alternatives of each token, as logprobs with top_logprobs */
+    if ((rc = oxl_json_int(b, "n_probs", 0, OXL_SRV_MAX_TOP_LOGPROBS, &k, &e)) < 0) {
+        goto fail;
+    }
+    if (rc && k > 0) {
+        r.logprobs = true;
+        r.gen.top_logprobs = (int32_t)k;
+    }
+    bool parallel = true;
+    if (oxl_json_bool(b, "parallel_tool_calls", &parallel, &e) < 0) {
+        goto fail;
+    }
+    if (!parallel) {
+        BAD(&e, "parallel_tool_calls",
+            "'parallel_tool_calls': false is not supported by this server (a reply may hold several calls)");
+        goto fail;
+    }
     const cJSON *tools = oxl_json_field(b, "tools");
     if (tools && !cJSON_IsArray(tools)) {
         BAD_TYPE(&e, "tools", "'tools': expected a list of tool definitions");
@@ -81,6 +98,16 @@ void oxl_api_chat(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     const cJSON *tc = oxl_json_field(b, "tool_choice");
     if (tc && !cJSON_IsString(tc) && !cJSON_IsObject(tc)) {
         BAD_TYPE(&e, "tool_choice", "'tool_choice': expected a string or an object");
+        goto fail;
+    }
+    if (tc && (cJSON_IsObject(tc) || strcmp(tc->valuestring, "required") == 0)) {
+        BAD(&e, "tool_choice",
+            "'tool_choice': 'required' and a named function need grammar-constrained sampling, which this server "
+            "does not have yet; use 'auto' or 'none'");
+        goto fail;
+    }
+    if (tc && cJSON_IsString(tc) && strcmp(tc->valuestring, "auto") && strcmp(tc->valuestring, "none")) {
+        BAD(&e, "tool_choice", "'tool_choice': '%.40s' is not one of auto, none, required", tc->valuestring);
         goto fail;
     }
     if (tc && cJSON_IsString(tc) && !strcmp(tc->valuestring, "none")) {

@@ -54,7 +54,8 @@ void oxl_api_completions(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     if (oxl_req_parse_common(srv, b, &r, &e) < 0 || oxl_json_bool(b, "echo", &r.echo, &e) < 0) {
         goto fail;
     }
-    if (!oxl_json_field(b, "max_tokens")) {
+    if (!oxl_json_field(b, "max_tokens") && !oxl_json_field(b, "n_predict") &&
+        !oxl_json_field(b, "max_completion_tokens")) {
         r.gen.max_tokens = 16; /* the OpenAI default of this route */
     }
     long long k = 0;
@@ -64,6 +65,14 @@ void oxl_api_completions(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     }
     r.logprobs = rc == 1;
     r.gen.top_logprobs = rc ? (int32_t)k : -1;
+    /* llama-server's n_probs: as logprobs (its alias there) */
+    if ((rc = oxl_json_int(b, "n_probs", 0, OXL_SRV_MAX_TOP_LOGPROBS, &k, &e)) < 0) {
+        goto fail;
+    }
+    if (rc && k > 0) {
+        r.logprobs = true;
+        r.gen.top_logprobs = (int32_t)k;
+    }
     const char *suffix = NULL;
     if (oxl_json_str(b, "suffix", &suffix, &e) < 0) {
         goto fail;

@@ -120,8 +120,11 @@ void oxl_api_embeddings(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     long long dims = n_embd, norm = 2;
     oxl_token **toks = NULL;
     int32_t *lens = NULL, n_in = 0;
-    if (oxl_req_check_model(srv, b, &e) < 0 || oxl_json_str(b, "model", &model, &e) < 0 ||
-        oxl_json_str(b, "encoding_format", &fmt, &e) < 0 || oxl_json_int(b, "dimensions", 1, 1e9, &dims, &e) < 0 ||
+    static const char *const fields[] = {"input", "model", "encoding_format", "dimensions", "embd_normalize",
+                                         "user",  NULL};
+    if (oxl_req_check_field_list(b, "/v1/embeddings", fields, &e) < 0 || oxl_req_check_model(srv, b, &e) < 0 ||
+        oxl_json_str(b, "model", &model, &e) < 0 || oxl_json_str(b, "encoding_format", &fmt, &e) < 0 ||
+        oxl_json_int(b, "dimensions", 1, 1e9, &dims, &e) < 0 ||
         oxl_json_int(b, "embd_normalize", -1, 64, &norm, &e) < 0) {
         goto fail;
     }

@@ -52,7 +52,9 @@ void oxl_api_tokenize(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     const cJSON *b = rq->json;
     const char *content = NULL;
     bool add_special = false, parse_special = true, with_pieces = false;
-    if (oxl_json_str(b, "content", &content, &e) < 0 || oxl_json_bool(b, "add_special", &add_special, &e) < 0 ||
+    static const char *const fields[] = {"content", "add_special", "parse_special", "with_pieces", NULL};
+    if (oxl_req_check_field_list(b, "/tokenize", fields, &e) < 0 || oxl_json_str(b, "content", &content, &e) < 0 ||
+        oxl_json_bool(b, "add_special", &add_special, &e) < 0 ||
         oxl_json_bool(b, "parse_special", &parse_special, &e) < 0 ||
         oxl_json_bool(b, "with_pieces", &with_pieces, &e) < 0) {
         oxl_reply_error(out, &e);
@@ -103,6 +105,11 @@ void oxl_api_detokenize(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     const cJSON *a = oxl_json_field(rq->json, "tokens");
     oxl_token *t = NULL;
     int32_t n = 0;
+    static const char *const fields[] = {"tokens", NULL};
+    if (oxl_req_check_field_list(rq->json, "/detokenize", fields, &e) < 0) {
+        oxl_reply_error(out, &e);
+        return;
+    }
     if (!a || !cJSON_IsArray(a)) {
         BAD_TYPE(&e, "tokens", "'tokens': expected a list of token ids");
         oxl_reply_error(out, &e);

@@ -54,36 +54,6 @@ static int parse_stop(const cJSON *b, oxl_gen_params *g, oxl_api_error *e) {
     return 0;
 }
 
-static int parse_logit_bias(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_api_error *e) {
-    const cJSON *v = oxl_json_field(b, "logit_bias");
-    if (!v) {
-        return 0;
-    }
-    if (!cJSON_IsObject(v)) {
-        return BAD_TYPE(e, "logit_bias", "'logit_bias': expected an object mapping token ids to numbers");
-    }
-    int n = cJSON_GetArraySize(v);
-    g->bias_tok = malloc(sizeof(oxl_token) * (size_t)(n + 1));
-    g->bias_val = malloc(sizeof(float) * (size_t)(n + 1));
-    if (!g->bias_tok || !g->bias_val) {
-        return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
-    }
-    int32_t n_vocab = oxl_model_n_vocab(srv->model);
-    for (const cJSON *x = v->child; x; x = x->next) {
-        char *end = NULL;
-        long t = strtol(x->string, &end, 10);
-        if (end == x->string || *end || t < 0 || t >= n_vocab) {
-            return BAD(e, "logit_bias", "'logit_bias': key '%.40s' is not a token id in [0, %d)", x->string, n_vocab);
-        }
-        if (!cJSON_IsNumber(x) || !(x->valuedouble >= -100 && x->valuedouble <= 100)) {
-            return BAD(e, "logit_bias", "'logit_bias[\"%s\"]': expected a number in [-100, 100]", x->string);
-        }
-        g->bias_tok[g->n_bias] = (oxl_token)t;
-        g->bias_val[g->n_bias++] = (float)x->valuedouble;
-    }
-    return 0;
-}
-
 /* Fields common to the generating routes. Unspecified sampling uses llama.cpp's server defaults. */
 int oxl_req_parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error *e) {
     oxl_gen_params *g = &r->gen;
@@ -96,10 +66,9 @@ int oxl_req_parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error
                                               : "resp_",
                   r->id, sizeof r->id);
     r->created = time(NULL);
-    double x;
     long long k;
     int rc;
-    if (oxl_req_check_model(srv, b, e) < 0) {
+    if (oxl_req_check_fields(b, r->kind, e) < 0 || oxl_req_check_model(srv, b, e) < 0) {
         return -1;
     }
     if (!oxl_model_has_decoder(srv->model)) {
@@ -108,50 +77,17 @@ int oxl_req_parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error
                             "text generation",
                             srv->model_id);
     }
-    if ((rc = oxl_json_num(b, "temperature", 0, 2, &x, e)) < 0) {
+    if (oxl_req_parse_sampling(srv, b, g, e) < 0) {
         return -1;
+    }
+    if ((rc = oxl_json_int(b, "n_predict", -1, 1e9, &k, e)) < 0) {
+        return -1;
+    }
+    if (rc && k == 0) {
+        return BAD(e, "n_predict", "'n_predict': 0 (evaluate the prompt only) is not supported; use -1 or a count");
     }
     if (rc) {
-        g->sampling.temp = (float)x;
-    }
-    if ((rc = oxl_json_num(b, "top_p", 0, 1, &x, e)) < 0) {
-        return -1;
-    }
-    if (rc) {
-        g->sampling.top_p = (float)x;
-    }
-    if ((rc = oxl_json_num(b, "min_p", 0, 1, &x, e)) < 0) {
-        return -1;
-    }
-    if (rc) {
-        g->sampling.min_p = (float)x;
-    }
-    if ((rc = oxl_json_int(b, "top_k", 0, 1e9, &k, e)) < 0) {
-        return -1;
-    }
-    if (rc) {
-        g->sampling.top_k = (int32_t)k;
-    }
-    if ((rc = oxl_json_int(b, "seed", -9.2e18, 9.2e18, &k, e)) < 0) {
-        return -1;
-    }
-    if (rc) {
-        g->sampling.seed = (uint32_t)k;
-    }
-    if (oxl_json_num(b, "presence_penalty", -2, 2, &x, e) < 0) {
-        return -1;
-    }
-    g->presence_penalty = oxl_json_field(b, "presence_penalty") ? (float)x : 0;
-    if (oxl_json_num(b, "frequency_penalty", -2, 2, &x, e) < 0) {
-        return -1;
-    }
-    g->frequency_penalty = oxl_json_field(b, "frequency_penalty") ? (float)x : 0;
-    g->penalty_last_n = 64; /* llama-server's repeat_last_n */
-    if ((rc = oxl_json_int(b, "repeat_last_n", 0, 1e9, &k, e)) < 0) {
-        return -1;
-    }
-    if (rc) {
-        g->penalty_last_n = (int32_t)k;
+        g->max_tokens = (int32_t)k;
     }
     const char *max_names[] = {"max_tokens", "max_completion_tokens", "max_output_tokens"};
     for (int i = 0; i < 3; i++) {
@@ -189,7 +125,7 @@ int oxl_req_parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error
         }
     }
     const char *user = NULL;
-    if (oxl_json_str(b, "user", &user, e) < 0 || parse_stop(b, g, e) < 0 || parse_logit_bias(srv, b, g, e) < 0) {
+    if (oxl_json_str(b, "user", &user, e) < 0 || parse_stop(b, g, e) < 0) {
         return -1;
     }
     const cJSON *rf = oxl_json_field(b, "response_format");
@@ -531,13 +467,20 @@ void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **to
         for (int k = 0; k < g.n_stop; k++) {
             g.stop[k] = strdup(r->gen.stop[k]);
         }
+        memset(g.breakers, 0, sizeof g.breakers);
+        bool copied = true;
+        for (int k = 0; k < g.n_breakers; k++) {
+            copied &= (g.breakers[k] = strdup(r->gen.breakers[k])) != NULL;
+        }
+        g.cap_bias = g.n_bias;
         g.bias_tok = g.n_bias ? malloc(sizeof(oxl_token) * (size_t)g.n_bias) : NULL;
         g.bias_val = g.n_bias ? malloc(sizeof(float) * (size_t)g.n_bias) : NULL;
         if (g.n_bias && g.bias_tok && g.bias_val) {
             memcpy(g.bias_tok, r->gen.bias_tok, sizeof(oxl_token) * (size_t)g.n_bias);
             memcpy(g.bias_val, r->gen.bias_val, sizeof(float) * (size_t)g.n_bias);
         }
-        oxl_job *j = oxl_job_new(toks[p], n_toks[p], r->n, &g);
+        copied &= !g.n_bias || (g.bias_tok && g.bias_val);
+        oxl_job *j = copied ? oxl_job_new(toks[p], n_toks[p], r->n, &g) : NULL;
         if (!j) {
             oxl_gen_params_free(&g);
             ok = false;

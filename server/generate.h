@@ -55,8 +55,19 @@ int oxl_tok_piece(const oxl_model *m, oxl_token t, char *buf, int cap);
 /* Request fields; each returns 0, or -1 with e naming the field. */
 /* 'model', when given, must be the server's id or file name (404 otherwise). */
 int oxl_req_check_model(oxl_srv *srv, const cJSON *b, oxl_api_error *e);
-/* The fields common to the generating routes, into r. */
+/* The fields common to the generating routes, into r (first checking every field with
+ * oxl_req_check_fields). */
 int oxl_req_parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error *e);
+/* request_fields.c: 400 naming the first field of b that the route of kind does not take: llama-server's
+ * and OpenAI's fields this server does not implement ("... is not supported") and unknown ones ("... is
+ * not a field of"); none is ignored. */
+int oxl_req_check_fields(const cJSON *b, api_kind kind, oxl_api_error *e);
+/* The same for the other routes: 400 naming the first field of b not in fields (NULL-terminated). */
+int oxl_req_check_field_list(const cJSON *b, const char *route, const char *const *fields, oxl_api_error *e);
+/* The sampling fields (llama-server's names: temperature, top_k, top_p, min_p, typical_p, top_n_sigma,
+ * xtc_*, dynatemp_*, repeat_last_n, repeat_penalty, presence/frequency_penalty, dry_*, mirostat*,
+ * samplers, seed, logit_bias, ignore_eos, min_keep 0) into g; out-of-range values are errors. */
+int oxl_req_parse_sampling(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_api_error *e);
 
 /* Prompts: *out is malloc'd (the caller's); param names the field in errors. */
 int oxl_req_tokenize(oxl_srv *srv, const char *text, size_t len, oxl_token **out, int32_t *n, const char *param,

@@ -33,8 +33,7 @@ typedef struct slot {
     oxl_detok detok;
     char *raw; /* generated text, including what a stop string may still claim */
     size_t raw_len, raw_cap, published;
-    int32_t *counts; /* occurrences in the penalty window; all 0 between samplings */
-    float *work;     /* n_vocab logits after bias and penalties */
+    float *work; /* n_vocab logits after logit_bias */
     int32_t n_gen, n_prompt;
     int32_t batch_idx; /* index of this slot's logits in the step's batch, -1 if none */
     int32_t n_step;    /* tokens this slot put in the step's batch */
@@ -83,6 +82,9 @@ void oxl_gen_params_free(oxl_gen_params *g) {
     free(g->bias_val);
     for (int i = 0; i < g->n_stop; i++) {
         free(g->stop[i]);
+    }
+    for (int i = 0; i < g->n_breakers; i++) {
+        free(g->breakers[i]);
     }
     memset(g, 0, sizeof *g);
 }
@@ -374,6 +376,20 @@ static void admit(oxl_sched *s) {
                 sp.seed += (uint32_t)ci;
             }
             best->smpl = oxl_sampler_new(&sp);
+            if (best->smpl && sp.dry_multiplier > 0) {
+                static const char *const dflt[] = {"\n", ":", "\"", "*"};
+                const oxl_gen_params *g = &j->gen;
+                if (oxl_sampler_dry_breakers(best->smpl, s->model,
+                                             g->breakers_set ? (const char *const *)g->breakers : dflt,
+                                             g->breakers_set ? g->n_breakers : 4) < 0) {
+                    oxl_sampler_free(best->smpl);
+                    best->smpl = NULL;
+                }
+            }
+            /* the penalties' window starts with the prompt, as llama-server's does */
+            for (int32_t i = 0; best->smpl && i < j->n_prompt; i++) {
+                oxl_sampler_accept(best->smpl, j->prompt[i]);
+            }
             memset(&best->detok, 0, sizeof best->detok);
             best->raw_len = best->published = 0;
             best->n_gen = 0;
@@ -509,29 +525,17 @@ static void sample_slot(oxl_sched *s, slot *sl, double step_seconds) {
         job_fail_running(s, j, "internal error: the decoder kept no logits");
         return;
     }
-    if (g->n_bias > 0 || g->presence_penalty != 0 || g->frequency_penalty != 0) {
+    if (g->n_bias > 0) {
         memcpy(sl->work, lg, sizeof(float) * (size_t)s->n_vocab);
         for (int32_t i = 0; i < g->n_bias; i++) {
             sl->work[g->bias_tok[i]] += g->bias_val[i];
         }
-        if ((g->presence_penalty != 0 || g->frequency_penalty != 0) && g->penalty_last_n > 0) {
-            /* llama-server's penalties: every prompt and generated token is counted, the last
-             * penalty_last_n of them (the window the sequence's KV cache ends with) */
-            const int32_t from = sl->n_cache > g->penalty_last_n ? sl->n_cache - g->penalty_last_n : 0;
-            for (int32_t i = from; i < sl->n_cache; i++) {
-                sl->counts[sl->cache[i]]++;
-            }
-            for (int32_t i = from; i < sl->n_cache; i++) {
-                const oxl_token t = sl->cache[i];
-                if (sl->counts[t] > 0) {
-                    sl->work[t] -= g->frequency_penalty * (float)sl->counts[t] + g->presence_penalty;
-                    sl->counts[t] = 0;
-                }
-            }
-        }
         lg = sl->work;
     }
     oxl_token tok = oxl_sampler_sample(sl->smpl, lg, s->n_vocab);
+    if (tok >= 0 && tok < s->n_vocab) {
+        oxl_sampler_accept(sl->smpl, tok);
+    }
     oxl_choice_out *c = &j->choice[sl->ci];
     if (!j->t_first) {
         j->t_first = oxl_now();
@@ -862,7 +866,6 @@ static void sched_free(oxl_sched *s) {
         slot *sl = &s->slots[i];
         free(sl->cache);
         free(sl->raw);
-        free(sl->counts);
         free(sl->work);
         oxl_sampler_free(sl->smpl);
     }
@@ -912,9 +915,8 @@ oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_s
         slot *sl = &s->slots[i];
         sl->id = i;
         sl->cache = malloc(sizeof(oxl_token) * (size_t)s->n_ctx_slot);
-        sl->counts = calloc((size_t)s->n_vocab, sizeof(int32_t));
         sl->work = malloc(sizeof(float) * (size_t)s->n_vocab);
-        ok = sl->cache && sl->counts && sl->work;
+        ok = sl->cache && sl->work;
     }
     s->st.n_slots = s->n_slots;
     s->st.n_ctx_slot = s->n_ctx_slot;

@@ -24,20 +24,23 @@
 #define OXL_SRV_MAX_STOP 8
 #define OXL_SRV_MAX_TOP_LOGPROBS 20
 #define OXL_SRV_MAX_CHOICES 16
-#define OXL_SRV_EMBD_SEQ 4   /* inputs the embedding context decodes together */
-#define OXL_SRV_EMBD_JOBS 16 /* embedding jobs taken from the queue at once */
+#define OXL_SRV_MAX_BREAKERS 16 /* dry_sequence_breakers strings */
+#define OXL_SRV_EMBD_SEQ 4      /* inputs the embedding context decodes together */
+#define OXL_SRV_EMBD_JOBS 16    /* embedding jobs taken from the queue at once */
 
 /* What one request asks of generation; immutable once submitted. */
 typedef struct oxl_gen_params {
-    oxl_sampler_params sampling; /* seed is per request; choice i uses seed + i */
-    int32_t max_tokens;          /* -1: until end of generation or the slot's context is full */
-    /* llama-server's penalties: subtracted from the logit of each token that occurs among the last
-     * penalty_last_n tokens of the sequence (prompt and generated), once and per occurrence */
-    float presence_penalty;
-    float frequency_penalty;
-    int32_t penalty_last_n; /* repeat_last_n, 64 by default; 0: no penalties */
-    int32_t n_bias;
-    oxl_token *bias_tok; /* logit_bias: added to these tokens' logits */
+    /* the library's sampler chain (penalties, DRY, top-n-sigma, top-k, typical, top-p, min-p, XTC,
+     * temperature, mirostat; llama-server's fields): it sees every prompt token and every sampled
+     * token (oxl_sampler_accept), as llama-server's sampler does. Seed per request; choice i uses
+     * seed + i. */
+    oxl_sampler_params sampling;
+    int32_t max_tokens; /* -1: until end of generation or the slot's context is full */
+    int32_t n_breakers; /* dry_sequence_breakers; llama-server's "\n" ":" "\"" "*" when not set */
+    bool breakers_set;
+    char *breakers[OXL_SRV_MAX_BREAKERS];
+    int32_t n_bias, cap_bias;
+    oxl_token *bias_tok; /* logit_bias (and ignore_eos): added to these tokens' logits first */
     float *bias_val;
     int32_t n_stop;
     char *stop[OXL_SRV_MAX_STOP]; /* never emitted; matched across token boundaries */

@@ -46,6 +46,59 @@ _BUILTIN_CHAT_FORMATS = frozenset(
 # oxl_pooling
 _POOLING_NONE = 0
 
+# llama.cpp's sampler names (common_sampler_types_from_names, with its kebab-case, no-dash and short
+# aliases) as the library's letters (oxl_sampler_params.samplers).
+_SAMPLER_LETTERS = {
+    "penalties": "e", "dry": "d", "top_n_sigma": "s", "top-n-sigma": "s", "topnsigma": "s", "top_k": "k",
+    "top-k": "k", "topk": "k", "typ_p": "y", "typ-p": "y", "typp": "y", "typ": "y", "top_p": "p", "top-p": "p",
+    "topp": "p", "nucleus": "p", "min_p": "m", "min-p": "m", "minp": "m", "xtc": "x", "temperature": "t",
+    "temp": "t",
+}
+
+# llama.cpp's DRY sequence breakers by default
+_DRY_BREAKERS = ["\n", ":", "\"", "*"]
+
+
+def _sampler_letters(samplers):
+    """samplers: None, a string of letters ("edskypmxt") or a list of names -> the letter string."""
+    if samplers is None:
+        return ""
+    if isinstance(samplers, str):
+        bad = [c for c in samplers if c not in "edskypmxt"]
+        if bad:
+            raise ValueError("samplers: %r is not a sampler letter (one of e d s k y p m x t)" % bad[0])
+        return samplers
+    letters = ""
+    for name in samplers:
+        letter = _SAMPLER_LETTERS.get(str(name).lower())
+        if letter is None:
+            raise ValueError("samplers: %r is not a sampler name (penalties, dry, top_n_sigma, top_k, typ_p, top_p, "
+                             "min_p, xtc, temperature)" % (name,))
+        letters += letter
+    return letters
+
+
+def _sampling(temperature, top_k, top_p, min_p, repeat_penalty=1.0, frequency_penalty=0.0, presence_penalty=0.0,
+              penalty_last_n=64, typical_p=1.0, top_n_sigma=-1.0, xtc_probability=0.0, xtc_threshold=0.1,
+              dynatemp_range=0.0, dynatemp_exponent=1.0, mirostat_mode=0, mirostat_tau=5.0, mirostat_eta=0.1,
+              dry_multiplier=0.0, dry_base=1.75, dry_allowed_length=2, dry_penalty_last_n=64,
+              dry_sequence_breakers=None, samplers=None, logit_bias=None):
+    """The Sampler keyword arguments (and the DRY breakers) of the llama-cpp-python / llama.cpp names."""
+    bias = None
+    if logit_bias:
+        bias = {int(k): float(v) for k, v in dict(logit_bias).items()}
+    kw = dict(temp=float(temperature), top_k=int(top_k), top_p=float(top_p), min_p=float(min_p),
+              penalty_last_n=int(penalty_last_n), penalty_repeat=float(repeat_penalty),
+              penalty_freq=float(frequency_penalty), penalty_present=float(presence_penalty), typ_p=float(typical_p),
+              top_n_sigma=float(top_n_sigma), xtc_probability=float(xtc_probability),
+              xtc_threshold=float(xtc_threshold), dynatemp_range=float(dynatemp_range),
+              dynatemp_exponent=float(dynatemp_exponent), mirostat=int(mirostat_mode),
+              mirostat_tau=float(mirostat_tau), mirostat_eta=float(mirostat_eta), dry_multiplier=float(dry_multiplier),
+              dry_base=float(dry_base), dry_allowed_length=int(dry_allowed_length),
+              dry_penalty_last_n=int(dry_penalty_last_n), samplers=_sampler_letters(samplers), logit_bias=bias)
+    breakers = _DRY_BREAKERS if dry_sequence_breakers is None else [str(b) for b in dry_sequence_breakers]
+    return kw, breakers
+
 
 class Llama:
     """A model and its context, as llama-cpp-python's Llama. Unsupported keyword arguments raise
@@ -172,14 +225,18 @@ class Llama:
         n_vocab float32 (a copy: valid after later decodes; numpy.asarray() takes it as it is)."""
         return self._ctx.logits(i)
 
-    def _generate(self, prompt_tokens, max_tokens, temperature, top_k, top_p, min_p, seed):
+    def _generate(self, prompt_tokens, max_tokens, sampling, seed):
         """Yields (token, piece bytes) for each generated token; the last piece may be flushed bytes
-        with token None. Sets self._finish to "stop" or "length"."""
+        with token None. Sets self._finish to "stop" or "length". sampling: _sampling()'s pair."""
         self._eval_prompt(prompt_tokens)
         if seed is None:
             seed = self._seed
-        sampler = Sampler(temp=float(temperature), top_k=int(top_k), top_p=float(top_p), min_p=float(min_p),
-                          seed=int(seed) & 0xFFFFFFFF)
+        kw, breakers = sampling
+        sampler = Sampler(seed=int(seed) & 0xFFFFFFFF, **kw)
+        if kw["dry_multiplier"] > 0:
+            sampler.dry_breakers(self._model, breakers)
+        for t in prompt_tokens:  # the penalties' window starts with the prompt, as llama.cpp's does
+            sampler.accept(t)
         detok = Detok(self._model)
         n_ctx = self._ctx.n_ctx()
         limit = max_tokens if max_tokens is not None and max_tokens > 0 else n_ctx
@@ -187,6 +244,7 @@ class Llama:
         n = 0
         while n < limit:
             tok = sampler.sample(self._ctx)
+            sampler.accept(tok)
             if self._model.token_is_eog(tok):
                 self._finish = "stop"
                 break
@@ -208,8 +266,7 @@ class Llama:
             return self._model.tokenize(bytes(prompt), add_special=True, parse_special=True)
         return [int(t) for t in prompt]
 
-    def _completion_stream(self, prompt, max_tokens, temperature, top_p, top_k, min_p, stop, seed, echo,
-                           completion_id, created):
+    def _completion_stream(self, prompt, max_tokens, sampling, stop, seed, echo, completion_id, created):
         """Yields (text, finish_reason or None) pieces; the shared core of the streaming and the
         whole completion (so both give the same text by construction of the stop handling)."""
         if not self._model.has_decoder():
@@ -222,7 +279,7 @@ class Llama:
             yield self._model.detokenize(tokens).decode("utf-8", errors="ignore"), None
         text = ""  # generated text not yet yielded
         raw = b""
-        for tok, piece in self._generate(tokens, max_tokens, temperature, top_k, top_p, min_p, seed):
+        for tok, piece in self._generate(tokens, max_tokens, sampling, seed):
             if tok is not None:
                 self._usage["completion_tokens"] += 1
                 self._usage["total_tokens"] += 1
@@ -250,14 +307,19 @@ class Llama:
         yield "", self._finish
 
     def create_completion(self, prompt, max_tokens=16, temperature=0.8, top_p=0.95, min_p=0.05, stop=None,
-                          seed=None, stream=False, top_k=40, echo=False):
+                          seed=None, stream=False, top_k=40, echo=False, **sampling):
         """An OpenAI-shaped text completion (llama-cpp-python's create_completion). prompt: str or
         token ids; max_tokens None or <= 0: until end of generation or a full context; temperature 0:
-        greedy. stream=True returns a generator of chunks."""
+        greedy. stream=True returns a generator of chunks. Further sampling keywords (llama.cpp's chain,
+        as llama-cpp-python and llama.cpp name them): repeat_penalty, frequency_penalty,
+        presence_penalty, penalty_last_n (64), typical_p, top_n_sigma, xtc_probability, xtc_threshold,
+        dynatemp_range, dynatemp_exponent, mirostat_mode, mirostat_tau, mirostat_eta, dry_multiplier,
+        dry_base, dry_allowed_length, dry_penalty_last_n, dry_sequence_breakers, samplers (names or
+        letters), logit_bias ({token id: bias}); an unknown keyword raises TypeError."""
         completion_id = "cmpl-" + str(uuid.uuid4())
         created = int(time.time())
-        pieces = self._completion_stream(prompt, max_tokens, temperature, top_p, top_k, min_p, stop, seed, echo,
-                                         completion_id, created)
+        pieces = self._completion_stream(prompt, max_tokens, _sampling(temperature, top_k, top_p, min_p, **sampling),
+                                         stop, seed, echo, completion_id, created)
         if stream:
             return self._chunks(pieces, completion_id, created)
         text, finish = "", None
@@ -296,7 +358,7 @@ class Llama:
 
     def create_chat_completion(self, messages, tools=None, tool_choice=None, response_format=None, max_tokens=None,
                                temperature=0.2, top_p=0.95, top_k=40, min_p=0.05, stop=None, seed=None,
-                               stream=False):
+                               stream=False, **sampling):
         """An OpenAI-shaped chat completion, the prompt rendered by the library from the model's chat
         template (or chat_format). tools, tool_choice and response_format are not offered yet: any
         value but None raises NotImplementedError naming the argument."""
@@ -309,8 +371,8 @@ class Llama:
         tokens = self._model.tokenize(prompt.encode("utf-8"), add_special=True, parse_special=True)
         completion_id = "chatcmpl-" + str(uuid.uuid4())
         created = int(time.time())
-        pieces = self._completion_stream(tokens, max_tokens, temperature, top_p, top_k, min_p, stop, seed, False,
-                                         completion_id, created)
+        pieces = self._completion_stream(tokens, max_tokens, _sampling(temperature, top_k, top_p, min_p, **sampling),
+                                         stop, seed, False, completion_id, created)
         if stream:
             return self._chat_chunks(pieces, completion_id, created)
         text, finish = "", None

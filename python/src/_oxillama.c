@@ -4,7 +4,7 @@
  * Llama class on top of them:
  *   Model(path, use_mmap=True, use_mlock=False, repack=True)   oxl_model
  *   Context(model, n_ctx=0, n_batch=512, n_threads=0, ...)    oxl_ctx (keeps its Model alive)
- *   Sampler(temp, top_k, top_p, min_p, seed)                  oxl_sampler
+ *   Sampler(temp, top_k, top_p, min_p, seed, penalties, ...)   oxl_sampler (the whole chain)
  *   Detok(model)                                              oxl_detok (streaming, whole characters)
  * Library failures raise oxillama.OxlError (a RuntimeError) with the library's oxl_error message;
  * a model file that does not exist raises FileNotFoundError with that message. Logits and embeddings
@@ -630,14 +630,63 @@ static PyTypeObject ContextType = {
 
 typedef struct {
     PyObject_HEAD oxl_sampler *s;
+    int32_t n_bias;
+    oxl_token *bias_tok; /* logit_bias: added to the logits before the chain */
+    float *bias_val;
+    float *work; /* n_vocab logits with the bias */
+    int32_t work_n;
 } SamplerObject;
 
+static void sampler_clear(SamplerObject *self) {
+    oxl_sampler_free(self->s);
+    free(self->bias_tok);
+    free(self->bias_val);
+    free(self->work);
+    self->s = NULL;
+    self->bias_tok = NULL;
+    self->bias_val = NULL;
+    self->work = NULL;
+    self->n_bias = self->work_n = 0;
+}
+
+/* Sampler(temp=0.8, top_k=40, top_p=0.95, min_p=0.05, seed=random, penalty_last_n=64, ...,
+ * samplers="", logit_bias=None): every field of oxl_sampler_params, by its name there. */
 static int sampler_init(SamplerObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"temp", "top_k", "top_p", "min_p", "seed", NULL};
+    static char *kwlist[] = {"temp",
+                             "top_k",
+                             "top_p",
+                             "min_p",
+                             "seed",
+                             "penalty_last_n",
+                             "penalty_repeat",
+                             "penalty_freq",
+                             "penalty_present",
+                             "typ_p",
+                             "top_n_sigma",
+                             "xtc_probability",
+                             "xtc_threshold",
+                             "dynatemp_range",
+                             "dynatemp_exponent",
+                             "mirostat",
+                             "mirostat_tau",
+                             "mirostat_eta",
+                             "dry_multiplier",
+                             "dry_base",
+                             "dry_allowed_length",
+                             "dry_penalty_last_n",
+                             "samplers",
+                             "logit_bias",
+                             NULL};
     oxl_sampler_params sp = oxl_sampler_default_params();
     unsigned long long seed = sp.seed;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|fiffK:Sampler", kwlist, &sp.temp, &sp.top_k, &sp.top_p, &sp.min_p,
-                                     &seed)) {
+    const char *samplers = NULL;
+    PyObject *bias = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|fiffKifffffffffiffffiizO:Sampler", kwlist, &sp.temp, &sp.top_k,
+                                     &sp.top_p, &sp.min_p, &seed, &sp.penalty_last_n, &sp.penalty_repeat,
+                                     &sp.penalty_freq, &sp.penalty_present, &sp.typ_p, &sp.top_n_sigma,
+                                     &sp.xtc_probability, &sp.xtc_threshold, &sp.dynatemp_range, &sp.dynatemp_exponent,
+                                     &sp.mirostat, &sp.mirostat_tau, &sp.mirostat_eta, &sp.dry_multiplier, &sp.dry_base,
+                                     &sp.dry_allowed_length, &sp.dry_penalty_last_n, &samplers, &bias)) {
         return -1;
     }
     if (seed > 0xFFFFFFFFull) {
@@ -645,18 +694,52 @@ static int sampler_init(SamplerObject *self, PyObject *args, PyObject *kw) {
         return -1;
     }
     sp.seed = (uint32_t)seed;
-    oxl_sampler *s = oxl_sampler_new(&sp);
-    if (!s) {
-        PyErr_NoMemory();
+    if (samplers) {
+        if (strlen(samplers) >= sizeof sp.samplers) {
+            PyErr_Format(PyExc_ValueError, "samplers: at most %zu letters", sizeof sp.samplers - 1);
+            return -1;
+        }
+        strcpy(sp.samplers, samplers);
+    }
+    sampler_clear(self);
+    if (bias && bias != Py_None) {
+        if (!PyDict_Check(bias)) {
+            PyErr_SetString(PyExc_TypeError, "logit_bias: expected a dict of token id -> bias");
+            return -1;
+        }
+        Py_ssize_t n = PyDict_Size(bias), pos = 0;
+        self->bias_tok = malloc(sizeof(oxl_token) * (size_t)(n + 1));
+        self->bias_val = malloc(sizeof(float) * (size_t)(n + 1));
+        if (!self->bias_tok || !self->bias_val) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        PyObject *k, *v;
+        while (PyDict_Next(bias, &pos, &k, &v)) {
+            long t = PyLong_AsLong(k);
+            double b = PyFloat_AsDouble(v);
+            if (PyErr_Occurred()) {
+                return -1;
+            }
+            if (t < 0 || t > INT32_MAX) {
+                PyErr_Format(PyExc_ValueError, "logit_bias: %ld is not a token id", t);
+                return -1;
+            }
+            self->bias_tok[self->n_bias] = (oxl_token)t;
+            self->bias_val[self->n_bias++] = (float)b;
+        }
+    }
+    self->s = oxl_sampler_new(&sp);
+    if (!self->s) {
+        PyErr_SetString(PyExc_ValueError, "Sampler: invalid parameters (samplers letters, mirostat 0..2, "
+                                          "penalty_last_n / dry_penalty_last_n 0..65536)");
         return -1;
     }
-    oxl_sampler_free(self->s);
-    self->s = s;
     return 0;
 }
 
 static void sampler_dealloc(SamplerObject *self) {
-    oxl_sampler_free(self->s);
+    sampler_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -680,11 +763,84 @@ static PyObject *sampler_sample(SamplerObject *self, PyObject *args) {
         PyErr_SetString(OxlError, "sample: the last decode kept no logits for that token");
         return NULL;
     }
-    return PyLong_FromLong(oxl_sampler_sample(self->s, l, oxl_model_n_vocab(ctx->model->model)));
+    const int32_t n_vocab = oxl_model_n_vocab(ctx->model->model);
+    if (self->n_bias > 0) {
+        if (self->work_n != n_vocab) {
+            float *w = realloc(self->work, sizeof(float) * (size_t)n_vocab);
+            if (!w) {
+                return PyErr_NoMemory();
+            }
+            self->work = w;
+            self->work_n = n_vocab;
+        }
+        memcpy(self->work, l, sizeof(float) * (size_t)n_vocab);
+        for (int32_t k = 0; k < self->n_bias; k++) {
+            if (self->bias_tok[k] >= n_vocab) {
+                PyErr_Format(PyExc_ValueError, "logit_bias: token %d is not below n_vocab %d", self->bias_tok[k],
+                             n_vocab);
+                return NULL;
+            }
+            self->work[self->bias_tok[k]] += self->bias_val[k];
+        }
+        l = self->work;
+    }
+    return PyLong_FromLong(oxl_sampler_sample(self->s, l, n_vocab));
+}
+
+/* accept(token): a token of the context for the penalties and DRY (oxl_sampler_accept) */
+static PyObject *sampler_accept(SamplerObject *self, PyObject *args) {
+    int tok;
+    if (!PyArg_ParseTuple(args, "i:accept", &tok)) {
+        return NULL;
+    }
+    if (!self->s) {
+        PyErr_SetString(PyExc_RuntimeError, "Sampler is not created");
+        return NULL;
+    }
+    oxl_sampler_accept(self->s, tok);
+    Py_RETURN_NONE;
+}
+
+/* dry_breakers(model, [str, ...]): DRY's sequence breakers (oxl_sampler_dry_breakers) */
+static PyObject *sampler_dry_breakers(SamplerObject *self, PyObject *args) {
+    PyObject *m, *list;
+    if (!PyArg_ParseTuple(args, "O!O:dry_breakers", &ModelType, &m, &list)) {
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(list, "dry_breakers: expected a list of strings");
+    if (!seq) {
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    const char **strs = calloc((size_t)n + 1, sizeof *strs);
+    if (!strs) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        strs[k] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, k));
+        if (!strs[k]) {
+            free(strs);
+            Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    int32_t rc = self->s ? oxl_sampler_dry_breakers(self->s, ((ModelObject *)m)->model, strs, (int32_t)n) : -1;
+    free(strs);
+    Py_DECREF(seq);
+    if (rc < 0) {
+        PyErr_SetString(OxlError, "dry_breakers: the sampler is not created or memory ran out");
+        return NULL;
+    }
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef sampler_methods[] = {
     {"sample", (PyCFunction)sampler_sample, METH_VARARGS, "sample(ctx, i=-1) -> token id"},
+    {"accept", (PyCFunction)sampler_accept, METH_VARARGS,
+     "accept(token): a prompt or kept token, for the penalties and DRY"},
+    {"dry_breakers", (PyCFunction)sampler_dry_breakers, METH_VARARGS,
+     "dry_breakers(model, [str]): DRY's sequence breakers"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -692,8 +848,11 @@ static PyTypeObject SamplerType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "oxillama._oxillama.Sampler",
     .tp_basicsize = sizeof(SamplerObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Sampler(temp=0.8, top_k=40, top_p=0.95, min_p=0.05, seed=0xFFFFFFFF): llama.cpp's default chain "
-              "(temp <= 0: greedy).",
+    .tp_doc = "Sampler(temp=0.8, top_k=40, top_p=0.95, min_p=0.05, seed=0xFFFFFFFF, penalty_last_n=64, "
+              "penalty_repeat=1, penalty_freq=0, penalty_present=0, typ_p=1, top_n_sigma=-1, xtc_probability=0, "
+              "xtc_threshold=0.1, dynatemp_range=0, dynatemp_exponent=1, mirostat=0, mirostat_tau=5, "
+              "mirostat_eta=0.1, dry_multiplier=0, dry_base=1.75, dry_allowed_length=2, dry_penalty_last_n=64, "
+              "samplers='', logit_bias=None): llama.cpp's sampler chain (oxl_sampler_params; temp <= 0: greedy).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)sampler_init,
     .tp_dealloc = (destructor)sampler_dealloc,

@@ -123,6 +123,70 @@ def test_seeded_sampling_is_llama_completion(case):
     assert out["choices"][0]["text"] == want
 
 
+# llama-completion's sampler flags (golden/sampling/chains.tsv) as create_completion's keywords
+_CHAIN_FLAGS = {
+    "--repeat-penalty": ("repeat_penalty", float), "--repeat-last-n": ("penalty_last_n", int),
+    "--frequency-penalty": ("frequency_penalty", float), "--presence-penalty": ("presence_penalty", float),
+    "--typical": ("typical_p", float), "--top-nsigma": ("top_n_sigma", float), "--top-k": ("top_k", int),
+    "--top-p": ("top_p", float), "--min-p": ("min_p", float), "--xtc-probability": ("xtc_probability", float),
+    "--xtc-threshold": ("xtc_threshold", float), "--dynatemp-range": ("dynatemp_range", float),
+    "--dynatemp-exp": ("dynatemp_exponent", float), "--mirostat": ("mirostat_mode", int),
+    "--mirostat-ent": ("mirostat_tau", float), "--mirostat-lr": ("mirostat_eta", float),
+    "--dry-multiplier": ("dry_multiplier", float), "--dry-base": ("dry_base", float),
+    "--dry-allowed-length": ("dry_allowed_length", int), "--dry-penalty-last-n": ("dry_penalty_last_n", int),
+    "--samplers": ("samplers", lambda v: v.split(";")), "--sampling-seq": ("samplers", str),
+}
+
+
+def chain_cases():
+    """golden/sampling/chains.tsv: llama-completion's seeded texts with the further samplers."""
+    cases = []
+    with open(os.path.join(GOLDEN, "sampling", "chains.tsv"), encoding="utf-8") as f:
+        for line in f:
+            cols = line.rstrip("\n").split("\t")
+            if line.startswith("#") or len(cols) < 7:
+                continue
+            cases.append(pytest.param(cols, id=cols[0]))
+    assert len(cases) >= 30
+    return cases
+
+
+@pytest.mark.parametrize("case", chain_cases())
+def test_sampler_chain_is_llama_completion(case):
+    # llama-completion -p PROMPT -n N --seed S --temp T FLAGS -no-cnv -t 1
+    name, model, seed, temp, n, flags, prompt = case[:7]
+    want = read_text(os.path.join(GOLDEN, "sampling", "chains", name + ".expected"))
+    kw = {}
+    words = flags.split()
+    i = 0
+    while i < len(words):
+        flag, value = words[i], words[i + 1]
+        i += 2
+        if flag == "--dry-sequence-breaker":
+            kw.setdefault("dry_sequence_breakers", [])
+            if value != "none":
+                kw["dry_sequence_breakers"].append(value)
+            continue
+        key, conv = _CHAIN_FLAGS[flag]
+        kw[key] = conv(value)
+    llm = Llama(os.path.join(ROOT, "models", model), n_threads=1)
+    out = llm(prompt, max_tokens=int(n), seed=int(seed), temperature=float(temp), **kw)
+    assert out["choices"][0]["text"] == want
+
+
+def test_sampler_keywords_checked(llm):
+    with pytest.raises(TypeError):
+        llm(PROMPT, max_tokens=2, mirostat_foo=1)
+    with pytest.raises(ValueError):
+        llm(PROMPT, max_tokens=2, samplers=["top_k", "nope"])
+    with pytest.raises(ValueError):
+        llm(PROMPT, max_tokens=2, mirostat_mode=3)
+    # logit_bias as OpenAI sends it (token ids as strings): +100 makes greedy pick that token every time
+    tok = llm.tokenize(b" Lily", add_bos=False)[-1]
+    out = llm(PROMPT, max_tokens=4, temperature=0, logit_bias={str(tok): 100})
+    assert out["choices"][0]["text"] == " Lily" * 4
+
+
 # --- tokens and logits -------------------------------------------------------------------------
 
 def test_tokenize_is_golden_prompt_ids(llm):
@@ -267,8 +331,8 @@ def test_unknown_keyword_raises():
 
 
 def test_unknown_completion_keyword_raises(llm):
-    with pytest.raises(TypeError, match="logit_bias"):
-        llm(PROMPT, logit_bias={1: 2.0})
+    with pytest.raises(TypeError, match="grammar"):
+        llm(PROMPT, grammar="root ::= [a-z]+")
 
 
 def test_bad_token_raises_library_error(llm):

@@ -42,6 +42,21 @@ void oxl_geglu(float *g, const float *u, int64_t n) {
     }
 }
 
+/* ggml_compute_softplus_f32 (ggml-impl.h): the identity above 20. */
+static float softplus(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
+
+void oxl_xielu(float *x, int64_t n, float alpha_n, float alpha_p, float beta, float eps) {
+    const float an = beta + softplus(alpha_n), ap = softplus(alpha_p);
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i];
+        if (v > 0.0f) {
+            x[i] = ap * v * v + beta * v;
+        } else {
+            x[i] = (expm1f(fminf(v, eps)) - v) * an + beta * v;
+        }
+    }
+}
+
 void oxl_add(float *x, const float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         x[i] += y[i];

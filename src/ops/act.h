@@ -16,6 +16,12 @@ void oxl_swiglu(float *g, const float *u, int64_t row, int64_t n_rows);
 void oxl_gelu(float *x, int64_t n);
 /* g = gelu(g) * u elementwise (ggml_geglu_split, the same fp16 table). */
 void oxl_geglu(float *g, const float *u, int64_t n);
+/* x = xielu(x) elementwise with the parameters as a model stores them (alpha_n, alpha_p before their
+ * softplus), as ggml_xielu builds the op (ggml/src/ggml.c: softplus applied once, beta added to the
+ * negative slope) and the CPU backend evaluates it (ggml-cpu/unary-ops.cpp, op_xielu):
+ *   x > 0:  softplus(alpha_p) x^2 + beta x
+ *   else:   (expm1(min(x, eps)) - x) (beta + softplus(alpha_n)) + beta x */
+void oxl_xielu(float *x, int64_t n, float alpha_n, float alpha_p, float beta, float eps);
 
 /* x += y elementwise. */
 void oxl_add(float *x, const float *y, int64_t n);

@@ -60,7 +60,9 @@ static attn_item attn_item_at(const attn_task *t, int32_t j, int hk) {
         .k_off = oxl_row_size(kv->type_k, (int64_t)hk * p->head_dim),
         .v_off = oxl_row_size(kv->type_v, (int64_t)hk * p->head_dim),
         .row0 = (size_t)kv->seq[j] * (size_t)kv->n_ctx,
-        .lo = p->n_swa > 0 && pos - p->n_swa + 1 > 0 ? pos - p->n_swa + 1 : 0,
+        .lo = p->n_chunk > 0                           ? pos / p->n_chunk * p->n_chunk
+              : p->n_swa > 0 && pos - p->n_swa + 1 > 0 ? pos - p->n_swa + 1
+                                                       : 0,
         .n_kv = pos + 1,
         .pos = pos,
     };

@@ -41,6 +41,8 @@ typedef struct oxl_attn_params {
     float max_bias;     /* 0: off; else ALiBi: head h adds slope_h * -(p_q - p_k), ggml's m0/m1 slopes */
     const float *sinks; /* (n_head) or NULL: head h's learned logit joins its softmax without a value
                          * (gpt-oss attention sinks: ggml_soft_max_add_sinks, flash-attn's sinks) */
+    int32_t n_chunk;    /* 0: off; else a query at p sees keys floor(p / n_chunk) * n_chunk .. p
+                         * (LLAMA_SWA_TYPE_CHUNKED, llama_hparams::is_masked_swa: llama4) */
 } oxl_attn_params;
 
 /* Causal multi-head attention for the pass's tokens: q (n_head*head_dim, n_tokens) → out

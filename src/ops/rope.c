@@ -15,6 +15,13 @@ static float rope_yarn_corr_dim(int n_dims, int32_t n_ctx_orig, float n_rotation
     return (float)n_dims * logf((float)n_ctx_orig / (n_rotations * 2.0f * (float)M_PI)) / (2.0f * logf(base));
 }
 
+/* Interleaved M-RoPE (ggml_mrope_cache_init with is_imrope): whether sector s takes the extra
+ * position, which is 0 for text. */
+static bool imrope_extra(const int32_t sections[4], int s) {
+    return !((s % 3 == 1 && s < 3 * sections[1]) || (s % 3 == 2 && s < 3 * sections[2]) ||
+             (s % 3 == 0 && s < 3 * sections[0]));
+}
+
 void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_rope *r) {
     float cs[1024]; /* cos, sin of each pair; n_rot <= head_dim <= 1024 is checked at load */
     const int n_pairs = r->n_rot / 2;
@@ -30,7 +37,10 @@ void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_r
     const int sect_extra = r->sections[0] + r->sections[1] + r->sections[2];
     for (int i = 0; i < n_pairs; i++) {
         /* M-RoPE: the extra section's position is 0 for text, so its angle is 0 */
-        const float th = r->mode == OXL_ROPE_MROPE && i % sect_dims >= sect_extra ? 0.0f : theta;
+        const float th = (r->mode == OXL_ROPE_MROPE && i % sect_dims >= sect_extra) ||
+                                 (r->mode == OXL_ROPE_IMROPE && imrope_extra(r->sections, i % sect_dims))
+                             ? 0.0f
+                             : theta;
         const float theta_extrap = r->factors ? th / r->factors[i] : th;
         const float theta_interp = r->freq_scale * theta_extrap;
         float t = theta_interp, mscale = r->attn_factor;
@@ -44,7 +54,7 @@ void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_r
         theta *= theta_scale;
     }
     /* normal mode pairs neighbours (2i, 2i+1); NeoX pairs the halves (i, i + n_rot/2) */
-    const bool neox = r->mode == OXL_ROPE_NEOX || r->mode == OXL_ROPE_MROPE;
+    const bool neox = r->mode == OXL_ROPE_NEOX || r->mode == OXL_ROPE_MROPE || r->mode == OXL_ROPE_IMROPE;
     const int stride = neox ? n_pairs : 1;
     for (int h = 0; h < n_head; h++) {
         float *xh = x + (size_t)h * head_dim;

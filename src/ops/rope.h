@@ -7,11 +7,15 @@
 
 typedef enum oxl_rope_mode {
     OXL_ROPE_NONE = -1,
-    OXL_ROPE_NORM = 0,  /* GPT-J style: rotates adjacent pairs (2i, 2i+1)     (LLAMA_ROPE_TYPE_NORM) */
-    OXL_ROPE_NEOX = 2,  /* GPT-NeoX style: rotates (i, i + n_rot/2)            (LLAMA_ROPE_TYPE_NEOX) */
-    OXL_ROPE_MROPE = 8, /* multi-section NeoX (ggml_rope_multi, LLAMA_ROPE_TYPE_MROPE): pair i takes the
-                         * position of its section (i % sum(sections)); for text the t, h, w positions
-                         * are the token's and the fourth (extra) position is 0 */
+    OXL_ROPE_NORM = 0,    /* GPT-J style: rotates adjacent pairs (2i, 2i+1)     (LLAMA_ROPE_TYPE_NORM) */
+    OXL_ROPE_NEOX = 2,    /* GPT-NeoX style: rotates (i, i + n_rot/2)            (LLAMA_ROPE_TYPE_NEOX) */
+    OXL_ROPE_MROPE = 8,   /* multi-section NeoX (ggml_rope_multi, LLAMA_ROPE_TYPE_MROPE): pair i takes the
+                           * position of its section (i % sum(sections)); for text the t, h, w positions
+                           * are the token's and the fourth (extra) position is 0 */
+    OXL_ROPE_IMROPE = 40, /* interleaved M-RoPE (LLAMA_ROPE_TYPE_IMROPE, qwen35): pair i of sector
+                           * s = i % sum(sections) takes h when s % 3 == 1 and s < 3 sections[1], w when
+                           * s % 3 == 2 and s < 3 sections[2], t when s % 3 == 0 and s < 3 sections[0],
+                           * else the extra position (0 for text) */
 } oxl_rope_mode;
 
 /* The arguments of one ggml_rope_ext call. */
@@ -25,7 +29,7 @@ typedef struct oxl_rope {
     float beta_fast, beta_slow;
     int32_t n_ctx_orig;   /* YaRN's original context (ggml_rope_yarn_corr_dims) */
     const float *factors; /* (n_rot/2) frequency divisors (llama3 rope_freqs, LongRoPE), or NULL */
-    int32_t sections[4];  /* OXL_ROPE_MROPE: pairs per section (t, h, w, extra); sum in 1 .. head_dim */
+    int32_t sections[4]; /* OXL_ROPE_MROPE, OXL_ROPE_IMROPE: pairs per section (t, h, w, extra); sum in 1 .. head_dim */
 } oxl_rope;
 
 /* Rotary position embedding of n_head heads of head_dim floats at position pos, as ggml's

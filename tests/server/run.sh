@@ -147,6 +147,19 @@ req "context overflow -> 400" 400 '2048 tokens per slot.*3002 tokens.*"code":"co
     --data-binary @"$work/long" "$base/v1/completions"
 req "json_schema -> 400" 400 '"param":"response_format"' -H "$K" -H "$J" \
     -d '{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema"}}' "$base/v1/chat/completions"
+req "unknown field -> 400 naming it" 400 "'mirostat_foo' is not a field of /v1/completions.*\"param\":\"mirostat_foo\"" -H "$K" -H "$J" \
+    -d '{"prompt": "a", "mirostat_foo": 1}' "$base/v1/completions"
+req "grammar -> 400 not supported" 400 "'grammar' is not supported by /v1/chat/completions.*\"param\":\"grammar\"" -H "$K" -H "$J" \
+    -d '{"messages": [{"role": "user", "content": "hi"}], "grammar": "root ::= \"a\""}' "$base/v1/chat/completions"
+req "min_keep -> 400" 400 '"param":"min_keep"' -H "$K" -H "$J" -d '{"prompt": "a", "min_keep": 2}' "$base/v1/completions"
+req "mirostat range -> 400" 400 '"param":"mirostat"' -H "$K" -H "$J" -d '{"prompt": "a", "mirostat": 3}' "$base/v1/completions"
+req "samplers name -> 400" 400 "'samplers.1.'.*nope.* is not a sampler name" -H "$K" -H "$J" \
+    -d '{"prompt": "a", "samplers": ["top_k", "nope"]}' "$base/v1/completions"
+req "dry_sequence_breakers empty -> 400" 400 '"param":"dry_sequence_breakers"' -H "$K" -H "$J" \
+    -d '{"prompt": "a", "dry_sequence_breakers": []}' "$base/v1/completions"
+req "tool_choice required -> 400" 400 '"param":"tool_choice"' -H "$K" -H "$J" \
+    -d '{"messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"}' "$base/v1/chat/completions"
+req "embeddings unknown field -> 400" 400 '"param":"pooling"' -H "$K" -H "$J" -d '{"input": "a", "pooling": "cls"}' "$base/v1/embeddings"
 req "suffix -> 400" 400 'no fill-in-the-middle tokens.*"param":"suffix"' -H "$K" -H "$J" -d '{"prompt": "a", "suffix": "b"}' "$base/v1/completions"
 req "embeddings" 200 '^\{"object":"list","data":\[\{"object":"embedding","index":0,"embedding":\[.*"index":1.*"model":"tiny-stories","usage":\{"prompt_tokens":[0-9]+,"total_tokens":[0-9]+\}\}$' \
     -H "$K" -H "$J" -d '{"input": ["a", "b"]}' "$base/v1/embeddings"
@@ -237,6 +250,8 @@ assert len(events) >= 2 and events[-1]['choices'][0]['finish_reason'] == 'length
 " "$work/body"; then pass "stream is valid UTF-8"; else fail "stream is valid UTF-8" "$(head -c 300 "$work/body")"; fi
 # presence/frequency penalties: llama-server's replies for the same settings (golden/server/)
 python3 "$here/check_penalties.py" "$base" sk-test-1 "$golden/../server/penalties.json" || status=1
+# the further samplers, seeded (3 seeds each), logit_bias forms, ignore_eos: llama-server's replies
+python3 "$here/check_penalties.py" "$base" sk-test-1 "$golden/../server/samplers.json" || status=1
 # logit_bias: token 261 is " a" (see the tokenize check below); +100 makes greedy pick it every time
 req "logit_bias" 200 '"text":" a a a a a"' -H "$K" -H "$J" \
     -d '{"prompt": "Once", "max_tokens": 5, "temperature": 0, "logit_bias": {"261": 100}}' "$base/v1/completions"

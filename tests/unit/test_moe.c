@@ -334,3 +334,49 @@ static void two_sequences_in_one_batch(const char *id) {
 Test(ssm_state, mamba_sequences_in_one_batch_equal_separate_runs) { two_sequences_in_one_batch("mamba"); }
 Test(ssm_state, mamba2_sequences_in_one_batch_equal_separate_runs) { two_sequences_in_one_batch("mamba2"); }
 Test(ssm_state, jamba_sequences_in_one_batch_equal_separate_runs) { two_sequences_in_one_batch("jamba"); }
+
+/* ---- gated delta-net hybrids (qwen35, qwen3next) ----------------------------------------- */
+
+Test(ssm_state, qwen35_sequences_in_one_batch_equal_separate_runs) { two_sequences_in_one_batch("qwen35"); }
+Test(ssm_state, qwen3next_sequences_in_one_batch_equal_separate_runs) { two_sequences_in_one_batch("qwen3next"); }
+
+/* Sets the u32 value of key `key` (type then value follow its name). */
+static void set_u32_key(unsigned char *buf, size_t size, const char *key, uint32_t v) {
+    const size_t at = after_gguf_str(buf, size, key);
+    uint32_t type;
+    memcpy(&type, buf + at, 4);
+    cr_assert_eq(type, 4u, "key '%s' is not u32", key); /* GGUF_TYPE_UINT32 */
+    memcpy(buf + at + 4, &v, 4);
+}
+
+Test(moe_load, missing_delta_net_tensor_is_named) {
+    size_t size;
+    unsigned char *buf = read_model("qwen3next", &size);
+    hide_tensor(buf, size, "blk.1.ssm_ba.weight");
+    expect_load_error(buf, size, "missing tensor 'blk.1.ssm_ba.weight'");
+    free(buf);
+}
+
+Test(moe_load, delta_net_norm_shape_is_named) {
+    size_t size;
+    unsigned char *buf = read_model("qwen35", &size);
+    set_dim(buf, size, "blk.2.ssm_norm.weight", 0, 8); /* heads of 16: make it 8 */
+    expect_load_error(buf, size, "tensor 'blk.2.ssm_norm.weight' has shape (8, 1, 1, 1); expected (16)");
+    free(buf);
+}
+
+Test(moe_load, gated_attention_query_shape_is_named) {
+    size_t size;
+    unsigned char *buf = read_model("qwen35moe", &size);
+    set_dim(buf, size, "blk.1.attn_q.weight", 1, 256); /* query without its gate half */
+    expect_load_error(buf, size, "tensor 'blk.1.attn_q.weight' has shape (64, 256, 1, 1); expected (64, 512)");
+    free(buf);
+}
+
+Test(moe_load, delta_net_heads_out_of_range_are_named) {
+    size_t size;
+    unsigned char *buf = read_model("qwen35", &size);
+    set_u32_key(buf, size, "qwen35.ssm.time_step_rank", 3); /* 3 value heads over 2 key heads */
+    expect_load_error(buf, size, "time_step_rank 3 (value heads, <= 4096) must be a multiple of group_count 2");
+    free(buf);
+}
