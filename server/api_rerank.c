@@ -177,11 +177,12 @@ void oxl_api_rerank(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     long long top_n = n_doc;
     const cJSON *tn = oxl_json_field(b, "top_n");
     if (cJSON_IsNumber(tn)) {
-        top_n = (long long)tn->valuedouble;
-        if (top_n < 0) {
+        if (tn->valuedouble < 0) {
             BAD(&e, "top_n", "\"top_n\" must not be negative");
             goto fail;
         }
+        /* compared as a double first: a huge value does not fit a long long */
+        top_n = tn->valuedouble < (double)n_doc ? (long long)tn->valuedouble : n_doc;
     }
     const cJSON *rt = oxl_json_field(b, "return_text");
     const bool return_text = tei && cJSON_IsTrue(rt);

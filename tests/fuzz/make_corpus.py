@@ -254,6 +254,7 @@ def request_seeds():
         ("detokenize", 5, {"tokens": [1, 100, 200, 300]}),
         ("rerank", 7, {"model": "m", "query": "a dog", "documents": ["the dog ran", "", "a cat"], "top_n": 2}),
         ("rerank-tei", 7, {"query": "a dog", "texts": ["the dog ran", "a cat"], "return_text": True}),
+        ("rerank-huge-top-n", 7, {"query": "a", "documents": ["t"], "top_n": 2e89}),
     ]
     out = {"%s.bin" % name: bytes([route]) + json.dumps(b).encode() for name, route, b in bodies}
     out["models.bin"] = bytes([6]) + b"stories260K.gguf"
