@@ -1050,7 +1050,13 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
             fprintf(out, "  %-16s exp_probs_b added for the top-k choice only\n", "selection bias");
         }
     }
-    if (o->mla.kv_lora_rank > 0) {
+    if (o->mla.kv_lora_rank > 0 && o->mla.merged_kv_b) {
+        fprintf(out,
+                "  %-16s q_lora_rank %d, kv_lora_rank %d, head k %d (rope %d) v %d, kq_scale %g; merged attn_kv_b: "
+                "multi-head, cache %d heads of %d\n",
+                "latent attention", o->mla.q_lora_rank, o->mla.kv_lora_rank, o->mla.head_k, hp->n_rot, o->mla.head_v,
+                o->mla.kq_scale, hp->n_head_kv, hp->head_dim);
+    } else if (o->mla.kv_lora_rank > 0) {
         fprintf(out,
                 "  %-16s q_lora_rank %d, kv_lora_rank %d, head k %d (rope %d) v %d, kq_scale %g; cache: latent + "
                 "rope key (%d floats per token)\n",

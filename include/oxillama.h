@@ -173,13 +173,15 @@ typedef enum oxl_flash_attn {
 } oxl_flash_attn;
 
 /* How the final-norm outputs of a sequence's tokens become one embedding (llama.cpp's
- * llama_pooling_type, same numbering; its rank pooling, a classifier head, is not offered). */
+ * llama_pooling_type, same numbering). */
 typedef enum oxl_pooling {
     OXL_POOLING_UNSPECIFIED = -1, /* the model's `<arch>.pooling_type`; none when the file has no such key */
     OXL_POOLING_NONE = 0,         /* no pooling: one embedding per token (oxl_get_embeddings_ith) */
     OXL_POOLING_MEAN = 1,         /* the mean over the sequence's tokens */
     OXL_POOLING_CLS = 2,          /* the sequence's token at its lowest position */
     OXL_POOLING_LAST = 3,         /* the sequence's token at its highest position */
+    OXL_POOLING_RANK = 4,         /* a reranker's classifier head over the sequence's first token:
+                                     oxl_model_n_cls_out scores per sequence (bert with cls tensors) */
 } oxl_pooling;
 
 typedef struct oxl_ctx_params {
@@ -245,9 +247,16 @@ OXL_API oxl_pooling oxl_ctx_pooling(const oxl_ctx *ctx);
 /* Pooling none: token i of the last decode (i = -1: its last token). NULL when out of range, the
  * context keeps no embeddings, or it pools. */
 OXL_API const float *oxl_get_embeddings_ith(const oxl_ctx *ctx, int32_t i);
-/* Pooling mean, cls or last: the embedding of sequence seq over its tokens in the last decode.
- * NULL when seq had no token in it, the context keeps no embeddings, or its pooling is none. */
+/* Pooling mean, cls or last: the embedding of sequence seq over its tokens in the last decode;
+ * rank: its oxl_model_n_cls_out scores. NULL when seq had no token in it, the context keeps no
+ * embeddings, or its pooling is none. */
 OXL_API const float *oxl_get_embeddings_seq(const oxl_ctx *ctx, int32_t seq);
+/* Scores of rank pooling per sequence (llama.cpp's llama_model_n_cls_out): the length of
+ * `<arch>.classifier.output_labels`, 1 when the file has none. */
+OXL_API int32_t oxl_model_n_cls_out(const oxl_model *model);
+/* Label i of `<arch>.classifier.output_labels` into buf (NUL-terminated, cut to buf_size); returns
+ * its length, or -1 when there is no such label (llama_model_cls_label's NULL). */
+OXL_API int32_t oxl_model_cls_label(const oxl_model *model, int32_t i, char *buf, size_t buf_size);
 
 /* Sequence 0 helpers for single-stream use. oxl_decode evaluates n tokens at positions
  * n_past .. n_past+n-1 keeping every token's logits (all_logits) or the last one's. */
@@ -270,6 +279,11 @@ OXL_API int32_t oxl_tokenize(const oxl_model *model, const char *text, size_t le
 OXL_API int32_t oxl_token_to_piece(const oxl_model *model, oxl_token tok, char *buf, int32_t cap, bool special);
 OXL_API oxl_token oxl_token_bos(const oxl_model *model); /* -1 if the vocabulary has none */
 OXL_API oxl_token oxl_token_eos(const oxl_model *model);
+OXL_API oxl_token oxl_token_sep(const oxl_model *model); /* -1 if the vocabulary has none */
+/* Whether tokenizing with add_special adds BOS, EOS, SEP (llama_vocab_get_add_bos / _eos / _sep). */
+OXL_API bool oxl_vocab_add_bos(const oxl_model *model);
+OXL_API bool oxl_vocab_add_eos(const oxl_model *model);
+OXL_API bool oxl_vocab_add_sep(const oxl_model *model);
 OXL_API bool oxl_token_is_eog(const oxl_model *model, oxl_token tok); /* end of generation (EOS, EOT, …) */
 
 /* Streaming detokenizer: holds back an incomplete UTF-8 sequence so that output never splits a

@@ -595,12 +595,13 @@ static void sample_slot(oxl_sched *s, slot *sl, double step_seconds) {
 
 /* --- embeddings ------------------------------------------------------------------------------- */
 
-/* Creates the embedding context (mutex held): the model's pooling, or mean when the model has
- * none (pooling none gives no vector per input; llama.cpp's server refuses it on this route). */
+/* Creates the embedding context (mutex held): rank pooling with --rerank, else the model's pooling,
+ * or mean when the model has none (pooling none gives no vector per input; llama.cpp's server
+ * refuses it on this route). */
 static int embd_ctx_new(oxl_sched *s, oxl_error *err) {
     oxl_ctx_params p = s->embd_params;
     p.embeddings = true;
-    p.pooling = OXL_POOLING_UNSPECIFIED;
+    p.pooling = s->embd_params.pooling == OXL_POOLING_RANK ? OXL_POOLING_RANK : OXL_POOLING_UNSPECIFIED;
     p.n_seq_max = OXL_SRV_EMBD_SEQ;
     p.n_ctx = s->n_ctx_slot * OXL_SRV_EMBD_SEQ;
     s->ectx = oxl_ctx_new(s->model, &p, err);
@@ -612,10 +613,12 @@ static int embd_ctx_new(oxl_sched *s, oxl_error *err) {
     if (!s->ectx) {
         return -1;
     }
-    static const char *const names[] = {"none", "mean", "cls", "last"};
+    static const char *const names[] = {"none", "mean", "cls", "last", "rank"};
     fprintf(stderr, "oxillama serve: embeddings: %d sequences of %d tokens, %s pooling%s\n", OXL_SRV_EMBD_SEQ,
             s->n_ctx_slot, names[oxl_ctx_pooling(s->ectx)],
-            p.pooling == OXL_POOLING_MEAN ? " (the model has no pooling_type)" : " (the model's pooling_type)");
+            p.pooling == OXL_POOLING_MEAN   ? " (the model has no pooling_type)"
+            : p.pooling == OXL_POOLING_RANK ? " (--rerank)"
+                                            : " (the model's pooling_type)");
     const size_t cap = (size_t)(s->n_batch > s->n_ctx_slot ? s->n_batch : s->n_ctx_slot);
     s->e_tok = malloc(sizeof *s->e_tok * cap);
     s->e_pos = malloc(sizeof *s->e_pos * cap);

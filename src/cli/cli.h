@@ -15,6 +15,8 @@ int oxl_cmd_quantize(int argc, char **argv);
 int oxl_cmd_bench(int argc, char **argv);
 int oxl_cmd_imatrix(int argc, char **argv);
 int oxl_cmd_version(int argc, char **argv);
+int oxl_cmd_embed(int argc, char **argv);
+int oxl_cmd_gguf_split(int argc, char **argv);
 
 struct oxl_opts;
 /* run -cnv: the interactive chat loop over a loaded model and context (src/cli/chat.c). */

@@ -54,6 +54,12 @@ struct oxl_model {
     size_t n_owned, cap_owned;
     const void **evicted; /* tensor data released after repacking (not to be locked) */
     size_t n_evicted;
+    /* a reranker's classification head for rank pooling (llama.cpp's cls, cls_b, cls_out,
+     * cls_out_b), bound by the architectures that have one; unbound tensors have data NULL */
+    struct oxl_cls_head {
+        oxl_tensor cls, cls_b, cls_out, cls_out_b;
+        int32_t n_out; /* oxl_model_n_cls_out */
+    } cls_head;
 };
 
 /* Hands a buffer of oxl_tensor_repack (NULL: ignored) to the model, which frees it with itself.

@@ -225,8 +225,8 @@ def jinja_seeds():
 
 
 def request_seeds():
-    """Route byte (chat, completions, responses, embeddings, tokenize, detokenize, models) then the
-    body (tests/fuzz/fuzz_request.c)."""
+    """Route byte (chat, completions, responses, embeddings, tokenize, detokenize, models, rerank)
+    then the body (tests/fuzz/fuzz_request.c)."""
     import json
     bodies = [
         ("chat", 0, {"model": "stories260K.gguf", "messages": [
@@ -254,6 +254,9 @@ def request_seeds():
         ("tokenize", 4, {"content": "Hello <s> world \u00e9", "add_special": True, "parse_special": True,
                          "with_pieces": True}),
         ("detokenize", 5, {"tokens": [1, 100, 200, 300]}),
+        ("rerank", 7, {"model": "m", "query": "a dog", "documents": ["the dog ran", "", "a cat"], "top_n": 2}),
+        ("rerank-tei", 7, {"query": "a dog", "texts": ["the dog ran", "a cat"], "return_text": True}),
+        ("rerank-huge-top-n", 7, {"query": "a", "documents": ["t"], "top_n": 2e89}),
     ]
     out = {"%s.bin" % name: bytes([route]) + json.dumps(b).encode() for name, route, b in bodies}
     out["models.bin"] = bytes([6]) + b"stories260K.gguf"
