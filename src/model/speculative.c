@@ -94,6 +94,9 @@ int32_t oxl_ngram_draft(const oxl_token *hist, int32_t n_hist, oxl_token last, i
     if (n > cap) {
         n = cap;
     }
+    if (n <= 0) {
+        return 0;
+    }
     memcpy(out, hist + match + size_n, sizeof(oxl_token) * (size_t)n);
     return n;
 }
