@@ -8,7 +8,7 @@ is checked.
 2. stories260K greedy, 200 tokens: the same text as plain decoding with drafts from the Q8_0 and
    Q4_0 copies (--draft-p-min 0: long drafts, many rejected, so rewinding is exercised) and from
    n-grams (llama.cpp's default 12/48 and a small 2/8 that drafts often); the counts show rejected
-   drafts where the test needs them.
+   drafts where the test needs them. Also up to a full context (-c 64, -n -1).
 3. Sampled (--temp 0.8, seeds 1, 4, 5): the same text as plain decoding, as the sampler makes the
    same seeded draws on the same logits. Run with an f32 cache and flash attention off: the batched
    verification's logits then equal one-token decoding's to ~1e-5, whereas flash attention over an
@@ -96,6 +96,17 @@ for name, extra, need_reject in (("-md stories260K-Q8_0", ["-md", q8], False),
     ok = rc == 0 and out == plain and st is not None and st[0] > 0 and (not need_reject or st[1] < st[0])
     check(ok, "greedy 200 tokens %s: the plain text (n_drafted, n_accept = %s)" % (name, st),
           "exit %d\nwant: %r\ngot:  %r\n%s" % (rc, plain, out, err))
+
+# a full context (-c 64, -n -1): drafts are cut to the room left, the text ends where plain decoding's does
+rc0, out0, err0 = run(["-m", target, "-p", "Once upon a time", "-c", "64", "--temp", "0"])
+for name, extra in (("-md stories260K-Q4_0", ["-md", q4, "--draft-p-min", "0"]),
+                    ("ngram-simple 1/30", ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "1",
+                                           "--spec-ngram-simple-size-m", "30"])):
+    rc, out, err = run(["-m", target, "-p", "Once upon a time", "-c", "64", "--temp", "0"] + extra)
+    st = stats(err)
+    check(rc0 == 0 and rc == 0 and out == out0 and len(out0) > 150 and st is not None and st[0] > 0,
+          "greedy to a full context (-c 64) %s: the plain text (n_drafted, n_accept = %s)" % (name, st),
+          "exit %d/%d\nwant: %r\ngot:  %r\n%s" % (rc0, rc, out0, out, err))
 
 # 3. sampled: the same seeded draws
 exact = ["-fa", "off", "-ctk", "f32", "-ctv", "f32"]
