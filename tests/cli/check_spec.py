@@ -22,7 +22,8 @@ is checked.
 5. Incompatible drafts are refused (exit 1) naming the difference, as llama.cpp's
    common_speculative_are_compatible: another BOS id and another token text (copies of
    stories260K.gguf patched here), and a vocabulary of 32000 tokens (../shared's
-   llama-2-tiny-random.gguf, when the shared set is there); bad --spec-type and --draft-max values
+   llama-2-tiny-random.gguf, when the shared set is there; listed as not checked when absent, a
+   failure under OXILLAMA_REQUIRE_SHARED); bad --spec-type and --draft-max values
    are refused too.
 
 usage: check_spec.py OXILLAMA PROJECT_DIR WORK_DIR
@@ -186,6 +187,7 @@ if os.path.exists(tiny):
                   r"at most 128 allowed\)"))
 else:
     print("note: %s is absent: the vocabulary-size case was not checked" % tiny)
+    check(not os.environ.get("OXILLAMA_REQUIRE_SHARED"), "the shared set is there (OXILLAMA_REQUIRE_SHARED)")
 for what, draft, msg in cases:
     rc, out, err = run(["-m", target, "-md", draft, "-p", "Once upon a time", "-n", "8", "--temp", "0"])
     check(rc == 1 and out == "" and re.search(r"^error: .*: " + msg + "$", err, re.M) is not None,
