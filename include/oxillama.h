@@ -265,6 +265,33 @@ OXL_API int32_t oxl_ctx_n_past(const oxl_ctx *ctx);
 OXL_API void oxl_ctx_truncate(oxl_ctx *ctx, int32_t n_past);
 
 /* ---------------------------------------------------------------------------------------------
+ * Speculative decoding (llama.cpp common/speculative.cpp). A draft (a smaller model, or n-grams of
+ * the text so far) proposes tokens; the target evaluates the last token and the proposals in one
+ * oxl_decode with all_logits, samples at each position in turn and keeps the proposals up to the
+ * first one its sampler does not pick (llama.cpp's common_sampler_sample_and_accept_n); then
+ * oxl_ctx_truncate drops the rejected positions. Output and sampler draws are those of decoding
+ * one token at a time. oxillama run's -md / --spec-type (src/cli/spec.c) is such a loop.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Whether draft may propose tokens for target, by llama.cpp's common_speculative_are_compatible:
+ * the same vocabulary type, the same add-BOS / add-EOS flags and (when added) BOS / EOS ids, token
+ * counts differing by at most 128, and the same text for every token id from 5 below the smaller
+ * count. Returns 0, or -1 with err "draft model incompatible: ..." naming the first difference. */
+OXL_API int oxl_model_draft_compatible(const oxl_model *target, const oxl_model *draft, oxl_error *err);
+/* true for a model with recurrent state (mamba, jamba, delta-net and other recurrent or hybrid
+ * families: llama_model_is_recurrent || llama_model_is_hybrid): oxl_seq_truncate cannot drop part
+ * of its sequences, so rejected draft tokens cannot be undone. */
+OXL_API bool oxl_model_is_recurrent(const oxl_model *model);
+/* Draft-free drafting (llama.cpp's ngram-simple, common_ngram_simple_draft): the n-gram made of the
+ * last size_n - 1 tokens of hist[0..n_hist) followed by last (the token sampled but not yet in
+ * hist) is searched backwards in hist (not at position 0, not overlapping its end); the up to
+ * size_m tokens that followed its latest earlier occurrence are the draft. No draft (0) when hist
+ * holds size_n + size_m + 1 tokens or fewer, nothing matches, or fewer than size_n tokens follow
+ * the match. Writes at most cap tokens to out; returns their number. */
+OXL_API int32_t oxl_ngram_draft(const oxl_token *hist, int32_t n_hist, oxl_token last, int32_t size_n, int32_t size_m,
+                                oxl_token *out, int32_t cap);
+
+/* ---------------------------------------------------------------------------------------------
  * Tokenizer (matches llama.cpp src/llama-vocab.cpp)
  * ------------------------------------------------------------------------------------------- */
 

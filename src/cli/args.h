@@ -61,6 +61,13 @@ typedef struct oxl_opts {
     const char *chat_template;      /* --chat-template: a built-in name or a Jinja template */
     const char *chat_template_file; /* --chat-template-file */
     bool verbose_prompt;            /* --verbose-prompt */
+    const char *model_draft;        /* -md, --model-draft, --spec-draft-model */
+    const char *spec_type;          /* --spec-type: none, ngram-simple, draft-simple (comma-separated) */
+    int draft_max;                  /* --spec-draft-n-max, --draft-max (default 16) */
+    int draft_min;                  /* --spec-draft-n-min, --draft-min (default 0) */
+    float draft_p_min;              /* --spec-draft-p-min, --draft-p-min (default 0.75) */
+    int ngram_size_n;               /* --spec-ngram-simple-size-n (default 12) */
+    int ngram_size_m;               /* --spec-ngram-simple-size-m (default 48) */
     bool verbose;                   /* -v, --verbose, --log-verbose */
     bool log_disable;               /* --log-disable */
     int log_level;                  /* OXL_LOG_*, from the two above */

@@ -60,6 +60,12 @@ int oxl_cmd_run(int argc, char **argv) {
     oxl_ctx *ctx = NULL;
     oxl_sampler *smpl = NULL;
     oxl_token *toks = NULL;
+    oxl_model *dmodel = NULL; /* speculative decoding's draft model (-md) */
+    oxl_ctx *dctx = NULL;
+    bool spec_ngram = false, spec_draft = false;
+    if ((o.model_draft || o.spec_type) && oxl_spec_check(&o, &spec_ngram, &spec_draft) != 0) {
+        goto done;
+    }
 
     oxl_log(&o, OXL_LOG_VERBOSE, "oxillama: model %s\n", oxl_opts_model(&o));
     oxl_log_settings(&o);
@@ -91,6 +97,34 @@ int oxl_cmd_run(int argc, char **argv) {
     }
     oxl_log(&o, OXL_LOG_INFO, "oxillama: %s; loaded in %.1f ms (%s); n_ctx %d\n", oxl_model_desc(model),
             (oxl_clock_s() - t0) * 1e3, o.no_mmap ? "read" : "mapped", oxl_ctx_n_ctx(ctx));
+    if ((spec_ngram || spec_draft) && o.conversation) {
+        fprintf(stderr, "error: speculative decoding (-md, --spec-type) is not offered with -cnv\n");
+        goto done;
+    }
+    if ((spec_ngram || spec_draft) && oxl_spec_can_rewind(model, NULL) != 0) {
+        goto done;
+    }
+    if (spec_draft) {
+        dmodel = oxl_model_load(o.model_draft, &mp, &err);
+        if (!dmodel) {
+            fprintf(stderr, "error: draft model: %s\n", err.msg);
+            goto done;
+        }
+        if (oxl_model_draft_compatible(model, dmodel, &err) != 0) {
+            fprintf(stderr, "error: %s: %s\n", o.model_draft, err.msg);
+            goto done;
+        }
+        if (oxl_spec_can_rewind(model, dmodel) != 0) {
+            goto done;
+        }
+        cp.n_ctx = oxl_ctx_n_ctx(ctx);
+        dctx = oxl_ctx_new(dmodel, &cp, &err);
+        if (!dctx) {
+            fprintf(stderr, "error: draft model: %s\n", err.msg);
+            goto done;
+        }
+        oxl_log(&o, OXL_LOG_INFO, "oxillama: draft model %s\n", oxl_model_desc(dmodel));
+    }
 
     smpl = oxl_sampler_new(&o.sampling);
     if (!smpl) {
@@ -194,6 +228,12 @@ int oxl_cmd_run(int argc, char **argv) {
     oxl_detok detok = {0};
     char piece[4096];
     int n_gen = 0;
+    if (spec_ngram || spec_draft) {
+        if (oxl_spec_generate(&o, model, ctx, smpl, dmodel, dctx, spec_ngram, toks, n_tok, &n_gen) != 0) {
+            goto done;
+        }
+        goto finished;
+    }
     for (; o.n_predict < 0 || n_gen < o.n_predict; n_gen++) {
         oxl_token next = oxl_sampler_sample(smpl, oxl_get_logits(ctx, -1), n_vocab);
         if (next < 0) {
@@ -223,6 +263,7 @@ int oxl_cmd_run(int argc, char **argv) {
     if (tail > 0) {
         fwrite(piece, 1, (size_t)tail, stdout);
     }
+finished:;
     double t3 = oxl_clock_s();
     oxl_log(&o, OXL_LOG_INFO,
             "\noxillama: prompt %d tokens in %.1f ms (%.1f t/s); generated %d tokens in %.1f ms (%.1f t/s)\n", n_tok,
@@ -235,6 +276,8 @@ done:
     free(toks);
     free(file_text);
     oxl_sampler_free(smpl);
+    oxl_ctx_free(dctx);
+    oxl_model_free(dmodel);
     oxl_ctx_free(ctx);
     oxl_model_free(model);
     return status;
