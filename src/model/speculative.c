@@ -61,7 +61,9 @@ int oxl_model_draft_compatible(const oxl_model *target, const oxl_model *draft, 
 
 /* Recurrent layers keep a state per sequence (hp.n_embd_s floats), which oxl_memory_seq_rm cannot
  * step back (llama.cpp's llama_model_is_recurrent || llama_model_is_hybrid). */
-bool oxl_model_is_recurrent(const oxl_model *model) { return model && model->hp.n_embd_s > 0; }
+bool oxl_model_is_recurrent(const oxl_model *model) {
+    return model && (model->hp.n_embd_s > 0 || model->hp.n_embd_r > 0); /* scan or conv state (lfm2) */
+}
 
 int32_t oxl_ngram_draft(const oxl_token *hist, int32_t n_hist, oxl_token last, int32_t size_n, int32_t size_m,
                         oxl_token *out, int32_t cap) {
