@@ -178,14 +178,7 @@ static size_t bert_layout(const oxl_model *m, int32_t n, int n_threads, void *ba
     float **slots[] = {&a->x,  &a->h,      &a->qkv,           &a->q,      &a->k,
                        &a->v,  &a->vt,     &a->att,           &a->ao,     &a->gate,
                        &a->up, &a->scores, (float **)&a->pos, &a->scratch};
-    size_t off = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        if (base) {
-            *slots[i] = (float *)((char *)base + off);
-        }
-        off += (sizes[i] * sizeof(float) + 63) & ~(size_t)63;
-    }
-    return off;
+    return oxl_carve(base, slots, sizes, sizeof sizes / sizeof sizes[0]);
 }
 
 static size_t bert_work_size(const oxl_model *m, int32_t n_batch, int32_t n_ctx, int n_threads) {

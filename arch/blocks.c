@@ -200,3 +200,14 @@ int oxl_bind_tensor(const oxl_model *m, oxl_tensor *t, const char *name, int il,
     }
     return oxl_bind_tensor_view(m, t, gt, ne0, ne1, err);
 }
+
+size_t oxl_carve(void *base, float **const *slots, const size_t *sizes, size_t n) {
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (base) {
+            *slots[i] = (float *)((char *)base + off);
+        }
+        off += (sizes[i] * sizeof(float) + 63) & ~(size_t)63;
+    }
+    return off;
+}

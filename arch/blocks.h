@@ -6,6 +6,14 @@
 #include "arch.h"
 #include "ops.h"
 
+/* ---- work buffers ---------------------------------------------------------------------- */
+
+/* Lays out n float buffers of sizes[i] floats one after another from base, each starting on a
+ * 64-byte boundary, and stores the address of buffer i in *slots[i] when base is not NULL (base NULL:
+ * only the size is computed). Returns the bytes they take: the families' work_size functions call
+ * it once with NULL to size the work area and once with the area to carve it. */
+size_t oxl_carve(void *base, float **const *slots, const size_t *sizes, size_t n);
+
 /* ---- loading ---------------------------------------------------------------------------- */
 
 /* Reads an integer hyper-parameter `<arch>.<key>` into out (unchanged when absent and !required).

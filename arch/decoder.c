@@ -599,14 +599,7 @@ static size_t acts_layout(const oxl_model *m, int32_t n, int32_t n_ctx, int n_th
                        (float **)&a->mla,
                        &a->scores,
                        &a->scratch};
-    size_t off = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        if (base) {
-            *slots[i] = (float *)((char *)base + off);
-        }
-        off += (sizes[i] * sizeof(float) + 63) & ~(size_t)63;
-    }
-    return off;
+    return oxl_carve(base, slots, sizes, sizeof sizes / sizeof sizes[0]);
 }
 
 size_t oxl_decoder_work_size(const oxl_model *m, int32_t n_batch, int32_t n_ctx, int n_threads) {

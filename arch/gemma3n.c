@@ -223,14 +223,7 @@ static size_t acts_layout(const oxl_model *m, int32_t n, int32_t n_ctx, int n_th
                             widest * n + 64};
     float **slots[] = {&a->st, &a->pred, &a->x,  &a->ple, &a->cur,  &a->lau, &a->q,  &a->k,  &a->v,      &a->att,
                        &a->ao, &a->al,   &a->fo, &a->h,   &a->gate, &a->up,  &a->pw, &a->aw, &a->scores, &a->scratch};
-    size_t off = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        if (base) {
-            *slots[i] = (float *)((char *)base + off);
-        }
-        off += (sizes[i] * sizeof(float) + 63) & ~(size_t)63;
-    }
-    return off;
+    return oxl_carve(base, slots, sizes, sizeof sizes / sizeof sizes[0]);
 }
 
 static size_t g3n_work_size(const oxl_model *m, int32_t n_batch, int32_t n_ctx, int n_threads) {

@@ -77,14 +77,7 @@ static size_t mla_layout(const oxl_model *m, const oxl_mla_opts *o, int32_t n, v
                             (C > (size_t)o->head_k ? C : (size_t)o->head_k) * n,
                             (widest > H * o->head_v ? widest : H * o->head_v) * n + 64};
     float **slots[] = {&w->q, &w->qa, &w->kv, &w->qabs, &w->att, &w->vo, &w->col, &w->scratch};
-    size_t off = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        if (base) {
-            *slots[i] = (float *)((char *)base + off);
-        }
-        off += (sizes[i] * sizeof(float) + 63) & ~(size_t)63;
-    }
-    return off;
+    return oxl_carve(base, slots, sizes, sizeof sizes / sizeof sizes[0]);
 }
 
 size_t oxl_mla_work_size(const oxl_model *m, const oxl_mla_opts *o, int32_t n) {

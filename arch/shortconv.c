@@ -41,14 +41,7 @@ typedef struct conv_work {
 static size_t conv_layout(int64_t E, int32_t n, void *base, conv_work *w) {
     const size_t sizes[] = {3 * (size_t)E * n, (size_t)E * n, (size_t)E * n + 64};
     float **slots[] = {&w->bcx, &w->y, &w->scratch};
-    size_t off = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        if (base) {
-            *slots[i] = (float *)((char *)base + off);
-        }
-        off += (sizes[i] * sizeof(float) + 63) & ~(size_t)63;
-    }
-    return off;
+    return oxl_carve(base, slots, sizes, sizeof sizes / sizeof sizes[0]);
 }
 
 size_t oxl_shortconv_work_size(const oxl_model *m, int32_t n) {

@@ -105,14 +105,7 @@ static size_t ssm_layout(const oxl_ssm_opts *o, int32_t n, void *base, ssm_work 
     const size_t sizes[] = {in_rows * n, C * n, ((size_t)o->dt_rank + 2 * (size_t)o->d_state) * n,
                             I * n,       I * n, in_rows * n + 64};
     float **slots[] = {&w->proj, &w->xc, &w->xdb, &w->dt, &w->y, &w->scratch};
-    size_t off = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        if (base) {
-            *slots[i] = (float *)((char *)base + off);
-        }
-        off += (sizes[i] * sizeof(float) + 63) & ~(size_t)63;
-    }
-    return off;
+    return oxl_carve(base, slots, sizes, sizeof sizes / sizeof sizes[0]);
 }
 
 size_t oxl_ssm_work_size(const oxl_ssm_opts *o, int32_t n) {
