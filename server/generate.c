@@ -550,3 +550,40 @@ void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **to
 }
 
 static void stream_state_release(void *state) { stream_state_free(state); }
+
+oxl_job *oxl_req_run_embd(oxl_srv *srv, const oxl_request *rq, oxl_token *const *toks, const int32_t *lens, int32_t n,
+                          size_t total, int32_t n_embd, oxl_api_error *e) {
+    oxl_token *all = malloc(sizeof(oxl_token) * (total ? total : 1));
+    int32_t *all_len = malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
+    if (!all || !all_len) {
+        free(all);
+        free(all_len);
+        oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+        return NULL;
+    }
+    size_t off = 0;
+    for (int32_t i = 0; i < n; i++) {
+        memcpy(all + off, toks[i], sizeof(oxl_token) * (size_t)lens[i]);
+        off += (size_t)lens[i];
+        all_len[i] = lens[i];
+    }
+    oxl_job *j = oxl_embd_job_new(all, all_len, n, n_embd); /* takes all and all_len */
+    if (!j) {
+        oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+        return NULL;
+    }
+    if (oxl_req_submit(srv, j, e) != 0) {
+        oxl_job_release(NULL, j);
+        return NULL;
+    }
+    if (oxl_req_wait(srv, &j, 1, rq->fd) != 0) {
+        oxl_job_release(srv->sched, j);
+        oxl_api_fail(e, OXL_E_CLIENT_CLOSED, NULL, "client closed the request");
+        return NULL;
+    }
+    if (oxl_req_job_error(&j, 1, e)) {
+        oxl_job_release(srv->sched, j);
+        return NULL;
+    }
+    return j;
+}

@@ -94,6 +94,12 @@ int oxl_req_submit(oxl_srv *srv, oxl_job *j, oxl_api_error *e);
 bool oxl_req_job_done(const oxl_job *j);
 int oxl_req_wait(oxl_srv *srv, oxl_job **jobs, int n, int fd);
 void oxl_req_release(oxl_srv *srv, oxl_job **jobs, int n);
+/* Runs n token lists (toks[i] of lens[i] tokens, total tokens in all) as one embedding job of
+ * n_embd floats per input: the inputs are copied back to back, the job submitted and waited for.
+ * Returns the finished job (the caller reads j->embd and releases it with
+ * oxl_job_release(srv->sched, j)), or NULL with e set (queue full, client gone, job error, memory). */
+oxl_job *oxl_req_run_embd(oxl_srv *srv, const oxl_request *rq, oxl_token *const *toks, const int32_t *lens, int32_t n,
+                          size_t total, int32_t n_embd, oxl_api_error *e);
 /* The usage object of the jobs, in the naming of kind. */
 cJSON *oxl_req_usage(oxl_job **jobs, int n_jobs, api_kind kind);
 /* The first job error as an API error (503 for shutdown, 500 otherwise); false when none. */
