@@ -73,8 +73,8 @@ oxl_memory *oxl_memory_new(const oxl_hparams *hp, oxl_type type_k, oxl_type type
     bool ok = kv->k && kv->v;
     const size_t rows = (size_t)n_ctx * (size_t)n_seq_max;
     for (int il = 0; ok && kv->kv_dim > 0 && il < hp->n_layer; il++) {
-        kv->k[il] = malloc(kv->k_row * rows);
-        kv->v[il] = malloc(kv->v_row * rows);
+        kv->k[il] = calloc(rows, kv->k_row); /* zero: rows no layer writes are saved as zeros */
+        kv->v[il] = calloc(rows, kv->v_row);
         ok = kv->k[il] && kv->v[il];
     }
     /* recurrent state beside the KV cache (llama_memory_recurrent): one conv and one scan state per

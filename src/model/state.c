@@ -36,6 +36,7 @@ enum {
     OFF_PAYLOAD_SIZE = 96,
     OFF_PAYLOAD_HASH = 104,
     OFF_HEADER_HASH = 112,
+    OFF_RESERVED = 120,
 };
 
 static void put32(uint8_t *p, uint32_t v) {
@@ -276,6 +277,10 @@ static int32_t check_header(const oxl_ctx *ctx, const char *name, const uint8_t 
     }
     if (get32(hdr + OFF_FLAGS) != 0) {
         return oxl_err_set(err, "%s: flags 0x%x; version 1 has none", name, get32(hdr + OFF_FLAGS));
+    }
+    if (get64(hdr + OFF_RESERVED) != 0) {
+        return oxl_err_set(err, "%s: reserved bytes 120..127 are 0x%016llx; version 1 has 0", name,
+                           (unsigned long long)get64(hdr + OFF_RESERVED));
     }
     if (n < 0 || n > ctx->n_ctx) {
         return oxl_err_set(err, "%s: n_tokens %d; the context holds %d per sequence (n_ctx too small)", name, n,
