@@ -90,6 +90,15 @@ static int bert_load_common(oxl_model *m, bool nomic, oxl_error *err) {
     if (w->pos_embd.data) {
         hp->n_pos_max = (int32_t)w->pos_embd.ne[1];
     }
+    /* a reranker's classification head (bert only, as llama.cpp's llama_model_bert), for rank pooling */
+    struct oxl_cls_head *ch = &m->cls_head;
+    ch->n_out = oxl_model_n_cls_out(m);
+    if (!nomic && (oxl_bind_tensor(m, &ch->cls, "cls.weight", -1, E, E, false, err) ||
+                   oxl_bind_tensor(m, &ch->cls_b, "cls.bias", -1, E, 0, false, err) ||
+                   oxl_bind_tensor(m, &ch->cls_out, "cls.output.weight", -1, E, ch->n_out, false, err) ||
+                   oxl_bind_tensor(m, &ch->cls_out_b, "cls.output.bias", -1, ch->n_out, 0, false, err))) {
+        return -1;
+    }
     for (int il = 0; il < hp->n_layer; il++) {
         bert_layer *l = &w->layers[il];
         if (oxl_bind_tensor(m, &l->wqkv, "blk.%d.attn_qkv.weight", il, E, 3 * E, false, err)) {

@@ -64,7 +64,8 @@ int oxl_ssm_bind(const oxl_model *m, const oxl_ssm_opts *o, oxl_ssm_layer *l, in
         return -1;
     }
     if (two) {
-        if (oxl_bind_tensor(m, &l->norm, "blk.%d.ssm_norm.weight", il, I / o->n_group, o->n_group, true, err)) {
+        if (oxl_bind_tensor(m, &l->norm, "blk.%d.ssm_norm.weight", il, I / o->n_group, o->n_group, !o->norm_optional,
+                            err)) {
             return -1;
         }
     } else if (oxl_bind_tensor(m, &l->x, "blk.%d.ssm_x.weight", il, I, R + 2 * S, true, err) ||
@@ -260,7 +261,7 @@ void oxl_ssm_forward(oxl_ctx *ctx, const oxl_ssm_opts *o, const oxl_ssm_layer *l
             y[i] = silu(z[i]) * (y[i] + x[i] * D[two ? i / head_dim : i]);
         }
     }
-    if (two) {
+    if (two && l->norm.data) {
         oxl_norm(OXL_NORM_RMS, w.y, &l->norm, NULL, w.y, I / o->n_group, (int64_t)n * o->n_group, o->norm_eps);
     }
     oxl_matmul(pool, &l->out, w.y, n, out, ctx->model->hp.n_embd, w.scratch);

@@ -128,18 +128,8 @@ int oxl_req_parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error
     if (oxl_json_str(b, "user", &user, e) < 0 || parse_stop(b, g, e) < 0) {
         return -1;
     }
-    const cJSON *rf = oxl_json_field(b, "response_format");
-    if (rf) {
-        const char *type = NULL;
-        if (!cJSON_IsObject(rf) || oxl_json_str(rf, "type", &type, e) < 0 || !type) {
-            return BAD_TYPE(e, "response_format", "'response_format': expected an object with a string 'type'");
-        }
-        if (strcmp(type, "text")) {
-            return BAD(e, "response_format",
-                       "'response_format': type '%.40s' is not supported: this server has no grammar-constrained "
-                       "sampling yet, so it cannot guarantee JSON output; use 'text'",
-                       type);
-        }
+    if (oxl_req_parse_structured(srv, b, g, e) < 0) {
+        return -1;
     }
     return 0;
 }
@@ -469,6 +459,10 @@ void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **to
         }
         memset(g.breakers, 0, sizeof g.breakers);
         bool copied = true;
+        g.grammar = NULL;
+        if (r->gen.grammar) {
+            copied &= (g.grammar = strdup(r->gen.grammar)) != NULL;
+        }
         for (int k = 0; k < g.n_breakers; k++) {
             copied &= (g.breakers[k] = strdup(r->gen.breakers[k])) != NULL;
         }

@@ -68,6 +68,12 @@ int oxl_req_check_field_list(const cJSON *b, const char *route, const char *cons
  * xtc_*, dynatemp_*, repeat_last_n, repeat_penalty, presence/frequency_penalty, dry_*, mirostat*,
  * samplers, seed, logit_bias, ignore_eos, min_keep 0) into g; out-of-range values are errors. */
 int oxl_req_parse_sampling(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_api_error *e);
+/* Structured output into g->grammar: llama-server's grammar (GBNF text) or json_schema (an object,
+ * converted as llama.cpp converts it; grammar wins when both are given, as there), or OpenAI's
+ * response_format: text (none), json_object (its optional schema, else any JSON object: enforced),
+ * json_schema ({name, schema, strict}). A grammar that does not parse is a 400 naming the field with
+ * the line:column of the fault. */
+int oxl_req_parse_structured(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_api_error *e);
 
 /* Prompts: *out is malloc'd (the caller's); param names the field in errors. */
 int oxl_req_tokenize(oxl_srv *srv, const char *text, size_t len, oxl_token **out, int32_t *n, const char *param,

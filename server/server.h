@@ -62,6 +62,7 @@ typedef struct oxl_server_config {
     char *chat_template; /* --chat-template, or the text of --chat-template-file (NULL: the model's) */
     int log_level;       /* 0 --log-disable: errors only; 1 default; 2 -v */
     bool help;
+    bool rerank; /* --rerank, --reranking: /v1/rerank with the model's classifier head (rank pooling) */
 } oxl_server_config;
 
 /* Resolves the configuration in the order defaults < config file (--config or OXILLAMA_CONFIG) <

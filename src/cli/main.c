@@ -15,11 +15,13 @@ static const verb verbs[] = {
     {"run", oxl_cmd_run, "generate text from a prompt"},
     {"info", oxl_cmd_info, "show a GGUF file's metadata and tensors"},
     {"tokenize", oxl_cmd_tokenize, "show the tokens of a text"},
+    {"embed", oxl_cmd_embed, "embeddings of texts, as llama-embedding"},
     {"perplexity", oxl_cmd_perplexity, "perplexity and KL divergence over a text file"},
     {"bench", oxl_cmd_bench, "speed, as llama-bench measures it"},
     {"golden", oxl_cmd_golden, "check parity with llama.cpp reference files"},
     {"serve", oxl_cmd_serve, "OpenAI-compatible HTTP server"},
     {"quantize", oxl_cmd_quantize, "convert a GGUF model to a quantized file type"},
+    {"gguf-split", oxl_cmd_gguf_split, "split a GGUF model into parts or merge them, as llama-gguf-split"},
     {"imatrix", oxl_cmd_imatrix, "importance matrix for quantization, as llama-imatrix"},
     {"version", oxl_cmd_version, "version, git commit, compiler and kernel ISA (also --version)"},
 };

@@ -1,7 +1,7 @@
 /* Sequence state save / restore (oxl_state_seq_*, docs/state-format.md): a sequence saved after its
  * prompt and restored into a new context continues with logits bit-identical to the run that was
- * never interrupted (KV caches f32 / f16 / q8_0, flash attention on and off, a dense, a MoE and
- * recurrent models); every damaged or mismatched state is a named error that leaves the sequence
+ * never interrupted (KV caches f32 / f16 / q8_0, flash attention on and off, dense, MoE, recurrent,
+ * hybrid and shared-KV models); every damaged or mismatched state is a named error that leaves the sequence
  * unchanged. */
 #include "oxillama.h"
 
@@ -153,6 +153,21 @@ Test(state, hybrid_jamba) {
 Test(state, hybrid_moe_qwen35moe_q8_0) {
     roundtrip(ARCH "qwen35moe.gguf", OXL_KV_Q8_0, OXL_KV_Q8_0, OXL_FLASH_ATTN_ON, true);
     roundtrip(ARCH "qwen35moe.gguf", OXL_KV_F16, OXL_KV_F16, OXL_FLASH_ATTN_OFF, false);
+}
+
+/* gemma3n's last layers read the cache of earlier ones (no rows of their own); lfm2's recurrent
+ * layers have a conv state only; granitehybrid mixes mamba2 and attention layers */
+Test(state, shared_kv_gemma3n) {
+    roundtrip(ARCH "gemma3n.gguf", OXL_KV_F16, OXL_KV_F16, OXL_FLASH_ATTN_ON, true);
+    roundtrip(ARCH "gemma3n.gguf", OXL_KV_F32, OXL_KV_F32, OXL_FLASH_ATTN_OFF, false);
+}
+Test(state, conv_only_lfm2) {
+    roundtrip(ARCH "lfm2.gguf", OXL_KV_F16, OXL_KV_F16, OXL_FLASH_ATTN_ON, false);
+    roundtrip(ARCH "lfm2.gguf", OXL_KV_F16, OXL_KV_F16, OXL_FLASH_ATTN_OFF, true);
+}
+Test(state, hybrid_granitehybrid) {
+    roundtrip(ARCH "granitehybrid.gguf", OXL_KV_F16, OXL_KV_F16, OXL_FLASH_ATTN_ON, true);
+    roundtrip(ARCH "granitehybrid.gguf", OXL_KV_F16, OXL_KV_F16, OXL_FLASH_ATTN_OFF, false);
 }
 
 /* ---- refusals ------------------------------------------------------------------------------ */
