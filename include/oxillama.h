@@ -292,6 +292,49 @@ OXL_API int32_t oxl_ngram_draft(const oxl_token *hist, int32_t n_hist, oxl_token
                                 oxl_token *out, int32_t cap);
 
 /* ---------------------------------------------------------------------------------------------
+ * Sequence state: save one sequence and restore it later, in this context or another one
+ * (llama.cpp's llama_state_seq_save_file / llama_state_seq_load_file)
+ * ------------------------------------------------------------------------------------------- */
+
+/* The state of sequence seq is what continuing it needs: its KV cache rows of every layer in the
+ * cache's element types as stored (f32, f16, q8_0, ...: no conversion), the conv and scan state of
+ * recurrent layers (mamba, mamba2, jamba and the other recurrent or hybrid families), its token ids
+ * and n_past (their count). A restored sequence continues bit for bit as if it had never been saved.
+ * The format (docs/state-format.md) is a 128-byte header — magic "OXLSTATE", version 1, the model's
+ * identity (architecture, n_vocab, n_embd, n_layer, cache row and recurrent state sizes, an FNV-1a-64
+ * hash of the hyper-parameters and tensor table), the cache types, the token count, the payload's
+ * size and FNV-1a-64 checksum — then the token ids and the memory. It does not depend on flash
+ * attention, the thread count or n_batch, but it does on the model and the cache types.
+ *
+ * tokens: the n_tokens token ids the sequence holds (the caller's, read only); n_tokens must equal
+ * oxl_seq_n_past(ctx, seq) (tokens may be NULL when it is 0). */
+
+/* Bytes of the state of sequence seq as it is now (header included); 0 for an invalid seq. */
+OXL_API size_t oxl_state_seq_size(const oxl_ctx *ctx, int32_t seq);
+/* Writes the state of seq into buf (the caller's, size bytes: at least oxl_state_seq_size).
+ * Returns the bytes written, or -1 with err set (bad seq, token count not n_past, a token outside
+ * the vocabulary, buffer too small). ctx is not changed. */
+OXL_API int64_t oxl_state_seq_save_buf(const oxl_ctx *ctx, int32_t seq, const oxl_token *tokens, int32_t n_tokens,
+                                       void *buf, size_t size, oxl_error *err);
+/* Writes the state of seq to the file at path (through path".tmp", renamed over path, so a reader
+ * never sees a partial file). Returns 0, or -1 with err set (the buf variant's errors, I/O errors). */
+OXL_API int oxl_state_seq_save(const oxl_ctx *ctx, int32_t seq, const oxl_token *tokens, int32_t n_tokens,
+                               const char *path, oxl_error *err);
+/* Replaces sequence seq of ctx with a saved state (from another context too, of the same model and
+ * cache types), writing its token ids into tokens_out (the caller's, cap entries). Returns the
+ * number of tokens, which is then oxl_seq_n_past(ctx, seq), or -1 with err naming the field and
+ * its values: magic, version, header_size, header checksum, architecture, n_vocab, n_embd,
+ * n_layer, kv_dim, n_embd_r, n_embd_s, model_hash (another model), type_k / type_v (another cache
+ * type), n_tokens (larger than the context's n_ctx per sequence), payload_size, truncated input,
+ * trailing bytes, payload checksum, a token outside the vocabulary, cap too small. Everything is
+ * checked before the sequence is touched: on error it is unchanged. Allocates at most the payload
+ * size the header declares after that size was checked against the context (file variant only). */
+OXL_API int32_t oxl_state_seq_load_buf(oxl_ctx *ctx, int32_t seq, const void *buf, size_t size, oxl_token *tokens_out,
+                                       int32_t cap, oxl_error *err);
+OXL_API int32_t oxl_state_seq_load(oxl_ctx *ctx, int32_t seq, const char *path, oxl_token *tokens_out, int32_t cap,
+                                   oxl_error *err);
+
+/* ---------------------------------------------------------------------------------------------
  * Tokenizer (matches llama.cpp src/llama-vocab.cpp)
  * ------------------------------------------------------------------------------------------- */
 

@@ -35,7 +35,13 @@ typedef struct oxl_request {
     const char *path;
     const cJSON *json; /* parsed body of POST routes (an object), else NULL */
     int fd;            /* the client's socket: polled to notice a disconnect */
+    const char *body;  /* the raw body of POST routes (body_len bytes), else NULL */
+    size_t body_len;
+    void *conn; /* the transport's connection (http.c), for oxl_request_arg */
 } oxl_request;
+
+/* http.c: the value of query argument name ("?name=value"), or NULL when absent. */
+const char *oxl_request_arg(const oxl_request *rq, const char *name);
 
 /* A stream of server-sent events fed from jobs. produce() runs with the scheduler lock held,
  * appends frames to out (sse.h) and sets done after the last one; it returns the bytes it added. */

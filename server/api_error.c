@@ -29,6 +29,7 @@ static const struct {
     [OXL_E_SHUTTING_DOWN] = {503, "server_error", "server_shutting_down"},
     [OXL_E_MODEL_LOADING] = {503, "unavailable_error", "model_loading"},
     [OXL_E_NOT_READY_SHUTTING] = {503, "unavailable_error", "server_shutting_down"},
+    [OXL_E_NOT_SUPPORTED] = {501, "not_supported_error", "not_supported"},
 };
 
 int oxl_api_fail(oxl_api_error *e, oxl_err_kind kind, const char *param, const char *fmt, ...) {

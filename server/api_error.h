@@ -26,6 +26,7 @@ typedef enum oxl_err_kind {
     OXL_E_SHUTTING_DOWN,       /* 503 SIGTERM seen: no new work */
     OXL_E_MODEL_LOADING,       /* 503 the model is not loaded yet */
     OXL_E_NOT_READY_SHUTTING,  /* 503 /ready while shutting down */
+    OXL_E_NOT_SUPPORTED,       /* 501 the server was not started with what the route needs */
     OXL_E_COUNT
 } oxl_err_kind;
 

@@ -54,6 +54,8 @@ static const opt opts[] = {
     {"--cors-origin", NULL, "cors_origin", OPT_STR, OFF(cors_origin), 0, 0, "allowed CORS origin (default: CORS off)"},
     {"--api-key", NULL, "api_key", OPT_KEY, 0, 0, 0, "API key; repeat for several (JSON: a string or a list)"},
     {"--api-key-file", NULL, "api_key_file", OPT_STR, OFF(api_key_file), 0, 0, "file of API keys, one per line"},
+    {"--slot-save-path", NULL, "slot_save_path", OPT_STR, OFF(slot_save_path), 0, 0,
+     "folder of slot state files for POST /slots/{id}?action=save|restore (default: off)"},
 };
 #undef OFF
 #define N_OPTS (sizeof opts / sizeof opts[0])
@@ -409,6 +411,7 @@ void oxl_server_config_free(oxl_server_config *cfg) {
     free(cfg->host);
     free(cfg->cors_origin);
     free(cfg->api_key_file);
+    free(cfg->slot_save_path);
     free(cfg->chat_template);
     for (int i = 0; i < cfg->n_keys; i++) {
         free(cfg->keys[i]);

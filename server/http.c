@@ -497,7 +497,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
     }
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    oxl_request rq = {.method = method, .path = url, .json = json, .fd = ci ? ci->connect_fd : -1};
+    oxl_request rq = {.method = method,
+                      .path = url,
+                      .json = json,
+                      .fd = ci ? ci->connect_fd : -1,
+                      .body = json ? cr->body : NULL,
+                      .body_len = json ? cr->len : 0,
+                      .conn = c};
     oxl_reply rp = {0};
     cr->rt->fn(srv, &rq, &rp);
     cJSON_Delete(json);
@@ -663,4 +669,8 @@ int oxl_server_run(const oxl_server_config *cfg) {
     if (cfg->log_level >= 1)
         fprintf(stderr, "oxillama serve: stopped\n");
     return 0;
+}
+
+const char *oxl_request_arg(const oxl_request *rq, const char *name) {
+    return rq->conn ? MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name) : NULL;
 }

@@ -19,6 +19,7 @@ const oxl_route oxl_routes[] = {
     {"GET", "/ready", false, oxl_api_ready, AUTH_NONE, false},
     {"GET", "/metrics", false, oxl_api_metrics, AUTH_ADMIN, false},
     {"GET", "/slots", false, oxl_api_slots, AUTH_ADMIN, true},
+    {"POST", "/slots", true, oxl_api_slot_action, AUTH_ADMIN, true},
 };
 const size_t oxl_n_routes = sizeof oxl_routes / sizeof oxl_routes[0];
 

@@ -43,5 +43,7 @@ void oxl_api_health(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 void oxl_api_ready(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 void oxl_api_metrics(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 void oxl_api_slots(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
+/* api_slot_state.c: POST /slots/{id}?action=save|restore|erase (--slot-save-path) */
+void oxl_api_slot_action(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 
 #endif

@@ -973,3 +973,52 @@ int32_t oxl_sched_slots(oxl_sched *s, oxl_slot_info *out, int32_t cap) {
 }
 
 int32_t oxl_sched_n_ctx_slot(const oxl_sched *s) { return s->n_ctx_slot; }
+
+int oxl_sched_slot_action(oxl_sched *s, int32_t id, oxl_slot_action action, const char *path, int32_t *n_tokens,
+                          size_t *n_bytes, char *msg, size_t msg_cap) {
+    *n_tokens = 0;
+    *n_bytes = 0;
+    if (id < 0 || id >= s->n_slots) {
+        snprintf(msg, msg_cap, "Invalid slot ID: %d; the server has %d slots (-np)", id, s->n_slots);
+        return -1;
+    }
+    pthread_mutex_lock(&s->mu);
+    slot *sl = &s->slots[id];
+    /* an idle slot's sequence is in no batch, and admit() needs the mutex held here: the decode
+     * running meanwhile touches only the other sequences */
+    while (sl->state != SLOT_IDLE && !s->stopping) {
+        pthread_mutex_unlock(&s->mu);
+        nanosleep(&(struct timespec){0, 10000000L}, NULL);
+        pthread_mutex_lock(&s->mu);
+    }
+    if (s->stopping) {
+        pthread_mutex_unlock(&s->mu);
+        snprintf(msg, msg_cap, "the server is shutting down");
+        return -2;
+    }
+    oxl_error err = {0};
+    int rc = 0;
+    if (action == OXL_SLOT_SAVE) {
+        *n_tokens = sl->n_cache;
+        *n_bytes = oxl_state_seq_size(s->ctx, sl->id);
+        rc = oxl_state_seq_save(s->ctx, sl->id, sl->cache, sl->n_cache, path, &err);
+    } else if (action == OXL_SLOT_RESTORE) {
+        const int32_t n = oxl_state_seq_load(s->ctx, sl->id, path, sl->cache, s->n_ctx_slot, &err);
+        rc = n < 0 ? -1 : 0;
+        if (n >= 0) {
+            sl->n_cache = n;
+            sl->last_used = ++s->use_counter;
+            *n_tokens = n;
+            *n_bytes = oxl_state_seq_size(s->ctx, sl->id);
+        }
+    } else {
+        *n_tokens = sl->n_cache;
+        oxl_seq_truncate(s->ctx, sl->id, 0);
+        sl->n_cache = 0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (rc != 0) {
+        snprintf(msg, msg_cap, "%s", err.msg);
+    }
+    return rc;
+}

@@ -146,6 +146,15 @@ void oxl_sched_stats_get(oxl_sched *s, oxl_sched_stats *st);
 int32_t oxl_sched_slots(oxl_sched *s, oxl_slot_info *out, int32_t cap);
 int32_t oxl_sched_n_ctx_slot(const oxl_sched *s);
 
+/* POST /slots/{id}?action=...: saves slot id's sequence state to path, restores it from path, or
+ * erases it (path unused), once the slot is idle (the request waits while it works, as llama-server
+ * defers the task). *n_tokens: tokens saved, restored or erased; *n_bytes: bytes written or read.
+ * Returns 0; -1 with msg for a bad slot id or a failed save / restore (the slot is then unchanged);
+ * -2 when the server stops first. */
+typedef enum oxl_slot_action { OXL_SLOT_SAVE, OXL_SLOT_RESTORE, OXL_SLOT_ERASE } oxl_slot_action;
+int oxl_sched_slot_action(oxl_sched *s, int32_t id, oxl_slot_action action, const char *path, int32_t *n_tokens,
+                          size_t *n_bytes, char *msg, size_t msg_cap);
+
 void oxl_gen_params_free(oxl_gen_params *g);
 double oxl_now(void);
 

@@ -51,6 +51,7 @@ typedef struct oxl_server_config {
     int rate_burst;               /* --rate-burst: token bucket size (default: one minute's worth, at least 1) */
     char *cors_origin;            /* --cors-origin: Access-Control-Allow-Origin value (default: no CORS) */
     char *api_key_file;           /* --api-key-file: one key per line */
+    char *slot_save_path;         /* --slot-save-path: folder of slot state files (NULL: slot actions off) */
     char *keys[OXL_SRV_MAX_KEYS]; /* --api-key (repeatable) plus the keys of api_key_file */
     int n_keys;
     /* set by the CLI (src/cli/serve.c) from the options serve shares with run; the defaults are

@@ -132,6 +132,9 @@ static const opt_def opt_table[] = {
     {"-sm", "--split-mode", OPT_GPU, 0, R | P | S, GPU_HELP},
     {"-ts", "--tensor-split", OPT_GPU, 0, R | P | S, GPU_HELP},
     {"-mg", "--main-gpu", OPT_GPU, 0, R | P | S, GPU_HELP},
+    {NULL, "--prompt-cache", OPT_STR, F(prompt_cache), R,
+     "state file: reuse the prompt prefix it holds, save the state after the prompt"},
+    {NULL, "--prompt-cache-ro", OPT_FLAG, F(prompt_cache_ro), R, "with --prompt-cache: read the file, never write it"},
     {"-h", "--help", OPT_FLAG, F(help), R | T | P | G | S, "show this help"},
 };
 #undef R

@@ -71,6 +71,8 @@ typedef struct oxl_opts {
     bool verbose;                   /* -v, --verbose, --log-verbose */
     bool log_disable;               /* --log-disable */
     int log_level;                  /* OXL_LOG_*, from the two above */
+    const char *prompt_cache;       /* --prompt-cache: sequence state file (docs/state-format.md) */
+    bool prompt_cache_ro;           /* --prompt-cache-ro: read it, do not write it */
     bool help;
     int n_positional;
     char *positional[OXL_MAX_POSITIONAL];

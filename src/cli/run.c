@@ -22,6 +22,55 @@ void oxl_print_verbose_prompt(const oxl_model *m, const char *text, size_t len, 
     fputc('\n', stderr);
 }
 
+/* --prompt-cache (llama-cli's session file, tools/main/main.cpp): when the file exists, sequence 0 is
+ * restored from it and cut back to the longest prefix it shares with the prompt; a prompt equal to
+ * the cached tokens keeps all but its last token, which is evaluated again for its logits. A
+ * recurrent model's state cannot be cut back: a partial match there reuses nothing. *n_reuse: the
+ * prompt tokens not to evaluate. Returns 0, or -1 after an error message (a file that does not fit
+ * this model and context is an error, as in llama-cli). */
+static int prompt_cache_load(const oxl_opts *o, oxl_ctx *ctx, const oxl_token *toks, int32_t n_tok, int32_t *n_reuse) {
+    *n_reuse = 0;
+    FILE *f = fopen(o->prompt_cache, "rb");
+    if (!f) {
+        oxl_log(o, OXL_LOG_INFO, "oxillama: prompt cache %s does not exist%s\n", o->prompt_cache,
+                o->prompt_cache_ro ? "" : "; it will be created");
+        return 0;
+    }
+    fclose(f);
+    const int32_t cap = oxl_ctx_n_ctx(ctx);
+    oxl_token *cached = malloc(sizeof(oxl_token) * (size_t)cap);
+    if (!cached) {
+        fprintf(stderr, "error: --prompt-cache: out of memory\n");
+        return -1;
+    }
+    oxl_error err = {0};
+    const int32_t n = oxl_state_seq_load(ctx, 0, o->prompt_cache, cached, cap, &err);
+    if (n < 0) {
+        fprintf(stderr, "error: --prompt-cache: %s\n", err.msg);
+        free(cached);
+        return -1;
+    }
+    int32_t match = 0;
+    while (match < n && match < n_tok && cached[match] == toks[match]) {
+        match++;
+    }
+    free(cached);
+    if (match == n_tok) {
+        match--; /* the last prompt token is evaluated again: its logits pick the first output */
+    }
+    if (match < n) {
+        oxl_ctx_truncate(ctx, match);
+        if (oxl_ctx_n_past(ctx) != match) { /* a recurrent state cannot step back */
+            oxl_ctx_truncate(ctx, 0);
+            match = 0;
+        }
+    }
+    *n_reuse = match;
+    oxl_log(o, OXL_LOG_INFO, "oxillama: prompt cache %s: reused %d of %d prompt tokens (the file held %d)\n",
+            o->prompt_cache, match, n_tok, n);
+    return 0;
+}
+
 int oxl_cmd_run(int argc, char **argv) {
     oxl_opts o;
     if (oxl_opts_parse(&o, OXL_VERB_RUN, argc, argv) != 0) {
@@ -216,8 +265,16 @@ int oxl_cmd_run(int argc, char **argv) {
     fflush(stdout);
 
     double t1 = oxl_clock_s();
-    if (oxl_decode(ctx, toks, n_tok, false, &err) != 0) {
+    int32_t n_reuse = 0;
+    if (o.prompt_cache && prompt_cache_load(&o, ctx, toks, n_tok, &n_reuse) != 0) {
+        goto done;
+    }
+    if (oxl_decode(ctx, toks + n_reuse, n_tok - n_reuse, false, &err) != 0) {
         fprintf(stderr, "error: %s\n", err.msg);
+        goto done;
+    }
+    if (o.prompt_cache && !o.prompt_cache_ro && oxl_state_seq_save(ctx, 0, toks, n_tok, o.prompt_cache, &err) != 0) {
+        fprintf(stderr, "error: --prompt-cache: %s\n", err.msg);
         goto done;
     }
     for (int32_t i = 0; i < n_tok; i++) { /* the penalties see the prompt, as llama.cpp's */
@@ -266,8 +323,9 @@ int oxl_cmd_run(int argc, char **argv) {
 finished:;
     double t3 = oxl_clock_s();
     oxl_log(&o, OXL_LOG_INFO,
-            "\noxillama: prompt %d tokens in %.1f ms (%.1f t/s); generated %d tokens in %.1f ms (%.1f t/s)\n", n_tok,
-            (t2 - t1) * 1e3, n_tok / (t2 - t1), n_gen, (t3 - t2) * 1e3, n_gen > 0 ? n_gen / (t3 - t2) : 0.0);
+            "\noxillama: prompt %d tokens in %.1f ms (%.1f t/s); generated %d tokens in %.1f ms (%.1f t/s)\n",
+            n_tok - n_reuse, (t2 - t1) * 1e3, (n_tok - n_reuse) / (t2 - t1), n_gen, (t3 - t2) * 1e3,
+            n_gen > 0 ? n_gen / (t3 - t2) : 0.0);
     if (o.log_level >= OXL_LOG_INFO) {
         oxl_print_peak_rss("oxillama");
     }

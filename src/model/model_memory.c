@@ -89,8 +89,8 @@ oxl_memory *oxl_memory_new(const oxl_hparams *hp, oxl_type type_k, oxl_type type
         if (kv_layer(mem, il) != il) {
             continue; /* reads another layer's cache: no rows of its own */
         }
-        kv->k[il] = malloc(kv->k_row * rows);
-        kv->v[il] = malloc(kv->v_row * rows);
+        kv->k[il] = calloc(rows, kv->k_row); /* zero: rows no layer writes are saved as zeros */
+        kv->v[il] = calloc(rows, kv->v_row);
         ok = kv->k[il] && kv->v[il];
     }
     /* recurrent state beside the KV cache (llama_memory_recurrent): one conv and one scan state per
@@ -222,4 +222,66 @@ float *oxl_memory_conv_state(oxl_memory *mem, int il, int32_t seq) {
 
 float *oxl_memory_ssm_state(oxl_memory *mem, int il, int32_t seq) {
     return mem->rs_ssm[il] + (size_t)seq * (size_t)mem->n_embd_s;
+}
+
+oxl_memory_layout oxl_memory_get_layout(const oxl_memory *mem) {
+    const oxl_kv_cache *kv = &mem->kv;
+    return (oxl_memory_layout){.type_k = kv->type_k,
+                               .type_v = kv->type_v,
+                               .n_layer = mem->n_layer,
+                               .n_ctx = mem->n_ctx,
+                               .kv_dim = kv->kv_dim,
+                               .k_row = kv->kv_dim > 0 ? kv->k_row : 0,
+                               .v_row = kv->kv_dim > 0 ? kv->v_row : 0,
+                               .n_embd_r = mem->n_embd_r,
+                               .n_embd_s = mem->n_embd_s};
+}
+
+/* Layers with cache rows of their own (a layer reading another's cache, hp.kv_src, has none). */
+static int32_t n_kv_layers(const oxl_memory *mem) {
+    int32_t n = 0;
+    for (int il = 0; mem->kv.kv_dim > 0 && il < mem->n_layer; il++) {
+        n += mem->kv.k[il] != NULL;
+    }
+    return n;
+}
+
+size_t oxl_memory_seq_state_size(const oxl_memory *mem, int32_t n_pos) {
+    const oxl_memory_layout l = oxl_memory_get_layout(mem);
+    return (size_t)n_kv_layers(mem) * (size_t)n_pos * (l.k_row + l.v_row) +
+           (size_t)l.n_layer * ((size_t)l.n_embd_r + (size_t)l.n_embd_s) * sizeof(float);
+}
+
+/* Copies sequence seq's state between the memory and a flat buffer (to_buf: memory -> buf). */
+static void seq_state_copy(const oxl_memory *mem, int32_t seq, int32_t n_pos, uint8_t *buf, bool to_buf) {
+    const oxl_memory_layout l = oxl_memory_get_layout(mem);
+    const size_t r0 = (size_t)seq * (size_t)mem->n_ctx;
+    for (int il = 0; l.kv_dim > 0 && il < l.n_layer; il++) {
+        if (!mem->kv.k[il]) {
+            continue; /* reads another layer's cache */
+        }
+        uint8_t *k = (uint8_t *)mem->kv.k[il] + r0 * l.k_row, *v = (uint8_t *)mem->kv.v[il] + r0 * l.v_row;
+        const size_t nk = (size_t)n_pos * l.k_row, nv = (size_t)n_pos * l.v_row;
+        memcpy(to_buf ? buf : k, to_buf ? k : buf, nk);
+        buf += nk;
+        memcpy(to_buf ? buf : v, to_buf ? v : buf, nv);
+        buf += nv;
+    }
+    for (int il = 0; mem->rs_conv && il < l.n_layer; il++) {
+        uint8_t *c = (uint8_t *)(mem->rs_conv[il] + (size_t)seq * (size_t)l.n_embd_r);
+        uint8_t *s = (uint8_t *)(mem->rs_ssm[il] + (size_t)seq * (size_t)l.n_embd_s);
+        const size_t nc = (size_t)l.n_embd_r * sizeof(float), ns = (size_t)l.n_embd_s * sizeof(float);
+        memcpy(to_buf ? buf : c, to_buf ? c : buf, nc);
+        buf += nc;
+        memcpy(to_buf ? buf : s, to_buf ? s : buf, ns);
+        buf += ns;
+    }
+}
+
+void oxl_memory_seq_state_read(const oxl_memory *mem, int32_t seq, int32_t n_pos, void *dst) {
+    seq_state_copy(mem, seq, n_pos, dst, true);
+}
+
+void oxl_memory_seq_state_write(oxl_memory *mem, int32_t seq, int32_t n_pos, const void *src) {
+    seq_state_copy(mem, seq, n_pos, (uint8_t *)(uintptr_t)src, false);
 }

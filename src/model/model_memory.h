@@ -62,4 +62,27 @@ int oxl_memory_rot_v(const oxl_memory *mem, int head_dim);
 float *oxl_memory_conv_state(oxl_memory *mem, int il, int32_t seq);
 float *oxl_memory_ssm_state(oxl_memory *mem, int il, int32_t seq);
 
+/* What one sequence's saved state (src/model/state.c) holds: the cache types and row sizes, the
+ * recurrent state sizes. */
+typedef struct oxl_memory_layout {
+    oxl_type type_k, type_v;
+    int32_t n_layer;
+    int32_t n_ctx;  /* positions per sequence */
+    int32_t kv_dim; /* elements per cache row (0: no KV cache) */
+    size_t k_row;   /* bytes per cached position and layer */
+    size_t v_row;
+    int32_t n_embd_r; /* conv floats per sequence and layer (0: no recurrent state) */
+    int32_t n_embd_s; /* scan floats per sequence and layer */
+} oxl_memory_layout;
+
+oxl_memory_layout oxl_memory_get_layout(const oxl_memory *mem);
+/* Bytes of sequence state for n_pos positions: for each layer with cache rows of its own its n_pos
+ * K rows then its n_pos V rows (the cache's types, as stored), then for each layer the conv state
+ * then the scan state (f32). */
+size_t oxl_memory_seq_state_size(const oxl_memory *mem, int32_t n_pos);
+/* Copies positions 0 .. n_pos-1 of sequence seq, and its recurrent state, into dst (that size). */
+void oxl_memory_seq_state_read(const oxl_memory *mem, int32_t seq, int32_t n_pos, void *dst);
+/* Writes them back from src into sequence seq (the caller checked the layout and n_pos <= n_ctx). */
+void oxl_memory_seq_state_write(oxl_memory *mem, int32_t seq, int32_t n_pos, const void *src);
+
 #endif
