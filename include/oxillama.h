@@ -401,8 +401,8 @@ OXL_API int oxl_chat_parse(const oxl_model *model, const char *tmpl, const char 
 /* The name of the reply format oxl_chat_parse picks for tmpl (or the model's template; both may be
  * NULL: "Generic"): "Hermes 2 Pro", "Llama 3.x", "DeepSeek R1", "GPT-OSS", ... A static string. */
 OXL_API const char *oxl_chat_format(const oxl_model *model, const char *tmpl);
-/* 1 for a reasoning format that separates thoughts ("deepseek", "auto", "deepseek-legacy", or
- * NULL: the default), 0 for "none", -1 for another name. */
+/* 1 for a reasoning format that separates thoughts ("deepseek", "auto", or NULL: the default), 0
+ * for "none", -1 for another name. */
 OXL_API int oxl_chat_reasoning_format(const char *name);
 
 /* Converts a JSON schema to a GBNF grammar (llama.cpp's grammar syntax) as llama.cpp's

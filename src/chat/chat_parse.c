@@ -12,21 +12,42 @@
 #include <time.h>
 
 static const char *const fmt_names[OXL_CHAT_FMT_COUNT] = {
-    "Content-only", "Generic",        "Hermes 2 Pro",    "Llama 3.x",      "Llama 3.x with builtin tools",
-    "Mistral Nemo", "DeepSeek R1",    "DeepSeek V3.1",   "Functionary v3.1 Llama 3.1", "Functionary v3.2",
-    "FireFunction v2", "Command R7B", "Granite",         "GPT-OSS",
+    "Content-only",
+    "Generic",
+    "Hermes 2 Pro",
+    "Llama 3.x",
+    "Llama 3.x with builtin tools",
+    "Mistral Nemo",
+    "DeepSeek R1",
+    "DeepSeek V3.1",
+    "Functionary v3.1 Llama 3.1",
+    "Functionary v3.2",
+    "FireFunction v2",
+    "Command R7B",
+    "Granite",
+    "GPT-OSS",
 };
 
-const char *oxl_chat_format_name(oxl_chat_fmt f) {
-    return (unsigned)f < OXL_CHAT_FMT_COUNT ? fmt_names[f] : "unknown";
-}
+const char *oxl_chat_format_name(oxl_chat_fmt f) { return (unsigned)f < OXL_CHAT_FMT_COUNT ? fmt_names[f] : "unknown"; }
 
 static bool has(const char *s, const char *needle) { return s && strstr(s, needle) != NULL; }
 
-#define DS_CALLS_BEGIN "<\xef\xbd\x9ctool\xe2\x96\x81" "calls\xe2\x96\x81" "begin\xef\xbd\x9c>"
-#define DS_CALLS_END "<\xef\xbd\x9ctool\xe2\x96\x81" "calls\xe2\x96\x81" "end\xef\xbd\x9c>"
-#define DS_CALL_BEGIN "<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe2\x96\x81" "begin\xef\xbd\x9c>"
-#define DS_CALL_END "<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe2\x96\x81" "end\xef\xbd\x9c>"
+#define DS_CALLS_BEGIN                                                                                                 \
+    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                                    \
+    "calls\xe2\x96\x81"                                                                                                \
+    "begin\xef\xbd\x9c>"
+#define DS_CALLS_END                                                                                                   \
+    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                                    \
+    "calls\xe2\x96\x81"                                                                                                \
+    "end\xef\xbd\x9c>"
+#define DS_CALL_BEGIN                                                                                                  \
+    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                                    \
+    "call\xe2\x96\x81"                                                                                                 \
+    "begin\xef\xbd\x9c>"
+#define DS_CALL_END                                                                                                    \
+    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                                    \
+    "call\xe2\x96\x81"                                                                                                 \
+    "end\xef\xbd\x9c>"
 #define DS_SEP "<\xef\xbd\x9ctool\xe2\x96\x81sep\xef\xbd\x9c>"
 
 oxl_chat_fmt oxl_chat_format_detect(const char *t) {
@@ -44,7 +65,9 @@ oxl_chat_fmt oxl_chat_format_detect(const char *t) {
     }
     if (has(t, DS_CALLS_BEGIN)) {
         /* V3.1 names the function between call-begin and the separator; R1 writes its type there */
-        return has(t, "'<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe2\x96\x81" "begin\xef\xbd\x9c>' + tool['type']") ||
+        return has(t, "'<\xef\xbd\x9ctool\xe2\x96\x81"
+                      "call\xe2\x96\x81"
+                      "begin\xef\xbd\x9c>' + tool['type']") ||
                        has(t, "```json")
                    ? OXL_CHAT_FMT_DEEPSEEK_R1
                    : OXL_CHAT_FMT_DEEPSEEK_V3_1;
@@ -66,7 +89,7 @@ oxl_chat_fmt oxl_chat_format_detect(const char *t) {
     }
     if (has(t, "<|start_header_id|>ipython<|end_header_id|>")) {
         return has(t, "<|python_tag|>") || has(t, "builtin_tools") ? OXL_CHAT_FMT_LLAMA_3_X_BUILTIN
-                                                                    : OXL_CHAT_FMT_LLAMA_3_X;
+                                                                   : OXL_CHAT_FMT_LLAMA_3_X;
     }
     return OXL_CHAT_FMT_GENERIC;
 }
@@ -81,8 +104,8 @@ static const char *think_close_tag(oxl_chat_fmt f) {
 static bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
 oxl_chat_syntax oxl_chat_syntax_for(const char *tmpl, const char *prompt, bool reasoning, bool tools) {
-    oxl_chat_syntax s = {.format = oxl_chat_format_detect(tmpl), .reasoning = reasoning, .tools = tools,
-                         .generate_ids = true};
+    oxl_chat_syntax s = {
+        .format = oxl_chat_format_detect(tmpl), .reasoning = reasoning, .tools = tools, .generate_ids = true};
     s.think_tags = s.format == OXL_CHAT_FMT_COMMAND_R7B || s.format == OXL_CHAT_FMT_DEEPSEEK_R1 ||
                    s.format == OXL_CHAT_FMT_DEEPSEEK_V3_1 || has(tmpl, "<think>");
     if (s.think_tags && prompt) {
@@ -289,28 +312,18 @@ static const char *const m_none[] = {NULL};
 
 static call_fmt call_fmt_of(oxl_chat_fmt f) {
     switch (f) {
-    case OXL_CHAT_FMT_GENERIC:
-        return (call_fmt){m_generic, true};
-    case OXL_CHAT_FMT_HERMES_2_PRO:
-        return (call_fmt){m_hermes, false};
+    case OXL_CHAT_FMT_GENERIC: return (call_fmt){m_generic, true};
+    case OXL_CHAT_FMT_HERMES_2_PRO: return (call_fmt){m_hermes, false};
     case OXL_CHAT_FMT_LLAMA_3_X:
-    case OXL_CHAT_FMT_LLAMA_3_X_BUILTIN:
-        return (call_fmt){m_llama, true};
-    case OXL_CHAT_FMT_MISTRAL_NEMO:
-        return (call_fmt){m_mistral, false};
+    case OXL_CHAT_FMT_LLAMA_3_X_BUILTIN: return (call_fmt){m_llama, true};
+    case OXL_CHAT_FMT_MISTRAL_NEMO: return (call_fmt){m_mistral, false};
     case OXL_CHAT_FMT_DEEPSEEK_R1:
-    case OXL_CHAT_FMT_DEEPSEEK_V3_1:
-        return (call_fmt){m_deepseek, false};
-    case OXL_CHAT_FMT_FUNCTIONARY_V3_1:
-        return (call_fmt){m_func31, false};
-    case OXL_CHAT_FMT_FIREFUNCTION_V2:
-        return (call_fmt){m_fire, false};
-    case OXL_CHAT_FMT_COMMAND_R7B:
-        return (call_fmt){m_r7b, false};
-    case OXL_CHAT_FMT_GRANITE:
-        return (call_fmt){m_granite, false};
-    default:
-        return (call_fmt){m_none, false};
+    case OXL_CHAT_FMT_DEEPSEEK_V3_1: return (call_fmt){m_deepseek, false};
+    case OXL_CHAT_FMT_FUNCTIONARY_V3_1: return (call_fmt){m_func31, false};
+    case OXL_CHAT_FMT_FIREFUNCTION_V2: return (call_fmt){m_fire, false};
+    case OXL_CHAT_FMT_COMMAND_R7B: return (call_fmt){m_r7b, false};
+    case OXL_CHAT_FMT_GRANITE: return (call_fmt){m_granite, false};
+    default: return (call_fmt){m_none, false};
     }
 }
 
@@ -548,8 +561,7 @@ static const char *parse_calls(parsed *o, const char *p, const char *end) {
         }
         return last;
     case OXL_CHAT_FMT_DEEPSEEK_R1:
-    case OXL_CHAT_FMT_DEEPSEEK_V3_1:
-        return parse_deepseek(o, q, end);
+    case OXL_CHAT_FMT_DEEPSEEK_V3_1: return parse_deepseek(o, q, end);
     case OXL_CHAT_FMT_FIREFUNCTION_V2: {
         q = find(q, end, "functools[") + strlen("functools");
         const char *after = NULL;
@@ -578,8 +590,7 @@ static const char *parse_calls(parsed *o, const char *p, const char *end) {
             return ok ? after : NULL;
         }
         break;
-    default:
-        break;
+    default: break;
     }
     /* formats whose calls follow one another: <tool_call>, <function=, <|python_tag|>, bare JSON */
     for (;;) {
@@ -671,8 +682,8 @@ static void parse_functionary_v3_2(parsed *o, const char *p, const char *end, bo
     }
 }
 
-static const char *const harmony_marks[] = {"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>",
-                                            "<|return|>", "<|constrain|>", NULL};
+static const char *const harmony_marks[] = {"<|start|>", "<|channel|>", "<|message|>",   "<|end|>",
+                                            "<|call|>",  "<|return|>",  "<|constrain|>", NULL};
 
 /* gpt-oss harmony: [<|start|>assistant][ to=R]<|channel|>C[ to=R][ <|constrain|>T]<|message|>BODY
  * ending with <|end|>, <|call|>, <|return|> or the next <|start|>. */
@@ -945,7 +956,7 @@ static int opt_bool(const cJSON *o, const char *key, bool def, bool *out, oxl_er
 }
 
 int oxl_chat_reasoning_format(const char *name) {
-    if (!name || !strcmp(name, "deepseek") || !strcmp(name, "auto") || !strcmp(name, "deepseek-legacy")) {
+    if (!name || !strcmp(name, "deepseek") || !strcmp(name, "auto")) {
         return 1;
     }
     return !strcmp(name, "none") ? 0 : -1;
@@ -976,7 +987,8 @@ int oxl_chat_parse(const oxl_model *model, const char *tmpl, const char *text, c
         oxl_err_set(err, "chat parse: options: 'prompt' must be a string");
     } else if (fmt && !cJSON_IsString(fmt)) {
         oxl_err_set(err, "chat parse: options: 'format' must be a string");
-    } else if (opt_bool(opts, "tools", true, &tools, err) == 0 && opt_bool(opts, "generate_ids", true, &ids, err) == 0 &&
+    } else if (opt_bool(opts, "tools", true, &tools, err) == 0 &&
+               opt_bool(opts, "generate_ids", true, &ids, err) == 0 &&
                opt_bool(opts, "partial", false, &partial, err) == 0 &&
                opt_bool(opts, "thinking_forced_open", false, &forced, err) == 0) {
         const char *t = tmpl ? tmpl : model ? oxl_model_chat_template(model) : NULL;

@@ -34,11 +34,11 @@ typedef enum oxl_chat_fmt {
 
 typedef struct oxl_chat_syntax {
     oxl_chat_fmt format;
-    bool think_tags;         /* the template knows <think> blocks */
-    bool reasoning;          /* reasoning_format deepseek: thoughts go to reasoning_content */
-    const char *think_open;  /* the prompt ended inside a thought: its opener text ("<think>\n"), else NULL */
-    bool tools;              /* tools were offered: parse tool calls */
-    bool generate_ids;       /* give calls without an id a fresh "call_..." id */
+    bool think_tags;        /* the template knows <think> blocks */
+    bool reasoning;         /* reasoning_format deepseek: thoughts go to reasoning_content */
+    const char *think_open; /* the prompt ended inside a thought: its opener text ("<think>\n"), else NULL */
+    bool tools;             /* tools were offered: parse tool calls */
+    bool generate_ids;      /* give calls without an id a fresh "call_..." id */
 } oxl_chat_syntax;
 
 /* The format of a template text (NULL: no template, the generic format). */

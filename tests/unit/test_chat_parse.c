@@ -199,3 +199,145 @@ Test(chat_parse, llama_cpp_cases) {
     cJSON_Delete(cases);
     free(text);
 }
+
+/* The format each golden template selects (the markers chat_parse.c looks for in it). */
+Test(chat_parse, format_detection) {
+    static const char *const want[][2] = {
+        {"NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use", "Hermes 2 Pro"},
+        {"Qwen-Qwen2.5-7B-Instruct", "Hermes 2 Pro"},
+        {"meta-llama-Llama-3.1-8B-Instruct", "Llama 3.x with builtin tools"},
+        {"meta-llama-Llama-3.2-3B-Instruct", "Llama 3.x"},
+        {"mistralai-Mistral-Nemo-Instruct-2407", "Mistral Nemo"},
+        {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B", "DeepSeek R1"},
+        {"llama-cpp-deepseek-r1", "DeepSeek R1"},
+        {"deepseek-ai-DeepSeek-V3.1", "DeepSeek V3.1"},
+        {"meetkai-functionary-medium-v3.1", "Functionary v3.1 Llama 3.1"},
+        {"meetkai-functionary-medium-v3.2", "Functionary v3.2"},
+        {"fireworks-ai-llama-3-firefunction-v2", "FireFunction v2"},
+        {"CohereForAI-c4ai-command-r7b-12-2024-tool_use", "Command R7B"},
+        {"ibm-granite-granite-3.3-2B-Instruct", "Granite"},
+        {"openai-gpt-oss-120b", "GPT-OSS"},
+        {"google-gemma-2-2b-it", "Generic"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char *t = template_of(want[i][0]);
+        cr_expect_str_eq(oxl_chat_format(NULL, t), want[i][1], "%s", want[i][0]);
+        free(t);
+    }
+    cr_expect_str_eq(oxl_chat_format(NULL, NULL), "Generic");
+}
+
+/* Llama 3.x replies as Meta's prompt format documents them: a custom tool call is a JSON object
+ * {"name", "parameters"}; a builtin tool call is <|python_tag|>NAME.call(ARG="...") ending in
+ * <|eom_id|> (not part of the reply text here); other <|python_tag|> text is code for "python". */
+Test(chat_parse, llama_3_x) {
+    char *t = template_of("meta-llama-Llama-3.1-8B-Instruct");
+    const char *opts = "{\"generate_ids\": false}";
+    cJSON *m = parse(t, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}", opts);
+    cJSON *want = cJSON_Parse("{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": "
+                              "\\\"Paris\\\"}\", \"id\": \"\"}]}");
+    cr_expect_null(diff(m, want));
+    cr_expect(cJSON_IsNull(cJSON_GetObjectItem(m, "content")));
+    cJSON_Delete(m);
+    cJSON_Delete(want);
+    m = parse(t, "<|python_tag|>brave_search.call(query=\"weather in Paris\")", opts);
+    want = cJSON_Parse("{\"tool_calls\": [{\"name\": \"brave_search\", \"arguments\": \"{\\\"query\\\": "
+                       "\\\"weather in Paris\\\"}\", \"id\": \"\"}]}");
+    cr_expect_null(diff(m, want));
+    cJSON_Delete(m);
+    cJSON_Delete(want);
+    m = parse(t, "<|python_tag|>print('hey')", opts);
+    want = cJSON_Parse("{\"tool_calls\": [{\"name\": \"python\", \"arguments\": \"{\\\"code\\\": "
+                       "\\\"print('hey')\\\"}\", \"id\": \"\"}]}");
+    cr_expect_null(diff(m, want));
+    cJSON_Delete(m);
+    cJSON_Delete(want);
+    /* without tools the same text is content */
+    m = parse(t, "{\"name\": \"get_weather\", \"parameters\": {}}", "{\"tools\": false}");
+    cr_expect_str_eq(str_of(m, "content"), "{\"name\": \"get_weather\", \"parameters\": {}}");
+    cr_expect_null(cJSON_GetObjectItem(m, "tool_calls"));
+    cJSON_Delete(m);
+    free(t);
+}
+
+/* No template: llama.cpp's generic JSON replies ({"tool_calls": [...]}, {"tool_call": {...}}), a
+ * bare {"name", "arguments"} object or Hermes tags; several calls in one reply; ids generated
+ * unless the reply has them; content null beside calls; arguments as JSON text. */
+Test(chat_parse, generic_and_ids) {
+    cJSON *m = parse(NULL,
+                     "{\"tool_calls\": [{\"name\": \"a\", \"arguments\": {\"x\": 1}}, {\"name\": \"b\", "
+                     "\"arguments\": {}, \"id\": \"own\"}]}",
+                     NULL);
+    const cJSON *calls = cJSON_GetObjectItem(m, "tool_calls");
+    cr_assert_eq(cJSON_GetArraySize(calls), 2);
+    cr_expect(cJSON_IsNull(cJSON_GetObjectItem(m, "content")));
+    const cJSON *c0 = cJSON_GetArrayItem(calls, 0), *c1 = cJSON_GetArrayItem(calls, 1);
+    cr_expect_eq(strncmp(str_of(c0, "id"), "call_", 5), 0);
+    cr_expect_eq(strlen(str_of(c0, "id")), 29);
+    cr_expect_str_eq(str_of(c1, "id"), "own");
+    cr_expect_str_eq(str_of(c0, "type"), "function");
+    cr_expect_str_eq(str_of(cJSON_GetObjectItem(c0, "function"), "arguments"), "{\"x\":1}");
+    cJSON_Delete(m);
+    m = parse(
+        NULL,
+        "Sure.<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call>\n<tool_call>{\"name\": \"b\"}</tool_call>",
+        NULL);
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "tool_calls")), 2);
+    cr_expect_str_eq(str_of(m, "content"), "Sure.");
+    const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "tool_calls"), 0);
+    const cJSON *b = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "tool_calls"), 1);
+    cr_expect_str_neq(str_of(a, "id"), str_of(b, "id"));
+    cJSON_Delete(m);
+    /* a malformed call is content */
+    m = parse(NULL, "<tool_call>{\"name\": </tool_call>", NULL);
+    cr_expect_str_eq(str_of(m, "content"), "<tool_call>{\"name\": </tool_call>");
+    cr_expect_null(cJSON_GetObjectItem(m, "tool_calls"));
+    cJSON_Delete(m);
+}
+
+/* reasoning_format none keeps <think> blocks in content; deepseek moves them; a reply still being
+ * generated holds back a tail that may become a closing tag. */
+Test(chat_parse, reasoning_options) {
+    const char *t = "{{ messages }}<think>";
+    cJSON *m = parse(t, "<think>a</think>b", "{\"reasoning_format\": \"none\"}");
+    cr_expect_str_eq(str_of(m, "content"), "<think>a</think>b");
+    cr_expect_null(cJSON_GetObjectItem(m, "reasoning_content"));
+    cJSON_Delete(m);
+    m = parse(t, "<think>a</think>b", NULL);
+    cr_expect_str_eq(str_of(m, "content"), "b");
+    cr_expect_str_eq(str_of(m, "reasoning_content"), "a");
+    cJSON_Delete(m);
+    m = parse(t, "ab</th", "{\"thinking_forced_open\": true, \"partial\": true}");
+    cr_expect_str_eq(str_of(m, "reasoning_content"), "ab");
+    cr_expect_str_eq(str_of(m, "content"), "");
+    cJSON_Delete(m);
+    m = parse(t, "ab", "{\"prompt\": \"<|im_start|>assistant\\n<think>\\n\"}");
+    cr_expect_str_eq(str_of(m, "reasoning_content"), "ab");
+    cJSON_Delete(m);
+}
+
+Test(chat_parse, errors) {
+    char *out = (char *)1;
+    oxl_error err = {0};
+    cr_expect_eq(oxl_chat_parse(NULL, NULL, NULL, NULL, &out, &err), -1);
+    cr_expect_null(out);
+    cr_expect(strstr(err.msg, "required"));
+    static const char *const bad[] = {"[1]",
+                                      "{\"reasoning_format\": \"x\"}",
+                                      "{\"reasoning_format\": 1}",
+                                      "{\"tools\": 1}",
+                                      "{\"prompt\": 2}",
+                                      "{\"format\": \"nope\"}",
+                                      "{"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        out = (char *)1;
+        err.msg[0] = 0;
+        cr_expect_eq(oxl_chat_parse(NULL, NULL, "x", bad[i], &out, &err), -1, "%s", bad[i]);
+        cr_expect_null(out);
+        cr_expect(strstr(err.msg, "chat parse: options"), "%s: %s", bad[i], err.msg);
+    }
+    cr_expect_eq(oxl_chat_reasoning_format("none"), 0);
+    cr_expect_eq(oxl_chat_reasoning_format("deepseek"), 1);
+    cr_expect_eq(oxl_chat_reasoning_format(NULL), 1);
+    cr_expect_eq(oxl_chat_reasoning_format("deepseek-legacy"), -1);
+}
