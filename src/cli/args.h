@@ -56,6 +56,7 @@ typedef struct oxl_opts {
     const char *system_prompt;      /* -sys, --system-prompt */
     const char *chat_template;      /* --chat-template: a built-in name or a Jinja template */
     const char *chat_template_file; /* --chat-template-file */
+    const char *reasoning_format;   /* --reasoning-format: none, deepseek (NULL: deepseek) */
     bool verbose_prompt;            /* --verbose-prompt */
     bool verbose;                   /* -v, --verbose, --log-verbose */
     bool log_disable;               /* --log-disable */
