@@ -873,9 +873,6 @@ cJSON *oxl_chat_parse_msg(const oxl_chat_syntax *s, const char *text, size_t len
             goto done; /* maybe an opener */
         }
         const char *cl = find(r ? r : p, end, close);
-        if (!r && cl && s->reasoning && !find(p, cl, open)) {
-            r = p; /* a closer alone: the template opened the thought (DeepSeek V3.1, QwQ) */
-        }
         if (r) {
             /* a call also ends a thought that the model did not close */
             const char *call = s->tools && !cl ? calls_start(s, r, end) : NULL;
