@@ -4,9 +4,17 @@ TH = "I'm\nthinking"
 SF = ("special_function", '{"arg1": 1}')
 DSCB = "<｜tool▁calls▁begin｜>"; DSCE = "<｜tool▁calls▁end｜>"; DCB = "<｜tool▁call▁begin｜>"; DCE = "<｜tool▁call▁end｜>"; DSEP = "<｜tool▁sep｜>"
 cases = []
+# test-chat.cpp's tool definitions (special_function_tool, special_function_tool_with_optional_param,
+# python_tool) in OpenAI's shape, for the cases whose parse depends on the parameter types
+def tool(name, props):
+    return {"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": props}}}
+SPECIAL = tool("special_function", {"arg1": {"type": "integer"}})
+SPECIAL_OPT = tool("special_function_with_opt", {"arg1": {"type": "integer"}, "arg2": {"type": "integer"}})
+PYTHON = tool("python", {"code": {"type": "string"}})
 def case(line, tmpl, inp, content="", reasoning="", calls=(), rf="none", tools=False, think=True, partial=False):
     cases.append({"source": "tests/test-chat.cpp:%d" % line, "template": tmpl, "input": inp,
-                  "reasoning_format": rf, "enable_thinking": think, "tools": tools, "partial": partial,
+                  "reasoning_format": rf, "enable_thinking": think,
+                  "tools": [SPECIAL, SPECIAL_OPT, PYTHON] if tools else False, "partial": partial,
                   "expect": {"content": content, "reasoning_content": reasoning,
                              "tool_calls": [{"name": c[0], "arguments": c[1], "id": c[2] if len(c) > 2 else ""} for c in calls]}})
 # Qwen3.5 (reasoning only: its tool calls use the Qwen3-Coder XML form)
@@ -113,5 +121,23 @@ case(5979, GO, "<|channel|>analysis<|message|>I will execute python to say hello
      "", "I will execute python to say hello", rf="auto")
 case(5990, GO, "<|channel|>commentary to=assistant" + AN + "<|start|>assistant<|channel|>final<|message|>" + MA, MA, TH, rf="auto")
 case(5998, GO, AN + "<|start|>assistant<|channel|>commentary to=assistant<|channel|>final<|message|>" + MA, MA, TH, rf="auto")
+# Qwen3-Coder's XML calls (Qwen3.5, Qwen3-Coder)
+XC = "<tool_call>\n<function=special_function>\n<parameter=arg1>\n1\n</parameter>\n</function>\n</tool_call>"
+XC2 = "<tool_call>\n<function=special_function_with_opt>\n<parameter=arg1>\n1\n</parameter>\n<parameter=arg2>\n2\n</parameter>\n</function>\n</tool_call>"
+case(2127, "Qwen3.5-4B", XC, "", "", [SF], rf="auto", tools=True, think=False)
+case(2139, "Qwen3.5-4B", "I'm\nthinking\n</think>\n\n" + XC, "", TH, [("special_function", '{"arg1":1}')], rf="auto", tools=True)
+case(2151, "Qwen3.5-4B", XC + "\n" + XC2, "", "", [SF, ("special_function_with_opt", '{"arg1": 1, "arg2": 2}')], rf="auto", tools=True, think=False)
+QC = "Qwen3-Coder"
+XCN = "<tool_call>\n<function=special_function>\n<parameter=arg1>\n1\n</parameter>\n</function>\n</tool_call>"
+case(3499, QC, MA, MA)
+case(3501, QC, XCN, "", "", [SF], tools=True)
+case(3515, QC, XCN[len("<tool_call>\n"):], "", "", [SF], tools=True)
+case(3526, QC, "Let me call it.\n" + XCN[len("<tool_call>\n"):], "Let me call it.\n", "", [SF], tools=True)
+case(3542, QC, XCN[len("<tool_call>\n"):] + "\n" + XC2, "", "", [SF, ("special_function_with_opt", '{"arg1": 1, "arg2": 2}')], tools=True)
+case(3569, QC, XCN + "\n" + XC2, "", "", [SF, ("special_function_with_opt", '{"arg1": 1, "arg2": 2}')], tools=True)
+case(3599, QC, "<tool_call>\n<function=python>\n<parameter=code>\ndef hello():\n    print(\"Hello, world!\")\n\nhello()\n</parameter>\n</function>\n</tool_call>",
+     "", "", [("python", "{\"code\": \"def hello():\\n    print(\\\"Hello, world!\\\")\\n\\nhello()\"}")], tools=True)
+case(3620, QC, "<tool_call>\n<function=python>\n<parameter=code>\n\u683c\n</parameter>\n</function>\n</tool_call>",
+     "", "", [("python", "{\"code\": \"\u683c\"}")], tools=True)
 json.dump(cases, open("cases.json", "w"), ensure_ascii=False, indent=1)
 print(len(cases))

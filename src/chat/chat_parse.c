@@ -26,6 +26,7 @@ static const char *const fmt_names[OXL_CHAT_FMT_COUNT] = {
     "Command R7B",
     "Granite",
     "GPT-OSS",
+    "Qwen3 Coder",
 };
 
 const char *oxl_chat_format_name(oxl_chat_fmt f) { return (unsigned)f < OXL_CHAT_FMT_COUNT ? fmt_names[f] : "unknown"; }
@@ -83,6 +84,9 @@ oxl_chat_fmt oxl_chat_format_detect(const char *t) {
     }
     if (has(t, "<|tool_call|>")) {
         return OXL_CHAT_FMT_GRANITE;
+    }
+    if (has(t, "<tool_call>") && has(t, "<function=") && has(t, "<parameter=")) {
+        return OXL_CHAT_FMT_QWEN3_CODER; /* also Qwen3.5, Nemotron 3 Nano, StepFun 3.5 */
     }
     if (has(t, "<tool_call>")) {
         return OXL_CHAT_FMT_HERMES_2_PRO;
@@ -313,7 +317,8 @@ static const char *const m_none[] = {NULL};
 static call_fmt call_fmt_of(oxl_chat_fmt f) {
     switch (f) {
     case OXL_CHAT_FMT_GENERIC: return (call_fmt){m_generic, true};
-    case OXL_CHAT_FMT_HERMES_2_PRO: return (call_fmt){m_hermes, false};
+    case OXL_CHAT_FMT_HERMES_2_PRO:
+    case OXL_CHAT_FMT_QWEN3_CODER: return (call_fmt){m_hermes, false};
     case OXL_CHAT_FMT_LLAMA_3_X:
     case OXL_CHAT_FMT_LLAMA_3_X_BUILTIN: return (call_fmt){m_llama, true};
     case OXL_CHAT_FMT_MISTRAL_NEMO: return (call_fmt){m_mistral, false};
@@ -548,6 +553,93 @@ static const char *parse_deepseek(parsed *o, const char *p, const char *end) {
     }
 }
 
+/* An XML parameter value: a string where the offered tool's schema types the parameter as one,
+ * else the JSON value it spells, else the text. */
+static cJSON *xml_value(const parsed *o, const char *fn, size_t fn_len, const char *key, const char *v, size_t n) {
+    bool is_string = false;
+    for (const cJSON *t = o->s->tool_defs ? o->s->tool_defs->child : NULL; t; t = t->next) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(t, "function");
+        const cJSON *d = f ? f : t;
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "name"));
+        if (name && strlen(name) == fn_len && !memcmp(name, fn, fn_len)) {
+            const cJSON *props =
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d, "parameters"), "properties");
+            const cJSON *type = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(props, key), "type");
+            is_string = cJSON_IsString(type) && !strcmp(type->valuestring, "string");
+            break;
+        }
+    }
+    char *raw = strndup(v, n);
+    if (!raw) {
+        return cJSON_CreateString("");
+    }
+    cJSON *val = NULL;
+    if (!is_string) {
+        const char *stop = NULL;
+        val = cJSON_ParseWithOpts(raw, &stop, true);
+    }
+    if (!val) {
+        val = cJSON_CreateString(raw);
+    }
+    free(raw);
+    return val;
+}
+
+/* Qwen3-Coder's XML call: [<tool_call>]<function=NAME><parameter=KEY>\nVALUE\n</parameter>...
+ * </function>[</tool_call>] (the first call may come without its <tool_call>). */
+static const char *parse_xml_call(parsed *o, const char *p, const char *end) {
+    const char *q = p;
+    if (starts(q, end, "<tool_call>")) {
+        q = skip_ws(q + 11, end);
+    }
+    if (!starts(q, end, "<function=")) {
+        return NULL;
+    }
+    const char *name = q + 10, *gt = find(name, end, ">");
+    if (!gt || gt == name || find(name, gt, "\n") || find(name, gt, "<")) {
+        return NULL;
+    }
+    cJSON *args = cJSON_CreateObject();
+    q = gt + 1;
+    bool ok = false;
+    for (;;) {
+        q = skip_ws(q, end);
+        if (starts(q, end, "</function>")) {
+            q += 11;
+            ok = true;
+            break;
+        }
+        if (!starts(q, end, "<parameter=")) {
+            break;
+        }
+        const char *k = q + 11, *kg = find(k, end, ">");
+        const char *ve = kg ? find(kg + 1, end, "</parameter>") : NULL;
+        if (!ve || kg == k) {
+            break;
+        }
+        const char *vb = kg + 1, *vz = ve;
+        if (vb < vz && *vb == '\n') {
+            vb++;
+        }
+        if (vz > vb && vz[-1] == '\n') {
+            vz--;
+        }
+        char *key = strndup(k, (size_t)(kg - k));
+        if (key) {
+            cJSON_AddItemToObject(args, key, xml_value(o, name, (size_t)(gt - name), key, vb, (size_t)(vz - vb)));
+        }
+        free(key);
+        q = ve + 12;
+    }
+    ok = ok && add_call(o, name, (size_t)(gt - name), args, NULL);
+    cJSON_Delete(args);
+    if (!ok) {
+        return NULL;
+    }
+    const char *r = skip_ws(q, end);
+    return starts(r, end, "</tool_call>") ? r + 12 : q;
+}
+
 /* Reads the calls that start at p; returns the end of the call section, or NULL when the text there
  * is not a well-formed call. */
 static const char *parse_calls(parsed *o, const char *p, const char *end) {
@@ -596,7 +688,9 @@ static const char *parse_calls(parsed *o, const char *p, const char *end) {
     for (;;) {
         q = skip_ws(q, end);
         const char *r = NULL;
-        if (starts(q, end, "<tool_call>")) {
+        if (s->format == OXL_CHAT_FMT_QWEN3_CODER && (starts(q, end, "<tool_call>") || starts(q, end, "<function="))) {
+            r = parse_xml_call(o, q, end);
+        } else if (starts(q, end, "<tool_call>")) {
             r = parse_tagged(o, q, end, "<tool_call>", "</tool_call>");
         } else if (starts(q, end, "<function=")) {
             r = parse_function_tag(o, q, end);
@@ -824,6 +918,7 @@ static void parse_body(parsed *o, const char *p, const char *end, bool partial) 
         /* content stops where calls may begin */
         const char *stop = c ? c : end - partial_tail(p, end, call_fmt_of(s->format).starts);
         put_content(o, p, stop);
+        rtrim(&o->content); /* a call that follows trims it */
         return;
     }
     while (c) {
@@ -946,7 +1041,8 @@ static int opt_bool(const cJSON *o, const char *key, bool def, bool *out, oxl_er
         return 0;
     }
     if (!cJSON_IsBool(v)) {
-        return oxl_err_set(err, "chat parse: options: '%s' must be true or false", key);
+        return oxl_err_set(err, "chat parse: options: '%s' must be true or false%s", key,
+                           strcmp(key, "tools") ? "" : " or a list of tool definitions");
     }
     *out = cJSON_IsTrue(v);
     return 0;
@@ -984,13 +1080,17 @@ int oxl_chat_parse(const oxl_model *model, const char *tmpl, const char *text, c
         oxl_err_set(err, "chat parse: options: 'prompt' must be a string");
     } else if (fmt && !cJSON_IsString(fmt)) {
         oxl_err_set(err, "chat parse: options: 'format' must be a string");
-    } else if (opt_bool(opts, "tools", true, &tools, err) == 0 &&
+    } else if ((cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(opts, "tools")) ||
+                opt_bool(opts, "tools", true, &tools, err) == 0) &&
                opt_bool(opts, "generate_ids", true, &ids, err) == 0 &&
                opt_bool(opts, "partial", false, &partial, err) == 0 &&
                opt_bool(opts, "thinking_forced_open", false, &forced, err) == 0) {
         const char *t = tmpl ? tmpl : model ? oxl_model_chat_template(model) : NULL;
         oxl_chat_syntax s = oxl_chat_syntax_for(t, cJSON_GetStringValue(prompt), reasoning == 1, tools);
         s.generate_ids = ids;
+        s.tool_defs = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(opts, "tools"))
+                          ? cJSON_GetObjectItemCaseSensitive(opts, "tools")
+                          : NULL;
         if (fmt) {
             int f = 0;
             while (f < OXL_CHAT_FMT_COUNT && strcmp(fmt_names[f], fmt->valuestring)) {

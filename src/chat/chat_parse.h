@@ -2,8 +2,9 @@
  * tool_calls. The reply's format is picked from the chat template text by marker strings, as
  * llama.cpp's common/chat.cpp names and detects them (Hermes 2 Pro, Llama 3.x, Mistral Nemo,
  * DeepSeek R1 / V3.1, Functionary v3.1 / v3.2, FireFunction v2, Command R7B, Granite, gpt-oss,
- * and a generic JSON fallback); reasoning is the <think> block of think-tag templates (also when
- * the prompt itself opened it), Command R7B's START_THINKING block and harmony's analysis channel.
+ * Qwen3-Coder's XML calls, and a generic JSON fallback); reasoning is the <think> block of
+ * think-tag templates (also when the prompt itself opened it), Command R7B's START_THINKING block
+ * and harmony's analysis channel.
  */
 #ifndef OXL_CHAT_PARSE_H
 #define OXL_CHAT_PARSE_H
@@ -29,6 +30,7 @@ typedef enum oxl_chat_fmt {
     OXL_CHAT_FMT_COMMAND_R7B,
     OXL_CHAT_FMT_GRANITE,
     OXL_CHAT_FMT_GPT_OSS,
+    OXL_CHAT_FMT_QWEN3_CODER,
     OXL_CHAT_FMT_COUNT
 } oxl_chat_fmt;
 
@@ -39,6 +41,7 @@ typedef struct oxl_chat_syntax {
     const char *think_open; /* the prompt ended inside a thought: its opener text ("<think>\n"), else NULL */
     bool tools;             /* tools were offered: parse tool calls */
     bool generate_ids;      /* give calls without an id a fresh "call_..." id */
+    const cJSON *tool_defs; /* the offered tools (may be NULL): their schemas type XML parameter values */
 } oxl_chat_syntax;
 
 /* The format of a template text (NULL: no template, the generic format). */
