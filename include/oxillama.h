@@ -377,8 +377,9 @@ OXL_API int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, co
  * llama.cpp's formats: Hermes 2 Pro / Qwen <tool_call>, Llama 3.x JSON and <|python_tag|> builtin
  * tools, Mistral Nemo [TOOL_CALLS] (and its NAME[CALL_ID]ID[ARGS] form), DeepSeek R1 / V3.1 tool
  * call tokens, Functionary v3.1 / v3.2, FireFunction v2, Command R7B, Granite, gpt-oss harmony
- * channels, Qwen3-Coder's XML calls (also Qwen3.5's), and a generic JSON fallback (oxl_chat_format names the one picked). text is the reply
- * (NUL-terminated, only read). opts_json (may be NULL) is a JSON object of options:
+ * channels, Qwen3-Coder's XML calls (also Qwen3.5's), and a generic JSON fallback (oxl_chat_format
+ * names the one picked). text is the reply (NUL-terminated, only read). opts_json (may be NULL) is
+ * a JSON object of options:
  *   "reasoning_format": "none" keeps thoughts in content; "deepseek" (the default) or "auto" moves
  *       <think> blocks (Command R7B's START_THINKING, harmony's analysis channel) to
  *       reasoning_content;
