@@ -59,7 +59,7 @@ static int chat_prompt(oxl_srv *srv, cJSON *msgs, api_req *r, oxl_token **toks, 
     }
     int rc_t = oxl_chat_apply_template(srv->model, srv->cfg->chat_template, msgs_json, tools_json, true, &text, &err);
     free(msgs_json);
-    free(tools_json);
+    r->tools_json = tools_json; /* for the reply parser */
     if (rc_t != 0) {
         return BAD(e, "messages", "'messages': the chat template failed: %s", err.msg);
     }
@@ -156,11 +156,13 @@ void oxl_api_chat(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     cJSON_Delete(msgs);
     oxl_req_run(srv, rq, &r, &toks, &n_toks, NULL, 1, out);
     free(toks);
+    free(r.tools_json);
     oxl_gen_params_free(&r.gen);
     return;
 fail:
     cJSON_Delete(msgs);
     free(toks);
+    free(r.tools_json);
     oxl_gen_params_free(&r.gen);
     oxl_reply_error(out, &e);
 }

@@ -26,6 +26,7 @@ struct api_req {
     bool has_tools;       /* tools were given: replies may hold tool calls */
     bool reasoning_none;  /* chat: reasoning_format none (thoughts stay in content) */
     char prompt_tail[64]; /* chat: the end of the rendered prompt (does it open a thought?) */
+    char *tools_json;     /* chat: the offered tools' JSON text for the reply parser (owned; a stream takes it) */
     char id[64];
     time_t created;
     /* the dialect: the finished reply object (msg_id: a fresh message id), and the producer of
