@@ -9,7 +9,8 @@ cJSON *oxl_chat_reply(oxl_srv *srv, const api_req *r, const char *text, size_t l
     char *t = strndup(text ? text : "", text ? len : 0);
     cJSON *opts = cJSON_CreateObject();
     cJSON_AddStringToObject(opts, "reasoning_format", r->reasoning_none ? "none" : "deepseek");
-    cJSON *tools = r->has_tools && r->tools_json ? cJSON_Parse(r->tools_json) : NULL;
+    /* the definitions type the calls, which only a finished reply returns */
+    cJSON *tools = r->has_tools && r->tools_json && !partial ? cJSON_Parse(r->tools_json) : NULL;
     cJSON_AddItemToObject(opts, "tools", tools ? tools : cJSON_CreateBool(r->has_tools));
     cJSON_AddBoolToObject(opts, "partial", partial);
     cJSON_AddStringToObject(opts, "prompt", r->prompt_tail);
