@@ -45,9 +45,9 @@ static cJSON *chat_body(oxl_srv *srv, const api_req *r, oxl_job **jobs, int n_jo
 }
 
 /* The prompt as oxl_req_chat_prompt renders it (assistant tool call arguments given as JSON text
- * passed to the template as objects), keeping its end for the reply parser. */
+ * passed to templates that take objects as objects), keeping its end for the reply parser. */
 static int chat_prompt(oxl_srv *srv, cJSON *msgs, api_req *r, oxl_token **toks, int32_t *n, oxl_api_error *e) {
-    oxl_chat_args_to_objects(msgs);
+    oxl_chat_args_to_objects(srv, msgs);
     char *text = NULL;
     oxl_error err = {0};
     char *msgs_json = cJSON_PrintUnformatted(msgs);

@@ -31,19 +31,45 @@ cJSON *oxl_chat_reply(oxl_srv *srv, const api_req *r, const char *text, size_t l
     return msg;
 }
 
-void oxl_chat_args_to_objects(cJSON *msgs) {
+static bool takes_object_args(oxl_srv *srv) {
+    static const char probe[] =
+        "[{\"role\": \"user\", \"content\": \"User message\"}, {\"role\": \"assistant\", \"content\": \"\", "
+        "\"tool_calls\": [{\"id\": \"call00001\", \"type\": \"function\", \"function\": {\"name\": \"tool1\", "
+        "\"arguments\": {\"arg\": \"oxl-probe-7e1\"}}}]}, {\"role\": \"tool\", \"content\": \"Tool response\", "
+        "\"tool_call_id\": \"call00001\"}, {\"role\": \"assistant\", \"content\": \"The tool response was 'tool "
+        "response'\"}, {\"role\": \"user\", \"content\": \"User message\"}]";
+    static const char tools[] =
+        "[{\"type\": \"function\", \"function\": {\"name\": \"tool1\", \"description\": \"Tool description\", "
+        "\"parameters\": {\"type\": \"object\", \"properties\": {\"arg\": {\"type\": \"string\"}}, \"required\": "
+        "[\"arg\"]}}}]";
+    char *out = NULL;
+    bool yes = oxl_chat_apply_template(srv->model, srv->cfg->chat_template, probe, tools, false, &out, NULL) == 0 &&
+               strstr(out, "oxl-probe-7e1") != NULL;
+    free(out);
+    return yes;
+}
+
+void oxl_chat_args_to_objects(oxl_srv *srv, cJSON *msgs) {
+    int probed = 0; /* 1: objects, -1: text */
     for (cJSON *m = msgs ? msgs->child : NULL; m; m = m->next) {
         cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
         for (cJSON *c = cJSON_IsArray(calls) ? calls->child : NULL; c; c = c->next) {
             cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
             cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
-            if (cJSON_IsString(args)) {
-                cJSON *obj = cJSON_Parse(args->valuestring);
-                if (cJSON_IsObject(obj)) {
-                    cJSON_ReplaceItemInObjectCaseSensitive(fn, "arguments", obj);
-                } else {
-                    cJSON_Delete(obj);
-                }
+            if (!cJSON_IsString(args)) {
+                continue;
+            }
+            if (probed == 0) {
+                probed = takes_object_args(srv) ? 1 : -1;
+            }
+            if (probed < 0) {
+                return;
+            }
+            cJSON *obj = cJSON_Parse(args->valuestring);
+            if (cJSON_IsObject(obj)) {
+                cJSON_ReplaceItemInObjectCaseSensitive(fn, "arguments", obj);
+            } else {
+                cJSON_Delete(obj);
             }
         }
     }

@@ -14,8 +14,11 @@
  * fails the text is the content. */
 cJSON *oxl_chat_reply(oxl_srv *srv, const api_req *r, const char *text, size_t len, bool partial);
 
-/* Assistant messages' tool call arguments given as JSON text become objects, as llama.cpp hands
- * them to templates that iterate or serialise them (in place; other values are left as they are). */
-void oxl_chat_args_to_objects(cJSON *msgs);
+/* Assistant messages' tool call arguments given as JSON text become objects when the template
+ * takes objects, as llama.cpp hands them over (in place; other values are left as they are). A
+ * template takes objects when a probe conversation whose call has object arguments renders with
+ * the argument's value in it (llama.cpp's supports_object_arguments capability: the value is used);
+ * one that fails on them (Functionary v3.2 appends them to a string) keeps the text. */
+void oxl_chat_args_to_objects(oxl_srv *srv, cJSON *msgs);
 
 #endif
