@@ -139,5 +139,14 @@ case(3599, QC, "<tool_call>\n<function=python>\n<parameter=code>\ndef hello():\n
      "", "", [("python", "{\"code\": \"def hello():\\n    print(\\\"Hello, world!\\\")\\n\\nhello()\"}")], tools=True)
 case(3620, QC, "<tool_call>\n<function=python>\n<parameter=code>\n\u683c\n</parameter>\n</function>\n</tool_call>",
      "", "", [("python", "{\"code\": \"\u683c\"}")], tools=True)
+# Ministral 3 Reasoning ([THINK] thoughts, NAME[ARGS] calls)
+MR = "mistralai-Ministral-3-14B-Reasoning-2512"
+case(2569, MR, MA, MA)
+case(2571, MR, "[THINK]I'm\nthinking[/THINK]" + MA, "[THINK]I'm\nthinking[/THINK]" + MA)
+case(2576, MR, "[THINK]I'm\nthinking[/THINK]" + MA, MA, TH, rf="auto")
+case(2583, MR, '[TOOL_CALLS]special_function[ARGS]{"arg1":1}', "", "", [SF], rf="auto", tools=True)
+case(2590, MR, "[THINK]I'm\nthinking[/THINK]" + '[TOOL_CALLS]special_function[ARGS]{"arg1":1}', "", TH, [("special_function", '{"arg1":1}')], rf="auto", tools=True)
+case(2599, MR, '[TOOL_CALLS]special_function[ARGS]{"arg1": 1}[TOOL_CALLS]special_function_with_opt[ARGS]{"arg1": 1, "arg2": 2}',
+     "", "", [SF, ("special_function_with_opt", '{"arg1": 1, "arg2": 2}')], rf="auto", tools=True)
 json.dump(cases, open("cases.json", "w"), ensure_ascii=False, indent=1)
 print(len(cases))

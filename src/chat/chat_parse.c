@@ -98,11 +98,13 @@ oxl_chat_fmt oxl_chat_format_detect(const char *t) {
     return OXL_CHAT_FMT_GENERIC;
 }
 
-static const char *think_open_tag(oxl_chat_fmt f) {
-    return f == OXL_CHAT_FMT_COMMAND_R7B ? "<|START_THINKING|>" : "<think>";
+/* The thought markers: Command R7B's, Magistral / Ministral 3's [THINK] (a Mistral template that
+ * knows them), else <think>. */
+static const char *think_open_tag(const oxl_chat_syntax *s) {
+    return s->format == OXL_CHAT_FMT_COMMAND_R7B ? "<|START_THINKING|>" : s->mistral_think ? "[THINK]" : "<think>";
 }
-static const char *think_close_tag(oxl_chat_fmt f) {
-    return f == OXL_CHAT_FMT_COMMAND_R7B ? "<|END_THINKING|>" : "</think>";
+static const char *think_close_tag(const oxl_chat_syntax *s) {
+    return s->format == OXL_CHAT_FMT_COMMAND_R7B ? "<|END_THINKING|>" : s->mistral_think ? "[/THINK]" : "</think>";
 }
 
 static bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
@@ -112,9 +114,12 @@ oxl_chat_syntax oxl_chat_syntax_for(const char *tmpl, const char *prompt, bool r
         .format = oxl_chat_format_detect(tmpl), .reasoning = reasoning, .tools = tools, .generate_ids = true};
     s.think_tags = s.format == OXL_CHAT_FMT_COMMAND_R7B || s.format == OXL_CHAT_FMT_DEEPSEEK_R1 ||
                    s.format == OXL_CHAT_FMT_DEEPSEEK_V3_1 || has(tmpl, "<think>");
+    if (s.format == OXL_CHAT_FMT_MISTRAL_NEMO && has(tmpl, "[THINK]")) {
+        s.think_tags = s.mistral_think = true;
+    }
     if (s.think_tags && prompt) {
         /* the prompt ends with an opener (and whitespace): the reply starts inside the thought */
-        const char *open = think_open_tag(s.format);
+        const char *open = think_open_tag(&s);
         size_t n = strlen(prompt), k = strlen(open);
         while (n > 0 && is_ws(prompt[n - 1])) {
             n--;
@@ -957,7 +962,7 @@ cJSON *oxl_chat_parse_msg(const oxl_chat_syntax *s, const char *text, size_t len
     if (s->format == OXL_CHAT_FMT_GPT_OSS) {
         parse_harmony(&o, p, end, partial);
     } else if (s->think_tags) {
-        const char *open = think_open_tag(s->format), *close = think_close_tag(s->format);
+        const char *open = think_open_tag(s), *close = think_close_tag(s);
         const char *b = skip_ws(p, end);
         const char *r = NULL; /* the thought starts here */
         if (s->think_open) {
@@ -1105,7 +1110,7 @@ int oxl_chat_parse(const oxl_model *model, const char *tmpl, const char *text, c
         }
         if (forced && !s.think_open) {
             s.think_tags = true;
-            s.think_open = think_open_tag(s.format);
+            s.think_open = think_open_tag(&s);
         }
         cJSON *msg = oxl_chat_parse_msg(&s, text, strlen(text), partial);
         char *js = msg ? cJSON_PrintUnformatted(msg) : NULL;

@@ -37,6 +37,7 @@ typedef enum oxl_chat_fmt {
 typedef struct oxl_chat_syntax {
     oxl_chat_fmt format;
     bool think_tags;        /* the template knows <think> blocks */
+    bool mistral_think;     /* ... written [THINK]...[/THINK] (Magistral, Ministral 3) */
     bool reasoning;         /* reasoning_format deepseek: thoughts go to reasoning_content */
     const char *think_open; /* the prompt ended inside a thought: its opener text ("<think>\n"), else NULL */
     bool tools;             /* tools were offered: parse tool calls */

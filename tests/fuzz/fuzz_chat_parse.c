@@ -32,7 +32,7 @@ static const char *const templates[16] = {
     "<tool_call><think>",
     "<|start_header_id|>ipython<|end_header_id|>",
     "<|start_header_id|>ipython<|end_header_id|><|python_tag|>",
-    "[TOOL_CALLS]",
+    "[TOOL_CALLS][THINK]",
     "<\xef\xbd\x9ctool\xe2\x96\x81"
     "calls\xe2\x96\x81"
     "begin\xef\xbd\x9c> ```json <think>",

@@ -283,7 +283,8 @@ def chat_parse_seeds():
             "CohereForAI-c4ai-command-r7b-12-2024-tool_use": 12, "google-gemma-2-2b-it": 0,
             "ibm-granite-granite-3.3-2B-Instruct": 13, "deepseek-ai-DeepSeek-V3.1": 8,
             "mistralai-Mistral-Nemo-Instruct-2407": 6, "Mistral-Small-3.2-24B-Instruct-2506": 6,
-            "unsloth-mistral-Devstral-Small-2507": 6, "meetkai-functionary-medium-v3.1": 9,
+            "unsloth-mistral-Devstral-Small-2507": 6, "mistralai-Ministral-3-14B-Reasoning-2512": 6,
+            "meetkai-functionary-medium-v3.1": 9,
             "meetkai-functionary-medium-v3.2": 10, "fireworks-ai-llama-3-firefunction-v2": 11,
             "openai-gpt-oss-120b": 14, "meta-llama-Llama-3.1-8B-Instruct": 5,
             "meta-llama-Llama-3.2-3B-Instruct": 4, "meta-llama-Llama-3.3-70B-Instruct": 5}
