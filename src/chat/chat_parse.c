@@ -178,7 +178,7 @@ static const char *find(const char *p, const char *end, const char *needle) {
 }
 static bool starts(const char *p, const char *end, const char *s) {
     size_t k = strlen(s);
-    return (size_t)(end - p) >= k && !memcmp(p, s, k);
+    return p <= end && (size_t)(end - p) >= k && !memcmp(p, s, k);
 }
 static const char *skip_ws(const char *p, const char *end) {
     while (p < end && is_ws(*p)) {
