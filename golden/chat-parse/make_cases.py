@@ -148,5 +148,9 @@ case(2583, MR, '[TOOL_CALLS]special_function[ARGS]{"arg1":1}', "", "", [SF], rf=
 case(2590, MR, "[THINK]I'm\nthinking[/THINK]" + '[TOOL_CALLS]special_function[ARGS]{"arg1":1}', "", TH, [("special_function", '{"arg1":1}')], rf="auto", tools=True)
 case(2599, MR, '[TOOL_CALLS]special_function[ARGS]{"arg1": 1}[TOOL_CALLS]special_function_with_opt[ARGS]{"arg1": 1, "arg2": 2}',
      "", "", [SF, ("special_function_with_opt", '{"arg1": 1, "arg2": 2}')], rf="auto", tools=True)
+# Command R+ (Action: with a JSON code block)
+RP = "CohereForAI-c4ai-command-r-plus-tool_use"
+case(5386, RP, "<|CHATBOT_TOKEN|>" + MA + "<|END_OF_TURN_TOKEN|>", MA)
+case(5388, RP, 'Action:\n```json\n[{"tool_name": "special_function", "parameters": {"arg1": 1}}]\n```', "", "", [SF], tools=True)
 json.dump(cases, open("cases.json", "w"), ensure_ascii=False, indent=1)
 print(len(cases))

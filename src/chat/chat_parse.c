@@ -27,6 +27,7 @@ static const char *const fmt_names[OXL_CHAT_FMT_COUNT] = {
     "Granite",
     "GPT-OSS",
     "Qwen3 Coder",
+    "Command R+",
 };
 
 const char *oxl_chat_format_name(oxl_chat_fmt f) { return (unsigned)f < OXL_CHAT_FMT_COUNT ? fmt_names[f] : "unknown"; }
@@ -63,6 +64,9 @@ oxl_chat_fmt oxl_chat_format_detect(const char *t) {
     }
     if (has(t, "<|START_ACTION|>") || has(t, "<|START_THINKING|>")) {
         return OXL_CHAT_FMT_COMMAND_R7B;
+    }
+    if (has(t, "<|CHATBOT_TOKEN|>") && has(t, "Action:")) {
+        return OXL_CHAT_FMT_COMMAND_R_PLUS;
     }
     if (has(t, DS_CALLS_BEGIN)) {
         /* V3.1 names the function between call-begin and the separator; R1 writes its type there */
@@ -317,6 +321,7 @@ static const char *const m_func31[] = {"<function=", "<|python_tag|>", NULL};
 static const char *const m_fire[] = {" functools[", "functools[", NULL};
 static const char *const m_r7b[] = {"<|START_ACTION|>", NULL};
 static const char *const m_granite[] = {"<|tool_call|>", "<tool_call>", NULL};
+static const char *const m_rplus[] = {"Action:", NULL};
 static const char *const m_none[] = {NULL};
 
 static call_fmt call_fmt_of(oxl_chat_fmt f) {
@@ -333,6 +338,7 @@ static call_fmt call_fmt_of(oxl_chat_fmt f) {
     case OXL_CHAT_FMT_FIREFUNCTION_V2: return (call_fmt){m_fire, false};
     case OXL_CHAT_FMT_COMMAND_R7B: return (call_fmt){m_r7b, false};
     case OXL_CHAT_FMT_GRANITE: return (call_fmt){m_granite, false};
+    case OXL_CHAT_FMT_COMMAND_R_PLUS: return (call_fmt){m_rplus, false};
     default: return (call_fmt){m_none, false};
     }
 }
@@ -678,6 +684,22 @@ static const char *parse_calls(parsed *o, const char *p, const char *end) {
         after = skip_ws(after, end);
         return starts(after, end, "<|END_ACTION|>") ? after + strlen("<|END_ACTION|>") : after;
     }
+    case OXL_CHAT_FMT_COMMAND_R_PLUS: {
+        /* Action:\n```json\n[{"tool_name", "parameters"}]\n``` */
+        q = skip_ws(q + strlen("Action:"), end);
+        if (starts(q, end, "```json")) {
+            q += 7;
+        }
+        const char *after = NULL;
+        cJSON *v = json_at(q, end, &after);
+        bool ok = cJSON_IsArray(v) && add_json_calls(o, v);
+        cJSON_Delete(v);
+        if (!ok) {
+            return NULL;
+        }
+        after = skip_ws(after, end);
+        return starts(after, end, "```") ? after + 3 : after;
+    }
     case OXL_CHAT_FMT_GRANITE:
         if (starts(q, end, "<|tool_call|>")) {
             const char *after = NULL;
@@ -869,10 +891,16 @@ static void parse_harmony(parsed *o, const char *p, const char *end, bool partia
 /* Content that a format wraps: Command R7B's <|START_RESPONSE|> / <|START_TEXT|>, Granite's
  * <response>. */
 static void put_content(parsed *o, const char *p, const char *end) {
-    static const char *const wraps[][2] = {
-        {"<|START_RESPONSE|>", "<|END_RESPONSE|>"}, {"<|START_TEXT|>", "<|END_TEXT|>"}, {"<response>", "</response>"}};
-    int from = o->s->format == OXL_CHAT_FMT_COMMAND_R7B ? 0 : o->s->format == OXL_CHAT_FMT_GRANITE ? 2 : 3;
-    int to = o->s->format == OXL_CHAT_FMT_COMMAND_R7B ? 2 : 3;
+    static const char *const wraps[][2] = {{"<|START_RESPONSE|>", "<|END_RESPONSE|>"},
+                                           {"<|START_TEXT|>", "<|END_TEXT|>"},
+                                           {"<response>", "</response>"},
+                                           {"<|CHATBOT_TOKEN|>", "<|END_OF_TURN_TOKEN|>"}};
+    const oxl_chat_fmt f = o->s->format;
+    int from = f == OXL_CHAT_FMT_COMMAND_R7B      ? 0
+               : f == OXL_CHAT_FMT_GRANITE        ? 2
+               : f == OXL_CHAT_FMT_COMMAND_R_PLUS ? 3
+                                                  : 4;
+    int to = f == OXL_CHAT_FMT_COMMAND_R7B ? 2 : f == OXL_CHAT_FMT_GRANITE ? 3 : 4;
     for (int w = from; w < to; w++) {
         const char *b = skip_ws(p, end);
         if (o->partial) {

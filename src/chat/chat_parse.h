@@ -31,6 +31,7 @@ typedef enum oxl_chat_fmt {
     OXL_CHAT_FMT_GRANITE,
     OXL_CHAT_FMT_GPT_OSS,
     OXL_CHAT_FMT_QWEN3_CODER,
+    OXL_CHAT_FMT_COMMAND_R_PLUS,
     OXL_CHAT_FMT_COUNT
 } oxl_chat_fmt;
 

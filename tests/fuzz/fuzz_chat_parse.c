@@ -30,7 +30,7 @@ static const char *const templates[16] = {
     "<think>",
     "<tool_call>",
     "<tool_call><think>",
-    "<|start_header_id|>ipython<|end_header_id|>",
+    "<|CHATBOT_TOKEN|> Action:",
     "<|start_header_id|>ipython<|end_header_id|><|python_tag|>",
     "[TOOL_CALLS][THINK]",
     "<\xef\xbd\x9ctool\xe2\x96\x81"

@@ -287,7 +287,8 @@ def chat_parse_seeds():
             "meetkai-functionary-medium-v3.1": 9,
             "meetkai-functionary-medium-v3.2": 10, "fireworks-ai-llama-3-firefunction-v2": 11,
             "openai-gpt-oss-120b": 14, "meta-llama-Llama-3.1-8B-Instruct": 5,
-            "meta-llama-Llama-3.2-3B-Instruct": 4, "meta-llama-Llama-3.3-70B-Instruct": 5}
+            "meta-llama-Llama-3.2-3B-Instruct": 5,
+            "CohereForAI-c4ai-command-r-plus-tool_use": 4, "meta-llama-Llama-3.3-70B-Instruct": 5}
     with open(os.path.join(ROOT, "golden", "chat-parse", "cases.json"), encoding="utf-8") as f:
         cases = json.load(f)
     seeds = {}
@@ -298,7 +299,7 @@ def chat_parse_seeds():
             (0x40 if c["partial"] else 0)
         seeds["case%02d.bin" % i] = bytes([s]) + c["input"].encode("utf-8")
     seeds["python-tag.bin"] = bytes([0x25]) + b'Hi<|python_tag|>brave_search.call(query="a \\"b\\"", n=3)'
-    seeds["llama-json.bin"] = bytes([0x24]) + b'{"type": "function", "name": "f", "parameters": {"x": [1, {"y": null}]}}'
+    seeds["llama-json.bin"] = bytes([0x25]) + b'{"type": "function", "name": "f", "parameters": {"x": [1, {"y": null}]}}'
     seeds["generic.bin"] = bytes([0x20]) + b'{"tool_calls": [{"name": "a", "arguments": {}, "id": "7"}, {"name": "b"}]}'
     return seeds
 

@@ -194,7 +194,7 @@ Test(chat_parse, llama_cpp_cases) {
         free(tmpl);
     }
     cr_log_info("chat parse: %d llama.cpp cases, %d differ, %d stream prefix failures", n, failures, stream_failures);
-    cr_expect_geq(n, 91);
+    cr_expect_geq(n, 93);
     cr_expect_eq(failures, 0);
     cr_expect_eq(stream_failures, 0);
     cJSON_Delete(cases);
@@ -221,6 +221,7 @@ Test(chat_parse, format_detection) {
         {"google-gemma-2-2b-it", "Generic"},
         {"Qwen3-Coder", "Qwen3 Coder"},
         {"Qwen3.5-4B", "Qwen3 Coder"},
+        {"CohereForAI-c4ai-command-r-plus-tool_use", "Command R+"},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         char *t = template_of(want[i][0]);
