@@ -375,10 +375,11 @@ OXL_API int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, co
  * (common_chat_parse): the reply format is picked from the chat template text by its markers
  * (tmpl when given, else the model's tokenizer.chat_template; model may be NULL with tmpl) among
  * llama.cpp's formats: Hermes 2 Pro / Qwen <tool_call>, Llama 3.x JSON and <|python_tag|> builtin
- * tools, Mistral Nemo [TOOL_CALLS] (and its NAME[CALL_ID]ID[ARGS] form), DeepSeek R1 / V3.1 tool
- * call tokens, Functionary v3.1 / v3.2, FireFunction v2, Command R7B, Granite, gpt-oss harmony
- * channels, Qwen3-Coder's XML calls (also Qwen3.5's), and a generic JSON fallback (oxl_chat_format
- * names the one picked). text is the reply (NUL-terminated, only read). opts_json (may be NULL) is
+ * tools, Mistral Nemo [TOOL_CALLS] (and its NAME[CALL_ID]ID[ARGS] form, [THINK] thoughts),
+ * DeepSeek R1 / V3.1 tool call tokens, Functionary v3.1 / v3.2, FireFunction v2, Command R7B,
+ * Command R+, Granite, gpt-oss harmony channels, Qwen3-Coder's XML calls (also Qwen3.5's), and a
+ * generic JSON fallback (oxl_chat_format names the one picked; docs/chat-templates.md lists the
+ * markers). text is the reply (NUL-terminated, only read). opts_json (may be NULL) is
  * a JSON object of options:
  *   "reasoning_format": "none" keeps thoughts in content; "deepseek" (the default) or "auto" moves
  *       <think> blocks (Command R7B's START_THINKING, harmony's analysis channel) to
