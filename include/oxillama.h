@@ -473,6 +473,44 @@ OXL_API int oxl_sampler_set_grammar(oxl_sampler *s, const oxl_model *model, cons
 OXL_API int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, const char *messages_json,
                                     const char *tools_json, bool add_generation_prompt, char **out, oxl_error *err);
 
+/* Parses a chat model's reply into an OpenAI assistant message, as llama.cpp's server does
+ * (common_chat_parse): the reply format is picked from the chat template text by its markers
+ * (tmpl when given, else the model's tokenizer.chat_template; model may be NULL with tmpl) among
+ * llama.cpp's formats: Hermes 2 Pro / Qwen <tool_call>, Llama 3.x JSON and <|python_tag|> builtin
+ * tools, Mistral Nemo [TOOL_CALLS] (and its NAME[CALL_ID]ID[ARGS] form, [THINK] thoughts),
+ * DeepSeek R1 / V3.1 tool call tokens, Functionary v3.1 / v3.2, FireFunction v2, Command R7B,
+ * Command R+, Granite, gpt-oss harmony channels, Qwen3-Coder's XML calls (also Qwen3.5's), and a
+ * generic JSON fallback (oxl_chat_format names the one picked; docs/chat-templates.md lists the
+ * markers). text is the reply (NUL-terminated, only read). opts_json (may be NULL) is
+ * a JSON object of options:
+ *   "reasoning_format": "none" keeps thoughts in content; "deepseek" (the default) or "auto" moves
+ *       <think> blocks (Command R7B's START_THINKING, harmony's analysis channel) to
+ *       reasoning_content;
+ *   "prompt": the rendered prompt; when it ends with an opened thought (DeepSeek R1, QwQ), the
+ *       reply starts inside it; "thinking_forced_open": true says the same without the prompt;
+ *   "tools": false leaves calls in content; true (the default) or the list of offered tool
+ *       definitions (OpenAI's shape) parses them; a parameter of an XML call (Qwen3-Coder) whose
+ *       schema type is "string" stays text, others are read as JSON values where they parse;
+ *   "generate_ids": false gives calls without an id in the reply none (default: "call_" + 24
+ *       random characters);
+ *   "partial": true for a reply still being generated: content and reasoning stop before any text
+ *       that may still become markup, and no calls are returned;
+ *   "format": a format name forcing it.
+ * On success *out_message_json is a malloc'd NUL-terminated JSON object the caller releases with
+ * free(): {"role": "assistant", "content": a string, or null when the reply is only calls,
+ * "reasoning_content": present when not empty, "tool_calls": present when any, a list of {"id",
+ * "type": "function", "function": {"name", "arguments": a JSON text}}}; on failure it is NULL.
+ * Returns 0, or -1 with err set (err may be NULL): a missing argument, options that are not a JSON
+ * object or hold a bad value, out of memory. A malformed call is content, never an error. */
+OXL_API int oxl_chat_parse(const oxl_model *model, const char *tmpl, const char *text, const char *opts_json,
+                           char **out_message_json, oxl_error *err);
+/* The name of the reply format oxl_chat_parse picks for tmpl (or the model's template; both may be
+ * NULL: "Generic"): "Hermes 2 Pro", "Llama 3.x", "DeepSeek R1", "GPT-OSS", ... A static string. */
+OXL_API const char *oxl_chat_format(const oxl_model *model, const char *tmpl);
+/* 1 for a reasoning format that separates thoughts ("deepseek", "auto", or NULL: the default), 0
+ * for "none", -1 for another name. */
+OXL_API int oxl_chat_reasoning_format(const char *name);
+
 /* Converts a JSON schema to a GBNF grammar (llama.cpp's grammar syntax) as llama.cpp's
  * json_schema_to_grammar does (common/json-schema-to-grammar.cpp): the same rules, names and text
  * (llama.cpp's test cases, golden/json_schema/cases.json, give the same grammars), one

@@ -20,19 +20,10 @@ static cJSON *chat_object(oxl_srv *srv, const api_req *r, oxl_job *j) {
         const char *text = c->text ? c->text : "";
         cJSON *ch = cJSON_CreateObject();
         cJSON_AddNumberToObject(ch, "index", i);
-        cJSON *msg = cJSON_AddObjectToObject(ch, "message");
-        cJSON_AddStringToObject(msg, "role", "assistant");
-        size_t content_len = c->len;
-        cJSON *calls = r->has_tools ? oxl_tool_calls_parse(text, &content_len) : NULL;
-        if (calls && content_len == 0) {
-            cJSON_AddNullToObject(msg, "content");
-        } else {
-            cJSON_AddItemToObject(msg, "content", oxl_json_text(text, content_len));
-        }
+        cJSON *msg = oxl_chat_reply(srv, r, text, c->len, false);
+        cJSON_AddItemToObject(ch, "message", msg);
         cJSON_AddNullToObject(msg, "refusal");
-        if (calls) {
-            cJSON_AddItemToObject(msg, "tool_calls", calls);
-        }
+        bool calls = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls") != NULL;
         if (r->logprobs) {
             cJSON *lp = cJSON_AddObjectToObject(ch, "logprobs");
             cJSON_AddItemToObject(lp, "content", oxl_chat_logprobs(srv, c, 0, c->n_lp));
@@ -51,6 +42,33 @@ static cJSON *chat_object(oxl_srv *srv, const api_req *r, oxl_job *j) {
 static cJSON *chat_body(oxl_srv *srv, const api_req *r, oxl_job **jobs, int n_jobs, char **prompts,
                         const char *msg_id) {
     return chat_object(srv, r, jobs[0]);
+}
+
+/* The prompt as oxl_req_chat_prompt renders it (assistant tool call arguments given as JSON text
+ * passed to templates that take objects as objects), keeping its end for the reply parser. */
+static int chat_prompt(oxl_srv *srv, cJSON *msgs, api_req *r, oxl_token **toks, int32_t *n, oxl_api_error *e) {
+    oxl_chat_args_to_objects(srv, msgs);
+    char *text = NULL;
+    oxl_error err = {0};
+    char *msgs_json = cJSON_PrintUnformatted(msgs);
+    char *tools_json = r->tools ? cJSON_PrintUnformatted(r->tools) : NULL;
+    if (!msgs_json || (r->tools && !tools_json)) {
+        free(msgs_json);
+        free(tools_json);
+        return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+    }
+    int rc_t = oxl_chat_apply_template(srv->model, srv->cfg->chat_template, msgs_json, tools_json, true, &text, &err);
+    free(msgs_json);
+    r->tools_json = tools_json; /* for the reply parser */
+    if (rc_t != 0) {
+        return BAD(e, "messages", "'messages': the chat template failed: %s", err.msg);
+    }
+    size_t len = strlen(text), keep = len < sizeof r->prompt_tail - 1 ? len : sizeof r->prompt_tail - 1;
+    memcpy(r->prompt_tail, text + len - keep, keep);
+    r->prompt_tail[keep] = 0;
+    int rc = oxl_req_tokenize(srv, text, len, toks, n, "messages", e);
+    free(text);
+    return rc;
 }
 
 void oxl_api_chat(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
@@ -120,19 +138,31 @@ void oxl_api_chat(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
         BAD(&e, "messages", "'messages' is required");
         goto fail;
     }
-    if (!(msgs = oxl_req_normalize_messages(m, "messages", &e)) ||
-        oxl_req_chat_prompt(srv, msgs, r.tools, &toks, &n_toks, "messages", &e) < 0 ||
+    const cJSON *rf = oxl_json_field(b, "reasoning_format");
+    if (rf && !cJSON_IsString(rf)) {
+        BAD_TYPE(&e, "reasoning_format", "'reasoning_format': expected a string");
+        goto fail;
+    }
+    int reasoning = oxl_chat_reasoning_format(rf ? rf->valuestring : srv->cfg->reasoning_none ? "none" : NULL);
+    if (reasoning < 0) {
+        BAD(&e, "reasoning_format", "'reasoning_format': '%.40s' is not one of none, deepseek, auto", rf->valuestring);
+        goto fail;
+    }
+    r.reasoning_none = reasoning == 0;
+    if (!(msgs = oxl_req_normalize_messages(m, "messages", &e)) || chat_prompt(srv, msgs, &r, &toks, &n_toks, &e) < 0 ||
         oxl_req_check_context(srv, n_toks, "messages", &e) < 0) {
         goto fail;
     }
     cJSON_Delete(msgs);
     oxl_req_run(srv, rq, &r, &toks, &n_toks, NULL, 1, out);
     free(toks);
+    free(r.tools_json);
     oxl_gen_params_free(&r.gen);
     return;
 fail:
     cJSON_Delete(msgs);
     free(toks);
+    free(r.tools_json);
     oxl_gen_params_free(&r.gen);
     oxl_reply_error(out, &e);
 }

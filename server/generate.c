@@ -432,6 +432,7 @@ static void stream_state_free(stream_state *ss) {
     free(ss->prompts);
     free(ss->cp);
     oxl_gen_params_free(&ss->r.gen);
+    free(ss->r.tools_json);
     free(ss);
 }
 
@@ -517,6 +518,7 @@ void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **to
         }
         ss->r = *r;
         memset(&r->gen, 0, sizeof r->gen);
+        r->tools_json = NULL;
         ss->prompts = prompts;
         ss->n_prompts = prompts ? n_prompts : 0;
         ss->cp = cp;

@@ -21,9 +21,12 @@ struct api_req {
     oxl_gen_params gen;
     int n; /* choices per prompt */
     bool stream, include_usage, echo;
-    bool logprobs;      /* chat: logprobs; completions: logprobs given */
-    const cJSON *tools; /* valid while the request is handled */
-    bool has_tools;     /* tools were given: replies may hold tool calls */
+    bool logprobs;        /* chat: logprobs; completions: logprobs given */
+    const cJSON *tools;   /* valid while the request is handled */
+    bool has_tools;       /* tools were given: replies may hold tool calls */
+    bool reasoning_none;  /* chat: reasoning_format none (thoughts stay in content) */
+    char prompt_tail[64]; /* chat: the end of the rendered prompt (does it open a thought?) */
+    char *tools_json;     /* chat: the offered tools' JSON text for the reply parser (owned; a stream takes it) */
     char id[64];
     time_t created;
     /* the dialect: the finished reply object (msg_id: a fresh message id), and the producer of
@@ -33,8 +36,9 @@ struct api_req {
 };
 
 typedef struct choice_progress {
-    size_t sent;     /* text bytes sent */
-    int32_t lp_sent; /* logprob records sent */
+    size_t sent;                         /* text bytes sent */
+    int32_t lp_sent;                     /* logprob records sent */
+    size_t content_sent, reasoning_sent; /* chat: bytes of the parsed content and reasoning sent */
     bool started, finished;
 } choice_progress;
 

@@ -22,7 +22,8 @@ static const char *const common_fields[] = {
     "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers", "mirostat",
     "mirostat_tau", "mirostat_eta", "samplers", "logit_bias", "ignore_eos", "min_keep", "grammar", "json_schema", NULL};
 static const char *const chat_fields[] = {"messages", "logprobs",    "top_logprobs",        "n_probs",
-                                          "tools",    "tool_choice", "parallel_tool_calls", NULL};
+                                          "tools",    "tool_choice", "parallel_tool_calls", "reasoning_format",
+                                          NULL};
 static const char *const completion_fields[] = {"prompt", "echo", "logprobs", "n_probs", "suffix", NULL};
 static const char *const responses_fields[] = {"input", "instructions", "max_output_tokens", NULL};
 
@@ -44,7 +45,6 @@ static const char *const unimplemented_fields[] = {"grammar_lazy",
                                                    "post_sampling_probs",
                                                    "id_slot",
                                                    "chat_format",
-                                                   "reasoning_format",
                                                    "parse_tool_calls",
                                                    "chat_parser",
                                                    "continue_final_message",

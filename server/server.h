@@ -60,6 +60,7 @@ typedef struct oxl_server_config {
     oxl_flash_attn flash_attn;  /* -fa */
     bool no_mmap, mlock, no_repack;
     char *chat_template; /* --chat-template, or the text of --chat-template-file (NULL: the model's) */
+    bool reasoning_none; /* --reasoning-format none: thoughts stay in content (default deepseek) */
     int log_level;       /* 0 --log-disable: errors only; 1 default; 2 -v */
     bool help;
     bool rerank; /* --rerank, --reranking: /v1/rerank with the model's classifier head (rank pooling) */

@@ -1,4 +1,4 @@
-/* The chat.completion.chunk and text_completion streams (generate.h), tool calls included. */
+/* The chat.completion.chunk and text_completion streams (generate.h), reasoning and tool calls included. */
 #include "generate.h"
 #include "json_read.h"
 #include "sse.h"
@@ -18,8 +18,8 @@ static cJSON *chunk_base(oxl_srv *srv, const api_req *r) {
 }
 
 /* One chunk of one choice: role first, then content deltas, then the finish reason. */
-static void put_chunk(oxl_stream *st, stream_state *ss, int index, const char *role, const char *text, size_t len,
-                      cJSON *logprobs, const char *finish) {
+static void put_field(oxl_stream *st, stream_state *ss, int index, const char *role, const char *field,
+                      const char *text, size_t len, cJSON *logprobs, const char *finish) {
     const api_req *r = &ss->r;
     cJSON *o = chunk_base(st->srv, r);
     cJSON *choices = cJSON_AddArrayToObject(o, "choices");
@@ -32,7 +32,7 @@ static void put_chunk(oxl_stream *st, stream_state *ss, int index, const char *r
             cJSON_AddStringToObject(delta, "content", "");
             cJSON_AddNullToObject(delta, "refusal");
         } else if (text) {
-            cJSON_AddItemToObject(delta, "content", oxl_json_text(text, len));
+            cJSON_AddItemToObject(delta, field, oxl_json_text(text, len));
         }
         if (logprobs) {
             cJSON *lp = cJSON_AddObjectToObject(ch, "logprobs");
@@ -61,32 +61,22 @@ static void put_chunk(oxl_stream *st, stream_state *ss, int index, const char *r
     oxl_sse_event(st, NULL, o);
 }
 
+static void put_chunk(oxl_stream *st, stream_state *ss, int index, const char *role, const char *text, size_t len,
+                      cJSON *logprobs, const char *finish) {
+    put_field(st, ss, index, role, "content", text, len, logprobs, finish);
+}
+
 static const char *str_or(const cJSON *v, const char *fallback) {
     const char *p = cJSON_GetStringValue(v);
     return p ? p : fallback;
 }
 
-/* The end of a streamed choice that may hold tool calls: the rest of the content, then the calls
- * (two deltas each). Returns the finish reason. */
-static const char *finish_tool_stream(oxl_stream *st, stream_state *ss, int index, const oxl_choice_out *c,
-                                      choice_progress *cp) {
-    size_t content_len = c->len;
-    cJSON *calls = oxl_tool_calls_parse(c->text ? c->text : "", &content_len);
-    if (!calls) {
-        content_len = c->len;
-    }
-    if (content_len > cp->sent) {
-        put_chunk(st, ss, index, NULL, c->text + cp->sent, content_len - cp->sent, NULL, NULL);
-    }
-    cp->sent = c->len;
-    if (!calls) {
-        return c->finish;
-    }
-    /* OpenAI's chunks: each call opens with its index, id, type, name and empty arguments; the
-     * arguments follow in a delta of their own that names the index alone */
+/* A finished choice's calls: each opens with its index, id, type, name and empty arguments (as
+ * OpenAI's chunks do); the arguments follow in a delta of their own that names the index alone. */
+static void put_tool_calls(oxl_stream *st, stream_state *ss, int index, const cJSON *calls) {
     int k = 0;
-    for (cJSON *call = calls->child; call; call = call->next, k++) {
-        cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+    for (const cJSON *call = calls ? calls->child : NULL; call; call = call->next, k++) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
         for (int part = 0; part < 2; part++) {
             cJSON *tc = cJSON_CreateObject();
             cJSON_AddNumberToObject(tc, "index", k);
@@ -114,8 +104,45 @@ static const char *finish_tool_stream(oxl_stream *st, stream_state *ss, int inde
             oxl_sse_event(st, NULL, o);
         }
     }
-    cJSON_Delete(calls);
-    return "tool_calls";
+}
+
+/* A chat choice's new deltas: the reply so far goes through the parser (partially until it
+ * finishes); what its reasoning_content and content gained is sent as deltas of those fields, the
+ * calls once the reply is complete, then the finish reason (tool_calls when there are calls). */
+static void chat_progress(oxl_stream *st, stream_state *ss, int index, const oxl_choice_out *c, choice_progress *cp) {
+    const bool fin = c->finish != NULL;
+    if (cp->finished || (!fin && c->len == cp->sent)) {
+        return;
+    }
+    cJSON *msg = oxl_chat_reply(st->srv, &ss->r, c->text, c->len, !fin);
+    cp->sent = c->len;
+    const char *rs = str_or(cJSON_GetObjectItemCaseSensitive(msg, "reasoning_content"), "");
+    const char *cs = str_or(cJSON_GetObjectItemCaseSensitive(msg, "content"), "");
+    const size_t rl = strlen(rs), cl = strlen(cs);
+    cJSON *lp = NULL;
+    const bool grew = rl > cp->reasoning_sent || cl > cp->content_sent;
+    if (ss->r.logprobs && (grew || fin) && c->n_lp > cp->lp_sent) {
+        lp = oxl_chat_logprobs(st->srv, c, cp->lp_sent, c->n_lp);
+        cp->lp_sent = c->n_lp;
+    }
+    if (rl > cp->reasoning_sent) {
+        put_field(st, ss, index, NULL, "reasoning_content", rs + cp->reasoning_sent, rl - cp->reasoning_sent,
+                  cl > cp->content_sent ? NULL : lp, NULL);
+        lp = cl > cp->content_sent ? lp : NULL;
+        cp->reasoning_sent = rl;
+    }
+    if (cl > cp->content_sent || lp) {
+        size_t from = cl > cp->content_sent ? cp->content_sent : cl;
+        put_chunk(st, ss, index, NULL, cs + from, cl - from, lp, NULL);
+        cp->content_sent = cl > cp->content_sent ? cl : cp->content_sent;
+    }
+    if (fin) {
+        const cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
+        put_tool_calls(st, ss, index, calls);
+        cp->finished = true;
+        put_chunk(st, ss, index, NULL, NULL, 0, NULL, calls ? "tool_calls" : c->finish);
+    }
+    cJSON_Delete(msg);
 }
 
 /* chat.completion.chunk and text_completion streams. */
@@ -143,15 +170,16 @@ size_t oxl_produce_chunks(oxl_stream *st) {
                     put_chunk(st, ss, index, NULL, ss->prompts[p], strlen(ss->prompts[p]), NULL, NULL);
                 }
             }
-            size_t avail = ss->r.has_tools && !c->finish ? oxl_tool_safe_len(c->text, c->len) : c->len;
-            if (ss->r.has_tools && c->finish && !cp->finished) {
-                avail = cp->sent; /* finish_tool_stream sends the rest */
+            if (ss->r.kind == API_CHAT) {
+                chat_progress(st, ss, index, c, cp);
+                all &= cp->finished;
+                continue;
             }
+            size_t avail = c->len;
             if (avail > cp->sent || (ss->r.logprobs && c->n_lp > cp->lp_sent && c->finish)) {
                 cJSON *lp = NULL;
                 if (ss->r.logprobs) {
-                    lp = ss->r.kind == API_CHAT ? oxl_chat_logprobs(st->srv, c, cp->lp_sent, c->n_lp)
-                                                : oxl_completion_logprobs(st->srv, c, cp->lp_sent, c->n_lp, cp->sent);
+                    lp = oxl_completion_logprobs(st->srv, c, cp->lp_sent, c->n_lp, cp->sent);
                     cp->lp_sent = c->n_lp;
                 }
                 put_chunk(st, ss, index, NULL, c->text + cp->sent, avail - cp->sent, lp, NULL);
@@ -159,8 +187,7 @@ size_t oxl_produce_chunks(oxl_stream *st) {
             }
             if (c->finish && !cp->finished) {
                 cp->finished = true;
-                const char *reason = ss->r.has_tools ? finish_tool_stream(st, ss, index, c, cp) : c->finish;
-                put_chunk(st, ss, index, NULL, NULL, 0, NULL, reason);
+                put_chunk(st, ss, index, NULL, NULL, 0, NULL, c->finish);
             }
             all &= cp->finished;
         }

@@ -1,78 +1,76 @@
-/* Tool-call parsing (toolcall.h). */
+/* Chat replies as messages (toolcall.h). */
 #include "toolcall.h"
 #include "api.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-cJSON *oxl_tool_calls_parse(const char *text, size_t *content_len) {
-    cJSON *calls = cJSON_CreateArray();
-    const char *p = strstr(text, "<tool_call>");
-    *content_len = p ? (size_t)(p - text) : strlen(text);
-    const char *q = p ? p : text;
-    while (q && *q) {
-        const char *start = p ? q + strlen("<tool_call>") : q;
-        const char *end = p ? strstr(start, "</tool_call>") : start + strlen(start);
-        if (!end) {
-            end = start + strlen(start);
-        }
-        char *js = strndup(start, (size_t)(end - start));
-        cJSON *c = js ? cJSON_Parse(js) : NULL;
-        free(js);
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "name");
-        const cJSON *args = cJSON_GetObjectItemCaseSensitive(c, "arguments");
-        if (!args) {
-            args = cJSON_GetObjectItemCaseSensitive(c, "parameters");
-        }
-        if (cJSON_IsString(name)) {
-            cJSON *call = cJSON_CreateObject();
-            char id[48];
-            oxl_random_id("call_", id, sizeof id);
-            cJSON_AddStringToObject(call, "id", id);
-            cJSON_AddStringToObject(call, "type", "function");
-            cJSON *fn = cJSON_AddObjectToObject(call, "function");
-            cJSON_AddStringToObject(fn, "name", name->valuestring);
-            char *a =
-                args ? (cJSON_IsString(args) ? strdup(args->valuestring) : cJSON_PrintUnformatted(args)) : strdup("{}");
-            cJSON_AddStringToObject(fn, "arguments", a ? a : "{}");
-            free(a);
-            cJSON_AddItemToArray(calls, call);
-        }
-        cJSON_Delete(c);
-        if (!p) {
-            break;
-        }
-        q = *end ? strstr(end, "<tool_call>") : NULL;
+cJSON *oxl_chat_reply(oxl_srv *srv, const api_req *r, const char *text, size_t len, bool partial) {
+    char *t = strndup(text ? text : "", text ? len : 0);
+    cJSON *opts = cJSON_CreateObject();
+    cJSON_AddStringToObject(opts, "reasoning_format", r->reasoning_none ? "none" : "deepseek");
+    /* the definitions type the calls, which only a finished reply returns */
+    cJSON *tools = r->has_tools && r->tools_json && !partial ? cJSON_Parse(r->tools_json) : NULL;
+    cJSON_AddItemToObject(opts, "tools", tools ? tools : cJSON_CreateBool(r->has_tools));
+    cJSON_AddBoolToObject(opts, "partial", partial);
+    cJSON_AddStringToObject(opts, "prompt", r->prompt_tail);
+    char *oj = cJSON_PrintUnformatted(opts), *out = NULL;
+    cJSON_Delete(opts);
+    cJSON *msg = NULL;
+    if (t && oj && oxl_chat_parse(srv->model, srv->cfg->chat_template, t, oj, &out, NULL) == 0) {
+        msg = cJSON_Parse(out);
     }
-    if (cJSON_GetArraySize(calls) == 0) {
-        cJSON_Delete(calls);
-        return NULL;
+    free(out);
+    free(oj);
+    if (!msg) {
+        msg = cJSON_CreateObject();
+        cJSON_AddStringToObject(msg, "role", "assistant");
+        cJSON_AddStringToObject(msg, "content", t ? t : "");
     }
-    return calls;
+    free(t);
+    return msg;
 }
 
-/* With tools, streamed content stops where a tool call may begin: at "<tool_call>", at a reply
- * that opens with "{" (a bare JSON call), or before a tail that could begin "<tool_call>". */
-size_t oxl_tool_safe_len(const char *text, size_t len) {
-    static const char tag[] = "<tool_call>";
-    if (len == 0) {
-        return 0;
-    }
-    const char *hit = memmem(text, len, tag, sizeof tag - 1);
-    if (hit) {
-        return (size_t)(hit - text);
-    }
-    size_t i = 0;
-    while (i < len && (text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r')) {
-        i++;
-    }
-    if (i < len && text[i] == '{') {
-        return 0;
-    }
-    for (size_t h = sizeof tag - 2; h > 0; h--) {
-        if (h <= len && !memcmp(text + len - h, tag, h)) {
-            return len - h;
+static bool takes_object_args(oxl_srv *srv) {
+    static const char probe[] =
+        "[{\"role\": \"user\", \"content\": \"User message\"}, {\"role\": \"assistant\", \"content\": \"\", "
+        "\"tool_calls\": [{\"id\": \"call00001\", \"type\": \"function\", \"function\": {\"name\": \"tool1\", "
+        "\"arguments\": {\"arg\": \"oxl-probe-7e1\"}}}]}, {\"role\": \"tool\", \"content\": \"Tool response\", "
+        "\"tool_call_id\": \"call00001\"}, {\"role\": \"assistant\", \"content\": \"The tool response was 'tool "
+        "response'\"}, {\"role\": \"user\", \"content\": \"User message\"}]";
+    static const char tools[] =
+        "[{\"type\": \"function\", \"function\": {\"name\": \"tool1\", \"description\": \"Tool description\", "
+        "\"parameters\": {\"type\": \"object\", \"properties\": {\"arg\": {\"type\": \"string\"}}, \"required\": "
+        "[\"arg\"]}}}]";
+    char *out = NULL;
+    bool yes = oxl_chat_apply_template(srv->model, srv->cfg->chat_template, probe, tools, false, &out, NULL) == 0 &&
+               strstr(out, "oxl-probe-7e1") != NULL;
+    free(out);
+    return yes;
+}
+
+void oxl_chat_args_to_objects(oxl_srv *srv, cJSON *msgs) {
+    int probed = 0; /* 1: objects, -1: text */
+    for (cJSON *m = msgs ? msgs->child : NULL; m; m = m->next) {
+        cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+        for (cJSON *c = cJSON_IsArray(calls) ? calls->child : NULL; c; c = c->next) {
+            cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
+            cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+            if (!cJSON_IsString(args)) {
+                continue;
+            }
+            if (probed == 0) {
+                probed = takes_object_args(srv) ? 1 : -1;
+            }
+            if (probed < 0) {
+                return;
+            }
+            cJSON *obj = cJSON_Parse(args->valuestring);
+            if (cJSON_IsObject(obj)) {
+                cJSON_ReplaceItemInObjectCaseSensitive(fn, "arguments", obj);
+            } else {
+                cJSON_Delete(obj);
+            }
         }
     }
-    return len;
 }

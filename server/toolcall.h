@@ -1,16 +1,24 @@
-/* Tool calls in generated text: the Hermes/Qwen <tool_call>{json}</tool_call> form, or a reply
- * that is one bare JSON call. */
+/* Chat replies as messages: the library's parser (oxl_chat_parse) with the server's template,
+ * reasoning format and the request's tools. */
 #ifndef OXL_SRV_TOOLCALL_H
 #define OXL_SRV_TOOLCALL_H
 
+#include "generate.h"
+
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 
-/* The calls in text as OpenAI tool_calls ([{id, type: "function", function: {name, arguments}}]),
- * or NULL when there is none; *content_len is the length of the text before the first call. */
-cJSON *oxl_tool_calls_parse(const char *text, size_t *content_len);
-/* How much of len bytes of streamed text can be sent as content: it stops at "<tool_call>", at a
- * reply that opens with "{", or before a tail that could begin "<tool_call>". */
-size_t oxl_tool_safe_len(const char *text, size_t len);
+/* len bytes of a reply as an assistant message ({role, content, reasoning_content?, tool_calls?},
+ * see oxl_chat_parse); partial: the reply is still being generated. Never NULL: when the parser
+ * fails the text is the content. */
+cJSON *oxl_chat_reply(oxl_srv *srv, const api_req *r, const char *text, size_t len, bool partial);
+
+/* Assistant messages' tool call arguments given as JSON text become objects when the template
+ * takes objects, as llama.cpp hands them over (in place; other values are left as they are). A
+ * template takes objects when a probe conversation whose call has object arguments renders with
+ * the argument's value in it (llama.cpp's supports_object_arguments capability: the value is used);
+ * one that fails on them (Functionary v3.2 appends them to a string) keeps the text. */
+void oxl_chat_args_to_objects(oxl_srv *srv, cJSON *msgs);
 
 #endif

@@ -106,6 +106,8 @@ static const opt_def opt_table[] = {
     {NULL, "--chat-template", OPT_STR, F(chat_template), R | S,
      "chat: a built-in format (chatml, llama3, ...) or a Jinja template"},
     {NULL, "--chat-template-file", OPT_STR, F(chat_template_file), R | S, "chat: read the Jinja template from a file"},
+    {NULL, "--reasoning-format", OPT_STR, F(reasoning_format), R | S,
+     "chat: deepseek (default) puts <think> blocks in reasoning_content, none leaves them in content"},
     {NULL, "--verbose-prompt", OPT_FLAG, F(verbose_prompt), R,
      "print the prompt text and its tokens (on stderr) before "
      "generation; in a chat, each turn's new text"},
@@ -446,6 +448,10 @@ int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
         return -1;
     }
 #ifndef OXL_SUBSET
+    if (o->reasoning_format && oxl_chat_reasoning_format(o->reasoning_format) < 0) {
+        fprintf(stderr, "error: --reasoning-format: '%s' is not one of none, deepseek, auto\n", o->reasoning_format);
+        return -1;
+    }
     if (o->chat_template && check_chat_template(o->chat_template) != 0) {
         return -1;
     }

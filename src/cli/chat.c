@@ -108,6 +108,27 @@ static void add_message(cJSON *msgs, const char *role, const char *content) {
     cJSON_AddItemToArray(msgs, msg);
 }
 
+/* The reply joins the conversation as llama-server returns it: with --reasoning-format deepseek
+ * (the default) its thought goes to reasoning_content, which templates may drop from later turns. */
+static void add_reply(cJSON *msgs, const oxl_model *m, const char *tmpl, const char *prompt, const char *reply,
+                      const char *reasoning_format) {
+    cJSON *opts = cJSON_CreateObject();
+    cJSON_AddBoolToObject(opts, "tools", false);
+    cJSON_AddStringToObject(opts, "reasoning_format", reasoning_format ? reasoning_format : "deepseek");
+    cJSON_AddStringToObject(opts, "prompt", prompt);
+    char *oj = cJSON_PrintUnformatted(opts), *out = NULL;
+    cJSON_Delete(opts);
+    cJSON *msg = oj && oxl_chat_parse(m, tmpl, reply, oj, &out, NULL) == 0 ? cJSON_Parse(out) : NULL;
+    free(oj);
+    free(out);
+    if (cJSON_IsObject(msg) && cJSON_GetObjectItemCaseSensitive(msg, "reasoning_content")) {
+        cJSON_AddItemToArray(msgs, msg);
+        return;
+    }
+    cJSON_Delete(msg);
+    add_message(msgs, "assistant", reply);
+}
+
 int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl_opts *o) {
     char *tmpl_file = NULL;
     size_t tmpl_len = 0;
@@ -155,7 +176,7 @@ int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl
             status = 1;
             break;
         }
-        add_message(msgs, "assistant", reply);
+        add_reply(msgs, m, tmpl, with_prompt, reply, o->reasoning_format);
         /* the cache now holds the prompt and the reply; the template's end-of-turn text after the
          * reply is not evaluated yet and starts the next turn's new text */
         char *held = malloc(strlen(with_prompt) + strlen(reply) + 1);

@@ -38,6 +38,7 @@ int oxl_cmd_serve(int argc, char **argv) {
     cfg.mlock = o.mlock;
     cfg.no_repack = o.no_repack;
     cfg.log_level = o.log_level;
+    cfg.reasoning_none = oxl_chat_reasoning_format(o.reasoning_format) == 0;
     if (o.chat_template_file) {
         size_t len = 0;
         cfg.chat_template = oxl_read_text_file(o.chat_template_file, &len);

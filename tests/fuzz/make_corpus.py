@@ -17,6 +17,7 @@ bytes:
   - for the request harness: [route][JSON body] inputs for every route, with most fields set;
   - for the grammar harness: [GBNF]\0[text] inputs, llama.cpp's example grammars of
     golden/grammars/ with texts they match (in part) and a grammar with token references;
+  - for the chat reply parser: [selector][reply] inputs, the replies of golden/chat-parse/cases.json;
   - for the split harness: the q8_0 tiny llama split into parts of 8 and of 12 tensors by
     tests/cli/split_gguf.py (llama-gguf-split's layout), the parts joined by "\nOXLPART".
 Layout of GGUF: ggml docs/gguf.md.
@@ -298,6 +299,37 @@ def split_seed(model, max_tensors):
         return b"\nOXLPART".join(open(os.path.join(d, n), "rb").read() for n in parts)
 
 
+def chat_parse_seeds():
+    """[selector][reply] inputs (tests/fuzz/fuzz_chat_parse.c): the replies of llama.cpp's parse
+    expectations (golden/chat-parse/cases.json), each with the selector of its template's format
+    and the case's options (reasoning format, tools, partial)."""
+    import json
+    # the selector's template slot for each golden template's format, as fuzz_chat_parse.c lists them
+    slot = {"Qwen3.5-4B": 15, "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": 15, "Qwen3-Coder": 15, "Qwen-QwQ-32B": 3,
+            "CohereForAI-c4ai-command-r7b-12-2024-tool_use": 12, "google-gemma-2-2b-it": 0,
+            "ibm-granite-granite-3.3-2B-Instruct": 13, "deepseek-ai-DeepSeek-V3.1": 8,
+            "mistralai-Mistral-Nemo-Instruct-2407": 6, "Mistral-Small-3.2-24B-Instruct-2506": 6,
+            "unsloth-mistral-Devstral-Small-2507": 6, "mistralai-Ministral-3-14B-Reasoning-2512": 6,
+            "meetkai-functionary-medium-v3.1": 9,
+            "meetkai-functionary-medium-v3.2": 10, "fireworks-ai-llama-3-firefunction-v2": 11,
+            "openai-gpt-oss-120b": 14, "meta-llama-Llama-3.1-8B-Instruct": 5,
+            "meta-llama-Llama-3.2-3B-Instruct": 5,
+            "CohereForAI-c4ai-command-r-plus-tool_use": 4, "meta-llama-Llama-3.3-70B-Instruct": 5}
+    with open(os.path.join(ROOT, "golden", "chat-parse", "cases.json"), encoding="utf-8") as f:
+        cases = json.load(f)
+    seeds = {}
+    for i, c in enumerate(cases):
+        t = c["template"]
+        s = slot.get(t, 7 if "R1" in t or "deepseek-r1" in t else 2)
+        s |= (0x10 if c["reasoning_format"] == "none" else 0) | (0x20 if c["tools"] is not False else 0) | \
+            (0x40 if c["partial"] else 0)
+        seeds["case%02d.bin" % i] = bytes([s]) + c["input"].encode("utf-8")
+    seeds["python-tag.bin"] = bytes([0x25]) + b'Hi<|python_tag|>brave_search.call(query="a \\"b\\"", n=3)'
+    seeds["llama-json.bin"] = bytes([0x25]) + b'{"type": "function", "name": "f", "parameters": {"x": [1, {"y": null}]}}'
+    seeds["generic.bin"] = bytes([0x20]) + b'{"tool_calls": [{"name": "a", "arguments": {}, "id": "7"}, {"name": "b"}]}'
+    return seeds
+
+
 def main():
     stories = os.path.join(ROOT, "models", "stories260K.gguf")
     raw, kvs = read_kvs(stories)
@@ -336,6 +368,7 @@ def main():
     seeds["jinja"] = jinja_seeds()
     seeds["request"] = request_seeds()
     seeds["grammar"] = grammar_seeds()
+    seeds["chat_parse"] = chat_parse_seeds()
     for harness, files in seeds.items():
         d = os.path.join(HERE, "corpus", harness)
         os.makedirs(d, exist_ok=True)

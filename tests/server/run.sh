@@ -401,4 +401,25 @@ if [ -d "$here/node_modules/openai" ]; then
 fi
 stop_server TERM "tool-call server: exit 0 after SIGTERM"
 
+# --- assistant tool calls with JSON-text arguments: objects for a template that takes them
+# (Hermes 3's), the text for one that appends them to a string (Functionary v3.2's)
+for t in "NousResearch-Hermes-3-Llama-3.1-8B-tool_use objects" "meetkai-functionary-medium-v3.2 text"; do
+    set -- $t
+    start_server args -m "$work/toolcall.gguf" -np 1 -c 4096 -t 1 \
+        --chat-template-file "$here/../../golden/chat-templates/$1/template.jinja"
+    python3 "$here/check_tool_args.py" "$base" "$2" || status=1
+    stop_server TERM "tool-args server ($2): exit 0 after SIGTERM"
+done
+
+# --- server 4: the same model under a template whose prompt opens <think> (Qwen QwQ's as Qwen
+# publishes it: golden/chat-templates' copy less llama.cpp's enable_thinking switch, a variable this
+# server does not pass): the text before the call is reasoning_content (llama-server's default
+# reasoning format, deepseek); the rendered tools need a longer context than the default
+if [ -d "$here/node_modules/openai" ]; then
+    sed '/enable_thinking/d' "$here/../../golden/chat-templates/Qwen-QwQ-32B/template.jinja" >"$work/qwq.jinja"
+    start_server four -m "$work/toolcall.gguf" -np 2 -c 4096 -t 1 --alias toolcall --chat-template-file "$work/qwq.jinja"
+    node "$here/toolcalls.mjs" "$base" toolcall think || status=1
+    stop_server TERM "think-template server: exit 0 after SIGTERM"
+fi
+
 exit $status
