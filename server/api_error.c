@@ -38,6 +38,9 @@ int oxl_api_fail(oxl_api_error *e, oxl_err_kind kind, const char *param, const c
     e->type = kinds[k].type;
     e->code = kinds[k].code;
     e->retry_after = 0;
+    if (kind != OXL_E_CONTEXT_EXCEEDED) {
+        e->n_prompt_tokens = e->n_ctx = 0;
+    }
     snprintf(e->param, sizeof e->param, "%s", param ? param : "");
     va_list ap;
     va_start(ap, fmt);
@@ -60,6 +63,10 @@ cJSON *oxl_api_error_json(const oxl_api_error *e) {
         cJSON_AddStringToObject(err, "code", e->code);
     } else {
         cJSON_AddNullToObject(err, "code");
+    }
+    if (e->n_prompt_tokens > 0) {
+        cJSON_AddNumberToObject(err, "n_prompt_tokens", e->n_prompt_tokens);
+        cJSON_AddNumberToObject(err, "n_ctx", e->n_ctx);
     }
     return o;
 }

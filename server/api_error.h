@@ -38,6 +38,9 @@ typedef struct oxl_api_error {
     char param[96];   /* empty renders as null */
     char msg[640];
     int retry_after; /* seconds; > 0 adds Retry-After */
+    /* a context overflow (OXL_E_CONTEXT_EXCEEDED) also carries llama-server's n_prompt_tokens and
+     * n_ctx in the error object (0: absent) */
+    int n_prompt_tokens, n_ctx;
 } oxl_api_error;
 
 /* Fills e with kind's status, type and code, param (may be NULL) and the printf-style message;

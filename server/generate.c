@@ -158,6 +158,8 @@ int oxl_req_check_context(oxl_srv *srv, int32_t n_prompt, const char *param, oxl
         return BAD(e, param, "'%s': the prompt is empty and the model adds no BOS token", param);
     }
     if (n_prompt >= n_ctx) {
+        e->n_prompt_tokens = n_prompt;
+        e->n_ctx = n_ctx;
         return oxl_api_fail(e, OXL_E_CONTEXT_EXCEEDED, param,
                             "This model's maximum context length is %d tokens per slot (-c %d over -np %d slots), "
                             "and at least 1 must remain for the completion. However, your %s resulted in %d tokens.",

@@ -143,7 +143,7 @@ while [ $i -lt 25 ]; do
 done
 req "too many headers -> 431" 431 '"code":"too_many_headers"' -H "$K" "$@" "$base/v1/models"
 python3 -c "import json; print(json.dumps({'prompt': ' a' * 3000}))" >"$work/long"
-req "context overflow -> 400" 400 '2048 tokens per slot.*3002 tokens.*"code":"context_length_exceeded"' -H "$K" -H "$J" \
+req "context overflow -> 400" 400 '2048 tokens per slot.*3002 tokens.*"code":"context_length_exceeded","n_prompt_tokens":3002,"n_ctx":2048' -H "$K" -H "$J" \
     --data-binary @"$work/long" "$base/v1/completions"
 req "json_schema without its schema -> 400" 400 '"param":"response_format"' -H "$K" -H "$J" \
     -d '{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema"}}' "$base/v1/chat/completions"
