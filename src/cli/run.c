@@ -89,6 +89,9 @@ int oxl_cmd_run(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }
+    if (oxl_opts_apply_adapters(&o, model, ctx) != 0) {
+        goto done;
+    }
     oxl_log(&o, OXL_LOG_INFO, "oxillama: %s; loaded in %.1f ms (%s); n_ctx %d\n", oxl_model_desc(model),
             (oxl_clock_s() - t0) * 1e3, o.no_mmap ? "read" : "mapped", oxl_ctx_n_ctx(ctx));
 
@@ -200,6 +203,7 @@ done:
     free(file_text);
     oxl_sampler_free(smpl);
     oxl_ctx_free(ctx);
+    oxl_opts_free_adapters(&o);
     oxl_model_free(model);
     return status;
 }
