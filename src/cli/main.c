@@ -21,6 +21,7 @@ static const verb verbs[] = {
     {"serve", oxl_cmd_serve, "OpenAI-compatible HTTP server"},
     {"quantize", oxl_cmd_quantize, "convert a GGUF model to a quantized file type"},
     {"imatrix", oxl_cmd_imatrix, "importance matrix for quantization, as llama-imatrix"},
+    {"export-lora", oxl_cmd_export_lora, "merge LoRA adapters into a model, as llama-export-lora"},
     {"version", oxl_cmd_version, "version, git commit, compiler and kernel ISA (also --version)"},
 };
 
