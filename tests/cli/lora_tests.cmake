@@ -29,3 +29,9 @@ add_test(NAME lora-bad-files COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/ch
 oxl_output_test(lora-serve-refuses refusal "LoRA tensor 'blk.7.attn_q.weight' does not exist in the base model"
   ${OXL_BIN} serve -m ${G}/arch/llama.gguf --port 0 --lora ${CMAKE_CURRENT_BINARY_DIR}/lora-bad-files/lora-absent.gguf)
 set_tests_properties(lora-serve-refuses PROPERTIES DEPENDS lora-bad-files)
+# oxillama export-lora writes llama-export-lora's files byte for byte, under every ISA cap.
+foreach(isa IN LISTS OXL_TEST_ISAS)
+  add_test(NAME export-lora-${isa} COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_export_lora.sh ${OXL_BIN} ${G}
+           ${CMAKE_CURRENT_BINARY_DIR}/export-lora-${isa})
+  set_tests_properties(export-lora-${isa} PROPERTIES ENVIRONMENT "OXILLAMA_ISA=${isa}")
+endforeach()
