@@ -134,7 +134,7 @@ static const opt_def opt_table[] = {
     {NULL, "--control-vector-scaled", OPT_CVEC_SCALED, 0, R | P | S,
      "control vector with a strength: FILE:SCALE[,...] (or FILE SCALE; repeatable)"},
     {NULL, "--control-vector-layer-range", OPT_RANGE, 0, R | P | S,
-     "START END: the layers the control vectors are added to (default 1 to the last)"},
+     "the layers the control vectors are added to, inclusive (default 1 to the last)"},
     {"-h", "--help", OPT_FLAG, F(help), R | T | P | G | S, "show this help"},
 };
 #undef R
@@ -601,8 +601,20 @@ void oxl_opts_usage_table(unsigned verbs) {
             continue;
         }
         static const char *const metavar[] = {
-            [OPT_BREAKER] = " S", [OPT_STR] = " S",          [OPT_INT] = " N", [OPT_FLOAT] = " X", [OPT_U32] = " N",
-            [OPT_KV] = " T",      [OPT_FA] = " on|off|auto", [OPT_FLAG] = "",  [OPT_GPU] = " V",
+            [OPT_BREAKER] = " S",
+            [OPT_STR] = " S",
+            [OPT_INT] = " N",
+            [OPT_FLOAT] = " X",
+            [OPT_U32] = " N",
+            [OPT_KV] = " T",
+            [OPT_FA] = " on|off|auto",
+            [OPT_FLAG] = "",
+            [OPT_GPU] = " V",
+            [OPT_LORA] = " FILE",
+            [OPT_LORA_SCALED] = " FILE:SCALE",
+            [OPT_CVEC] = " FILE",
+            [OPT_CVEC_SCALED] = " FILE:SCALE",
+            [OPT_RANGE] = " START END",
         };
         char names[64];
         snprintf(names, sizeof names, "%s%s%s%s", d->short_name ? d->short_name : "", d->short_name ? ", " : "",
