@@ -197,25 +197,41 @@ static int pair_tensors(const oxl_model *model, oxl_lora *l, const char *path, o
     return 0;
 }
 
-oxl_lora *oxl_lora_load(const oxl_model *model, const char *path, oxl_error *err) {
-    if (!model || !path) {
-        oxl_err_set(err, "lora: model and path are required");
+oxl_lora *oxl_lora_from_gguf(const oxl_model *model, oxl_gguf *g, oxl_error *err) {
+    if (!model || !g) {
+        oxl_gguf_close(g);
+        oxl_err_set(err, "lora: a model and a file are required");
         return NULL;
     }
+    const char *path = oxl_gguf_path(g);
     oxl_lora *l = calloc(1, sizeof *l);
     if (!l) {
+        oxl_gguf_close(g);
         oxl_err_set(err, "%s: out of memory", path);
         return NULL;
     }
     l->model = model;
-    l->g = oxl_gguf_open(path, err);
-    if (!l->g || check_meta(model, l->g, path, &l->alpha, err) != 0 || pair_tensors(model, l, path, err) != 0) {
+    l->g = g;
+    if (check_meta(model, l->g, path, &l->alpha, err) != 0 || pair_tensors(model, l, path, err) != 0) {
         oxl_err_prefix(err, "lora adapter");
         oxl_lora_free(l);
         return NULL;
     }
     oxl_log_msg(OXL_LOG_LEVEL_INFO, "lora: %s: %d matrices, alpha %g\n", path, l->n_pairs, (double)l->alpha);
     return l;
+}
+
+oxl_lora *oxl_lora_load(const oxl_model *model, const char *path, oxl_error *err) {
+    if (!model || !path) {
+        oxl_err_set(err, "lora: model and path are required");
+        return NULL;
+    }
+    oxl_gguf *g = oxl_gguf_open(path, err);
+    if (!g) {
+        oxl_err_prefix(err, "lora adapter");
+        return NULL;
+    }
+    return oxl_lora_from_gguf(model, g, err);
 }
 
 void oxl_lora_free(oxl_lora *l) {
@@ -365,11 +381,8 @@ void oxl_adapters_end(oxl_ctx *ctx) {
 /* ---- control vectors ----------------------------------------------------------------------- */
 
 /* common_control_vector_load_one: the file's directions times strength, into *data (grown). */
-static int cvec_load_one(const char *path, float strength, float **data, size_t *len, int32_t *n_embd, oxl_error *err) {
-    oxl_gguf *g = oxl_gguf_open(path, err);
-    if (!g) {
-        return oxl_err_prefix(err, "control vector");
-    }
+int oxl_cvec_add_gguf(const oxl_gguf *g, float strength, float **data, size_t *len, int32_t *n_embd, oxl_error *err) {
+    const char *path = oxl_gguf_path(g);
     int rc = -1;
     int32_t ne = -1;
     const int64_t nt = oxl_gguf_n_tensors(g);
@@ -431,6 +444,15 @@ static int cvec_load_one(const char *path, float strength, float **data, size_t 
     }
     rc = 0;
 done:
+    return rc;
+}
+
+static int cvec_load_one(const char *path, float strength, float **data, size_t *len, int32_t *n_embd, oxl_error *err) {
+    oxl_gguf *g = oxl_gguf_open(path, err);
+    if (!g) {
+        return oxl_err_prefix(err, "control vector");
+    }
+    const int rc = oxl_cvec_add_gguf(g, strength, data, len, n_embd, err);
     oxl_gguf_close(g);
     return rc;
 }

@@ -12,6 +12,12 @@ typedef struct oxl_adapters oxl_adapters;
 
 void oxl_adapters_free(oxl_adapters *a);
 
+/* oxl_lora_load on an open file (tests/fuzz/fuzz_lora.c reads from memory): takes g, also on failure. */
+oxl_lora *oxl_lora_from_gguf(const oxl_model *model, oxl_gguf *g, oxl_error *err);
+/* One file of oxl_control_vector_load: its directions times strength added into *data (grown,
+ * *len floats, malloc'd); *n_embd -1 before the first file. Returns 0, or -1 with err. */
+int oxl_cvec_add_gguf(const oxl_gguf *g, float strength, float **data, size_t *len, int32_t *n_embd, oxl_error *err);
+
 /* Makes the context's LoRA term active on the calling thread for the passes of one decode
  * (oxl_matmul_set_addend); end removes it. Both do nothing when the context has no adapter. */
 void oxl_adapters_begin(oxl_ctx *ctx);
