@@ -308,10 +308,11 @@ int oxl_ctx_set_loras(oxl_ctx *ctx, oxl_lora *const *loras, const float *scales,
             const lora_pair *p = &loras[i]->pairs[k];
             const float rank = (float)p->b.ne[0];
             const float alpha = loras[i]->alpha;
-            terms[t++] = (lora_term){.key = p->key,
-                                     .p = p,
-                                     .scale = alpha != 0.0f ? scales[i] * alpha / rank : scales[i],
-                                     .order = (int32_t)t};
+            terms[t] = (lora_term){.key = p->key,
+                                   .p = p,
+                                   .scale = alpha != 0.0f ? scales[i] * alpha / rank : scales[i],
+                                   .order = (int32_t)t};
+            t++;
         }
     }
     qsort(terms, n_terms, sizeof *terms, cmp_term);
