@@ -35,3 +35,6 @@ foreach(isa IN LISTS OXL_TEST_ISAS)
            ${CMAKE_CURRENT_BINARY_DIR}/export-lora-${isa})
   set_tests_properties(export-lora-${isa} PROPERTIES ENVIRONMENT "OXILLAMA_ISA=${isa}")
 endforeach()
+# serve --lora: /v1/completions answers llama-completion's greedy text with the adapter.
+add_test(NAME lora-serve COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_lora_serve.sh ${OXL_BIN} ${G}/arch/llama.gguf
+         ${G}/lora/llama.lora-a.gguf ${G}/run/once.prompt ${G}/lora/llama.lora-a.expected)
