@@ -845,6 +845,7 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
             oxl_add(b.x, b.ao, E * n);
         } else if (!l->ffn_down.data && !l->moe.gate_inp.data) {
             oxl_add(b.x, b.ao, E * n); /* no FFN (Mamba) */
+            oxl_cvec_apply(ctx, il, b.x, n);
             continue;
         } else {
             oxl_add(b.x, b.ao, E * n);
