@@ -3,6 +3,7 @@
  * common/common.cpp (common_control_vector_load). */
 #include "adapter.h"
 
+#include "arch_iface.h"
 #include "errors.h"
 #include "log.h"
 #include "oxl_types.h"
@@ -491,6 +492,15 @@ int oxl_ctx_set_control_vector(oxl_ctx *ctx, const float *data, size_t len, int3
             ctx->adapters->n_cvec = 0;
         }
         return 0;
+    }
+    /* the families with their own forward pass: the encoders (bert, nomic-bert), whose llama.cpp
+     * graph has no build_cvec either, and the gated delta-net hybrids, whose graph has one that
+     * oxillama does not apply yet */
+    static const char *const unsupported[] = {"qwen35", "qwen35moe", "qwen3next"};
+    for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
+        if (!strcmp(ctx->model->arch->name, unsupported[i])) {
+            return oxl_err_set(err, "control vector: not supported for architecture '%s' yet", unsupported[i]);
+        }
     }
     if (n_embd != ctx->model->hp.n_embd) {
         return oxl_err_set(err, "control vector: n_embd %d does not match the model's %d", n_embd,
