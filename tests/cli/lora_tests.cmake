@@ -38,3 +38,6 @@ endforeach()
 # serve --lora: /v1/completions answers llama-completion's greedy text with the adapter.
 add_test(NAME lora-serve COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_lora_serve.sh ${OXL_BIN} ${G}/arch/llama.gguf
          ${G}/lora/llama.lora-a.gguf ${G}/run/once.prompt ${G}/lora/llama.lora-a.expected)
+# qwen35's own forward pass does not apply control vectors yet (llama.cpp's graph does): refused.
+oxl_output_test(cvec-qwen35-refused refusal "control vector: not supported for architecture 'qwen35' yet"
+  ${OXL_BIN} run -m ${G}/arch/qwen35.gguf --control-vector ${G}/lora/llama.cvec.gguf -p Once -n 1)
