@@ -382,6 +382,9 @@ void oxl_adapters_end(oxl_ctx *ctx) {
 
 /* ---- control vectors ----------------------------------------------------------------------- */
 
+/* The most floats a control vector may hold (n_embd x layers): 64 MiB, e.g. 16384 x 1024. */
+#define OXL_CVEC_MAX_FLOATS (1 << 24)
+
 /* common_control_vector_load_one: the file's directions times strength, into *data (grown). */
 int oxl_cvec_add_gguf(const oxl_gguf *g, float strength, float **data, size_t *len, int32_t *n_embd, oxl_error *err) {
     const char *path = oxl_gguf_path(g);
@@ -415,6 +418,10 @@ int oxl_cvec_add_gguf(const oxl_gguf *g, float strength, float **data, size_t *l
             oxl_err_set(err, "control vector %s: tensor '%s' must be 1-D", path, t->name);
             goto done;
         }
+        if (t->ne[0] < 1 || t->ne[0] > OXL_CVEC_MAX_FLOATS) {
+            oxl_err_set(err, "control vector %s: tensor '%s' has %lld values", path, t->name, (long long)t->ne[0]);
+            goto done;
+        }
         if (ne == -1) {
             ne = (int32_t)t->ne[0];
         } else if (t->ne[0] != ne) {
@@ -424,6 +431,11 @@ int oxl_cvec_add_gguf(const oxl_gguf *g, float strength, float **data, size_t *l
         }
         if (*n_embd != -1 && ne != *n_embd) {
             oxl_err_set(err, "control vector %s: directions of %d values, the previous files' %d", path, ne, *n_embd);
+            goto done;
+        }
+        if ((int64_t)ne * il > OXL_CVEC_MAX_FLOATS) {
+            oxl_err_set(err, "control vector %s: tensor '%s': %d layers of %d values is more than oxillama takes", path,
+                        t->name, (int)il, ne);
             goto done;
         }
         const size_t need = (size_t)ne * (size_t)il;

@@ -90,6 +90,9 @@ CASES = [
     ("cvec", "lens.gguf", [], [("direction.1", [64], F32), ("direction.2", [32], F32)],
      "tensor 'direction.2' has 32 values, the others 64"),
     ("cvec", "n_embd.gguf", [], [("direction.1", [32], F32)], "n_embd 32 does not match the model's 64"),
+    ("cvec", "no-values.gguf", [], [("direction.1", [0], F32)], "tensor 'direction.1' has 0 values"),
+    ("cvec", "far-layer.gguf", [], [("direction.900000", [64], F32)],
+     "tensor 'direction.900000': 900000 layers of 64 values is more than oxillama takes"),
 ]
 
 
