@@ -65,8 +65,9 @@ cross_checks() { # label, kernel test program, oxillama program, the target's IS
     timeout 600 "$@" "$tests" || rc=1
     for isa in $isas; do
         echo "== $label: oxillama golden at OXILLAMA_ISA=$isa (quant, stories260K and architecture goldens)"
+        # shellcheck disable=SC2046 # the file names have no spaces
         OXILLAMA_ISA=$isa timeout 900 "$@" "$cli" golden golden/quant/*.gguf golden/models/*.once.gguf \
-            golden/arch/*.logits.gguf || rc=1
+            $(ls golden/arch/*.logits.gguf | grep -v -x -F "${skip_arch:-none}") || rc=1
     done
     return $rc
 }
@@ -99,7 +100,9 @@ cross() {
     esac
     case $only in all|wasm32)
         cross_build wasm wasm32-wasi
-        cross_checks wasm32 build-wasm/tests/cross/oxl-kernel-tests.wasm build-wasm/oxillama.wasm \
+        # gemma3n's golden needs glibc's sinf, cosf and tanhf to the last bit (golden/arch/README.md):
+        # musl's (wasi-libc) differ in a few inputs, which this graph turns into other argmaxes
+        skip_arch=golden/arch/gemma3n.logits.gguf cross_checks wasm32 build-wasm/tests/cross/oxl-kernel-tests.wasm build-wasm/oxillama.wasm \
             wasmsimd node --no-warnings tools/wasi-run.mjs || status=1
         echo "== wasm32: the JavaScript package (js/) on build-wasm/oxillama-js.wasm"
         OXILLAMA_WASM=build-wasm/oxillama-js.wasm timeout 900 node --test js/test/*.test.mjs || status=1

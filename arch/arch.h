@@ -11,6 +11,7 @@ extern const oxl_arch oxl_arch_llama, oxl_arch_qwen2, oxl_arch_qwen3, oxl_arch_g
     oxl_arch_phi2, oxl_arch_phi3, oxl_arch_command_r, oxl_arch_cohere2, oxl_arch_starcoder, oxl_arch_starcoder2,
     oxl_arch_falcon, oxl_arch_olmo2, oxl_arch_granite, oxl_arch_minicpm, oxl_arch_stablelm, oxl_arch_gptneox,
     oxl_arch_bloom, oxl_arch_internlm2, oxl_arch_gpt2, oxl_arch_qwen2vl;
+extern const oxl_arch oxl_arch_glm4, oxl_arch_seed_oss, oxl_arch_ernie4_5, oxl_arch_apertus;
 
 /* The mixture-of-experts families (the decoder with moe.h's block as its FFN). */
 extern const oxl_arch oxl_arch_qwen2moe, oxl_arch_qwen3moe, oxl_arch_phimoe, oxl_arch_dbrx, oxl_arch_grok,
@@ -27,8 +28,13 @@ extern const oxl_arch oxl_arch_mamba, oxl_arch_mamba2, oxl_arch_jamba;
 extern const oxl_arch oxl_arch_qwen35, oxl_arch_qwen35moe, oxl_arch_qwen3next;
 /* Architectures III: NoPE layers, attention temperature, chunked attention (decoder.h). */
 extern const oxl_arch oxl_arch_smollm3, oxl_arch_exaone4, oxl_arch_mistral3, oxl_arch_llama4;
+/* The hybrids that pick attention, Mamba-2, a short convolution or an MLP per layer (arch/hybrid.c). */
+extern const oxl_arch oxl_arch_lfm2, oxl_arch_granite_h, oxl_arch_nemotron_h, oxl_arch_falcon_h1;
 
 /* The encoder-only embedding models (arch/bert.c: no output head, non-causal attention). */
 extern const oxl_arch oxl_arch_bert, oxl_arch_nomic_bert;
+
+/* Gemma 3n (arch/gemma3n.c: AltUp streams, LAuReL, per-layer embeddings, shared KV; altup.h). */
+extern const oxl_arch oxl_arch_gemma3n;
 
 #endif

@@ -90,6 +90,15 @@ static int bert_load_common(oxl_model *m, bool nomic, oxl_error *err) {
     if (w->pos_embd.data) {
         hp->n_pos_max = (int32_t)w->pos_embd.ne[1];
     }
+    /* a reranker's classification head (bert only, as llama.cpp's llama_model_bert), for rank pooling */
+    struct oxl_cls_head *ch = &m->cls_head;
+    ch->n_out = oxl_model_n_cls_out(m);
+    if (!nomic && (oxl_bind_tensor(m, &ch->cls, "cls.weight", -1, E, E, false, err) ||
+                   oxl_bind_tensor(m, &ch->cls_b, "cls.bias", -1, E, 0, false, err) ||
+                   oxl_bind_tensor(m, &ch->cls_out, "cls.output.weight", -1, E, ch->n_out, false, err) ||
+                   oxl_bind_tensor(m, &ch->cls_out_b, "cls.output.bias", -1, ch->n_out, 0, false, err))) {
+        return -1;
+    }
     for (int il = 0; il < hp->n_layer; il++) {
         bert_layer *l = &w->layers[il];
         if (oxl_bind_tensor(m, &l->wqkv, "blk.%d.attn_qkv.weight", il, E, 3 * E, false, err)) {
@@ -169,14 +178,7 @@ static size_t bert_layout(const oxl_model *m, int32_t n, int n_threads, void *ba
     float **slots[] = {&a->x,  &a->h,      &a->qkv,           &a->q,      &a->k,
                        &a->v,  &a->vt,     &a->att,           &a->ao,     &a->gate,
                        &a->up, &a->scores, (float **)&a->pos, &a->scratch};
-    size_t off = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        if (base) {
-            *slots[i] = (float *)((char *)base + off);
-        }
-        off += (sizes[i] * sizeof(float) + 63) & ~(size_t)63;
-    }
-    return off;
+    return oxl_carve(base, slots, sizes, sizeof sizes / sizeof sizes[0]);
 }
 
 static size_t bert_work_size(const oxl_model *m, int32_t n_batch, int32_t n_ctx, int n_threads) {

@@ -200,3 +200,37 @@ int oxl_bind_tensor(const oxl_model *m, oxl_tensor *t, const char *name, int il,
     }
     return oxl_bind_tensor_view(m, t, gt, ne0, ne1, err);
 }
+
+size_t oxl_carve(void *base, float **const *slots, const size_t *sizes, size_t n) {
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (base) {
+            *slots[i] = (float *)((char *)base + off);
+        }
+        off += (sizes[i] * sizeof(float) + 63) & ~(size_t)63;
+    }
+    return off;
+}
+
+void oxl_rms_output_head(oxl_pool *pool, const oxl_ubatch *ub, const float *x, int64_t E, int32_t n,
+                         const oxl_tensor *output_norm, float eps, const oxl_tensor *output, int64_t n_vocab, float *xb,
+                         float *xout, float *logits, void *scratch) {
+    const int32_t n_out = ub->n_out;
+    if (ub->embd) {
+        oxl_norm(OXL_NORM_RMS, x, output_norm, NULL, ub->embd, E, n, eps);
+    }
+    if (n_out == 0) {
+        return;
+    }
+    if (ub->embd) {
+        for (int32_t j = 0; j < n_out; j++) {
+            memcpy(xb + (size_t)j * E, ub->embd + (size_t)ub->out_ids[j] * E, (size_t)E * sizeof(float));
+        }
+    } else {
+        for (int32_t j = 0; j < n_out; j++) {
+            memcpy(xout + (size_t)j * E, x + (size_t)ub->out_ids[j] * E, (size_t)E * sizeof(float));
+        }
+        oxl_norm(OXL_NORM_RMS, xout, output_norm, NULL, xb, E, n_out, eps);
+    }
+    oxl_matmul(pool, output, xb, n_out, logits, n_vocab, scratch);
+}

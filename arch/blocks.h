@@ -6,6 +6,24 @@
 #include "arch.h"
 #include "ops.h"
 
+/* ---- work buffers ---------------------------------------------------------------------- */
+
+/* Lays out n float buffers of sizes[i] floats one after another from base, each starting on a
+ * 64-byte boundary, and stores the address of buffer i in *slots[i] when base is not NULL (base NULL:
+ * only the size is computed). Returns the bytes they take: the families' work_size functions call
+ * it once with NULL to size the work area and once with the area to carve it. */
+size_t oxl_carve(void *base, float **const *slots, const size_t *sizes, size_t n);
+
+/* The end of a decoder pass with a final RMS norm (weights output_norm, eps): every token's normed
+ * row of x (E, n) goes to ub->embd when the context keeps embeddings; the rows of the ub->n_out
+ * tokens whose logits are wanted (ub->out_ids) are normed (or taken from ub->embd) into xb and
+ * multiplied by output into logits (n_vocab, n_out). xb and xout are (E, n) buffers of the caller's
+ * work area, scratch the matmul's. As llama.cpp's graphs end: build_norm then build_lora_mm(output)
+ * on the selected rows (inp_out_ids). */
+void oxl_rms_output_head(oxl_pool *pool, const oxl_ubatch *ub, const float *x, int64_t E, int32_t n,
+                         const oxl_tensor *output_norm, float eps, const oxl_tensor *output, int64_t n_vocab, float *xb,
+                         float *xout, float *logits, void *scratch);
+
 /* ---- loading ---------------------------------------------------------------------------- */
 
 /* Reads an integer hyper-parameter `<arch>.<key>` into out (unchanged when absent and !required).

@@ -600,14 +600,7 @@ static size_t acts_layout(const oxl_model *m, int32_t n, int32_t n_ctx, int n_th
                        (float **)&a->mla,
                        &a->scores,
                        &a->scratch};
-    size_t off = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        if (base) {
-            *slots[i] = (float *)((char *)base + off);
-        }
-        off += (sizes[i] * sizeof(float) + 63) & ~(size_t)63;
-    }
-    return off;
+    return oxl_carve(base, slots, sizes, sizeof sizes / sizeof sizes[0]);
 }
 
 size_t oxl_decoder_work_size(const oxl_model *m, int32_t n_batch, int32_t n_ctx, int n_threads) {
@@ -717,6 +710,11 @@ static void dense_ffn(oxl_ctx *ctx, const oxl_decoder *d, const oxl_decoder_laye
             oxl_swiglu(gj, gj + F, F, 1);
             memmove(b->gate + (size_t)j * F, gj, (size_t)F * sizeof(float));
         }
+        break;
+    case OXL_FFN_XIELU:
+        /* src/models/apertus.cpp: ffn_down(ggml_xielu(ffn_up x)) with the layer's parameters */
+        linear(pool, &l->ffn_up, &l->ffn_up_b, x, n, b->gate, b->scratch);
+        oxl_xielu(b->gate, F * n, l->xielu[0], l->xielu[1], l->xielu[2], l->xielu[3]);
         break;
     }
     linear(pool, &l->ffn_down, &l->ffn_down_b, b->gate, n, b->fo, b->scratch);
@@ -916,7 +914,7 @@ static void describe_rope(FILE *out, const char *what, const oxl_rope *r) {
 }
 
 void oxl_decoder_describe(const oxl_model *m, FILE *out) {
-    static const char *const ffn_names[] = {"swiglu", "geglu", "gelu", "swiglu (fused gate;up)"};
+    static const char *const ffn_names[] = {"swiglu", "geglu", "gelu", "swiglu (fused gate;up)", "xielu (no gate)"};
     const oxl_hparams *hp = &m->hp;
     const oxl_decoder *d = m->weights;
     const oxl_decoder_opts *o = &d->o;
@@ -1023,6 +1021,11 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
     } else {
         fprintf(out, "  %-16s none\n", "ffn");
     }
+    for (int il = 0; any_ffn && o->ffn == OXL_FFN_XIELU && il < hp->n_layer; il++) {
+        const float *p = d->layers[il].xielu;
+        fprintf(out, "  %-16s layer %d: alpha_p %g, alpha_n %g, beta %g, eps %g\n", il ? "" : "xielu", il, p[1], p[0],
+                p[2], p[3]);
+    }
     if (o->moe.n_expert > 0) {
         oxl_moe_describe(&o->moe, out);
         fprintf(out, "  %-16s", "expert layers");
@@ -1043,7 +1046,13 @@ void oxl_decoder_describe(const oxl_model *m, FILE *out) {
             fprintf(out, "  %-16s exp_probs_b added for the top-k choice only\n", "selection bias");
         }
     }
-    if (o->mla.kv_lora_rank > 0) {
+    if (o->mla.kv_lora_rank > 0 && o->mla.merged_kv_b) {
+        fprintf(out,
+                "  %-16s q_lora_rank %d, kv_lora_rank %d, head k %d (rope %d) v %d, kq_scale %g; merged attn_kv_b: "
+                "multi-head, cache %d heads of %d\n",
+                "latent attention", o->mla.q_lora_rank, o->mla.kv_lora_rank, o->mla.head_k, hp->n_rot, o->mla.head_v,
+                o->mla.kq_scale, hp->n_head_kv, hp->head_dim);
+    } else if (o->mla.kv_lora_rank > 0) {
         fprintf(out,
                 "  %-16s q_lora_rank %d, kv_lora_rank %d, head k %d (rope %d) v %d, kq_scale %g; cache: latent + "
                 "rope key (%d floats per token)\n",

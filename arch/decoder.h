@@ -48,6 +48,7 @@ typedef enum oxl_ffn_kind {
     OXL_FFN_GEGLU,        /* down · (gelu(gate·x) * up·x)                         (LLM_FFN_GELU, PAR) */
     OXL_FFN_GELU,         /* down · gelu(up·x + b) + b                            (LLM_FFN_GELU, SEQ) */
     OXL_FFN_SWIGLU_FUSED, /* up has 2*n_ff rows: down · (silu(first half) * second half) (LLM_FFN_SWIGLU) */
+    OXL_FFN_XIELU,        /* down · xielu(up·x), no gate, parameters per layer (apertus: ggml_xielu) */
 } oxl_ffn_kind;
 
 /* Everything an architecture decides about the graph; zero means "not used" for the scales. */
@@ -195,6 +196,8 @@ typedef struct oxl_decoder_layer {
     bool recurrent;            /* the layer mixes with ssm instead of attention */
     oxl_ssm_layer ssm;         /* Mamba mixer of a recurrent layer */
     bool no_rope;              /* the layer attends without RoPE (opts.no_rope_step, no_rope_global) */
+    float xielu[4];            /* OXL_FFN_XIELU: alpha_n, alpha_p, beta, eps as stored (the architecture
+                                * sets them after oxl_decoder_load) */
 } oxl_decoder_layer;
 
 typedef struct oxl_decoder {

@@ -40,6 +40,12 @@ static int deepseek2_load(oxl_model *m, oxl_error *err) {
         return -1;
     }
     oxl_hparams *hp = &m->hp;
+    char key[96];
+    snprintf(key, sizeof key, "%s.attention.key_length_mla", m->arch->name);
+    const bool has_k_mla = oxl_gguf_find_key(m->gguf, key) >= 0;
+    snprintf(key, sizeof key, "%s.attention.value_length_mla", m->arch->name);
+    /* llama_hparams::is_mla(): files without the *_mla keys were converted with the merged attn_kv_b */
+    o.mla.merged_kv_b = !has_k_mla && oxl_gguf_find_key(m->gguf, key) < 0;
     o.mla.head_k = hp->head_dim;
     o.mla.head_v = hp->head_dim;
     if (oxl_hp_int(m, "attention.value_length", &o.mla.head_v, false, err) ||
@@ -56,10 +62,21 @@ static int deepseek2_load(oxl_model *m, oxl_error *err) {
     if (o.moe.n_expert == 0 || o.moe.n_ff_exp == 0) {
         return oxl_err_set(err, "%s: deepseek2.expert_count / expert_feed_forward_length missing or 0", path);
     }
-    /* the cache holds one "head" per token: the latent and the rotated rope key */
-    hp->head_dim = o.mla.kv_lora_rank + hp->n_rot;
-    hp->head_dim_v = o.mla.kv_lora_rank;
-    hp->n_head_kv = 1;
+    if (o.mla.merged_kv_b) {
+        /* multi-head attention over decompressed keys and values (V padded to head_k in the cache) */
+        if (o.mla.head_v > o.mla.head_k) {
+            return oxl_err_set(err, "%s: deepseek2 without key_length_mla: value_length %d exceeds key_length %d", path,
+                               o.mla.head_v, o.mla.head_k);
+        }
+        hp->head_dim = o.mla.head_k;
+        hp->head_dim_v = 0;
+        hp->n_head_kv = hp->n_head;
+    } else {
+        /* the cache holds one "head" per token: the latent and the rotated rope key */
+        hp->head_dim = o.mla.kv_lora_rank + hp->n_rot;
+        hp->head_dim_v = o.mla.kv_lora_rank;
+        hp->n_head_kv = 1;
+    }
     o.mla.norm_eps = o.norm_eps;
     if (log_mul != 0.0f) {
         log_mul /= 0.1f; /* the converter's factor, cancelled as llama.cpp does */

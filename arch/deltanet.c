@@ -90,14 +90,7 @@ static size_t gdn_layout(const oxl_gdn_opts *o, int64_t E, int32_t n, void *base
     size_t widest = C > (size_t)E ? C : (size_t)E;
     const size_t sizes[] = {C * n, C * n, I * n, 2 * V * n, V * n, V * n, I * n, widest * n + 64};
     float **slots[] = {&w->qkv, &w->xc, &w->z, &w->ba, &w->beta, &w->g, &w->y, &w->scratch};
-    size_t off = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        if (base) {
-            *slots[i] = (float *)((char *)base + off);
-        }
-        off += (sizes[i] * sizeof(float) + 63) & ~(size_t)63;
-    }
-    return off;
+    return oxl_carve(base, slots, sizes, sizeof sizes / sizeof sizes[0]);
 }
 
 size_t oxl_gdn_work_size(const oxl_gdn_opts *o, int64_t n_embd, int32_t n) {

@@ -11,7 +11,8 @@ int oxl_mla_bind(const oxl_model *m, const oxl_mla_opts *o, oxl_mla_layer *l, in
     const int64_t nope = o->head_k - R;
     char name[64];
     snprintf(name, sizeof name, "blk.%d.attn_kv_b.weight", il);
-    if (oxl_gguf_find_tensor(m->gguf, name) && !oxl_gguf_find_tensor(m->gguf, "blk.0.attn_k_b.weight")) {
+    if (!o->merged_kv_b && oxl_gguf_find_tensor(m->gguf, name) &&
+        !oxl_gguf_find_tensor(m->gguf, "blk.0.attn_k_b.weight")) {
         return oxl_err_set(err,
                            "%s: tensor '%s' (merged K/V up-projection of older files) is not supported; "
                            "convert with split attn_k_b / attn_v_b",
@@ -25,6 +26,15 @@ int oxl_mla_bind(const oxl_model *m, const oxl_mla_opts *o, oxl_mla_layer *l, in
         }
     } else if (oxl_bind_tensor(m, &l->wq, "blk.%d.attn_q.weight", il, E, H * o->head_k, true, err)) {
         return -1;
+    }
+    if (o->merged_kv_b) {
+        return oxl_bind_tensor(m, &l->wkv_a, "blk.%d.attn_kv_a_mqa.weight", il, E, C + R, true, err) ||
+                       oxl_bind_tensor(m, &l->kv_a_norm, "blk.%d.attn_kv_a_norm.weight", il, C, 0, true, err) ||
+                       oxl_bind_tensor(m, &l->wkv_b, "blk.%d.attn_kv_b.weight", il, C, H * (nope + o->head_v), true,
+                                       err) ||
+                       oxl_bind_tensor(m, &l->wo, "blk.%d.attn_output.weight", il, H * o->head_v, E, true, err)
+                   ? -1
+                   : 0;
     }
     return oxl_bind_tensor(m, &l->wkv_a, "blk.%d.attn_kv_a_mqa.weight", il, E, C + R, true, err) ||
                    oxl_bind_tensor(m, &l->kv_a_norm, "blk.%d.attn_kv_a_norm.weight", il, C, 0, true, err) ||
@@ -49,7 +59,15 @@ typedef struct mla_work {
 static size_t mla_layout(const oxl_model *m, const oxl_mla_opts *o, int32_t n, void *base, mla_work *w) {
     const oxl_hparams *hp = &m->hp;
     const size_t H = (size_t)hp->n_head, R = (size_t)hp->n_rot, C = (size_t)o->kv_lora_rank;
-    const size_t K = C + R, widest = (size_t)(hp->n_embd > o->q_lora_rank ? hp->n_embd : o->q_lora_rank) + C;
+    size_t K = C + R, widest = (size_t)(hp->n_embd > o->q_lora_rank ? hp->n_embd : o->q_lora_rank) + C;
+    if (o->merged_kv_b) {
+        /* qabs holds the decompressed K | V per head (nope + v_head each), att the keys and values of
+         * n_head heads of head_k: sized as though the latent were that wide */
+        const size_t kvb = (size_t)(o->head_k - (int32_t)R + o->head_v), kk = 2 * (size_t)o->head_k;
+        K = kvb > K ? kvb : K;
+        K = kk > K ? kk : K;
+        widest += (size_t)o->head_k;
+    }
     const size_t sizes[] = {H * o->head_k * n,
                             (size_t)o->q_lora_rank * n,
                             K * n,
@@ -59,14 +77,7 @@ static size_t mla_layout(const oxl_model *m, const oxl_mla_opts *o, int32_t n, v
                             (C > (size_t)o->head_k ? C : (size_t)o->head_k) * n,
                             (widest > H * o->head_v ? widest : H * o->head_v) * n + 64};
     float **slots[] = {&w->q, &w->qa, &w->kv, &w->qabs, &w->att, &w->vo, &w->col, &w->scratch};
-    size_t off = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        if (base) {
-            *slots[i] = (float *)((char *)base + off);
-        }
-        off += (sizes[i] * sizeof(float) + 63) & ~(size_t)63;
-    }
-    return off;
+    return oxl_carve(base, slots, sizes, sizeof sizes / sizeof sizes[0]);
 }
 
 size_t oxl_mla_work_size(const oxl_model *m, const oxl_mla_opts *o, int32_t n) {
@@ -79,6 +90,46 @@ static void gather_rows(const float *src, int64_t ld, int64_t off, int64_t rows,
     for (int32_t j = 0; j < n; j++) {
         memcpy(dst + (size_t)j * rows, src + (size_t)j * ld + off, (size_t)rows * sizeof(float));
     }
+}
+
+/* The merged attn_kv_b form, llama.cpp's non-MLA branch of src/models/deepseek2.cpp: kv = Wkv_b · c
+ * gives per head k_nope | v; K_h = [k_nope_h ; kpe] (the rope key repeated over the heads), Q_h =
+ * [q_nope_h ; q_rope_h], V_h = v_h; multi-head attention with kq_scale, then Wo. q and w.kv arrive
+ * projected, roped and normalised. */
+static void mla_merged_attention(oxl_ctx *ctx, const oxl_mla_opts *o, const oxl_mla_layer *l, int il,
+                                 const oxl_ubatch *ub, const mla_work *w, float *out, float *scores) {
+    const oxl_hparams *hp = &ctx->model->hp;
+    oxl_pool *pool = ctx->pool;
+    const int32_t n = ub->n;
+    const int64_t H = hp->n_head, R = hp->n_rot, C = o->kv_lora_rank, nope = o->head_k - R, Dk = o->head_k;
+    const int64_t Dv = o->head_v, KVB = H * (nope + Dv), KV = C + R;
+    float *kvb = w->qabs;                        /* (KVB, n) */
+    float *k = w->att, *v = w->att + H * Dk * n; /* (H*Dk, n) each */
+    gather_rows(w->kv, KV, 0, C, n, w->col);
+    oxl_matmul(pool, &l->wkv_b, w->col, n, kvb, KVB, w->scratch);
+    for (int32_t j = 0; j < n; j++) {
+        for (int64_t h = 0; h < H; h++) {
+            const float *src = kvb + (size_t)j * KVB + h * (nope + Dv);
+            float *kh = k + ((size_t)j * H + h) * Dk, *vh = v + ((size_t)j * H + h) * Dk;
+            memcpy(kh, src, (size_t)nope * sizeof(float));
+            memcpy(kh + nope, w->kv + (size_t)j * KV + C, (size_t)R * sizeof(float));
+            memcpy(vh, src + nope, (size_t)Dv * sizeof(float));
+            memset(vh + Dv, 0, (size_t)(Dk - Dv) * sizeof(float));
+        }
+    }
+    oxl_memory_kv_store(ctx->mem, il, ub, k, v);
+    /* with flash attention ggml picks its tiled kernel by V's head size (v_head % 16 == 0 on
+     * AVX-512); the padded rows here are head_k wide, so the choice follows head_k instead */
+    const oxl_attn_params ap = {.n_head = (int)H, .n_head_kv = (int)H, .head_dim = (int)Dk, .scale = o->kq_scale};
+    const oxl_kv_view kvv = oxl_memory_kv_view(ctx->mem, il, ub);
+    float *att = w->qabs; /* (H*Dk, n): kvb is no longer needed */
+    oxl_attention(pool, &kvv, w->q, att, &ap, ctx->params.flash_attn != OXL_FLASH_ATTN_OFF, scores);
+    for (int32_t j = 0; j < n; j++) {
+        for (int64_t h = 0; h < H; h++) {
+            memcpy(w->vo + ((size_t)j * H + h) * Dv, att + ((size_t)j * H + h) * Dk, (size_t)Dv * sizeof(float));
+        }
+    }
+    oxl_matmul(pool, &l->wo, w->vo, n, out, hp->n_embd, w->scratch);
 }
 
 void oxl_mla_attention(oxl_ctx *ctx, const oxl_mla_opts *o, const oxl_mla_layer *l, int il, const oxl_ubatch *ub,
@@ -106,6 +157,10 @@ void oxl_mla_attention(oxl_ctx *ctx, const oxl_mla_opts *o, const oxl_mla_layer 
         oxl_rope_apply(w.q + (size_t)j * QW + nope, (int)H, o->head_k, ub->pos[j], rope);
         oxl_rope_apply(w.kv + (size_t)j * K + C, 1, (int)R, ub->pos[j], rope);
         oxl_norm(OXL_NORM_RMS, w.kv + (size_t)j * K, &l->kv_a_norm, NULL, w.kv + (size_t)j * K, C, 1, o->norm_eps);
+    }
+    if (o->merged_kv_b) {
+        mla_merged_attention(ctx, o, l, il, ub, &w, out, scores);
+        return;
     }
     /* absorbed queries: head h's nope part through Wk_b_h into the latent space, then its rope part */
     for (int64_t h = 0; h < H; h++) {

@@ -22,6 +22,10 @@ typedef struct oxl_mla_opts {
     int32_t head_v;       /* attention.value_length_mla */
     float kq_scale;       /* softmax scale (YaRN's mscale^2 / sqrt(head_k)) */
     float norm_eps;       /* the model's RMS epsilon (q_a_norm, kv_a_norm) */
+    /* files converted before llama.cpp split attn_kv_b (no attention.key_length_mla and
+     * value_length_mla: llama_hparams::is_mla() false): the merged up-projection decompresses the
+     * latent into per-head K and V, multi-head attention over a cache of n_head heads of head_k */
+    bool merged_kv_b;
 } oxl_mla_opts;
 
 typedef struct oxl_mla_layer {
@@ -34,18 +38,22 @@ typedef struct oxl_mla_layer {
     oxl_tensor wk_b;      /* (head_k - n_rot, kv_lora_rank) x n_head */
     oxl_tensor wv_b;      /* (kv_lora_rank, head_v) x n_head */
     oxl_tensor wo;        /* (n_head*head_v, n_embd) */
+    oxl_tensor wkv_b;     /* merged_kv_b: (kv_lora_rank, n_head*(head_k - n_rot + head_v)) attn_kv_b */
 } oxl_mla_layer;
 
-/* Binds layer il's MLA tensors (names of llama.cpp's LLM_TENSOR_ATTN_{Q,Q_A,Q_B,KV_A_MQA,K_B,V_B,...}).
- * A missing or mis-shaped one is an error naming it; files with the merged attn_kv_b (not split) are
- * refused by name. */
+/* Binds layer il's MLA tensors (names of llama.cpp's LLM_TENSOR_ATTN_{Q,Q_A,Q_B,KV_A_MQA,K_B,V_B,...};
+ * with merged_kv_b, KV_B instead of K_B and V_B). A missing or mis-shaped one is an error naming it;
+ * a file with the *_mla keys but only the merged attn_kv_b is refused by name (llama.cpp then misses
+ * attn_k_b). */
 int oxl_mla_bind(const oxl_model *m, const oxl_mla_opts *o, oxl_mla_layer *l, int il, oxl_error *err);
 
 /* Bytes of work oxl_mla_attention needs for n tokens. */
 size_t oxl_mla_work_size(const oxl_model *m, const oxl_mla_opts *o, int32_t n);
 
 /* out (n_embd, n) = the attention block of layer il on a (n_embd, n), storing the pass's latents in
- * the cache (hp.head_dim = kv_lora_rank + n_rot, hp.n_head_kv = 1). scores as oxl_attention. */
+ * the cache (hp.head_dim = kv_lora_rank + n_rot, hp.n_head_kv = 1); with merged_kv_b the
+ * decompressed per-head keys and values (hp.head_dim = head_k, hp.n_head_kv = n_head; each V row
+ * padded with zeros from head_v to head_k, which changes no output value). scores as oxl_attention. */
 void oxl_mla_attention(oxl_ctx *ctx, const oxl_mla_opts *o, const oxl_mla_layer *l, int il, const oxl_ubatch *ub,
                        const oxl_rope *rope, const float *a, float *out, void *work, float *scores);
 

@@ -330,14 +330,7 @@ static size_t q35_layout(const oxl_model *m, int32_t n, int32_t n_ctx, int n_thr
                        (float **)&a->gdn,
                        &a->scores,
                        &a->scratch};
-    size_t off = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        if (base) {
-            *slots[i] = (float *)((char *)base + off);
-        }
-        off += (sizes[i] * sizeof(float) + 63) & ~(size_t)63;
-    }
-    return off;
+    return oxl_carve(base, slots, sizes, sizeof sizes / sizeof sizes[0]);
 }
 
 static size_t q35_work_size(const oxl_model *m, int32_t n_batch, int32_t n_ctx, int n_threads) {
@@ -427,26 +420,9 @@ static void q35_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
         oxl_add(b.x, b.fo, E * n);
     }
 
-    /* the final norm: of every token when the context keeps embeddings, else only of the tokens
-     * whose logits are wanted; those go through the output head */
-    const int32_t n_out = ub->n_out;
-    if (ub->embd) {
-        oxl_norm(OXL_NORM_RMS, b.x, &d->output_norm, NULL, ub->embd, E, n, o->norm_eps);
-    }
-    if (n_out == 0) {
-        return;
-    }
-    if (ub->embd) {
-        for (int32_t j = 0; j < n_out; j++) {
-            memcpy(b.xb + (size_t)j * E, ub->embd + (size_t)ub->out_ids[j] * E, (size_t)E * sizeof(float));
-        }
-    } else {
-        for (int32_t j = 0; j < n_out; j++) {
-            memcpy(b.xout + (size_t)j * E, b.x + (size_t)ub->out_ids[j] * E, (size_t)E * sizeof(float));
-        }
-        oxl_norm(OXL_NORM_RMS, b.xout, &d->output_norm, NULL, b.xb, E, n_out, o->norm_eps);
-    }
-    oxl_matmul(pool, &d->output, b.xb, n_out, logits, hp->n_vocab, b.scratch);
+    /* the final norm and the output head (of the tokens whose logits are wanted) */
+    oxl_rms_output_head(pool, ub, b.x, E, n, &d->output_norm, o->norm_eps, &d->output, hp->n_vocab, b.xb, b.xout,
+                        logits, b.scratch);
 }
 
 /* ---- repacking -------------------------------------------------------------------------- */

@@ -52,6 +52,15 @@ const oxl_arch *const oxl_arch_registry[] = {
     &oxl_arch_hunyuan_dense,
     &oxl_arch_hunyuan_moe,
     &oxl_arch_minimax_m2,
+    &oxl_arch_glm4,
+    &oxl_arch_seed_oss,
+    &oxl_arch_ernie4_5,
+    &oxl_arch_apertus,
+    &oxl_arch_granite_h,
+    &oxl_arch_falcon_h1,
+    &oxl_arch_nemotron_h,
+    &oxl_arch_lfm2,
+    &oxl_arch_gemma3n,
 };
 // clang-format on
 

@@ -64,7 +64,8 @@ int oxl_ssm_bind(const oxl_model *m, const oxl_ssm_opts *o, oxl_ssm_layer *l, in
         return -1;
     }
     if (two) {
-        if (oxl_bind_tensor(m, &l->norm, "blk.%d.ssm_norm.weight", il, I / o->n_group, o->n_group, true, err)) {
+        if (oxl_bind_tensor(m, &l->norm, "blk.%d.ssm_norm.weight", il, I / o->n_group, o->n_group, !o->norm_optional,
+                            err)) {
             return -1;
         }
     } else if (oxl_bind_tensor(m, &l->x, "blk.%d.ssm_x.weight", il, I, R + 2 * S, true, err) ||
@@ -104,14 +105,7 @@ static size_t ssm_layout(const oxl_ssm_opts *o, int32_t n, void *base, ssm_work 
     const size_t sizes[] = {in_rows * n, C * n, ((size_t)o->dt_rank + 2 * (size_t)o->d_state) * n,
                             I * n,       I * n, in_rows * n + 64};
     float **slots[] = {&w->proj, &w->xc, &w->xdb, &w->dt, &w->y, &w->scratch};
-    size_t off = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        if (base) {
-            *slots[i] = (float *)((char *)base + off);
-        }
-        off += (sizes[i] * sizeof(float) + 63) & ~(size_t)63;
-    }
-    return off;
+    return oxl_carve(base, slots, sizes, sizeof sizes / sizeof sizes[0]);
 }
 
 size_t oxl_ssm_work_size(const oxl_ssm_opts *o, int32_t n) {
@@ -260,7 +254,7 @@ void oxl_ssm_forward(oxl_ctx *ctx, const oxl_ssm_opts *o, const oxl_ssm_layer *l
             y[i] = silu(z[i]) * (y[i] + x[i] * D[two ? i / head_dim : i]);
         }
     }
-    if (two) {
+    if (two && l->norm.data) {
         oxl_norm(OXL_NORM_RMS, w.y, &l->norm, NULL, w.y, I / o->n_group, (int64_t)n * o->n_group, o->norm_eps);
     }
     oxl_matmul(pool, &l->out, w.y, n, out, ctx->model->hp.n_embd, w.scratch);

@@ -33,6 +33,8 @@ typedef struct oxl_ssm_opts {
     int32_t dt_rank; /* ssm.time_step_rank (Mamba-2: the number of heads) */
     int32_t n_group; /* ssm.group_count (Mamba-2; Mamba-1: 1) */
     float norm_eps;  /* the model's RMS epsilon (jamba's dt/B/C norms, Mamba-2's grouped norm) */
+    /* Mamba-2's ssm_norm may be absent (falcon-h1's loader): then no grouped norm */
+    bool norm_optional;
 } oxl_ssm_opts;
 
 typedef struct oxl_ssm_layer {

@@ -174,13 +174,15 @@ typedef enum oxl_flash_attn {
 } oxl_flash_attn;
 
 /* How the final-norm outputs of a sequence's tokens become one embedding (llama.cpp's
- * llama_pooling_type, same numbering; its rank pooling, a classifier head, is not offered). */
+ * llama_pooling_type, same numbering). */
 typedef enum oxl_pooling {
     OXL_POOLING_UNSPECIFIED = -1, /* the model's `<arch>.pooling_type`; none when the file has no such key */
     OXL_POOLING_NONE = 0,         /* no pooling: one embedding per token (oxl_get_embeddings_ith) */
     OXL_POOLING_MEAN = 1,         /* the mean over the sequence's tokens */
     OXL_POOLING_CLS = 2,          /* the sequence's token at its lowest position */
     OXL_POOLING_LAST = 3,         /* the sequence's token at its highest position */
+    OXL_POOLING_RANK = 4,         /* a reranker's classifier head over the sequence's first token:
+                                     oxl_model_n_cls_out scores per sequence (bert with cls tensors) */
 } oxl_pooling;
 
 typedef struct oxl_ctx_params {
@@ -246,9 +248,16 @@ OXL_API oxl_pooling oxl_ctx_pooling(const oxl_ctx *ctx);
 /* Pooling none: token i of the last decode (i = -1: its last token). NULL when out of range, the
  * context keeps no embeddings, or it pools. */
 OXL_API const float *oxl_get_embeddings_ith(const oxl_ctx *ctx, int32_t i);
-/* Pooling mean, cls or last: the embedding of sequence seq over its tokens in the last decode.
- * NULL when seq had no token in it, the context keeps no embeddings, or its pooling is none. */
+/* Pooling mean, cls or last: the embedding of sequence seq over its tokens in the last decode;
+ * rank: its oxl_model_n_cls_out scores. NULL when seq had no token in it, the context keeps no
+ * embeddings, or its pooling is none. */
 OXL_API const float *oxl_get_embeddings_seq(const oxl_ctx *ctx, int32_t seq);
+/* Scores of rank pooling per sequence (llama.cpp's llama_model_n_cls_out): the length of
+ * `<arch>.classifier.output_labels`, 1 when the file has none. */
+OXL_API int32_t oxl_model_n_cls_out(const oxl_model *model);
+/* Label i of `<arch>.classifier.output_labels` into buf (NUL-terminated, cut to buf_size); returns
+ * its length, or -1 when there is no such label (llama_model_cls_label's NULL). */
+OXL_API int32_t oxl_model_cls_label(const oxl_model *model, int32_t i, char *buf, size_t buf_size);
 
 /* Sequence 0 helpers for single-stream use. oxl_decode evaluates n tokens at positions
  * n_past .. n_past+n-1 keeping every token's logits (all_logits) or the last one's. */
@@ -305,6 +314,33 @@ OXL_API int oxl_ctx_set_control_vector(oxl_ctx *ctx, const float *data, size_t l
                                        int32_t il_end, oxl_error *err);
 
 /* ---------------------------------------------------------------------------------------------
+ * Speculative decoding (llama.cpp common/speculative.cpp). A draft (a smaller model, or n-grams of
+ * the text so far) proposes tokens; the target evaluates the last token and the proposals in one
+ * oxl_decode with all_logits, samples at each position in turn and keeps the proposals up to the
+ * first one its sampler does not pick (llama.cpp's common_sampler_sample_and_accept_n); then
+ * oxl_ctx_truncate drops the rejected positions. Output and sampler draws are those of decoding
+ * one token at a time. oxillama run's -md / --spec-type (src/cli/spec.c) is such a loop.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Whether draft may propose tokens for target, by llama.cpp's common_speculative_are_compatible:
+ * the same vocabulary type, the same add-BOS / add-EOS flags and (when added) BOS / EOS ids, token
+ * counts differing by at most 128, and the same text for every token id from 5 below the smaller
+ * count. Returns 0, or -1 with err "draft model incompatible: ..." naming the first difference. */
+OXL_API int oxl_model_draft_compatible(const oxl_model *target, const oxl_model *draft, oxl_error *err);
+/* true for a model with recurrent state (mamba, jamba, delta-net and other recurrent or hybrid
+ * families: llama_model_is_recurrent || llama_model_is_hybrid): oxl_seq_truncate cannot drop part
+ * of its sequences, so rejected draft tokens cannot be undone. */
+OXL_API bool oxl_model_is_recurrent(const oxl_model *model);
+/* Draft-free drafting (llama.cpp's ngram-simple, common_ngram_simple_draft): the n-gram made of the
+ * last size_n - 1 tokens of hist[0..n_hist) followed by last (the token sampled but not yet in
+ * hist) is searched backwards in hist (not at position 0, not overlapping its end); the up to
+ * size_m tokens that followed its latest earlier occurrence are the draft. No draft (0) when hist
+ * holds size_n + size_m + 1 tokens or fewer, nothing matches, or fewer than size_n tokens follow
+ * the match. Writes at most cap tokens to out; returns their number. */
+OXL_API int32_t oxl_ngram_draft(const oxl_token *hist, int32_t n_hist, oxl_token last, int32_t size_n, int32_t size_m,
+                                oxl_token *out, int32_t cap);
+
+/* ---------------------------------------------------------------------------------------------
  * Tokenizer (matches llama.cpp src/llama-vocab.cpp)
  * ------------------------------------------------------------------------------------------- */
 
@@ -319,6 +355,11 @@ OXL_API int32_t oxl_tokenize(const oxl_model *model, const char *text, size_t le
 OXL_API int32_t oxl_token_to_piece(const oxl_model *model, oxl_token tok, char *buf, int32_t cap, bool special);
 OXL_API oxl_token oxl_token_bos(const oxl_model *model); /* -1 if the vocabulary has none */
 OXL_API oxl_token oxl_token_eos(const oxl_model *model);
+OXL_API oxl_token oxl_token_sep(const oxl_model *model); /* -1 if the vocabulary has none */
+/* Whether tokenizing with add_special adds BOS, EOS, SEP (llama_vocab_get_add_bos / _eos / _sep). */
+OXL_API bool oxl_vocab_add_bos(const oxl_model *model);
+OXL_API bool oxl_vocab_add_eos(const oxl_model *model);
+OXL_API bool oxl_vocab_add_sep(const oxl_model *model);
 OXL_API bool oxl_token_is_eog(const oxl_model *model, oxl_token tok); /* end of generation (EOS, EOT, …) */
 
 /* Streaming detokenizer: holds back an incomplete UTF-8 sequence so that output never splits a
@@ -387,7 +428,10 @@ OXL_API oxl_sampler_params oxl_sampler_default_params(void);
 OXL_API oxl_sampler *oxl_sampler_new(const oxl_sampler_params *params);
 OXL_API void oxl_sampler_free(oxl_sampler *s);
 /* Records a token of the context for the penalties (llama_sampler_accept): call it for each prompt
- * token (BOS included) and for each token sampled and kept; oxl_sampler_sample does not. */
+ * token (BOS included) and for each token sampled and kept; oxl_sampler_sample does not. With a
+ * grammar (oxl_sampler_set_grammar), a call with the token the last oxl_sampler_sample returned
+ * (an output token) also advances the grammar by it; any other token (the prompt, a user's input)
+ * leaves the grammar where it is, as llama.cpp's common_sampler_accept(…, accept_grammar = false). */
 OXL_API void oxl_sampler_accept(oxl_sampler *s, oxl_token tok);
 /* DRY's sequence breakers (llama_sampler_init_dry): each non-empty string (first 40 bytes) is
  * matched against model's token texts; a token containing it breaks by itself, a token ending with
@@ -396,8 +440,23 @@ OXL_API void oxl_sampler_accept(oxl_sampler *s, oxl_token tok);
  * arguments or out of memory. */
 OXL_API int32_t oxl_sampler_dry_breakers(oxl_sampler *s, const oxl_model *model, const char *const *breakers,
                                          int32_t n);
-/* Picks a token from n_vocab logits (not modified); -1 on bad arguments or out of memory. */
+/* Picks a token from n_vocab logits (not modified); -1 on bad arguments or out of memory. With a
+ * grammar, as llama.cpp's common_sampler_sample: the chain draws first; when the grammar rejects that
+ * token, the chain draws again over the logits with every token the grammar rejects at -infinity
+ * (so a seed gives llama.cpp's text); -1 also when the grammar allows no token. */
 OXL_API oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_vocab);
+/* Constrains sampling to a GBNF grammar (llama.cpp's syntax, grammars/README.md there): gbnf is the
+ * grammar text (NUL-terminated), root the start rule (NULL: "root"). The text is parsed and copied
+ * into the sampler; model's vocabulary gives the tokens' texts (special tokens rendered), ends of
+ * generation (allowed only where the grammar can end) and <piece> token references, so model must
+ * outlive the sampler. gbnf NULL removes the grammar. A grammar replaces the previous one and
+ * starts at its beginning. Returns 0, or -1 with "LINE:COLUMN: what is wrong" written into err
+ * (err_len bytes, NUL-terminated; err may be NULL) when the text is not a grammar (unknown rule,
+ * unterminated literal or class, bad escape or repetition, left recursion, no root rule), a bound
+ * is passed (size, nesting, or more parse stacks than the matcher keeps), on bad arguments or out of
+ * memory; the sampler is then unchanged. */
+OXL_API int oxl_sampler_set_grammar(oxl_sampler *s, const oxl_model *model, const char *gbnf, const char *root,
+                                    char *err, size_t err_len);
 
 /* ---------------------------------------------------------------------------------------------
  * Chat templates (absent from OXL_SUBSET builds)

@@ -189,37 +189,8 @@ void oxl_api_embeddings(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
         }
         total += (size_t)lens[i];
     }
-    /* one job: the inputs back to back */
-    oxl_token *all = malloc(sizeof(oxl_token) * total);
-    int32_t *all_len = malloc(sizeof(int32_t) * (size_t)n_in);
-    if (!all || !all_len) {
-        free(all);
-        free(all_len);
-        oxl_api_fail(&e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
-        goto fail;
-    }
-    size_t off = 0;
-    for (int32_t i = 0; i < n_in; i++) {
-        memcpy(all + off, toks[i], sizeof(oxl_token) * (size_t)lens[i]);
-        off += (size_t)lens[i];
-        all_len[i] = lens[i];
-    }
-    oxl_job *j = oxl_embd_job_new(all, all_len, n_in, n_embd);
+    oxl_job *j = oxl_req_run_embd(srv, rq, toks, lens, n_in, total, n_embd, &e);
     if (!j) {
-        oxl_api_fail(&e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
-        goto fail;
-    }
-    if (oxl_req_submit(srv, j, &e) != 0) {
-        oxl_job_release(NULL, j);
-        goto fail;
-    }
-    if (oxl_req_wait(srv, &j, 1, rq->fd) != 0) {
-        oxl_job_release(srv->sched, j);
-        oxl_api_fail(&e, OXL_E_CLIENT_CLOSED, NULL, "client closed the request");
-        goto fail;
-    }
-    if (oxl_req_job_error(&j, 1, &e)) {
-        oxl_job_release(srv->sched, j);
         goto fail;
     }
     const bool b64 = fmt && !strcmp(fmt, "base64");

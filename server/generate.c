@@ -128,18 +128,8 @@ int oxl_req_parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error
     if (oxl_json_str(b, "user", &user, e) < 0 || parse_stop(b, g, e) < 0) {
         return -1;
     }
-    const cJSON *rf = oxl_json_field(b, "response_format");
-    if (rf) {
-        const char *type = NULL;
-        if (!cJSON_IsObject(rf) || oxl_json_str(rf, "type", &type, e) < 0 || !type) {
-            return BAD_TYPE(e, "response_format", "'response_format': expected an object with a string 'type'");
-        }
-        if (strcmp(type, "text")) {
-            return BAD(e, "response_format",
-                       "'response_format': type '%.40s' is not supported: this server has no grammar-constrained "
-                       "sampling yet, so it cannot guarantee JSON output; use 'text'",
-                       type);
-        }
+    if (oxl_req_parse_structured(srv, b, g, e) < 0) {
+        return -1;
     }
     return 0;
 }
@@ -469,6 +459,10 @@ void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **to
         }
         memset(g.breakers, 0, sizeof g.breakers);
         bool copied = true;
+        g.grammar = NULL;
+        if (r->gen.grammar) {
+            copied &= (g.grammar = strdup(r->gen.grammar)) != NULL;
+        }
         for (int k = 0; k < g.n_breakers; k++) {
             copied &= (g.breakers[k] = strdup(r->gen.breakers[k])) != NULL;
         }
@@ -556,3 +550,40 @@ void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **to
 }
 
 static void stream_state_release(void *state) { stream_state_free(state); }
+
+oxl_job *oxl_req_run_embd(oxl_srv *srv, const oxl_request *rq, oxl_token *const *toks, const int32_t *lens, int32_t n,
+                          size_t total, int32_t n_embd, oxl_api_error *e) {
+    oxl_token *all = malloc(sizeof(oxl_token) * (total ? total : 1));
+    int32_t *all_len = malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
+    if (!all || !all_len) {
+        free(all);
+        free(all_len);
+        oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+        return NULL;
+    }
+    size_t off = 0;
+    for (int32_t i = 0; i < n; i++) {
+        memcpy(all + off, toks[i], sizeof(oxl_token) * (size_t)lens[i]);
+        off += (size_t)lens[i];
+        all_len[i] = lens[i];
+    }
+    oxl_job *j = oxl_embd_job_new(all, all_len, n, n_embd); /* takes all and all_len */
+    if (!j) {
+        oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+        return NULL;
+    }
+    if (oxl_req_submit(srv, j, e) != 0) {
+        oxl_job_release(NULL, j);
+        return NULL;
+    }
+    if (oxl_req_wait(srv, &j, 1, rq->fd) != 0) {
+        oxl_job_release(srv->sched, j);
+        oxl_api_fail(e, OXL_E_CLIENT_CLOSED, NULL, "client closed the request");
+        return NULL;
+    }
+    if (oxl_req_job_error(&j, 1, e)) {
+        oxl_job_release(srv->sched, j);
+        return NULL;
+    }
+    return j;
+}

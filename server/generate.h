@@ -68,6 +68,12 @@ int oxl_req_check_field_list(const cJSON *b, const char *route, const char *cons
  * xtc_*, dynatemp_*, repeat_last_n, repeat_penalty, presence/frequency_penalty, dry_*, mirostat*,
  * samplers, seed, logit_bias, ignore_eos, min_keep 0) into g; out-of-range values are errors. */
 int oxl_req_parse_sampling(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_api_error *e);
+/* Structured output into g->grammar: llama-server's grammar (GBNF text) or json_schema (an object,
+ * converted as llama.cpp converts it; grammar wins when both are given, as there), or OpenAI's
+ * response_format: text (none), json_object (its optional schema, else any JSON object: enforced),
+ * json_schema ({name, schema, strict}). A grammar that does not parse is a 400 naming the field with
+ * the line:column of the fault. */
+int oxl_req_parse_structured(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_api_error *e);
 
 /* Prompts: *out is malloc'd (the caller's); param names the field in errors. */
 int oxl_req_tokenize(oxl_srv *srv, const char *text, size_t len, oxl_token **out, int32_t *n, const char *param,
@@ -88,6 +94,12 @@ int oxl_req_submit(oxl_srv *srv, oxl_job *j, oxl_api_error *e);
 bool oxl_req_job_done(const oxl_job *j);
 int oxl_req_wait(oxl_srv *srv, oxl_job **jobs, int n, int fd);
 void oxl_req_release(oxl_srv *srv, oxl_job **jobs, int n);
+/* Runs n token lists (toks[i] of lens[i] tokens, total tokens in all) as one embedding job of
+ * n_embd floats per input: the inputs are copied back to back, the job submitted and waited for.
+ * Returns the finished job (the caller reads j->embd and releases it with
+ * oxl_job_release(srv->sched, j)), or NULL with e set (queue full, client gone, job error, memory). */
+oxl_job *oxl_req_run_embd(oxl_srv *srv, const oxl_request *rq, oxl_token *const *toks, const int32_t *lens, int32_t n,
+                          size_t total, int32_t n_embd, oxl_api_error *e);
 /* The usage object of the jobs, in the naming of kind. */
 cJSON *oxl_req_usage(oxl_job **jobs, int n_jobs, api_kind kind);
 /* The first job error as an API error (503 for shutdown, 500 otherwise); false when none. */

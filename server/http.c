@@ -577,6 +577,7 @@ static int load(oxl_srv *srv) {
     cp.type_k = cfg->type_k;
     cp.type_v = cfg->type_v;
     cp.flash_attn = cfg->flash_attn;
+    cp.pooling = cfg->rerank ? OXL_POOLING_RANK : OXL_POOLING_UNSPECIFIED; /* the embedding context's */
     srv->ctx = oxl_ctx_new(srv->model, &cp, &err);
     if (!srv->ctx) {
         fprintf(stderr, "oxillama serve: %s\n", err.msg);

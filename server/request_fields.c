@@ -20,7 +20,7 @@ static const char *const common_fields[] = {
     "temperature", "top_p", "min_p", "top_k", "typical_p", "top_n_sigma", "xtc_probability", "xtc_threshold",
     "dynatemp_range", "dynatemp_exponent", "repeat_last_n", "repeat_penalty", "presence_penalty", "frequency_penalty",
     "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers", "mirostat",
-    "mirostat_tau", "mirostat_eta", "samplers", "logit_bias", "ignore_eos", "min_keep", NULL};
+    "mirostat_tau", "mirostat_eta", "samplers", "logit_bias", "ignore_eos", "min_keep", "grammar", "json_schema", NULL};
 static const char *const chat_fields[] = {"messages", "logprobs",    "top_logprobs",        "n_probs",
                                           "tools",    "tool_choice", "parallel_tool_calls", NULL};
 static const char *const completion_fields[] = {"prompt", "echo", "logprobs", "n_probs", "suffix", NULL};
@@ -28,9 +28,7 @@ static const char *const responses_fields[] = {"input", "instructions", "max_out
 
 /* llama-server's fields (and OpenAI's) that this server does not implement; named in the 400 as such
  * rather than as unknown. */
-static const char *const unimplemented_fields[] = {"grammar",
-                                                   "json_schema",
-                                                   "grammar_lazy",
+static const char *const unimplemented_fields[] = {"grammar_lazy",
                                                    "grammar_triggers",
                                                    "preserved_tokens",
                                                    "lora",
@@ -427,4 +425,108 @@ int oxl_req_parse_sampling(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_
     }
     bool cache_prompt = true;
     return oxl_json_bool(b, "cache_prompt", &cache_prompt, e) < 0 ? -1 : 0;
+}
+
+/* --- structured output --------------------------------------------------------------------------- */
+
+/* Checks that gbnf parses for the model (a throwaway sampler), else a 400 on param. */
+static int check_grammar(oxl_srv *srv, const char *gbnf, const char *param, oxl_api_error *e) {
+    oxl_sampler_params sp = oxl_sampler_default_params();
+    sp.seed = 0;
+    oxl_sampler *s = oxl_sampler_new(&sp);
+    if (!s) {
+        return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+    }
+    char msg[256] = "";
+    int rc = oxl_sampler_set_grammar(s, srv->model, gbnf, NULL, msg, sizeof msg);
+    oxl_sampler_free(s);
+    if (rc != 0) {
+        return BAD(e, param, "'%s': the grammar does not parse: %s", param, msg);
+    }
+    return 0;
+}
+
+/* A JSON schema (an object) into g->grammar. */
+static int schema_grammar(oxl_srv *srv, const cJSON *schema, const char *param, oxl_gen_params *g, oxl_api_error *e) {
+    if (!cJSON_IsObject(schema)) {
+        return BAD_TYPE(e, param, "'%s': expected a JSON schema object", param);
+    }
+    char *text = cJSON_PrintUnformatted(schema);
+    if (!text) {
+        return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+    }
+    oxl_error err = {{0}};
+    int rc = oxl_json_schema_to_grammar(text, &g->grammar, &err);
+    free(text);
+    if (rc != 0) {
+        return BAD(e, param, "'%s': %s", param, err.msg);
+    }
+    return check_grammar(srv, g->grammar, param, e);
+}
+
+int oxl_req_parse_structured(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_api_error *e) {
+    const cJSON *gr = oxl_json_field(b, "grammar");
+    const cJSON *js = oxl_json_field(b, "json_schema");
+    const cJSON *rf = oxl_json_field(b, "response_format");
+    const char *type = NULL;
+    if (rf) {
+        if (!cJSON_IsObject(rf) || oxl_json_str(rf, "type", &type, e) < 0 || !type) {
+            return BAD_TYPE(e, "response_format", "'response_format': expected an object with a string 'type'");
+        }
+        if (strcmp(type, "text") && strcmp(type, "json_object") && strcmp(type, "json_schema")) {
+            return BAD(e, "response_format",
+                       "'response_format': type '%.40s' is not one of text, json_object, json_schema", type);
+        }
+        if (strcmp(type, "text") && (gr || js)) {
+            return BAD(e, "response_format", "'response_format' cannot be combined with 'grammar' or 'json_schema'");
+        }
+    }
+    if (gr) {
+        if (!cJSON_IsString(gr)) {
+            return BAD_TYPE(e, "grammar", "'grammar': expected a string of GBNF rules");
+        }
+        if (!gr->valuestring[0]) {
+            return 0; /* llama-server: an empty grammar is none */
+        }
+        if (!(g->grammar = strdup(gr->valuestring))) {
+            return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+        }
+        return check_grammar(srv, g->grammar, "grammar", e);
+    }
+    if (js) {
+        return schema_grammar(srv, js, "json_schema", g, e);
+    }
+    if (!type || !strcmp(type, "text")) {
+        return 0;
+    }
+    for (const cJSON *f = rf->child; f; f = f->next) {
+        if (strcmp(f->string, "type") && strcmp(f->string, "json_schema") && strcmp(f->string, "schema")) {
+            return BAD(e, "response_format", "'response_format.%.40s' is not a field of response_format", f->string);
+        }
+    }
+    if (!strcmp(type, "json_object")) {
+        /* any JSON object, or the schema llama-server also reads here; enforced */
+        const cJSON *sc = oxl_json_field(rf, "schema");
+        cJSON *any = sc ? NULL : cJSON_CreateObject();
+        int rc = schema_grammar(srv, sc ? sc : any, "response_format", g, e);
+        cJSON_Delete(any);
+        return rc;
+    }
+    const cJSON *jw = oxl_json_field(rf, "json_schema");
+    if (!cJSON_IsObject(jw)) {
+        return BAD_TYPE(e, "response_format",
+                        "'response_format.json_schema': expected an object {name, schema, strict}");
+    }
+    for (const cJSON *f = jw->child; f; f = f->next) {
+        if (strcmp(f->string, "name") && strcmp(f->string, "schema") && strcmp(f->string, "strict") &&
+            strcmp(f->string, "description")) {
+            return BAD(e, "response_format", "'response_format.json_schema.%.40s' is not a field of json_schema",
+                       f->string);
+        }
+    }
+    const cJSON *sc = oxl_json_field(jw, "schema");
+    if (!sc) {
+        return BAD(e, "response_format", "'response_format.json_schema.schema' is required");
+    }
+    return schema_grammar(srv, sc, "response_format", g, e);
 }

@@ -86,6 +86,7 @@ void oxl_gen_params_free(oxl_gen_params *g) {
     for (int i = 0; i < g->n_breakers; i++) {
         free(g->breakers[i]);
     }
+    free(g->grammar);
     memset(g, 0, sizeof *g);
 }
 
@@ -386,6 +387,11 @@ static void admit(oxl_sched *s) {
                     best->smpl = NULL;
                 }
             }
+            if (best->smpl && j->gen.grammar &&
+                oxl_sampler_set_grammar(best->smpl, s->model, j->gen.grammar, NULL, NULL, 0) != 0) {
+                oxl_sampler_free(best->smpl); /* checked when the request was read: memory */
+                best->smpl = NULL;
+            }
             /* the penalties' window starts with the prompt, as llama-server's does */
             for (int32_t i = 0; best->smpl && i < j->n_prompt; i++) {
                 oxl_sampler_accept(best->smpl, j->prompt[i]);
@@ -589,12 +595,13 @@ static void sample_slot(oxl_sched *s, slot *sl, double step_seconds) {
 
 /* --- embeddings ------------------------------------------------------------------------------- */
 
-/* Creates the embedding context (mutex held): the model's pooling, or mean when the model has
- * none (pooling none gives no vector per input; llama.cpp's server refuses it on this route). */
+/* Creates the embedding context (mutex held): rank pooling with --rerank, else the model's pooling,
+ * or mean when the model has none (pooling none gives no vector per input; llama.cpp's server
+ * refuses it on this route). */
 static int embd_ctx_new(oxl_sched *s, oxl_error *err) {
     oxl_ctx_params p = s->embd_params;
     p.embeddings = true;
-    p.pooling = OXL_POOLING_UNSPECIFIED;
+    p.pooling = s->embd_params.pooling == OXL_POOLING_RANK ? OXL_POOLING_RANK : OXL_POOLING_UNSPECIFIED;
     p.n_seq_max = OXL_SRV_EMBD_SEQ;
     p.n_ctx = s->n_ctx_slot * OXL_SRV_EMBD_SEQ;
     s->ectx = oxl_ctx_new(s->model, &p, err);
@@ -606,10 +613,12 @@ static int embd_ctx_new(oxl_sched *s, oxl_error *err) {
     if (!s->ectx) {
         return -1;
     }
-    static const char *const names[] = {"none", "mean", "cls", "last"};
+    static const char *const names[] = {"none", "mean", "cls", "last", "rank"};
     fprintf(stderr, "oxillama serve: embeddings: %d sequences of %d tokens, %s pooling%s\n", OXL_SRV_EMBD_SEQ,
             s->n_ctx_slot, names[oxl_ctx_pooling(s->ectx)],
-            p.pooling == OXL_POOLING_MEAN ? " (the model has no pooling_type)" : " (the model's pooling_type)");
+            p.pooling == OXL_POOLING_MEAN   ? " (the model has no pooling_type)"
+            : p.pooling == OXL_POOLING_RANK ? " (--rerank)"
+                                            : " (the model's pooling_type)");
     const size_t cap = (size_t)(s->n_batch > s->n_ctx_slot ? s->n_batch : s->n_ctx_slot);
     s->e_tok = malloc(sizeof *s->e_tok * cap);
     s->e_pos = malloc(sizeof *s->e_pos * cap);

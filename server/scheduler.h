@@ -39,6 +39,7 @@ typedef struct oxl_gen_params {
     int32_t n_breakers; /* dry_sequence_breakers; llama-server's "\n" ":" "\"" "*" when not set */
     bool breakers_set;
     char *breakers[OXL_SRV_MAX_BREAKERS];
+    char *grammar; /* GBNF text (grammar, json_schema, response_format): the output follows it; NULL: none */
     int32_t n_bias, cap_bias;
     oxl_token *bias_tok; /* logit_bias (and ignore_eos): added to these tokens' logits first */
     float *bias_val;

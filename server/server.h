@@ -61,6 +61,7 @@ typedef struct oxl_server_config {
     char *chat_template; /* --chat-template, or the text of --chat-template-file (NULL: the model's) */
     int log_level;       /* 0 --log-disable: errors only; 1 default; 2 -v */
     bool help;
+    bool rerank; /* --rerank, --reranking: /v1/rerank with the model's classifier head (rank pooling) */
     /* called on the server's context once it is made (run's --lora and --control-vector options,
      * src/cli/serve.c); non-zero: the server does not start. NULL: none */
     int (*setup_ctx)(void *user, const oxl_model *model, oxl_ctx *ctx);

@@ -13,11 +13,12 @@ import os
 import time
 import uuid
 
-from ._oxillama import LIBRARY_VERSION, Context, Detok, Model, OxlError, Sampler, SEED_RANDOM
+from ._oxillama import LIBRARY_VERSION, Context, Detok, Model, OxlError, Sampler, SEED_RANDOM, json_schema_to_grammar
 
 __version__ = LIBRARY_VERSION  # the library's oxl_version(): the package is built with it
 
-__all__ = ["Llama", "__version__", "OxlError", "Model", "Context", "Sampler", "Detok", "LLAMA_DEFAULT_SEED"]
+__all__ = ["Llama", "LlamaGrammar", "__version__", "OxlError", "Model", "Context", "Sampler", "Detok",
+           "LLAMA_DEFAULT_SEED", "json_schema_to_grammar"]
 
 LLAMA_DEFAULT_SEED = SEED_RANDOM  # llama-cpp-python's name: a seed drawn from the clock
 
@@ -82,8 +83,9 @@ def _sampling(temperature, top_k, top_p, min_p, repeat_penalty=1.0, frequency_pe
               penalty_last_n=64, typical_p=1.0, top_n_sigma=-1.0, xtc_probability=0.0, xtc_threshold=0.1,
               dynatemp_range=0.0, dynatemp_exponent=1.0, mirostat_mode=0, mirostat_tau=5.0, mirostat_eta=0.1,
               dry_multiplier=0.0, dry_base=1.75, dry_allowed_length=2, dry_penalty_last_n=64,
-              dry_sequence_breakers=None, samplers=None, logit_bias=None):
-    """The Sampler keyword arguments (and the DRY breakers) of the llama-cpp-python / llama.cpp names."""
+              dry_sequence_breakers=None, samplers=None, logit_bias=None, grammar=None, response_format=None):
+    """The Sampler keyword arguments, the DRY breakers and the grammar text of the llama-cpp-python /
+    llama.cpp names."""
     bias = None
     if logit_bias:
         bias = {int(k): float(v) for k, v in dict(logit_bias).items()}
@@ -97,7 +99,54 @@ def _sampling(temperature, top_k, top_p, min_p, repeat_penalty=1.0, frequency_pe
               dry_base=float(dry_base), dry_allowed_length=int(dry_allowed_length),
               dry_penalty_last_n=int(dry_penalty_last_n), samplers=_sampler_letters(samplers), logit_bias=bias)
     breakers = _DRY_BREAKERS if dry_sequence_breakers is None else [str(b) for b in dry_sequence_breakers]
-    return kw, breakers
+    return kw, breakers, _grammar_text(grammar, response_format)
+
+
+class LlamaGrammar:
+    """A GBNF grammar, as llama-cpp-python's LlamaGrammar: from_string(gbnf), from_file(path),
+    from_json_schema(schema_json) (converted as llama.cpp converts it). Checked against a model's
+    vocabulary when it is used (a bad grammar raises ValueError with line:column)."""
+
+    def __init__(self, gbnf):
+        self.gbnf = str(gbnf)
+
+    @classmethod
+    def from_string(cls, grammar, verbose=True):
+        return cls(grammar)
+
+    @classmethod
+    def from_file(cls, file, verbose=True):
+        with open(file, encoding="utf-8") as f:
+            return cls(f.read())
+
+    @classmethod
+    def from_json_schema(cls, json_schema, verbose=True):
+        if not isinstance(json_schema, str):
+            json_schema = json.dumps(json_schema)
+        return cls(json_schema_to_grammar(json_schema))
+
+
+def _grammar_text(grammar, response_format):
+    """The GBNF text of a grammar argument (LlamaGrammar or str) or an OpenAI response_format."""
+    if grammar is not None and response_format is not None:
+        raise ValueError("give grammar or response_format, not both")
+    if grammar is not None:
+        return grammar.gbnf if isinstance(grammar, LlamaGrammar) else str(grammar)
+    if response_format is None:
+        return None
+    if not isinstance(response_format, dict):
+        raise TypeError("response_format: expected a dict such as {'type': 'json_object'}")
+    kind = response_format.get("type")
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return json_schema_to_grammar(json.dumps(response_format.get("schema", {})))
+    if kind == "json_schema":
+        spec = response_format.get("json_schema") or {}
+        if "schema" not in spec:
+            raise ValueError("response_format json_schema: 'schema' is required")
+        return json_schema_to_grammar(json.dumps(spec["schema"]))
+    raise ValueError("response_format: type %r is not one of text, json_object, json_schema" % (kind,))
 
 
 class Llama:
@@ -231,8 +280,10 @@ class Llama:
         self._eval_prompt(prompt_tokens)
         if seed is None:
             seed = self._seed
-        kw, breakers = sampling
+        kw, breakers, gbnf = sampling
         sampler = Sampler(seed=int(seed) & 0xFFFFFFFF, **kw)
+        if gbnf is not None:
+            sampler.set_grammar(self._model, gbnf)
         if kw["dry_multiplier"] > 0:
             sampler.dry_breakers(self._model, breakers)
         for t in prompt_tokens:  # the penalties' window starts with the prompt, as llama.cpp's does
@@ -360,18 +411,21 @@ class Llama:
                                temperature=0.2, top_p=0.95, top_k=40, min_p=0.05, stop=None, seed=None,
                                stream=False, **sampling):
         """An OpenAI-shaped chat completion, the prompt rendered by the library from the model's chat
-        template (or chat_format). tools, tool_choice and response_format are not offered yet: any
-        value but None raises NotImplementedError naming the argument."""
-        for name, value in (("tools", tools), ("tool_choice", tool_choice), ("response_format", response_format)):
+        template (or chat_format). response_format (OpenAI's: text, json_object, json_schema) and
+        grammar (a LlamaGrammar or GBNF text) constrain the reply. tools and tool_choice are not
+        offered yet: any value but None raises NotImplementedError naming the argument."""
+        for name, value in (("tools", tools), ("tool_choice", tool_choice)):
             if value is not None:
                 raise NotImplementedError("create_chat_completion: %s is not supported by oxillama's Python "
-                                          "package yet (the library offers no tool-call parsing or grammar "
-                                          "through its public API)" % name)
+                                          "package yet (the library offers no tool-call parsing through its "
+                                          "public API)" % name)
         prompt = self.apply_chat_template(messages)
         tokens = self._model.tokenize(prompt.encode("utf-8"), add_special=True, parse_special=True)
         completion_id = "chatcmpl-" + str(uuid.uuid4())
         created = int(time.time())
-        pieces = self._completion_stream(tokens, max_tokens, _sampling(temperature, top_k, top_p, min_p, **sampling),
+        pieces = self._completion_stream(tokens, max_tokens,
+                                         _sampling(temperature, top_k, top_p, min_p, response_format=response_format,
+                                                   **sampling),
                                          stop, seed, False, completion_id, created)
         if stream:
             return self._chat_chunks(pieces, completion_id, created)

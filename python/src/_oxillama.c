@@ -835,7 +835,28 @@ static PyObject *sampler_dry_breakers(SamplerObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* set_grammar(model, gbnf or None, root="root"): constrains sampling (oxl_sampler_set_grammar) */
+static PyObject *sampler_set_grammar(SamplerObject *self, PyObject *args) {
+    PyObject *m;
+    const char *gbnf = NULL, *root = "root";
+    if (!PyArg_ParseTuple(args, "O!z|s:set_grammar", &ModelType, &m, &gbnf, &root)) {
+        return NULL;
+    }
+    if (!self->s) {
+        PyErr_SetString(PyExc_RuntimeError, "Sampler is not created");
+        return NULL;
+    }
+    char err[256] = "";
+    if (oxl_sampler_set_grammar(self->s, ((ModelObject *)m)->model, gbnf, root, err, sizeof err) != 0) {
+        PyErr_Format(PyExc_ValueError, "grammar: %s", err[0] ? err : "cannot be set");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef sampler_methods[] = {
+    {"set_grammar", (PyCFunction)sampler_set_grammar, METH_VARARGS,
+     "set_grammar(model, gbnf, root='root'): GBNF grammar the samples follow (None removes it)"},
     {"sample", (PyCFunction)sampler_sample, METH_VARARGS, "sample(ctx, i=-1) -> token id"},
     {"accept", (PyCFunction)sampler_accept, METH_VARARGS,
      "accept(token): a prompt or kept token, for the penalties and DRY"},
@@ -946,11 +967,33 @@ static PyTypeObject DetokType = {
  * Module
  * ------------------------------------------------------------------------------------------- */
 
+/* json_schema_to_grammar(schema_json: str) -> str: llama.cpp's conversion (oxl_json_schema_to_grammar) */
+static PyObject *py_json_schema_to_grammar(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *schema;
+    if (!PyArg_ParseTuple(args, "s:json_schema_to_grammar", &schema)) {
+        return NULL;
+    }
+    char *out = NULL;
+    oxl_error err = {{0}};
+    if (oxl_json_schema_to_grammar(schema, &out, &err) != 0) {
+        PyErr_SetString(PyExc_ValueError, err.msg[0] ? err.msg : "json schema: conversion failed");
+        return NULL;
+    }
+    PyObject *r = PyUnicode_FromString(out);
+    free(out);
+    return r;
+}
+
+static PyMethodDef module_methods[] = {
+    {"json_schema_to_grammar", py_json_schema_to_grammar, METH_VARARGS,
+     "json_schema_to_grammar(schema_json) -> GBNF text, as llama.cpp's json_schema_to_grammar"},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "oxillama._oxillama",
-    .m_doc = "Binding of oxillama's C API (include/oxillama.h).",
-    .m_size = -1,
+    PyModuleDef_HEAD_INIT, .m_name = "oxillama._oxillama", .m_doc = "Binding of oxillama's C API (include/oxillama.h).",
+    .m_size = -1,          .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC PyInit__oxillama(void);

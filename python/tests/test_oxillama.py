@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 from gguf_kv import Gguf  # noqa: E402  (the project's GGUF reader)
 
 import oxillama  # noqa: E402
-from oxillama import Llama  # noqa: E402
+from oxillama import LlamaGrammar, Llama  # noqa: E402
 
 MODEL = os.path.join(ROOT, "models", "stories260K.gguf")
 GOLDEN = os.path.join(ROOT, "golden")
@@ -302,7 +302,7 @@ def test_chat_completion_shapes(llm):
     assert chunks[-1]["choices"][0]["finish_reason"] == out["choices"][0]["finish_reason"]
 
 
-@pytest.mark.parametrize("arg", ["tools", "response_format"])
+@pytest.mark.parametrize("arg", ["tools", "tool_choice"])
 def test_chat_unsupported_arguments_raise(llm, arg):
     with pytest.raises(NotImplementedError, match=arg):
         llm.create_chat_completion([{"role": "user", "content": "hi"}], **{arg: [{"type": "json_object"}]})
@@ -331,8 +331,48 @@ def test_unknown_keyword_raises():
 
 
 def test_unknown_completion_keyword_raises(llm):
-    with pytest.raises(TypeError, match="grammar"):
-        llm(PROMPT, grammar="root ::= [a-z]+")
+    with pytest.raises(TypeError, match="grammar_lazy"):
+        llm(PROMPT, grammar_lazy=True)
+
+
+def json_schema_cases():
+    cases = []
+    with open(os.path.join(GOLDEN, "sampling", "json-schema.tsv"), encoding="utf-8") as f:
+        for line in f:
+            cols = line.rstrip("\n").split("\t")
+            if not line.startswith("#") and len(cols) >= 8:
+                cases.append(pytest.param(cols, id=cols[0]))
+    assert len(cases) == 15
+    return cases
+
+
+@pytest.mark.parametrize("case", json_schema_cases())
+def test_json_schema_is_llama_completion(case):
+    # llama-completion -jf SCHEMA (golden/sampling/json-schema.tsv), through LlamaGrammar.from_json_schema
+    name, model, schema, seed, temp, n, flags, prompt = case[:8]
+    assert flags == "--top-k 40"
+    want = read_text(os.path.join(GOLDEN, "sampling", "grammar", name + ".expected"))
+    with open(os.path.join(GOLDEN, "json_schema", "schemas", schema), encoding="utf-8") as f:
+        grammar = LlamaGrammar.from_json_schema(f.read())
+    llm = Llama(os.path.join(ROOT, "models", model), n_threads=1)
+    out = llm(prompt, max_tokens=int(n), seed=int(seed), temperature=float(temp), top_k=40, grammar=grammar)
+    assert out["choices"][0]["text"] == want
+
+
+def test_response_format_json_schema(llm):
+    with open(os.path.join(GOLDEN, "json_schema", "schemas", "person.json"), encoding="utf-8") as f:
+        schema = json.load(f)
+    rf = {"type": "json_schema", "json_schema": {"name": "person", "schema": schema, "strict": True}}
+    for seed in range(1, 11):
+        out = llm.create_chat_completion([{"role": "user", "content": "Who?"}], response_format=rf, seed=seed,
+                                         temperature=1.0, max_tokens=300)
+        o = json.loads(out["choices"][0]["message"]["content"])
+        assert set(o) == {"name", "age"} and isinstance(o["name"], str) and len(o["name"]) <= 12
+        assert type(o["age"]) is int and 0 <= o["age"] <= 120
+    with pytest.raises(ValueError, match="1:10"):
+        llm(PROMPT, max_tokens=2, grammar="root ::= foo")
+    with pytest.raises(ValueError, match="Unrecognized schema"):
+        LlamaGrammar.from_json_schema({"type": "kaboom"})
 
 
 def test_bad_token_raises_library_error(llm):

@@ -94,6 +94,11 @@ static const opt_def opt_table[] = {
      "temperature)"},
     {NULL, "--sampling-seq", OPT_STR, F(sampling_seq), R, "the chain's order as letters (default edskypmxt)"},
     {NULL, "--sampler-seq", OPT_STR, F(sampling_seq), R, "the same as --sampling-seq"},
+    {NULL, "--grammar", OPT_STR, F(grammar), R, "GBNF grammar the output must follow (llama.cpp's syntax)"},
+    {NULL, "--grammar-file", OPT_STR, F(grammar_file), R, "read the GBNF grammar from a file"},
+    {"-j", "--json-schema", OPT_STR, F(json_schema), R,
+     "JSON schema the output must follow (converted to a grammar as llama.cpp converts it)"},
+    {"-jf", "--json-schema-file", OPT_STR, F(json_schema_file), R, "read the JSON schema from a file"},
     {"-ctk", "--cache-type-k", OPT_KV, F(type_k), R | P | S,
      "KV cache type for K: " OXL_KV_TYPE_NAMES " (default f16)"},
     {"-ctv", "--cache-type-v", OPT_KV, F(type_v), R | P | S,
@@ -119,6 +124,21 @@ static const opt_def opt_table[] = {
     {NULL, "--verbose-prompt", OPT_FLAG, F(verbose_prompt), R,
      "print the prompt text and its tokens (on stderr) before "
      "generation; in a chat, each turn's new text"},
+    {"-md", "--model-draft", OPT_STR, F(model_draft), R, "draft model for speculative decoding (default: none)"},
+    {NULL, "--spec-draft-model", OPT_STR, F(model_draft), R, "the same as -md"},
+    {NULL, "--spec-type", OPT_STR, F(spec_type), R,
+     "speculative decoding: none, ngram-simple, draft-simple, comma-separated (default: draft-simple with -md)"},
+    {NULL, "--spec-draft-n-max", OPT_INT, F(draft_max), R, "most tokens to draft (default 16)"},
+    {NULL, "--draft-max", OPT_INT, F(draft_max), R, "the same as --spec-draft-n-max"},
+    {NULL, "--spec-draft-n-min", OPT_INT, F(draft_min), R, "fewest draft-model tokens worth verifying (default 0)"},
+    {NULL, "--draft-min", OPT_INT, F(draft_min), R, "the same as --spec-draft-n-min"},
+    {NULL, "--spec-draft-p-min", OPT_FLOAT, F(draft_p_min), R,
+     "least probability of a draft-model token to go on drafting (default 0.75)"},
+    {NULL, "--draft-p-min", OPT_FLOAT, F(draft_p_min), R, "the same as --spec-draft-p-min"},
+    {NULL, "--spec-ngram-simple-size-n", OPT_INT, F(ngram_size_n), R,
+     "ngram-simple: tokens of the n-gram looked up (default 12)"},
+    {NULL, "--spec-ngram-simple-size-m", OPT_INT, F(ngram_size_m), R,
+     "ngram-simple: most tokens drafted after a match (default 48)"},
     {"-v", "--verbose", OPT_FLAG, F(verbose), R | P | S, "more log lines on stderr (the settings used)"},
     {NULL, "--log-verbose", OPT_FLAG, F(verbose), R | P | S, "the same as -v"},
     {NULL, "--log-disable", OPT_FLAG, F(log_disable), R | P | S, "no log lines on stderr (errors still)"},
@@ -500,6 +520,10 @@ int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
     o->type_k = OXL_KV_F16;
     o->type_v = OXL_KV_F16;
     o->flash_attn = OXL_FLASH_ATTN_AUTO;
+    o->draft_max = 16;
+    o->draft_p_min = 0.75f;
+    o->ngram_size_n = 12;
+    o->ngram_size_m = 48;
     const char *verb = argc > 0 ? argv[0] : "oxillama";
     const bool pass = (verbs & OXL_OPTS_PASS_UNKNOWN) != 0;
     int str_value_i = -1; /* argv index of the last text option's value */

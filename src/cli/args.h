@@ -42,6 +42,10 @@ typedef struct oxl_opts {
     const char *dry_breakers[16];   /* --dry-sequence-breaker values; not given: llama.cpp's "\n" ":" */
     int n_dry_breakers;             /* "\"" "*"; "none": no breaker (n = 0) */
     bool dry_breakers_set;          /* a --dry-sequence-breaker was given (its escapes are processed) */
+    const char *grammar;            /* --grammar: GBNF text */
+    const char *grammar_file;       /* --grammar-file */
+    const char *json_schema;        /* -j/--json-schema: a JSON schema's text */
+    const char *json_schema_file;   /* -jf/--json-schema-file */
     oxl_kv_type type_k;             /* -ctk, --cache-type-k */
     oxl_kv_type type_v;             /* -ctv, --cache-type-v */
     oxl_flash_attn flash_attn;      /* -fa, --flash-attn */
@@ -58,6 +62,13 @@ typedef struct oxl_opts {
     const char *chat_template;      /* --chat-template: a built-in name or a Jinja template */
     const char *chat_template_file; /* --chat-template-file */
     bool verbose_prompt;            /* --verbose-prompt */
+    const char *model_draft;        /* -md, --model-draft, --spec-draft-model */
+    const char *spec_type;          /* --spec-type: none, ngram-simple, draft-simple (comma-separated) */
+    int draft_max;                  /* --spec-draft-n-max, --draft-max (default 16) */
+    int draft_min;                  /* --spec-draft-n-min, --draft-min (default 0) */
+    float draft_p_min;              /* --spec-draft-p-min, --draft-p-min (default 0.75) */
+    int ngram_size_n;               /* --spec-ngram-simple-size-n (default 12) */
+    int ngram_size_m;               /* --spec-ngram-simple-size-m (default 48) */
     bool verbose;                   /* -v, --verbose, --log-verbose */
     bool log_disable;               /* --log-disable */
     int log_level;                  /* OXL_LOG_*, from the two above */

@@ -65,6 +65,10 @@ static char *generate(oxl_ctx *ctx, const oxl_model *m, oxl_sampler *smpl, int n
     oxl_error err = {0};
     for (int i = 0; reply && (n_predict < 0 || i < n_predict); i++) {
         oxl_token t = oxl_sampler_sample(smpl, oxl_get_logits(ctx, -1), oxl_model_n_vocab(m));
+        if (t < 0) { /* a grammar that allows no token, or memory */
+            fprintf(stderr, "\nerror: no token can be sampled\n");
+            break;
+        }
         oxl_sampler_accept(smpl, t);
         if (oxl_token_is_eog(m, t)) {
             break;

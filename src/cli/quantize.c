@@ -2,7 +2,7 @@
  * with reference quantizers:
  *   oxillama quantize [--imatrix FILE] [--pure] [--output-tensor-type T] [--token-embedding-type T]
  *                     [--tensor-type PATTERN=T]... [--leave-output-tensor] [--override-kv K=TYPE:V]...
- *                     [--allow-requantize] [--quiet] IN.gguf OUT.gguf FTYPE [threads]
+ *                     [--allow-requantize] [--keep-split] [--quiet] IN.gguf OUT.gguf FTYPE [threads]
  * On stderr, as llama-quantize prints them: the manual overrides, one line per tensor, and the
  * sizes before and after at the end (--quiet: none of these). */
 #include "cli.h"
@@ -14,23 +14,25 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: oxillama quantize [--imatrix FILE] [--pure] [--output-tensor-type T]\n"
-               "                         [--token-embedding-type T] [--tensor-type PATTERN=T]...\n"
-               "                         [--leave-output-tensor] [--override-kv KEY=TYPE:VALUE]...\n"
-               "                         [--allow-requantize] [--quiet] IN.gguf OUT.gguf FTYPE [threads]\n\n"
-               "  --imatrix FILE              importance matrix from llama-imatrix (GGUF or legacy .dat)\n"
-               "  --pure                      no k-quant mixture: every tensor gets the ftype's type\n"
-               "  --output-tensor-type T      ggml type for output.weight (e.g. q8_0)\n"
-               "  --token-embedding-type T    ggml type for token_embd.weight\n"
-               "  --tensor-type PATTERN=T     ggml type for the tensors whose name PATTERN (a regex, lower-cased)\n"
-               "                              matches; the first matching one applies; may be repeated.\n"
-               "                              example: --tensor-type attn_v=q8_0\n"
-               "  --leave-output-tensor       leave output.weight as it is in the input\n"
-               "  --override-kv KEY=TYPE:VALUE  set metadata KEY in the output; TYPE int, float, bool or str;\n"
-               "                              may be repeated. example: --override-kv general.name=str:mine\n"
-               "  --allow-requantize          accept already quantized input tensors\n"
-               "  --quiet                     no progress lines and no size summary on stderr\n\n"
-               "FTYPE (llama-quantize's names):");
+    fprintf(
+        f, "usage: oxillama quantize [--imatrix FILE] [--pure] [--output-tensor-type T]\n"
+           "                         [--token-embedding-type T] [--tensor-type PATTERN=T]...\n"
+           "                         [--leave-output-tensor] [--override-kv KEY=TYPE:VALUE]...\n"
+           "                         [--allow-requantize] [--keep-split] [--quiet] IN.gguf OUT.gguf FTYPE [threads]\n\n"
+           "  --imatrix FILE              importance matrix from llama-imatrix (GGUF or legacy .dat)\n"
+           "  --pure                      no k-quant mixture: every tensor gets the ftype's type\n"
+           "  --output-tensor-type T      ggml type for output.weight (e.g. q8_0)\n"
+           "  --token-embedding-type T    ggml type for token_embd.weight\n"
+           "  --tensor-type PATTERN=T     ggml type for the tensors whose name PATTERN (a regex, lower-cased)\n"
+           "                              matches; the first matching one applies; may be repeated.\n"
+           "                              example: --tensor-type attn_v=q8_0\n"
+           "  --leave-output-tensor       leave output.weight as it is in the input\n"
+           "  --override-kv KEY=TYPE:VALUE  set metadata KEY in the output; TYPE int, float, bool or str;\n"
+           "                              may be repeated. example: --override-kv general.name=str:mine\n"
+           "  --allow-requantize          accept already quantized input tensors\n"
+           "  --keep-split                a split input gives parts OUT-0000K-of-0000N.gguf, as it is split\n"
+           "  --quiet                     no progress lines and no size summary on stderr\n\n"
+           "FTYPE (llama-quantize's names):");
     for (const char *const *n = oxl_ftype_names(); *n != NULL; n++) {
         fprintf(f, " %s", *n);
     }
@@ -70,6 +72,8 @@ static int quantize(int argc, char **argv, oxl_tensor_types *tt, oxl_kv_override
             p.leave_output = true;
         } else if (!strcmp(a, "--quiet")) {
             quiet = true;
+        } else if (!strcmp(a, "--keep-split")) {
+            p.keep_split = true;
         } else if (!strcmp(a, "--tensor-type") && has_value) {
             oxl_error err = {{0}};
             if (oxl_tensor_types_add(tt, argv[++i], &err) < 0) {
@@ -131,9 +135,16 @@ static int quantize(int argc, char **argv, oxl_tensor_types *tt, oxl_kv_override
     }
     p.progress = quiet ? NULL : stderr;
 
+    /* --keep-split: the output name is the parts' prefix; llama-quantize drops ".gguf" when the name
+     * holds it (the last 5 characters, wherever ".gguf" occurs) */
+    char out[4096];
+    snprintf(out, sizeof out, "%s", pos[1]);
+    if (p.keep_split && strstr(out, ".gguf") && strlen(out) >= 5) {
+        out[strlen(out) - 5] = 0;
+    }
     oxl_quantize_stats s;
     oxl_error err = {{0}};
-    if (oxl_quantize_model(pos[0], pos[1], &p, &s, &err) < 0) {
+    if (oxl_quantize_model(pos[0], out, &p, &s, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
     }

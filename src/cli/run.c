@@ -60,6 +60,12 @@ int oxl_cmd_run(int argc, char **argv) {
     oxl_ctx *ctx = NULL;
     oxl_sampler *smpl = NULL;
     oxl_token *toks = NULL;
+    oxl_model *dmodel = NULL; /* speculative decoding's draft model (-md) */
+    oxl_ctx *dctx = NULL;
+    bool spec_ngram = false, spec_draft = false;
+    if ((o.model_draft || o.spec_type) && oxl_spec_check(&o, &spec_ngram, &spec_draft) != 0) {
+        goto done;
+    }
 
     oxl_log(&o, OXL_LOG_VERBOSE, "oxillama: model %s\n", oxl_opts_model(&o));
     oxl_log_settings(&o);
@@ -94,6 +100,34 @@ int oxl_cmd_run(int argc, char **argv) {
     }
     oxl_log(&o, OXL_LOG_INFO, "oxillama: %s; loaded in %.1f ms (%s); n_ctx %d\n", oxl_model_desc(model),
             (oxl_clock_s() - t0) * 1e3, o.no_mmap ? "read" : "mapped", oxl_ctx_n_ctx(ctx));
+    if ((spec_ngram || spec_draft) && o.conversation) {
+        fprintf(stderr, "error: speculative decoding (-md, --spec-type) is not offered with -cnv\n");
+        goto done;
+    }
+    if ((spec_ngram || spec_draft) && oxl_spec_can_rewind(model, NULL) != 0) {
+        goto done;
+    }
+    if (spec_draft) {
+        dmodel = oxl_model_load(o.model_draft, &mp, &err);
+        if (!dmodel) {
+            fprintf(stderr, "error: draft model: %s\n", err.msg);
+            goto done;
+        }
+        if (oxl_model_draft_compatible(model, dmodel, &err) != 0) {
+            fprintf(stderr, "error: %s: %s\n", o.model_draft, err.msg);
+            goto done;
+        }
+        if (oxl_spec_can_rewind(model, dmodel) != 0) {
+            goto done;
+        }
+        cp.n_ctx = oxl_ctx_n_ctx(ctx);
+        dctx = oxl_ctx_new(dmodel, &cp, &err);
+        if (!dctx) {
+            fprintf(stderr, "error: draft model: %s\n", err.msg);
+            goto done;
+        }
+        oxl_log(&o, OXL_LOG_INFO, "oxillama: draft model %s\n", oxl_model_desc(dmodel));
+    }
 
     smpl = oxl_sampler_new(&o.sampling);
     if (!smpl) {
@@ -118,6 +152,38 @@ int oxl_cmd_run(int argc, char **argv) {
         }
         if (rc != 0) {
             fprintf(stderr, "error: cannot set up DRY's sequence breakers\n");
+            goto done;
+        }
+    }
+    if (o.grammar || o.grammar_file || o.json_schema || o.json_schema_file) {
+        /* llama.cpp's --grammar / --grammar-file / -j / -jf, start rule "root" */
+        if (!!o.grammar + !!o.grammar_file + !!o.json_schema + !!o.json_schema_file > 1) {
+            fprintf(stderr, "error: give one of --grammar, --grammar-file, --json-schema, --json-schema-file\n");
+            goto done;
+        }
+        size_t glen = 0;
+        const char *file = o.grammar_file ? o.grammar_file : o.json_schema_file;
+        char *text = file ? oxl_read_text_file(file, &glen) : NULL;
+        if (file && !text) {
+            goto done;
+        }
+        const char *where = file ? file : o.grammar ? "(--grammar)" : "(--json-schema)";
+        char *gtext = NULL;
+        if (o.json_schema || o.json_schema_file) {
+            oxl_error jerr = {{0}};
+            if (oxl_json_schema_to_grammar(text ? text : o.json_schema, &gtext, &jerr) != 0) {
+                fprintf(stderr, "error: json schema %s: %s\n", where, jerr.msg);
+                free(text);
+                goto done;
+            }
+            free(text);
+            text = gtext;
+        }
+        char gerr[256];
+        int grc = oxl_sampler_set_grammar(smpl, model, text ? text : o.grammar, "root", gerr, sizeof gerr);
+        free(text);
+        if (grc != 0) {
+            fprintf(stderr, "error: grammar %s:%s\n", where, gerr);
             goto done;
         }
     }
@@ -165,8 +231,18 @@ int oxl_cmd_run(int argc, char **argv) {
     oxl_detok detok = {0};
     char piece[4096];
     int n_gen = 0;
+    if (spec_ngram || spec_draft) {
+        if (oxl_spec_generate(&o, model, ctx, smpl, dmodel, dctx, spec_ngram, toks, n_tok, &n_gen) != 0) {
+            goto done;
+        }
+        goto finished;
+    }
     for (; o.n_predict < 0 || n_gen < o.n_predict; n_gen++) {
         oxl_token next = oxl_sampler_sample(smpl, oxl_get_logits(ctx, -1), n_vocab);
+        if (next < 0) {
+            fprintf(stderr, "\nerror: no token can be sampled (the grammar allows none, or memory ran out)\n");
+            goto done;
+        }
         oxl_sampler_accept(smpl, next);
         if (oxl_token_is_eog(model, next)) {
             break;
@@ -190,6 +266,7 @@ int oxl_cmd_run(int argc, char **argv) {
     if (tail > 0) {
         fwrite(piece, 1, (size_t)tail, stdout);
     }
+finished:;
     double t3 = oxl_clock_s();
     oxl_log(&o, OXL_LOG_INFO,
             "\noxillama: prompt %d tokens in %.1f ms (%.1f t/s); generated %d tokens in %.1f ms (%.1f t/s)\n", n_tok,
@@ -202,6 +279,8 @@ done:
     free(toks);
     free(file_text);
     oxl_sampler_free(smpl);
+    oxl_ctx_free(dctx);
+    oxl_model_free(dmodel);
     oxl_ctx_free(ctx);
     oxl_opts_free_adapters(&o);
     oxl_model_free(model);

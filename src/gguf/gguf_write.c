@@ -546,3 +546,32 @@ int oxl_gguf_writer_finish(oxl_gguf_writer *w, oxl_error *err) {
 }
 
 uint64_t oxl_gguf_writer_bytes_written(const oxl_gguf_writer *w) { return w->written; }
+
+int oxl_gguf_writer_set_u16(oxl_gguf_writer *w, const char *key, uint16_t v, oxl_error *err) {
+    return set_scalar(w, key, OXL_GGUF_UINT16, v, err);
+}
+
+uint64_t oxl_gguf_writer_meta_size(const oxl_gguf_writer *w) {
+    uint64_t n = 4 + 4 + 8 + 8;
+    for (int64_t i = 0; i < w->n_kv; i++) {
+        n += w->kv[i].bytes.n;
+    }
+    for (int64_t i = 0; i < w->n_t; i++) {
+        n += 8 + strlen(w->t[i].name) + 4 + 8 * (uint64_t)w->t[i].n_dims + 4 + 8;
+    }
+    size_t alignment = OXL_GGUF_DEFAULT_ALIGNMENT;
+    const int64_t k = find_kv(w, "general.alignment");
+    if (k >= 0) {
+        const oxl_gw_buf *b = &w->kv[k].bytes;
+        const size_t at = 8 + strlen(w->kv[k].key);
+        uint32_t type = 0, v = 0;
+        for (int j = 0; j < 4; j++) {
+            type |= (uint32_t)b->p[at + j] << (8 * j);
+            v |= b->n >= at + 8 ? (uint32_t)b->p[at + 4 + j] << (8 * j) : 0;
+        }
+        if (type == OXL_GGUF_UINT32 && v != 0 && (v & (v - 1)) == 0) {
+            alignment = v;
+        }
+    }
+    return pad_to(n, alignment);
+}

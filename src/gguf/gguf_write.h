@@ -28,6 +28,7 @@ void oxl_gguf_writer_free(oxl_gguf_writer *w);
 
 /* ---- metadata: setting a key that exists removes it first and appends the new value at the end
  * (gguf_set_val_* order) ---- */
+int oxl_gguf_writer_set_u16(oxl_gguf_writer *w, const char *key, uint16_t v, oxl_error *err);
 int oxl_gguf_writer_set_u32(oxl_gguf_writer *w, const char *key, uint32_t v, oxl_error *err);
 int oxl_gguf_writer_set_i32(oxl_gguf_writer *w, const char *key, int32_t v, oxl_error *err);
 int oxl_gguf_writer_set_f32(oxl_gguf_writer *w, const char *key, float v, oxl_error *err);
@@ -64,6 +65,9 @@ int oxl_gguf_writer_begin(oxl_gguf_writer *w, const char *path, oxl_error *err);
 int oxl_gguf_writer_write_data(oxl_gguf_writer *w, const void *data, size_t nbytes, oxl_error *err);
 /* After every tensor's data: flushes, closes and renames the temporary file onto path. */
 int oxl_gguf_writer_finish(oxl_gguf_writer *w, oxl_error *err);
+/* Bytes of the header, key/values and tensor infos with the padding after them, as begin would
+ * write them now (ggml's gguf_get_meta_size). */
+uint64_t oxl_gguf_writer_meta_size(const oxl_gguf_writer *w);
 /* Bytes written so far (the file size after finish). */
 uint64_t oxl_gguf_writer_bytes_written(const oxl_gguf_writer *w);
 

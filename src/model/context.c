@@ -7,6 +7,7 @@
 #include "arch_iface.h"
 #include "errors.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +66,7 @@ static int check_kv_types(const oxl_hparams *hp, const oxl_ctx_params *p, oxl_ty
 
 /* The pooling of a context, as llama_context's constructor resolves it: none without embeddings;
  * else the caller's, or when unspecified the model's `<arch>.pooling_type`, or none when the file
- * has no such key. Rank pooling (4, a classifier head) and values outside the enum are refused. */
+ * has no such key. Values outside the enum are refused. */
 static int resolve_pooling(const oxl_model *m, const oxl_ctx_params *p, oxl_pooling *out, oxl_error *err) {
     *out = OXL_POOLING_NONE;
     if (!p->embeddings) {
@@ -82,9 +83,19 @@ static int resolve_pooling(const oxl_model *m, const oxl_ctx_params *p, oxl_pool
             return -1;
         }
     }
-    if (v < OXL_POOLING_NONE || v > OXL_POOLING_LAST) {
-        return oxl_err_set(err, "context: %s %lld is not none (0), mean (1), cls (2) or last (3)%s", what, (long long)v,
-                           v == 4 ? "; rank pooling is not supported" : "");
+    if (v < OXL_POOLING_NONE || v > OXL_POOLING_RANK) {
+        return oxl_err_set(err, "context: %s %lld is not none (0), mean (1), cls (2), last (3) or rank (4)", what,
+                           (long long)v);
+    }
+    if (v == OXL_POOLING_RANK && !m->cls_head.cls.data && !m->cls_head.cls_out.data) {
+        return oxl_err_set(err,
+                           "context: %s 4 (rank) needs a classifier head (cls.weight or cls.output.weight); the "
+                           "model has none",
+                           what);
+    }
+    if (v == OXL_POOLING_RANK && m->cls_head.n_out > m->hp.n_embd) {
+        return oxl_err_set(err, "context: rank pooling: %d classifier labels; the model's embeddings have %d values",
+                           m->cls_head.n_out, m->hp.n_embd);
     }
     *out = (oxl_pooling)v;
     return 0;
@@ -246,6 +257,79 @@ static int check_batch(const oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) {
     return 0;
 }
 
+/* Rank pooling's classification head over the first token of each sequence (picked as cls
+ * pooling picks it), as build_pooling's LLAMA_POOLING_TYPE_RANK (src/llama-graph.cpp) for the
+ * models that are not modern-bert or qwen3: cur = tanh(cls · cur + cls_b) when the model has cls,
+ * then cls_out · cur + cls_out_b when it has cls_out; the products over all the sequences of the
+ * decode at once, as one ggml_mul_mat. A sequence's scores are the first n_cls_out values. When
+ * memory is short the sequences are left unpooled (oxl_get_embeddings_seq gives NULL). */
+static void rank_head(oxl_ctx *ctx) {
+    const struct oxl_cls_head *h = &ctx->model->cls_head;
+    const int64_t E = ctx->model->hp.n_embd;
+    int32_t n = 0;
+    for (int32_t s = 0; s < ctx->n_seq_max; s++) {
+        n += ctx->embd_seq_ok[s];
+    }
+    if (n == 0 || (!h->cls.data && !h->cls_out.data)) {
+        return;
+    }
+    size_t scratch = 0;
+    const oxl_tensor *ws[] = {&h->cls, &h->cls_out};
+    for (int k = 0; k < 2; k++) {
+        if (ws[k]->data) {
+            const size_t b = oxl_matmul_scratch_size(ws[k]->type, ws[k]->ne[0], n);
+            scratch = b > scratch ? b : scratch;
+        }
+    }
+    float *x = malloc(sizeof(float) * (size_t)(E * n));
+    float *y = malloc(sizeof(float) * (size_t)(E * n));
+    void *sc = malloc(scratch + 64);
+    if (!x || !y || !sc) {
+        memset(ctx->embd_seq_ok, 0, (size_t)ctx->n_seq_max * sizeof(bool));
+        free(x);
+        free(y);
+        free(sc);
+        return;
+    }
+    for (int32_t s = 0, j = 0; s < ctx->n_seq_max; s++) {
+        if (ctx->embd_seq_ok[s]) {
+            memcpy(x + (size_t)(j++) * E, ctx->embd_seq + (size_t)s * E, (size_t)E * sizeof(float));
+        }
+    }
+    int64_t rows = E;
+    if (h->cls.data) {
+        oxl_matmul(ctx->pool, &h->cls, x, n, y, h->cls.ne[1], sc);
+        rows = h->cls.ne[1];
+        for (int32_t j = 0; j < n; j++) {
+            for (int64_t r = 0; r < rows; r++) {
+                float v = y[(size_t)j * rows + r];
+                if (h->cls_b.data) {
+                    v += ((const float *)h->cls_b.data)[r];
+                }
+                x[(size_t)j * rows + r] = tanhf(v);
+            }
+        }
+    }
+    if (h->cls_out.data) {
+        oxl_matmul(ctx->pool, &h->cls_out, x, n, y, h->cls_out.ne[1], sc);
+        rows = h->cls_out.ne[1];
+        for (int32_t j = 0; j < n; j++) {
+            for (int64_t r = 0; r < rows; r++) {
+                x[(size_t)j * rows + r] =
+                    y[(size_t)j * rows + r] + (h->cls_out_b.data ? ((const float *)h->cls_out_b.data)[r] : 0.0f);
+            }
+        }
+    }
+    for (int32_t s = 0, j = 0; s < ctx->n_seq_max; s++) {
+        if (ctx->embd_seq_ok[s]) {
+            memcpy(ctx->embd_seq + (size_t)s * E, x + (size_t)(j++) * rows, (size_t)rows * sizeof(float));
+        }
+    }
+    free(x);
+    free(y);
+    free(sc);
+}
+
 /* Pools the token embeddings of the decode into one per sequence, as build_pooling
  * (src/llama-graph.cpp): mean is the matrix product with a column of 1/n_tokens (each token's row
  * times 1/n, summed in token order), cls / last pick the token at the lowest / highest position. */
@@ -283,6 +367,9 @@ static void pool_embeddings(oxl_ctx *ctx, const oxl_batch *b) {
             memcpy(out, ctx->embd + (size_t)pick * E, (size_t)E * sizeof(float));
         }
         ctx->embd_seq_ok[s] = true;
+    }
+    if (ctx->pooling == OXL_POOLING_RANK) {
+        rank_head(ctx);
     }
 }
 

@@ -314,6 +314,45 @@ int32_t oxl_model_n_ctx_train(const oxl_model *m) { return m->hp.n_ctx_train; }
 int32_t oxl_model_n_embd(const oxl_model *m) { return m->hp.n_embd; }
 int32_t oxl_model_n_layer(const oxl_model *m) { return m->hp.n_layer; }
 bool oxl_model_has_decoder(const oxl_model *m) { return !m->arch->encoder_only; }
+
+/* `<arch>.classifier.output_labels` (an array of strings), or -1 when absent or of another type. */
+static int64_t cls_labels_key(const oxl_model *m) {
+    char key[160];
+    snprintf(key, sizeof key, "%s.classifier.output_labels", m->arch->name);
+    const int64_t i = oxl_gguf_find_key(m->gguf, key);
+    if (i < 0 || oxl_gguf_kv_type(m->gguf, i) != OXL_GGUF_ARRAY || oxl_gguf_arr_type(m->gguf, i) != OXL_GGUF_STRING) {
+        return -1;
+    }
+    return i;
+}
+
+/* llama.cpp's hparams.n_cls_out: 1 unless the file lists classifier labels (llama_model::load_hparams) */
+int32_t oxl_model_n_cls_out(const oxl_model *m) {
+    const int64_t i = cls_labels_key(m);
+    const uint64_t n = i < 0 ? 0 : oxl_gguf_arr_n(m->gguf, i);
+    return n == 0 || n > INT32_MAX ? 1 : (int32_t)n;
+}
+
+int32_t oxl_model_cls_label(const oxl_model *m, int32_t i, char *buf, size_t buf_size) {
+    const int64_t k = cls_labels_key(m);
+    if (buf && buf_size) {
+        buf[0] = 0;
+    }
+    if (k < 0 || i < 0 || (uint64_t)i >= oxl_gguf_arr_n(m->gguf, k)) {
+        return -1;
+    }
+    size_t len = 0;
+    const char *s = oxl_gguf_arr_str(m->gguf, k, (uint64_t)i, &len);
+    if (!s) {
+        return -1;
+    }
+    if (buf && buf_size) {
+        const size_t c = len < buf_size - 1 ? len : buf_size - 1;
+        memcpy(buf, s, c);
+        buf[c] = 0;
+    }
+    return (int32_t)len;
+}
 const char *oxl_model_desc(const oxl_model *m) { return m->desc; }
 uint64_t oxl_model_n_params(const oxl_model *m) { return (uint64_t)m->n_params; }
 uint64_t oxl_model_size(const oxl_model *m) { return (uint64_t)m->n_bytes; }
@@ -404,6 +443,10 @@ int32_t oxl_token_to_piece(const oxl_model *m, oxl_token tok, char *buf, int32_t
 
 oxl_token oxl_token_bos(const oxl_model *m) { return oxl_vocab_bos(m->vocab); }
 oxl_token oxl_token_eos(const oxl_model *m) { return oxl_vocab_eos(m->vocab); }
+oxl_token oxl_token_sep(const oxl_model *m) { return oxl_vocab_sep(m->vocab); }
+bool oxl_vocab_add_bos(const oxl_model *m) { return oxl_vocab_adds_bos(m->vocab); }
+bool oxl_vocab_add_eos(const oxl_model *m) { return oxl_vocab_adds_eos(m->vocab); }
+bool oxl_vocab_add_sep(const oxl_model *m) { return oxl_vocab_adds_sep(m->vocab); }
 bool oxl_token_is_eog(const oxl_model *m, oxl_token tok) { return oxl_vocab_is_eog(m->vocab, tok); }
 
 int32_t oxl_detok_push(oxl_detok *d, const oxl_model *m, oxl_token tok, char *out, int32_t cap) {

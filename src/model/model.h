@@ -31,6 +31,9 @@ typedef struct oxl_hparams {
     int32_t n_embd_s;      /* recurrent models: floats of scan state per sequence and layer */
     int32_t head_dim_v;    /* latent attention (deepseek2): the V part of a cache row (kv_lora_rank),
                               V being a view of K; 0: V rows are head_dim wide and stored apart */
+    const int32_t *kv_src; /* [n_layer] KV sharing (gemma3n): layer il attends over layer kv_src[il]'s
+                              cache and has none of its own when kv_src[il] != il; NULL: every layer
+                              its own. Owned by the architecture's weights. */
 } oxl_hparams;
 
 struct oxl_model {
@@ -51,6 +54,12 @@ struct oxl_model {
     size_t n_owned, cap_owned;
     const void **evicted; /* tensor data released after repacking (not to be locked) */
     size_t n_evicted;
+    /* a reranker's classification head for rank pooling (llama.cpp's cls, cls_b, cls_out,
+     * cls_out_b), bound by the architectures that have one; unbound tensors have data NULL */
+    struct oxl_cls_head {
+        oxl_tensor cls, cls_b, cls_out, cls_out_b;
+        int32_t n_out; /* oxl_model_n_cls_out */
+    } cls_head;
 };
 
 /* Hands a buffer of oxl_tensor_repack (NULL: ignored) to the model, which frees it with itself.

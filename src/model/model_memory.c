@@ -31,7 +31,12 @@ struct oxl_memory {
     int32_t n_embd_s; /* scan floats */
     float **rs_conv;  /* [n_layer] (n_embd_r, n_seq_max) conv states, zero at start */
     float **rs_ssm;   /* [n_layer] (n_embd_s, n_seq_max) scan states */
+    int32_t *kv_src;  /* [n_layer] the layer whose cache each layer reads (llama_kv_cache's layer_reuse_cb:
+                       * gemma3n's shared KV); NULL: its own */
 };
+
+/* The layer whose cache layer il reads. */
+static int kv_layer(const oxl_memory *mem, int il) { return mem->kv_src ? mem->kv_src[il] : il; }
 
 void oxl_memory_free(oxl_memory *mem) {
     if (!mem) {
@@ -51,6 +56,7 @@ void oxl_memory_free(oxl_memory *mem) {
     free(mem->kv.v);
     free(mem->rs_conv);
     free(mem->rs_ssm);
+    free(mem->kv_src);
     free(mem);
 }
 
@@ -71,15 +77,25 @@ oxl_memory *oxl_memory_new(const oxl_hparams *hp, oxl_type type_k, oxl_type type
     kv->k = calloc((size_t)hp->n_layer, sizeof(void *));
     kv->v = calloc((size_t)hp->n_layer, sizeof(void *));
     bool ok = kv->k && kv->v;
+    if (ok && hp->kv_src) {
+        mem->kv_src = malloc((size_t)hp->n_layer * sizeof *mem->kv_src);
+        ok = mem->kv_src != NULL;
+        if (ok) {
+            memcpy(mem->kv_src, hp->kv_src, (size_t)hp->n_layer * sizeof *mem->kv_src);
+        }
+    }
     const size_t rows = (size_t)n_ctx * (size_t)n_seq_max;
     for (int il = 0; ok && kv->kv_dim > 0 && il < hp->n_layer; il++) {
+        if (kv_layer(mem, il) != il) {
+            continue; /* reads another layer's cache: no rows of its own */
+        }
         kv->k[il] = malloc(kv->k_row * rows);
         kv->v[il] = malloc(kv->v_row * rows);
         ok = kv->k[il] && kv->v[il];
     }
     /* recurrent state beside the KV cache (llama_memory_recurrent): one conv and one scan state per
-     * sequence and layer, zero until the first token */
-    if (ok && hp->n_embd_s > 0) {
+     * sequence and layer, zero until the first token (a conv-only model, LFM2, has no scan state) */
+    if (ok && (hp->n_embd_s > 0 || hp->n_embd_r > 0)) {
         mem->n_embd_r = hp->n_embd_r;
         mem->n_embd_s = hp->n_embd_s;
         mem->rs_conv = calloc((size_t)hp->n_layer, sizeof(float *));
@@ -87,7 +103,7 @@ oxl_memory *oxl_memory_new(const oxl_hparams *hp, oxl_type type_k, oxl_type type
         ok = mem->rs_conv && mem->rs_ssm;
         for (int il = 0; ok && il < hp->n_layer; il++) {
             mem->rs_conv[il] = calloc((size_t)hp->n_embd_r * (size_t)n_seq_max + 1, sizeof(float));
-            mem->rs_ssm[il] = calloc((size_t)hp->n_embd_s * (size_t)n_seq_max, sizeof(float));
+            mem->rs_ssm[il] = calloc((size_t)hp->n_embd_s * (size_t)n_seq_max + 1, sizeof(float));
             ok = mem->rs_conv[il] && mem->rs_ssm[il];
         }
     }
@@ -148,6 +164,9 @@ static void store_row(oxl_type t, const float *src, void *dst, int64_t n) {
 
 void oxl_memory_kv_store(oxl_memory *mem, int il, const oxl_ubatch *ub, const float *k, const float *v) {
     oxl_kv_cache *kv = &mem->kv;
+    if (kv_layer(mem, il) != il) {
+        return;
+    }
     for (int32_t j = 0; j < ub->n; j++) {
         const size_t r = (size_t)ub->seq[j] * (size_t)mem->n_ctx + (size_t)ub->pos[j];
         store_row(kv->type_k, k + (size_t)j * kv->kv_dim, (char *)kv->k[il] + r * kv->k_row, kv->kv_dim);
@@ -157,6 +176,7 @@ void oxl_memory_kv_store(oxl_memory *mem, int il, const oxl_ubatch *ub, const fl
 
 oxl_kv_view oxl_memory_kv_view(const oxl_memory *mem, int il, const oxl_ubatch *ub) {
     const oxl_kv_cache *kv = &mem->kv;
+    il = kv_layer(mem, il);
     return (oxl_kv_view){.type_k = kv->type_k,
                          .type_v = kv->type_v,
                          .k = kv->k[il],
@@ -168,6 +188,17 @@ oxl_kv_view oxl_memory_kv_view(const oxl_memory *mem, int il, const oxl_ubatch *
                          .n_stream = ub->n_stream > 0 ? ub->n_stream : ub->n,
                          .pos = ub->pos,
                          .seq = ub->seq};
+}
+
+size_t oxl_memory_kv_bytes(const oxl_memory *mem) {
+    const size_t rows = (size_t)mem->n_ctx * (size_t)mem->n_seq_max;
+    size_t bytes = 0;
+    for (int il = 0; il < mem->n_layer; il++) {
+        if (mem->kv.k && mem->kv.k[il]) {
+            bytes += (mem->kv.k_row + mem->kv.v_row) * rows;
+        }
+    }
+    return bytes;
 }
 
 int oxl_memory_rot_k(const oxl_memory *mem, int head_dim) {

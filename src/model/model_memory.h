@@ -27,8 +27,9 @@ typedef struct oxl_memory oxl_memory;
 
 /* The memory of a context of n_seq_max sequences of n_ctx positions each for a model of hp: a KV
  * cache of type_k / type_v (a format the spec marks kv_cache) with n_head_kv * head_dim elements per
- * position and layer (none when that is 0), and when hp->n_embd_s > 0 a conv and a scan state per
- * sequence and layer, zero until the first token. NULL when memory is short. */
+ * position and layer (none when that is 0, nor for a layer that hp.kv_src points elsewhere), and when
+ * hp->n_embd_s or n_embd_r > 0 a conv and a scan state per sequence and layer, zero until the first
+ * token. NULL when memory is short. */
 oxl_memory *oxl_memory_new(const oxl_hparams *hp, oxl_type type_k, oxl_type type_v, int32_t n_ctx, int32_t n_seq_max);
 void oxl_memory_free(oxl_memory *mem);
 
@@ -39,11 +40,16 @@ void oxl_memory_free(oxl_memory *mem);
 bool oxl_memory_seq_rm(oxl_memory *mem, int32_t seq, int32_t p0);
 
 /* Stores the keys and values of the pass's tokens (kv_dim floats each, column-major) in layer il's
- * cache, each at its sequence and position, converted to the cache's types. */
+ * cache, each at its sequence and position, converted to the cache's types. A layer that shares
+ * another's cache (hp.kv_src) has none to store into: nothing is written. */
 void oxl_memory_kv_store(oxl_memory *mem, int il, const oxl_ubatch *ub, const float *k, const float *v);
 
-/* Layer il's cache and the pass's tokens as attention reads them (oxl_attention). */
+/* Layer il's cache and the pass's tokens as attention reads them (oxl_attention); for a layer that
+ * shares another's cache (hp.kv_src), that layer's cache. */
 oxl_kv_view oxl_memory_kv_view(const oxl_memory *mem, int il, const oxl_ubatch *ub);
+
+/* Bytes of KV cache rows allocated, over every layer (a layer reading another's cache has none). */
+size_t oxl_memory_kv_bytes(const oxl_memory *mem);
 
 /* The rotation sizes for this cache (0: none; oxl_fwht_rows): K (with Q) when K is quantized and
  * head_dim % 64 == 0, the largest power of two dividing head_dim; V (and the attention output) when

@@ -4,6 +4,7 @@
  * or temperature → mirostat (v1 or v2). */
 #include "sampler.h"
 
+#include "grammar.h"
 #include "model.h"
 #include "vocab.h"
 
@@ -11,6 +12,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -91,6 +93,11 @@ struct oxl_sampler {
     int32_t *dry_max;     /* (count_cap) longest repeat a token would extend, -1: none */
     oxl_dry_breaker *brk; /* sequence breakers: a head token and up to 20 tail tokens */
     int32_t n_brk;
+    /* grammar (oxl_sampler_set_grammar) */
+    oxl_grammar *grammar;
+    int32_t *ids;      /* (cap) 0, 1, …: the candidates' ids for the grammar */
+    bool *allowed;     /* (cap) the grammar's verdict per candidate */
+    oxl_token pending; /* the token the last oxl_sampler_sample returned, until accepted; -1: none */
 };
 
 /* The default order of llama.cpp (common/common.h: penalties, DRY, top-n-σ, top-k, typical, top-p,
@@ -179,6 +186,7 @@ oxl_sampler *oxl_sampler_new(const oxl_sampler_params *params) {
     oxl_mt19937_seed(&s->rng, seed);
     oxl_mt19937_seed(&s->rng_xtc, params->seed == OXL_SEED_RANDOM ? random_seed() : params->seed);
     s->mu = 2.0f * params->mirostat_tau;
+    s->pending = -1;
     return s;
 }
 
@@ -193,7 +201,31 @@ void oxl_sampler_free(oxl_sampler *s) {
     free(s->dry_rep);
     free(s->dry_max);
     free(s->brk);
+    oxl_grammar_free(s->grammar);
+    free(s->ids);
+    free(s->allowed);
     free(s);
+}
+
+int oxl_sampler_set_grammar(oxl_sampler *s, const oxl_model *model, const char *gbnf, const char *root, char *err,
+                            size_t err_len) {
+    if (err && err_len)
+        err[0] = '\0';
+    if (!s || (gbnf && !model)) {
+        if (err && err_len)
+            snprintf(err, err_len, "invalid arguments");
+        return -1;
+    }
+    oxl_grammar *g = NULL;
+    if (gbnf) {
+        g = oxl_grammar_parse(gbnf, root, model->vocab, err, err_len);
+        if (!g)
+            return -1;
+    }
+    oxl_grammar_free(s->grammar);
+    s->grammar = g;
+    s->pending = -1;
+    return 0;
 }
 
 /* Records tok in the penalty window (llama_sampler_accept): the oldest token leaves once the window
@@ -205,6 +237,9 @@ static bool dry_on(const oxl_sampler_params *p) {
 void oxl_sampler_accept(oxl_sampler *s, oxl_token tok) {
     if (!s)
         return;
+    if (s->grammar && s->pending >= 0 && tok == s->pending) /* an output token: the grammar moves on */
+        oxl_grammar_accept_token(s->grammar, tok);
+    s->pending = -1;
     if (dry_on(&s->params)) {
         int32_t w = s->params.dry_penalty_last_n;
         if (s->dry_n < w) {
@@ -855,12 +890,61 @@ static oxl_token step_mirostat(oxl_sampler *s, oxl_cur *cur, int32_t n_vocab) {
     return cur->c[idx].id;
 }
 
-/* Picks a token from n_vocab logits through the chain (see oxillama.h). Returns -1 if logits is
- * NULL, n_vocab <= 0 or memory runs out. */
+/* The chain over cur (filled from the logits): a token, or -1 if memory runs out. */
+static oxl_token sample_chain(oxl_sampler *s, oxl_cur *cur, int32_t n_vocab) {
+    const oxl_sampler_params *p = &s->params;
+    /* greedy (temperature in the chain) without a step that can drop the largest logit: the first
+     * largest; without 't' in the chain the temperature is not applied at all, as in llama.cpp */
+    if (p->temp <= 0.0f && strchr(s->order, 't') && p->mirostat == 0 && p->dynatemp_range <= 0.0f && p->typ_p >= 1.0f &&
+        p->xtc_probability <= 0.0f && !dry_on(p) &&
+        (p->penalty_last_n == 0 ||
+         (p->penalty_repeat == 1.0f && p->penalty_freq == 0.0f && p->penalty_present == 0.0f))) {
+        int32_t best = 0;
+        for (int32_t i = 1; i < cur->n; i++)
+            if (cur->c[i].logit > cur->c[best].logit)
+                best = i;
+        return cur->c[best].id;
+    }
+    if (p->mirostat != 0) {
+        if (p->temp != 1.0f)
+            apply_temp(cur, p->temp);
+        return step_mirostat(s, cur, n_vocab);
+    }
+    for (const char *o = s->order; *o; o++) {
+        switch (*o) {
+        case 'e':
+            if (step_penalties(s, cur, n_vocab) != 0)
+                return -1;
+            break;
+        case 'd':
+            if (step_dry(s, cur, n_vocab) != 0)
+                return -1;
+            break;
+        case 's': step_top_n_sigma(p, cur); break;
+        case 'k': step_top_k(p->top_k, cur); break;
+        case 'y':
+            if (step_typical(s, cur) != 0)
+                return -1;
+            break;
+        case 'p': step_top_p(p->top_p, cur); break;
+        case 'm': step_min_p(p->min_p, cur); break;
+        case 'x': step_xtc(s, cur); break;
+        case 't': step_temp(p, cur); break;
+        default: break;
+        }
+    }
+    return step_dist(s, cur);
+}
+
+/* Picks a token from n_vocab logits through the chain (see oxillama.h). With a grammar, as
+ * llama.cpp's common_sampler_sample: the chain first; a token the grammar rejects is drawn again
+ * from the chain over the logits with every rejected candidate at -infinity (the generators moving
+ * on from the first draw). Returns -1 if logits is NULL, n_vocab <= 0, memory runs out, or the
+ * grammar allows no candidate (or passed one of its bounds). */
 oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_vocab) {
     if (!s || !logits || n_vocab <= 0)
         return -1;
-    const oxl_sampler_params *p = &s->params;
+    s->pending = -1;
     if (n_vocab > s->cap) {
         oxl_cand *c = realloc(s->cand, (size_t)n_vocab * sizeof *c);
         if (!c)
@@ -870,51 +954,45 @@ oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_voca
         if (!cum)
             return -1;
         s->cum = cum;
+        free(s->ids);
+        free(s->allowed);
+        s->ids = NULL;
+        s->allowed = NULL;
         s->cap = n_vocab;
     }
     oxl_cur cur = {s->cand, n_vocab, false};
     for (int32_t i = 0; i < n_vocab; i++)
         cur.c[i] = (oxl_cand){i, logits[i], 0.0f};
+    oxl_token tok = sample_chain(s, &cur, n_vocab);
+    if (!s->grammar || tok < 0)
+        return tok;
 
-    /* greedy (temperature in the chain) without a step that can drop the largest logit: the first
-     * largest; without 't' in the chain the temperature is not applied at all, as in llama.cpp */
-    if (p->temp <= 0.0f && strchr(s->order, 't') && p->mirostat == 0 && p->dynatemp_range <= 0.0f && p->typ_p >= 1.0f &&
-        p->xtc_probability <= 0.0f && !dry_on(p) &&
-        (p->penalty_last_n == 0 ||
-         (p->penalty_repeat == 1.0f && p->penalty_freq == 0.0f && p->penalty_present == 0.0f))) {
-        int32_t best = 0;
-        for (int32_t i = 1; i < n_vocab; i++)
-            if (logits[i] > logits[best])
-                best = i;
-        return best;
-    }
-    if (p->mirostat != 0) {
-        if (p->temp != 1.0f)
-            apply_temp(&cur, p->temp);
-        return step_mirostat(s, &cur, n_vocab);
-    }
-    for (const char *o = s->order; *o; o++) {
-        switch (*o) {
-        case 'e':
-            if (step_penalties(s, &cur, n_vocab) != 0)
+    bool ok = false;
+    if (oxl_grammar_apply(s->grammar, &tok, 1, &ok) != 0)
+        return -1;
+    if (!ok) { /* resample with the grammar applied to every candidate */
+        if (!s->ids) {
+            s->ids = malloc((size_t)s->cap * sizeof *s->ids);
+            s->allowed = malloc((size_t)s->cap * sizeof *s->allowed);
+            if (!s->ids || !s->allowed)
                 return -1;
-            break;
-        case 'd':
-            if (step_dry(s, &cur, n_vocab) != 0)
-                return -1;
-            break;
-        case 's': step_top_n_sigma(p, &cur); break;
-        case 'k': step_top_k(p->top_k, &cur); break;
-        case 'y':
-            if (step_typical(s, &cur) != 0)
-                return -1;
-            break;
-        case 'p': step_top_p(p->top_p, &cur); break;
-        case 'm': step_min_p(p->min_p, &cur); break;
-        case 'x': step_xtc(s, &cur); break;
-        case 't': step_temp(p, &cur); break;
-        default: break;
+            for (int32_t i = 0; i < s->cap; i++)
+                s->ids[i] = i;
         }
+        if (oxl_grammar_apply(s->grammar, s->ids, n_vocab, s->allowed) != 0)
+            return -1;
+        int32_t n_ok = 0;
+        cur = (oxl_cur){s->cand, n_vocab, false};
+        for (int32_t i = 0; i < n_vocab; i++) {
+            cur.c[i] = (oxl_cand){i, s->allowed[i] ? logits[i] : -INFINITY, 0.0f};
+            n_ok += s->allowed[i];
+        }
+        if (n_ok == 0)
+            return -1;
+        tok = sample_chain(s, &cur, n_vocab);
+        if (tok < 0)
+            return tok;
     }
-    return step_dist(s, &cur);
+    s->pending = tok;
+    return tok;
 }

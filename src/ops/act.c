@@ -42,6 +42,21 @@ void oxl_geglu(float *g, const float *u, int64_t n) {
     }
 }
 
+/* ggml_compute_softplus_f32 (ggml-impl.h): the identity above 20. */
+static float softplus(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
+
+void oxl_xielu(float *x, int64_t n, float alpha_n, float alpha_p, float beta, float eps) {
+    const float an = beta + softplus(alpha_n), ap = softplus(alpha_p);
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i];
+        if (v > 0.0f) {
+            x[i] = ap * v * v + beta * v;
+        } else {
+            x[i] = (expm1f(fminf(v, eps)) - v) * an + beta * v;
+        }
+    }
+}
+
 void oxl_add(float *x, const float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         x[i] += y[i];
@@ -68,5 +83,58 @@ void oxl_softcap(float *x, int64_t n, float cap) {
     const float inv = 1.0f / cap;
     for (int64_t i = 0; i < n; i++) {
         x[i] = tanhf(x[i] * inv) * cap;
+    }
+}
+
+void oxl_gaussian_topk(float *x, int64_t d, int64_t n, float std_mul) {
+    for (int64_t j = 0; j < n; j++) {
+        float *r = x + j * d;
+        /* ggml_mean: the row sum in double, rounded, then divided */
+        double s = 0.0;
+        for (int64_t i = 0; i < d; i++) {
+            s += (double)r[i];
+        }
+        const float mean = (float)s / (float)d;
+        /* ggml_sub, ggml_sqr (float), ggml_sum_rows (double), ggml_scale by 1/(d-1), ggml_sqrt */
+        double s2 = 0.0;
+        for (int64_t i = 0; i < d; i++) {
+            const float t = r[i] - mean;
+            const float t2 = t * t;
+            s2 += (double)t2;
+        }
+        const float sd = sqrtf((float)s2 * (1.0f / (float)(d - 1)));
+        const float sd_scaled = sd * std_mul;
+        const float cutoff = mean + sd_scaled;
+        for (int64_t i = 0; i < d; i++) {
+            const float v = r[i] - cutoff;
+            r[i] = v > 0.0f ? v : 0.0f;
+        }
+    }
+}
+
+/* The table entry as ggml's FMA-contracting build computes ggml_gelu_f32 when it fills the table:
+ * 1 + 0.044715 x^2 as one fused step, fma(0.044715 x, x, 1). */
+static float gelu_fp16_fused(float x) {
+    if (x <= -10.0f) {
+        return 0.0f;
+    }
+    if (x >= 10.0f) {
+        return x;
+    }
+    const float xh = oxl_fp16_to_fp32(oxl_fp32_to_fp16(x));
+    const float sqrt_2_over_pi = 0.79788456080286535587989211986876f;
+    const float g = 0.5f * xh * (1.0f + tanhf(sqrt_2_over_pi * xh * fmaf(0.044715f * xh, xh, 1.0f)));
+    return oxl_fp16_to_fp32(oxl_fp32_to_fp16(g));
+}
+
+void oxl_gelu_fused(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = gelu_fp16_fused(x[i]);
+    }
+}
+
+void oxl_geglu_fused(float *g, const float *u, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        g[i] = gelu_fp16_fused(g[i]) * u[i];
     }
 }

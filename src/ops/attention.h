@@ -54,4 +54,18 @@ typedef struct oxl_attn_params {
 void oxl_attention(oxl_pool *pool, const oxl_kv_view *kv, const float *q, float *out, const oxl_attn_params *p,
                    bool flash, float *scores);
 
+/* The unfused attention of an f32 cache in ggml's summation order over llama.cpp's cells
+ * (attention_cells.c), for graphs that show the last bit: cell c holds position c of a single
+ * sequence, and the pass spans n_kv = oxl_attention_cells_n_kv cells (the used ones padded to 256,
+ * at least 256, as llama_kv_cache::get_n_kv); kq is one f32 vec_dot per cell, masked cells -inf,
+ * the softmax ggml_vec_soft_max_f32's (the softmax kernel), and V^T · w tinyBLAS's order (the gemm
+ * kernel) for a batch of at least 2 tokens when n_kv % 16 == 0 and head_dim % 4 == 0, else one
+ * vec_dot of n_kv per output. p->softcap, p->max_bias and p->sinks are not supported (0 / NULL).
+ * work holds oxl_attention_cells_work(n_ctx, head_dim, pool threads) floats, n_ctx >= every
+ * position + 1. */
+void oxl_attention_cells(oxl_pool *pool, const oxl_kv_view *kv, const float *q, float *out, const oxl_attn_params *p,
+                         float *work);
+int32_t oxl_attention_cells_n_kv(const oxl_kv_view *kv);
+size_t oxl_attention_cells_work(int32_t n_ctx, int head_dim, int n_threads);
+
 #endif

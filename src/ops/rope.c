@@ -62,8 +62,13 @@ void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_r
             float *a = xh + (neox ? i : 2 * i);
             const float x0 = a[0], x1 = a[stride];
             /* ggml's C++ is compiled with FMA contraction: x0*cos - x1*sin as one fused step */
-            a[0] = x0 * cs[2 * i] - x1 * cs[2 * i + 1];
-            a[stride] = x0 * cs[2 * i + 1] + x1 * cs[2 * i];
+            if (r->fused) {
+                a[0] = fmaf(x0, cs[2 * i], -(x1 * cs[2 * i + 1]));
+                a[stride] = fmaf(x0, cs[2 * i + 1], x1 * cs[2 * i]);
+            } else {
+                a[0] = x0 * cs[2 * i] - x1 * cs[2 * i + 1];
+                a[stride] = x0 * cs[2 * i + 1] + x1 * cs[2 * i];
+            }
         }
     }
 }

@@ -3,6 +3,7 @@
 #ifndef OXL_ROPE_H
 #define OXL_ROPE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef enum oxl_rope_mode {
@@ -30,6 +31,8 @@ typedef struct oxl_rope {
     int32_t n_ctx_orig;   /* YaRN's original context (ggml_rope_yarn_corr_dims) */
     const float *factors; /* (n_rot/2) frequency divisors (llama3 rope_freqs, LongRoPE), or NULL */
     int32_t sections[4]; /* OXL_ROPE_MROPE, OXL_ROPE_IMROPE: pairs per section (t, h, w, extra); sum in 1 .. head_dim */
+    bool fused;          /* each rotated value with one fused multiply-add, as ggml's FMA-contracting build
+                          * computes it: fma(x0, cos, -(x1 * sin)) and fma(x0, sin, x1 * cos) (gemma3n) */
 } oxl_rope;
 
 /* Rotary position embedding of n_head heads of head_dim floats at position pos, as ggml's

@@ -336,22 +336,112 @@ static int oxl_qm_tensor(oxl_qm *q, const oxl_quant_tensor *t, const oxl_gguf_te
     return oxl_gguf_writer_write_data(q->w, q->qbuf, nbytes, err);
 }
 
+/* One tensor's progress line, as llama_model_quantize_impl prints it once the tensor is written. */
+static void oxl_qm_progress(const oxl_qm *q, const oxl_quant_tensor *t, const oxl_gguf_tensor *src, size_t nbytes,
+                            int64_t i, int64_t n) {
+    FILE *f = q->p->progress;
+    if (f == NULL) {
+        return;
+    }
+    fprintf(f, "[%4lld/%4lld] %-36s - [%6lld, %6lld, %6lld, %6lld], type = %6s, ", (long long)(i + 1), (long long)n,
+            t->name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
+            oxl_type_traits_get((uint32_t)t->type)->name);
+    if (t->target == t->type) {
+        fprintf(f, "size = %8.3f MiB\n", (double)src->nbytes / 1024.0 / 1024.0);
+    } else {
+        fprintf(f, "converting to %s .. size = %8.2f MiB -> %8.2f MiB\n",
+                oxl_type_traits_get((uint32_t)t->target)->name, (double)src->nbytes / 1024.0 / 1024.0,
+                (double)nbytes / 1024.0 / 1024.0);
+    }
+    fflush(f);
+}
+
+/* Source file order: the part, then the offset in it (llama-quantize sorts its weights so with
+ * --keep-split). */
+static const oxl_gguf *g_order_in;
+static int oxl_qm_file_order(const void *a, const void *b) {
+    const oxl_gguf_tensor *x = oxl_gguf_find_tensor(g_order_in, ((const oxl_quant_tensor *)a)->name);
+    const oxl_gguf_tensor *y = oxl_gguf_find_tensor(g_order_in, ((const oxl_quant_tensor *)b)->name);
+    if (x->split != y->split) {
+        return x->split < y->split ? -1 : 1;
+    }
+    return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+/* --keep-split on a split input (llama_model_quantize_impl with keep_split): the types chosen as for
+ * one output, then one output per input part, named out_prefix-0000K-of-0000N.gguf, holding that
+ * part's tensors in file order; the first holds the metadata; each ends with split.no,
+ * split.count and split.tensors.count. Written one after the other, each through its temporary
+ * file; on error the parts already written stay (as llama-quantize's). */
+static int oxl_qm_write_split(oxl_qm *q, const char *out_prefix, int64_t n, int n_fallback, oxl_quantize_stats *st,
+                              oxl_error *err) {
+    const int n_parts = oxl_gguf_n_parts(q->in);
+    g_order_in = q->in;
+    qsort(q->plan, (size_t)n, sizeof *q->plan, oxl_qm_file_order);
+    g_order_in = NULL;
+    if ((q->pool = oxl_pool_new(q->p->n_threads > OXL_QUANT_MAX_THREADS ? OXL_QUANT_MAX_THREADS : q->p->n_threads,
+                                err)) == NULL) {
+        return -1;
+    }
+    oxl_quantize_stats s = {.n_tensors = n, .n_fallback = n_fallback};
+    int64_t i = 0;
+    for (int k = 0; k < n_parts; k++) {
+        q->w = oxl_gguf_writer_new(err);
+        if (q->w == NULL || (k == 0 && oxl_qm_metadata(q, err) < 0) ||
+            oxl_gguf_writer_set_u16(q->w, "split.no", (uint16_t)k, err) < 0 ||
+            oxl_gguf_writer_set_u16(q->w, "split.count", (uint16_t)n_parts, err) < 0 ||
+            oxl_gguf_writer_set_i32(q->w, "split.tensors.count", (int32_t)n, err) < 0) {
+            return -1;
+        }
+        int64_t end = i;
+        while (end < n && oxl_gguf_find_tensor(q->in, q->plan[end].name)->split == (uint32_t)k) {
+            const oxl_gguf_tensor *t = oxl_gguf_find_tensor(q->in, q->plan[end].name);
+            if (oxl_gguf_writer_add_tensor(q->w, t->name, q->plan[end].target, t->n_dims, t->ne, err) < 0) {
+                return -1;
+            }
+            end++;
+        }
+        char path[4096];
+        if (!oxl_gguf_split_path(path, sizeof path, out_prefix, k, n_parts)) {
+            return oxl_err_set(err, "%s: output name too long", out_prefix);
+        }
+        if (oxl_gguf_writer_begin(q->w, path, err) < 0) {
+            return -1;
+        }
+        for (int64_t j = i; j < end; j++) {
+            const oxl_quant_tensor *t = &q->plan[j];
+            const oxl_gguf_tensor *src = oxl_gguf_find_tensor(q->in, t->name);
+            const size_t nbytes = oxl_gguf_writer_tensor_nbytes(q->w, j - i);
+            if (oxl_qm_tensor(q, t, src, nbytes, err) < 0) {
+                return -1;
+            }
+            s.bytes_in += src->nbytes;
+            s.bytes_out += nbytes;
+            s.n_elements += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+            oxl_qm_progress(q, t, src, nbytes, j, n);
+        }
+        if (oxl_gguf_writer_finish(q->w, err) < 0) {
+            return -1;
+        }
+        oxl_gguf_writer_free(q->w);
+        q->w = NULL;
+        i = end;
+    }
+    if (st != NULL) {
+        *st = s;
+    }
+    return 0;
+}
+
 static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_quantize_stats *st, oxl_error *err) {
     const oxl_quantize_params *p = q->p;
     if (p->ftype == NULL || p->n_threads < 1) {
         return oxl_err_set(err, "quantize: no ftype, or %d threads", p->n_threads);
     }
-    q->in = oxl_gguf_open(in_path, err);
+    /* a split model is read from its first part, as llama-quantize reads it */
+    q->in = oxl_gguf_open_model(in_path, err);
     if (q->in == NULL) {
         return -1;
-    }
-    const int n_split = oxl_gguf_split_count(q->in, err);
-    if (n_split != 1) {
-        return n_split < 0 ? -1
-                           : oxl_err_set(err,
-                                         "%s: one file of a split model (split.count %d): quantize reads whole "
-                                         "files (merge the parts with llama-gguf-split --merge first)",
-                                         in_path, n_split);
     }
     oxl_quant_model m;
     if (oxl_read_model(q->in, p, &m, err) < 0) {
@@ -412,6 +502,9 @@ static int oxl_qm_run(oxl_qm *q, const char *in_path, const char *out_path, oxl_
                         oxl_type_traits_get((uint32_t)manual)->name);
             }
         }
+    }
+    if (p->keep_split && oxl_gguf_n_parts(q->in) > 1) {
+        return oxl_qm_write_split(q, out_path, n, n_fallback, st, err);
     }
     q->w = oxl_gguf_writer_new(err);
     if (q->w == NULL || oxl_qm_metadata(q, err) < 0) {

@@ -32,6 +32,11 @@ typedef struct oxl_quantize_params {
      * "[   i/   N] <name> - [ne0, ne1, ne2, ne3], type = <in>, " followed by
      * "converting to <out> .. size = X MiB -> Y MiB" or "size = X MiB" */
     FILE *progress;
+    /* --keep-split: a split input gives split outputs as llama-quantize --keep-split writes them:
+     * out_path is then the prefix of the parts (out_path-0000K-of-0000N.gguf), one per input part,
+     * each with that part's tensors in file order, the first with the metadata, every one ending
+     * with split.no, split.count and split.tensors.count. No effect on a whole-file input. */
+    bool keep_split;
 } oxl_quantize_params;
 
 typedef struct oxl_quantize_stats {

@@ -3,7 +3,8 @@
  * cJSON or libmicrohttpd, which the cross sysroots do not have. Left out: the BPE pre-tokenizer and
  * tokenizer (pretokenize.c, tokenizer_bpe.c: PCRE2, utf8proc), WordPiece (tokenizer_wpm.c:
  * utf8proc), Jinja chat templates (src/chat, src/check/golden_chat.c: cJSON; the
- * chat golden stand-in is src/check/subset_chat.c) and the HTTP server.
+ * chat golden stand-in is src/check/subset_chat.c), the JSON schema converter (src/chat/json_schema.c)
+ * and the HTTP server.
  * This file stands in for their entry points: loading such a vocabulary, running a chat golden or
  * `oxillama serve` fails with an error naming what this build lacks. SentencePiece and Unigram
  * vocabularies, `run`, `info`, `golden` (quant, model, tokenizer goldens of those vocabularies),
@@ -49,6 +50,15 @@ bool oxl_bpe_tokenize(const oxl_vocab *v, const char *text, size_t len, oxl_tok_
 
 /* WordPiece needs utf8proc (lowercasing, decomposition): tokenizing fails in this build */
 bool oxl_wpm_tokenize(const oxl_vocab *v, const char *text, size_t len, oxl_tok_list *out) { return false; }
+
+/* JSON schemas need cJSON (src/chat/json_schema.c). */
+int oxl_json_schema_to_grammar(const char *schema_json, char **out, oxl_error *err) {
+    (void)schema_json;
+    if (out) {
+        *out = NULL;
+    }
+    return oxl_err_set(err, "json schema: this build leaves out the JSON reader (OXL_SUBSET: no cJSON)");
+}
 
 #else
 typedef int oxl_subset_unused; /* the full build has the real functions */

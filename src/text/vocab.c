@@ -671,6 +671,10 @@ oxl_token oxl_vocab_bos(const oxl_vocab *v) { return v ? v->bos : -1; }
 oxl_token oxl_vocab_eos(const oxl_vocab *v) { return v ? v->eos : -1; }
 const char *oxl_vocab_model_name(const oxl_vocab *v) { return v ? v->model : ""; }
 bool oxl_vocab_adds_space_prefix(const oxl_vocab *v) { return v && v->add_space_prefix; }
+oxl_token oxl_vocab_sep(const oxl_vocab *v) { return v ? v->sep : -1; }
+bool oxl_vocab_adds_bos(const oxl_vocab *v) { return v && v->add_bos; }
+bool oxl_vocab_adds_eos(const oxl_vocab *v) { return v && v->add_eos; }
+bool oxl_vocab_adds_sep(const oxl_vocab *v) { return v && v->add_sep; }
 
 bool oxl_vocab_is_eog(const oxl_vocab *v, oxl_token tok) { return v && tok >= 0 && tok < v->n && v->eog[tok]; }
 

@@ -87,6 +87,12 @@ int32_t oxl_vocab_detok_push(oxl_detok *d, const oxl_vocab *v, oxl_token tok, ch
 /* Whether detokenization drops one leading space of the first piece (the vocabulary adds a space
  * prefix when tokenizing: SPM, and UGM/BPE files that set tokenizer.ggml.add_space_prefix). */
 bool oxl_vocab_adds_space_prefix(const oxl_vocab *v);
+/* The separator token (tokenizer.ggml.seperator_token_id; -1 when none) and whether the vocabulary
+ * adds BOS, EOS and SEP (llama_vocab_get_add_bos / _eos / _sep). */
+oxl_token oxl_vocab_sep(const oxl_vocab *v);
+bool oxl_vocab_adds_bos(const oxl_vocab *v);
+bool oxl_vocab_adds_eos(const oxl_vocab *v);
+bool oxl_vocab_adds_sep(const oxl_vocab *v);
 
 /* tokenizer.ggml.model: "llama", "gpt2", "bert" or "t5". Owned by v. */
 const char *oxl_vocab_model_name(const oxl_vocab *v);

@@ -15,6 +15,8 @@ bytes:
     golden/chat-templates/ (the smaller ones), and [selector][JSON] inputs, the conversations of
     golden/chat-templates/cases.json for some real templates and built-in formats;
   - for the request harness: [route][JSON body] inputs for every route, with most fields set;
+  - for the grammar harness: [GBNF]\0[text] inputs, llama.cpp's example grammars of
+    golden/grammars/ with texts they match (in part) and a grammar with token references;
   - for the split harness: the q8_0 tiny llama split into parts of 8 and of 12 tensors by
     tests/cli/split_gguf.py (llama-gguf-split's layout), the parts joined by "\nOXLPART".
 Layout of GGUF: ggml docs/gguf.md.
@@ -223,8 +225,8 @@ def jinja_seeds():
 
 
 def request_seeds():
-    """Route byte (chat, completions, responses, embeddings, tokenize, detokenize, models) then the
-    body (tests/fuzz/fuzz_request.c)."""
+    """Route byte (chat, completions, responses, embeddings, tokenize, detokenize, models, rerank)
+    then the body (tests/fuzz/fuzz_request.c)."""
     import json
     bodies = [
         ("chat", 0, {"model": "stories260K.gguf", "messages": [
@@ -252,10 +254,34 @@ def request_seeds():
         ("tokenize", 4, {"content": "Hello <s> world \u00e9", "add_special": True, "parse_special": True,
                          "with_pieces": True}),
         ("detokenize", 5, {"tokens": [1, 100, 200, 300]}),
+        ("rerank", 7, {"model": "m", "query": "a dog", "documents": ["the dog ran", "", "a cat"], "top_n": 2}),
+        ("rerank-tei", 7, {"query": "a dog", "texts": ["the dog ran", "a cat"], "return_text": True}),
+        ("rerank-huge-top-n", 7, {"query": "a", "documents": ["t"], "top_n": 2e89}),
     ]
     out = {"%s.bin" % name: bytes([route]) + json.dumps(b).encode() for name, route, b in bodies}
     out["models.bin"] = bytes([6]) + b"stories260K.gguf"
     return out
+
+
+def grammar_seeds():
+    gdir = os.path.join(ROOT, "golden", "grammars")
+    texts = {
+        "json": b'{"a": [1, 2.5e3, "x\\u00e9"], "b": {"c": null}}',
+        "json_arr": b'[\n{"k": true},\n"s"\n]',
+        "arithmetic": b"x = (1 + y2) * 3\n",
+        "c": b"int main() { return a + 1; }",
+        "chess": b"1. e4 e5 2. Nf3 Nc6 ",
+        "list": b"- one\n- two\n",
+        "english": b"Hello there, friend.",
+        "japanese": "\u3053\u3093\u306b\u3061\u306f \u30c6\u30b9\u30c8".encode("utf-8"),
+        "sentence": b"a dog ran.",
+    }
+    seeds = {}
+    for name, text in texts.items():
+        with open(os.path.join(gdir, name + ".gbnf"), "rb") as f:
+            seeds[name + ".bin"] = f.read() + b"\0" + text
+    seeds["tokens.bin"] = b'root ::= <[1]> body !<[2]>* <s>\nbody ::= [a-z]{2,5} ("," [^\\n]?)*\n\0abc,de'
+    return seeds
 
 
 def split_seed(model, max_tensors):
@@ -309,6 +335,7 @@ def main():
     }
     seeds["jinja"] = jinja_seeds()
     seeds["request"] = request_seeds()
+    seeds["grammar"] = grammar_seeds()
     for harness, files in seeds.items():
         d = os.path.join(HERE, "corpus", harness)
         os.makedirs(d, exist_ok=True)

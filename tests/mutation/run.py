@@ -44,6 +44,23 @@ MUTATIONS = [
         expect=r"FAIL  stories260K\.k[38]\.s",
     ),
     dict(
+        name="grammar-first",
+        what="the grammar applied before the chain's first draw (llama.cpp draws first and filters "
+             "only a rejected token)",
+        edits=[("src/model/sampler.c", "    if (!ok) { /* resample with the grammar applied to every candidate */",
+                "    ok = false;\n    if (!ok) { /* resample with the grammar applied to every candidate */")],
+        check="ctest --test-dir $B -R '^grammar-sampling-scalar$' --output-on-failure",
+        expect=r"FAIL  json\.s1",
+    ),
+    dict(
+        name="grammar-partial-utf8-dropped",
+        what="a piece's unfinished UTF-8 sequence not carried into the next token's filter",
+        edits=[("src/model/grammar.c", "    const bool fresh = g->partial.n_remain <= 0;",
+                "    const bool fresh = true;")],
+        check="ctest --test-dir $B -R '^grammar-sampling-scalar$' --output-on-failure",
+        expect=r"FAIL  japanese\.s1",
+    ),
+    dict(
         name="logprobs-unnormalised",
         what="the log-sum-exp dropped from the server's logprobs (the greedy token reports 0)",
         edits=[("server/scheduler.c", "float lse = mx + (float)log(sum);", "float lse = mx;")],

@@ -132,8 +132,8 @@ await expectError('unknown model -> 404', 404, 'model_not_found',
   () => client.chat.completions.create({ ...chatBody, model: 'gpt-nonexistent' }));
 await expectError('bad field -> 400', 400, 'invalid_type',
   () => client.chat.completions.create({ ...chatBody, temperature: 'warm' }));
-await expectError('json_object -> 400', 400, null,
-  () => client.chat.completions.create({ ...chatBody, response_format: { type: 'json_object' } }));
+await expectError('response_format type xml -> 400', 400, null,
+  () => client.chat.completions.create({ ...chatBody, response_format: { type: 'xml' } }));
 await expectError('wrong key -> 401', 401, 'invalid_api_key',
   () => new OpenAI({ baseURL: base + '/v1', apiKey: 'wrong', maxRetries: 0 }).models.list());
 
@@ -170,6 +170,61 @@ const [sGen, ...eMany] = await Promise.all([streamCompletion(greedy), ...Array.f
   client.embeddings.create({ model: modelId, input: ['The cat sat', 'Once upon a time'], encoding_format: 'float' }))]);
 check('embeddings during generation', sGen.text === expected && eMany.every(r => sameVec(r.data[0].embedding, vb) &&
   sameVec(r.data[1].embedding, va)), JSON.stringify(sGen.text));
+
+// --- structured output: response_format json_schema / json_object and llama-server's grammar field
+{
+  const schemaDir = path.join(goldenDir, '..', 'json_schema', 'schemas');
+  const record = JSON.parse(fs.readFileSync(path.join(schemaDir, 'record.json'), 'utf8'));
+  // The record schema's rules, checked by hand (golden/json_schema/schemas/record.json).
+  const validRecord = (text) => {
+    let o;
+    try { o = JSON.parse(text); } catch { return false; }
+    if (o === null || typeof o !== 'object' || Array.isArray(o)) return false;
+    const keys = Object.keys(o);
+    if (!keys.every(k => ['color', 'n', 'ok', 'tags', 'when'].includes(k))) return false;
+    if (!['red', 'green', 'blue'].includes(o.color)) return false;
+    if (!Number.isInteger(o.n) || o.n < -5 || o.n > 99) return false;
+    if ('ok' in o && typeof o.ok !== 'boolean') return false;
+    if ('tags' in o && !(Array.isArray(o.tags) && o.tags.length <= 2 &&
+      o.tags.every(t => typeof t === 'string' && [...t].length <= 6))) return false;
+    if ('when' in o && !/^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$/.test(o.when)) return false;
+    return true;
+  };
+  const rf = { type: 'json_schema', json_schema: { name: 'record', schema: record, strict: true } };
+  let valid = 0;
+  const n = 20;
+  for (let seed = 1; seed <= n; seed++) {
+    const r = await client.chat.completions.create({ model: modelId, messages: [{ role: 'user', content: 'Tell me a story.' }],
+      response_format: rf, seed, temperature: 1.0, max_tokens: 400 });
+    valid += validRecord(r.choices[0].message.content) && r.choices[0].finish_reason === 'stop';
+  }
+  check(`response_format json_schema: ${n} seeds give schema-valid JSON`, valid === n, `${valid}/${n}`);
+  const body = { model: modelId, messages: [{ role: 'user', content: 'Hi' }], response_format: rf, seed: 7,
+    temperature: 0.8, max_tokens: 400 };
+  const whole = await client.chat.completions.create(body);
+  const stream = await client.chat.completions.create({ ...body, stream: true });
+  let streamed = '';
+  for await (const ch of stream) streamed += ch.choices[0]?.delta?.content ?? '';
+  check('response_format json_schema: stream = non-stream', streamed === whole.choices[0].message.content &&
+    validRecord(streamed), JSON.stringify([streamed, whole.choices[0].message.content]));
+  // the same request as llama-completion -jf record.json (golden/sampling/grammar/js.record.s1.expected)
+  const want = fs.readFileSync(path.join(goldenDir, '..', 'sampling', 'grammar', 'js.record.s1.expected'), 'utf8');
+  const c = await client.completions.create({ model: modelId, prompt: 'Once upon a time', max_tokens: 96, seed: 1,
+    temperature: 0.8, response_format: rf });
+  check('completions + json_schema = llama-completion -jf', c.choices[0].text === want,
+    JSON.stringify([c.choices[0].text, want]));
+  const obj = await client.chat.completions.create({ model: modelId, messages: [{ role: 'user', content: 'Hi' }],
+    response_format: { type: 'json_object' }, seed: 3, temperature: 0.8, max_tokens: 400 });
+  let isObj = false;
+  try { const v = JSON.parse(obj.choices[0].message.content); isObj = v !== null && typeof v === 'object' && !Array.isArray(v); } catch { }
+  check('response_format json_object: a JSON object', isObj, obj.choices[0].message.content);
+  const g = await client.completions.create({ model: modelId, prompt: 'Once upon a time', max_tokens: 32, seed: 2,
+    temperature: 0.8, grammar: 'root ::= (" yes" | " no") "."' });
+  check('grammar field constrains the text', g.choices[0].text === ' yes.' || g.choices[0].text === ' no.',
+    JSON.stringify(g.choices[0].text));
+  await expectError('bad grammar -> 400', 400, 'invalid_value', () => client.completions.create({ model: modelId,
+    prompt: 'a', max_tokens: 4, grammar: 'root ::= foo' }));
+}
 
 // --- 16 parallel streams: each equals the same request alone (temperature 0)
 const t0 = performance.now();

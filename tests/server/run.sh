@@ -145,12 +145,14 @@ req "too many headers -> 431" 431 '"code":"too_many_headers"' -H "$K" "$@" "$bas
 python3 -c "import json; print(json.dumps({'prompt': ' a' * 3000}))" >"$work/long"
 req "context overflow -> 400" 400 '2048 tokens per slot.*3002 tokens.*"code":"context_length_exceeded"' -H "$K" -H "$J" \
     --data-binary @"$work/long" "$base/v1/completions"
-req "json_schema -> 400" 400 '"param":"response_format"' -H "$K" -H "$J" \
+req "json_schema without its schema -> 400" 400 '"param":"response_format"' -H "$K" -H "$J" \
     -d '{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema"}}' "$base/v1/chat/completions"
 req "unknown field -> 400 naming it" 400 "'mirostat_foo' is not a field of /v1/completions.*\"param\":\"mirostat_foo\"" -H "$K" -H "$J" \
     -d '{"prompt": "a", "mirostat_foo": 1}' "$base/v1/completions"
-req "grammar -> 400 not supported" 400 "'grammar' is not supported by /v1/chat/completions.*\"param\":\"grammar\"" -H "$K" -H "$J" \
-    -d '{"messages": [{"role": "user", "content": "hi"}], "grammar": "root ::= \"a\""}' "$base/v1/chat/completions"
+req "grammar_lazy -> 400 not supported" 400 "'grammar_lazy' is not supported by /v1/chat/completions.*\"param\":\"grammar_lazy\"" -H "$K" -H "$J" \
+    -d '{"messages": [{"role": "user", "content": "hi"}], "grammar_lazy": true}' "$base/v1/chat/completions"
+req "bad grammar -> 400 with line:column" 400 "'grammar': the grammar does not parse: 1:10: undefined rule 'foo'.*\"param\":\"grammar\"" -H "$K" -H "$J" \
+    -d '{"messages": [{"role": "user", "content": "hi"}], "grammar": "root ::= foo"}' "$base/v1/chat/completions"
 req "min_keep -> 400" 400 '"param":"min_keep"' -H "$K" -H "$J" -d '{"prompt": "a", "min_keep": 2}' "$base/v1/completions"
 req "mirostat range -> 400" 400 '"param":"mirostat"' -H "$K" -H "$J" -d '{"prompt": "a", "mirostat": 3}' "$base/v1/completions"
 req "samplers name -> 400" 400 "'samplers.1.'.*nope.* is not a sampler name" -H "$K" -H "$J" \

@@ -302,9 +302,10 @@ static int try_load_and_run(const unsigned char *buf, size_t size) {
 /* Every byte of the architecture's keys (type and value) and of the tensor table, inverted one at a
  * time: the model is refused with a message or loads and decodes without crashing. */
 Test(arch_damage, hyper_parameter_and_tensor_table_flips_are_safe, .timeout = 600) {
-    static const char *const ids[] = {"gpt2",          "gemma2",       "bloom",      "phi3",    "olmo3",
-                                      "stablelm2-12b", "qwen3",        "falcon-40b", "mixtral", "grok",
-                                      "gpt-oss",       "deepseek2-v3", "mamba2",     "jamba",   "qwen2vl"};
+    static const char *const ids[] = {"gpt2",          "gemma2",       "bloom",      "phi3",         "olmo3",
+                                      "stablelm2-12b", "qwen3",        "falcon-40b", "mixtral",      "grok",
+                                      "gpt-oss",       "deepseek2-v3", "mamba2",     "jamba",        "qwen2vl",
+                                      "lfm2",          "nemotron_h",   "falcon-h1",  "granitehybrid"};
     for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
         size_t size;
         unsigned char *buf = read_model(ids[k], &size);

@@ -100,6 +100,9 @@ Test(embeddings, unknown_pooling_is_refused) {
     cp.pooling = (oxl_pooling)4;
     cr_assert_null(oxl_ctx_new(model, &cp, &err));
     cr_assert(strstr(err.msg, "pooling 4") && strstr(err.msg, "rank"), "%s", err.msg);
+    cp.pooling = (oxl_pooling)5;
+    cr_assert_null(oxl_ctx_new(model, &cp, &err));
+    cr_assert(strstr(err.msg, "pooling 5"), "%s", err.msg);
     cp.pooling = (oxl_pooling)-7;
     cr_assert_null(oxl_ctx_new(model, &cp, &err));
     cr_assert(strstr(err.msg, "pooling -7"), "%s", err.msg);

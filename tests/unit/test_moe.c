@@ -380,3 +380,101 @@ Test(moe_load, delta_net_heads_out_of_range_are_named) {
     expect_load_error(buf, size, "time_step_rank 3 (value heads, <= 4096) must be a multiple of group_count 2");
     free(buf);
 }
+
+/* ---- hybrids (arch/hybrid.c) ------------------------------------------------------------- */
+
+/* The recurrent state of the hybrids: LFM2's conv-only state (short convolutions), Nemotron-H's
+ * Mamba-2 beside attention and MLP blocks, Falcon-H1's attention and Mamba-2 in every layer, Granite
+ * 4.0-H's Mamba-2 beside attention with experts. */
+Test(ssm_state, lfm2_sequences_in_one_batch_equal_separate_runs) { two_sequences_in_one_batch("lfm2"); }
+Test(ssm_state, nemotron_h_sequences_in_one_batch_equal_separate_runs) { two_sequences_in_one_batch("nemotron_h"); }
+Test(ssm_state, falcon_h1_sequences_in_one_batch_equal_separate_runs) { two_sequences_in_one_batch("falcon-h1"); }
+Test(ssm_state, granitehybrid_sequences_in_one_batch_equal_separate_runs) {
+    two_sequences_in_one_batch("granitehybrid");
+}
+
+Test(moe_load, missing_lfm2_shortconv_tensor_is_named) {
+    size_t size;
+    unsigned char *buf = read_model("lfm2", &size);
+    hide_tensor(buf, size, "blk.1.shortconv.conv.weight");
+    expect_load_error(buf, size, "missing tensor 'blk.1.shortconv.conv.weight'");
+    free(buf);
+}
+
+/* Falcon-H1's pre-FFN norm has no .weight suffix; the error names it as the file must spell it. */
+Test(moe_load, missing_falcon_h1_ffn_norm_is_named) {
+    size_t size;
+    unsigned char *buf = read_model("falcon-h1", &size);
+    hide_tensor(buf, size, "blk.1.ffn_norm");
+    expect_load_error(buf, size, "missing tensor 'blk.1.ffn_norm'");
+    free(buf);
+}
+
+/* Nemotron-H's MLP width comes from the per-layer feed_forward_length (128 on layer 1). */
+Test(moe_load, nemotron_h_mlp_shape_is_named) {
+    size_t size;
+    unsigned char *buf = read_model("nemotron_h", &size);
+    set_dim(buf, size, "blk.1.ffn_up.weight", 1, 96);
+    expect_load_error(buf, size, "tensor 'blk.1.ffn_up.weight' has shape (64, 96, 1, 1); expected (64, 128)");
+    free(buf);
+}
+
+/* The golden prompt in passes of n_batch tokens (the recurrent state and the cache carried from pass
+ * to pass), flash attention on or off: the worst max|Δ|/range of a row against llama.cpp's logits
+ * and the number of rows whose argmax differs. */
+static double hybrid_prompt(const char *id, oxl_flash_attn fa, int32_t n_batch, int *n_argmax_diff) {
+    golden gd = open_golden(id);
+    oxl_model *m = load(id);
+    const int32_t n = gd.n_tok, n_vocab = oxl_model_n_vocab(m);
+    oxl_error err = {0};
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = n;
+    cp.n_batch = n_batch;
+    cp.n_threads = 2;
+    cp.type_k = cp.type_v = OXL_KV_F32;
+    cp.flash_attn = fa;
+    oxl_ctx *ctx = oxl_ctx_new(m, &cp, &err);
+    cr_assert_not_null(ctx, "%s", err.msg);
+    double worst = 0.0;
+    *n_argmax_diff = 0;
+    for (int32_t done = 0; done < n; done += n_batch) {
+        const int32_t nb = n - done < n_batch ? n - done : n_batch;
+        cr_assert_eq(oxl_decode(ctx, gd.tokens + done, nb, true, &err), 0, "%s", err.msg);
+        for (int32_t j = 0; j < nb; j++) {
+            const float *ours = oxl_get_logits(ctx, j), *want = gd.logits + (size_t)(done + j) * n_vocab;
+            const double d = rel_diff(ours, want, n_vocab);
+            worst = d > worst || isnan(d) ? d : worst;
+            *n_argmax_diff += argmax(ours, n_vocab) != argmax(want, n_vocab);
+        }
+    }
+    oxl_ctx_free(ctx);
+    oxl_model_free(m);
+    oxl_gguf_close(gd.g);
+    return worst;
+}
+
+/* Bounds: 3 x the worst measured value, at least 1e-6 (measured, flash off / on: lfm2 6.09e-07 /
+ * 5.20e-07, granitehybrid 1.23e-07 / 1.40e-07, nemotron_h 2.93e-07 / 2.77e-07, falcon-h1 3.11e-07 /
+ * 3.12e-07). */
+Test(ssm_state, hybrids_in_passes_of_5_and_with_flash_attention) {
+    static const struct {
+        const char *id;
+        double bound;
+    } cases[] = {
+        {"lfm2", 1.9e-6},
+        {"granitehybrid", 1.0e-6},
+        {"nemotron_h", 1.0e-6},
+        {"falcon-h1", 1.0e-6},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int fa = 0; fa <= 1; fa++) {
+            int n_diff;
+            const double w = hybrid_prompt(cases[i].id, fa ? OXL_FLASH_ATTN_ON : OXL_FLASH_ATTN_OFF, 5, &n_diff);
+            cr_log_info("%s (flash %d): passes of 5 max|Δ|/range %.2e, %d argmax differences", cases[i].id, fa, w,
+                        n_diff);
+            cr_expect_leq(w, cases[i].bound, "%s (flash %d): passes of 5 max|Δ|/range %.2e (bound %.1e)", cases[i].id,
+                          fa, w, cases[i].bound);
+            cr_expect_eq(n_diff, 0, "%s (flash %d): %d argmax differences", cases[i].id, fa, n_diff);
+        }
+    }
+}
