@@ -308,7 +308,8 @@ OXL_API void oxl_control_vector_free(float *data);
  * il_start <= il <= il_end (0-based; layer 0 never has one) gets data[(il - 1) * n_embd ...] added,
  * for the layers data covers. data NULL clears it. The values are copied. The families built on the
  * shared decoder (arch/decoder.c) apply it; bert and nomic-bert do not (neither does llama.cpp's
- * graph); qwen35, qwen35moe and qwen3next refuse it. Returns 0, or -1 with err set (an architecture
+ * graph); qwen35, qwen35moe, qwen3next, gemma3n, lfm2, granitehybrid, nemotron_h and falcon-h1
+ * refuse it. Returns 0, or -1 with err set (an architecture
  * that refuses it, n_embd not the model's, out of memory). */
 OXL_API int oxl_ctx_set_control_vector(oxl_ctx *ctx, const float *data, size_t len, int32_t n_embd, int32_t il_start,
                                        int32_t il_end, oxl_error *err);

@@ -506,9 +506,10 @@ int oxl_ctx_set_control_vector(oxl_ctx *ctx, const float *data, size_t len, int3
         return 0;
     }
     /* the families with their own forward pass: the encoders (bert, nomic-bert), whose llama.cpp
-     * graph has no build_cvec either, and the gated delta-net hybrids, whose graph has one that
-     * oxillama does not apply yet */
-    static const char *const unsupported[] = {"qwen35", "qwen35moe", "qwen3next"};
+     * graph has no build_cvec either, and the gated delta-net, gemma3n and attention/SSM hybrid
+     * families, which oxillama does not apply it to yet */
+    static const char *const unsupported[] = {"qwen35", "qwen35moe",     "qwen3next",  "gemma3n",
+                                              "lfm2",   "granitehybrid", "nemotron_h", "falcon-h1"};
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
         if (!strcmp(ctx->model->arch->name, unsupported[i])) {
             return oxl_err_set(err, "control vector: not supported for architecture '%s' yet", unsupported[i]);
