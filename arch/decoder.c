@@ -2,6 +2,7 @@
  * pass and the description `oxillama info` prints. */
 #include "decoder.h"
 
+#include "adapter.h"
 #include "errors.h"
 
 #include <math.h>
@@ -842,6 +843,7 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
             oxl_add(b.x, b.ao, E * n);
         } else if (!l->ffn_down.data && !l->moe.gate_inp.data) {
             oxl_add(b.x, b.ao, E * n); /* no FFN (Mamba) */
+            oxl_cvec_apply(ctx, il, b.x, n);
             continue;
         } else {
             oxl_add(b.x, b.ao, E * n);
@@ -856,6 +858,7 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
             oxl_scale(b.fo, E * n, o->residual_scale);
         }
         oxl_add(b.x, b.fo, E * n);
+        oxl_cvec_apply(ctx, il, b.x, n); /* llama.cpp's build_cvec: a control vector's direction */
     }
 
     /* the final norm: of every token when the context keeps embeddings (llama.cpp's result_norm,

@@ -113,6 +113,7 @@ OXL_API void oxl_model_free(oxl_model *model);
 OXL_API int32_t oxl_model_n_vocab(const oxl_model *model);
 OXL_API int32_t oxl_model_n_ctx_train(const oxl_model *model);
 OXL_API int32_t oxl_model_n_embd(const oxl_model *model);
+OXL_API int32_t oxl_model_n_layer(const oxl_model *model); /* <arch>.block_count */
 /* false for an encoder-only embedding model (bert, nomic-bert: no output head, so no logits and no
  * text generation), as llama.cpp's llama_model_has_decoder; true for every generative model. */
 OXL_API bool oxl_model_has_decoder(const oxl_model *model);
@@ -263,6 +264,55 @@ OXL_API int32_t oxl_model_cls_label(const oxl_model *model, int32_t i, char *buf
 OXL_API int oxl_decode(oxl_ctx *ctx, const oxl_token *tokens, int32_t n, bool all_logits, oxl_error *err);
 OXL_API int32_t oxl_ctx_n_past(const oxl_ctx *ctx);
 OXL_API void oxl_ctx_truncate(oxl_ctx *ctx, int32_t n_past);
+
+/* ---------------------------------------------------------------------------------------------
+ * Adapters (matches llama.cpp src/llama-adapter.cpp): LoRA and control vectors, applied at run time
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct oxl_lora oxl_lora;
+
+/* Loads a LoRA adapter for model from a GGUF file as llama.cpp writes them (convert_lora_to_gguf.py):
+ * general.type "adapter", adapter.type "lora", general.architecture the model's, adapter.lora.alpha
+ * (f32; absent = 0), and for each adapted matrix W of the model a pair of 2-D tensors
+ * "<W's name>.lora_a" (ne = [W.ne0, rank]) and "<W's name>.lora_b" (ne = [rank, W.ne1]) of any type
+ * oxillama computes with (f32, f16, q8_0, ...); tensors ending in "_norm.weight" are skipped, as
+ * llama.cpp does. Refused with err naming the key or tensor: another general.type, adapter.type or
+ * architecture, a tensor with another suffix, a pair missing one part, a matrix the model lacks, a
+ * shape that does not match it, and what oxillama does not apply yet: the token embedding, 3-D
+ * (expert) matrices, activated LoRA (adapter.alora.invocation_tokens). The adapter keeps its file
+ * mapped; it must outlive every context it is set on, and the model must outlive it. */
+OXL_API oxl_lora *oxl_lora_load(const oxl_model *model, const char *path, oxl_error *err);
+OXL_API void oxl_lora_free(oxl_lora *lora);
+OXL_API float oxl_lora_alpha(const oxl_lora *lora);     /* adapter.lora.alpha */
+OXL_API int32_t oxl_lora_n_pairs(const oxl_lora *lora); /* the matrices it adapts */
+
+/* Sets the adapters of ctx's next decodes (replacing those set before; n = 0 clears them), as
+ * llama.cpp's llama_set_adapters_lora: every product y = W x of an adapted matrix becomes
+ * y = W x + s * B (A x) for each adapter in order, with s = scale * alpha / rank when the adapter's
+ * alpha is not 0, else scale (llama_adapter_lora_weight::get_scale), the products computed as those
+ * of the model's weights. loras[i] must have been loaded for ctx's model. Returns 0, or -1 with err
+ * set (another model's adapter, out of memory: the context keeps its adapters). */
+OXL_API int oxl_ctx_set_loras(oxl_ctx *ctx, oxl_lora *const *loras, const float *scales, int32_t n, oxl_error *err);
+
+/* Reads control vectors as llama.cpp's common_control_vector_load: each file holds 1-D f32 tensors
+ * "direction.N" (N >= 1, all of one length n_embd), added to layer N's output; each is multiplied by
+ * its file's strength and the files are summed. On success *data (layer 1's direction first, then
+ * layer 2's, ...; missing layers zero) holds *len floats, released with oxl_control_vector_free.
+ * Returns 0, or -1 with err naming the file and tensor (no direction tensor, a bad name or index 0,
+ * another type, shape or length, files of different lengths). */
+OXL_API int oxl_control_vector_load(const char *const *paths, const float *strengths, int32_t n, float **data,
+                                    size_t *len, int32_t *n_embd, oxl_error *err);
+OXL_API void oxl_control_vector_free(float *data);
+
+/* Sets ctx's control vector as llama.cpp's llama_set_adapter_cvec: the output of each layer il with
+ * il_start <= il <= il_end (0-based; layer 0 never has one) gets data[(il - 1) * n_embd ...] added,
+ * for the layers data covers. data NULL clears it. The values are copied. The families built on the
+ * shared decoder (arch/decoder.c) apply it; bert and nomic-bert do not (neither does llama.cpp's
+ * graph); qwen35, qwen35moe, qwen3next, gemma3n, lfm2, granitehybrid, nemotron_h and falcon-h1
+ * refuse it. Returns 0, or -1 with err set (an architecture
+ * that refuses it, n_embd not the model's, out of memory). */
+OXL_API int oxl_ctx_set_control_vector(oxl_ctx *ctx, const float *data, size_t len, int32_t n_embd, int32_t il_start,
+                                       int32_t il_end, oxl_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Speculative decoding (llama.cpp common/speculative.cpp). A draft (a smaller model, or n-grams of

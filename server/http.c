@@ -589,6 +589,9 @@ static int load(oxl_srv *srv) {
         fprintf(stderr, "oxillama serve: %s\n", err.msg);
         return -1;
     }
+    if (cfg->setup_ctx && cfg->setup_ctx(cfg->setup_user, srv->model, srv->ctx) != 0) {
+        return -1;
+    }
     srv->sched = oxl_sched_start(srv->model, srv->ctx, cfg->queue_size, cfg->n_batch, &cp, &err);
     if (!srv->sched) {
         fprintf(stderr, "oxillama serve: %s\n", err.msg);

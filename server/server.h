@@ -64,6 +64,10 @@ typedef struct oxl_server_config {
     int log_level;       /* 0 --log-disable: errors only; 1 default; 2 -v */
     bool help;
     bool rerank; /* --rerank, --reranking: /v1/rerank with the model's classifier head (rank pooling) */
+    /* called on the server's context once it is made (run's --lora and --control-vector options,
+     * src/cli/serve.c); non-zero: the server does not start. NULL: none */
+    int (*setup_ctx)(void *user, const oxl_model *model, oxl_ctx *ctx);
+    void *setup_user;
 } oxl_server_config;
 
 /* Resolves the configuration in the order defaults < config file (--config or OXILLAMA_CONFIG) <

@@ -88,6 +88,86 @@ static int golden_bound(const char *path, const char *what, double fallback, dou
     return 1;
 }
 
+/* golden.<key>: an array of file names (beside the golden) and golden.<key>_scale, their scales. */
+static int golden_files(const oxl_gguf *g, const char *key, char (*paths)[4096], float *scales, int cap,
+                        oxl_error *err) {
+    const char *gpath = oxl_gguf_path(g);
+    const int64_t ki = oxl_gguf_find_key(g, key);
+    if (ki < 0) {
+        return 0;
+    }
+    char skey[128];
+    snprintf(skey, sizeof skey, "%s_scale", key);
+    const int64_t si = oxl_gguf_find_key(g, skey);
+    const uint64_t n = oxl_gguf_kv_type(g, ki) == OXL_GGUF_ARRAY ? oxl_gguf_arr_n(g, ki) : 0;
+    if (n == 0 || n > (uint64_t)cap || oxl_gguf_arr_type(g, ki) != OXL_GGUF_STRING || si < 0 ||
+        oxl_gguf_kv_type(g, si) != OXL_GGUF_ARRAY || oxl_gguf_arr_type(g, si) != OXL_GGUF_FLOAT32 ||
+        oxl_gguf_arr_n(g, si) != n) {
+        return oxl_err_set(err, "%s: %s must be 1 to %d file names with as many float32 in %s", gpath, key, cap, skey);
+    }
+    char dir_buf[4096];
+    snprintf(dir_buf, sizeof dir_buf, "%s", gpath);
+    const char *dir = dirname(dir_buf);
+    for (uint64_t j = 0; j < n; j++) {
+        size_t len = 0;
+        const char *name = oxl_gguf_arr_str(g, ki, j, &len);
+        if (memchr(name, '/', len)) {
+            return oxl_err_set(err, "%s: %s: '%.*s' must be a file name", gpath, key, (int)len, name);
+        }
+        snprintf(paths[j], sizeof paths[j], "%s/%.*s", dir, (int)len, name);
+        memcpy(&scales[j], (const char *)oxl_gguf_arr_data(g, si) + 4 * j, sizeof(float));
+    }
+    return (int)n;
+}
+
+#define GOLDEN_MAX_ADAPTERS 8
+
+/* The adapters a golden was made with (golden.lora, golden.control_vector; golden/lora/README.md),
+ * set on ctx; the LoRA adapters loaded go to loras[] (freed by the caller). */
+static int golden_adapters(const oxl_gguf *g, oxl_model *model, oxl_ctx *ctx, oxl_lora **loras, int *n_loras,
+                           oxl_error *err) {
+    char paths[GOLDEN_MAX_ADAPTERS][4096];
+    float scales[GOLDEN_MAX_ADAPTERS];
+    const int n = golden_files(g, "golden.lora", paths, scales, GOLDEN_MAX_ADAPTERS, err);
+    if (n < 0) {
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        loras[i] = oxl_lora_load(model, paths[i], err);
+        if (!loras[i]) {
+            return -1;
+        }
+        *n_loras = i + 1;
+    }
+    if (n > 0 && oxl_ctx_set_loras(ctx, loras, scales, n, err) != 0) {
+        return -1;
+    }
+    const int nc = golden_files(g, "golden.control_vector", paths, scales, GOLDEN_MAX_ADAPTERS, err);
+    if (nc <= 0) {
+        return nc;
+    }
+    const char *names[GOLDEN_MAX_ADAPTERS];
+    for (int i = 0; i < nc; i++) {
+        names[i] = paths[i];
+    }
+    float *data = NULL;
+    size_t len = 0;
+    int32_t n_embd = 0;
+    if (oxl_control_vector_load(names, scales, nc, &data, &len, &n_embd, err) != 0) {
+        return -1;
+    }
+    /* llama.cpp's defaults (common_init_from_params): layers 1 .. n_layer */
+    int64_t lo = 1, hi = oxl_model_n_layer(model);
+    if (oxl_gguf_get_int(g, "golden.control_vector_layer_start", &lo, err) < 0 ||
+        oxl_gguf_get_int(g, "golden.control_vector_layer_end", &hi, err) < 0) {
+        oxl_control_vector_free(data);
+        return -1;
+    }
+    const int rc = oxl_ctx_set_control_vector(ctx, data, len, n_embd, (int32_t)lo, (int32_t)hi, err);
+    oxl_control_vector_free(data);
+    return rc;
+}
+
 int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err) {
     double bound;
     const int have_bound = golden_bound(oxl_gguf_path(g), NULL, OXL_GOLDEN_DEFAULT_BOUND, &bound, err);
@@ -102,6 +182,8 @@ int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_repo
     const int32_t n_vocab = oxl_model_n_vocab(model);
     int rc = -1;
     oxl_ctx *ctx = NULL;
+    oxl_lora *loras[GOLDEN_MAX_ADAPTERS];
+    int n_loras = 0;
     const oxl_gguf_tensor *tt = need_tensor(g, "tokens", OXL_TYPE_I32, 0, 0, err);
     const oxl_gguf_tensor *tl = tt ? need_tensor(g, "logits", OXL_TYPE_F32, n_vocab, tt->ne[0], err) : NULL;
     const oxl_gguf_tensor *tg = tl ? need_tensor(g, "greedy", OXL_TYPE_I32, 0, 0, err) : NULL;
@@ -122,7 +204,8 @@ int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_repo
     cp.type_k = cp.type_v = OXL_KV_F32; /* as the reference run: f32 KV cache, no flash attention */
     cp.flash_attn = OXL_FLASH_ATTN_OFF;
     ctx = oxl_ctx_new(model, &cp, err);
-    if (!ctx || oxl_decode(ctx, tokens, n_tok, true, err) != 0) {
+    if (!ctx || golden_adapters(g, model, ctx, loras, &n_loras, err) != 0 ||
+        oxl_decode(ctx, tokens, n_tok, true, err) != 0) {
         free(tokens);
         goto done;
     }
@@ -173,6 +256,9 @@ int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_repo
     rc = 0;
 done:
     oxl_ctx_free(ctx);
+    for (int i = 0; i < n_loras; i++) {
+        oxl_lora_free(loras[i]);
+    }
     oxl_model_free(model);
     return rc;
 }
@@ -277,7 +363,7 @@ static int find_model(const oxl_gguf *g, const char *golden_path, char *out, siz
     char dir_buf[4096];
     snprintf(dir_buf, sizeof dir_buf, "%s", golden_path);
     const char *dir = dirname(dir_buf);
-    const char *places[] = {"%s/%s", "%s/../models/%s", "%s/../../models/%s"};
+    const char *places[] = {"%s/%s", "%s/../models/%s", "%s/../../models/%s", "%s/../arch/%s"};
     for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
         snprintf(out, cap, places[i], dir, name);
         if (access(out, R_OK) == 0) {

@@ -242,6 +242,10 @@ int oxl_perplexity(const oxl_model *model, const oxl_ctx_params *cp, const char 
     if (!ctx) {
         goto done;
     }
+    if (p->setup && p->setup(p->setup_user, ctx) != 0) {
+        oxl_err_set(err, "setting up the context failed");
+        goto done;
+    }
     const oxl_token bos = oxl_token_bos(model);
     oxl_token probe = -1; /* the vocabulary adds BOS iff empty text tokenizes to [BOS] */
     const bool add_bos = bos >= 0 && oxl_tokenize(model, "", 0, &probe, 1, true, false) == 1 && probe == bos;

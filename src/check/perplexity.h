@@ -29,6 +29,10 @@ typedef struct oxl_ppl_params {
     const char *base_path; /* NULL: none */
     bool compare;          /* true: read base_path and compare; false: write it (when set) */
     FILE *progress;        /* per-chunk lines as llama.cpp prints them, or NULL */
+    /* called once on the new context before the first window (adapters: --lora, --control-vector);
+     * non-zero stops with an error. NULL: none */
+    int (*setup)(void *user, oxl_ctx *ctx);
+    void *setup_user;
 } oxl_ppl_params;
 
 /* text: UTF-8 input (unused when comparing: the base file holds the tokens). A context is made from

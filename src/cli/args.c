@@ -17,7 +17,22 @@
 #include <string.h>
 #include <sys/resource.h>
 
-typedef enum opt_kind { OPT_BREAKER, OPT_STR, OPT_INT, OPT_FLOAT, OPT_U32, OPT_KV, OPT_FA, OPT_FLAG, OPT_GPU } opt_kind;
+typedef enum opt_kind {
+    OPT_BREAKER,
+    OPT_STR,
+    OPT_INT,
+    OPT_FLOAT,
+    OPT_U32,
+    OPT_KV,
+    OPT_FA,
+    OPT_FLAG,
+    OPT_GPU,
+    OPT_LORA,        /* FNAME[,FNAME...] */
+    OPT_LORA_SCALED, /* FNAME:SCALE[,...], or FNAME SCALE */
+    OPT_CVEC,
+    OPT_CVEC_SCALED,
+    OPT_RANGE, /* START END */
+} opt_kind;
 
 typedef struct opt_def {
     const char *short_name;
@@ -137,6 +152,14 @@ static const opt_def opt_table[] = {
     {NULL, "--prompt-cache", OPT_STR, F(prompt_cache), R,
      "state file: reuse the prompt prefix it holds, save the state after the prompt"},
     {NULL, "--prompt-cache-ro", OPT_FLAG, F(prompt_cache_ro), R, "with --prompt-cache: read the file, never write it"},
+    {NULL, "--lora", OPT_LORA, 0, R | P | S, "LoRA adapter file (repeatable; comma-separated files)"},
+    {NULL, "--lora-scaled", OPT_LORA_SCALED, 0, R | P | S,
+     "LoRA adapter with a scale: FILE:SCALE[,...] (or FILE SCALE; repeatable)"},
+    {NULL, "--control-vector", OPT_CVEC, 0, R | P | S, "control vector file (repeatable; comma-separated files)"},
+    {NULL, "--control-vector-scaled", OPT_CVEC_SCALED, 0, R | P | S,
+     "control vector with a strength: FILE:SCALE[,...] (or FILE SCALE; repeatable)"},
+    {NULL, "--control-vector-layer-range", OPT_RANGE, 0, R | P | S,
+     "the layers the control vectors are added to, inclusive (default 1 to the last)"},
     {"-h", "--help", OPT_FLAG, F(help), R | T | P | G | S, "show this help"},
 };
 #undef R
@@ -211,7 +234,12 @@ static int parse_value(const opt_def *d, const char *v, oxl_opts *o) {
         break;
     }
     case OPT_FLAG:
-    case OPT_GPU: break;
+    case OPT_GPU:
+    case OPT_LORA:
+    case OPT_LORA_SCALED:
+    case OPT_CVEC:
+    case OPT_CVEC_SCALED:
+    case OPT_RANGE: break;
     }
     fprintf(stderr, "error: %s: invalid value '%s'\n", d->long_name, v);
     return -1;
@@ -359,6 +387,136 @@ static int parse_samplers(oxl_opts *o) {
     return 0;
 }
 
+/* One FILE or FILE:SCALE item of an adapter option (llama.cpp's parse_csv_row items). */
+static int add_adapter(const opt_def *d, char *item, const char *next, int *used, oxl_opts *o) {
+    const bool cvec = d->kind == OPT_CVEC || d->kind == OPT_CVEC_SCALED;
+    const char **names = cvec ? o->cvec : o->lora;
+    float *scales = cvec ? o->cvec_scale : o->lora_scale;
+    int *n = cvec ? &o->n_cvec : &o->n_lora;
+    float scale = 1.0f;
+    if (d->kind == OPT_LORA_SCALED || d->kind == OPT_CVEC_SCALED) {
+        char *colon = strrchr(item, ':');
+        const char *sv = colon ? colon + 1 : next;
+        char *end = NULL;
+        if (sv) {
+            errno = 0;
+            scale = strtof(sv, &end);
+        }
+        if (!sv || errno || end == sv || *end) {
+            fprintf(stderr, "error: %s: expected FILE:SCALE (or FILE SCALE), got '%s'\n", d->long_name, item);
+            return -1;
+        }
+        if (colon) {
+            *colon = '\0';
+        } else {
+            *used = 2;
+        }
+    }
+    if (*item == '\0') {
+        fprintf(stderr, "error: %s: empty file name\n", d->long_name);
+        return -1;
+    }
+    if (*n == OXL_MAX_ADAPTERS) {
+        fprintf(stderr, "error: %s: too many files (at most %d)\n", d->long_name, OXL_MAX_ADAPTERS);
+        return -1;
+    }
+    names[*n] = item;
+    scales[(*n)++] = scale;
+    return 0;
+}
+
+/* The adapter options; returns the arguments consumed after the option, or -1. */
+static int parse_adapter_opt(const opt_def *d, int n_args, char **args, oxl_opts *o) {
+    if (d->kind == OPT_RANGE) {
+        char *e1 = NULL, *e2 = NULL;
+        long lo = n_args >= 2 ? strtol(args[0], &e1, 10) : 0, hi = n_args >= 2 ? strtol(args[1], &e2, 10) : 0;
+        if (n_args < 2 || e1 == args[0] || *e1 || e2 == args[1] || *e2 || lo < INT_MIN || lo > INT_MAX ||
+            hi < INT_MIN || hi > INT_MAX) {
+            fprintf(stderr, "error: %s needs START and END (integers)\n", d->long_name);
+            return -1;
+        }
+        o->cvec_layer_start = (int)lo;
+        o->cvec_layer_end = (int)hi;
+        return 2;
+    }
+    /* the items are cut out of a copy of the value, kept with the options */
+    const size_t len = strlen(args[0]) + 1;
+    char *buf = malloc(len);
+    if (!buf) {
+        fprintf(stderr, "error: out of memory\n");
+        return -1;
+    }
+    memcpy(buf, args[0], len);
+    char **keep = realloc(o->adapter_keep, sizeof(char *) * (o->n_adapter_keep + 1));
+    if (!keep) {
+        free(buf);
+        fprintf(stderr, "error: out of memory\n");
+        return -1;
+    }
+    o->adapter_keep = keep;
+    o->adapter_keep[o->n_adapter_keep++] = buf;
+    int used = 1;
+    const bool single = strchr(buf, ',') == NULL;
+    for (char *item = buf, *comma; item; item = comma ? comma + 1 : NULL) {
+        comma = strchr(item, ',');
+        if (comma) {
+            *comma = '\0';
+        }
+        if (add_adapter(d, item, single && n_args >= 2 ? args[1] : NULL, &used, o) != 0) {
+            return -1;
+        }
+    }
+    return used;
+}
+
+int oxl_opts_apply_adapters(oxl_opts *o, const oxl_model *model, oxl_ctx *ctx) {
+    oxl_error err = {0};
+    for (int i = o->n_lora_loaded; i < o->n_lora; i++) {
+        o->lora_loaded[i] = oxl_lora_load(model, o->lora[i], &err);
+        if (!o->lora_loaded[i]) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            return -1;
+        }
+        o->n_lora_loaded = i + 1;
+    }
+    if (o->n_lora > 0 && oxl_ctx_set_loras(ctx, o->lora_loaded, o->lora_scale, o->n_lora, &err) != 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return -1;
+    }
+    if (o->n_cvec == 0) {
+        return 0;
+    }
+    float *data = NULL;
+    size_t len = 0;
+    int32_t n_embd = 0;
+    if (oxl_control_vector_load(o->cvec, o->cvec_scale, o->n_cvec, &data, &len, &n_embd, &err) != 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return -1;
+    }
+    /* common_init_from_params: a start or end <= 0 is layer 1 or the model's last */
+    const int32_t lo = o->cvec_layer_start <= 0 ? 1 : o->cvec_layer_start;
+    const int32_t hi = o->cvec_layer_end <= 0 ? oxl_model_n_layer(model) : o->cvec_layer_end;
+    const int rc = oxl_ctx_set_control_vector(ctx, data, len, n_embd, lo, hi, &err);
+    oxl_control_vector_free(data);
+    if (rc != 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
+    }
+    return rc;
+}
+
+void oxl_opts_free_adapters(oxl_opts *o) {
+    for (int i = 0; i < o->n_lora_loaded; i++) {
+        oxl_lora_free(o->lora_loaded[i]);
+    }
+    o->n_lora_loaded = 0;
+    for (int i = 0; i < o->n_adapter_keep; i++) {
+        free(o->adapter_keep[i]);
+    }
+    free(o->adapter_keep);
+    o->adapter_keep = NULL;
+    o->n_adapter_keep = 0;
+}
+
 int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
     memset(o, 0, sizeof *o);
     o->n_predict = -1;
@@ -417,6 +575,14 @@ int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
             oxl_opts_gpu_notice(a, argv[++i]);
             continue;
         }
+        if (d->kind >= OPT_LORA) {
+            const int used = parse_adapter_opt(d, argc - i - 1, argv + i + 1, o);
+            if (used < 0) {
+                return -1;
+            }
+            i += used;
+            continue;
+        }
         if (parse_value(d, argv[++i], o) != 0) {
             return -1;
         }
@@ -468,8 +634,20 @@ void oxl_opts_usage_table(unsigned verbs) {
             continue;
         }
         static const char *const metavar[] = {
-            [OPT_BREAKER] = " S", [OPT_STR] = " S",          [OPT_INT] = " N", [OPT_FLOAT] = " X", [OPT_U32] = " N",
-            [OPT_KV] = " T",      [OPT_FA] = " on|off|auto", [OPT_FLAG] = "",  [OPT_GPU] = " V",
+            [OPT_BREAKER] = " S",
+            [OPT_STR] = " S",
+            [OPT_INT] = " N",
+            [OPT_FLOAT] = " X",
+            [OPT_U32] = " N",
+            [OPT_KV] = " T",
+            [OPT_FA] = " on|off|auto",
+            [OPT_FLAG] = "",
+            [OPT_GPU] = " V",
+            [OPT_LORA] = " FILE",
+            [OPT_LORA_SCALED] = " FILE:SCALE",
+            [OPT_CVEC] = " FILE",
+            [OPT_CVEC_SCALED] = " FILE:SCALE",
+            [OPT_RANGE] = " START END",
         };
         char names[64];
         snprintf(names, sizeof names, "%s%s%s%s", d->short_name ? d->short_name : "", d->short_name ? ", " : "",

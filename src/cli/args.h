@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #define OXL_MAX_POSITIONAL 256
+#define OXL_MAX_ADAPTERS 16
 
 /* The verbs an option of the shared table belongs to (oxl_opts_parse accepts, and --help lists, only
  * the calling verb's). */
@@ -74,6 +75,19 @@ typedef struct oxl_opts {
     int log_level;                  /* OXL_LOG_*, from the two above */
     const char *prompt_cache;       /* --prompt-cache: sequence state file (docs/state-format.md) */
     bool prompt_cache_ro;           /* --prompt-cache-ro: read it, do not write it */
+    /* --lora, --lora-scaled, --control-vector, --control-vector-scaled (repeatable, comma-separated
+     * lists) and --control-vector-layer-range (0: llama.cpp's defaults, 1 and n_layer) */
+    const char *lora[OXL_MAX_ADAPTERS];
+    float lora_scale[OXL_MAX_ADAPTERS];
+    int n_lora;
+    const char *cvec[OXL_MAX_ADAPTERS];
+    float cvec_scale[OXL_MAX_ADAPTERS];
+    int n_cvec;
+    int cvec_layer_start, cvec_layer_end;
+    oxl_lora *lora_loaded[OXL_MAX_ADAPTERS]; /* oxl_opts_apply_adapters; oxl_opts_free_adapters */
+    int n_lora_loaded;
+    char **adapter_keep; /* copies of the option values, cut at commas (owned) */
+    int n_adapter_keep;
     bool help;
     int n_positional;
     char *positional[OXL_MAX_POSITIONAL];
@@ -98,6 +112,12 @@ void oxl_opts_usage_table(unsigned verbs);
 void oxl_log_settings(const oxl_opts *o);
 /* printf to stderr when level <= the --log-disable / -v level of o. */
 void oxl_log(const oxl_opts *o, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Loads the --lora adapters for model and sets them and the --control-vector vectors on ctx (as
+ * llama.cpp's common_init_from_params); prints the error and returns -1 on failure. The adapters
+ * stay loaded until oxl_opts_free_adapters (after the context is freed). */
+int oxl_opts_apply_adapters(oxl_opts *o, const oxl_model *model, oxl_ctx *ctx);
+void oxl_opts_free_adapters(oxl_opts *o);
+
 /* -m, or the bundled stories260K model when -m is absent. */
 const char *oxl_opts_model(const oxl_opts *o);
 

@@ -23,6 +23,7 @@ static const verb verbs[] = {
     {"quantize", oxl_cmd_quantize, "convert a GGUF model to a quantized file type"},
     {"gguf-split", oxl_cmd_gguf_split, "split a GGUF model into parts or merge them, as llama-gguf-split"},
     {"imatrix", oxl_cmd_imatrix, "importance matrix for quantization, as llama-imatrix"},
+    {"export-lora", oxl_cmd_export_lora, "merge LoRA adapters into a model, as llama-export-lora"},
     {"version", oxl_cmd_version, "version, git commit, compiler and kernel ISA (also --version)"},
 };
 

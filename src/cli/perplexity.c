@@ -7,6 +7,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+struct adapter_setup {
+    oxl_opts *o;
+    const oxl_model *model;
+};
+
+/* --lora, --control-vector on the perplexity context */
+static int setup_adapters(void *user, oxl_ctx *ctx) {
+    struct adapter_setup *a = user;
+    return oxl_opts_apply_adapters(a->o, a->model, ctx);
+}
+
 int oxl_cmd_perplexity(int argc, char **argv) {
     oxl_opts o;
     if (oxl_opts_parse(&o, OXL_VERB_PERPLEXITY, argc, argv) != 0) {
@@ -49,6 +60,7 @@ int oxl_cmd_perplexity(int argc, char **argv) {
         free(text);
         return 1;
     }
+    struct adapter_setup ctx_setup = {&o, model};
     oxl_ctx_params cp = oxl_ctx_default_params();
     cp.n_threads = o.n_threads;
     cp.type_k = o.type_k;
@@ -60,6 +72,8 @@ int oxl_cmd_perplexity(int argc, char **argv) {
         .base_path = o.kld_base,
         .compare = o.kld,
         .progress = stdout,
+        .setup = o.n_lora + o.n_cvec > 0 ? setup_adapters : NULL,
+        .setup_user = &ctx_setup,
     };
     oxl_ppl_stats st;
     int rc = oxl_perplexity(model, &cp, text, len, &pp, &st, &err);
@@ -79,6 +93,7 @@ int oxl_cmd_perplexity(int argc, char **argv) {
         printf("Final estimate: PPL = %.4f +/- %.5f\n", st.ppl, st.ppl_unc);
     }
     oxl_model_free(model);
+    oxl_opts_free_adapters(&o);
     free(text);
     return rc == 0 ? 0 : 1;
 }

@@ -144,6 +144,9 @@ int oxl_cmd_run(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }
+    if (oxl_opts_apply_adapters(&o, model, ctx) != 0) {
+        goto done;
+    }
     oxl_log(&o, OXL_LOG_INFO, "oxillama: %s; loaded in %.1f ms (%s); n_ctx %d\n", oxl_model_desc(model),
             (oxl_clock_s() - t0) * 1e3, o.no_mmap ? "read" : "mapped", oxl_ctx_n_ctx(ctx));
     if ((spec_ngram || spec_draft) && o.conversation) {
@@ -337,6 +340,7 @@ done:
     oxl_ctx_free(dctx);
     oxl_model_free(dmodel);
     oxl_ctx_free(ctx);
+    oxl_opts_free_adapters(&o);
     oxl_model_free(model);
     return status;
 }

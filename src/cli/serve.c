@@ -9,6 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* --lora, --control-vector on the server's context */
+static int setup_adapters(void *user, const oxl_model *model, oxl_ctx *ctx) {
+    return oxl_opts_apply_adapters(user, model, ctx);
+}
+
 int oxl_cmd_serve(int argc, char **argv) {
     oxl_opts o;
     if (oxl_opts_parse(&o, OXL_VERB_SERVE | OXL_OPTS_PASS_UNKNOWN, argc, argv) != 0) {
@@ -39,6 +44,10 @@ int oxl_cmd_serve(int argc, char **argv) {
     cfg.no_repack = o.no_repack;
     cfg.log_level = o.log_level;
     cfg.reasoning_none = oxl_chat_reasoning_format(o.reasoning_format) == 0;
+    if (o.n_lora + o.n_cvec > 0) {
+        cfg.setup_ctx = setup_adapters;
+        cfg.setup_user = &o;
+    }
     if (o.chat_template_file) {
         size_t len = 0;
         cfg.chat_template = oxl_read_text_file(o.chat_template_file, &len);
@@ -56,5 +65,6 @@ int oxl_cmd_serve(int argc, char **argv) {
     oxl_log_settings(&o);
     rc = oxl_server_run(&cfg);
     oxl_server_config_free(&cfg);
+    oxl_opts_free_adapters(&o);
     return rc;
 }

@@ -213,7 +213,29 @@ void oxl_matmul_set_observer(oxl_matmul_observer_fn fn, void *user) {
     observer_user = fn ? user : NULL;
 }
 
+static _Thread_local oxl_matmul_addend_fn addend;
+static _Thread_local void *addend_user;
+
+void oxl_matmul_set_addend(oxl_matmul_addend_fn fn, void *user) {
+    addend = fn;
+    addend_user = fn ? user : NULL;
+}
+
+static void matmul_plain(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy,
+                         void *scratch);
+
 void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy, void *scratch) {
+    matmul_plain(pool, w, x, n, y, ldy, scratch);
+    if (addend) {
+        oxl_matmul_addend_fn fn = addend;
+        addend = NULL; /* the term's own products are plain */
+        fn(addend_user, pool, w, x, n, y, ldy);
+        addend = fn;
+    }
+}
+
+static void matmul_plain(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy,
+                         void *scratch) {
     if (observer) {
         observer(observer_user, w, x, n);
     }

@@ -44,6 +44,14 @@ void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, 
 typedef void (*oxl_matmul_observer_fn)(void *user, const oxl_tensor *w, const float *x, int64_t n);
 void oxl_matmul_set_observer(oxl_matmul_observer_fn fn, void *user);
 
+/* A term added to the products' results, for low-rank adapters applied at run time (LoRA,
+ * src/model/adapter.h): while one is set on a thread, every oxl_matmul called from that thread, once
+ * y = W x is written, calls fn(user, pool, w, x, n, y, ldy), which may add to y (and may itself call
+ * oxl_matmul: the term is not applied inside its own call). One per thread; fn NULL removes it. */
+typedef void (*oxl_matmul_addend_fn)(void *user, oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n,
+                                     float *y, int64_t ldy);
+void oxl_matmul_set_addend(oxl_matmul_addend_fn fn, void *user);
+
 /* Repacking W's rows into the CPU's interleaved layout for its type (kern->repack: Q4_0, Q8_0,
  * Q4_K, Q5_K, Q6_K on AVX-512 VNNI; Q4_0, Q4_K, Q6_K on AVX2), in three steps so that threads can
  * share the work:

@@ -3,6 +3,7 @@
  * micro-batches of n_batch tokens; outputs only for tokens that ask for them). */
 #include "context.h"
 
+#include "adapter.h"
 #include "arch_iface.h"
 #include "errors.h"
 
@@ -105,6 +106,7 @@ void oxl_ctx_free(oxl_ctx *ctx) {
         return;
     }
     oxl_memory_free(ctx->mem);
+    oxl_adapters_free(ctx->adapters);
     free(ctx->work);
     free(ctx->logits);
     free(ctx->logit_row);
@@ -397,6 +399,7 @@ int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) {
         return oxl_err_set(err, "decode: out of memory for %d embeddings of %lld floats", n, (long long)E);
     }
     /* Passes of at most n_batch tokens; each writes its kept rows after the previous ones. */
+    oxl_adapters_begin(ctx);
     int32_t row = 0;
     for (int32_t done = 0; done < n;) {
         const int32_t nb = n - done < ctx->params.n_batch ? n - done : ctx->params.n_batch;
@@ -427,6 +430,7 @@ int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) {
         row += ub.n_out;
         done += nb;
     }
+    oxl_adapters_end(ctx);
     ctx->last_n = n;
     if (ctx->pooling != OXL_POOLING_NONE) {
         pool_embeddings(ctx, b);

@@ -40,6 +40,7 @@ struct oxl_ctx {
     int32_t *seq0_pos; /* oxl_decode's batch: pos[cap], seq[cap], keep[cap] in one block */
     int32_t seq0_cap;
     oxl_moe_stats moe_stats;
+    struct oxl_adapters *adapters; /* LoRA adapters and control vector set on it (adapter.h), or NULL */
 };
 
 #endif
