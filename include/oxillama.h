@@ -456,16 +456,25 @@ typedef struct oxl_sampler_params {
     int32_t dry_allowed_length; /* default 2 */
     int32_t dry_penalty_last_n; /* default 64 */
     /* the chain's order in llama.cpp's letters (--sampling-seq): e penalties, s top-n-σ, k top-k,
-     * y typical, p top-p, m min-p, x XTC, t temperature, d DRY (a letter given twice runs twice);
-     * dist draws after them; "" = the default "edskypmxt" */
+     * y typical, p top-p, m min-p, x XTC, t temperature, d DRY (a letter given twice runs twice),
+     * and this project's A top-a, H η-sampling (upper case: llama.cpp's 'a' is its adaptive-p);
+     * dist draws after them; "" = the default "edskypmxt"; the default order ("" or "edskypmxt")
+     * becomes "edskypAHmxt" when top_a or eta is on */
     char samplers[16];
+    /* extensions llama.cpp lacks (off by default; off: the same draws as llama.cpp):
+     * top-a keeps the candidates with p >= top_a * p_max^2 (BlinkDL's top-a; <= 0: off);
+     * η-sampling keeps those with p >= min(eta, sqrt(eta) * exp(-H)), H the entropy of the
+     * candidates' distribution in nats (Hewitt et al. 2022, "Truncation Sampling as Language Model
+     * Desmoothing"; <= 0: off). Both keep at least the most probable candidate. */
+    float top_a;
+    float eta;
 } oxl_sampler_params;
 
 #define OXL_SEED_RANDOM 0xFFFFFFFFu
 
 /* llama.cpp's defaults: temp 0.8, top_k 40, top_p 0.95, min_p 0.05, random seed, the other steps
  * off, penalty_last_n 64, xtc_threshold 0.1, dynatemp_exponent 1, mirostat tau 5 / eta 0.1, DRY
- * base 1.75, allowed length 2, last n 64, samplers "edskypmxt". */
+ * base 1.75, allowed length 2, last n 64, samplers "edskypmxt"; top_a and eta off. */
 OXL_API oxl_sampler_params oxl_sampler_default_params(void);
 /* NULL when params is NULL or invalid (samplers with another letter or unterminated, mirostat not
  * 0..2, penalty_last_n or dry_penalty_last_n out of range) or memory runs out. */

@@ -21,7 +21,7 @@ const CTX_N_CTX = 0;
 const CTX_N_THREADS = 12;
 // oxl_sampler_params: temp, top_k, top_p, min_p, seed, then the further steps at llama.cpp's
 // defaults (off), written below field by field (layout checked by the sampler's unit test)
-const SAMPLER_PARAMS_SIZE = 104;
+const SAMPLER_PARAMS_SIZE = 112; // top_a at 104 and eta at 108 stay 0 (off)
 const DETOK_SIZE = 12; // oxl_detok: char pending[8]; int32_t n_pending
 
 const encoder = new TextEncoder();

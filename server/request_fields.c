@@ -20,7 +20,8 @@ static const char *const common_fields[] = {
     "temperature", "top_p", "min_p", "top_k", "typical_p", "top_n_sigma", "xtc_probability", "xtc_threshold",
     "dynatemp_range", "dynatemp_exponent", "repeat_last_n", "repeat_penalty", "presence_penalty", "frequency_penalty",
     "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers", "mirostat",
-    "mirostat_tau", "mirostat_eta", "samplers", "logit_bias", "ignore_eos", "min_keep", "grammar", "json_schema", NULL};
+    "mirostat_tau", "mirostat_eta", "samplers", "logit_bias", "ignore_eos", "min_keep", "grammar", "json_schema",
+    "top_a", "eta", NULL};
 static const char *const chat_fields[] = {"messages", "logprobs",    "top_logprobs",        "n_probs",
                                           "tools",    "tool_choice", "parallel_tool_calls", "reasoning_format",
                                           NULL};
@@ -147,11 +148,12 @@ static char sampler_letter(const char *name) {
     static const struct {
         const char *name;
         char letter;
-    } names[] = {{"dry", 'd'},       {"top_k", 'k'},    {"top-k", 'k'},   {"topk", 'k'},        {"top_p", 'p'},
-                 {"top-p", 'p'},     {"topp", 'p'},     {"nucleus", 'p'}, {"top_n_sigma", 's'}, {"top-n-sigma", 's'},
-                 {"topnsigma", 's'}, {"typ_p", 'y'},    {"typ-p", 'y'},   {"typp", 'y'},        {"typ", 'y'},
-                 {"min_p", 'm'},     {"min-p", 'm'},    {"minp", 'm'},    {"temperature", 't'}, {"temp", 't'},
-                 {"xtc", 'x'},       {"penalties", 'e'}};
+    } names[] = {{"dry", 'd'},       {"top_k", 'k'},     {"top-k", 'k'},   {"topk", 'k'},        {"top_p", 'p'},
+                 {"top-p", 'p'},     {"topp", 'p'},      {"nucleus", 'p'}, {"top_n_sigma", 's'}, {"top-n-sigma", 's'},
+                 {"topnsigma", 's'}, {"typ_p", 'y'},     {"typ-p", 'y'},   {"typp", 'y'},        {"typ", 'y'},
+                 {"min_p", 'm'},     {"min-p", 'm'},     {"minp", 'm'},    {"temperature", 't'}, {"temp", 't'},
+                 {"xtc", 'x'},       {"penalties", 'e'}, {"top_a", 'A'},   {"top-a", 'A'},       {"topa", 'A'},
+                 {"eta", 'H'}};
     char low[32];
     size_t n = strlen(name);
     if (n >= sizeof low) {
@@ -178,8 +180,9 @@ static int parse_samplers(const cJSON *b, oxl_sampler_params *sp, oxl_api_error 
     const size_t cap = sizeof sp->samplers - 1;
     if (cJSON_IsString(v)) {
         for (const char *c = v->valuestring; *c; c++) {
-            if (!strchr("edskypmxt", *c)) {
-                return BAD(e, "samplers", "'samplers': '%c' is not a sampler letter (one of e d s k y p m x t)", *c);
+            if (!strchr("edskypmxtAH", *c)) {
+                return BAD(e, "samplers", "'samplers': '%c' is not a sampler letter (one of e d s k y p m x t A H)",
+                           *c);
             }
             if (n == cap) {
                 return BAD(e, "samplers", "'samplers': at most %zu samplers", cap);
@@ -386,7 +389,8 @@ int oxl_req_parse_sampling(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_
         int_field(b, "dry_penalty_last_n", 0, 65536, &sp->dry_penalty_last_n, e) < 0 ||
         int_field(b, "mirostat", 0, 2, &sp->mirostat, e) < 0 ||
         num_field(b, "mirostat_tau", 0, big, &sp->mirostat_tau, e) < 0 ||
-        num_field(b, "mirostat_eta", 0, big, &sp->mirostat_eta, e) < 0) {
+        num_field(b, "mirostat_eta", 0, big, &sp->mirostat_eta, e) < 0 ||
+        num_field(b, "top_a", 0, big, &sp->top_a, e) < 0 || num_field(b, "eta", 0, 1, &sp->eta, e) < 0) {
         return -1;
     }
     float base = 0;

@@ -53,7 +53,7 @@ _SAMPLER_LETTERS = {
     "penalties": "e", "dry": "d", "top_n_sigma": "s", "top-n-sigma": "s", "topnsigma": "s", "top_k": "k",
     "top-k": "k", "topk": "k", "typ_p": "y", "typ-p": "y", "typp": "y", "typ": "y", "top_p": "p", "top-p": "p",
     "topp": "p", "nucleus": "p", "min_p": "m", "min-p": "m", "minp": "m", "xtc": "x", "temperature": "t",
-    "temp": "t",
+    "temp": "t", "top_a": "A", "top-a": "A", "topa": "A", "eta": "H",
 }
 
 # llama.cpp's DRY sequence breakers by default
@@ -65,9 +65,9 @@ def _sampler_letters(samplers):
     if samplers is None:
         return ""
     if isinstance(samplers, str):
-        bad = [c for c in samplers if c not in "edskypmxt"]
+        bad = [c for c in samplers if c not in "edskypmxtAH"]
         if bad:
-            raise ValueError("samplers: %r is not a sampler letter (one of e d s k y p m x t)" % bad[0])
+            raise ValueError("samplers: %r is not a sampler letter (one of e d s k y p m x t A H)" % bad[0])
         return samplers
     letters = ""
     for name in samplers:
@@ -83,7 +83,8 @@ def _sampling(temperature, top_k, top_p, min_p, repeat_penalty=1.0, frequency_pe
               penalty_last_n=64, typical_p=1.0, top_n_sigma=-1.0, xtc_probability=0.0, xtc_threshold=0.1,
               dynatemp_range=0.0, dynatemp_exponent=1.0, mirostat_mode=0, mirostat_tau=5.0, mirostat_eta=0.1,
               dry_multiplier=0.0, dry_base=1.75, dry_allowed_length=2, dry_penalty_last_n=64,
-              dry_sequence_breakers=None, samplers=None, logit_bias=None, grammar=None, response_format=None):
+              dry_sequence_breakers=None, samplers=None, logit_bias=None, grammar=None, response_format=None,
+              top_a=0.0, eta=0.0):
     """The Sampler keyword arguments, the DRY breakers and the grammar text of the llama-cpp-python /
     llama.cpp names."""
     bias = None
@@ -97,7 +98,8 @@ def _sampling(temperature, top_k, top_p, min_p, repeat_penalty=1.0, frequency_pe
               dynatemp_exponent=float(dynatemp_exponent), mirostat=int(mirostat_mode),
               mirostat_tau=float(mirostat_tau), mirostat_eta=float(mirostat_eta), dry_multiplier=float(dry_multiplier),
               dry_base=float(dry_base), dry_allowed_length=int(dry_allowed_length),
-              dry_penalty_last_n=int(dry_penalty_last_n), samplers=_sampler_letters(samplers), logit_bias=bias)
+              dry_penalty_last_n=int(dry_penalty_last_n), samplers=_sampler_letters(samplers), logit_bias=bias,
+              top_a=float(top_a), eta=float(eta))
     breakers = _DRY_BREAKERS if dry_sequence_breakers is None else [str(b) for b in dry_sequence_breakers]
     return kw, breakers, _grammar_text(grammar, response_format)
 

@@ -676,17 +676,19 @@ static int sampler_init(SamplerObject *self, PyObject *args, PyObject *kw) {
                              "dry_penalty_last_n",
                              "samplers",
                              "logit_bias",
+                             "top_a",
+                             "eta",
                              NULL};
     oxl_sampler_params sp = oxl_sampler_default_params();
     unsigned long long seed = sp.seed;
     const char *samplers = NULL;
     PyObject *bias = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|fiffKifffffffffiffffiizO:Sampler", kwlist, &sp.temp, &sp.top_k,
-                                     &sp.top_p, &sp.min_p, &seed, &sp.penalty_last_n, &sp.penalty_repeat,
-                                     &sp.penalty_freq, &sp.penalty_present, &sp.typ_p, &sp.top_n_sigma,
-                                     &sp.xtc_probability, &sp.xtc_threshold, &sp.dynatemp_range, &sp.dynatemp_exponent,
-                                     &sp.mirostat, &sp.mirostat_tau, &sp.mirostat_eta, &sp.dry_multiplier, &sp.dry_base,
-                                     &sp.dry_allowed_length, &sp.dry_penalty_last_n, &samplers, &bias)) {
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "|fiffKifffffffffiffffiizOff:Sampler", kwlist, &sp.temp, &sp.top_k, &sp.top_p, &sp.min_p, &seed,
+            &sp.penalty_last_n, &sp.penalty_repeat, &sp.penalty_freq, &sp.penalty_present, &sp.typ_p, &sp.top_n_sigma,
+            &sp.xtc_probability, &sp.xtc_threshold, &sp.dynatemp_range, &sp.dynatemp_exponent, &sp.mirostat,
+            &sp.mirostat_tau, &sp.mirostat_eta, &sp.dry_multiplier, &sp.dry_base, &sp.dry_allowed_length,
+            &sp.dry_penalty_last_n, &samplers, &bias, &sp.top_a, &sp.eta)) {
         return -1;
     }
     if (seed > 0xFFFFFFFFull) {
@@ -873,7 +875,8 @@ static PyTypeObject SamplerType = {
               "penalty_repeat=1, penalty_freq=0, penalty_present=0, typ_p=1, top_n_sigma=-1, xtc_probability=0, "
               "xtc_threshold=0.1, dynatemp_range=0, dynatemp_exponent=1, mirostat=0, mirostat_tau=5, "
               "mirostat_eta=0.1, dry_multiplier=0, dry_base=1.75, dry_allowed_length=2, dry_penalty_last_n=64, "
-              "samplers='', logit_bias=None): llama.cpp's sampler chain (oxl_sampler_params; temp <= 0: greedy).",
+              "samplers='', logit_bias=None, top_a=0, eta=0): llama.cpp's sampler chain (oxl_sampler_params; temp <= "
+              "0: greedy).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)sampler_init,
     .tp_dealloc = (destructor)sampler_dealloc,

@@ -70,6 +70,10 @@ static const opt_def opt_table[] = {
     {NULL, "--frequency-penalty", OPT_FLOAT, F(sampling.penalty_freq), R, "frequency penalty, 0 = off (default 0)"},
     {NULL, "--presence-penalty", OPT_FLOAT, F(sampling.penalty_present), R, "presence penalty, 0 = off (default 0)"},
     {NULL, "--typical", OPT_FLOAT, F(sampling.typ_p), R, "locally typical sampling p, 1 = off (default 1)"},
+    {NULL, "--top-a", OPT_FLOAT, F(sampling.top_a), R,
+     "top-a (an extension): keep p >= a * p_max^2, 0 = off (default 0)"},
+    {NULL, "--eta", OPT_FLOAT, F(sampling.eta), R,
+     "eta-sampling (an extension): keep p >= min(eta, sqrt(eta) e^-H), H the entropy; 0 = off (default 0)"},
     {NULL, "--typical-p", OPT_FLOAT, F(sampling.typ_p), R, "the same as --typical"},
     {NULL, "--top-nsigma", OPT_FLOAT, F(sampling.top_n_sigma), R, "top-n-sigma sampling, -1 = off (default -1)"},
     {NULL, "--top-n-sigma", OPT_FLOAT, F(sampling.top_n_sigma), R, "the same as --top-nsigma"},
@@ -92,7 +96,8 @@ static const opt_def opt_table[] = {
     {NULL, "--samplers", OPT_STR, F(samplers_names), R,
      "the chain's order, names separated by ';' (default penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;"
      "temperature)"},
-    {NULL, "--sampling-seq", OPT_STR, F(sampling_seq), R, "the chain's order as letters (default edskypmxt)"},
+    {NULL, "--sampling-seq", OPT_STR, F(sampling_seq), R,
+     "the chain's order as letters (default edskypmxt; A top-a, H eta)"},
     {NULL, "--sampler-seq", OPT_STR, F(sampling_seq), R, "the same as --sampling-seq"},
     {NULL, "--grammar", OPT_STR, F(grammar), R, "GBNF grammar the output must follow (llama.cpp's syntax)"},
     {NULL, "--grammar-file", OPT_STR, F(grammar_file), R, "read the GBNF grammar from a file"},
@@ -312,13 +317,13 @@ static const struct {
     {"topnsigma", 's'}, {"typ_p", 'y'},  {"typ-p", 'y'},     {"typp", 'y'},        {"typ", 'y'},
     {"min_p", 'm'},     {"min-p", 'm'},  {"minp", 'm'},      {"temperature", 't'}, {"temp", 't'},
     {"xtc", 'x'},       {"infill", 'i'}, {"penalties", 'e'}, {"adaptive_p", 'a'},  {"adaptive-p", 'a'},
-    {"adaptivep", 'a'},
+    {"adaptivep", 'a'}, {"top_a", 'A'},  {"top-a", 'A'},     {"topa", 'A'},        {"eta", 'H'},
 };
 
 /* Appends the step of letter c to the chain (16 places). Unknown letters are skipped with a warning,
  * as llama.cpp. */
 static int add_sampler(oxl_sampler_params *sp, size_t *n, char c, const char *shown) {
-    if (!strchr("edskypmxt", c)) {
+    if (!strchr("edskypmxtAH", c)) {
         if (c == 'i' || c == 'a') {
             fprintf(stderr, "error: sampler '%s' is not supported\n", shown);
             return -1;

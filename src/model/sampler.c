@@ -103,6 +103,10 @@ struct oxl_sampler {
 /* The default order of llama.cpp (common/common.h: penalties, DRY, top-n-σ, top-k, typical, top-p,
  * min-p, XTC, temperature). */
 #define OXL_DEFAULT_SAMPLERS "edskypmxt"
+/* The default order with this project's top-a (A) and η-sampling (H) after top-p, used when either
+ * is on and no order is given. */
+#define OXL_DEFAULT_SAMPLERS_EXT "edskypAHmxt"
+#define OXL_SAMPLER_LETTERS "edskypmxtAH"
 
 oxl_sampler_params oxl_sampler_default_params(void) {
     return (oxl_sampler_params){.temp = 0.8f,
@@ -141,7 +145,7 @@ static uint32_t random_seed(void) {
     return (uint32_t)((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
 }
 
-/* Returns NULL when params is NULL, a letter of params->samplers is not one of "edskypmxt", mirostat
+/* Returns NULL when params is NULL, a letter of params->samplers is not one of "edskypmxtAH", mirostat
  * is not 0, 1 or 2, penalty_last_n or dry_penalty_last_n is negative or above 65536, or memory runs
  * out. An empty samplers
  * string means the default order. The candidate buffer is allocated at the first oxl_sampler_sample
@@ -160,9 +164,14 @@ oxl_sampler *oxl_sampler_new(const oxl_sampler_params *params) {
         free(s);
         return NULL;
     }
-    memcpy(s->order, n ? params->samplers : OXL_DEFAULT_SAMPLERS, n ? n + 1 : sizeof OXL_DEFAULT_SAMPLERS);
+    /* the default order, given as "" or as oxl_sampler_default_params writes it, takes the
+     * extensions after top-p when they are on */
+    const bool ext = params->top_a > 0.0f || params->eta > 0.0f;
+    const bool dflt = n == 0 || strcmp(params->samplers, OXL_DEFAULT_SAMPLERS) == 0;
+    const char *order = !dflt ? params->samplers : ext ? OXL_DEFAULT_SAMPLERS_EXT : OXL_DEFAULT_SAMPLERS;
+    memcpy(s->order, order, strlen(order) + 1);
     for (const char *c = s->order; *c; c++) {
-        if (!strchr("edskypmxt", *c)) {
+        if (!strchr(OXL_SAMPLER_LETTERS, *c)) {
             free(s);
             return NULL;
         }
@@ -741,6 +750,35 @@ static void step_min_p(float min_p, oxl_cur *cur) {
     cur->n = i;
 }
 
+/* top-a (an extension; llama.cpp has none): keeps the candidates with p >= a * p_max^2, sorted. */
+static void step_top_a(float a, oxl_cur *cur) {
+    if (a <= 0.0f || cur->n < 2)
+        return;
+    softmax(cur, true);
+    const float lo = a * cur->c[0].p * cur->c[0].p;
+    int32_t i = 1;
+    while (i < cur->n && cur->c[i].p >= lo)
+        i++;
+    cur->n = i;
+}
+
+/* η-sampling (an extension; Hewitt et al. 2022): keeps the candidates with p >= min(eta,
+ * sqrt(eta) exp(-H)), H the entropy of their distribution in nats; at least the first. */
+static void step_eta(float eta, oxl_cur *cur) {
+    if (eta <= 0.0f || cur->n < 2)
+        return;
+    softmax(cur, true);
+    double h = 0.0;
+    for (int32_t i = 0; i < cur->n; i++)
+        if (cur->c[i].p > 0.0f)
+            h -= (double)cur->c[i].p * log((double)cur->c[i].p);
+    const float lo = fminf(eta, (float)(sqrt((double)eta) * exp(-h)));
+    int32_t i = 1;
+    while (i < cur->n && cur->c[i].p >= lo)
+        i++;
+    cur->n = i;
+}
+
 /* XTC: with probability xtc_probability (a float draw from its own generator), removes the most
  * probable candidates above the threshold except the least probable of them. */
 static void step_xtc(oxl_sampler *s, oxl_cur *cur) {
@@ -896,7 +934,7 @@ static oxl_token sample_chain(oxl_sampler *s, oxl_cur *cur, int32_t n_vocab) {
     /* greedy (temperature in the chain) without a step that can drop the largest logit: the first
      * largest; without 't' in the chain the temperature is not applied at all, as in llama.cpp */
     if (p->temp <= 0.0f && strchr(s->order, 't') && p->mirostat == 0 && p->dynatemp_range <= 0.0f && p->typ_p >= 1.0f &&
-        p->xtc_probability <= 0.0f && !dry_on(p) &&
+        p->top_a <= 0.0f && p->eta <= 0.0f && p->xtc_probability <= 0.0f && !dry_on(p) &&
         (p->penalty_last_n == 0 ||
          (p->penalty_repeat == 1.0f && p->penalty_freq == 0.0f && p->penalty_present == 0.0f))) {
         int32_t best = 0;
@@ -930,6 +968,8 @@ static oxl_token sample_chain(oxl_sampler *s, oxl_cur *cur, int32_t n_vocab) {
         case 'm': step_min_p(p->min_p, cur); break;
         case 'x': step_xtc(s, cur); break;
         case 't': step_temp(p, cur); break;
+        case 'A': step_top_a(p->top_a, cur); break;
+        case 'H': step_eta(p->eta, cur); break;
         default: break;
         }
     }

@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -373,7 +374,9 @@ Test(sampler, penalties_see_accepted_tokens_in_their_window) {
 
 Test(sampler, params_layout_of_the_js_module) {
     /* js/oxillama.mjs writes oxl_sampler_params field by field at these offsets */
-    cr_expect_eq(sizeof(oxl_sampler_params), 104);
+    cr_expect_eq(sizeof(oxl_sampler_params), 112);
+    cr_expect_eq(offsetof(oxl_sampler_params, top_a), 104);
+    cr_expect_eq(offsetof(oxl_sampler_params, eta), 108);
     cr_expect_eq(offsetof(oxl_sampler_params, penalty_last_n), 20);
     cr_expect_eq(offsetof(oxl_sampler_params, typ_p), 36);
     cr_expect_eq(offsetof(oxl_sampler_params, xtc_threshold), 48);
@@ -382,4 +385,65 @@ Test(sampler, params_layout_of_the_js_module) {
     cr_expect_eq(offsetof(oxl_sampler_params, dry_base), 76);
     cr_expect_eq(offsetof(oxl_sampler_params, dry_penalty_last_n), 84);
     cr_expect_eq(offsetof(oxl_sampler_params, samplers), 88);
+}
+
+/* ---- the extensions llama.cpp lacks: top-a and η-sampling ------------------------------------ */
+
+/* How often each of the 4 tokens of p = (0.5, 0.3, 0.15, 0.05) is drawn in 4000 draws (temperature 1,
+ * the other cut-offs off), with top_a and eta as given (and an order when given). */
+static void ext_counts(float top_a, float eta, const char *order, int counts[4]) {
+    oxl_sampler_params p = oxl_sampler_default_params();
+    p.temp = 1.0f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    p.seed = 1234;
+    p.top_a = top_a;
+    p.eta = eta;
+    if (order) {
+        snprintf(p.samplers, sizeof p.samplers, "%s", order);
+    }
+    oxl_sampler *s = oxl_sampler_new(&p);
+    cr_assert_not_null(s);
+    const float logits[4] = {logf(0.5f), logf(0.3f), logf(0.15f), logf(0.05f)};
+    memset(counts, 0, 4 * sizeof *counts);
+    for (int i = 0; i < 4000; i++) {
+        oxl_token t = oxl_sampler_sample(s, logits, 4);
+        cr_assert(t >= 0 && t < 4);
+        counts[t]++;
+    }
+    oxl_sampler_free(s);
+}
+
+Test(sampler, top_a_cuts_below_a_times_pmax_squared) {
+    int c[4];
+    ext_counts(0.0f, 0.0f, NULL, c); /* off: every token is drawn */
+    cr_expect(c[3] > 0 && c[2] > 0, "off: %d %d %d %d", c[0], c[1], c[2], c[3]);
+    ext_counts(0.4f, 0.0f, NULL, c); /* 0.4 * 0.5^2 = 0.1: 0.05 goes, 0.15 stays */
+    cr_expect(c[3] == 0 && c[2] > 0 && c[1] > 0 && c[0] > 0, "top-a 0.4: %d %d %d %d", c[0], c[1], c[2], c[3]);
+    ext_counts(0.7f, 0.0f, NULL, c); /* 0.175: 0.15 goes too */
+    cr_expect(c[3] == 0 && c[2] == 0 && c[1] > 0, "top-a 0.7: %d %d %d %d", c[0], c[1], c[2], c[3]);
+    /* renormalised over the kept three: 0.5/0.95 of the draws for token 0, within 3 % */
+    ext_counts(0.4f, 0.0f, NULL, c);
+    cr_expect(fabs(c[0] / 4000.0 - 0.5 / 0.95) < 0.03, "token 0: %d of 4000", c[0]);
+}
+
+Test(sampler, eta_cuts_below_min_eta_sqrt_eta_exp_minus_entropy) {
+    /* H = 1.1422 nats, exp(-H) = 0.3191: eta 0.1 -> min(0.1, 0.1009) = 0.1 (0.05 goes); eta 0.3 ->
+     * min(0.3, 0.1748) = 0.1748 (0.15 goes too); eta 0.01 -> 0.01 (nothing goes) */
+    int c[4];
+    ext_counts(0.0f, 0.1f, NULL, c);
+    cr_expect(c[3] == 0 && c[2] > 0, "eta 0.1: %d %d %d %d", c[0], c[1], c[2], c[3]);
+    ext_counts(0.0f, 0.3f, NULL, c);
+    cr_expect(c[3] == 0 && c[2] == 0 && c[1] > 0, "eta 0.3: %d %d %d %d", c[0], c[1], c[2], c[3]);
+    ext_counts(0.0f, 0.01f, NULL, c);
+    cr_expect(c[3] > 0, "eta 0.01: %d %d %d %d", c[0], c[1], c[2], c[3]);
+    /* an order without H leaves eta out; 'H' and 'A' are letters of the order string */
+    ext_counts(0.0f, 0.3f, "kpmt", c);
+    cr_expect(c[3] > 0, "eta without H in the order: %d %d %d %d", c[0], c[1], c[2], c[3]);
+    ext_counts(0.0f, 0.3f, "Ht", c);
+    cr_expect(c[3] == 0 && c[2] == 0, "order Ht: %d %d %d %d", c[0], c[1], c[2], c[3]);
+    oxl_sampler_params p = oxl_sampler_default_params();
+    snprintf(p.samplers, sizeof p.samplers, "kha"); /* lower-case letters are llama.cpp's or nothing */
+    cr_expect_null(oxl_sampler_new(&p));
 }
