@@ -24,6 +24,7 @@ struct api_req {
     bool logprobs;      /* chat: logprobs; completions: logprobs given */
     const cJSON *tools; /* valid while the request is handled */
     bool has_tools;     /* tools were given: replies may hold tool calls */
+    bool return_tokens; /* /completion: the reply lists the generated token ids */
     char id[64];
     time_t created;
     /* the dialect: the finished reply object (msg_id: a fresh message id), and the producer of

@@ -13,6 +13,8 @@ const oxl_route oxl_routes[] = {
     {"POST", "/rerank", false, oxl_api_rerank, AUTH_KEY, true},
     {"POST", "/reranking", false, oxl_api_rerank, AUTH_KEY, true},
     {"GET", "/v1/models", true, oxl_api_models, AUTH_KEY, false},
+    {"POST", "/completion", false, oxl_api_native_completion, AUTH_KEY, true},
+    {"POST", "/completions", false, oxl_api_native_completion, AUTH_KEY, true},
     {"POST", "/tokenize", false, oxl_api_tokenize, AUTH_KEY, true},
     {"POST", "/detokenize", false, oxl_api_detokenize, AUTH_KEY, true},
     {"GET", "/health", false, oxl_api_health, AUTH_NONE, false},
