@@ -200,7 +200,7 @@ cJSON *oxl_req_normalize_messages(const cJSON *msgs, const char *param, oxl_api_
             size_t cap = 1, len = 0;
             for (const cJSON *p = c->child; p; p = p->next) {
                 const cJSON *t = cJSON_GetObjectItemCaseSensitive(p, "text");
-                cap += cJSON_IsString(t) ? strlen(t->valuestring) : 0;
+                cap += cJSON_IsString(t) ? strlen(t->valuestring) + 1 : 0;
             }
             char *text = malloc(cap);
             int pi = 0;
@@ -221,6 +221,8 @@ cJSON *oxl_req_normalize_messages(const cJSON *msgs, const char *param, oxl_api_
                     cJSON_Delete(out);
                     return NULL;
                 }
+                text[len] = '\n'; /* llama.cpp joins text parts with newlines (common/chat.cpp) */
+                len += len > 0;
                 memcpy(text + len, t, strlen(t));
                 len += strlen(t);
             }
