@@ -2,6 +2,7 @@
  * /apply-template. The reply shapes are llama-server's (tools/server/server-task.cpp,
  * server_task_result_cmpl_final::to_json_non_oaicompat and the partial result of a stream;
  * server-context.cpp for /props and /apply-template). */
+#include "api_native.h"
 #include "generate.h"
 #include "json_read.h"
 #include "routes.h"
@@ -108,7 +109,7 @@ static cJSON *num_f(float v) { return cJSON_CreateNumber((double)v); }
 
 /* llama-server's generation_settings (server-task.cpp, task_params::to_json) for what this server
  * implements; the fields of features it lacks keep llama-server's defaults. */
-static cJSON *generation_settings(oxl_srv *srv, const api_req *r) {
+cJSON *oxl_native_generation_settings(oxl_srv *srv, const api_req *r) {
     const oxl_gen_params *g = &r->gen;
     const oxl_sampler_params *s = &g->sampling;
     cJSON *o = cJSON_CreateObject();
@@ -268,6 +269,16 @@ static cJSON *token_ids(const oxl_choice_out *c, int32_t from, int32_t to) {
     return a;
 }
 
+/* Whether the tokenizer adds a space prefix (SentencePiece vocabularies unless
+ * tokenizer.ggml.add_space_prefix is false; llama.cpp's llama_vocab). */
+static bool adds_space_prefix(const oxl_model *m) {
+    char v[16];
+    if (oxl_model_meta_val_str(m, "tokenizer.ggml.model", v, sizeof v) < 0 || strcmp(v, "llama")) {
+        return false;
+    }
+    return oxl_model_meta_val_str(m, "tokenizer.ggml.add_space_prefix", v, sizeof v) < 0 || strcmp(v, "false");
+}
+
 /* The final result of one job (server_task_result_cmpl_final::to_json_non_oaicompat); content is the
  * text not yet sent (all of it unless streaming). */
 static cJSON *final_result(oxl_srv *srv, const api_req *r, const oxl_job *j, int index, const char *content,
@@ -289,7 +300,7 @@ static cJSON *final_result(oxl_srv *srv, const api_req *r, const oxl_job *j, int
     cJSON_AddStringToObject(o, "model", srv->model_id);
     cJSON_AddNumberToObject(o, "tokens_predicted", predicted);
     cJSON_AddNumberToObject(o, "tokens_evaluated", j->n_prompt);
-    cJSON_AddItemToObject(o, "generation_settings", generation_settings(srv, r));
+    cJSON_AddItemToObject(o, "generation_settings", oxl_native_generation_settings(srv, r));
     /* the prompt's tokens as text, special tokens rendered */
     size_t cap = 1, len = 0;
     char buf[256];
@@ -299,8 +310,10 @@ static cJSON *final_result(oxl_srv *srv, const api_req *r, const oxl_job *j, int
     char *pt = malloc(cap);
     for (int32_t i = 0; pt && i < j->n_prompt; i++) {
         int n = oxl_tok_piece(srv->model, j->prompt[i], buf, sizeof buf);
-        memcpy(pt + len, buf, (size_t)n);
-        len += (size_t)n;
+        /* llama_detokenize: a vocabulary that adds a space prefix drops the first piece's space */
+        int skip = i == 0 && n > 0 && buf[0] == ' ' && adds_space_prefix(srv->model);
+        memcpy(pt + len, buf + skip, (size_t)(n - skip));
+        len += (size_t)(n - skip);
     }
     cJSON_AddItemToObject(o, "prompt", oxl_json_text(pt ? pt : "", pt ? len : 0));
     free(pt);

@@ -35,6 +35,8 @@ void oxl_api_responses(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);   /
 void oxl_api_embeddings(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);  /* api_embeddings.c */
 void oxl_api_rerank(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);      /* api_rerank.c */
 void oxl_api_native_completion(oxl_srv *srv, const oxl_request *rq, oxl_reply *out); /* api_native.c */
+void oxl_api_props(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);          /* api_props.c */
+void oxl_api_apply_template(oxl_srv *srv, const oxl_request *rq, oxl_reply *out); /* api_props.c */
 /* api_info.c */
 void oxl_api_models(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 void oxl_api_tokenize(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);

@@ -37,6 +37,7 @@ if [ -z "$base" ]; then
 fi
 
 python3 "$here/check_native.py" "$base" sk-native "$golden/penalties.json" "$golden/samplers.json" || status=1
+python3 "$here/check_native_info.py" "$base" sk-native "$golden/native.json" "$golden/info.json" || status=1
 
 kill -TERM "$pid"
 i=0
