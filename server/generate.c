@@ -20,10 +20,7 @@ int oxl_req_check_model(oxl_srv *srv, const cJSON *b, oxl_api_error *e) {
     if (oxl_json_str(b, "model", &m, e) < 0) {
         return -1;
     }
-    if (m && strcmp(m, srv->model_id) && strcmp(m, srv->model_file)) {
-        return oxl_api_fail(e, OXL_E_MODEL_NOT_FOUND, "model",
-                            "The model '%.200s' does not exist; this server has '%s'", m, srv->model_id);
-    }
+    (void)srv; /* one model: any name is accepted, as llama-server does with a single model */
     return 0;
 }
 

@@ -54,7 +54,7 @@ typedef struct stream_state {
 int oxl_tok_piece(const oxl_model *m, oxl_token t, char *buf, int cap);
 
 /* Request fields; each returns 0, or -1 with e naming the field. */
-/* 'model', when given, must be the server's id or file name (404 otherwise). */
+/* 'model', when given, must be a string; any name is accepted (one model per server, as llama-server). */
 int oxl_req_check_model(oxl_srv *srv, const cJSON *b, oxl_api_error *e);
 /* The fields common to the generating routes, into r (first checking every field with
  * oxl_req_check_fields). */
