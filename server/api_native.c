@@ -295,7 +295,7 @@ static cJSON *final_result(oxl_srv *srv, const api_req *r, const oxl_job *j, int
         cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(o, "tokens"),
                              cJSON_CreateNumber(oxl_token_eos(srv->model)));
     }
-    cJSON_AddNumberToObject(o, "id_slot", -1);
+    cJSON_AddNumberToObject(o, "id_slot", c->id_slot);
     cJSON_AddBoolToObject(o, "stop", true);
     cJSON_AddStringToObject(o, "model", srv->model_id);
     cJSON_AddNumberToObject(o, "tokens_predicted", predicted);

@@ -7,7 +7,7 @@ prompts, a seeded sample) with llama-server's whole reply. Must match exactly: i
 tokens, stop, stop_type, stopping_word, tokens_predicted, tokens_evaluated, tokens_cached,
 prompt, has_new_line, truncated, and in completion_probabilities every id, token and bytes, with
 each logprob within LOGPROB_TOL of llama-server's. May differ: id_slot (the slot each server
-picked), model (the name each server gives the file), timings (wall-clock) and
+picked; oxillama's must be one of its 4), model (the name each server gives the file), timings (wall-clock) and
 generation_settings (compared by check_native.py).
 info.json: GET /props (default_generation_settings.n_ctx and every params field oxillama
 reports, total_slots, modalities, chat_template, bos_token, eos_token, endpoint_props,
@@ -80,6 +80,8 @@ for case in json.load(open(native_path))["cases"]:
         why.append("%d results, llama-server %d" % (len(mine), len(ref)))
     for a, b in zip(mine, ref):
         why += ["%s %r, llama-server %r" % (k, a.get(k), b[k]) for k in EXACT if k in b and a.get(k) != b[k]]
+        if not isinstance(a.get("id_slot"), int) or not 0 <= a["id_slot"] < 4:
+            why.append("id_slot %r is not one of the server's 4 slots" % a.get("id_slot"))
         if "completion_probabilities" in b:
             why += probs_diff(a.get("completion_probabilities", []), b["completion_probabilities"],
                               "completion_probabilities")
