@@ -191,6 +191,12 @@ cJSON *oxl_native_generation_settings(oxl_srv *srv, const api_req *r) {
     return o;
 }
 
+/* A token's text as llama-server writes it in completion_probabilities: special tokens as nothing. */
+static int piece_plain(oxl_srv *srv, oxl_token t, char *buf, int cap) {
+    int n = oxl_token_to_piece(srv->model, t, buf, cap, false);
+    return n < 0 ? 0 : n;
+}
+
 /* completion_probabilities: [{id, token, bytes, logprob, top_logprobs: [{id, token, bytes, logprob}]}]
  * of records from..to (llama-server's completion_token_output::probs_to_json, post_sampling_probs
  * off). */
@@ -200,7 +206,7 @@ static cJSON *native_probs(oxl_srv *srv, const oxl_choice_out *c, int32_t from, 
     for (int32_t i = from; i < to; i++) {
         const oxl_tok_logprob *r = &c->lp[i];
         cJSON *o = cJSON_CreateObject();
-        int n = oxl_tok_piece(srv->model, r->tok, buf, sizeof buf);
+        int n = piece_plain(srv, r->tok, buf, sizeof buf);
         cJSON_AddNumberToObject(o, "id", r->tok);
         cJSON_AddItemToObject(o, "token", oxl_json_text(buf, (size_t)n));
         cJSON_AddItemToObject(o, "bytes", oxl_json_bytes(buf, n));
@@ -208,7 +214,7 @@ static cJSON *native_probs(oxl_srv *srv, const oxl_choice_out *c, int32_t from, 
         cJSON *top = cJSON_AddArrayToObject(o, "top_logprobs");
         for (int k = 0; k < r->n_top; k++) {
             cJSON *t = cJSON_CreateObject();
-            n = oxl_tok_piece(srv->model, r->top_tok[k], buf, sizeof buf);
+            n = piece_plain(srv, r->top_tok[k], buf, sizeof buf);
             cJSON_AddNumberToObject(t, "id", r->top_tok[k]);
             cJSON_AddItemToObject(t, "token", oxl_json_text(buf, (size_t)n));
             cJSON_AddItemToObject(t, "bytes", oxl_json_bytes(buf, n));
@@ -509,6 +515,269 @@ done:
     free(toks);
     free(n_toks);
     free(prompts);
+    cJSON_Delete(common);
+    oxl_gen_params_free(&r.gen);
+}
+
+/* --- POST /infill ---------------------------------------------------------------------------- */
+
+typedef struct tokvec {
+    oxl_token *t;
+    int32_t n, cap;
+    bool oom;
+} tokvec;
+
+static void tv_push(tokvec *v, const oxl_token *t, int32_t n) {
+    if (v->oom || n <= 0) {
+        return;
+    }
+    if (v->n + n > v->cap) {
+        int32_t cap = v->cap ? v->cap : 64;
+        while (cap < v->n + n) {
+            cap *= 2;
+        }
+        oxl_token *nt = realloc(v->t, sizeof *nt * (size_t)cap);
+        if (!nt) {
+            v->oom = true;
+            return;
+        }
+        v->t = nt;
+        v->cap = cap;
+    }
+    memcpy(v->t + v->n, t, sizeof *t * (size_t)n);
+    v->n += n;
+}
+
+static void tv_one(tokvec *v, oxl_token t) { tv_push(v, &t, 1); }
+
+/* text tokenized (common_tokenize with add_special and parse_special) onto v; -1 when it cannot be */
+static int tv_text(oxl_srv *srv, tokvec *v, const char *s, bool add_special, bool parse_special) {
+    size_t len = strlen(s);
+    int32_t need = oxl_tokenize(srv->model, s, len, NULL, 0, add_special, parse_special);
+    if (need == INT32_MIN) {
+        return -1;
+    }
+    need = need < 0 ? -need : need;
+    oxl_token *t = malloc(sizeof *t * (size_t)(need + 1));
+    int32_t n = t ? oxl_tokenize(srv->model, s, len, t, need, add_special, parse_special) : -1;
+    if (n < 0) {
+        free(t);
+        v->oom |= t == NULL;
+        return t ? -1 : 0;
+    }
+    tv_push(v, t, n);
+    free(t);
+    return 0;
+}
+
+/* input_prefix / input_suffix: a string, or a list mixing strings and token ids (tokenize_mixed
+ * without special tokens) */
+static int tv_mixed(oxl_srv *srv, tokvec *v, const cJSON *x, const char *param, oxl_api_error *e) {
+    if (cJSON_IsString(x)) {
+        return tv_text(srv, v, x->valuestring, false, false) < 0 ? BAD(e, param, "'%s': cannot be tokenized", param)
+                                                                 : 0;
+    }
+    if (!cJSON_IsArray(x)) {
+        return BAD_TYPE(e, param, "'%s': expected a string or a list of strings and token ids", param);
+    }
+    int i = 0;
+    for (const cJSON *c = x->child; c; c = c->next, i++) {
+        if (cJSON_IsString(c)) {
+            if (tv_text(srv, v, c->valuestring, false, false) < 0) {
+                return BAD(e, param, "'%s[%d]': cannot be tokenized", param, i);
+            }
+        } else if (cJSON_IsNumber(c) && c->valuedouble == floor(c->valuedouble) && c->valuedouble >= 0 &&
+                   c->valuedouble < oxl_model_n_vocab(srv->model)) {
+            tv_one(v, (oxl_token)c->valuedouble);
+        } else {
+            return BAD(e, param, "'%s[%d]': expected a string or a token id in [0, %d)", param, i,
+                       oxl_model_n_vocab(srv->model));
+        }
+    }
+    return 0;
+}
+
+static void not_supported(oxl_reply *out, const char *msg) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON *err = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddNumberToObject(err, "code", 501);
+    cJSON_AddStringToObject(err, "message", msg);
+    cJSON_AddStringToObject(err, "type", "not_supported_error");
+    oxl_reply_json(out, 501, o);
+}
+
+/* llama-server's /infill: the prompt is built as its format_prompt_infill builds it (server-common.cpp;
+ * the FIM repo-level pattern), without --spm-infill:
+ *   [extra: <fim_rep>myproject\n (<fim_sep>FILENAME\n TEXT)... <fim_sep>filename\n] [BOS] <fim_pre> PREFIX
+ *   PROMPT <fim_suf> SUFFIX <fim_mid>
+ * keeping the last 3/4 of a batch of the prefix, the first (batch/4 - 2 - prompt) tokens of the
+ * suffix and the last (slot context - batch + 2) tokens of the extra context. The reply is
+ * /completion's. */
+void oxl_api_infill(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
+    const oxl_token pre = oxl_token_fim(srv->model, OXL_FIM_PRE), suf = oxl_token_fim(srv->model, OXL_FIM_SUF),
+                    mid = oxl_token_fim(srv->model, OXL_FIM_MID), rep = oxl_token_fim(srv->model, OXL_FIM_REP),
+                    sep = oxl_token_fim(srv->model, OXL_FIM_SEP);
+    if (pre < 0 || suf < 0 || mid < 0) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "Infill is not supported by this model: %s%s%s",
+                 pre < 0 ? "prefix token is missing. " : "", suf < 0 ? "suffix token is missing. " : "",
+                 mid < 0 ? "middle token is missing. " : "");
+        not_supported(out, msg);
+        return;
+    }
+    api_req r = {.kind = API_COMPLETION, .object = native_object, .produce = produce_native};
+    oxl_api_error e = {0};
+    const cJSON *b = rq->json;
+    tokvec extra = {0}, prefix = {0}, suffix = {0}, prompt = {0}, inp = {0};
+    static const char *const infill_fields[] = {"input_prefix", "input_suffix",  "input_extra",         "prompt",
+                                                "n_probs",      "return_tokens", "post_sampling_probs", NULL};
+    cJSON *common = cJSON_Duplicate(b, true);
+    if (!common) {
+        oxl_api_fail(&e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+        goto fail;
+    }
+    for (const cJSON *f = b->child; f; f = f->next) {
+        if (f->string && in_list(openai_only, f->string)) {
+            oxl_api_fail(&e, OXL_E_INVALID_VALUE, f->string,
+                         "'%.60s' is not a field of /infill; remove it from the request", f->string);
+            goto fail;
+        }
+        if (f->string && in_list(infill_fields, f->string)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(common, f->string);
+        }
+    }
+    bool post = false;
+    if (oxl_req_parse_common(srv, common, &r, &e) < 0 || oxl_json_bool(b, "return_tokens", &r.return_tokens, &e) < 0 ||
+        oxl_json_bool(b, "post_sampling_probs", &post, &e) < 0) {
+        goto fail;
+    }
+    if (post) {
+        BAD(&e, "post_sampling_probs",
+            "'post_sampling_probs': probabilities after the sampler chain are not implemented by this server");
+        goto fail;
+    }
+    if (r.n != 1) {
+        BAD(&e, "n", "'n': /infill gives one completion");
+        goto fail;
+    }
+    long long k = 0;
+    int rc = oxl_json_int(b, "n_probs", 0, OXL_SRV_MAX_TOP_LOGPROBS, &k, &e);
+    if (rc < 0) {
+        goto fail;
+    }
+    r.logprobs = rc == 1 && k > 0;
+    r.gen.top_logprobs = r.logprobs ? (int32_t)k : 0;
+    const char *ptext = NULL;
+    if (oxl_json_str(b, "prompt", &ptext, &e) < 0) {
+        goto fail;
+    }
+    const cJSON *ip = oxl_json_field(b, "input_prefix"), *is = oxl_json_field(b, "input_suffix");
+    if (!ip) {
+        BAD(&e, "input_prefix", "'input_prefix' is required");
+        goto fail;
+    }
+    if (!is) {
+        BAD(&e, "input_suffix", "'input_suffix' is required");
+        goto fail;
+    }
+    const cJSON *ix = oxl_json_field(b, "input_extra");
+    if (ix && !cJSON_IsArray(ix)) {
+        BAD_TYPE(&e, "input_extra", "'input_extra': expected a list of {\"filename\": string, \"text\": string}");
+        goto fail;
+    }
+    if (tv_mixed(srv, &prefix, ip, "input_prefix", &e) < 0 || tv_mixed(srv, &suffix, is, "input_suffix", &e) < 0) {
+        goto fail;
+    }
+    if (ptext && tv_text(srv, &prompt, ptext, false, true) < 0) {
+        BAD(&e, "prompt", "'prompt': cannot be tokenized");
+        goto fail;
+    }
+    if (rep >= 0) {
+        tv_one(&extra, rep);
+        tv_text(srv, &extra, "myproject\n", false, false);
+    }
+    int i = 0;
+    for (const cJSON *c = ix ? ix->child : NULL; c; c = c->next, i++) {
+        const char *text = NULL, *filename = NULL;
+        char where[48];
+        snprintf(where, sizeof where, "input_extra[%d]", i);
+        if (!cJSON_IsObject(c) || oxl_json_str(c, "text", &text, &e) < 0 || !text ||
+            oxl_json_str(c, "filename", &filename, &e) < 0) {
+            BAD(&e, where, "'%s': expected {\"text\": string, \"filename\": string (optional)}", where);
+            goto fail;
+        }
+        if (sep >= 0) {
+            const char *fn = filename ? filename : "tmp";
+            size_t n = strlen(fn);
+            char *line = malloc(n + 2);
+            if (!line) {
+                oxl_api_fail(&e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+                goto fail;
+            }
+            memcpy(line, fn, n);
+            memcpy(line + n, "\n", 2);
+            tv_one(&extra, sep);
+            int bad = tv_text(srv, &extra, line, false, false);
+            free(line);
+            if (bad < 0) {
+                BAD(&e, where, "'%s.filename': cannot be tokenized", where);
+                goto fail;
+            }
+        } else {
+            tv_text(srv, &extra, "\n\n--- snippet ---\n\n", false, false);
+        }
+        if (tv_text(srv, &extra, text, false, false) < 0) {
+            BAD(&e, where, "'%s.text': cannot be tokenized", where);
+            goto fail;
+        }
+    }
+    if (sep >= 0) {
+        tv_one(&extra, sep);
+        tv_text(srv, &extra, "filename\n", false, false);
+    }
+    const int32_t n_batch = srv->cfg->n_batch > 0 ? srv->cfg->n_batch : 512;
+    const int32_t n_ctx = oxl_sched_n_ctx_slot(srv->sched);
+    const int32_t n_predict = -1; /* llama-server's -n, this server has none */
+    int32_t n_prefix = prefix.n < 3 * (n_batch / 4) ? prefix.n : 3 * (n_batch / 4);
+    int32_t room = n_batch / 4 - (2 + prompt.n);
+    int32_t n_suffix = suffix.n < (room > 0 ? room : 0) ? suffix.n : (room > 0 ? room : 0);
+    int32_t extra_room = n_ctx - n_batch - 2 * n_predict;
+    int32_t n_extra = extra.n < (extra_room > 0 ? extra_room : 0) ? extra.n : (extra_room > 0 ? extra_room : 0);
+    tv_push(&inp, extra.t + extra.n - n_extra, n_extra);
+    if (oxl_vocab_add_bos(srv->model) && oxl_token_bos(srv->model) >= 0) {
+        tv_one(&inp, oxl_token_bos(srv->model));
+    }
+    tv_one(&inp, pre);
+    tv_push(&inp, prefix.t + prefix.n - n_prefix, n_prefix);
+    tv_push(&inp, prompt.t, prompt.n);
+    tv_one(&inp, suf);
+    tv_push(&inp, suffix.t, n_suffix);
+    tv_one(&inp, mid);
+    if (extra.oom || prefix.oom || suffix.oom || prompt.oom || inp.oom) {
+        oxl_api_fail(&e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+        goto fail;
+    }
+    if (oxl_req_check_context(srv, inp.n, "input_prefix", &e) < 0) {
+        goto fail;
+    }
+    oxl_token *toks[1] = {inp.t};
+    int32_t n_toks[1] = {inp.n};
+    char **prompts = calloc(1, sizeof *prompts);
+    if (!prompts) {
+        oxl_api_fail(&e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+        goto fail;
+    }
+    oxl_req_run(srv, rq, &r, toks, n_toks, prompts, 1, out);
+    inp.t = toks[0]; /* NULL once the job took it */
+    goto done;
+fail:
+    oxl_reply_error(out, &e);
+done:
+    free(extra.t);
+    free(prefix.t);
+    free(suffix.t);
+    free(prompt.t);
+    free(inp.t);
     cJSON_Delete(common);
     oxl_gen_params_free(&r.gen);
 }

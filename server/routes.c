@@ -15,6 +15,7 @@ const oxl_route oxl_routes[] = {
     {"GET", "/v1/models", true, oxl_api_models, AUTH_KEY, false},
     {"POST", "/completion", false, oxl_api_native_completion, AUTH_KEY, true},
     {"POST", "/completions", false, oxl_api_native_completion, AUTH_KEY, true},
+    {"POST", "/infill", false, oxl_api_infill, AUTH_KEY, true},
     {"GET", "/props", false, oxl_api_props, AUTH_KEY, true},
     {"POST", "/props", false, oxl_api_props, AUTH_KEY, true},
     {"POST", "/apply-template", false, oxl_api_apply_template, AUTH_KEY, true},
