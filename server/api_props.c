@@ -10,13 +10,12 @@
 #include <string.h>
 
 /* The template llama-server reports (and both servers render) for a model without one: ChatML. */
-static const char chatml_jinja[] =
-    "{%- for message in messages -%}\n"
-    "  {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' -}}\n"
-    "{%- endfor -%}\n"
-    "{%- if add_generation_prompt -%}\n"
-    "  {{- '<|im_start|>assistant\n' -}}\n"
-    "{%- endif -%}";
+static const char chatml_jinja[] = "{%- for message in messages -%}\n"
+                                   "  {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' -}}\n"
+                                   "{%- endfor -%}\n"
+                                   "{%- if add_generation_prompt -%}\n"
+                                   "  {{- '<|im_start|>assistant\n' -}}\n"
+                                   "{%- endif -%}";
 
 static cJSON *token_text(oxl_srv *srv, oxl_token t) {
     char buf[256];
