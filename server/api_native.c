@@ -297,6 +297,8 @@ static cJSON *final_result(oxl_srv *srv, const api_req *r, const oxl_job *j, int
     cJSON_AddNumberToObject(o, "index", index);
     cJSON_AddItemToObject(o, "content", oxl_json_text(content, content_len));
     cJSON_AddItemToObject(o, "tokens", r->return_tokens && !streamed ? token_ids(c, 0, c->n_lp) : cJSON_CreateArray());
+    /* llama-server lists the end-of-generation token it sampled; the scheduler does not keep which one it
+     * was, so this is the model's EOS (another end-of-generation token, such as EOT, would differ) */
     if (r->return_tokens && !streamed && !strcmp(type, "eos") && oxl_token_eos(srv->model) >= 0) {
         cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(o, "tokens"),
                              cJSON_CreateNumber(oxl_token_eos(srv->model)));
