@@ -400,6 +400,17 @@ OXL_API int32_t oxl_token_to_piece(const oxl_model *model, oxl_token tok, char *
 OXL_API oxl_token oxl_token_bos(const oxl_model *model); /* -1 if the vocabulary has none */
 OXL_API oxl_token oxl_token_eos(const oxl_model *model);
 OXL_API oxl_token oxl_token_sep(const oxl_model *model); /* -1 if the vocabulary has none */
+/* Fill-in-the-middle tokens (llama_vocab_fim_pre/_suf/_mid/_pad/_rep/_sep: the tokenizer.ggml.fim_*
+ * keys, else found by their text as llama.cpp finds them); -1 if the vocabulary has none. */
+typedef enum oxl_fim_token {
+    OXL_FIM_PRE,
+    OXL_FIM_SUF,
+    OXL_FIM_MID,
+    OXL_FIM_PAD,
+    OXL_FIM_REP,
+    OXL_FIM_SEP
+} oxl_fim_token;
+OXL_API oxl_token oxl_token_fim(const oxl_model *model, oxl_fim_token which);
 /* Whether tokenizing with add_special adds BOS, EOS, SEP (llama_vocab_get_add_bos / _eos / _sep). */
 OXL_API bool oxl_vocab_add_bos(const oxl_model *model);
 OXL_API bool oxl_vocab_add_eos(const oxl_model *model);

@@ -7,6 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* llama.cpp's enum llama_vocab_type of the tokenizer.ggml.model value (0: none or unknown). */
+static int vocab_type(const oxl_model *m) {
+    static const char *const names[] = {"llama", "gpt2", "bert", "t5", "rwkv", "plamo2"};
+    char v[32];
+    if (oxl_model_meta_val_str(m, "tokenizer.ggml.model", v, sizeof v) < 0) {
+        return 0;
+    }
+    for (int i = 0; i < 6; i++) {
+        if (!strcmp(v, names[i])) {
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
 static cJSON *model_json(oxl_srv *srv) {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "id", srv->model_id);
@@ -21,12 +36,18 @@ static cJSON *model_json(oxl_srv *srv) {
         cJSON_AddNumberToObject(meta, "n_ctx_slot", oxl_sched_n_ctx_slot(srv->sched));
         cJSON_AddNumberToObject(meta, "n_slots", oxl_ctx_n_seq_max(srv->ctx));
         cJSON_AddStringToObject(meta, "chat_template", oxl_model_chat_template(srv->model) ? "model" : "chatml");
+        /* llama-server's meta fields (server-context.cpp, model_meta) */
+        cJSON_AddNumberToObject(meta, "vocab_type", vocab_type(srv->model));
+        cJSON_AddNumberToObject(meta, "n_ctx", oxl_sched_n_ctx_slot(srv->sched));
+        cJSON_AddNumberToObject(meta, "n_embd", oxl_model_n_embd(srv->model));
+        cJSON_AddNumberToObject(meta, "n_params", (double)oxl_model_n_params(srv->model));
+        cJSON_AddNumberToObject(meta, "size", (double)oxl_model_size(srv->model));
     }
     return m;
 }
 
 void oxl_api_models(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
-    const char *one = rq->path + strlen("/v1/models");
+    const char *one = rq->path + strlen(strncmp(rq->path, "/v1/", 4) ? "/models" : "/v1/models");
     if (*one == '/') {
         one++;
         if (strcmp(one, srv->model_id) && strcmp(one, srv->model_file)) {

@@ -20,10 +20,7 @@ int oxl_req_check_model(oxl_srv *srv, const cJSON *b, oxl_api_error *e) {
     if (oxl_json_str(b, "model", &m, e) < 0) {
         return -1;
     }
-    if (m && strcmp(m, srv->model_id) && strcmp(m, srv->model_file)) {
-        return oxl_api_fail(e, OXL_E_MODEL_NOT_FOUND, "model",
-                            "The model '%.200s' does not exist; this server has '%s'", m, srv->model_id);
-    }
+    (void)srv; /* one model: any name is accepted, as llama-server does with a single model */
     return 0;
 }
 
@@ -202,7 +199,7 @@ cJSON *oxl_req_normalize_messages(const cJSON *msgs, const char *param, oxl_api_
             size_t cap = 1, len = 0;
             for (const cJSON *p = c->child; p; p = p->next) {
                 const cJSON *t = cJSON_GetObjectItemCaseSensitive(p, "text");
-                cap += cJSON_IsString(t) ? strlen(t->valuestring) : 0;
+                cap += cJSON_IsString(t) ? strlen(t->valuestring) + 1 : 0;
             }
             char *text = malloc(cap);
             int pi = 0;
@@ -223,6 +220,8 @@ cJSON *oxl_req_normalize_messages(const cJSON *msgs, const char *param, oxl_api_
                     cJSON_Delete(out);
                     return NULL;
                 }
+                text[len] = '\n'; /* llama.cpp joins text parts with newlines (common/chat.cpp) */
+                len += len > 0;
                 memcpy(text + len, t, strlen(t));
                 len += strlen(t);
             }

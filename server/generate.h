@@ -27,6 +27,7 @@ struct api_req {
     bool reasoning_none;  /* chat: reasoning_format none (thoughts stay in content) */
     char prompt_tail[64]; /* chat: the end of the rendered prompt (does it open a thought?) */
     char *tools_json;     /* chat: the offered tools' JSON text for the reply parser (owned; a stream takes it) */
+    bool return_tokens;   /* /completion: the reply lists the generated token ids */
     char id[64];
     time_t created;
     /* the dialect: the finished reply object (msg_id: a fresh message id), and the producer of
@@ -57,7 +58,7 @@ typedef struct stream_state {
 int oxl_tok_piece(const oxl_model *m, oxl_token t, char *buf, int cap);
 
 /* Request fields; each returns 0, or -1 with e naming the field. */
-/* 'model', when given, must be the server's id or file name (404 otherwise). */
+/* 'model', when given, must be a string; any name is accepted (one model per server, as llama-server). */
 int oxl_req_check_model(oxl_srv *srv, const cJSON *b, oxl_api_error *e);
 /* The fields common to the generating routes, into r (first checking every field with
  * oxl_req_check_fields). */

@@ -35,6 +35,27 @@ int oxl_utf8_seq(const unsigned char *s, size_t n) {
     return len;
 }
 
+/* The bytes of the ill-formed sequence at s (n > 0) that one U+FFFD replaces: the lead byte and the
+ * continuation bytes that a valid sequence beginning with it could have next (1 for a NUL, a stray
+ * continuation byte or an invalid lead byte). */
+static size_t subpart_len(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    int len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    size_t k = 1;
+    while (len && k < (size_t)len && k < n) {
+        unsigned lo = 0x80, hi = 0xBF;
+        if (k == 1) {
+            lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+            hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+        }
+        if (s[k] < lo || s[k] > hi) {
+            break;
+        }
+        k++;
+    }
+    return k;
+}
+
 /* A JSON string of n bytes with invalid UTF-8 (and NULs) replaced by U+FFFD. */
 cJSON *oxl_json_text(const char *s, size_t n) {
     char *buf = malloc(n * 3 + 1);
@@ -45,9 +66,12 @@ cJSON *oxl_json_text(const char *s, size_t n) {
     for (size_t i = 0; i < n;) {
         int k = s[i] ? oxl_utf8_seq((const unsigned char *)s + i, n - i) : 0;
         if (k == 0) {
+            /* one U+FFFD per maximal subpart of an ill-formed sequence (a lead byte and the
+             * continuation bytes that could still follow it), as llama-server's JSON writer
+             * (nlohmann's dump with error_handler_t::replace) and Unicode's recommendation */
             memcpy(buf + o, "\xEF\xBF\xBD", 3);
             o += 3;
-            i++;
+            i += subpart_len((const unsigned char *)s + i, n - i);
         } else {
             memcpy(buf + o, s + i, (size_t)k);
             o += (size_t)k;

@@ -29,11 +29,15 @@ extern const size_t oxl_n_routes;
 /* True when url is r's path (or, for a prefix route, below it). */
 bool oxl_route_matches(const oxl_route *r, const char *url);
 
-void oxl_api_chat(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);        /* api_chat.c */
-void oxl_api_completions(oxl_srv *srv, const oxl_request *rq, oxl_reply *out); /* api_completions.c */
-void oxl_api_responses(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);   /* api_responses.c */
-void oxl_api_embeddings(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);  /* api_embeddings.c */
-void oxl_api_rerank(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);      /* api_rerank.c */
+void oxl_api_chat(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);              /* api_chat.c */
+void oxl_api_completions(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);       /* api_completions.c */
+void oxl_api_responses(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);         /* api_responses.c */
+void oxl_api_embeddings(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);        /* api_embeddings.c */
+void oxl_api_rerank(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);            /* api_rerank.c */
+void oxl_api_native_completion(oxl_srv *srv, const oxl_request *rq, oxl_reply *out); /* api_native.c */
+void oxl_api_infill(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);            /* api_native.c */
+void oxl_api_props(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);             /* api_props.c */
+void oxl_api_apply_template(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);    /* api_props.c */
 /* api_info.c */
 void oxl_api_models(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 void oxl_api_tokenize(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);

@@ -371,6 +371,7 @@ static void admit(oxl_sched *s) {
             best->n_cache = keep;
             best->job = j;
             best->ci = ci;
+            j->choice[ci].id_slot = best->id;
             best->state = SLOT_PROMPT;
             oxl_sampler_params sp = j->gen.sampling;
             if (sp.seed != OXL_SEED_RANDOM) {

@@ -66,6 +66,7 @@ typedef struct oxl_choice_out {
     int32_t n_lp, cap_lp;
     int32_t n_gen;      /* tokens generated */
     const char *finish; /* NULL while running, then "stop" or "length" */
+    int32_t id_slot;    /* the slot that generates it, once admitted */
 } oxl_choice_out;
 
 typedef struct oxl_job {

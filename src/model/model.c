@@ -444,6 +444,7 @@ int32_t oxl_token_to_piece(const oxl_model *m, oxl_token tok, char *buf, int32_t
 oxl_token oxl_token_bos(const oxl_model *m) { return oxl_vocab_bos(m->vocab); }
 oxl_token oxl_token_eos(const oxl_model *m) { return oxl_vocab_eos(m->vocab); }
 oxl_token oxl_token_sep(const oxl_model *m) { return oxl_vocab_sep(m->vocab); }
+oxl_token oxl_token_fim(const oxl_model *m, oxl_fim_token which) { return oxl_vocab_fim(m->vocab, (int)which); }
 bool oxl_vocab_add_bos(const oxl_model *m) { return oxl_vocab_adds_bos(m->vocab); }
 bool oxl_vocab_add_eos(const oxl_model *m) { return oxl_vocab_adds_eos(m->vocab); }
 bool oxl_vocab_add_sep(const oxl_model *m) { return oxl_vocab_adds_sep(m->vocab); }

@@ -672,6 +672,11 @@ oxl_token oxl_vocab_eos(const oxl_vocab *v) { return v ? v->eos : -1; }
 const char *oxl_vocab_model_name(const oxl_vocab *v) { return v ? v->model : ""; }
 bool oxl_vocab_adds_space_prefix(const oxl_vocab *v) { return v && v->add_space_prefix; }
 oxl_token oxl_vocab_sep(const oxl_vocab *v) { return v ? v->sep : -1; }
+oxl_token oxl_vocab_fim(const oxl_vocab *v, int which) {
+    const oxl_token t[] = {v ? v->fim_pre : -1, v ? v->fim_suf : -1, v ? v->fim_mid : -1,
+                           v ? v->fim_pad : -1, v ? v->fim_rep : -1, v ? v->fim_sep : -1};
+    return which >= 0 && which < 6 ? t[which] : -1;
+}
 bool oxl_vocab_adds_bos(const oxl_vocab *v) { return v && v->add_bos; }
 bool oxl_vocab_adds_eos(const oxl_vocab *v) { return v && v->add_eos; }
 bool oxl_vocab_adds_sep(const oxl_vocab *v) { return v && v->add_sep; }

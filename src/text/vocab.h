@@ -90,6 +90,8 @@ bool oxl_vocab_adds_space_prefix(const oxl_vocab *v);
 /* The separator token (tokenizer.ggml.seperator_token_id; -1 when none) and whether the vocabulary
  * adds BOS, EOS and SEP (llama_vocab_get_add_bos / _eos / _sep). */
 oxl_token oxl_vocab_sep(const oxl_vocab *v);
+/* The fill-in-the-middle token which (oxl_fim_token: pre, suf, mid, pad, rep, sep); -1 when none. */
+oxl_token oxl_vocab_fim(const oxl_vocab *v, int which);
 bool oxl_vocab_adds_bos(const oxl_vocab *v);
 bool oxl_vocab_adds_eos(const oxl_vocab *v);
 bool oxl_vocab_adds_sep(const oxl_vocab *v);

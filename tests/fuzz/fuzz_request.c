@@ -1,6 +1,8 @@
 /* libFuzzer harness for the server's request parsing (server/api_*.c, server/generate.c): a JSON
  * body through the route handlers of /v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings,
- * /tokenize, /detokenize, /v1/models/<id> and /v1/rerank (the server configured with --rerank),
+ * /tokenize, /detokenize, /v1/models/<id>, /v1/rerank (the server configured with --rerank), and
+ * llama-server's /completion, /apply-template, POST /props and /infill (a refusal: stories260K has no
+ * fill-in-the-middle tokens),
  * with no HTTP server and no generation.
  *
  * Set-up (once): models/stories260K.gguf loaded, a context of 4 slots, and a scheduler that is
@@ -9,7 +11,7 @@
  * tokenization, token-id prompts, context checks) and then gets the 503 a stopping server gives,
  * freeing all it built; LeakSanitizer sees anything it loses.
  *
- * Input layout: one route byte (mod 8), then the body. As in server/http.c, the body must parse
+ * Input layout: one route byte (mod 12), then the body. As in server/http.c, the body must parse
  * as a JSON object (cJSON) to reach a handler; the models route takes it as the path's id instead.
  * Contracts checked: the reply is a JSON body (never a stream here) with a status of 200, 400, 404,
  * 413, 501 or 503, and every non-200 body is an OpenAI error object with a message. */
@@ -86,10 +88,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const char *path;
         oxl_handler fn;
     } routes[] = {
-        {"/v1/chat/completions", oxl_api_chat}, {"/v1/completions", oxl_api_completions},
-        {"/v1/responses", oxl_api_responses},   {"/v1/embeddings", oxl_api_embeddings},
-        {"/tokenize", oxl_api_tokenize},        {"/detokenize", oxl_api_detokenize},
-        {"/v1/models", oxl_api_models},         {"/v1/rerank", oxl_api_rerank},
+        {"/v1/chat/completions", oxl_api_chat},
+        {"/v1/completions", oxl_api_completions},
+        {"/v1/responses", oxl_api_responses},
+        {"/v1/embeddings", oxl_api_embeddings},
+        {"/tokenize", oxl_api_tokenize},
+        {"/detokenize", oxl_api_detokenize},
+        {"/v1/models", oxl_api_models},
+        {"/v1/rerank", oxl_api_rerank},
+        {"/completion", oxl_api_native_completion},
+        {"/apply-template", oxl_api_apply_template},
+        {"/props", oxl_api_props},
+        {"/infill", oxl_api_infill},
     };
     if (size < 1)
         return 0;

@@ -128,8 +128,10 @@ check('responses stream', rtext === resp.output_text && rtypes[0] === 'response.
   rtypes[rtypes.length - 1] === 'response.completed', JSON.stringify({ rtext, rtypes: [...new Set(rtypes)] }));
 
 // --- errors as the client sees them
-await expectError('unknown model -> 404', 404, 'model_not_found',
-  () => client.chat.completions.create({ ...chatBody, model: 'gpt-nonexistent' }));
+// one model per server: any model name is served by it, as llama-server does
+const anyModel = await client.chat.completions.create({ ...chatBody, model: 'gpt-nonexistent', max_tokens: 2 });
+check('any model name -> the server\'s model', anyModel.model === modelId && anyModel.choices.length === 1,
+  JSON.stringify(anyModel));
 await expectError('bad field -> 400', 400, 'invalid_type',
   () => client.chat.completions.create({ ...chatBody, temperature: 'warm' }));
 await expectError('response_format type xml -> 400', 400, null,
