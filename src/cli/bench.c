@@ -80,6 +80,9 @@ static void usage(void) {
            "  -ngl, --n-gpu-layers, --gpu-layers, -sm, --split-mode, -ts, --tensor-split, -mg, --main-gpu:\n"
            "     llama-bench's GPU options, ignored (this engine runs on the CPU)\n"
            "  -d, --n-depth: tokens already in the KV cache when each test starts (filled untimed)\n"
+           "  --batched: llama-batched-bench's table (PP, TG, B parallel sequences in one context of -c\n"
+           "     tokens, default the training context; -tgs: each sequence's tokens generated separately;\n"
+           "     --output-format md|jsonl)\n"
            "  T: a KV cache type: " OXL_KV_TYPE_NAMES "\n");
 }
 
@@ -585,6 +588,18 @@ static void print_csv_header(bool roofline) {
 }
 
 int oxl_cmd_bench(int argc, char **argv) {
+    bool batched = false, help = false;
+    for (int i = 1; i < argc; i++) {
+        batched |= !strcmp(argv[i], "--batched");
+        help |= !strcmp(argv[i], "-h") || !strcmp(argv[i], "--help");
+    }
+    if (batched && !help) { /* llama-batched-bench's tests: src/cli/bench_batched.c */
+        const int rc = oxl_bench_batched(argc, argv);
+        if (rc != 0) {
+            usage();
+        }
+        return rc;
+    }
     bench_opts o;
     if (parse_opts(&o, argc, argv) != 0) {
         usage();
