@@ -20,3 +20,8 @@ oxl_output_test(bench-batched-jsonl ok "^[{]\"n_kv_max\": 80, [^\n]*\"pp\": 16, 
   ${OXL_BIN} bench --batched -m ${M}/stories260K.gguf -npp 16,32 -ntg 4 -npl 1,4 -c 80 -tgs --output-format jsonl -t 1)
 oxl_output_test(bench-batched-pps refusal "error: -pps: a prompt shared between sequences needs a copy"
   ${OXL_BIN} bench --batched -m ${M}/stories260K.gguf -npp 16 -ntg 4 -npl 1 -pps)
+
+# bench/compare.py --depths: one table per depth, rows matched on n_depth, named "pp32 @ d64",
+# ratios of the two engines' rates (stand-in engines with known rates: tests/cli/check_compare_depths.py).
+add_test(NAME bench-compare-depths COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/check_compare_depths.py
+                                           ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/bench-compare-depths)
