@@ -3,6 +3,9 @@
  *   ppN    prompt processing: N random tokens (BOS first) decoded as one batch, from an empty cache
  *   tgN    text generation: N tokens decoded one per call, from an empty cache
  *   ppN+tgM  both, t/s over N+M tokens
+ * -d D runs each test after D tokens are already in the KV cache ("pp512 @ d4096"), filled as
+ * llama-bench fills them (random tokens, BOS first, in -b batches) and not timed; the filled cache
+ * is kept between runs of a test, as llama-bench restores its saved state.
  * Each test runs once to warm up, then -r times; t/s is the mean ± sample standard deviation.
  * --roofline adds, for generation, the share of the memory-bandwidth bound: bytes of weights read
  * per token (every tensor but token_embd) × t/s ÷ the read bandwidth measured here with the same
@@ -35,6 +38,7 @@ typedef struct bench_opts {
     int n_gen[MAX_LIST], n_n_gen;
     int pg[MAX_LIST][2], n_pg;
     int threads[MAX_LIST], n_threads;
+    int depth[MAX_LIST], n_depth;
     int reps;
     int n_batch, n_ubatch;
     oxl_kv_type type_k, type_v;
@@ -47,8 +51,11 @@ typedef struct bench_opts {
 } bench_opts;
 
 typedef struct bench_test {
-    int n_prompt, n_gen;
+    int n_prompt, n_gen, n_depth;
 } bench_test;
+
+/* The most tokens one sequence's KV cache may hold (oxl_ctx_new's bound). */
+#define MAX_CTX (1 << 24)
 
 /* Splits a comma-separated list of positive integers; -1 on a bad element. */
 static int parse_int_list(char *s, int *out, int cap) {
@@ -65,11 +72,17 @@ static int parse_int_list(char *s, int *out, int cap) {
 }
 
 static void usage(void) {
-    printf("usage: oxillama bench -m FILE[,FILE...] [-p 512] [-n 128] [-pg 512,128] [-t N[,N...]] [-r 5]\n"
-           "                      [-b 2048] [-ub 512] [-o md|csv|json] [-ctk T] [-ctv T]\n"
+    printf("usage: oxillama bench -m FILE[,FILE...] [-p 512] [-n 128] [-pg 512,128] [-d 0[,N...]]\n"
+           "                      [-t N[,N...]] [-r 5] [-b 2048] [-ub 512] [-o md|csv|json] [-ctk T] [-ctv T]\n"
            "                      [-fa on|off|auto] [-mmp 0|1] [-nr 0|1] [--roofline] [-v] [--log-disable]\n"
+           "       oxillama bench --batched -m FILE [-npp 128[,N...]] [-ntg 128[,N...]] [-npl 1[,N...]]\n"
+           "                      [-c N] [-b 2048] [-ub 512] [-t N] [-ctk T] [-ctv T] [-fa on|off|auto]\n"
            "  -ngl, --n-gpu-layers, --gpu-layers, -sm, --split-mode, -ts, --tensor-split, -mg, --main-gpu:\n"
            "     llama-bench's GPU options, ignored (this engine runs on the CPU)\n"
+           "  -d, --n-depth: tokens already in the KV cache when each test starts (filled untimed)\n"
+           "  --batched: llama-batched-bench's table (PP, TG, B parallel sequences in one context of -c\n"
+           "     tokens, default the training context; -tgs: each sequence's tokens generated separately;\n"
+           "     --output-format md|jsonl)\n"
            "  T: a KV cache type: " OXL_KV_TYPE_NAMES "\n");
 }
 
@@ -133,6 +146,8 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
                 o->pg[o->n_pg][1] = pair[1];
                 o->n_pg++;
             }
+        } else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) {
+            bad = (o->n_depth = parse_int_list(v, o->depth, MAX_LIST)) <= 0;
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
             bad = (o->n_threads = parse_int_list(v, o->threads, MAX_LIST)) <= 0;
         } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
@@ -184,6 +199,9 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
     }
     if (!set_n && !set_pg) {
         o->n_gen[o->n_n_gen++] = 128;
+    }
+    if (o->n_depth == 0) {
+        o->depth[o->n_depth++] = 0;
     }
     if (o->n_threads == 0) {
         o->threads[o->n_threads++] = oxl_n_physical_cores();
@@ -297,23 +315,43 @@ static double weight_bytes_per_token(const char *path) {
     return bytes;
 }
 
-/* One timed run of a test from an empty cache; returns seconds, or -1 on a decode error. */
+/* Decodes n random tokens, BOS first, in batches of n_batch (llama-bench's test_prompt);
+ * false on a decode error. */
+static bool decode_prompt(oxl_ctx *ctx, const oxl_model *m, int n, oxl_token *toks, int n_batch) {
+    const int32_t n_vocab = oxl_model_n_vocab(m);
+    const oxl_token bos = oxl_token_bos(m);
+    oxl_error err = {0};
+    for (int i = 0; i < n; i++) {
+        toks[i] = i == 0 && bos >= 0 ? bos : rand() % n_vocab;
+    }
+    for (int done = 0; done < n;) {
+        int nb = n - done < n_batch ? n - done : n_batch;
+        if (oxl_decode(ctx, toks + done, nb, false, &err) != 0) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            return false;
+        }
+        done += nb;
+    }
+    return true;
+}
+
+/* One timed run of a test from a cache holding t->n_depth tokens; returns seconds, or -1 on a
+ * decode error. The depth is filled untimed, once: later runs drop what the test added and keep
+ * the rest (a recurrent model, whose state cannot step back, refills it). */
 static double run_test(oxl_ctx *ctx, const oxl_model *m, const bench_test *t, oxl_token *toks, int n_batch) {
     const int32_t n_vocab = oxl_model_n_vocab(m);
     const oxl_token bos = oxl_token_bos(m);
     oxl_error err = {0};
-    oxl_ctx_truncate(ctx, 0);
-    for (int i = 0; i < t->n_prompt; i++) {
-        toks[i] = i == 0 && bos >= 0 ? bos : rand() % n_vocab;
-    }
-    double t0 = oxl_clock_s();
-    for (int done = 0; done < t->n_prompt;) {
-        int nb = t->n_prompt - done < n_batch ? t->n_prompt - done : n_batch;
-        if (oxl_decode(ctx, toks + done, nb, false, &err) != 0) {
-            fprintf(stderr, "error: %s\n", err.msg);
+    oxl_ctx_truncate(ctx, t->n_depth);
+    if (oxl_ctx_n_past(ctx) != t->n_depth) {
+        oxl_ctx_truncate(ctx, 0);
+        if (!decode_prompt(ctx, m, t->n_depth, toks, n_batch)) {
             return -1.0;
         }
-        done += nb;
+    }
+    double t0 = oxl_clock_s();
+    if (!decode_prompt(ctx, m, t->n_prompt, toks, n_batch)) {
+        return -1.0;
     }
     oxl_token tok = t->n_prompt == 0 && bos >= 0 ? bos : rand() % n_vocab;
     for (int i = 0; i < t->n_gen; i++) {
@@ -333,6 +371,10 @@ static void test_name(const bench_test *t, char *buf, size_t cap) {
         snprintf(buf, cap, "pp%d", t->n_prompt);
     } else {
         snprintf(buf, cap, "tg%d", t->n_gen);
+    }
+    if (t->n_depth > 0) { /* llama-bench's name of a test at depth: "pp512 @ d4096" */
+        const size_t len = strlen(buf);
+        snprintf(buf + len, cap - len, " @ d%d", t->n_depth);
     }
 }
 
@@ -422,7 +464,7 @@ typedef struct bench_row {
     const char *filename;
     char type[96];
     uint64_t size, n_params;
-    int n_batch, n_ubatch, n_threads, n_prompt, n_gen, flash_attn;
+    int n_batch, n_ubatch, n_threads, n_prompt, n_gen, n_depth, flash_attn;
     const char *type_k, *type_v, *load_mode;
     int n_samples;
     const double *samples_ns;
@@ -478,7 +520,7 @@ static void print_fields(const bench_row *r, const char *cpu, bool json, bool ro
     N("fit_min_ctx", "0");
     N("n_prompt", "%d", r->n_prompt);
     N("n_gen", "%d", r->n_gen);
-    N("n_depth", "0");
+    N("n_depth", "%d", r->n_depth);
     S("test_time", r->test_time);
     N("avg_ns", "%.0f", r->avg_ns);
     N("stddev_ns", "%.0f", r->stddev_ns);
@@ -546,26 +588,53 @@ static void print_csv_header(bool roofline) {
 }
 
 int oxl_cmd_bench(int argc, char **argv) {
+    bool batched = false, help = false;
+    for (int i = 1; i < argc; i++) {
+        batched |= !strcmp(argv[i], "--batched");
+        help |= !strcmp(argv[i], "-h") || !strcmp(argv[i], "--help");
+    }
+    if (batched && !help) { /* llama-batched-bench's tests: src/cli/bench_batched.c */
+        const int rc = oxl_bench_batched(argc, argv);
+        if (rc != 0) {
+            usage();
+        }
+        return rc;
+    }
     bench_opts o;
     if (parse_opts(&o, argc, argv) != 0) {
         usage();
         return 1;
     }
-    bench_test tests[3 * MAX_LIST];
+    /* llama-bench's order: for each depth, the pp tests, the tg tests, then the pg pairs */
+    static bench_test tests[3 * MAX_LIST * MAX_LIST];
     int n_tests = 0;
-    for (int i = 0; i < o.n_n_prompt; i++) {
-        if (o.n_prompt[i] > 0) {
-            tests[n_tests++] = (bench_test){o.n_prompt[i], 0};
+    for (int d = 0; d < o.n_depth; d++) {
+        const int nd = o.depth[d];
+        for (int i = 0; i < o.n_n_prompt; i++) {
+            if (o.n_prompt[i] > 0) {
+                tests[n_tests++] = (bench_test){o.n_prompt[i], 0, nd};
+            }
+        }
+        for (int i = 0; i < o.n_n_gen; i++) {
+            if (o.n_gen[i] > 0) {
+                tests[n_tests++] = (bench_test){0, o.n_gen[i], nd};
+            }
+        }
+        for (int i = 0; i < o.n_pg; i++) {
+            if (o.pg[i][0] + o.pg[i][1] > 0) {
+                tests[n_tests++] = (bench_test){o.pg[i][0], o.pg[i][1], nd};
+            }
         }
     }
-    for (int i = 0; i < o.n_n_gen; i++) {
-        if (o.n_gen[i] > 0) {
-            tests[n_tests++] = (bench_test){0, o.n_gen[i]};
-        }
-    }
-    for (int i = 0; i < o.n_pg; i++) {
-        if (o.pg[i][0] + o.pg[i][1] > 0) {
-            tests[n_tests++] = (bench_test){o.pg[i][0], o.pg[i][1]};
+    /* every test's context (depth + prompt + generated + 1) must fit a KV cache: refused before any run */
+    for (int k = 0; k < n_tests; k++) {
+        const int64_t need = (int64_t)tests[k].n_depth + tests[k].n_prompt + tests[k].n_gen + 1;
+        if (need > MAX_CTX) {
+            char name[64];
+            test_name(&tests[k], name, sizeof name);
+            fprintf(stderr, "error: %s needs a context of %lld tokens, more than the %d a KV cache can hold\n", name,
+                    (long long)need, MAX_CTX);
+            return 1;
         }
     }
     const bool md = !strcmp(o.output, "md"), csv = !strcmp(o.output, "csv"), json = !strcmp(o.output, "json");
@@ -617,14 +686,21 @@ int oxl_cmd_bench(int argc, char **argv) {
             for (int k = 0; k < n_tests; k++) {
                 const bench_test *t = &tests[k];
                 oxl_ctx_params cp = oxl_ctx_default_params();
-                cp.n_ctx = t->n_prompt + t->n_gen + 1;
+                cp.n_ctx = t->n_depth + t->n_prompt + t->n_gen + 1;
+                if (cp.n_ctx - 1 > oxl_model_n_ctx_train(m) && o.log_level >= OXL_LOG_INFO) {
+                    /* as llama.cpp, a warning: the test still runs */
+                    fprintf(stderr,
+                            "bench: warning: a context of %d tokens exceeds the model's training context (%d)\n",
+                            cp.n_ctx - 1, oxl_model_n_ctx_train(m));
+                }
                 cp.n_batch = o.n_ubatch < cp.n_ctx ? o.n_ubatch : cp.n_ctx; /* the pass: llama-bench's -ub */
                 cp.n_threads = o.threads[it];
                 cp.type_k = o.type_k;
                 cp.type_v = o.type_v;
                 cp.flash_attn = o.flash_attn;
                 oxl_ctx *ctx = oxl_ctx_new(m, &cp, &err);
-                oxl_token *toks = malloc(sizeof(oxl_token) * (size_t)(t->n_prompt + 1));
+                const int n_toks = t->n_prompt > t->n_depth ? t->n_prompt : t->n_depth;
+                oxl_token *toks = malloc(sizeof(oxl_token) * (size_t)(n_toks + 1));
                 if (!ctx || !toks) {
                     fprintf(stderr, "error: %s\n", ctx ? "out of memory" : err.msg);
                     oxl_ctx_free(ctx);
@@ -678,6 +754,7 @@ int oxl_cmd_bench(int argc, char **argv) {
                                  .n_threads = o.threads[it],
                                  .n_prompt = t->n_prompt,
                                  .n_gen = t->n_gen,
+                                 .n_depth = t->n_depth,
                                  .type_k = kv_name(o.type_k),
                                  .type_v = kv_name(o.type_v),
                                  .flash_attn = o.flash_attn == OXL_FLASH_ATTN_OFF  ? 0

@@ -14,6 +14,7 @@ int oxl_cmd_serve(int argc, char **argv);
 int oxl_cmd_quantize(int argc, char **argv);
 int oxl_cmd_export_lora(int argc, char **argv);
 int oxl_cmd_bench(int argc, char **argv);
+int oxl_bench_batched(int argc, char **argv); /* bench --batched */
 int oxl_cmd_imatrix(int argc, char **argv);
 int oxl_cmd_version(int argc, char **argv);
 int oxl_cmd_embed(int argc, char **argv);
