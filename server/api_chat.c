@@ -71,6 +71,96 @@ static int chat_prompt(oxl_srv *srv, cJSON *msgs, api_req *r, oxl_token **toks, 
     return rc;
 }
 
+/* tool_choice "required" or {"type": "function", "function": {"name": N}}: a grammar from the first
+ * token that admits only tool calls, as llama.cpp builds one for the reply format when the choice
+ * is required (common/chat.cpp: grammar not lazy): one or more
+ * <tool_call>{"name": N, "arguments": ARGS}</tool_call> blocks, ARGS following the tool's
+ * parameters schema (converted as llama.cpp converts JSON schemas). The Hermes 2 Pro and generic
+ * reply formats read those blocks; other formats get a 400 naming theirs. */
+static int required_tool_grammar(oxl_srv *srv, const cJSON *tc, const cJSON *tools, oxl_gen_params *g,
+                                 oxl_api_error *e) {
+    if (!tools) {
+        return BAD(e, "tool_choice", "'tool_choice': a required or named tool needs a non-empty 'tools' list");
+    }
+    if (g->grammar) {
+        return BAD(e, "tool_choice",
+                   "'tool_choice': a required or named tool cannot be combined with 'grammar', 'json_schema' or "
+                   "'response_format'");
+    }
+    const char *fmt = oxl_chat_format(srv->model, srv->cfg->chat_template);
+    if (strcmp(fmt, "Hermes 2 Pro") && strcmp(fmt, "Generic")) {
+        return BAD(e, "tool_choice",
+                   "'tool_choice': a required or named tool is enforced for the Hermes 2 Pro and generic reply "
+                   "formats; this model's template has the '%s' format",
+                   fmt);
+    }
+    const char *only = NULL;
+    if (cJSON_IsObject(tc)) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
+        const cJSON *nm = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "name") : NULL;
+        if (!cJSON_IsString(nm)) {
+            return BAD_TYPE(e, "tool_choice",
+                            "'tool_choice': expected {\"type\": \"function\", \"function\": {\"name\": ...}}");
+        }
+        only = nm->valuestring;
+    }
+    cJSON *schema = cJSON_CreateObject();
+    cJSON *any = cJSON_AddArrayToObject(schema, "anyOf");
+    int n = 0;
+    for (const cJSON *t = tools->child; t; t = t->next) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+        const cJSON *nm = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "name") : NULL;
+        if (!cJSON_IsString(nm) || (only && strcmp(only, nm->valuestring))) {
+            continue;
+        }
+        const cJSON *params = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
+        cJSON *alt = cJSON_CreateObject();
+        cJSON_AddStringToObject(alt, "type", "object");
+        cJSON *props = cJSON_AddObjectToObject(alt, "properties");
+        cJSON_AddItemToObject(cJSON_AddObjectToObject(props, "name"), "const", cJSON_CreateString(nm->valuestring));
+        cJSON_AddItemToObject(props, "arguments",
+                              cJSON_IsObject(params) ? cJSON_Duplicate(params, true) : cJSON_CreateObject());
+        cJSON *req = cJSON_AddArrayToObject(alt, "required");
+        cJSON_AddItemToArray(req, cJSON_CreateString("name"));
+        cJSON_AddItemToArray(req, cJSON_CreateString("arguments"));
+        cJSON_AddItemToArray(any, alt);
+        n++;
+    }
+    if (n == 0) {
+        cJSON_Delete(schema);
+        return BAD(e, "tool_choice", "'tool_choice': no tool named '%.80s' in 'tools'", only ? only : "");
+    }
+    char *text = cJSON_PrintUnformatted(schema);
+    cJSON_Delete(schema);
+    char *call = NULL;
+    oxl_error err = {{0}};
+    int rc = text ? oxl_json_schema_to_grammar(text, &call, &err) : -1;
+    free(text);
+    if (rc != 0) {
+        return BAD(e, "tools", "'tools': a tool's parameters are not a usable JSON schema: %s", err.msg);
+    }
+    /* the schema's root becomes the call; the new root wraps calls in the format's tags */
+    char *at = strncmp(call, "root ::= ", 9) == 0 ? call : strstr(call, "\nroot ::= ");
+    if (!at) {
+        free(call);
+        return oxl_api_fail(e, OXL_E_GENERATION_FAILED, "tools", "the tool-call grammar has no root rule");
+    }
+    at += at == call ? 0 : 1;
+    memcpy(at, "tool", 4); /* "root ::= " -> "tool ::= " (the converter names no rule "tool") */
+    static const char wrap[] = "root ::= call-block (\"\\n\" call-block)*\n"
+                               "call-block ::= \"<tool_call>\" \"\\n\"? tool \"\\n\"? \"</tool_call>\"\n";
+    size_t n_call = strlen(call);
+    g->grammar = malloc(n_call + sizeof wrap + 2);
+    if (!g->grammar) {
+        free(call);
+        return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+    }
+    memcpy(g->grammar, call, n_call);
+    memcpy(g->grammar + n_call, wrap, sizeof wrap);
+    free(call);
+    return oxl_req_check_grammar(srv, g->grammar, "tools", e);
+}
+
 void oxl_api_chat(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     api_req r = {.kind = API_CHAT, .object = chat_body, .produce = oxl_produce_chunks};
     oxl_api_error e = {0};
@@ -118,13 +208,8 @@ void oxl_api_chat(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
         BAD_TYPE(&e, "tool_choice", "'tool_choice': expected a string or an object");
         goto fail;
     }
-    if (tc && (cJSON_IsObject(tc) || strcmp(tc->valuestring, "required") == 0)) {
-        BAD(&e, "tool_choice",
-            "'tool_choice': 'required' and a named function need grammar-constrained sampling, which this server "
-            "does not have yet; use 'auto' or 'none'");
-        goto fail;
-    }
-    if (tc && cJSON_IsString(tc) && strcmp(tc->valuestring, "auto") && strcmp(tc->valuestring, "none")) {
+    if (tc && cJSON_IsString(tc) && strcmp(tc->valuestring, "auto") && strcmp(tc->valuestring, "none") &&
+        strcmp(tc->valuestring, "required")) {
         BAD(&e, "tool_choice", "'tool_choice': '%.40s' is not one of auto, none, required", tc->valuestring);
         goto fail;
     }
@@ -133,6 +218,10 @@ void oxl_api_chat(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     }
     r.tools = tools && cJSON_GetArraySize(tools) > 0 ? tools : NULL;
     r.has_tools = r.tools != NULL;
+    if (tc && (cJSON_IsObject(tc) || !strcmp(tc->valuestring, "required")) &&
+        required_tool_grammar(srv, tc, r.tools, &r.gen, &e) < 0) {
+        goto fail;
+    }
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(b, "messages");
     if (!m) {
         BAD(&e, "messages", "'messages' is required");

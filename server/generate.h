@@ -79,6 +79,8 @@ int oxl_req_parse_sampling(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_
  * json_schema ({name, schema, strict}). A grammar that does not parse is a 400 naming the field with
  * the line:column of the fault. */
 int oxl_req_parse_structured(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_api_error *e);
+/* 400 on param unless gbnf parses as a grammar for the server's model (line:column in the message). */
+int oxl_req_check_grammar(oxl_srv *srv, const char *gbnf, const char *param, oxl_api_error *e);
 
 /* Prompts: *out is malloc'd (the caller's); param names the field in errors. */
 int oxl_req_tokenize(oxl_srv *srv, const char *text, size_t len, oxl_token **out, int32_t *n, const char *param,

@@ -434,7 +434,7 @@ int oxl_req_parse_sampling(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_
 /* --- structured output --------------------------------------------------------------------------- */
 
 /* Checks that gbnf parses for the model (a throwaway sampler), else a 400 on param. */
-static int check_grammar(oxl_srv *srv, const char *gbnf, const char *param, oxl_api_error *e) {
+int oxl_req_check_grammar(oxl_srv *srv, const char *gbnf, const char *param, oxl_api_error *e) {
     oxl_sampler_params sp = oxl_sampler_default_params();
     sp.seed = 0;
     oxl_sampler *s = oxl_sampler_new(&sp);
@@ -465,7 +465,7 @@ static int schema_grammar(oxl_srv *srv, const cJSON *schema, const char *param, 
     if (rc != 0) {
         return BAD(e, param, "'%s': %s", param, err.msg);
     }
-    return check_grammar(srv, g->grammar, param, e);
+    return oxl_req_check_grammar(srv, g->grammar, param, e);
 }
 
 int oxl_req_parse_structured(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_api_error *e) {
@@ -495,7 +495,7 @@ int oxl_req_parse_structured(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, ox
         if (!(g->grammar = strdup(gr->valuestring))) {
             return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
         }
-        return check_grammar(srv, g->grammar, "grammar", e);
+        return oxl_req_check_grammar(srv, g->grammar, "grammar", e);
     }
     if (js) {
         return schema_grammar(srv, js, "json_schema", g, e);

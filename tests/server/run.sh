@@ -159,7 +159,7 @@ req "samplers name -> 400" 400 "'samplers.1.'.*nope.* is not a sampler name" -H 
     -d '{"prompt": "a", "samplers": ["top_k", "nope"]}' "$base/v1/completions"
 req "dry_sequence_breakers empty -> 400" 400 '"param":"dry_sequence_breakers"' -H "$K" -H "$J" \
     -d '{"prompt": "a", "dry_sequence_breakers": []}' "$base/v1/completions"
-req "tool_choice required -> 400" 400 '"param":"tool_choice"' -H "$K" -H "$J" \
+req "tool_choice required without tools -> 400" 400 "needs a non-empty 'tools' list.*\"param\":\"tool_choice\"" -H "$K" -H "$J" \
     -d '{"messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"}' "$base/v1/chat/completions"
 req "embeddings unknown field -> 400" 400 '"param":"pooling"' -H "$K" -H "$J" -d '{"input": "a", "pooling": "cls"}' "$base/v1/embeddings"
 req "suffix -> 400" 400 'no fill-in-the-middle tokens.*"param":"suffix"' -H "$K" -H "$J" -d '{"prompt": "a", "suffix": "b"}' "$base/v1/completions"

@@ -76,4 +76,42 @@ if (think) {
 }
 check('stream accumulated = non-stream', JSON.stringify(plain.choices[0].message.tool_calls.map(c => [c.type, c.function])) ===
   JSON.stringify(m.tool_calls.map(c => [c.type, c.function])), JSON.stringify(plain.choices[0].message));
+// tool_choice "required" and a named function: a grammar admits only calls, so every seed at
+// temperature 1 gives a call (content null) whose arguments follow the tool's parameters
+if (!think) {
+  const tools2 = [...tools, { type: 'function', function: { name: 'add', parameters: { type: 'object',
+    properties: { a: { type: 'integer' }, b: { type: 'integer' } }, required: ['a', 'b'] } } }];
+  const okArgs = (c) => {
+    let a;
+    try { a = JSON.parse(c.function.arguments); } catch { return false; }
+    if (c.function.name === 'add') return Number.isInteger(a.a) && Number.isInteger(a.b) && Object.keys(a).length === 2;
+    return c.function.name === 'get_weather' && typeof a === 'object' && a !== null &&
+      Object.entries(a).every(([k, v]) => ['city', 'unit'].includes(k) && typeof v === 'string');
+  };
+  let calls = 0;
+  const n = 12;
+  for (let seed = 1; seed <= n; seed++) {
+    const r = await client.chat.completions.create({ ...body, tools: tools2, tool_choice: 'required', temperature: 1.0,
+      seed, max_tokens: 300 });
+    const mm = r.choices[0].message;
+    calls += mm.content === null && mm.tool_calls?.length >= 1 && mm.tool_calls.every(okArgs) &&
+      r.choices[0].finish_reason === 'tool_calls';
+  }
+  check(`tool_choice required: ${n} seeds at temperature 1 give calls`, calls === n, `${calls}/${n}`);
+  let named = 0;
+  for (let seed = 1; seed <= 6; seed++) {
+    const r = await client.chat.completions.create({ ...body, tools: tools2, temperature: 1.0, seed, max_tokens: 300,
+      tool_choice: { type: 'function', function: { name: 'add' } } });
+    const mm = r.choices[0].message;
+    named += mm.tool_calls?.length >= 1 && mm.tool_calls.every(c => c.function.name === 'add' && okArgs(c));
+  }
+  check('tool_choice naming add: only add is called', named === 6, `${named}/6`);
+  try {
+    await client.chat.completions.create({ ...body, tools: tools2, tool_choice: { type: 'function', function: { name: 'nope' } } });
+    check('tool_choice naming an unknown tool -> 400', false, 'no error');
+  } catch (err) {
+    check('tool_choice naming an unknown tool -> 400', err.status === 400 && /no tool named 'nope'/.test(err.message), err.message);
+  }
+}
+
 process.exit(failed ? 1 : 0);
