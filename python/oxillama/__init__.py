@@ -404,24 +404,64 @@ class Llama:
         return self.create_completion(prompt, **kwargs)
 
     # --- chat -------------------------------------------------------------------------------
-    def apply_chat_template(self, messages, add_generation_prompt=True):
-        """The prompt text the model's chat template (or chat_format) makes of messages."""
-        return self._model.apply_chat_template(json.dumps(list(messages)), None, add_generation_prompt,
+    def apply_chat_template(self, messages, add_generation_prompt=True, tools=None):
+        """The prompt text the model's chat template (or chat_format) makes of messages (and tools,
+        OpenAI's list of tool definitions)."""
+        return self._model.apply_chat_template(json.dumps(list(messages)),
+                                               json.dumps(list(tools)) if tools else None, add_generation_prompt,
                                                self.chat_format)
+
+    def _required_tool_grammar(self, tools, tool_choice):
+        """tool_choice "required" or {"type": "function", "function": {"name": N}}: a grammar admitting
+        only <tool_call>{"name", "arguments"}</tool_call> blocks (the server's, for the Hermes 2 Pro and
+        generic reply formats)."""
+        fmt = self._model.chat_format(self.chat_format)
+        if fmt not in ("Hermes 2 Pro", "Generic"):
+            raise ValueError("tool_choice: a required or named tool is enforced for the Hermes 2 Pro and generic "
+                             "reply formats; this model's template has the %r format" % fmt)
+        only = None
+        if isinstance(tool_choice, dict):
+            only = (tool_choice.get("function") or {}).get("name")
+            if not isinstance(only, str):
+                raise ValueError("tool_choice: expected {'type': 'function', 'function': {'name': ...}}")
+        alts = []
+        for t in tools:
+            fn = t.get("function") or {}
+            if not isinstance(fn.get("name"), str) or (only is not None and fn["name"] != only):
+                continue
+            alts.append({"type": "object", "properties": {"name": {"const": fn["name"]},
+                                                          "arguments": fn.get("parameters") or {}},
+                         "required": ["name", "arguments"]})
+        if not alts:
+            raise ValueError("tool_choice: no tool named %r in tools" % (only,))
+        call = json_schema_to_grammar(json.dumps({"anyOf": alts}))
+        lines = ["tool ::= " + ln[len("root ::= "):] if ln.startswith("root ::= ") else ln for ln in call.split("\n")]
+        return "\n".join(lines) + ('root ::= call-block ("\\n" call-block)*\n'
+                                   'call-block ::= "<tool_call>" "\\n"? tool "\\n"? "</tool_call>"\n')
 
     def create_chat_completion(self, messages, tools=None, tool_choice=None, response_format=None, max_tokens=None,
                                temperature=0.2, top_p=0.95, top_k=40, min_p=0.05, stop=None, seed=None,
                                stream=False, **sampling):
         """An OpenAI-shaped chat completion, the prompt rendered by the library from the model's chat
         template (or chat_format). response_format (OpenAI's: text, json_object, json_schema) and
-        grammar (a LlamaGrammar or GBNF text) constrain the reply. tools and tool_choice are not
-        offered yet: any value but None raises NotImplementedError naming the argument."""
-        for name, value in (("tools", tools), ("tool_choice", tool_choice)):
-            if value is not None:
-                raise NotImplementedError("create_chat_completion: %s is not supported by oxillama's Python "
-                                          "package yet (the library offers no tool-call parsing through its "
-                                          "public API)" % name)
-        prompt = self.apply_chat_template(messages)
+        grammar (a LlamaGrammar or GBNF text) constrain the reply. tools (OpenAI's definitions) go
+        to the template and the reply is parsed by the library (oxl_chat_parse: tool_calls with
+        JSON-text arguments, content None when the reply is only calls, reasoning_content);
+        tool_choice "none", "auto", "required" or a named function (the last two enforced by a
+        grammar for the Hermes 2 Pro and generic reply formats)."""
+        if tool_choice == "none":
+            tools = None
+        if tool_choice is not None and tool_choice not in ("none", "auto", "required") and not isinstance(tool_choice, dict):
+            raise ValueError("tool_choice: %r is not one of none, auto, required or a named function" % (tool_choice,))
+        tools = list(tools) if tools else None
+        if tool_choice is not None and tool_choice not in ("none", "auto"):
+            if not tools:
+                raise ValueError("tool_choice: a required or named tool needs a non-empty tools list")
+            if sampling.get("grammar") is not None or response_format is not None:
+                raise ValueError("tool_choice: a required or named tool cannot be combined with grammar or "
+                                 "response_format")
+            sampling["grammar"] = self._required_tool_grammar(tools, tool_choice)
+        prompt = self.apply_chat_template(messages, tools=tools)
         tokens = self._model.tokenize(prompt.encode("utf-8"), add_special=True, parse_special=True)
         completion_id = "chatcmpl-" + str(uuid.uuid4())
         created = int(time.time())
@@ -429,6 +469,21 @@ class Llama:
                                          _sampling(temperature, top_k, top_p, min_p, response_format=response_format,
                                                    **sampling),
                                          stop, seed, False, completion_id, created)
+        if tools:
+            text, finish = "", None
+            for t, f in pieces:
+                text += t
+                finish = f or finish
+            opts = json.dumps({"tools": tools, "prompt": prompt[-4096:]})
+            message = json.loads(self._model.chat_parse(text, self.chat_format, opts))
+            message["role"] = "assistant"
+            if message.get("tool_calls"):
+                finish = "tool_calls"
+            if stream:
+                return self._tool_chunks(message, finish, completion_id, created)
+            return {"id": completion_id, "object": "chat.completion", "created": created, "model": self.model_path,
+                    "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+                    "usage": dict(self._usage)}
         if stream:
             return self._chat_chunks(pieces, completion_id, created)
         text, finish = "", None
@@ -444,6 +499,24 @@ class Llama:
                          "finish_reason": finish}],
             "usage": dict(self._usage),
         }
+
+    def _tool_chunks(self, message, finish, completion_id, created):
+        """A parsed reply as OpenAI's stream: role, reasoning and content deltas, then each call's delta
+        (index, id, type and name with its arguments), then the finish reason."""
+        def chunk(delta, fin):
+            return {"id": completion_id, "object": "chat.completion.chunk", "created": created,
+                    "model": self.model_path,
+                    "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": fin}]}
+
+        yield chunk({"role": "assistant"}, None)
+        if message.get("reasoning_content"):
+            yield chunk({"reasoning_content": message["reasoning_content"]}, None)
+        if message.get("content"):
+            yield chunk({"content": message["content"]}, None)
+        for i, call in enumerate(message.get("tool_calls") or []):
+            yield chunk({"tool_calls": [{"index": i, "id": call.get("id"), "type": "function",
+                                         "function": call["function"]}]}, None)
+        yield chunk({}, finish)
 
     def _chat_chunks(self, pieces, completion_id, created):
         def chunk(delta, finish):

@@ -372,7 +372,44 @@ static PyObject *model_apply_chat_template(ModelObject *self, PyObject *args, Py
     return r;
 }
 
+/* chat_parse(text, template=None, opts_json=None) -> str: the reply as an assistant message's JSON
+ * (oxl_chat_parse: content, reasoning_content, tool_calls) */
+static PyObject *model_chat_parse(ModelObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"text", "template", "opts_json", NULL};
+    const char *text, *tmpl = NULL, *opts = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zz:chat_parse", kwlist, &text, &tmpl, &opts)) {
+        return NULL;
+    }
+    if (!model_ok(self)) {
+        return NULL;
+    }
+    char *out = NULL;
+    oxl_error err = {{0}};
+    if (oxl_chat_parse(self->model, tmpl, text, opts, &out, &err) != 0) {
+        return raise_oxl(&err, "chat reply parsing failed");
+    }
+    PyObject *r = PyUnicode_DecodeUTF8(out, (Py_ssize_t)strlen(out), "replace");
+    free(out);
+    return r;
+}
+
+/* chat_format(template=None) -> str: the reply format oxl_chat_parse picks ("Hermes 2 Pro", ...) */
+static PyObject *model_chat_format(ModelObject *self, PyObject *args) {
+    const char *tmpl = NULL;
+    if (!PyArg_ParseTuple(args, "|z:chat_format", &tmpl)) {
+        return NULL;
+    }
+    if (!model_ok(self)) {
+        return NULL;
+    }
+    return PyUnicode_FromString(oxl_chat_format(self->model, tmpl));
+}
+
 static PyMethodDef model_methods[] = {
+    {"chat_parse", KW_METH(model_chat_parse), METH_VARARGS | METH_KEYWORDS,
+     "chat_parse(text, template=None, opts_json=None) -> assistant message JSON (oxl_chat_parse)"},
+    {"chat_format", (PyCFunction)model_chat_format, METH_VARARGS,
+     "chat_format(template=None) -> the reply format's name (oxl_chat_format)"},
     {"n_vocab", (PyCFunction)model_n_vocab, METH_NOARGS, "Vocabulary size."},
     {"n_ctx_train", (PyCFunction)model_n_ctx_train, METH_NOARGS, "Training context length."},
     {"n_embd", (PyCFunction)model_n_embd, METH_NOARGS, "Embedding width."},

@@ -302,10 +302,64 @@ def test_chat_completion_shapes(llm):
     assert chunks[-1]["choices"][0]["finish_reason"] == out["choices"][0]["finish_reason"]
 
 
-@pytest.mark.parametrize("arg", ["tools", "tool_choice"])
-def test_chat_unsupported_arguments_raise(llm, arg):
-    with pytest.raises(NotImplementedError, match=arg):
-        llm.create_chat_completion([{"role": "user", "content": "hi"}], **{arg: [{"type": "json_object"}]})
+@pytest.fixture(scope="module")
+def toolcall_llm(tmp_path_factory):
+    # tests/server/make_toolcall_model.py's model: under ChatML it answers "Let me check." and one
+    # get_weather call in Hermes <tool_call> tags
+    path = str(tmp_path_factory.mktemp("tools") / "toolcall.gguf")
+    import subprocess
+    subprocess.run([sys.executable, os.path.join(ROOT, "tests", "server", "make_toolcall_model.py"), path], check=True)
+    return Llama(path, n_ctx=2048, n_threads=1)
+
+
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+         "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}}},
+         {"type": "function", "function": {"name": "add", "parameters": {"type": "object",
+          "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}}]
+ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+def test_chat_tool_calls_parsed(toolcall_llm):
+    out = toolcall_llm.create_chat_completion(ASK, tools=TOOLS, temperature=0)
+    ch = out["choices"][0]
+    m = ch["message"]
+    assert ch["finish_reason"] == "tool_calls" and m["content"] == "Let me check."
+    assert len(m["tool_calls"]) == 1 and m["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert isinstance(m["tool_calls"][0]["function"]["arguments"], str)
+    assert json.loads(m["tool_calls"][0]["function"]["arguments"]) == {"city": "Paris", "unit": "celsius"}
+    assert m["tool_calls"][0]["id"] and m["tool_calls"][0]["type"] == "function"
+    chunks = list(toolcall_llm.create_chat_completion(ASK, tools=TOOLS, temperature=0, stream=True))
+    content = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    calls = [tc for c in chunks for tc in c["choices"][0]["delta"].get("tool_calls") or []]
+    assert content == "Let me check." and len(calls) == 1 and calls[0]["function"] == m["tool_calls"][0]["function"]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    # tool_choice "none" withholds the tools: the reply stays text
+    plain = toolcall_llm.create_chat_completion(ASK, tools=TOOLS, tool_choice="none", temperature=0)
+    assert "tool_calls" not in plain["choices"][0]["message"]
+
+
+def test_chat_tool_choice_required_and_named(toolcall_llm):
+    for seed in range(1, 7):
+        out = toolcall_llm.create_chat_completion(ASK, tools=TOOLS, tool_choice="required", temperature=1.0,
+                                                  seed=seed, max_tokens=300)
+        m = out["choices"][0]["message"]
+        assert m["content"] is None and m["tool_calls"], m
+        for c in m["tool_calls"]:
+            args = json.loads(c["function"]["arguments"])
+            if c["function"]["name"] == "add":
+                assert type(args["a"]) is int and type(args["b"]) is int and set(args) == {"a", "b"}
+            else:
+                assert c["function"]["name"] == "get_weather" and set(args) <= {"city", "unit"}
+    named = {"type": "function", "function": {"name": "add"}}
+    for seed in range(1, 4):
+        out = toolcall_llm.create_chat_completion(ASK, tools=TOOLS, tool_choice=named, temperature=1.0, seed=seed,
+                                                  max_tokens=300)
+        assert all(c["function"]["name"] == "add" for c in out["choices"][0]["message"]["tool_calls"])
+    with pytest.raises(ValueError, match="no tool named 'nope'"):
+        toolcall_llm.create_chat_completion(ASK, tools=TOOLS, tool_choice={"type": "function",
+                                                                           "function": {"name": "nope"}})
+    with pytest.raises(ValueError, match="needs a non-empty tools list"):
+        toolcall_llm.create_chat_completion(ASK, tool_choice="required")
 
 
 # --- bad input -------------------------------------------------------------------------------
