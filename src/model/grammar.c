@@ -59,6 +59,7 @@ typedef struct {
     const uint32_t *cp;
     gpartial partial;
     int32_t id;
+    bool moved; /* cp has advanced past the piece's first code point */
 } gcand;
 
 typedef struct {
@@ -570,7 +571,11 @@ static int reject_for_stack(oxl_grammar *g, const int32_t *a, int32_t len, const
     const gel *e = &g->el[pos];
     if (e->type == G_TOKEN || e->type == G_TOKEN_NOT) {
         for (size_t i = 0; i < n; i++) {
-            bool rej = *cands[i].cp == 0 ? cands[i].partial.n_remain != 0 : !match_token(e, cands[i].id);
+            /* a token element matches a whole token: one whose piece is partly consumed by the
+             * characters before it is rejected, as oxl_grammar_accept_piece cannot match it
+             * (llama.cpp's filter lets it through by id and its accept then throws) */
+            bool rej = *cands[i].cp == 0 ? cands[i].partial.n_remain != 0
+                                          : cands[i].moved || !match_token(e, cands[i].id);
             if (rej && gc_push(out, cands[i]) != 0)
                 return oom(g);
         }
@@ -597,7 +602,7 @@ static int reject_for_stack(oxl_grammar *g, const int32_t *a, int32_t len, const
             if (c->partial.n_remain != 0 && !match_partial_char(g->el, (size_t)pos, c->partial))
                 rc = gc_push(out, *c);
         } else if (in_class) {
-            rc = gc_push(&nextc, (gcand){c->index, c->cp + 1, c->partial, c->id});
+            rc = gc_push(&nextc, (gcand){c->index, c->cp + 1, c->partial, c->id, true});
         } else {
             rc = gc_push(out, *c);
         }
@@ -782,7 +787,7 @@ int oxl_grammar_apply(oxl_grammar *g, const int32_t *ids, int32_t n, bool *allow
             continue;
         }
         if (fresh) {
-            cands[nc++] = (gcand){i, c->cps + c->cp_off[id], c->part[id], id};
+            cands[nc++] = (gcand){i, c->cps + c->cp_off[id], c->part[id], id, false};
         } else {
             uint32_t *cp = malloc(((size_t)c->pl[id] + 2) * sizeof *cp);
             if (!cp) {
@@ -792,7 +797,7 @@ int oxl_grammar_apply(oxl_grammar *g, const int32_t *ids, int32_t n, bool *allow
             own[i] = cp;
             size_t k;
             gpartial p = decode_utf8(c->piece[id], (size_t)c->pl[id], g->partial, cp, &k);
-            cands[nc++] = (gcand){i, cp, p, id};
+            cands[nc++] = (gcand){i, cp, p, id, false};
         }
     }
     if ((rc = reject_candidates(g, &g->stacks, cands, nc, &rej)) != 0)
