@@ -574,8 +574,8 @@ static int reject_for_stack(oxl_grammar *g, const int32_t *a, int32_t len, const
             /* a token element matches a whole token: one whose piece is partly consumed by the
              * characters before it is rejected, as oxl_grammar_accept_piece cannot match it
              * (llama.cpp's filter lets it through by id and its accept then throws) */
-            bool rej = *cands[i].cp == 0 ? cands[i].partial.n_remain != 0
-                                          : cands[i].moved || !match_token(e, cands[i].id);
+            bool rej =
+                *cands[i].cp == 0 ? cands[i].partial.n_remain != 0 : cands[i].moved || !match_token(e, cands[i].id);
             if (rej && gc_push(out, cands[i]) != 0)
                 return oom(g);
         }
