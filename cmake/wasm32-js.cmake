@@ -13,8 +13,10 @@ string(REGEX MATCHALL "OXL_API[^;(]*[ *](oxl_[a-z0-9_]+)\\(" oxl_js_decls "${oxl
 set(oxl_js_exports malloc free)
 foreach(decl IN LISTS oxl_js_decls)
   string(REGEX REPLACE ".*[ *](oxl_[a-z0-9_]+)\\($" "\\1" name "${decl}")
-  if(OXL_SUBSET AND name MATCHES "^oxl_(chat_|json_schema_to_grammar$)")
-    continue() # src/chat is not in the subset (src/text/subset.c): js/oxillama.mjs says so on chat()
+  # src/chat (Jinja, JSON) is not in the subset (src/text/subset.c); the built-in chat formats
+  # (oxl_chat_builtin_*, src/text/chat_builtin.c) are, and js/oxillama.mjs renders chats with them
+  if(OXL_SUBSET AND name MATCHES "^oxl_(chat_|json_schema_to_grammar$)" AND NOT name MATCHES "^oxl_chat_builtin_")
+    continue()
   endif()
   list(APPEND oxl_js_exports ${name})
 endforeach()

@@ -523,6 +523,36 @@ OXL_API int oxl_sampler_set_grammar(oxl_sampler *s, const oxl_model *model, cons
                                     char *err, size_t err_len);
 
 /* ---------------------------------------------------------------------------------------------
+ * Built-in chat formats (every build, OXL_SUBSET included: no JSON, no template engine)
+ * ------------------------------------------------------------------------------------------- */
+
+/* Renders a conversation with one of llama.cpp's built-in chat formats, as llama.cpp's
+ * llama_chat_apply_template does (src/llama.cpp; the formats and their detection are
+ * llm_chat_apply_template and llm_chat_detect_template of src/llama-chat.cpp): no Jinja engine.
+ * tmpl is a built-in format name ("chatml", "llama3", "gemma", "mistral-v7", ...; see
+ * oxl_chat_builtin_templates), or a chat template text (e.g. a model's tokenizer.chat_template,
+ * oxl_model_chat_template) whose format is picked by its marker strings as llama.cpp picks it
+ * ("<|im_start|>" is chatml, "<start_of_turn>" gemma, ...); NULL is "chatml", as in llama.cpp.
+ * The messages are roles[i] and contents[i] for i < n, NUL-terminated UTF-8 strings that are only
+ * read (a NULL content counts as ""); each format renders the roles it knows, as llama.cpp does.
+ * add_ass ends the text with the opening of the assistant's turn (the generation prompt) in the
+ * formats that have one. The text is written into buf (length bytes, caller-owned) as llama.cpp
+ * does with strncpy: at most length bytes, NUL-terminated when length exceeds the text's length;
+ * buf may be NULL with length 0 to ask for the length. Returns the text's length in bytes (the
+ * NUL not counted; when it is >= length, call again with a buffer of at least that + 1 bytes);
+ * -1 when tmpl is neither a format name nor a template whose format is recognised (llama.cpp's
+ * -1); -2 on bad arguments (n < 0, roles or contents NULL with n > 0, a NULL role, length < 0, buf
+ * NULL with length > 0); -3 when out of memory or the text is longer than INT32_MAX bytes. */
+OXL_API int32_t oxl_chat_builtin_apply(const char *tmpl, const char *const *roles, const char *const *contents,
+                                       int32_t n, bool add_ass, char *buf, int32_t length);
+
+/* The built-in format names, as llama.cpp's llama_chat_builtin_templates lists them: writes the
+ * first min(len, count) names into output (static strings; output may be NULL with len 0) and
+ * returns count, 55: llama.cpp's 54 names and "dots1", which llama.cpp reaches only by detecting
+ * its template text. */
+OXL_API int32_t oxl_chat_builtin_templates(const char **output, size_t len);
+
+/* ---------------------------------------------------------------------------------------------
  * Chat templates (absent from OXL_SUBSET builds)
  * ------------------------------------------------------------------------------------------- */
 

@@ -6,6 +6,7 @@
 //   const model = await load('stories260K.gguf', { n_ctx: 256, seed: 42 });
 //   model.complete('Once upon a time', { max_tokens: 32, temperature: 0 });
 //   for await (const piece of model.stream('Once upon a time')) ...
+//   model.chat([{ role: 'user', content: 'Hello' }], { template: 'chatml', max_tokens: 32 });
 //   model.free();
 //
 // Every model has its own WebAssembly instance (its own memory); the module runs on one thread.
@@ -92,6 +93,19 @@ function heldBack(text, stops) {
         }
     }
     return hold;
+}
+
+// The options each call takes: another key is an error naming it (a misspelt option would
+// otherwise be ignored).
+const GENERATION_OPTIONS = ['max_tokens', 'temperature', 'top_k', 'top_p', 'min_p', 'seed', 'stop'];
+const TEMPLATE_OPTIONS = ['template', 'add_assistant'];
+
+function checkOptions(fn, opts, known) {
+    for (const key of Object.keys(opts ?? {})) {
+        if (!known.includes(key)) {
+            throw new TypeError(`oxillama: ${fn}: unknown option '${key}' (the options: ${known.join(', ')})`);
+        }
+    }
 }
 
 class Model {
@@ -353,42 +367,117 @@ class Model {
         }
     }
 
-    // The prompt of a conversation ([{ role, content }, ...]) rendered by the library's
-    // oxl_chat_apply_template (opts.template: a Jinja text or a built-in format name; default the
-    // model's own template, else ChatML).
-    applyTemplate(messages, { template } = {}) {
+    // llama.cpp's built-in chat format names (oxl_chat_builtin_templates): "chatml", "llama2", ...
+    get chatFormats() {
         const x = this.#live();
-        if (!x.oxl_chat_apply_template) {
-            throw new Error(
-                'oxillama: chat templates are not in this WebAssembly build (the cross-build subset, ' +
-                    'OXL_SUBSET, leaves out src/chat: it needs cJSON)',
-            );
-        }
-        const [json] = this.#cstring(JSON.stringify(messages));
-        const [tmpl] = template === undefined ? [0] : this.#cstring(template);
-        const out = this.#alloc(4);
-        const err = this.#alloc(ERROR_SIZE);
+        const n = x.oxl_chat_builtin_templates(0, 0);
+        const out = this.#alloc(4 * n);
         try {
-            if (x.oxl_chat_apply_template(this.#model, tmpl, json, 0, true, out, err) !== 0) {
-                throw this.#error(err);
-            }
-            const p = new Uint32Array(x.memory.buffer, out, 1)[0];
-            const text = this.#readCString(p);
-            x.free(p);
-            return text;
+            x.oxl_chat_builtin_templates(out, n);
+            return Array.from(new Uint32Array(x.memory.buffer, out, n), (p) => this.#readCString(p));
         } finally {
-            x.free(err);
             x.free(out);
-            if (tmpl) {
-                x.free(tmpl);
-            }
-            x.free(json);
         }
     }
 
-    // The assistant's reply to a conversation: complete() on the rendered prompt.
+    // The prompt of a conversation ([{ role, content }, ...]; content a string, or null/undefined for
+    // "") in one of llama.cpp's built-in chat formats, as llama.cpp's llama_chat_apply_template
+    // renders it (the library's oxl_chat_builtin_apply: this WebAssembly build has no Jinja engine).
+    // Options: template (a built-in format name, see chatFormats, or a chat template text whose
+    // format is recognised by its markers; default the model's tokenizer.chat_template, or ChatML
+    // when the model has none), add_assistant (true: end with the opening of the assistant's turn).
+    // Throws when the format cannot be told (a template matching none of the built-in formats).
+    applyTemplate(messages, opts = {}) {
+        checkOptions('applyTemplate', opts, TEMPLATE_OPTIONS);
+        const { template, add_assistant = true } = opts;
+        const x = this.#live();
+        if (!Array.isArray(messages)) {
+            throw new TypeError('oxillama: applyTemplate: messages must be an array of { role, content }');
+        }
+        messages.forEach((m, i) => {
+            if (typeof m?.role !== 'string' || !(typeof m.content === 'string' || m.content == null)) {
+                throw new TypeError(
+                    `oxillama: applyTemplate: message ${i} needs a string role and a string content ` +
+                        '(the built-in chat formats render text only)',
+                );
+            }
+        });
+        if (template !== undefined && typeof template !== 'string') {
+            throw new TypeError('oxillama: applyTemplate: template must be a string (a format name or a template)');
+        }
+        const tmplText = template ?? this.chatTemplate; // null: no template, ChatML (as llama.cpp)
+        const n = messages.length;
+        const strings = []; // every string allocated, freed at the end
+        const cstr = (text) => {
+            const [p] = this.#cstring(text);
+            strings.push(p);
+            return p;
+        };
+        const roles = this.#alloc(8 * Math.max(n, 1)); // const char *roles[n], then contents[n]
+        const contents = roles + 4 * n;
+        try {
+            const tmpl = tmplText === null ? 0 : cstr(tmplText);
+            const table = [...messages.map((m) => cstr(m.role)), ...messages.map((m) => cstr(m.content ?? ''))];
+            new Uint32Array(x.memory.buffer, roles, 2 * n).set(table); // after the allocations (memory may grow)
+            const ass = add_assistant ? 1 : 0;
+            const len = x.oxl_chat_builtin_apply(tmpl, roles, contents, n, ass, 0, 0);
+            if (len === -1) {
+                throw new Error(this.#unknownFormat(template));
+            }
+            if (len < 0) {
+                const what = len === -3 ? 'out of WebAssembly memory' : 'invalid arguments';
+                throw new Error(`oxillama: applyTemplate: ${what}`);
+            }
+            const buf = this.#alloc(len + 1);
+            try {
+                x.oxl_chat_builtin_apply(tmpl, roles, contents, n, ass, buf, len + 1);
+                return decoder.decode(this.#bytes(buf, len));
+            } finally {
+                x.free(buf);
+            }
+        } finally {
+            for (const p of strings) {
+                x.free(p);
+            }
+            x.free(roles);
+        }
+    }
+
+    // The assistant's reply to a conversation as one string: complete() on applyTemplate's prompt.
+    // Options: applyTemplate's (template, add_assistant) and complete's.
     chat(messages, opts = {}) {
-        return this.complete(this.applyTemplate(messages, opts), opts);
+        const [prompt, gen] = this.#chatPrompt('chat', messages, opts);
+        return this.complete(prompt, gen);
+    }
+
+    // The same reply as chat() as an async iterator of pieces: stream() on applyTemplate's prompt
+    // (the conversation is rendered at the call, so a template error throws here).
+    chatStream(messages, opts = {}) {
+        const [prompt, gen] = this.#chatPrompt('chatStream', messages, opts);
+        return this.stream(prompt, gen);
+    }
+
+    // The message of oxl_chat_builtin_apply's -1: the format of the template cannot be told.
+    #unknownFormat(template) {
+        const names = this.chatFormats.join(', ');
+        if (template === undefined) {
+            return (
+                "oxillama: the model's chat template (tokenizer.chat_template) matches none of llama.cpp's " +
+                'built-in chat formats, and this build has no Jinja engine: name a format in opts.template ' +
+                `(one of: ${names})`
+            );
+        }
+        const shown = JSON.stringify(template.length > 40 ? `${template.slice(0, 40)}...` : template);
+        return (
+            `oxillama: chat template ${shown} is neither a built-in chat format name nor a template whose ` +
+            `format llama.cpp's detection recognises (the formats: ${names})`
+        );
+    }
+
+    #chatPrompt(fn, messages, opts) {
+        checkOptions(fn, opts, [...TEMPLATE_OPTIONS, ...GENERATION_OPTIONS]);
+        const { template, add_assistant, ...gen } = opts;
+        return [this.applyTemplate(messages, { template, add_assistant }), gen];
     }
 
     // Releases the model, its context and its WebAssembly instance.

@@ -1,6 +1,6 @@
 // Reads the reference set's GGUF golden files (golden/models/*.gguf: metadata and small tensors)
 // for the tests: string metadata and the i32 tensors (`tokens`, `greedy`), little endian, as
-// ggml's docs/gguf.md lays them out.
+// ggml's docs/gguf.md lays them out; and writes a copy of a model with one more string key.
 import { readFileSync } from 'node:fs';
 
 const SCALAR_SIZE = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
@@ -44,12 +44,14 @@ export function readGguf(file) {
         const key = str();
         kv[key] = value(u32());
     }
+    const kvEnd = off;
     const infos = [];
     for (let i = 0; i < nTensors; i++) {
         const name = str();
         const dims = Array.from({ length: u32() }, () => u64());
         infos.push({ name, dims, type: u32(), offset: u64() });
     }
+    const infosEnd = off;
     const align = kv['general.alignment'] ?? 32;
     const data = Math.ceil(off / align) * align;
     const tensors = {};
@@ -59,5 +61,33 @@ export function readGguf(file) {
             tensors[t.name] = Array.from({ length: n }, (_, i) => v.getInt32(data + t.offset + 4 * i, true));
         }
     }
-    return { kv, tensors };
+    return { kv, tensors, layout: { buf, nKv, kvEnd, infosEnd, align, data } };
+}
+
+// The bytes of a GGUF file with one more string key (e.g. tokenizer.chat_template), the rest
+// unchanged: header with n_kv + 1, the key/value records and the new one, the tensor infos (their
+// offsets are relative to the data section), padding to the alignment, the tensor data.
+export function withStringKv(file, key, text) {
+    const { kv, layout } = readGguf(file);
+    if (key in kv) {
+        throw new Error(`${file}: already has ${key}`);
+    }
+    const { buf, nKv, kvEnd, infosEnd, align, data } = layout;
+    const enc = (s) => Buffer.from(s, 'utf8');
+    const u64 = (n) => {
+        const b = Buffer.alloc(8);
+        b.writeBigUInt64LE(BigInt(n));
+        return b;
+    };
+    const u32 = (n) => {
+        const b = Buffer.alloc(4);
+        b.writeUInt32LE(n);
+        return b;
+    };
+    const record = Buffer.concat([u64(enc(key).length), enc(key), u32(8), u64(enc(text).length), enc(text)]);
+    const head = Buffer.concat([buf.subarray(0, 16), u64(nKv + 1), buf.subarray(24, kvEnd), record]);
+    const infos = buf.subarray(kvEnd, infosEnd);
+    const end = head.length + infos.length;
+    const pad = Buffer.alloc(Math.ceil(end / align) * align - end);
+    return new Uint8Array(Buffer.concat([head, infos, pad, buf.subarray(data)]));
 }

@@ -3,6 +3,7 @@
 // $OXILLAMA_WASM (the build's oxillama-js.wasm), else js/oxillama.wasm (the packed copy).
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { load, version } from '../oxillama.mjs';
-import { readGguf } from './gguf.mjs';
+import { readGguf, withStringKv } from './gguf.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const wasm = process.env.OXILLAMA_WASM || path.join(root, 'js/oxillama.wasm');
@@ -109,21 +110,157 @@ describe('stories260K', () => {
             assert.equal(text, readFileSync(golden(`sampling/${name}.expected`), 'utf8'), name);
         }
     });
+});
 
-    test('chat goes through the library chat template, or says this build has none', () => {
-        const messages = [{ role: 'user', content: 'Tell me a story' }];
-        let rendered;
+// llama.cpp's built-in chat formats: the template texts of llama.cpp's tests/test-chat-template.cpp
+// and llama.cpp's renderings of its conversation with them (golden/chat-builtin/PROVENANCE.md)
+const builtin = JSON.parse(readFileSync(golden('chat-builtin/llama-cpp-test-chat-template.json'), 'utf8'));
+const builtinCase = (name) => builtin.cases.find((c) => c.name === name) ?? assert.fail(`no golden case ${name}`);
+// the native command line (tests/jsmod/check_js.sh and build.sh pass the build's)
+const cli = process.env.OXILLAMA_CLI || path.join(root, 'build/oxillama');
+
+describe('chat', () => {
+    let model;
+    let dir;
+    before(async () => {
+        model = await load(modelPath, { wasm, n_ctx: 256 });
+        dir = mkdtempSync(path.join(tmpdir(), 'oxillama-js-chat-'));
+    });
+    after(() => {
+        model?.free();
+        rmSync(dir, { recursive: true, force: true });
+    });
+
+    test("every template of llama.cpp's test vectors renders as llama.cpp's built-in format", () => {
+        assert.equal(builtin.add_generation_prompt, true);
+        assert.equal(builtin.cases.length, 36);
+        for (const c of builtin.cases) {
+            const messages = [...builtin.conversation, ...c.extra_conversation];
+            assert.equal(model.applyTemplate(messages, { template: c.template }), c.expected_builtin, c.name);
+        }
+    });
+
+    test('a format named renders as llama.cpp renders the template it detects as that format', () => {
+        const byName = {
+            chatml: 'teknium/OpenHermes-2.5-Mistral-7B',
+            llama3: 'Llama-3',
+            gemma: 'google/gemma-7b-it',
+            phi3: 'Phi-3-mini',
+            'mistral-v7': "mistralai/Mistral-Large-Instruct-2411 (mistralai 'v7' template)",
+            llama2: 'mistralai/Mistral-7B-Instruct-v0.2 (NOTE: Old pre-v1 without a system prompt)',
+        };
+        for (const [name, c] of Object.entries(byName)) {
+            const want = builtinCase(c).expected_builtin;
+            assert.equal(model.applyTemplate(builtin.conversation, { template: name }), want, name);
+        }
+        assert.equal(model.chatFormats.length, 55);
+        assert.deepEqual(model.chatFormats.slice(0, 3), ['chatml', 'llama2', 'llama2-sys']);
+        for (const name of Object.keys(byName)) {
+            assert.ok(model.chatFormats.includes(name), name);
+        }
+    });
+
+    test('a model without a template gets ChatML; add_assistant false leaves out the generation prompt', () => {
+        const chatml = builtinCase('teknium/OpenHermes-2.5-Mistral-7B').expected_builtin;
+        assert.equal(model.chatTemplate, null);
+        assert.equal(model.applyTemplate(builtin.conversation), chatml);
+        const gen = '<|im_start|>assistant\n';
+        assert.ok(chatml.endsWith(gen));
+        assert.equal(model.applyTemplate(builtin.conversation, { add_assistant: false }), chatml.slice(0, -gen.length));
+    });
+
+    test("a model's own template picks its format", async () => {
+        const c = builtinCase('Llama-3');
+        const m = await load(withStringKv(modelPath, 'tokenizer.chat_template', c.template), { wasm, n_ctx: 256 });
         try {
-            rendered = model.applyTemplate(messages);
-        } catch (e) {
-            // the cross-build subset has no src/chat: the module does not export it
-            assert.match(e.message, /^oxillama: chat templates are not in this WebAssembly build/);
-            assert.throws(() => model.chat(messages, { max_tokens: 4 }), { message: e.message });
+            assert.equal(m.chatTemplate, c.template);
+            assert.equal(m.applyTemplate(builtin.conversation), c.expected_builtin);
+            // a template given overrides the model's
+            const chatml = builtinCase('teknium/OpenHermes-2.5-Mistral-7B').expected_builtin;
+            assert.equal(m.applyTemplate(builtin.conversation, { template: 'chatml' }), chatml);
+        } finally {
+            m.free();
+        }
+    });
+
+    test("a greedy chat is the native command line's reply to the same messages", async (t) => {
+        if (!existsSync(cli)) {
+            t.skip(`no native oxillama at ${cli} (set OXILLAMA_CLI)`);
             return;
         }
-        // stories260K has no template: ChatML, as llama.cpp's
-        assert.equal(rendered, '<|im_start|>user\nTell me a story<|im_end|>\n<|im_start|>assistant\n');
-        assert.equal(typeof model.chat(messages, { max_tokens: 4, temperature: 0 }), 'string');
+        // the first two messages of llama.cpp's conversation, as tests/cli/check_chat_cli.py feeds them
+        const [system, user] = builtin.conversation;
+        assert.deepEqual([system.role, user.role], ['system', 'user']);
+        const messages = [system, user];
+        for (const name of ['teknium/OpenHermes-2.5-Mistral-7B', 'Llama-3']) {
+            const c = builtinCase(name);
+            const bytes = withStringKv(modelPath, 'tokenizer.chat_template', c.template);
+            const file = path.join(dir, 'chat.gguf');
+            writeFileSync(file, bytes);
+            const args = ['run', '-m', file, '-cnv', '-sys', system.content, '-n', '48', '--temp', '0', '-c', '256'];
+            const run = spawnSync(cli, [...args, '--verbose-prompt'], { input: `${user.content}\n/exit\n`, encoding: 'utf8' });
+            assert.equal(run.status, 0, `${name}: ${run.stderr}`);
+            // the prompt: llama.cpp's rendering up to where the assistant's "Hi there" starts
+            const prompt = /^prompt: '([^']*)'\nnumber of tokens in prompt/m.exec(run.stderr)?.[1];
+            assert.ok(prompt, run.stderr);
+            assert.ok(c.expected_builtin.startsWith(`${prompt}Hi there`), name);
+            // stdout: "\n> ", the reply, "\n", then the next "\n> "
+            assert.ok(run.stdout.startsWith('\n> ') && run.stdout.endsWith('\n\n> '), JSON.stringify(run.stdout));
+            const reply = run.stdout.slice(3, -4);
+            assert.ok(reply.length > 20, name);
+            const m = await load(bytes, { wasm, n_ctx: 256 });
+            try {
+                assert.equal(m.applyTemplate(messages), prompt, name);
+                assert.equal(m.chat(messages, { max_tokens: 48, temperature: 0 }), reply, name);
+                const pieces = [];
+                for await (const piece of m.chatStream(messages, { max_tokens: 48, temperature: 0 })) {
+                    pieces.push(piece);
+                }
+                assert.equal(pieces.join(''), reply, name);
+                assert.ok(pieces.length > 1);
+            } finally {
+                m.free();
+            }
+        }
+    });
+
+    test('a model template no built-in format matches is an error naming that, unless a format is named', async () => {
+        const m = await load(withStringKv(modelPath, 'tokenizer.chat_template', '{{ messages }}'), { wasm, n_ctx: 256 });
+        const messages = [{ role: 'user', content: 'Hello' }];
+        const unknown =
+            /^oxillama: the model's chat template \(tokenizer\.chat_template\) matches none of llama\.cpp's built-in chat formats, and this build has no Jinja engine: name a format in opts\.template \(one of: chatml, llama2, .*, solar-open\)$/;
+        try {
+            assert.throws(() => m.applyTemplate(messages), { message: unknown });
+            assert.throws(() => m.chat(messages, { max_tokens: 4 }), { message: unknown });
+            assert.throws(() => m.chatStream(messages, { max_tokens: 4 }), { message: unknown });
+            assert.equal(m.applyTemplate(messages, { template: 'chatml' }), '<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n');
+            assert.equal(typeof m.chat(messages, { template: 'gemma', max_tokens: 4, temperature: 0 }), 'string');
+        } finally {
+            m.free();
+        }
+    });
+
+    test('bad arguments are errors naming them', () => {
+        const messages = [{ role: 'user', content: 'Hello' }];
+        assert.throws(() => model.applyTemplate(messages, { template: 'chatml2' }), {
+            message: /^oxillama: chat template "chatml2" is neither a built-in chat format name nor a template whose format llama\.cpp's detection recognises \(the formats: chatml, /,
+        });
+        assert.throws(() => model.applyTemplate(messages, { addAssistant: false }), {
+            name: 'TypeError',
+            message: "oxillama: applyTemplate: unknown option 'addAssistant' (the options: template, add_assistant)",
+        });
+        assert.throws(() => model.chat(messages, { max_token: 4 }), {
+            message: /^oxillama: chat: unknown option 'max_token' \(the options: template, add_assistant, max_tokens, /,
+        });
+        assert.throws(() => model.applyTemplate([{ role: 'user', content: [{ type: 'text', text: 'Hello' }] }]), {
+            message: 'oxillama: applyTemplate: message 0 needs a string role and a string content (the built-in chat formats render text only)',
+        });
+        assert.throws(() => model.applyTemplate({ role: 'user', content: 'Hello' }), {
+            message: 'oxillama: applyTemplate: messages must be an array of { role, content }',
+        });
+        // a null content is "", as the library's built-in formats take it
+        assert.equal(model.applyTemplate([{ role: 'user', content: null }], { add_assistant: false }), '<|im_start|>user\n<|im_end|>\n');
+        assert.equal(model.applyTemplate([], { template: 'llama3' }), '<|start_header_id|>assistant<|end_header_id|>\n\n');
     });
 });
 

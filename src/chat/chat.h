@@ -5,6 +5,7 @@
 #ifndef OXL_CHAT_H
 #define OXL_CHAT_H
 
+#include "chat_builtin.h" /* the built-in formats: oxl_chat_detect, oxl_chat_is_builtin, ... */
 #include "oxillama.h"
 
 #include <cjson/cJSON.h>
@@ -28,16 +29,5 @@ int oxl_chat_render(const char *template_src, const cJSON *messages, const cJSON
  * dropped because the tokenizer adds BOS. *out is malloc'd; returns 0, or -1 with err. */
 int oxl_chat_render_for_model(const oxl_model *model, const char *template_src, const cJSON *messages,
                               const cJSON *tools, bool add_generation_prompt, char **out, oxl_error *err);
-
-/* The i-th built-in format name (i from 0), NULL past the end: llama.cpp's 54 names and "dots1",
- * which llama.cpp reaches only through detection. */
-const char *oxl_chat_builtin_name(size_t i);
-
-/* True when name is a built-in format. */
-bool oxl_chat_is_builtin(const char *name);
-
-/* The built-in format llama.cpp's llm_chat_detect_template picks for a template text by its marker
- * strings (e.g. "<|im_start|>" -> "chatml"), or NULL when none matches. */
-const char *oxl_chat_detect(const char *template_src);
 
 #endif

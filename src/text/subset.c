@@ -3,7 +3,8 @@
  * cJSON or libmicrohttpd, which the cross sysroots do not have. Left out: the BPE pre-tokenizer and
  * tokenizer (pretokenize.c, tokenizer_bpe.c: PCRE2, utf8proc), WordPiece (tokenizer_wpm.c:
  * utf8proc), Jinja chat templates (src/chat, src/check/golden_chat.c: cJSON; the
- * chat golden stand-in is src/check/subset_chat.c), the JSON schema converter (src/chat/json_schema.c)
+ * chat golden stand-in is src/check/subset_chat.c; llama.cpp's built-in chat formats,
+ * src/text/chat_builtin.c, are in the subset), the JSON schema converter (src/chat/json_schema.c)
  * and the HTTP server.
  * This file stands in for their entry points: loading such a vocabulary, running a chat golden or
  * `oxillama serve` fails with an error naming what this build lacks. SentencePiece and Unigram
