@@ -442,6 +442,7 @@ static cJSON *read_value(jreader *r, bool *ok) {
                         goto bad;
                     }
                     if (!read_string(r, r->build ? &key : NULL)) {
+                        free(key.p);
                         goto bad;
                     }
                     push(r, EL_KEY);

@@ -6,6 +6,7 @@
  * inside a thought, as llama.cpp's generation prompt does. Every shorter prefix parsed as a partial
  * reply gives content and reasoning that the full reply's extend (what streaming relies on). Plus
  * format detection, the message shape, the options' errors and hostile texts. */
+#include "chat_parse.h"
 #include "jinja.h"
 #include "oxillama.h"
 
@@ -465,4 +466,51 @@ Test(chat_parse, partial_calls) {
     expect_partial_call(g, "{ \"tool_call\" : { \"name\" : \"special_function\"", 1, "special_function", "");
     expect_partial_call(g, "{ \"tool_call\" : { \"name\" : \"special_function\", \"arguments\" : { \"arg", 1,
                         "special_function", "{\"arg");
+}
+
+/* Hostile partial replies: every format, texts cut inside markers, deep nesting, bad UTF-8 and
+ * escapes; each parse succeeds with a message whose calls (if any) have a name. */
+Test(chat_parse, partial_hostile) {
+    static const char *const texts[] = {
+        "<tool_call>",
+        "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"\\u12",
+        "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"\xff\xfe",
+        "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"\xe2\x82",
+        "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": x",
+        "<tool_call>{\"name\": \"f\", \"arguments\": {{{{",
+        "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
+        "[TOOL_CALLS]f[ARGS]{\"a\": -",
+        "[TOOL_CALLS]f[CALL_ID]1",
+        "<function=f>{\"a\": 1.",
+        "<function=f",
+        "{\"name\": \"f\", \"parameters\": {\"a\": 1e",
+        "{\"tool_calls\": [{\"name\": \"f\", \"arguments\": \"{\\\\\"",
+        "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\": tr",
+        "<|channel|>commentary to=functions.f<|message|>",
+        " functools[{\"name\": \"f\", \"arguments\": {\"a\": nul",
+        "<|START_ACTION|>[{\"tool_name\": \"f\", \"parameters\": {\"a\": \"b\\",
+        "<|tool_call|>[{\"name\": \"f\", \"arguments\": {",
+        "<|python_tag|>f.call(a=\"",
+    };
+    char deep[3000];
+    memset(deep, '[', sizeof deep - 1);
+    deep[sizeof deep - 1] = 0;
+    for (int f = 0; f < OXL_CHAT_FMT_COUNT; f++) {
+        char opts[160];
+        snprintf(opts, sizeof opts, "{\"partial\": true, \"format\": \"%s\"}", oxl_chat_format_name((oxl_chat_fmt)f));
+        for (size_t i = 0; i <= sizeof texts / sizeof *texts; i++) {
+            const char *txt = i < sizeof texts / sizeof *texts ? texts[i] : deep;
+            char *out = NULL;
+            oxl_error err = {0};
+            cr_assert_eq(oxl_chat_parse(NULL, NULL, txt, opts, &out, &err), 0, "%s: %s", opts, err.msg);
+            cJSON *m = cJSON_Parse(out);
+            cr_assert(m, "%s", out);
+            const cJSON *calls = cJSON_GetObjectItem(m, "tool_calls");
+            for (const cJSON *c = calls ? calls->child : NULL; c; c = c->next) {
+                cr_expect(*str_of(cJSON_GetObjectItem(c, "function"), "name"), "%s: %s", opts, out);
+            }
+            cJSON_Delete(m);
+            free(out);
+        }
+    }
 }
