@@ -599,7 +599,7 @@ bool oxl_json_heal_parse(const char *p, const char *end, const char *marker, oxl
         out->after = stop;
         return true;
     }
-    if (!marker || !*marker || strlen(marker) + 4 > sizeof out->dump_marker) {
+    if (!marker || !*marker || strlen(marker) >= sizeof out->marker) {
         return false;
     }
     jbuf str = {0}, t = {0}, closing = {0};
@@ -629,8 +629,8 @@ bool oxl_json_heal_parse(const char *p, const char *end, const char *marker, oxl
         }
         const char *cl = closing.p ? closing.p : "";
         const int top = r.stack[r.n_stack - 1];
-        const char *add = NULL, *suffix = NULL; /* str += dm + suffix + closing */
-        const char *cut_at = NULL;              /* else: cut back past the last of these */
+        const char *suffix = NULL; /* str += dm + suffix + closing */
+        const char *cut_at = NULL; /* else: cut back past the last of these, then add "marker" */
         if (top == EL_KEY) {
             if (lc == ':' && can_parse_with(&t, &str, "1", cl)) {
                 dm = m_str, suffix = "\"";
@@ -671,10 +671,9 @@ bool oxl_json_heal_parse(const char *p, const char *end, const char *marker, oxl
                 cut_at = ":";
             }
         }
-        (void)add;
         if (cut_at) {
             size_t k = n;
-            while (k > 0 && !strchr(cut_at, str.p[k - 1])) {
+            while (k > 0 && !(str.p[k - 1] && strchr(cut_at, str.p[k - 1]))) {
                 k--;
             }
             if (k > 0) {

@@ -19,7 +19,7 @@ typedef struct oxl_json_heal {
 } oxl_json_heal;
 
 /* Reads one JSON value at p (leading whitespace skipped) from [p, end). marker: the healing marker
- * (not found in the input), or NULL to refuse truncated values. Returns true with *out filled
+ * (under 32 bytes, not found in the input), or NULL to refuse truncated values. Returns true with *out filled
  * (out->json non-NULL); false when the text is not a (healable) JSON value. Matches
  * common_json_parse: a value followed by other text ends before that text; a value cut off by the
  * end of the input is completed by the rules of common/json-partial.cpp. */
