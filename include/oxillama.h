@@ -593,13 +593,25 @@ OXL_API int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, co
  *       schema type is "string" stays text, others are read as JSON values where they parse;
  *   "generate_ids": false gives calls without an id in the reply none (default: "call_" + 24
  *       random characters);
- *   "partial": true for a reply still being generated: content and reasoning stop before any text
- *       that may still become markup, and no calls are returned;
+ *   "partial": true for a reply still being generated, as llama.cpp's common_chat_parse with
+ *       is_partial (common/chat-parser.cpp): content and reasoning stop before any text that may
+ *       still become markup; the calls so far are returned, the last one maybe cut short: it
+ *       appears once its name is whole, with "arguments" the text of its arguments as far as the
+ *       reply fixes them (the cut JSON is healed as common/json-partial.cpp heals it, dumped, and
+ *       cut where the healing begins, so a value that may still grow, such as a number, is left
+ *       out), "" before they begin, and ids only where the reply gives them. Parsing more of the
+ *       same reply only extends these texts (llama.cpp's common_chat_msg_diff), which is what
+ *       streamed tool call deltas are made of. Hermes 2 Pro / Qwen, Llama 3.x JSON calls,
+ *       Mistral Nemo, generic, DeepSeek R1 / V3.1, gpt-oss, Functionary v3.1, FireFunction v2,
+ *       Command R7B / R+ and Granite calls are returned cut; Qwen3-Coder XML calls, Llama 3.x
+ *       <|python_tag|> calls and Functionary v3.2 calls only once whole (docs/chat-templates.md);
  *   "format": a format name forcing it.
  * On success *out_message_json is a malloc'd NUL-terminated JSON object the caller releases with
  * free(): {"role": "assistant", "content": a string, or null when the reply is only calls,
  * "reasoning_content": present when not empty, "tool_calls": present when any, a list of {"id",
- * "type": "function", "function": {"name", "arguments": a JSON text}}}; on failure it is NULL.
+ * "type": "function", "function": {"name", "arguments": a JSON text, written as llama.cpp writes
+ * it (nlohmann's dump: compact, non-ASCII escaped as \uXXXX), or "{}" for a finished call that
+ * gave none}}}; on failure it is NULL.
  * Returns 0, or -1 with err set (err may be NULL): a missing argument, options that are not a JSON
  * object or hold a bad value, out of memory. A malformed call is content, never an error. */
 OXL_API int oxl_chat_parse(const oxl_model *model, const char *tmpl, const char *text, const char *opts_json,

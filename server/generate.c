@@ -431,6 +431,9 @@ static void stream_state_free(stream_state *ss) {
         free(ss->prompts[i]);
     }
     free(ss->prompts);
+    for (int i = 0; ss->cp && i < ss->n_cp; i++) {
+        cJSON_Delete(ss->cp[i].calls);
+    }
     free(ss->cp);
     oxl_gen_params_free(&ss->r.gen);
     free(ss->r.tools_json);
@@ -523,6 +526,7 @@ void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **to
         ss->prompts = prompts;
         ss->n_prompts = prompts ? n_prompts : 0;
         ss->cp = cp;
+        ss->n_cp = n_prompts * r->n;
         oxl_random_id("msg_", ss->msg_id, sizeof ss->msg_id);
         st->srv = srv;
         st->fd = rq->fd;

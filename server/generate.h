@@ -40,6 +40,8 @@ typedef struct choice_progress {
     size_t sent;                         /* text bytes sent */
     int32_t lp_sent;                     /* logprob records sent */
     size_t content_sent, reasoning_sent; /* chat: bytes of the parsed content and reasoning sent */
+    cJSON *calls;       /* chat: the tool calls sent, [{id, name, arguments: the text sent}] (NULL: none) */
+    int32_t marks_seen; /* chat: publications of the text (oxl_choice_out.marks) already parsed */
     bool started, finished;
 } choice_progress;
 
@@ -48,6 +50,7 @@ typedef struct stream_state {
     char **prompts; /* completions with echo: each prompt's text */
     int n_prompts;
     choice_progress *cp; /* one per choice over all jobs */
+    int n_cp;
     bool usage_sent;
     int seq; /* responses: sequence_number */
     char msg_id[64];

@@ -138,6 +138,7 @@ static void job_free(oxl_job *j) {
     for (int i = 0; i < j->n_choices; i++) {
         free(j->choice[i].text);
         free(j->choice[i].lp);
+        free(j->choice[i].marks);
     }
     oxl_gen_params_free(&j->gen);
     free(j->prompt);
@@ -218,6 +219,19 @@ static int append_text(oxl_choice_out *c, const char *p, size_t n) {
     memcpy(c->text + c->len, p, n);
     c->len += n;
     c->text[c->len] = 0;
+    /* where a stream re-parses a chat reply, as llama-server does after each token (a mark that
+     * does not fit is left out: the reply is then parsed less often) */
+    if (c->n_marks == c->cap_marks) {
+        int32_t cap = c->cap_marks ? c->cap_marks * 2 : 64;
+        size_t *m = realloc(c->marks, (size_t)cap * sizeof *m);
+        if (m) {
+            c->marks = m;
+            c->cap_marks = cap;
+        }
+    }
+    if (c->n_marks < c->cap_marks) {
+        c->marks[c->n_marks++] = c->len;
+    }
     return 0;
 }
 

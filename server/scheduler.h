@@ -64,7 +64,9 @@ typedef struct oxl_choice_out {
     size_t len, cap;
     oxl_tok_logprob *lp;
     int32_t n_lp, cap_lp;
-    int32_t n_gen;      /* tokens generated */
+    int32_t n_gen; /* tokens generated */
+    size_t *marks; /* len after each publication (each token's text, or held-back text with the next) */
+    int32_t n_marks, cap_marks;
     const char *finish; /* NULL while running, then "stop" or "length" */
     int32_t id_slot;    /* the slot that generates it, once admitted */
 } oxl_choice_out;

@@ -4,6 +4,7 @@
 #include "sse.h"
 #include "toolcall.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,51 +72,87 @@ static const char *str_or(const cJSON *v, const char *fallback) {
     return p ? p : fallback;
 }
 
-/* A finished choice's calls: each opens with its index, id, type, name and empty arguments (as
- * OpenAI's chunks do); the arguments follow in a delta of their own that names the index alone. */
-static void put_tool_calls(oxl_stream *st, stream_state *ss, int index, const cJSON *calls) {
-    int k = 0;
-    for (const cJSON *call = calls ? calls->child : NULL; call; call = call->next, k++) {
-        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
-        for (int part = 0; part < 2; part++) {
-            cJSON *tc = cJSON_CreateObject();
-            cJSON_AddNumberToObject(tc, "index", k);
-            if (part == 0) {
-                cJSON_AddStringToObject(tc, "id", str_or(cJSON_GetObjectItemCaseSensitive(call, "id"), ""));
-                cJSON_AddStringToObject(tc, "type", "function");
-            }
-            cJSON *f = cJSON_AddObjectToObject(tc, "function");
-            if (part == 0) {
-                cJSON_AddStringToObject(f, "name", str_or(cJSON_GetObjectItemCaseSensitive(fn, "name"), ""));
-            }
-            cJSON_AddStringToObject(f, "arguments",
-                                    part == 0 ? "" : str_or(cJSON_GetObjectItemCaseSensitive(fn, "arguments"), "{}"));
-            cJSON *o = chunk_base(st->srv, &ss->r);
-            cJSON *ch = cJSON_CreateObject();
-            cJSON_AddNumberToObject(ch, "index", index);
-            cJSON *delta = cJSON_AddObjectToObject(ch, "delta");
-            cJSON_AddItemToArray(cJSON_AddArrayToObject(delta, "tool_calls"), tc);
-            cJSON_AddNullToObject(ch, "logprobs");
-            cJSON_AddNullToObject(ch, "finish_reason");
-            cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), ch);
-            if (ss->r.include_usage) {
-                cJSON_AddNullToObject(o, "usage");
-            }
-            oxl_sse_event(st, NULL, o);
+/* One chunk whose delta holds one piece of tool call k: the first piece of a call names its index,
+ * id, type, name and the arguments so far; later ones the index and more arguments (llama.cpp's
+ * common_chat_msg_diff_to_json_oaicompat). */
+static void put_call_delta(oxl_stream *st, stream_state *ss, int index, int k, const char *id, const char *name,
+                           const char *args, size_t args_len) {
+    cJSON *tc = cJSON_CreateObject();
+    cJSON_AddNumberToObject(tc, "index", k);
+    if (id) {
+        cJSON_AddStringToObject(tc, "id", id);
+        cJSON_AddStringToObject(tc, "type", "function");
+    }
+    cJSON *f = cJSON_AddObjectToObject(tc, "function");
+    if (name) {
+        cJSON_AddStringToObject(f, "name", name);
+    }
+    cJSON_AddItemToObject(f, "arguments", oxl_json_text(args, args_len));
+    cJSON *o = chunk_base(st->srv, &ss->r);
+    cJSON *ch = cJSON_CreateObject();
+    cJSON_AddNumberToObject(ch, "index", index);
+    cJSON *delta = cJSON_AddObjectToObject(ch, "delta");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(delta, "tool_calls"), tc);
+    cJSON_AddNullToObject(ch, "logprobs");
+    cJSON_AddNullToObject(ch, "finish_reason");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), ch);
+    if (ss->r.include_usage) {
+        cJSON_AddNullToObject(o, "usage");
+    }
+    oxl_sse_event(st, NULL, o);
+}
+
+/* What the reply's calls gained since the last parse, as llama.cpp's compute_diffs finds it: the
+ * arguments the last call sent gained, then each new call whole as far as it goes. Calls sent keep
+ * the id they were sent with. Text that does not extend what was sent (a reply that turned out
+ * not to be a call) is not sent: a stream never takes a piece back. */
+static void calls_progress(oxl_stream *st, stream_state *ss, int index, choice_progress *cp, const cJSON *calls) {
+    int n_new = cJSON_GetArraySize(calls);
+    if (n_new == 0 || (!cp->calls && !(cp->calls = cJSON_CreateArray()))) {
+        return;
+    }
+    int n_sent = cJSON_GetArraySize(cp->calls);
+    if (n_sent > 0 && n_new >= n_sent) {
+        cJSON *sent = cJSON_GetArrayItem(cp->calls, n_sent - 1);
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(calls, n_sent - 1), "function");
+        const char *args = str_or(cJSON_GetObjectItemCaseSensitive(fn, "arguments"), "");
+        const char *had = str_or(cJSON_GetObjectItemCaseSensitive(sent, "arguments"), "");
+        size_t hl = strlen(had), al = strlen(args);
+        if (!strcmp(str_or(cJSON_GetObjectItemCaseSensitive(fn, "name"), ""),
+                    str_or(cJSON_GetObjectItemCaseSensitive(sent, "name"), "")) &&
+            al > hl && !strncmp(args, had, hl)) {
+            put_call_delta(st, ss, index, n_sent - 1, NULL, NULL, args + hl, al - hl);
+            cJSON_ReplaceItemInObjectCaseSensitive(sent, "arguments", cJSON_CreateString(args));
         }
+    }
+    for (int k = n_sent; k < n_new; k++) {
+        const cJSON *call = cJSON_GetArrayItem(calls, k);
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+        const char *name = str_or(cJSON_GetObjectItemCaseSensitive(fn, "name"), "");
+        const char *args = str_or(cJSON_GetObjectItemCaseSensitive(fn, "arguments"), "");
+        char id[64];
+        const char *given = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(call, "id"));
+        if (given && *given) {
+            snprintf(id, sizeof id, "%s", given);
+        } else {
+            oxl_random_id("call_", id, sizeof id);
+        }
+        put_call_delta(st, ss, index, k, id, name, args, strlen(args));
+        cJSON *rec = cJSON_CreateObject();
+        cJSON_AddStringToObject(rec, "id", id);
+        cJSON_AddStringToObject(rec, "name", name);
+        cJSON_AddStringToObject(rec, "arguments", args);
+        cJSON_AddItemToArray(cp->calls, rec);
     }
 }
 
-/* A chat choice's new deltas: the reply so far goes through the parser (partially until it
- * finishes); what its reasoning_content and content gained is sent as deltas of those fields, the
- * calls once the reply is complete, then the finish reason (tool_calls when there are calls). */
-static void chat_progress(oxl_stream *st, stream_state *ss, int index, const oxl_choice_out *c, choice_progress *cp) {
-    const bool fin = c->finish != NULL;
-    if (cp->finished || (!fin && c->len == cp->sent)) {
-        return;
-    }
-    cJSON *msg = oxl_chat_reply(st->srv, &ss->r, c->text, c->len, !fin);
-    cp->sent = c->len;
+/* The deltas of the reply's first len bytes: they go through the parser (partially until the reply
+ * is finished); what reasoning_content and content gained is sent as deltas of those fields, then
+ * what the tool calls gained (calls_progress). */
+static void chat_step(oxl_stream *st, stream_state *ss, int index, const oxl_choice_out *c, choice_progress *cp,
+                      size_t len, bool fin) {
+    cJSON *msg = oxl_chat_reply_stream(st->srv, &ss->r, c->text, len, !fin);
+    cp->sent = len;
     const char *rs = str_or(cJSON_GetObjectItemCaseSensitive(msg, "reasoning_content"), "");
     const char *cs = str_or(cJSON_GetObjectItemCaseSensitive(msg, "content"), "");
     const size_t rl = strlen(rs), cl = strlen(cs);
@@ -136,13 +173,30 @@ static void chat_progress(oxl_stream *st, stream_state *ss, int index, const oxl
         put_chunk(st, ss, index, NULL, cs + from, cl - from, lp, NULL);
         cp->content_sent = cl > cp->content_sent ? cl : cp->content_sent;
     }
-    if (fin) {
-        const cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
-        put_tool_calls(st, ss, index, calls);
-        cp->finished = true;
-        put_chunk(st, ss, index, NULL, NULL, 0, NULL, calls ? "tool_calls" : c->finish);
-    }
+    calls_progress(st, ss, index, cp, cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"));
     cJSON_Delete(msg);
+}
+
+/* A chat choice's new deltas. As llama-server re-parses the reply after each token, the reply is
+ * parsed at each publication of its text since the last call (so deltas do not depend on how fast
+ * the client reads), then as it stands; once finished, the finish reason follows (tool_calls when
+ * calls were sent). */
+static void chat_progress(oxl_stream *st, stream_state *ss, int index, const oxl_choice_out *c, choice_progress *cp) {
+    const bool fin = c->finish != NULL;
+    if (cp->finished || (!fin && c->len == cp->sent)) {
+        return;
+    }
+    for (int32_t m = cp->marks_seen; m < c->n_marks; m++) {
+        if (c->marks[m] > cp->sent && c->marks[m] < c->len) {
+            chat_step(st, ss, index, c, cp, c->marks[m], false);
+        }
+    }
+    cp->marks_seen = c->n_marks;
+    chat_step(st, ss, index, c, cp, c->len, fin);
+    if (fin) {
+        cp->finished = true;
+        put_chunk(st, ss, index, NULL, NULL, 0, NULL, cJSON_GetArraySize(cp->calls) > 0 ? "tool_calls" : c->finish);
+    }
 }
 
 /* chat.completion.chunk and text_completion streams. */

@@ -5,14 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-cJSON *oxl_chat_reply(oxl_srv *srv, const api_req *r, const char *text, size_t len, bool partial) {
+static cJSON *chat_reply(oxl_srv *srv, const api_req *r, const char *text, size_t len, bool partial, bool ids) {
     char *t = strndup(text ? text : "", text ? len : 0);
     cJSON *opts = cJSON_CreateObject();
     cJSON_AddStringToObject(opts, "reasoning_format", r->reasoning_none ? "none" : "deepseek");
-    /* the definitions type the calls, which only a finished reply returns */
-    cJSON *tools = r->has_tools && r->tools_json && !partial ? cJSON_Parse(r->tools_json) : NULL;
+    /* the definitions type the calls (Qwen3-Coder's XML parameters) */
+    cJSON *tools = r->has_tools && r->tools_json ? cJSON_Parse(r->tools_json) : NULL;
     cJSON_AddItemToObject(opts, "tools", tools ? tools : cJSON_CreateBool(r->has_tools));
     cJSON_AddBoolToObject(opts, "partial", partial);
+    cJSON_AddBoolToObject(opts, "generate_ids", ids);
     cJSON_AddStringToObject(opts, "prompt", r->prompt_tail);
     char *oj = cJSON_PrintUnformatted(opts), *out = NULL;
     cJSON_Delete(opts);
@@ -29,6 +30,14 @@ cJSON *oxl_chat_reply(oxl_srv *srv, const api_req *r, const char *text, size_t l
     }
     free(t);
     return msg;
+}
+
+cJSON *oxl_chat_reply(oxl_srv *srv, const api_req *r, const char *text, size_t len, bool partial) {
+    return chat_reply(srv, r, text, len, partial, true);
+}
+
+cJSON *oxl_chat_reply_stream(oxl_srv *srv, const api_req *r, const char *text, size_t len, bool partial) {
+    return chat_reply(srv, r, text, len, partial, false);
 }
 
 static bool takes_object_args(oxl_srv *srv) {

@@ -13,6 +13,10 @@
  * see oxl_chat_parse); partial: the reply is still being generated. Never NULL: when the parser
  * fails the text is the content. */
 cJSON *oxl_chat_reply(oxl_srv *srv, const api_req *r, const char *text, size_t len, bool partial);
+/* The same for a stream: calls carry only the ids the reply gives (the stream gives the others one
+ * when it first sends them, as llama-server keeps its generated_tool_call_ids), and a partial
+ * reply's calls are cut where the reply stops fixing them (oxl_chat_parse's "partial"). */
+cJSON *oxl_chat_reply_stream(oxl_srv *srv, const api_req *r, const char *text, size_t len, bool partial);
 
 /* Assistant messages' tool call arguments given as JSON text become objects when the template
  * takes objects, as llama.cpp hands them over (in place; other values are left as they are). A

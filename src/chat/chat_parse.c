@@ -3,6 +3,7 @@
  * and the expectations of its tests/test-chat.cpp. */
 #include "chat_parse.h"
 #include "errors.h"
+#include "json_partial.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -205,18 +206,21 @@ static size_t partial_tail(const char *p, const char *end, const char *const *ma
     return best;
 }
 
-/* A JSON value starting at p (after whitespace); *after is set past it. NULL when none. */
+/* A JSON value starting at p (after whitespace); *after is set past it. NULL when none. Numbers
+ * keep nlohmann's spelling, so that arguments dump as llama.cpp dumps them. */
 static cJSON *json_at(const char *p, const char *end, const char **after) {
     p = skip_ws(p, end);
     if (p >= end || (*p != '{' && *p != '[' && *p != '"')) {
         return NULL;
     }
-    const char *stop = NULL;
-    cJSON *v = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &stop, false);
-    if (v && after) {
-        *after = stop;
+    oxl_json_heal h;
+    if (!oxl_json_heal_parse(p, end, NULL, &h)) {
+        return NULL;
     }
-    return v;
+    if (after) {
+        *after = h.after;
+    }
+    return h.json;
 }
 
 /* --- tool calls ------------------------------------------------------------------------------- */
@@ -226,6 +230,8 @@ typedef struct parsed {
     cJSON *calls;
     const oxl_chat_syntax *s;
     bool partial;
+    bool stop;       /* partial: a call was cut by the end of the reply; nothing follows it */
+    char marker[32]; /* partial: the healing marker, a text the reply does not hold */
 } parsed;
 
 static void new_id(char *buf, size_t cap) {
@@ -262,7 +268,11 @@ static bool add_call(parsed *o, const char *name, size_t name_len, const cJSON *
     char *nm = strndup(name, name_len);
     cJSON_AddStringToObject(fn, "name", nm ? nm : "");
     free(nm);
-    char *a = !args ? strdup("{}") : cJSON_IsString(args) ? strdup(args->valuestring) : cJSON_PrintUnformatted(args);
+    /* llama.cpp dumps arguments with nlohmann's dump(-1, ' ', ensure_ascii = true); a call cut
+     * short has none yet ("") */
+    char *a = !args                  ? strdup(o->partial ? "" : "{}")
+              : cJSON_IsString(args) ? strdup(args->valuestring)
+                                     : oxl_json_dump(args, true);
     cJSON_AddStringToObject(fn, "arguments", a ? a : "{}");
     free(a);
     cJSON_AddItemToArray(o->calls, call);
@@ -303,6 +313,45 @@ static bool add_json_calls(parsed *o, const cJSON *v) {
         return any;
     }
     return add_json_call(o, v);
+}
+
+/* --- calls cut by the end of a reply still being generated ------------------------------------ */
+
+/* The value at p, healed when the end of the reply cuts it, with its arguments dumped (NULL when
+ * there is no value yet). Partial replies only. */
+static cJSON *heal_value(parsed *o, const char *p, const char *end, const oxl_json_paths *paths) {
+    p = skip_ws(p, end);
+    return p < end ? oxl_json_with_dumped_args(p, end, o->marker, paths, NULL, NULL) : NULL;
+}
+
+static const char *const call_arg_keys[][2] = {{"arguments", NULL}, {"parameters", NULL}};
+static const oxl_json_paths call_paths = {call_arg_keys, 2, NULL, 0};
+static const char *const root_key[][2] = {{NULL, NULL}};
+static const oxl_json_paths root_paths = {root_key, 1, NULL, 0};
+
+/* Partial: the calls (an object or a list of them) at p, the last cut by the end of the reply;
+ * parsing stops there. Returns end. */
+static const char *heal_calls(parsed *o, const char *p, const char *end) {
+    o->stop = true;
+    cJSON *v = heal_value(o, p, end, &call_paths);
+    if (v) {
+        add_json_calls(o, v);
+    }
+    cJSON_Delete(v);
+    return end;
+}
+
+/* Partial: a call whose name is known and whose arguments (the JSON value at p) the end of the reply
+ * cuts; parsing stops there. Returns end. */
+static const char *heal_args(parsed *o, const char *name, size_t name_len, const char *p, const char *end,
+                             const char *id) {
+    o->stop = true;
+    cJSON *v = heal_value(o, p, end, &root_paths);
+    if (v) {
+        add_call(o, name, name_len, v, id);
+    }
+    cJSON_Delete(v);
+    return end;
 }
 
 /* The call section of each format: where it starts in [p, end) (NULL when none), and its parser,
@@ -377,6 +426,9 @@ static const char *parse_tagged(parsed *o, const char *p, const char *end, const
     }
     const char *after = NULL;
     cJSON *v = json_at(p + ko, end, &after);
+    if (!v && o->partial) {
+        return heal_calls(o, p + ko, end);
+    }
     bool ok = v && add_json_calls(o, v);
     cJSON_Delete(v);
     if (!ok) {
@@ -394,10 +446,13 @@ static const char *parse_function_tag(parsed *o, const char *p, const char *end)
     const char *name = p + strlen("<function=");
     const char *gt = find(name, end, ">");
     if (!gt) {
-        return NULL;
+        return o->partial ? (o->stop = true, end) : NULL;
     }
     const char *after = NULL;
     cJSON *v = json_at(gt + 1, end, &after);
+    if (!v && o->partial) {
+        return heal_args(o, name, (size_t)(gt - name), gt + 1, end, NULL);
+    }
     bool ok = cJSON_IsObject(v) && add_call(o, name, (size_t)(gt - name), v, NULL);
     cJSON_Delete(v);
     if (!ok) {
@@ -417,9 +472,17 @@ static const char *parse_python_tag(parsed *o, const char *p, const char *end) {
     const char *after = NULL;
     if (b < end && *b == '{') {
         cJSON *v = json_at(b, end, &after);
+        if (!v && o->partial) {
+            return heal_calls(o, b, end);
+        }
         bool ok = v && add_json_calls(o, v);
         cJSON_Delete(v);
         return ok ? after : NULL;
+    }
+    if (o->partial) {
+        /* NAME.call(...) or code: not known to be either before the reply ends */
+        o->stop = true;
+        return end;
     }
     const char *dot = find(b, end, ".call(");
     bool ident = dot != NULL && dot > b;
@@ -487,6 +550,9 @@ static const char *parse_mistral(parsed *o, const char *p, const char *end) {
     if (b < end && *b == '[') {
         const char *after = NULL;
         cJSON *v = json_at(b, end, &after);
+        if (!v && o->partial) {
+            return heal_calls(o, b, end);
+        }
         bool ok = cJSON_IsArray(v) && add_json_calls(o, v);
         cJSON_Delete(v);
         return ok ? after : NULL;
@@ -494,13 +560,18 @@ static const char *parse_mistral(parsed *o, const char *p, const char *end) {
     /* NAME[CALL_ID]ID[ARGS]{json} (Mistral Small 3.2) or NAME[ARGS]{json} (Devstral) */
     const char *args = find(b, end, "[ARGS]");
     if (!args) {
-        return NULL;
+        return o->partial ? (o->stop = true, end) : NULL;
     }
     const char *cid = find(b, args, "[CALL_ID]");
     const char *name_end = cid ? cid : args;
     char *id = cid ? strndup(cid + 9, (size_t)(args - cid - 9)) : NULL;
     const char *after = NULL;
     cJSON *v = json_at(args + 6, end, &after);
+    if (!v && o->partial) {
+        heal_args(o, b, (size_t)(name_end - b), args + 6, end, id);
+        free(id);
+        return end;
+    }
     bool ok = cJSON_IsObject(v) && add_call(o, b, (size_t)(name_end - b), v, id);
     cJSON_Delete(v);
     free(id);
@@ -523,7 +594,7 @@ static const char *parse_deepseek(parsed *o, const char *p, const char *end) {
         p += strlen(DS_CALL_BEGIN);
         const char *sep = find(p, end, DS_SEP);
         if (!sep) {
-            return NULL;
+            return o->partial ? (o->stop = true, end) : NULL;
         }
         const char *name = p, *name_end = sep, *q = sep + strlen(DS_SEP);
         if (sep - p == 8 && !memcmp(p, "function", 8)) {
@@ -531,7 +602,7 @@ static const char *parse_deepseek(parsed *o, const char *p, const char *end) {
             name = q;
             const char *nl = find(q, end, "\n");
             if (!nl) {
-                return NULL;
+                return o->partial ? (o->stop = true, end) : NULL;
             }
             name_end = nl;
             q = skip_ws(nl, end);
@@ -547,6 +618,9 @@ static const char *parse_deepseek(parsed *o, const char *p, const char *end) {
         }
         const char *after = NULL;
         cJSON *v = json_at(q, end, &after);
+        if (!v && o->partial) {
+            return heal_args(o, name, (size_t)(name_end - name), q, end, NULL);
+        }
         bool ok = cJSON_IsObject(v) && add_call(o, name, (size_t)(name_end - name), v, NULL);
         cJSON_Delete(v);
         if (!ok) {
@@ -586,8 +660,7 @@ static cJSON *xml_value(const parsed *o, const char *fn, size_t fn_len, const ch
     }
     cJSON *val = NULL;
     if (!is_string) {
-        const char *stop = NULL;
-        val = cJSON_ParseWithOpts(raw, &stop, true);
+        val = oxl_json_parse_strict(raw, raw + n);
     }
     if (!val) {
         val = cJSON_CreateString(raw);
@@ -669,6 +742,9 @@ static const char *parse_calls(parsed *o, const char *p, const char *end) {
         q = find(q, end, "functools[") + strlen("functools");
         const char *after = NULL;
         cJSON *v = json_at(q, end, &after);
+        if (!v && o->partial) {
+            return heal_calls(o, q, end);
+        }
         bool ok = cJSON_IsArray(v) && add_json_calls(o, v);
         cJSON_Delete(v);
         return ok ? after : NULL;
@@ -676,6 +752,9 @@ static const char *parse_calls(parsed *o, const char *p, const char *end) {
     case OXL_CHAT_FMT_COMMAND_R7B: {
         const char *after = NULL;
         cJSON *v = json_at(q + strlen("<|START_ACTION|>"), end, &after);
+        if (!v && o->partial) {
+            return heal_calls(o, q + strlen("<|START_ACTION|>"), end);
+        }
         bool ok = cJSON_IsArray(v) && add_json_calls(o, v);
         cJSON_Delete(v);
         if (!ok) {
@@ -692,6 +771,9 @@ static const char *parse_calls(parsed *o, const char *p, const char *end) {
         }
         const char *after = NULL;
         cJSON *v = json_at(q, end, &after);
+        if (!v && o->partial) {
+            return heal_calls(o, q, end);
+        }
         bool ok = cJSON_IsArray(v) && add_json_calls(o, v);
         cJSON_Delete(v);
         if (!ok) {
@@ -704,6 +786,9 @@ static const char *parse_calls(parsed *o, const char *p, const char *end) {
         if (starts(q, end, "<|tool_call|>")) {
             const char *after = NULL;
             cJSON *v = json_at(q + strlen("<|tool_call|>"), end, &after);
+            if (!v && o->partial) {
+                return heal_calls(o, q + strlen("<|tool_call|>"), end);
+            }
             bool ok = v && add_json_calls(o, v);
             cJSON_Delete(v);
             return ok ? after : NULL;
@@ -726,6 +811,15 @@ static const char *parse_calls(parsed *o, const char *p, const char *end) {
         } else if (q < end && *q == '{' && call_fmt_of(s->format).json_reply) {
             const char *after = NULL;
             cJSON *v = json_at(q, end, &after);
+            if (!v && o->partial) {
+                /* llama.cpp's generic format dumps tool_call(s).arguments; Llama 3.x's parameters */
+                static const char *const keys[][2] = {
+                    {"tool_calls", "arguments"}, {"tool_call", "arguments"}, {"arguments", NULL}, {"parameters", NULL}};
+                static const oxl_json_paths paths = {keys, 4, NULL, 0};
+                o->stop = true;
+                v = heal_value(o, q, end, &paths);
+                after = end;
+            }
             bool ok = false;
             if (s->format == OXL_CHAT_FMT_GENERIC && cJSON_IsObject(v)) {
                 /* llama.cpp's generic shape: {"tool_calls": [...]} or {"tool_call": {...}} */
@@ -746,6 +840,9 @@ static const char *parse_calls(parsed *o, const char *p, const char *end) {
         }
         if (!r) {
             return last;
+        }
+        if (o->stop) {
+            return end;
         }
         last = q = r;
     }
@@ -855,7 +952,11 @@ static void parse_harmony(parsed *o, const char *p, const char *end, bool partia
         bool to_assistant = recip && recip_len == 9 && !memcmp(recip, "assistant", 9);
         if (recip && !to_assistant) {
             if (recip_len > 10 && !memcmp(recip, "functions.", 10)) {
-                if (!partial && o->s->tools) {
+                if (partial && !closed && o->s->tools) {
+                    heal_args(o, recip + 10, recip_len - 10, body, bend, NULL);
+                    return;
+                }
+                if (o->s->tools) {
                     cJSON *a = json_at(body, bend, NULL);
                     if (!a) {
                         char *raw = strndup(body, (size_t)(bend - body));
@@ -948,10 +1049,14 @@ static void parse_body(parsed *o, const char *p, const char *end, bool partial) 
     }
     const char *c = calls_start(s, p, end);
     if (partial) {
-        /* content stops where calls may begin */
+        /* content stops where calls may begin; the calls so far follow, the last one maybe cut short
+         * (its arguments as far as the reply fixes them); text after calls waits for the end */
         const char *stop = c ? c : end - partial_tail(p, end, call_fmt_of(s->format).starts);
         put_content(o, p, stop);
         rtrim(&o->content); /* a call that follows trims it */
+        if (c) {
+            parse_calls(o, c, end);
+        }
         return;
     }
     while (c) {
@@ -987,6 +1092,13 @@ cJSON *oxl_chat_parse_msg(const oxl_chat_syntax *s, const char *text, size_t len
         return NULL;
     }
     const char *p = text ? text : "", *end = p + (text ? len : 0);
+    /* llama.cpp heals with a number the reply does not contain (common_chat_msg_parser) */
+    for (unsigned k = 0;; k++) {
+        snprintf(o.marker, sizeof o.marker, "%u", 1804289383u + k * 7919u);
+        if (!find(p, end, o.marker)) {
+            break;
+        }
+    }
     if (s->format == OXL_CHAT_FMT_GPT_OSS) {
         parse_harmony(&o, p, end, partial);
     } else if (s->think_tags) {

@@ -57,7 +57,8 @@ oxl_chat_syntax oxl_chat_syntax_for(const char *tmpl, const char *prompt, bool r
 /* Parses len bytes of a reply into a new {"role": "assistant", "content", "reasoning_content"
  * (present when not empty), "tool_calls" (present when any)} object; content is null when the reply
  * is only calls. partial: the reply is still being generated; content and reasoning then stop
- * before any text that may still become markup, and no calls are returned. NULL when out of memory. */
+ * before any text that may still become markup, and the calls so far are returned, the last one's
+ * arguments cut where the reply stops fixing them (see oxl_chat_parse). NULL when out of memory. */
 cJSON *oxl_chat_parse_msg(const oxl_chat_syntax *s, const char *text, size_t len, bool partial);
 
 #endif

@@ -6,6 +6,7 @@
  * inside a thought, as llama.cpp's generation prompt does. Every shorter prefix parsed as a partial
  * reply gives content and reasoning that the full reply's extend (what streaming relies on). Plus
  * format detection, the message shape, the options' errors and hostile texts. */
+#include "chat_parse.h"
 #include "jinja.h"
 #include "oxillama.h"
 
@@ -133,6 +134,29 @@ static cJSON *parse(const char *tmpl, const char *input, const char *opts) {
 
 static bool is_prefix(const char *p, const char *s) { return !strncmp(p, s, strlen(p)); }
 
+/* A partial reply's calls as the finished reply's extend them (what streamed call deltas rely on,
+ * llama.cpp's common_chat_msg_diff): no more calls, the same names and ids, every call but the last
+ * whole, the last one's arguments a prefix of the final ones (its id may be still to come). */
+static bool calls_extended(const cJSON *part, const cJSON *full) {
+    const cJSON *pc = cJSON_GetObjectItem(part, "tool_calls"), *fc = cJSON_GetObjectItem(full, "tool_calls");
+    int n = cJSON_GetArraySize(pc);
+    if (n > cJSON_GetArraySize(fc)) {
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        const cJSON *a = cJSON_GetArrayItem(pc, i), *b = cJSON_GetArrayItem(fc, i);
+        const cJSON *fa = cJSON_GetObjectItem(a, "function"), *fb = cJSON_GetObjectItem(b, "function");
+        const char *aa = str_of(fa, "arguments"), *ab = str_of(fb, "arguments");
+        bool last = i + 1 == n; /* its id may follow its arguments (Mistral's {"arguments", "id"}) */
+        if (strcmp(str_of(fa, "name"), str_of(fb, "name")) ||
+            (strcmp(str_of(a, "id"), str_of(b, "id")) && !(last && !*str_of(a, "id"))) ||
+            (!last ? strcmp(aa, ab) != 0 : !is_prefix(aa, ab))) {
+            return false;
+        }
+    }
+    return true;
+}
+
 Test(chat_parse, llama_cpp_cases) {
     char *text = read_all(OXL_SOURCE_DIR "/golden/chat-parse/cases.json");
     cr_assert(text);
@@ -173,8 +197,7 @@ Test(chat_parse, llama_cpp_cases) {
             }
             char *pre = strndup(input, i);
             cJSON *pm = parse(tmpl, pre, pj);
-            bool ok = cJSON_GetObjectItem(pm, "tool_calls") == NULL &&
-                      is_prefix(str_of(pm, "content"), str_of(got, "content")) &&
+            bool ok = calls_extended(pm, got) && is_prefix(str_of(pm, "content"), str_of(got, "content")) &&
                       is_prefix(str_of(pm, "reasoning_content"), str_of(got, "reasoning_content"));
             if (!ok) {
                 char *g = cJSON_PrintUnformatted(pm);
@@ -344,4 +367,150 @@ Test(chat_parse, errors) {
     cr_expect_eq(oxl_chat_reasoning_format("deepseek"), 1);
     cr_expect_eq(oxl_chat_reasoning_format(NULL), 1);
     cr_expect_eq(oxl_chat_reasoning_format("deepseek-legacy"), -1);
+}
+
+/* A partial parse's calls: n of them, the last named name with arguments args (exact text). */
+static void expect_partial_call(const char *tmpl_name, const char *input, int n, const char *name, const char *args) {
+    char *t = template_of(tmpl_name);
+    cJSON *m = parse(t, input, "{\"partial\": true, \"generate_ids\": false}");
+    const cJSON *calls = cJSON_GetObjectItem(m, "tool_calls");
+    cr_expect_eq(cJSON_GetArraySize(calls), n, "%s: %s", tmpl_name, input);
+    if (n > 0 && cJSON_GetArraySize(calls) == n) {
+        const cJSON *fn = cJSON_GetObjectItem(cJSON_GetArrayItem(calls, n - 1), "function");
+        cr_expect_str_eq(str_of(fn, "name"), name, "%s", input);
+        cr_expect_str_eq(str_of(fn, "arguments"), args, "%s", input);
+    }
+    cJSON_Delete(m);
+    free(t);
+}
+
+/* Calls of replies still being generated, as llama.cpp's common_chat_parse(is_partial = true) gives
+ * them: tests/test-chat.cpp's partial expectations (Functionary v3.1 "...{\"arg1\": 1}<", Command
+ * R7B and generic calls whose name is cut, Hermes "<tool_call>{\"name\"", the generic format's
+ * name-only and cut-argument calls) and, per format, a call
+ * whose arguments the reply cuts, cut where test-chat-parser.cpp's test_json_with_dumped_args cuts
+ * them (a value that may still grow is left out; a string is kept up to its end). */
+Test(chat_parse, partial_calls) {
+    expect_partial_call("meetkai-functionary-medium-v3.1", "<function=special_function>{\"arg1\": 1}<", 1,
+                        "special_function", "{\"arg1\":1}");
+    char *t = template_of("CohereForAI-c4ai-command-r7b-12-2024-tool_use");
+    cJSON *m = parse(t,
+                     "<|START_THINKING|>I'm\nthinking<|END_THINKING|><|START_ACTION|>[\n    {\"tool_call_id\": \"0\", "
+                     "\"tool_name\": \"special",
+                     "{\"partial\": true}");
+    cr_expect_str_eq(str_of(m, "reasoning_content"), "I'm\nthinking");
+    cr_expect_null(cJSON_GetObjectItem(m, "tool_calls"));
+    cJSON_Delete(m);
+    free(t);
+    t = template_of("google-gemma-2-2b-it");
+    m = parse(t, "{ \"tool_call\" : { \"name\" : \"t", "{\"partial\": true}");
+    cr_expect_null(cJSON_GetObjectItem(m, "tool_calls"));
+    cr_expect_str_eq(str_of(m, "content"), "");
+    cJSON_Delete(m);
+    free(t);
+    static const char *const hermes_cut[] = {"Let's call something\n<tool_call>{\"name\"",
+                                             "Let's call something\n<tool_call>{\"name"};
+    t = template_of("NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use");
+    for (int i = 0; i < 2; i++) {
+        m = parse(t, hermes_cut[i], "{\"partial\": true}");
+        cr_expect_null(cJSON_GetObjectItem(m, "tool_calls"));
+        /* llama.cpp keeps the newline; content before a call is trimmed here (as when finished) */
+        cr_expect_str_eq(str_of(m, "content"), "Let's call something");
+        cJSON_Delete(m);
+    }
+    free(t);
+    const char *h = "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use";
+    expect_partial_call(h, "<tool_call>\n{\"name\": \"get_wea", 0, NULL, NULL);
+    expect_partial_call(h, "<tool_call>\n{\"name\": \"get_weather\", ", 1, "get_weather", "");
+    expect_partial_call(h, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\"", 1, "get_weather", "");
+    expect_partial_call(h, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": ", 1, "get_weather",
+                        "{\"city\":");
+    expect_partial_call(h, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par", 1, "get_weather",
+                        "{\"city\":\"Par");
+    expect_partial_call(h, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"days\": 12", 1, "get_weather",
+                        "{\"days\":");
+    expect_partial_call(h,
+                        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"caf\xc3\xa9\"}}\n</tool_",
+                        1, "get_weather", "{\"city\":\"caf\\u00e9\"}");
+    expect_partial_call(h,
+                        "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": "
+                        "\"b\", \"arguments\": [1, ",
+                        2, "b", "[1,");
+    expect_partial_call("meta-llama-Llama-3.2-3B-Instruct",
+                        "{\"name\": \"special_function\", \"parameters\": {\"arg1\": \"a", 1, "special_function",
+                        "{\"arg1\":\"a");
+    expect_partial_call("mistralai-Mistral-Nemo-Instruct-2407",
+                        "[TOOL_CALLS][{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}, \"id\": "
+                        "\"123456789\"}, {\"name\": \"spe",
+                        1, "special_function", "{\"arg1\":1}");
+    expect_partial_call("mistralai-Mistral-Nemo-Instruct-2407",
+                        "[TOOL_CALLS][{\"name\": \"special_function\", \"arguments\": {\"arg1\": tr", 1,
+                        "special_function", "{\"arg1\":");
+    expect_partial_call("deepseek-ai-DeepSeek-R1-Distill-Llama-8B",
+                        "<\xef\xbd\x9ctool\xe2\x96\x81"
+                        "calls\xe2\x96\x81"
+                        "begin\xef\xbd\x9c><\xef\xbd\x9ctool\xe2\x96\x81"
+                        "call\xe2\x96\x81"
+                        "begin\xef\xbd\x9c>function<\xef\xbd\x9ctool\xe2\x96\x81sep\xef\xbd\x9c>special_function\n"
+                        "```json\n{\"arg1\": [\"x\", ",
+                        1, "special_function", "{\"arg1\":[\"x\",");
+    expect_partial_call("openai-gpt-oss-120b",
+                        "<|channel|>commentary to=functions.special_function <|constrain|>json<|message|>{\"arg1\": ",
+                        1, "special_function", "{\"arg1\":");
+    /* test-chat.cpp's generic partial calls */
+    const char *g = "google-gemma-2-2b-it";
+    expect_partial_call(g,
+                        "{\"tool_call\": {\"name\": \"puppeteer_screenshot\", \"arguments\": {\"name\": "
+                        "\"servethehome_homepage\",",
+                        1, "puppeteer_screenshot", "{\"name\":\"servethehome_homepage\",");
+    expect_partial_call(g, "{ \"tool_call\" : { \"name\" : \"special_function\"", 1, "special_function", "");
+    expect_partial_call(g, "{ \"tool_call\" : { \"name\" : \"special_function\", \"arguments\" : { \"arg", 1,
+                        "special_function", "{\"arg");
+}
+
+/* Hostile partial replies: every format, texts cut inside markers, deep nesting, bad UTF-8 and
+ * escapes; each parse succeeds with a message whose calls (if any) have a name. */
+Test(chat_parse, partial_hostile) {
+    static const char *const texts[] = {
+        "<tool_call>",
+        "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"\\u12",
+        "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"\xff\xfe",
+        "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"\xe2\x82",
+        "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": x",
+        "<tool_call>{\"name\": \"f\", \"arguments\": {{{{",
+        "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
+        "[TOOL_CALLS]f[ARGS]{\"a\": -",
+        "[TOOL_CALLS]f[CALL_ID]1",
+        "<function=f>{\"a\": 1.",
+        "<function=f",
+        "{\"name\": \"f\", \"parameters\": {\"a\": 1e",
+        "{\"tool_calls\": [{\"name\": \"f\", \"arguments\": \"{\\\\\"",
+        "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\": tr",
+        "<|channel|>commentary to=functions.f<|message|>",
+        " functools[{\"name\": \"f\", \"arguments\": {\"a\": nul",
+        "<|START_ACTION|>[{\"tool_name\": \"f\", \"parameters\": {\"a\": \"b\\",
+        "<|tool_call|>[{\"name\": \"f\", \"arguments\": {",
+        "<|python_tag|>f.call(a=\"",
+    };
+    char deep[3000];
+    memset(deep, '[', sizeof deep - 1);
+    deep[sizeof deep - 1] = 0;
+    for (int f = 0; f < OXL_CHAT_FMT_COUNT; f++) {
+        char opts[160];
+        snprintf(opts, sizeof opts, "{\"partial\": true, \"format\": \"%s\"}", oxl_chat_format_name((oxl_chat_fmt)f));
+        for (size_t i = 0; i <= sizeof texts / sizeof *texts; i++) {
+            const char *txt = i < sizeof texts / sizeof *texts ? texts[i] : deep;
+            char *out = NULL;
+            oxl_error err = {0};
+            cr_assert_eq(oxl_chat_parse(NULL, NULL, txt, opts, &out, &err), 0, "%s: %s", opts, err.msg);
+            cJSON *m = cJSON_Parse(out);
+            cr_assert(m, "%s", out);
+            const cJSON *calls = cJSON_GetObjectItem(m, "tool_calls");
+            for (const cJSON *c = calls ? calls->child : NULL; c; c = c->next) {
+                cr_expect(*str_of(cJSON_GetObjectItem(c, "function"), "name"), "%s: %s", opts, out);
+            }
+            cJSON_Delete(m);
+            free(out);
+        }
+    }
 }
