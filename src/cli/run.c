@@ -236,6 +236,11 @@ int oxl_cmd_run(int argc, char **argv) {
             goto done;
         }
     }
+    if (o.ctx_shift && (o.conversation || spec_ngram || spec_draft)) {
+        fprintf(stderr, "error: --context-shift is not implemented with %s\n",
+                o.conversation ? "-cnv (a chat stops when its context is full)" : "speculative decoding");
+        goto done;
+    }
     if (o.conversation) {
         status = oxl_chat_loop(model, ctx, smpl, &o);
         goto done;

@@ -20,3 +20,13 @@ oxl_output_test(ctxshift-run-recurrent refusal "error: --context-shift: position
   ${OXL_BIN} run -m ${G}/arch/mamba.gguf -p "Once upon a time" -c 32 -n 40 --context-shift)
 oxl_output_test(ctxshift-run-mrope refusal "error: --context-shift: position shift: M-RoPE \\(architecture qwen2vl\\) cannot be shifted"
   ${OXL_BIN} run -m ${G}/arch/qwen2vl.gguf -p "Once upon a time" -c 32 -n 40 --context-shift)
+# serve: finish "length" at n_ctx - 1 without shift, generation past the slot's context with
+# --context-shift, the warning for a model that cannot shift; the request log (text, json, none)
+add_test(NAME ctxshift-serve COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/check_ctx_shift_serve.py ${OXL_BIN}
+                                    ${M}/stories260K.gguf ${G}/arch/mamba.gguf ${G}/run/once.prompt
+                                    ${G}/run/once.expected)
+set_tests_properties(ctxshift-serve PROPERTIES TIMEOUT 300)
+oxl_output_test(ctxshift-run-cnv refusal "error: --context-shift is not implemented with -cnv"
+  ${OXL_BIN} run -m ${M}/stories260K.gguf -cnv --context-shift)
+oxl_output_test(ctxshift-run-spec refusal "error: --context-shift is not implemented with speculative decoding"
+  ${OXL_BIN} run -m ${M}/stories260K.gguf -p "Once upon a time" --spec-type ngram-simple --context-shift)
