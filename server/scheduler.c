@@ -44,7 +44,6 @@ struct oxl_sched {
     const oxl_model *model;
     oxl_ctx *ctx;
     int32_t n_vocab, n_ctx_slot, n_slots, n_batch;
-    int32_t n_ctx_train;
     bool ctx_shift, shift_verbose, add_bos;
     int32_t n_keep; /* --keep (-1: the prompt) */
     slot *slots;
@@ -582,10 +581,8 @@ static void sample_slot(oxl_sched *s, slot *sl, double step_seconds) {
     }
     bool at_max = g->max_tokens >= 0 && sl->n_gen >= g->max_tokens;
     /* llama-server's process_token: without context shift, stop when the next token would fill the
-     * context; with no max_tokens, stop at the training context (its guard against EOS-less
-     * generation) */
-    bool ctx_full = (!s->ctx_shift && sl->n_cache + 1 >= s->n_ctx_slot) ||
-                    (g->max_tokens < 0 && sl->n_prompt + sl->n_gen >= s->n_ctx_train);
+     * context */
+    bool ctx_full = !s->ctx_shift && sl->n_cache + 1 >= s->n_ctx_slot;
     if (ctx_full) {
         c->truncated = true;
     }
@@ -948,7 +945,6 @@ oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_s
     s->ctx = ctx;
     s->n_vocab = oxl_model_n_vocab(model);
     s->n_ctx_slot = oxl_ctx_n_ctx(ctx);
-    s->n_ctx_train = oxl_model_n_ctx_train(model);
     s->add_bos = oxl_vocab_add_bos(model);
     s->n_slots = oxl_ctx_n_seq_max(ctx);
     s->n_batch = n_batch;
