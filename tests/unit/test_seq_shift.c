@@ -86,14 +86,18 @@ static rows layer0(const oxl_ctx *ctx, const oxl_token *tokens) {
     cr_assert_gt(oxl_state_seq_save_buf(ctx, 0, tokens, n, buf, size, &err), 0, "%s", err.msg);
     rows r = {.n = n, .kv_dim = (int32_t)rd32(buf + 68)};
     const uint32_t type_k = rd32(buf + 80), type_v = rd32(buf + 84);
-    cr_assert(type_k == 0 || type_k == 1, "f32 or f16 K cache");
-    const size_t k_row = (size_t)r.kv_dim * (type_k ? 2 : 4);
-    r.v_bytes = (size_t)r.kv_dim * (type_v ? 2 : 4);
+    cr_assert(type_k == 0 || type_k == 1 || type_k == 8, "f32, f16 or q8_0 K cache");
+    /* q8_0: blocks of 32 values, an fp16 scale then 32 int8 (34 bytes) */
+    const size_t k_row = type_k == 8 ? (size_t)r.kv_dim / 32 * 34 : (size_t)r.kv_dim * (type_k ? 2 : 4);
+    r.v_bytes = type_v == 8 ? (size_t)r.kv_dim / 32 * 34 : (size_t)r.kv_dim * (type_v ? 2 : 4);
     const uint8_t *k = buf + 128 + 4 * (size_t)n;
     r.k = malloc((size_t)n * (size_t)r.kv_dim * sizeof(float));
     r.v = malloc((size_t)n * r.v_bytes);
     for (size_t i = 0; i < (size_t)n * (size_t)r.kv_dim; i++) {
-        if (type_k) {
+        if (type_k == 8) {
+            const uint8_t *blk = k + i / 32 * 34;
+            r.k[i] = half_to_float((uint16_t)(blk[0] | blk[1] << 8)) * (float)(int8_t)blk[2 + i % 32];
+        } else if (type_k) {
             r.k[i] = half_to_float((uint16_t)(k[2 * i] | k[2 * i + 1] << 8));
         } else {
             memcpy(&r.k[i], k + 4 * i, 4);
@@ -161,8 +165,12 @@ static void check_shift(const char *path, oxl_kv_type tk, int n_pairs) {
     decode(b, kept, n_kept);
     rows fresh = layer0(b, kept);
 
+    /* q8_0 rounds each value to half a step of its block's scale max|block| / 127: at most
+     * max|k| / 254 per storing, three storings (as f16 above) */
     const float tol_rel = (float)((3.0 * N_TOK * (n_pairs + 2) * 1.4142 + 64.0) * ldexp(1.0, -24)) +
-                          (tk == OXL_KV_F16 ? 3.0f * ldexpf(1.0f, -11) : 0.0f);
+                          (tk == OXL_KV_F16    ? 3.0f * ldexpf(1.0f, -11)
+                           : tk == OXL_KV_Q8_0 ? 3.0f / 254.0f
+                                               : 0.0f);
     float max_abs = 0.0f;
     /* the kept positions: untouched */
     float d = max_diff(&shifted, 0, &fresh, 0, N_KEEP, &max_abs);
@@ -176,7 +184,8 @@ static void check_shift(const char *path, oxl_kv_type tk, int n_pairs) {
                   tol_rel * max_abs, max_abs);
     /* the same rows moved without the re-rotation are far from the fresh ones: the check can fail */
     float d_unrotated = max_diff(&before, N_KEEP + N_DISCARD, &fresh, N_KEEP, n_moved, &max_abs);
-    cr_assert_gt(d_unrotated, 100.0f * tol_rel * max_abs, "%s: moved rows without rotation differ by only %g", path,
+    const float margin = tk == OXL_KV_Q8_0 ? 4.0f : 100.0f;
+    cr_assert_gt(d_unrotated, margin * tol_rel * max_abs, "%s: moved rows without rotation differ by only %g", path,
                  d_unrotated);
     /* V rows: moved byte for byte */
     cr_assert_eq(memcmp(shifted.v, before.v, (size_t)N_KEEP * before.v_bytes), 0);
@@ -204,6 +213,9 @@ static void check_shift(const char *path, oxl_kv_type tk, int n_pairs) {
 /* llama (normal RoPE, pairs (2i, 2i+1)), head_dim 8: 4 pairs */
 Test(seq_shift, llama_norm_rope_f32) { check_shift(MODELS "stories260K.gguf", OXL_KV_F32, 4); }
 Test(seq_shift, llama_norm_rope_f16) { check_shift(MODELS "stories260K.gguf", OXL_KV_F16, 4); }
+/* gemma3 (head_dim 32) with a q8_0 K cache: rows dequantized, rotated, quantized back (no Hadamard
+ * rotation around them: it needs head_dim a multiple of 64) */
+Test(seq_shift, gemma3_q8_0_cache) { check_shift(ARCH "gemma3.gguf", OXL_KV_Q8_0, 16); }
 /* qwen2 (NeoX RoPE, pairs (i, i + n_rot/2)) */
 Test(seq_shift, qwen2_neox_rope) { check_shift(ARCH "qwen2.gguf", OXL_KV_F32, 64); }
 /* gemma3: layer 0 is a sliding-window layer with its own RoPE base, q/k norms before RoPE */
