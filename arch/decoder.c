@@ -750,6 +750,31 @@ static const float *rope_factors(const oxl_ctx *ctx, const oxl_decoder *d) {
     return n_ctx_seq > d->o.n_ctx_orig ? d->rope_long.data : d->rope_short.data;
 }
 
+int oxl_decoder_k_rope(const oxl_ctx *ctx, int il, oxl_rope *rope, oxl_error *err) {
+    const oxl_model *m = ctx->model;
+    const oxl_decoder *d = m->weights;
+    const oxl_decoder_opts *o = &d->o;
+    const oxl_decoder_layer *l = &d->layers[il];
+    if (l->recurrent) {
+        return oxl_err_set(err, "position shift: architecture %s has recurrent layers", m->arch->name);
+    }
+    if (l->mla.wkv_a.data) {
+        return oxl_err_set(err, "position shift: latent attention (architecture %s) is not supported", m->arch->name);
+    }
+    const oxl_rope *r = oxl_decoder_is_swa(o, il) ? &o->rope_swa : &o->rope;
+    if (r->mode == OXL_ROPE_MROPE || r->mode == OXL_ROPE_IMROPE) {
+        /* llama_kv_cache::get_can_shift: false when n_pos_per_embd() > 1 */
+        return oxl_err_set(err, "position shift: M-RoPE (architecture %s) cannot be shifted, as in llama.cpp",
+                           m->arch->name);
+    }
+    if (r->mode == OXL_ROPE_NONE || l->no_rope) {
+        return 0; /* keys without rotation (learned positions, ALiBi, NoPE layers): moved as they are */
+    }
+    *rope = *r;
+    rope->factors = rope_factors(ctx, d);
+    return 1;
+}
+
 void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
     const oxl_model *m = ctx->model;
     const oxl_hparams *hp = &m->hp;

@@ -263,12 +263,17 @@ size_t oxl_decoder_work_size(const oxl_model *m, int32_t n_batch, int32_t n_ctx,
 void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits);
 void oxl_decoder_describe(const oxl_model *m, FILE *out);
 void oxl_decoder_repack(oxl_model *m, bool evict);
+/* The RoPE of layer il's cached keys for a position shift (oxl_arch.k_rope): the layer's rope or
+ * rope_swa with this context's frequency factors; none on NoPE layers and without RoPE; refused
+ * for recurrent layers, latent attention and M-RoPE. */
+int oxl_decoder_k_rope(const oxl_ctx *ctx, int il, oxl_rope *rope, oxl_error *err);
 
 /* An oxl_arch entry for a decoder architecture with its load function. */
 #define OXL_DECODER_ARCH(arch_name, load_fn)                                                                           \
     {                                                                                                                  \
         .name = (arch_name), .load = (load_fn), .free_weights = oxl_decoder_free, .work_size = oxl_decoder_work_size,  \
-        .forward = oxl_decoder_forward, .describe = oxl_decoder_describe, .repack = oxl_decoder_repack                 \
+        .forward = oxl_decoder_forward, .describe = oxl_decoder_describe, .repack = oxl_decoder_repack,                \
+        .k_rope = oxl_decoder_k_rope                                                                                   \
     }
 
 #endif

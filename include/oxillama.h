@@ -216,6 +216,39 @@ OXL_API int32_t oxl_seq_n_past(const oxl_ctx *ctx, int32_t seq);
  * n_past 0 is applied; any other value leaves the sequence unchanged (check oxl_seq_n_past). */
 OXL_API void oxl_seq_truncate(oxl_ctx *ctx, int32_t seq, int32_t n_past);
 
+/* Position shift of a sequence's cache, the context shift of llama.cpp's llama-server and
+ * llama-completion (tools/server/server-context.cpp, tools/completion/completion.cpp):
+ * llama_memory_seq_rm(mem, seq, p0 + delta, p0) then llama_memory_seq_add(mem, seq, p0, p1, delta),
+ * with the K shift that llama_kv_cache applies at the next decode (build_graph_shift /
+ * build_rope_shift, src/llama-kv-cache.cpp) done at once.
+ *
+ * Positions are token positions within sequence seq. The cache holds each sequence's positions
+ * 0 .. n_past-1 without gaps, so the shift moves the tail: p1 must be oxl_seq_n_past(ctx, seq)
+ * (or -1, meaning it, as llama.cpp's p1 < 0), delta <= 0 and p0 + delta >= 0, 0 <= p0 <= p1.
+ * Positions [p0 + delta, p0) are dropped, positions [p0, p1) become [p0 + delta, p1 + delta) and
+ * n_past becomes p1 + delta; positions below p0 + delta are untouched. For every layer with a
+ * cache of its own, each moved K row (n_head_kv heads of head_dim elements) is re-rotated by the
+ * layer's RoPE at position delta (ggml_rope_ext with the shift as the position: same mode, n_rot,
+ * base and scale per layer, sliding-window layers' own base, frequency factors, YaRN parameters;
+ * M-RoPE is never shifted); a quantized K row is dequantized, its Hadamard rotation undone, rotated,
+ * the Hadamard rotation applied again and quantized back, as build_rope_shift does. V rows and the
+ * K rows of layers without RoPE (NoPE layers, ALiBi, learned positions) are moved unchanged. With
+ * standard RoPE, rotating the row cached at p by delta gives, up to float rounding, the row the
+ * model computes for the same key input at p + delta (the angles are linear in the position; YaRN's
+ * magnitude scale is applied once more, as in llama.cpp).
+ *
+ * Returns 0, or -1 with err set and the sequence unchanged: an invalid seq or range (named with its
+ * values), delta > 0 (it would leave empty positions), or a context that cannot shift (the reasons
+ * of oxl_ctx_can_shift). */
+OXL_API int oxl_seq_add(oxl_ctx *ctx, int32_t seq, int32_t p0, int32_t p1, int32_t delta, oxl_error *err);
+/* Whether oxl_seq_add may shift this context's sequences (llama_memory_can_shift): returns 0, or
+ * -1 with err naming why not: recurrent or hybrid state (mamba, jamba, qwen35, lfm2, ... : one
+ * state per sequence that cannot be re-positioned, llama_memory_recurrent::get_can_shift),
+ * M-RoPE (qwen2vl: llama_kv_cache::get_can_shift refuses n_pos_per_embd > 1), latent attention
+ * (deepseek2: not implemented here), or an architecture whose cache layout has no shift here
+ * (bert, nomic-bert, gemma3n). */
+OXL_API int oxl_ctx_can_shift(const oxl_ctx *ctx, oxl_error *err);
+
 /* A batch of tokens from one or more sequences (llama.cpp's llama_batch): token i goes to sequence
  * seq_id[i] at position pos[i], which must be that sequence's next position (tokens of a sequence
  * appear in order). logits[i] != 0 keeps token i's logits. The arrays are the caller's. */

@@ -30,7 +30,18 @@ typedef struct oxl_srv {
     atomic_int in_flight; /* requests between their first byte and their completion */
 } oxl_srv;
 
+/* The request log (http.c): one line on stderr per request once it is answered, with its method,
+ * route, status, token counts and duration. Reference-counted: the connection holds it, and a
+ * stream until its last byte; the line is printed when both are done. */
+typedef struct oxl_req_log oxl_req_log;
+/* Adds the prompt tokens and generated tokens of jobs (finished or not) to the line; lg may be NULL. */
+void oxl_req_log_jobs(oxl_req_log *lg, oxl_job *const *jobs, int n);
+void oxl_req_log_ref(oxl_req_log *lg);
+/* Drops a reference; the last prints the line and frees it. */
+void oxl_req_log_unref(oxl_req_log *lg);
+
 typedef struct oxl_request {
+    oxl_req_log *log; /* this request's log line (NULL: none) */
     const char *method;
     const char *path;
     const cJSON *json; /* parsed body of POST routes (an object), else NULL */
@@ -54,7 +65,8 @@ struct oxl_stream {
     char *out;
     size_t len, off, cap;
     bool done;
-    bool counted; /* counted in requests_cancelled_total */
+    bool counted;     /* counted in requests_cancelled_total */
+    oxl_req_log *log; /* the request's log line: the stream holds a reference until it ends */
     size_t (*produce)(oxl_stream *st);
     void *state; /* the route's, released with free_state */
     void (*free_state)(void *state);

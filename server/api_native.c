@@ -152,7 +152,7 @@ cJSON *oxl_native_generation_settings(oxl_srv *srv, const api_req *r) {
     }
     cJSON_AddNumberToObject(o, "max_tokens", g->max_tokens);
     cJSON_AddNumberToObject(o, "n_predict", g->max_tokens);
-    cJSON_AddNumberToObject(o, "n_keep", 0);
+    cJSON_AddNumberToObject(o, "n_keep", srv->cfg->n_keep);
     cJSON_AddNumberToObject(o, "n_discard", 0);
     bool ignore_eos = false;
     cJSON *bias = cJSON_CreateArray();
@@ -326,7 +326,7 @@ static cJSON *final_result(oxl_srv *srv, const api_req *r, const oxl_job *j, int
     cJSON_AddItemToObject(o, "prompt", oxl_json_text(pt ? pt : "", pt ? len : 0));
     free(pt);
     cJSON_AddBoolToObject(o, "has_new_line", c->text && memchr(c->text, '\n', c->len) != NULL);
-    cJSON_AddBoolToObject(o, "truncated", false);
+    cJSON_AddBoolToObject(o, "truncated", c->truncated);
     cJSON_AddStringToObject(o, "stop_type", type);
     cJSON_AddStringToObject(o, "stopping_word", word);
     cJSON_AddNumberToObject(o, "tokens_cached", j->n_prompt + predicted - 1);

@@ -529,6 +529,8 @@ void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **to
         ss->n_cp = n_prompts * r->n;
         oxl_random_id("msg_", ss->msg_id, sizeof ss->msg_id);
         st->srv = srv;
+        st->log = rq->log;
+        oxl_req_log_ref(st->log);
         st->fd = rq->fd;
         st->jobs = jobs;
         st->n_jobs = n_jobs;
@@ -539,7 +541,9 @@ void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **to
         out->stream = st;
         return;
     }
-    if (oxl_req_wait(srv, jobs, n_jobs, rq->fd) != 0) {
+    const int waited = oxl_req_wait(srv, jobs, n_jobs, rq->fd);
+    oxl_req_log_jobs(rq->log, jobs, n_jobs);
+    if (waited != 0) {
         oxl_req_release(srv, jobs, n_jobs);
         oxl_api_fail(&e, OXL_E_CLIENT_CLOSED, NULL, "client closed the request");
         oxl_reply_error(out, &e);
@@ -583,7 +587,9 @@ oxl_job *oxl_req_run_embd(oxl_srv *srv, const oxl_request *rq, oxl_token *const 
         oxl_job_release(NULL, j);
         return NULL;
     }
-    if (oxl_req_wait(srv, &j, 1, rq->fd) != 0) {
+    const int waited = oxl_req_wait(srv, &j, 1, rq->fd);
+    oxl_req_log_jobs(rq->log, &j, 1);
+    if (waited != 0) {
         oxl_job_release(srv->sched, j);
         oxl_api_fail(e, OXL_E_CLIENT_CLOSED, NULL, "client closed the request");
         return NULL;

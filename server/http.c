@@ -73,6 +73,10 @@ static void stream_free(void *cls) {
     if (!st->done && !st->counted) {
         atomic_fetch_add(&st->srv->n_cancelled, 1);
     }
+    oxl_sched_lock(st->srv->sched);
+    oxl_req_log_jobs(st->log, st->jobs, st->n_jobs);
+    oxl_sched_unlock(st->srv->sched);
+    oxl_req_log_unref(st->log);
     for (int i = 0; i < st->n_jobs; i++) {
         oxl_job_cancel(st->srv->sched, st->jobs[i]);
         oxl_job_release(st->srv->sched, st->jobs[i]);
@@ -83,6 +87,88 @@ static void stream_free(void *cls) {
     }
     free(st->out);
     free(st);
+}
+
+/* --- the request log ---------------------------------------------------------------------------- */
+
+struct oxl_req_log {
+    atomic_int refs;
+    bool json; /* --log-format json */
+    char method[16];
+    char *route;
+    int status; /* 0 until a reply is queued */
+    atomic_llong n_prompt, n_gen;
+    double t_start; /* monotonic seconds at the request's first byte */
+};
+
+/* A line for a request (NULL when the log is off or memory is short). */
+static oxl_req_log *req_log_new(const oxl_srv *srv, const char *method, const char *url) {
+    if (srv->cfg->log_level < 1) {
+        return NULL;
+    }
+    oxl_req_log *lg = calloc(1, sizeof *lg);
+    if (!lg || !(lg->route = strdup(url ? url : ""))) {
+        free(lg);
+        return NULL;
+    }
+    atomic_init(&lg->refs, 1);
+    lg->json = srv->cfg->log_json;
+    snprintf(lg->method, sizeof lg->method, "%s", method ? method : "");
+    lg->t_start = oxl_now();
+    return lg;
+}
+
+void oxl_req_log_jobs(oxl_req_log *lg, oxl_job *const *jobs, int n) {
+    for (int i = 0; lg && i < n; i++) {
+        if (!jobs[i]) {
+            continue;
+        }
+        atomic_fetch_add(&lg->n_prompt, jobs[i]->n_prompt);
+        for (int c = 0; c < jobs[i]->n_choices && jobs[i]->n_inputs == 0; c++) {
+            atomic_fetch_add(&lg->n_gen, jobs[i]->choice[c].n_gen);
+        }
+    }
+}
+
+void oxl_req_log_ref(oxl_req_log *lg) {
+    if (lg) {
+        atomic_fetch_add(&lg->refs, 1);
+    }
+}
+
+void oxl_req_log_unref(oxl_req_log *lg) {
+    if (!lg || atomic_fetch_sub(&lg->refs, 1) != 1) {
+        return;
+    }
+    const double ms = (oxl_now() - lg->t_start) * 1e3;
+    char *line = NULL;
+    if (lg->json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "method", lg->method);
+        cJSON_AddStringToObject(o, "route", lg->route);
+        cJSON_AddNumberToObject(o, "status", lg->status);
+        cJSON_AddNumberToObject(o, "prompt_tokens", (double)atomic_load(&lg->n_prompt));
+        cJSON_AddNumberToObject(o, "generated_tokens", (double)atomic_load(&lg->n_gen));
+        cJSON_AddNumberToObject(o, "duration_ms", round(ms * 1e3) / 1e3);
+        char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+        cJSON_Delete(o);
+        if (text && asprintf(&line, "%s\n", text) < 0) {
+            line = NULL;
+        }
+        free(text);
+    } else if (asprintf(&line, "request: %s %s %d prompt_tokens=%lld generated_tokens=%lld duration_ms=%.3f\n",
+                        lg->method, lg->route, lg->status, (long long)atomic_load(&lg->n_prompt),
+                        (long long)atomic_load(&lg->n_gen), ms) < 0) {
+        line = NULL;
+    }
+    if (line) {
+        /* one write: lines of concurrent requests do not interleave */
+        ssize_t w = write(STDERR_FILENO, line, strlen(line));
+        (void)w;
+        free(line);
+    }
+    free(lg->route);
+    free(lg);
 }
 
 /* --- API keys and rate limits ------------------------------------------------------------------ */
@@ -230,6 +316,7 @@ static void *watch_main(void *arg) {
 }
 
 typedef struct conn_req {
+    oxl_req_log *log;
     const oxl_route *rt;
     char *body;
     size_t len, cap;
@@ -250,8 +337,11 @@ static void add_cors(oxl_srv *srv, struct MHD_Connection *c, struct MHD_Response
     }
 }
 
-static enum MHD_Result send_reply(oxl_srv *srv, struct MHD_Connection *c, oxl_reply *rp) {
+static enum MHD_Result send_reply(oxl_srv *srv, struct MHD_Connection *c, oxl_reply *rp, oxl_req_log *lg) {
     struct MHD_Response *resp;
+    if (lg) {
+        lg->status = rp->status;
+    }
     if (rp->stream) {
         resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, rp->stream, stream_free);
         if (!resp) {
@@ -293,10 +383,10 @@ static enum MHD_Result send_reply(oxl_srv *srv, struct MHD_Connection *c, oxl_re
     return r;
 }
 
-static enum MHD_Result send_error(oxl_srv *srv, struct MHD_Connection *c, const oxl_api_error *e) {
+static enum MHD_Result send_error(oxl_srv *srv, struct MHD_Connection *c, const oxl_api_error *e, oxl_req_log *lg) {
     oxl_reply rp = {0};
     oxl_reply_error(&rp, e);
-    return send_reply(srv, c, &rp);
+    return send_reply(srv, c, &rp, lg);
 }
 
 /* The first byte that makes s invalid UTF-8, or len when it is valid. */
@@ -413,6 +503,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_NO;
         }
         *con_cls = cr;
+        cr->log = req_log_new(srv, method, url);
         atomic_fetch_add(&srv->in_flight, 1);
         atomic_fetch_add(&srv->n_requests, 1);
         if (!strcmp(method, "OPTIONS") && srv->cfg->cors_origin) {
@@ -423,6 +514,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
             MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
             atomic_fetch_add(&srv->by_status[204], 1);
+            if (cr->log) {
+                cr->log->status = 204;
+            }
             enum MHD_Result r = MHD_queue_response(c, 204, resp);
             MHD_destroy_response(resp);
             return r;
@@ -430,7 +524,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         oxl_api_error e = {0};
         if (precheck(srv, c, url, method, cr, &e) != 0) {
             cr->rt = NULL;
-            return send_error(srv, c, &e);
+            return send_error(srv, c, &e, cr->log);
         }
         return MHD_YES;
     }
@@ -468,18 +562,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (cr->too_big) {
         oxl_api_fail(&e, OXL_E_REQUEST_TOO_LARGE, NULL, "The request body is larger than %zu bytes (--max-body)",
                      srv->cfg->max_body);
-        return send_error(srv, c, &e);
+        return send_error(srv, c, &e, cr->log);
     }
     if (!strcmp(cr->rt->method, "POST")) {
         size_t bad = utf8_invalid_at((const unsigned char *)cr->body, cr->len);
         if (cr->len == 0) {
             oxl_api_fail(&e, OXL_E_INVALID_JSON, NULL, "The request body is empty; expected a JSON object");
-            return send_error(srv, c, &e);
+            return send_error(srv, c, &e, cr->log);
         }
         if (bad < cr->len) {
             oxl_api_fail(&e, OXL_E_INVALID_UTF8, NULL, "The request body is not valid UTF-8: byte 0x%02x at offset %zu",
                          (unsigned char)cr->body[bad], bad);
-            return send_error(srv, c, &e);
+            return send_error(srv, c, &e, cr->log);
         }
         cr->body[cr->len] = 0;
         const char *end = NULL;
@@ -488,16 +582,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             size_t off = end && end >= cr->body && end <= cr->body + cr->len ? (size_t)(end - cr->body) : 0;
             oxl_api_fail(&e, OXL_E_INVALID_JSON, NULL,
                          "We could not parse the JSON body of your request: syntax error at byte offset %zu", off);
-            return send_error(srv, c, &e);
+            return send_error(srv, c, &e, cr->log);
         }
         if (!cJSON_IsObject(json)) {
             cJSON_Delete(json);
             oxl_api_fail(&e, OXL_E_INVALID_JSON, NULL, "The request body must be a JSON object");
-            return send_error(srv, c, &e);
+            return send_error(srv, c, &e, cr->log);
         }
     }
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    oxl_request rq = {.method = method,
+    oxl_request rq = {.log = cr->log,
+                      .method = method,
                       .path = url,
                       .json = json,
                       .fd = ci ? ci->connect_fd : -1,
@@ -507,7 +602,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     oxl_reply rp = {0};
     cr->rt->fn(srv, &rq, &rp);
     cJSON_Delete(json);
-    return send_reply(srv, c, &rp);
+    return send_reply(srv, c, &rp, cr->log);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
@@ -515,6 +610,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     conn_req *cr = *con_cls;
     watch_mark(c, true); /* the next request's clock starts now */
     if (cr) {
+        oxl_req_log_unref(cr->log);
         free(cr->body);
         free(cr);
         *con_cls = NULL;
@@ -597,6 +693,15 @@ static int load(oxl_srv *srv) {
         fprintf(stderr, "oxillama serve: %s\n", err.msg);
         return -1;
     }
+    bool shift = cfg->ctx_shift;
+    if (shift && oxl_ctx_can_shift(srv->ctx, &err) != 0) {
+        /* llama-server: "ctx_shift is not supported by this context, it will be disabled" */
+        fprintf(stderr,
+                "oxillama serve: warning: --context-shift is not supported by this model, it is disabled (%s)\n",
+                err.msg);
+        shift = false;
+    }
+    oxl_sched_set_context_shift(srv->sched, shift, cfg->n_keep, cfg->log_level >= 2);
     if (cfg->log_level >= 1)
         fprintf(stderr, "oxillama serve: %s loaded in %.0f ms as '%s'; %d slots of %d tokens\n",
                 oxl_model_desc(srv->model), (oxl_now() - t0) * 1e3, srv->model_id, oxl_ctx_n_seq_max(srv->ctx),

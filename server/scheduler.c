@@ -44,6 +44,8 @@ struct oxl_sched {
     const oxl_model *model;
     oxl_ctx *ctx;
     int32_t n_vocab, n_ctx_slot, n_slots, n_batch;
+    bool ctx_shift, shift_verbose, add_bos;
+    int32_t n_keep; /* --keep (-1: the prompt) */
     slot *slots;
     pthread_t thread;
     pthread_mutex_t mu;
@@ -592,7 +594,12 @@ static void sample_slot(oxl_sched *s, slot *sl, double step_seconds) {
         return;
     }
     bool at_max = g->max_tokens >= 0 && sl->n_gen >= g->max_tokens;
-    bool ctx_full = sl->n_cache >= s->n_ctx_slot;
+    /* llama-server's process_token: without context shift, stop when the next token would fill the
+     * context */
+    bool ctx_full = !s->ctx_shift && sl->n_cache + 1 >= s->n_ctx_slot;
+    if (ctx_full) {
+        c->truncated = true;
+    }
     if (at_max || ctx_full) {
         flush_detok(sl);
         if (check_stop(j, sl)) {
@@ -606,6 +613,36 @@ static void sample_slot(oxl_sched *s, slot *sl, double step_seconds) {
     sl->pending = tok;
     sl->state = SLOT_GEN;
     pthread_cond_broadcast(&j->cv);
+}
+
+/* Context shift of a generating slot whose next token would fill its context (llama-server's
+ * update_slots): keep n_keep tokens, drop half of the rest after them, move the cache mirror along.
+ * false when the job failed (its slot is then free). */
+static bool context_shift(oxl_sched *s, slot *sl) {
+    oxl_job *j = sl->job;
+    int32_t n_keep = s->n_keep < 0 ? j->n_prompt : s->n_keep;
+    if (s->add_bos) {
+        n_keep += 1;
+    }
+    n_keep = n_keep < s->n_ctx_slot - 4 ? n_keep : s->n_ctx_slot - 4;
+    const int32_t n_left = sl->n_cache - n_keep, n_discard = n_left / 2;
+    oxl_error err = {0};
+    if (n_keep < 0 || n_discard <= 0 || oxl_seq_add(s->ctx, sl->id, n_keep + n_discard, -1, -n_discard, &err) != 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "context shift failed (n_keep %d, n_discard %d): %.160s", n_keep, n_discard,
+                 err.msg[0] ? err.msg : "nothing to discard");
+        job_fail_running(s, j, msg);
+        return false;
+    }
+    if (s->shift_verbose) {
+        fprintf(stderr, "oxillama serve: slot %d context shift, n_keep = %d, n_left = %d, n_discard = %d\n", sl->id,
+                n_keep, n_left, n_discard);
+    }
+    memmove(sl->cache + n_keep, sl->cache + n_keep + n_discard,
+            sizeof(oxl_token) * (size_t)(sl->n_cache - n_keep - n_discard));
+    sl->n_cache -= n_discard;
+    j->choice[sl->ci].truncated = true;
+    return true;
 }
 
 /* --- embeddings ------------------------------------------------------------------------------- */
@@ -751,6 +788,9 @@ static int32_t build_batch(oxl_sched *s) {
         sl->batch_idx = -1;
         sl->n_step = 0;
         if (sl->state == SLOT_GEN) {
+            if (s->ctx_shift && sl->n_cache + 1 >= s->n_ctx_slot && !context_shift(s, sl)) {
+                continue;
+            }
             s->b_tok[n] = sl->pending;
             s->b_pos[n] = sl->n_cache;
             s->b_seq[n] = sl->id;
@@ -919,6 +959,7 @@ oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_s
     s->ctx = ctx;
     s->n_vocab = oxl_model_n_vocab(model);
     s->n_ctx_slot = oxl_ctx_n_ctx(ctx);
+    s->add_bos = oxl_vocab_add_bos(model);
     s->n_slots = oxl_ctx_n_seq_max(ctx);
     s->n_batch = n_batch;
     s->embd_params = *embd_params;
@@ -952,6 +993,14 @@ oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_s
         return NULL;
     }
     return s;
+}
+
+void oxl_sched_set_context_shift(oxl_sched *s, bool on, int32_t n_keep, bool verbose) {
+    pthread_mutex_lock(&s->mu);
+    s->ctx_shift = on;
+    s->n_keep = n_keep;
+    s->shift_verbose = verbose;
+    pthread_mutex_unlock(&s->mu);
 }
 
 void oxl_sched_stop(oxl_sched *s, double deadline) {

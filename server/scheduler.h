@@ -69,6 +69,7 @@ typedef struct oxl_choice_out {
     int32_t n_marks, cap_marks;
     const char *finish; /* NULL while running, then "stop" or "length" */
     int32_t id_slot;    /* the slot that generates it, once admitted */
+    bool truncated;     /* the context filled: a context shift dropped tokens, or it ended "length" */
 } oxl_choice_out;
 
 typedef struct oxl_job {
@@ -118,6 +119,13 @@ typedef struct oxl_slot_info {
  * embeddings, pooling, sequences and length. Starts the thread. NULL on failure with err set. */
 oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_size, int32_t n_batch,
                            const oxl_ctx_params *embd_params, oxl_error *err);
+/* Context shift, as llama-server's --context-shift / --keep (tools/server/server-context.cpp): on,
+ * a generating slot whose next token would fill its context (n_cache + 1 >= n_ctx_slot) keeps
+ * n_keep = min(n_ctx_slot - 4, (n_keep < 0 ? the prompt's tokens : n_keep) + BOS) tokens, drops
+ * (n_cache - n_keep) / 2 after them (oxl_seq_add) and goes on; off (the default), the choice ends
+ * there with "length". verbose: one line on stderr per shift. Call before the first job. */
+void oxl_sched_set_context_shift(oxl_sched *s, bool on, int32_t n_keep, bool verbose);
+
 /* Refuses new jobs, finishes the queued and running ones until deadline (monotonic seconds), ends
  * the rest with an error and joins the thread. Jobs stay valid until released. */
 void oxl_sched_stop(oxl_sched *s, double deadline);

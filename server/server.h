@@ -61,7 +61,10 @@ typedef struct oxl_server_config {
     bool no_mmap, mlock, no_repack;
     char *chat_template; /* --chat-template, or the text of --chat-template-file (NULL: the model's) */
     bool reasoning_none; /* --reasoning-format none: thoughts stay in content (default deepseek) */
-    int log_level;       /* 0 --log-disable: errors only; 1 default; 2 -v */
+    int log_level;       /* 0 --log-disable: errors only (no request log); 1 default; 2 -v */
+    bool log_json;       /* --log-format json: the request log as one JSON object per line */
+    bool ctx_shift;      /* --context-shift (default off, as llama-server) */
+    int n_keep;          /* --keep: tokens a context shift keeps (-1: the prompt; BOS added) */
     bool help;
     bool rerank; /* --rerank, --reranking: /v1/rerank with the model's classifier head (rank pooling) */
     /* called on the server's context once it is made (run's --lora and --control-vector options,

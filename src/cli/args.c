@@ -26,6 +26,7 @@ typedef enum opt_kind {
     OPT_KV,
     OPT_FA,
     OPT_FLAG,
+    OPT_NOFLAG, /* sets a bool false: the --no- form of an OPT_FLAG */
     OPT_GPU,
     OPT_LORA,        /* FNAME[,FNAME...] */
     OPT_LORA_SCALED, /* FNAME:SCALE[,...], or FNAME SCALE */
@@ -149,6 +150,15 @@ static const opt_def opt_table[] = {
     {"-v", "--verbose", OPT_FLAG, F(verbose), R | P | S, "more log lines on stderr (the settings used)"},
     {NULL, "--log-verbose", OPT_FLAG, F(verbose), R | P | S, "the same as -v"},
     {NULL, "--log-disable", OPT_FLAG, F(log_disable), R | P | S, "no log lines on stderr (errors still)"},
+    {"-lv", "--log-verbosity", OPT_INT, F(log_verbosity), R | P | S,
+     "llama.cpp's verbosity threshold: 0-2 errors only, 3 info (default), 4 or more as -v"},
+    {NULL, "--verbosity", OPT_INT, F(log_verbosity), R | P | S, "the same as --log-verbosity"},
+    {NULL, "--log-format", OPT_STR, F(log_format), S, "request log lines: text (default) or json (one object a line)"},
+    {NULL, "--context-shift", OPT_FLAG, F(ctx_shift), R | S,
+     "when the context is full, drop half of the tokens after --keep and go on (default: off)"},
+    {NULL, "--no-context-shift", OPT_NOFLAG, F(ctx_shift), R | S, "stop when the context is full (the default)"},
+    {NULL, "--keep", OPT_INT, F(n_keep), R | S,
+     "context shift: prompt tokens kept at the start, BOS aside (default 0; -1: the whole prompt)"},
     {"-ngl", "--n-gpu-layers", OPT_GPU, 0, R | P | S, GPU_HELP},
     {NULL, "--gpu-layers", OPT_GPU, 0, R | P | S, GPU_HELP},
     {"-sm", "--split-mode", OPT_GPU, 0, R | P | S, GPU_HELP},
@@ -239,6 +249,7 @@ static int parse_value(const opt_def *d, const char *v, oxl_opts *o) {
         break;
     }
     case OPT_FLAG:
+    case OPT_NOFLAG:
     case OPT_GPU:
     case OPT_LORA:
     case OPT_LORA_SCALED:
@@ -534,6 +545,7 @@ int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
     o->draft_p_min = 0.75f;
     o->ngram_size_n = 12;
     o->ngram_size_m = 48;
+    o->log_verbosity = -1;
     const char *verb = argc > 0 ? argv[0] : "oxillama";
     const bool pass = (verbs & OXL_OPTS_PASS_UNKNOWN) != 0;
     int str_value_i = -1; /* argv index of the last text option's value */
@@ -568,8 +580,8 @@ int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
             o->positional[o->n_positional++] = argv[i];
             continue;
         }
-        if (d->kind == OPT_FLAG) {
-            *(bool *)((char *)o + d->offset) = true;
+        if (d->kind == OPT_FLAG || d->kind == OPT_NOFLAG) {
+            *(bool *)((char *)o + d->offset) = d->kind == OPT_FLAG;
             continue;
         }
         if (i + 1 >= argc) {
@@ -627,8 +639,22 @@ int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
         return -1;
     }
 #endif
-    o->log_level = o->log_disable ? OXL_LOG_OFF : o->verbose ? OXL_LOG_VERBOSE : OXL_LOG_INFO;
-    oxl_log_set_level(o->log_disable ? OXL_LOG_LEVEL_ERROR : o->verbose ? OXL_LOG_LEVEL_DEBUG : OXL_LOG_LEVEL_INFO);
+    if (o->n_keep < -1) {
+        fprintf(stderr, "error: --keep %d: a count of tokens, or -1 for the whole prompt\n", o->n_keep);
+        return -1;
+    }
+    if (o->log_format && strcmp(o->log_format, "text") != 0 && strcmp(o->log_format, "json") != 0) {
+        fprintf(stderr, "error: --log-format '%s': text or json\n", o->log_format);
+        return -1;
+    }
+    /* --log-disable, then -v, then --log-verbosity (llama.cpp's thresholds: 3 info, 4 debug) */
+    o->log_level = o->log_disable                                  ? OXL_LOG_OFF
+                   : o->verbose || o->log_verbosity >= 4           ? OXL_LOG_VERBOSE
+                   : o->log_verbosity >= 0 && o->log_verbosity < 3 ? OXL_LOG_OFF
+                                                                   : OXL_LOG_INFO;
+    oxl_log_set_level(o->log_level == OXL_LOG_OFF       ? OXL_LOG_LEVEL_ERROR
+                      : o->log_level == OXL_LOG_VERBOSE ? OXL_LOG_LEVEL_DEBUG
+                                                        : OXL_LOG_LEVEL_INFO);
     return 0;
 }
 
@@ -639,19 +665,13 @@ void oxl_opts_usage_table(unsigned verbs) {
             continue;
         }
         static const char *const metavar[] = {
-            [OPT_BREAKER] = " S",
-            [OPT_STR] = " S",
-            [OPT_INT] = " N",
-            [OPT_FLOAT] = " X",
-            [OPT_U32] = " N",
-            [OPT_KV] = " T",
-            [OPT_FA] = " on|off|auto",
-            [OPT_FLAG] = "",
-            [OPT_GPU] = " V",
-            [OPT_LORA] = " FILE",
-            [OPT_LORA_SCALED] = " FILE:SCALE",
-            [OPT_CVEC] = " FILE",
-            [OPT_CVEC_SCALED] = " FILE:SCALE",
+            [OPT_BREAKER] = " S",       [OPT_STR] = " S",
+            [OPT_INT] = " N",           [OPT_FLOAT] = " X",
+            [OPT_U32] = " N",           [OPT_KV] = " T",
+            [OPT_FA] = " on|off|auto",  [OPT_FLAG] = "",
+            [OPT_NOFLAG] = "",          [OPT_GPU] = " V",
+            [OPT_LORA] = " FILE",       [OPT_LORA_SCALED] = " FILE:SCALE",
+            [OPT_CVEC] = " FILE",       [OPT_CVEC_SCALED] = " FILE:SCALE",
             [OPT_RANGE] = " START END",
         };
         char names[64];

@@ -72,6 +72,10 @@ typedef struct oxl_opts {
     int ngram_size_m;               /* --spec-ngram-simple-size-m (default 48) */
     bool verbose;                   /* -v, --verbose, --log-verbose */
     bool log_disable;               /* --log-disable */
+    int log_verbosity;              /* -lv, --log-verbosity (-1: not given) */
+    const char *log_format;         /* --log-format: text or json (serve's request log; NULL: text) */
+    bool ctx_shift;                 /* --context-shift / --no-context-shift (default off, as llama.cpp) */
+    int n_keep;                     /* --keep: prompt tokens a context shift keeps (-1: all; BOS added) */
     int log_level;                  /* OXL_LOG_*, from the two above */
     const char *prompt_cache;       /* --prompt-cache: sequence state file (docs/state-format.md) */
     bool prompt_cache_ro;           /* --prompt-cache-ro: read it, do not write it */

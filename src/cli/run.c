@@ -236,6 +236,11 @@ int oxl_cmd_run(int argc, char **argv) {
             goto done;
         }
     }
+    if (o.ctx_shift && (o.conversation || spec_ngram || spec_draft)) {
+        fprintf(stderr, "error: --context-shift is not implemented with %s\n",
+                o.conversation ? "-cnv (a chat stops when its context is full)" : "speculative decoding");
+        goto done;
+    }
     if (o.conversation) {
         status = oxl_chat_loop(model, ctx, smpl, &o);
         goto done;
@@ -287,7 +292,13 @@ int oxl_cmd_run(int argc, char **argv) {
     int32_t n_vocab = oxl_model_n_vocab(model);
     oxl_detok detok = {0};
     char piece[4096];
-    int n_gen = 0;
+    int n_gen = 0, n_shift = 0;
+    /* --keep as llama-completion: -1 or more than the prompt keeps the prompt, else BOS is added */
+    const int32_t n_keep = o.n_keep < 0 || o.n_keep > n_tok ? n_tok : o.n_keep + (oxl_vocab_add_bos(model) ? 1 : 0);
+    if (o.ctx_shift && oxl_ctx_can_shift(ctx, &err) != 0) {
+        fprintf(stderr, "error: --context-shift: %s\n", err.msg);
+        goto done;
+    }
     if (spec_ngram || spec_draft) {
         if (oxl_spec_generate(&o, model, ctx, smpl, dmodel, dctx, spec_ngram, toks, n_tok, &n_gen) != 0) {
             goto done;
@@ -309,9 +320,30 @@ int oxl_cmd_run(int argc, char **argv) {
             fwrite(piece, 1, (size_t)w, stdout);
             fflush(stdout);
         }
-        if (oxl_ctx_n_past(ctx) >= n_ctx) {
-            n_gen++;
-            break;
+        /* infinite text generation via context shifting (llama.cpp tools/completion/completion.cpp):
+         * when the token would fill the context, keep n_keep tokens and drop half of the rest */
+        if (oxl_ctx_n_past(ctx) + 1 >= n_ctx) {
+            if (!o.ctx_shift) {
+                oxl_log(&o, OXL_LOG_INFO, "\n\noxillama: context full and context shift is disabled => stopping\n");
+                n_gen++;
+                break;
+            }
+            const int32_t n_past = oxl_ctx_n_past(ctx), n_left = n_past - n_keep, n_discard = n_left / 2;
+            if (n_discard <= 0) {
+                fprintf(stderr, "\nerror: context shift: --keep %d leaves nothing to discard (n_ctx %d)\n", o.n_keep,
+                        n_ctx);
+                goto done;
+            }
+            oxl_log(
+                &o, OXL_LOG_VERBOSE,
+                "\noxillama: context full, swapping: n_past = %d, n_left = %d, n_ctx = %d, n_keep = %d, n_discard = "
+                "%d\n",
+                n_past, n_left, n_ctx, n_keep, n_discard);
+            if (oxl_seq_add(ctx, 0, n_keep + n_discard, -1, -n_discard, &err) != 0) {
+                fprintf(stderr, "\nerror: context shift: %s\n", err.msg);
+                goto done;
+            }
+            n_shift++;
         }
         if (oxl_decode(ctx, &next, 1, false, &err) != 0) {
             fprintf(stderr, "\nerror: %s\n", err.msg);
@@ -329,6 +361,9 @@ finished:;
             "\noxillama: prompt %d tokens in %.1f ms (%.1f t/s); generated %d tokens in %.1f ms (%.1f t/s)\n",
             n_tok - n_reuse, (t2 - t1) * 1e3, (n_tok - n_reuse) / (t2 - t1), n_gen, (t3 - t2) * 1e3,
             n_gen > 0 ? n_gen / (t3 - t2) : 0.0);
+    if (n_shift > 0) {
+        oxl_log(&o, OXL_LOG_INFO, "oxillama: %d context shifts\n", n_shift);
+    }
     if (o.log_level >= OXL_LOG_INFO) {
         oxl_print_peak_rss("oxillama");
     }

@@ -43,6 +43,9 @@ int oxl_cmd_serve(int argc, char **argv) {
     cfg.mlock = o.mlock;
     cfg.no_repack = o.no_repack;
     cfg.log_level = o.log_level;
+    cfg.log_json = o.log_format && !strcmp(o.log_format, "json");
+    cfg.ctx_shift = o.ctx_shift;
+    cfg.n_keep = o.n_keep;
     cfg.reasoning_none = oxl_chat_reasoning_format(o.reasoning_format) == 0;
     if (o.n_lora + o.n_cvec > 0) {
         cfg.setup_ctx = setup_adapters;

@@ -177,7 +177,9 @@ int oxl_spec_generate(const oxl_opts *o, const oxl_model *model, oxl_ctx *ctx, o
                 fflush(stdout);
             }
             n_gen++;
-            if (o->n_predict >= 0 && n_gen >= o->n_predict) {
+            /* the plain loop's end (run.c, llama-completion's): the token sampled when the next
+             * one would fill the context is the last */
+            if ((o->n_predict >= 0 && n_gen >= o->n_predict) || n_prompt + n_gen >= n_ctx) {
                 stop = true;
             }
         }

@@ -6,6 +6,7 @@
 
 #include "context.h"
 #include "model.h"
+#include "rope.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -29,6 +30,11 @@ typedef struct oxl_arch {
     /* An encoder without an output head (llama_model_has_decoder false): it makes embeddings, not
      * logits, and a decode's tokens must fit one pass (llama_encode's n_ubatch >= n_tokens). */
     bool encoder_only;
+    /* Optional: the RoPE of layer il's cached keys, for a position shift (oxl_seq_add): returns 1
+     * with *rope set (factors included) when the keys are cached rotated, 0 when they carry no
+     * rotation (moved unchanged), -1 with err naming why the layer's cache cannot be shifted.
+     * NULL: the family's cache cannot be shifted. */
+    int (*k_rope)(const oxl_ctx *ctx, int il, oxl_rope *rope, oxl_error *err);
 } oxl_arch;
 
 /* The registry: declared here, defined by arch/registry.c (one entry per family file of arch/), so the

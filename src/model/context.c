@@ -209,6 +209,83 @@ void oxl_seq_truncate(oxl_ctx *ctx, int32_t seq, int32_t n_past) {
     }
 }
 
+/* The shift's RoPE per layer (rotate[il]: the keys are cached rotated), or -1 with err naming why
+ * the context cannot shift (llama_memory_can_shift). rope and rotate may be NULL (check only). */
+static int shift_plan(const oxl_ctx *ctx, oxl_rope *rope, bool *rotate, oxl_error *err) {
+    const oxl_model *m = ctx->model;
+    if (oxl_memory_has_recurrent(ctx->mem)) {
+        return oxl_err_set(err,
+                           "position shift: architecture %s keeps recurrent state per sequence, which cannot be "
+                           "re-positioned (as llama.cpp's llama_memory_recurrent)",
+                           m->arch->name);
+    }
+    if (!m->arch->k_rope) {
+        return oxl_err_set(err, "position shift: not supported for architecture %s", m->arch->name);
+    }
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        oxl_rope r;
+        const int k = m->arch->k_rope(ctx, il, &r, err);
+        if (k < 0) {
+            return -1;
+        }
+        if (rope) {
+            rope[il] = r;
+            rotate[il] = k > 0;
+        }
+    }
+    return 0;
+}
+
+int oxl_ctx_can_shift(const oxl_ctx *ctx, oxl_error *err) {
+    if (!ctx) {
+        return oxl_err_set(err, "position shift: no context");
+    }
+    return shift_plan(ctx, NULL, NULL, err);
+}
+
+int oxl_seq_add(oxl_ctx *ctx, int32_t seq, int32_t p0, int32_t p1, int32_t delta, oxl_error *err) {
+    if (!ctx) {
+        return oxl_err_set(err, "position shift: no context");
+    }
+    if (seq < 0 || seq >= ctx->n_seq_max) {
+        return oxl_err_set(err, "position shift: sequence %d outside 0..%d", seq, ctx->n_seq_max - 1);
+    }
+    const int32_t n_past = ctx->n_past[seq];
+    if (p1 < 0) {
+        p1 = n_past;
+    }
+    if (p1 != n_past) {
+        return oxl_err_set(
+            err, "position shift: p1 %d is not the sequence's n_past %d (the moved positions must be its tail)", p1,
+            n_past);
+    }
+    if (p0 < 0 || p0 > p1) {
+        return oxl_err_set(err, "position shift: p0 %d outside 0..%d", p0, p1);
+    }
+    if (delta > 0) {
+        return oxl_err_set(err, "position shift: delta %d > 0 would leave positions %d..%d empty", delta, p0,
+                           p0 + delta - 1);
+    }
+    if (p0 + delta < 0) {
+        return oxl_err_set(err, "position shift: delta %d moves position %d below 0", delta, p0);
+    }
+    const int32_t n_layer = ctx->model->hp.n_layer;
+    oxl_rope *rope = malloc((size_t)n_layer * sizeof *rope);
+    bool *rotate = malloc((size_t)n_layer * sizeof *rotate);
+    int rc = rope && rotate ? shift_plan(ctx, rope, rotate, err) : oxl_err_set(err, "position shift: out of memory");
+    if (rc == 0 && delta != 0) {
+        const oxl_hparams *hp = &ctx->model->hp;
+        if (!oxl_memory_seq_shift(ctx->mem, seq, p0, p1, delta, rope, rotate, hp->n_head_kv, hp->head_dim)) {
+            rc = oxl_err_set(err, "position shift: out of memory");
+        } else {
+            ctx->n_past[seq] = p1 + delta;
+        }
+    }
+    free(rope);
+    free(rotate);
+    return rc;
+}
+
 int32_t oxl_ctx_n_past(const oxl_ctx *ctx) { return ctx->n_past[0]; }
 void oxl_ctx_truncate(oxl_ctx *ctx, int32_t n_past) { oxl_seq_truncate(ctx, 0, n_past); }
 

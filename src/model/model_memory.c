@@ -3,6 +3,7 @@
  * around a quantized cache) and src/llama-memory-recurrent.cpp (one state per sequence; seq_rm). */
 #include "model_memory.h"
 
+#include "hadamard.h"
 #include "quantize.h"
 
 #include <math.h>
@@ -172,6 +173,60 @@ void oxl_memory_kv_store(oxl_memory *mem, int il, const oxl_ubatch *ub, const fl
         store_row(kv->type_k, k + (size_t)j * kv->kv_dim, (char *)kv->k[il] + r * kv->k_row, kv->kv_dim);
         store_row(kv->type_v, v + (size_t)j * kv->kv_dim, (char *)kv->v[il] + r * kv->v_row, kv->kv_dim);
     }
+}
+
+bool oxl_memory_has_recurrent(const oxl_memory *mem) { return mem->rs_conv != NULL; }
+
+/* One cache row of n elements of type t as floats (f32 copied; the rest through the format's
+ * to_float, as ggml_cast does). */
+static void load_row(oxl_type t, const void *src, float *dst, int64_t n) {
+    if (t == OXL_TYPE_F32) {
+        memcpy(dst, src, (size_t)n * sizeof(float));
+    } else {
+        oxl_kernels_get()->dequant[t](src, dst, n);
+    }
+}
+
+bool oxl_memory_seq_shift(oxl_memory *mem, int32_t seq, int32_t p0, int32_t p1, int32_t delta, const oxl_rope *rope,
+                          const bool *rotate, int n_head_kv, int head_dim) {
+    oxl_kv_cache *kv = &mem->kv;
+    if (kv->kv_dim <= 0 || p1 <= p0 || delta == 0) {
+        return true;
+    }
+    float *row = malloc((size_t)kv->kv_dim * sizeof(float));
+    if (!row) {
+        return false;
+    }
+    const int rot_k = oxl_memory_rot_k(mem, head_dim);
+    const size_t r0 = (size_t)seq * (size_t)mem->n_ctx;
+    const size_t n = (size_t)(p1 - p0);
+    for (int il = 0; il < mem->n_layer; il++) {
+        if (!kv->k[il]) {
+            continue; /* reads another layer's cache */
+        }
+        char *k = (char *)kv->k[il] + r0 * kv->k_row, *v = (char *)kv->v[il] + r0 * kv->v_row;
+        memmove(k + (size_t)(p0 + delta) * kv->k_row, k + (size_t)p0 * kv->k_row, n * kv->k_row);
+        memmove(v + (size_t)(p0 + delta) * kv->v_row, v + (size_t)p0 * kv->v_row, n * kv->v_row);
+        if (!rotate[il]) {
+            continue;
+        }
+        /* build_rope_shift: dequantize -> undo the Hadamard rotation -> RoPE of the shift -> redo
+         * it -> quantize back (f16, bf16: converted and rounded back, as ggml_rope_ext_inplace) */
+        for (int32_t p = p0 + delta; p < p1 + delta; p++) {
+            void *kr = k + (size_t)p * kv->k_row;
+            load_row(kv->type_k, kr, row, kv->kv_dim);
+            if (rot_k) {
+                oxl_fwht_rows(row, kv->kv_dim, rot_k);
+            }
+            oxl_rope_apply(row, n_head_kv, head_dim, delta, &rope[il]);
+            if (rot_k) {
+                oxl_fwht_rows(row, kv->kv_dim, rot_k);
+            }
+            store_row(kv->type_k, row, kr, kv->kv_dim);
+        }
+    }
+    free(row);
+    return true;
 }
 
 oxl_kv_view oxl_memory_kv_view(const oxl_memory *mem, int il, const oxl_ubatch *ub) {

@@ -7,6 +7,7 @@
 
 #include "attention.h"
 #include "model.h"
+#include "rope.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -38,6 +39,15 @@ void oxl_memory_free(oxl_memory *mem);
  * history in one vector and cannot step back, so with recurrent state only p0 == 0 is accepted, which
  * zeroes the sequence's states. Returns false (nothing changed) when refused. */
 bool oxl_memory_seq_rm(oxl_memory *mem, int32_t seq, int32_t p0);
+
+/* Moves positions [p0, p1) of sequence seq to [p0 + delta, p1 + delta) in every layer with cache
+ * rows of its own, re-rotating the moved K rows (n_head_kv heads of head_dim) by rope[il] at
+ * position delta when rotate[il] (a quantized K row through f32, its Hadamard rotation undone and
+ * redone). The caller checked the range. Returns false (nothing changed) when memory is short. */
+bool oxl_memory_seq_shift(oxl_memory *mem, int32_t seq, int32_t p0, int32_t p1, int32_t delta, const oxl_rope *rope,
+                          const bool *rotate, int n_head_kv, int head_dim);
+/* Whether the memory holds recurrent state (which no shift can re-position). */
+bool oxl_memory_has_recurrent(const oxl_memory *mem);
 
 /* Stores the keys and values of the pass's tokens (kv_dim floats each, column-major) in layer il's
  * cache, each at its sequence and position, converted to the cache's types. A layer that shares
