@@ -353,7 +353,8 @@ OXL_API int oxl_ctx_set_control_vector(oxl_ctx *ctx, const float *data, size_t l
  * oxl_decode with all_logits, samples at each position in turn and keeps the proposals up to the
  * first one its sampler does not pick (llama.cpp's common_sampler_sample_and_accept_n); then
  * oxl_ctx_truncate drops the rejected positions. Output and sampler draws are those of decoding
- * one token at a time. oxillama run's -md / --spec-type (src/cli/spec.c) is such a loop.
+ * one token at a time. oxillama run's -md / --spec-type (src/cli/spec.c) and the server's slots
+ * (oxillama serve -md / --spec-type) are such loops.
  * ------------------------------------------------------------------------------------------- */
 
 /* Whether draft may propose tokens for target, by llama.cpp's common_speculative_are_compatible:
@@ -373,6 +374,19 @@ OXL_API bool oxl_model_is_recurrent(const oxl_model *model);
  * the match. Writes at most cap tokens to out; returns their number. */
 OXL_API int32_t oxl_ngram_draft(const oxl_token *hist, int32_t n_hist, oxl_token last, int32_t size_n, int32_t size_m,
                                 oxl_token *out, int32_t cap);
+/* Draft-model drafting (llama.cpp's draft-simple: common_speculative_gen_draft with its greedy top-k
+ * 10 sampler) in sequence seq of dctx, a context of the draft model. held (the caller's, at least
+ * oxl_ctx_n_ctx(dctx) + 1 tokens, zero-initialised or left as the last call left it) mirrors the
+ * tokens seq holds: the call keeps the prefix of seq that equals hist, drops the rest, evaluates
+ * the remaining tokens of hist[0..n_hist) and last (the token sampled but not yet in the target's
+ * cache), then takes the draft model's best token while its probability among the top 10 (a
+ * softmax at temperature 1) is at least p_min, each taken token decoded to draft the next, until
+ * cap tokens or the end of dctx's sequence length. Fewer than n_min tokens count as no draft.
+ * Writes the draft to out (cap entries) and returns its length (0 when cap <= 0 or hist fills
+ * dctx's sequence), or -1 with err set (bad arguments, a failed decode of the draft model). */
+OXL_API int32_t oxl_draft_propose(oxl_ctx *dctx, int32_t seq, oxl_token *held, const oxl_token *hist, int32_t n_hist,
+                                  oxl_token last, float p_min, int32_t n_min, int32_t cap, oxl_token *out,
+                                  oxl_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Sequence state: save one sequence and restore it later, in this context or another one

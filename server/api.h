@@ -19,6 +19,10 @@ typedef struct oxl_srv {
     oxl_model *model;
     oxl_ctx *ctx;
     oxl_sched *sched;
+    oxl_lora *lora[OXL_SRV_MAX_LORA]; /* --lora, --lora-scaled adapters, ids 0..n_lora-1 */
+    int32_t n_lora;
+    oxl_model *dmodel; /* -md: the draft model and its context (one sequence per slot), or NULL */
+    oxl_ctx *dctx;
     atomic_bool ready;    /* model loaded, scheduler running */
     atomic_bool stopping; /* SIGINT/SIGTERM seen */
     char model_id[256];   /* --alias, or the model file's name */
@@ -44,7 +48,7 @@ typedef struct oxl_request {
     oxl_req_log *log; /* this request's log line (NULL: none) */
     const char *method;
     const char *path;
-    const cJSON *json; /* parsed body of POST routes (an object), else NULL */
+    const cJSON *json; /* parsed body of POST routes (an object; an array for array_body routes), else NULL */
     int fd;            /* the client's socket: polled to notice a disconnect */
     const char *body;  /* the raw body of POST routes (body_len bytes), else NULL */
     size_t body_len;

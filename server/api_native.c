@@ -188,6 +188,17 @@ cJSON *oxl_native_generation_settings(oxl_srv *srv, const api_req *r) {
     }
     cJSON_AddBoolToObject(o, "timings_per_token", false);
     cJSON_AddBoolToObject(o, "post_sampling_probs", false);
+    cJSON_AddNumberToObject(o, "speculative.n_max", g->spec_n_max);
+    cJSON_AddNumberToObject(o, "speculative.n_min", g->spec_n_min);
+    cJSON_AddItemToObject(o, "speculative.p_min", num_f(g->spec_p_min));
+    /* the request's LoRA scales (without a "lora" field, the global ones when it was read) */
+    cJSON *lora = cJSON_AddArrayToObject(o, "lora");
+    for (int32_t i = 0; i < srv->n_lora; i++) {
+        cJSON *a = cJSON_CreateObject();
+        cJSON_AddNumberToObject(a, "id", i);
+        cJSON_AddItemToObject(a, "scale", num_f(g->lora[i]));
+        cJSON_AddItemToArray(lora, a);
+    }
     return o;
 }
 
@@ -343,6 +354,11 @@ static cJSON *final_result(oxl_srv *srv, const api_req *r, const oxl_job *j, int
     cJSON_AddNumberToObject(t, "predicted_ms", pred_ms);
     cJSON_AddNumberToObject(t, "predicted_per_token_ms", predicted ? pred_ms / predicted : 0);
     cJSON_AddNumberToObject(t, "predicted_per_second", pred_ms > 0 ? 1e3 * predicted / pred_ms : 0);
+    if (c->n_drafted > 0) {
+        /* speculative decoding, as llama-server's result_timings: draft tokens verified, accepted */
+        cJSON_AddNumberToObject(t, "draft_n", c->n_drafted);
+        cJSON_AddNumberToObject(t, "draft_n_accepted", c->n_accepted);
+    }
     if (r->logprobs) {
         cJSON_AddItemToObject(o, "completion_probabilities",
                               streamed ? cJSON_CreateArray() : native_probs(srv, c, 0, c->n_lp));

@@ -95,6 +95,16 @@ void oxl_api_metrics(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
         metric(&m, "queue_depth", "gauge", "Requests waiting for a slot.", st.queue_depth);
         metric(&m, "slots_busy", "gauge", "Slots working on a request.", st.slots_busy);
         metric(&m, "slots_total", "gauge", "Slots (-np).", st.n_slots);
+        /* speculative decoding under llama-server's names (server_task_result_metrics::to_metrics) */
+        static const char *const spec[][2] = {
+            {"spec_decode_num_draft_tokens_total", "Speculative: Total draft tokens generated"},
+            {"spec_decode_num_accepted_tokens_total", "Speculative: Total draft tokens accepted by the target model"},
+            {"spec_decode_num_drafts_total", "Speculative: Total speculative decoding verification steps"}};
+        const uint64_t spec_v[] = {st.draft_tokens, st.draft_accepted, st.draft_steps};
+        for (int i = 0; i < 3; i++) {
+            mput(&m, "# HELP llamacpp:%s %s\n# TYPE llamacpp:%s counter\nllamacpp:%s %llu\n", spec[i][0], spec[i][1],
+                 spec[i][0], spec[i][0], (unsigned long long)spec_v[i]);
+        }
     }
     metric(&m, "requests_in_flight", "gauge", "Requests being received or answered.", atomic_load(&srv->in_flight));
     out->status = 200;

@@ -74,7 +74,7 @@ int oxl_req_parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error
                             "text generation",
                             srv->model_id);
     }
-    if (oxl_req_parse_sampling(srv, b, g, e) < 0) {
+    if (oxl_req_parse_sampling(srv, b, g, e) < 0 || oxl_req_parse_adapters(srv, b, g, e) < 0) {
         return -1;
     }
     if ((rc = oxl_json_int(b, "n_predict", -1, 1e9, &k, e)) < 0) {

@@ -82,6 +82,16 @@ int oxl_req_parse_sampling(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_
  * json_schema ({name, schema, strict}). A grammar that does not parse is a 400 naming the field with
  * the line:column of the fault. */
 int oxl_req_parse_structured(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_api_error *e);
+/* llama-server's "lora" field into g->lora (see oxl_req_lora_list; without it, the global scales
+ * now) and its speculative.n_max,
+ * speculative.n_min and speculative.p_min fields (the server's --draft-max, --draft-min, --draft-p-min
+ * when absent; n_max and n_min clamped to 0 and n_min to n_max as llama-server does; p_min in [0, 1]). */
+int oxl_req_parse_adapters(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_api_error *e);
+/* A list of LoRA scales [{"id": ID, "scale": S}, ...] (field param) into out[0..n_lora): the listed
+ * ids get their scale (0 when absent), the others 0, as llama-server's parse_lora_request; 400 naming
+ * the entry for a list that is not one, an id the server does not have, an entry member other than
+ * id and scale. */
+int oxl_req_lora_list(oxl_srv *srv, const cJSON *a, const char *param, float *out, oxl_api_error *e);
 /* 400 on param unless gbnf parses as a grammar for the server's model (line:column in the message). */
 int oxl_req_check_grammar(oxl_srv *srv, const char *gbnf, const char *param, oxl_api_error *e);
 

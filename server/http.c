@@ -584,9 +584,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                          "We could not parse the JSON body of your request: syntax error at byte offset %zu", off);
             return send_error(srv, c, &e, cr->log);
         }
-        if (!cJSON_IsObject(json)) {
+        if (cr->rt->array_body ? !cJSON_IsArray(json) : !cJSON_IsObject(json)) {
             cJSON_Delete(json);
-            oxl_api_fail(&e, OXL_E_INVALID_JSON, NULL, "The request body must be a JSON object");
+            oxl_api_fail(&e, OXL_E_INVALID_JSON, NULL, "The request body must be a JSON %s",
+                         cr->rt->array_body ? "array" : "object");
             return send_error(srv, c, &e, cr->log);
         }
     }
@@ -688,7 +689,61 @@ static int load(oxl_srv *srv) {
     if (cfg->setup_ctx && cfg->setup_ctx(cfg->setup_user, srv->model, srv->ctx) != 0) {
         return -1;
     }
-    srv->sched = oxl_sched_start(srv->model, srv->ctx, cfg->queue_size, cfg->n_batch, &cp, &err);
+    /* LoRA adapters: loaded here, set on the context per step by the scheduler */
+    float lora_scale[OXL_SRV_MAX_LORA];
+    for (int i = 0; i < cfg->n_lora && i < OXL_SRV_MAX_LORA; i++) {
+        srv->lora[i] = oxl_lora_load(srv->model, cfg->lora_path[i], &err);
+        if (!srv->lora[i]) {
+            fprintf(stderr, "oxillama serve: %s\n", err.msg);
+            return -1;
+        }
+        srv->n_lora = i + 1;
+        lora_scale[i] = cfg->lora_init_without_apply ? 0.0f : cfg->lora_scale[i];
+    }
+    /* speculative decoding: the draft model gets a context of the same slots and length */
+    if (cfg->model_draft || cfg->spec_ngram) {
+        if (oxl_model_is_recurrent(srv->model)) {
+            char arch[64] = "?";
+            oxl_model_meta_val_str(srv->model, "general.architecture", arch, sizeof arch);
+            fprintf(stderr, "oxillama serve: speculative decoding needs a model whose cache can rewind: %s\n", arch);
+            return -1;
+        }
+    }
+    if (cfg->model_draft) {
+        srv->dmodel = oxl_model_load(cfg->model_draft, &mp, &err);
+        if (!srv->dmodel) {
+            fprintf(stderr, "oxillama serve: draft model: %s\n", err.msg);
+            return -1;
+        }
+        if (oxl_model_draft_compatible(srv->model, srv->dmodel, &err) != 0) {
+            fprintf(stderr, "oxillama serve: %s: %s\n", cfg->model_draft, err.msg);
+            return -1;
+        }
+        if (oxl_model_is_recurrent(srv->dmodel)) {
+            char arch[64] = "?";
+            oxl_model_meta_val_str(srv->dmodel, "general.architecture", arch, sizeof arch);
+            fprintf(stderr,
+                    "oxillama serve: speculative decoding needs a model whose cache can rewind: %s (the draft "
+                    "model)\n",
+                    arch);
+            return -1;
+        }
+        oxl_ctx_params dp = cp;
+        dp.n_ctx = oxl_ctx_n_ctx(srv->ctx) * oxl_ctx_n_seq_max(srv->ctx);
+        srv->dctx = oxl_ctx_new(srv->dmodel, &dp, &err);
+        if (!srv->dctx) {
+            fprintf(stderr, "oxillama serve: draft model: %s\n", err.msg);
+            return -1;
+        }
+    }
+    const oxl_sched_extras ex = {.loras = srv->lora,
+                                 .n_lora = srv->n_lora,
+                                 .lora_scale = lora_scale,
+                                 .dctx = srv->dctx,
+                                 .ngram = cfg->spec_ngram,
+                                 .ngram_size_n = cfg->ngram_size_n,
+                                 .ngram_size_m = cfg->ngram_size_m};
+    srv->sched = oxl_sched_start(srv->model, srv->ctx, cfg->queue_size, cfg->n_batch, &cp, &ex, &err);
     if (!srv->sched) {
         fprintf(stderr, "oxillama serve: %s\n", err.msg);
         return -1;
@@ -702,12 +757,25 @@ static int load(oxl_srv *srv) {
         shift = false;
     }
     oxl_sched_set_context_shift(srv->sched, shift, cfg->n_keep, cfg->log_level >= 2);
+    if (cfg->log_level >= 1 && srv->dmodel)
+        fprintf(stderr, "oxillama serve: draft model %s\n", oxl_model_desc(srv->dmodel));
     if (cfg->log_level >= 1)
         fprintf(stderr, "oxillama serve: %s loaded in %.0f ms as '%s'; %d slots of %d tokens\n",
                 oxl_model_desc(srv->model), (oxl_now() - t0) * 1e3, srv->model_id, oxl_ctx_n_seq_max(srv->ctx),
                 oxl_ctx_n_ctx(srv->ctx));
     atomic_store(&srv->ready, true);
     return 0;
+}
+
+/* The contexts, adapters and models load() made (after the scheduler is freed). */
+static void free_engine(oxl_srv *srv) {
+    oxl_ctx_free(srv->dctx);
+    oxl_model_free(srv->dmodel);
+    oxl_ctx_free(srv->ctx);
+    for (int32_t i = 0; i < srv->n_lora; i++) {
+        oxl_lora_free(srv->lora[i]);
+    }
+    oxl_model_free(srv->model);
 }
 
 int oxl_server_run(const oxl_server_config *cfg) {
@@ -747,8 +815,7 @@ int oxl_server_run(const oxl_server_config *cfg) {
             oxl_sched_stop(srv->sched, 0);
             oxl_sched_free(srv->sched);
         }
-        oxl_ctx_free(srv->ctx);
-        oxl_model_free(srv->model);
+        free_engine(srv);
         return 1;
     }
     int sig = 0;
@@ -772,8 +839,7 @@ int oxl_server_run(const oxl_server_config *cfg) {
         pthread_join(watchdog, NULL);
     }
     oxl_sched_free(srv->sched);
-    oxl_ctx_free(srv->ctx);
-    oxl_model_free(srv->model);
+    free_engine(srv);
     if (cfg->log_level >= 1)
         fprintf(stderr, "oxillama serve: stopped\n");
     return 0;

@@ -21,7 +21,9 @@ static const char *const common_fields[] = {
     "dynatemp_range", "dynatemp_exponent", "repeat_last_n", "repeat_penalty", "presence_penalty", "frequency_penalty",
     "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers", "mirostat",
     "mirostat_tau", "mirostat_eta", "samplers", "logit_bias", "ignore_eos", "min_keep", "grammar", "json_schema",
-    "top_a", "eta", NULL};
+    "top_a", "eta",
+    /* adapters and speculative decoding */
+    "lora", "speculative.n_max", "speculative.n_min", "speculative.p_min", NULL};
 static const char *const chat_fields[] = {"messages", "logprobs",    "top_logprobs",        "n_probs",
                                           "tools",    "tool_choice", "parallel_tool_calls", "reasoning_format",
                                           NULL};
@@ -33,7 +35,6 @@ static const char *const responses_fields[] = {"input", "instructions", "max_out
 static const char *const unimplemented_fields[] = {"grammar_lazy",
                                                    "grammar_triggers",
                                                    "preserved_tokens",
-                                                   "lora",
                                                    "n_indent",
                                                    "n_keep",
                                                    "n_discard",
@@ -533,4 +534,86 @@ int oxl_req_parse_structured(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, ox
         return BAD(e, "response_format", "'response_format.json_schema.schema' is required");
     }
     return schema_grammar(srv, sc, "response_format", g, e);
+}
+
+/* --- LoRA scales and speculative decoding ------------------------------------------------------- */
+
+int oxl_req_lora_list(oxl_srv *srv, const cJSON *a, const char *param, float *out, oxl_api_error *e) {
+    if (!cJSON_IsArray(a)) {
+        return BAD_TYPE(e, param, "'%s' must be an array of objects with 'id' and 'scale' fields", param);
+    }
+    for (int32_t i = 0; i < srv->n_lora; i++) {
+        out[i] = 0.0f; /* adapters not listed: scale 0, as llama-server's parse_lora_request */
+    }
+    int k = 0;
+    for (const cJSON *it = a->child; it; it = it->next, k++) {
+        if (!cJSON_IsObject(it)) {
+            return BAD_TYPE(e, param, "'%s'[%d] must be an object with 'id' and 'scale' fields", param, k);
+        }
+        for (const cJSON *m = it->child; m; m = m->next) {
+            if (m->string && strcmp(m->string, "id") && strcmp(m->string, "scale")) {
+                return BAD(e, param, "'%s'[%d]: '%.60s' is not a field of an adapter entry (only 'id' and 'scale')",
+                           param, k, m->string);
+            }
+        }
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+        const cJSON *sc = cJSON_GetObjectItemCaseSensitive(it, "scale");
+        if (!cJSON_IsNumber(id) || id->valuedouble != floor(id->valuedouble)) {
+            return BAD_TYPE(e, param, "'%s'[%d].id must be an integer (an id of GET /lora-adapters)", param, k);
+        }
+        if (id->valuedouble < 0 || id->valuedouble >= srv->n_lora) {
+            if (srv->n_lora == 0) {
+                return BAD(e, param, "'%s'[%d]: invalid adapter id %.0f: this server has no LoRA adapters (--lora)",
+                           param, k, id->valuedouble);
+            }
+            return BAD(e, param, "'%s'[%d]: invalid adapter id %.0f: this server's adapters are ids 0 to %d", param, k,
+                       id->valuedouble, srv->n_lora - 1);
+        }
+        if (sc && !cJSON_IsNull(sc) && !cJSON_IsNumber(sc)) {
+            return BAD_TYPE(e, param, "'%s'[%d].scale must be a number", param, k);
+        }
+        out[(int32_t)id->valuedouble] = cJSON_IsNumber(sc) ? (float)sc->valuedouble : 0.0f;
+    }
+    return 0;
+}
+
+int oxl_req_parse_adapters(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_api_error *e) {
+    const cJSON *lora = oxl_json_field(b, "lora");
+    if (lora) {
+        if (oxl_req_lora_list(srv, lora, "lora", g->lora, e) < 0) {
+            return -1;
+        }
+    } else if (srv->sched) {
+        oxl_sched_lora_get(srv->sched, g->lora); /* the global scales now, as llama-server takes them */
+    }
+    g->lora_set = true;
+    /* speculative.*: the server's defaults, clamped as llama-server's params_from_json_cmpl */
+    g->spec_n_max = srv->cfg->draft_max;
+    g->spec_n_min = srv->cfg->draft_min;
+    g->spec_p_min = srv->cfg->draft_p_min;
+    long long k;
+    double d;
+    int rc;
+    if ((rc = oxl_json_int(b, "speculative.n_max", -1e9, 1e9, &k, e)) < 0) {
+        return -1;
+    }
+    if (rc) {
+        g->spec_n_max = (int32_t)k;
+    }
+    if ((rc = oxl_json_int(b, "speculative.n_min", -1e9, 1e9, &k, e)) < 0) {
+        return -1;
+    }
+    if (rc) {
+        g->spec_n_min = (int32_t)k;
+    }
+    if ((rc = oxl_json_num(b, "speculative.p_min", 0, 1, &d, e)) < 0) {
+        return -1;
+    }
+    if (rc) {
+        g->spec_p_min = (float)d;
+    }
+    g->spec_n_min = g->spec_n_min < g->spec_n_max ? g->spec_n_min : g->spec_n_max;
+    g->spec_n_min = g->spec_n_min > 0 ? g->spec_n_min : 0;
+    g->spec_n_max = g->spec_n_max > 0 ? g->spec_n_max : 0;
+    return 0;
 }

@@ -21,6 +21,7 @@ typedef struct oxl_route {
     oxl_handler fn;
     auth_kind auth;
     bool needs_model; /* 503 until the model is loaded */
+    bool array_body;  /* POST: the body is a JSON array rather than an object (POST /lora-adapters) */
 } oxl_route;
 
 extern const oxl_route oxl_routes[];
@@ -49,5 +50,8 @@ void oxl_api_metrics(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 void oxl_api_slots(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 /* api_slot_state.c: POST /slots/{id}?action=save|restore|erase (--slot-save-path) */
 void oxl_api_slot_action(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
+/* api_lora.c: GET /lora-adapters (id, path, scale of each), POST /lora-adapters (global scales) */
+void oxl_api_lora_list(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
+void oxl_api_lora_set(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 
 #endif

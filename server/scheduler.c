@@ -38,6 +38,14 @@ typedef struct slot {
     int32_t batch_idx; /* index of this slot's logits in the step's batch, -1 if none */
     int32_t n_step;    /* tokens this slot put in the step's batch */
     uint64_t last_used;
+    float lora[OXL_SRV_MAX_LORA]; /* the LoRA scales of the tokens in its KV cache */
+    /* speculative decoding: the draft that follows `pending` (made once per pending token), how
+     * much of it the step's batch verifies (after batch_idx), and the tokens this slot's sequence
+     * holds in the draft model's context (oxl_draft_propose's mirror) */
+    oxl_token *draft;
+    int32_t n_draft, n_draft_step;
+    bool drafted;
+    oxl_token *dheld;
 } slot;
 
 struct oxl_sched {
@@ -71,6 +79,13 @@ struct oxl_sched {
     int8_t *e_keep;                   /* all 0: no logits are needed */
     oxl_job *e_job[OXL_SRV_EMBD_SEQ]; /* the job and input index decoded in sequence k */
     int32_t e_input[OXL_SRV_EMBD_SEQ];
+    /* LoRA adapters and drafting (ex's pointers are the caller's) */
+    oxl_sched_extras ex;
+    float lora_global[OXL_SRV_MAX_LORA]; /* POST /lora-adapters */
+    float step_lora[OXL_SRV_MAX_LORA];   /* the scales of the step's slots */
+    float ctx_lora[OXL_SRV_MAX_LORA];    /* the scales set on ctx (valid when ctx_lora_set) */
+    bool ctx_lora_set;
+    int32_t rr; /* the slot whose scales the next step takes first */
 };
 
 double oxl_now(void) {
@@ -196,6 +211,10 @@ int oxl_sched_submit(oxl_sched *s, oxl_job *job) {
         return -1;
     }
     job->t_submit = oxl_now();
+    if (!job->gen.lora_set) {
+        memcpy(job->gen.lora, s->lora_global, sizeof s->lora_global);
+        job->gen.lora_set = true;
+    }
     job->refs++; /* the scheduler's */
     s->queue[(s->q_head + s->q_len++) % s->q_cap] = job;
     pthread_cond_signal(&s->wake);
@@ -312,6 +331,16 @@ static void fail_all(oxl_sched *s, const char *msg) {
 /* --- admission: a queued job takes n_choices free slots, each the one whose cache shares the
  * longest prefix with the prompt (llama.cpp's slot selection by prompt similarity) ------------------ */
 
+/* Whether two sets of LoRA scales are the same (llama-server's are_lora_equal). */
+static bool lora_eq(const oxl_sched *s, const float *a, const float *b) {
+    for (int32_t i = 0; i < s->ex.n_lora; i++) {
+        if (a[i] != b[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static int32_t common_prefix(const oxl_token *a, int32_t na, const oxl_token *b, int32_t nb) {
     int32_t n = 0;
     while (n < na && n < nb && a[n] == b[n]) {
@@ -370,7 +399,10 @@ static void admit(oxl_sched *s) {
                 if (sl->state != SLOT_IDLE) {
                     continue;
                 }
-                int32_t n = common_prefix(sl->cache, sl->n_cache, j->prompt, j->n_prompt);
+                /* a cache made with other LoRA scales holds nothing this request can reuse */
+                int32_t n = lora_eq(s, sl->lora, j->gen.lora)
+                                ? common_prefix(sl->cache, sl->n_cache, j->prompt, j->n_prompt)
+                                : 0;
                 if (n > best_n || (n == best_n && sl->last_used < best->last_used)) {
                     best = sl;
                     best_n = n;
@@ -385,6 +417,9 @@ static void admit(oxl_sched *s) {
                 keep = 0;
             }
             best->n_cache = keep;
+            memcpy(best->lora, j->gen.lora, sizeof best->lora);
+            best->drafted = false;
+            best->n_draft = 0;
             best->job = j;
             best->ci = ci;
             j->choice[ci].id_slot = best->id;
@@ -780,29 +815,58 @@ static void embd_step(oxl_sched *s) {
 
 /* --- the step loop ----------------------------------------------------------------------------- */
 
-/* Gathers one token per generating slot, then prompt chunks while the step has room. */
+/* Gathers the step's batch from the slots whose LoRA scales are those of the first busy slot (the
+ * first looked at moves on each step, so no set of scales waits for long): one token per
+ * generating slot followed by its draft while the step has room for drafts, then prompt chunks
+ * while it has room. */
 static int32_t build_batch(oxl_sched *s) {
+    const slot *first = NULL;
+    for (int32_t k = 0; k < s->n_slots && !first; k++) {
+        const slot *sl = &s->slots[(s->rr + k) % s->n_slots];
+        first = sl->state != SLOT_IDLE ? sl : NULL;
+    }
+    s->rr = (s->rr + 1) % s->n_slots;
+    if (first) {
+        memcpy(s->step_lora, first->lora, sizeof s->step_lora);
+    }
+    int32_t n_gen = 0;
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        n_gen += s->slots[i].state == SLOT_GEN && lora_eq(s, s->slots[i].lora, s->step_lora);
+    }
+    int32_t room_draft = s->n_batch - n_gen;
     int32_t n = 0;
     for (int32_t i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
         sl->batch_idx = -1;
         sl->n_step = 0;
-        if (sl->state == SLOT_GEN) {
+        sl->n_draft_step = 0;
+        if (sl->state == SLOT_GEN && lora_eq(s, sl->lora, s->step_lora)) {
+            /* a full slot shifts first; its draft is empty then (slot_draft caps it by the room left) */
             if (s->ctx_shift && sl->n_cache + 1 >= s->n_ctx_slot && !context_shift(s, sl)) {
                 continue;
             }
-            s->b_tok[n] = sl->pending;
-            s->b_pos[n] = sl->n_cache;
-            s->b_seq[n] = sl->id;
-            s->b_logits[n] = 1;
-            sl->batch_idx = n++;
-            sl->n_step = 1;
+            int32_t nd = sl->drafted ? sl->n_draft : 0;
+            if (nd > room_draft) {
+                nd = room_draft > 0 ? room_draft : 0;
+            }
+            for (int32_t t = 0; t <= nd; t++) {
+                s->b_tok[n + t] = t == 0 ? sl->pending : sl->draft[t - 1];
+                s->b_pos[n + t] = sl->n_cache + t;
+                s->b_seq[n + t] = sl->id;
+                s->b_logits[n + t] = 1;
+            }
+            sl->batch_idx = n;
+            sl->n_step = 1 + nd;
+            sl->n_draft_step = nd;
+            sl->drafted = false;
+            room_draft -= nd;
+            n += 1 + nd;
         }
     }
     int32_t room = s->n_batch - n;
     for (int32_t i = 0; i < s->n_slots && room > 0; i++) {
         slot *sl = &s->slots[i];
-        if (sl->state != SLOT_PROMPT) {
+        if (sl->state != SLOT_PROMPT || !lora_eq(s, sl->lora, s->step_lora)) {
             continue;
         }
         int32_t left = sl->job->n_prompt - sl->n_cache;
@@ -821,6 +885,123 @@ static int32_t build_batch(oxl_sched *s) {
         room -= k;
     }
     return n;
+}
+
+/* Sets the step's LoRA scales on the context when they are not those it has: the adapters with a
+ * scale other than 0, in their order (llama-server's construct_lora_list). Called without the
+ * mutex; 0, or -1 with err set. */
+static int apply_lora(oxl_sched *s, oxl_error *err) {
+    if (s->ex.n_lora == 0 || (s->ctx_lora_set && lora_eq(s, s->ctx_lora, s->step_lora))) {
+        return 0;
+    }
+    oxl_lora *use[OXL_SRV_MAX_LORA];
+    float scale[OXL_SRV_MAX_LORA];
+    int32_t m = 0;
+    for (int32_t i = 0; i < s->ex.n_lora; i++) {
+        if (s->step_lora[i] != 0.0f) {
+            use[m] = s->ex.loras[i];
+            scale[m++] = s->step_lora[i];
+        }
+    }
+    if (oxl_ctx_set_loras(s->ctx, use, scale, m, err) != 0) {
+        s->ctx_lora_set = false;
+        return -1;
+    }
+    memcpy(s->ctx_lora, s->step_lora, sizeof s->ctx_lora);
+    s->ctx_lora_set = true;
+    return 0;
+}
+
+/* Samples a generating slot after a decode. Without a draft, one token. With one, position after
+ * position while the pick equals the draft (llama.cpp's common_sampler_sample_and_accept_n), each
+ * pick handled as one-token-at-a-time decoding would handle it (stop strings, logprobs, limits),
+ * then the rejected draft tokens leave the cache. Mutex held. */
+static void sample_step(oxl_sched *s, slot *sl, double step_seconds) {
+    const int32_t nd = sl->n_draft_step;
+    if (nd == 0) {
+        sample_slot(s, sl, step_seconds);
+        return;
+    }
+    const int32_t base = sl->n_cache - 1 - nd; /* the tokens before this step's pending one */
+    const int32_t idx0 = sl->batch_idx;
+    oxl_choice_out *c = &sl->job->choice[sl->ci];
+    c->n_drafted += nd; /* before sampling: the last pick may end the job and release it */
+    s->st.draft_tokens += (uint64_t)nd;
+    s->st.draft_steps++;
+    int32_t acc = 0;
+    for (int32_t i = 0; i <= nd; i++) {
+        sl->n_cache = base + 1 + i; /* the cache as one-token-at-a-time decoding would have it */
+        sl->batch_idx = idx0 + i;
+        sample_slot(s, sl, step_seconds);
+        if (sl->state != SLOT_GEN || i == nd || sl->pending != sl->draft[i]) {
+            break;
+        }
+        acc++;
+        c->n_accepted++;
+    }
+    s->st.draft_accepted += (uint64_t)acc;
+    sl->n_cache = base + 1 + acc;
+    oxl_seq_truncate(s->ctx, sl->id, sl->n_cache);
+    if (oxl_seq_n_past(s->ctx, sl->id) != sl->n_cache && sl->job) {
+        job_fail_running(s, sl->job, "internal error: the cache could not drop the rejected draft tokens");
+    }
+}
+
+/* The draft after a slot's pending token: n-grams of its text first, then the draft model, up to
+ * speculative.n_max tokens within the slot's context and max_tokens; fewer than n_min count as
+ * none (llama-server's get_n_draft_max and its small-draft check). Runs without the mutex: the
+ * fields it reads are the scheduler thread's, and the job's parameters do not change. */
+static void slot_draft(oxl_sched *s, slot *sl) {
+    const oxl_gen_params *g = &sl->job->gen;
+    sl->drafted = true;
+    sl->n_draft = 0;
+    int32_t cap = g->spec_n_max;
+    if (s->n_ctx_slot - sl->n_cache - 1 < cap) {
+        cap = s->n_ctx_slot - sl->n_cache - 1;
+    }
+    if (g->max_tokens >= 0 && g->max_tokens - sl->n_gen - 1 < cap) {
+        cap = g->max_tokens - sl->n_gen - 1;
+    }
+    if (cap <= 0 || cap < g->spec_n_min) {
+        return;
+    }
+    int32_t nd = 0;
+    if (s->ex.ngram) {
+        nd = oxl_ngram_draft(sl->cache, sl->n_cache, sl->pending, s->ex.ngram_size_n, s->ex.ngram_size_m, sl->draft,
+                             cap);
+    }
+    if (nd == 0 && s->ex.dctx) {
+        oxl_error err = {0};
+        nd = oxl_draft_propose(s->ex.dctx, sl->id, sl->dheld, sl->cache, sl->n_cache, sl->pending, g->spec_p_min,
+                               g->spec_n_min, cap, sl->draft, &err);
+        if (nd < 0) {
+            /* the output does not depend on drafts: the slot goes on without one */
+            fprintf(stderr, "oxillama serve: slot %d: draft model: %s\n", sl->id, err.msg);
+            nd = 0;
+        }
+    }
+    sl->n_draft = nd < g->spec_n_min ? 0 : nd;
+}
+
+/* Drafts for the generating slots that have none for their pending token yet (mutex held;
+ * released while drafting). */
+static void draft_slots(oxl_sched *s) {
+    bool any = false;
+    for (int32_t i = 0; i < s->n_slots && !any; i++) {
+        const slot *sl = &s->slots[i];
+        any = sl->state == SLOT_GEN && !sl->drafted && sl->job->gen.spec_n_max > 0;
+    }
+    if (!any) {
+        return;
+    }
+    pthread_mutex_unlock(&s->mu);
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        slot *sl = &s->slots[i];
+        if (sl->state == SLOT_GEN && !sl->drafted && sl->job->gen.spec_n_max > 0) {
+            slot_draft(s, sl);
+        }
+    }
+    pthread_mutex_lock(&s->mu);
 }
 
 static void *sched_main(void *arg) {
@@ -879,7 +1060,7 @@ static void *sched_main(void *arg) {
         oxl_batch b = {n, s->b_tok, s->b_pos, s->b_seq, s->b_logits};
         oxl_error err = {0};
         double t0 = oxl_now();
-        int rc = oxl_decode_batch(s->ctx, &b, &err);
+        int rc = apply_lora(s, &err) == 0 ? oxl_decode_batch(s->ctx, &b, &err) : -1;
         double dt = oxl_now() - t0;
         pthread_mutex_lock(&s->mu);
         s->st.decode_steps++;
@@ -909,8 +1090,11 @@ static void *sched_main(void *arg) {
                 }
             }
             if (sl->job && sl->batch_idx >= 0) {
-                sample_slot(s, sl, dt);
+                sample_step(s, sl, dt);
             }
+        }
+        if (s->ex.dctx || s->ex.ngram) {
+            draft_slots(s);
         }
     }
     pthread_mutex_unlock(&s->mu);
@@ -928,6 +1112,8 @@ static void sched_free(oxl_sched *s) {
         free(sl->cache);
         free(sl->raw);
         free(sl->work);
+        free(sl->draft);
+        free(sl->dheld);
         oxl_sampler_free(sl->smpl);
     }
     free(s->slots);
@@ -947,7 +1133,7 @@ static void sched_free(oxl_sched *s) {
 }
 
 oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_size, int32_t n_batch,
-                           const oxl_ctx_params *embd_params, oxl_error *err) {
+                           const oxl_ctx_params *embd_params, const oxl_sched_extras *ex, oxl_error *err) {
     oxl_sched *s = calloc(1, sizeof *s);
     if (!s) {
         set_err(err, "out of memory");
@@ -965,6 +1151,17 @@ oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_s
     s->embd_params = *embd_params;
     s->n_embd = oxl_model_n_embd(model);
     s->q_cap = queue_size;
+    if (ex) {
+        s->ex = *ex;
+    }
+    if (s->ex.n_lora > OXL_SRV_MAX_LORA) {
+        set_err(err, "%d LoRA adapters; the server takes at most %d", s->ex.n_lora, OXL_SRV_MAX_LORA);
+        sched_free(s);
+        return NULL;
+    }
+    for (int32_t i = 0; i < s->ex.n_lora; i++) {
+        s->lora_global[i] = s->ex.lora_scale[i];
+    }
     s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
     s->queue = calloc((size_t)queue_size, sizeof *s->queue);
     size_t cap = (size_t)s->n_batch + (size_t)s->n_slots;
@@ -979,6 +1176,14 @@ oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_s
         sl->cache = malloc(sizeof(oxl_token) * (size_t)s->n_ctx_slot);
         sl->work = malloc(sizeof(float) * (size_t)s->n_vocab);
         ok = sl->cache && sl->work;
+        if (ok && (s->ex.dctx || s->ex.ngram)) {
+            sl->draft = malloc(sizeof(oxl_token) * (size_t)s->n_ctx_slot);
+            ok = sl->draft != NULL;
+        }
+        if (ok && s->ex.dctx) {
+            sl->dheld = calloc((size_t)oxl_ctx_n_ctx(s->ex.dctx) + 1, sizeof(oxl_token));
+            ok = sl->dheld != NULL;
+        }
     }
     s->st.n_slots = s->n_slots;
     s->st.n_ctx_slot = s->n_ctx_slot;
@@ -1037,6 +1242,18 @@ int32_t oxl_sched_slots(oxl_sched *s, oxl_slot_info *out, int32_t cap) {
 }
 
 int32_t oxl_sched_n_ctx_slot(const oxl_sched *s) { return s->n_ctx_slot; }
+
+void oxl_sched_lora_get(oxl_sched *s, float *scales) {
+    pthread_mutex_lock(&s->mu);
+    memcpy(scales, s->lora_global, sizeof(float) * (size_t)s->ex.n_lora);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void oxl_sched_lora_set(oxl_sched *s, const float *scales) {
+    pthread_mutex_lock(&s->mu);
+    memcpy(s->lora_global, scales, sizeof(float) * (size_t)s->ex.n_lora);
+    pthread_mutex_unlock(&s->mu);
+}
 
 int oxl_sched_slot_action(oxl_sched *s, int32_t id, oxl_slot_action action, const char *path, int32_t *n_tokens,
                           size_t *n_bytes, char *msg, size_t msg_cap) {

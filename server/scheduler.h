@@ -14,6 +14,7 @@
 #define OXL_SRV_SCHEDULER_H
 
 #include "oxillama.h"
+#include "server.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -46,6 +47,16 @@ typedef struct oxl_gen_params {
     int32_t n_stop;
     char *stop[OXL_SRV_MAX_STOP]; /* never emitted; matched across token boundaries */
     int32_t top_logprobs;         /* -1: no logprobs; else alternatives per token (0..20) */
+    /* LoRA scales of the server's adapters for this request (llama-server's "lora" field: the listed
+     * ids' scales, the others 0; without it the global scales of POST /lora-adapters when the
+     * request was read); lora_set false: the global scales at submission */
+    bool lora_set;
+    float lora[OXL_SRV_MAX_LORA];
+    /* speculative decoding (llama-server's speculative.n_max / n_min / p_min; the server's --draft-max,
+     * --draft-min, --draft-p-min by default): most tokens drafted per step (0: none), fewest worth
+     * verifying, least probability of a draft-model token to go on drafting */
+    int32_t spec_n_max, spec_n_min;
+    float spec_p_min;
 } oxl_gen_params;
 
 /* One sampled token with its log-probability and the most likely alternatives. */
@@ -64,7 +75,9 @@ typedef struct oxl_choice_out {
     size_t len, cap;
     oxl_tok_logprob *lp;
     int32_t n_lp, cap_lp;
-    int32_t n_gen; /* tokens generated */
+    int32_t n_gen;      /* tokens generated */
+    int32_t n_drafted;  /* draft tokens verified (llama-server's timings.draft_n) */
+    int32_t n_accepted; /* of those, the ones the target kept (draft_n_accepted) */
     size_t *marks; /* len after each publication (each token's text, or held-back text with the next) */
     int32_t n_marks, cap_marks;
     const char *finish; /* NULL while running, then "stop" or "length" */
@@ -102,6 +115,9 @@ typedef struct oxl_sched_stats {
     uint64_t prompt_tokens, prompt_tokens_cached, gen_tokens, decode_steps;
     double decode_seconds;    /* wall time in oxl_decode_batch */
     double gen_token_seconds; /* sum over generated tokens of the step time that produced them */
+    /* speculative decoding: draft tokens verified, those accepted, verification steps with a draft
+     * (llama-server's n_draft_tokens, n_draft_accepted, n_draft_verif_steps) */
+    uint64_t draft_tokens, draft_accepted, draft_steps;
     int32_t queue_depth, slots_busy, n_slots, n_ctx_slot;
 } oxl_sched_stats;
 
@@ -113,12 +129,28 @@ typedef struct oxl_slot_info {
     int32_t n_gen;
 } oxl_slot_info;
 
+/* LoRA adapters and speculative decoding of the slots (all pointers stay the caller's and must
+ * outlive the scheduler). */
+typedef struct oxl_sched_extras {
+    oxl_lora *const *loras; /* n_lora adapters loaded for the model (at most OXL_SRV_MAX_LORA) */
+    int32_t n_lora;
+    const float *lora_scale; /* their initial global scales */
+    /* a context of the draft model with one sequence per slot of the slots' length (NULL: no
+     * draft model); ngram: draft-free n-gram drafting (size_n, size_m), tried before the model */
+    oxl_ctx *dctx;
+    bool ngram;
+    int32_t ngram_size_n, ngram_size_m;
+} oxl_sched_extras;
+
 /* Takes the model and context (not owned); one slot per context sequence; queue_size jobs may wait;
- * a step decodes at most n_batch prompt tokens besides one token per generating slot. embd_params
- * (copied) gives the threads, batch and cache types of the embedding context; the scheduler sets its
- * embeddings, pooling, sequences and length. Starts the thread. NULL on failure with err set. */
+ * a step decodes at most n_batch prompt tokens besides one token per generating slot (and its
+ * drafts while the step has room). embd_params (copied) gives the threads, batch and cache types
+ * of the embedding context; the scheduler sets its embeddings, pooling, sequences and length. ex
+ * (copied; NULL: none) gives the adapters and drafting. A step decodes only slots with the same
+ * LoRA scales (llama-server batches no two requests whose adapters differ) and sets those on ctx.
+ * Starts the thread. NULL on failure with err set. */
 oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_size, int32_t n_batch,
-                           const oxl_ctx_params *embd_params, oxl_error *err);
+                           const oxl_ctx_params *embd_params, const oxl_sched_extras *ex, oxl_error *err);
 /* Context shift, as llama-server's --context-shift / --keep (tools/server/server-context.cpp): on,
  * a generating slot whose next token would fill its context (n_cache + 1 >= n_ctx_slot) keeps
  * n_keep = min(n_ctx_slot - 4, (n_keep < 0 ? the prompt's tokens : n_keep) + BOS) tokens, drops
@@ -126,6 +158,10 @@ oxl_sched *oxl_sched_start(const oxl_model *model, oxl_ctx *ctx, int32_t queue_s
  * there with "length". verbose: one line on stderr per shift. Call before the first job. */
 void oxl_sched_set_context_shift(oxl_sched *s, bool on, int32_t n_keep, bool verbose);
 
+/* The global LoRA scales (n_lora of them, into scales); GET /lora-adapters. */
+void oxl_sched_lora_get(oxl_sched *s, float *scales);
+/* Replaces the global LoRA scales; requests submitted afterwards without a "lora" field use them. */
+void oxl_sched_lora_set(oxl_sched *s, const float *scales);
 /* Refuses new jobs, finishes the queued and running ones until deadline (monotonic seconds), ends
  * the rest with an error and joins the thread. Jobs stay valid until released. */
 void oxl_sched_stop(oxl_sched *s, double deadline);

@@ -30,6 +30,7 @@
 
 #define OXL_SRV_MAX_KEYS 64
 #define OXL_SRV_KEY_MAX 256 /* bytes of one API key */
+#define OXL_SRV_MAX_LORA 16 /* LoRA adapters (--lora, --lora-scaled) */
 
 typedef struct oxl_server_config {
     char *model;                  /* -m: GGUF file */
@@ -71,6 +72,22 @@ typedef struct oxl_server_config {
      * src/cli/serve.c); non-zero: the server does not start. NULL: none */
     int (*setup_ctx)(void *user, const oxl_model *model, oxl_ctx *ctx);
     void *setup_user;
+    /* LoRA adapters (--lora, --lora-scaled; set by src/cli/serve.c, the strings are not owned):
+     * loaded by the server as ids 0..n_lora-1 with these global scales, or scale 0 each with
+     * lora_init_without_apply (--lora-init-without-apply), as llama-server */
+    const char *lora_path[OXL_SRV_MAX_LORA];
+    float lora_scale[OXL_SRV_MAX_LORA];
+    int n_lora;
+    bool lora_init_without_apply;
+    /* speculative decoding (run's options, set by src/cli/serve.c; model_draft not owned): a draft
+     * model (-md) and/or n-gram drafting (--spec-type ngram-simple, --spec-ngram-simple-size-n/-m),
+     * and the per-request defaults of speculative.n_max / n_min / p_min (--draft-max, --draft-min,
+     * --draft-p-min) */
+    const char *model_draft;
+    bool spec_ngram;
+    int ngram_size_n, ngram_size_m;
+    int draft_max, draft_min;
+    float draft_p_min;
 } oxl_server_config;
 
 /* Resolves the configuration in the order defaults < config file (--config or OXILLAMA_CONFIG) <

@@ -84,6 +84,7 @@ typedef struct oxl_opts {
     const char *lora[OXL_MAX_ADAPTERS];
     float lora_scale[OXL_MAX_ADAPTERS];
     int n_lora;
+    bool lora_init_without_apply; /* serve --lora-init-without-apply: the adapters' global scales start at 0 */
     const char *cvec[OXL_MAX_ADAPTERS];
     float cvec_scale[OXL_MAX_ADAPTERS];
     int n_cvec;

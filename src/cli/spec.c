@@ -1,8 +1,8 @@
 /* oxillama run with speculative decoding (-md, --spec-type): llama.cpp's speculative-simple loop
  * (examples/speculative-simple/speculative-simple.cpp) with common/speculative.cpp's draft-simple
- * and ngram-simple drafters. Each round drafts up to N tokens after the last sampled one, has the
- * target evaluate the last token and the draft in one decode with every position's logits, samples
- * position after position with the run's sampler while its pick equals the draft
+ * and ngram-simple drafters (the library's oxl_draft_propose and oxl_ngram_draft). Each round drafts up to N tokens
+ * after the last sampled one, has the target evaluate the last token and the draft in one decode with every position's
+ * logits, samples position after position with the run's sampler while its pick equals the draft
  * (common_sampler_sample_and_accept_n) and drops the rejected positions from the cache. The
  * sampler sees exactly the logits and draws of one-token-at-a-time decoding, so the output is the
  * same (up to the rounding of batched versus single-token products). */
@@ -10,7 +10,6 @@
 #include "cli.h"
 
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,66 +60,6 @@ int oxl_spec_check(const oxl_opts *o, bool *ngram, bool *draft) {
     return 0;
 }
 
-/* The draft model's proposal after hist[0..n_hist) and last: dctx's cache is brought to hist
- * (keeping its common prefix with dtoks, the tokens it holds), then tokens are taken greedily while
- * the best one's probability among the top 10 (softmax, temperature 1) is at least p_min, as
- * draft-simple's top-k 10 sampler. Returns the number of tokens written to out (< 0: error). */
-static int32_t draft_model_propose(oxl_ctx *dctx, oxl_token *dtoks, const oxl_token *hist, int32_t n_hist,
-                                   oxl_token last, int32_t n_vocab, const oxl_opts *o, int32_t cap, oxl_token *out,
-                                   oxl_error *err) {
-    int32_t have = oxl_ctx_n_past(dctx);
-    int32_t keep = 0;
-    while (keep < have && keep < n_hist && dtoks[keep] == hist[keep]) {
-        keep++;
-    }
-    oxl_ctx_truncate(dctx, keep);
-    /* the tokens of hist it lacks, and last, with the logits of last */
-    memcpy(dtoks + keep, hist + keep, sizeof(oxl_token) * (size_t)(n_hist - keep));
-    dtoks[n_hist] = last;
-    if (oxl_decode(dctx, dtoks + keep, n_hist + 1 - keep, false, err) != 0) {
-        return -1;
-    }
-    int32_t n = 0;
-    const int32_t n_ctx = oxl_ctx_n_ctx(dctx);
-    while (n < cap) {
-        const float *lg = oxl_get_logits(dctx, -1);
-        /* the top 10 logits, largest first (the first index wins a tie, as the top-k sort) */
-        int32_t top[10];
-        int32_t nt = 0;
-        for (int32_t i = 0; i < n_vocab; i++) {
-            int32_t j;
-            if (nt < 10) {
-                j = nt++;
-            } else if (lg[i] > lg[top[9]]) {
-                j = 9;
-            } else {
-                continue;
-            }
-            while (j > 0 && lg[i] > lg[top[j - 1]]) {
-                top[j] = top[j - 1];
-                j--;
-            }
-            top[j] = i;
-        }
-        double sum = 0.0;
-        for (int32_t k = 0; k < nt; k++) {
-            sum += exp((double)lg[top[k]] - (double)lg[top[0]]);
-        }
-        if (1.0 / sum < (double)o->draft_p_min) {
-            break;
-        }
-        out[n++] = top[0];
-        if (n == cap || n_hist + 1 + n >= n_ctx) {
-            break;
-        }
-        dtoks[n_hist + n] = top[0];
-        if (oxl_decode(dctx, &dtoks[n_hist + n], 1, false, err) != 0) {
-            return -1;
-        }
-    }
-    return n < o->draft_min ? 0 : n;
-}
-
 int oxl_spec_can_rewind(const oxl_model *model, const oxl_model *dmodel) {
     char arch[64];
     if (oxl_model_is_recurrent(model) || (dmodel && oxl_model_is_recurrent(dmodel))) {
@@ -141,7 +80,7 @@ int oxl_spec_generate(const oxl_opts *o, const oxl_model *model, oxl_ctx *ctx, o
     oxl_error err = {0};
     int status = 1;
     oxl_token *hist = malloc(sizeof(oxl_token) * ((size_t)n_ctx + 1));
-    oxl_token *dtoks = dmodel ? malloc(sizeof(oxl_token) * ((size_t)n_ctx + 2)) : NULL;
+    oxl_token *dtoks = dmodel ? calloc((size_t)oxl_ctx_n_ctx(dctx) + 1, sizeof(oxl_token)) : NULL;
     oxl_token *batch = malloc(sizeof(oxl_token) * ((size_t)n_max + 1));
     oxl_token *ids = malloc(sizeof(oxl_token) * ((size_t)n_max + 1));
     if (!hist || !batch || !ids || (dmodel && !dtoks)) {
@@ -196,8 +135,8 @@ int oxl_spec_generate(const oxl_opts *o, const oxl_model *model, oxl_ctx *ctx, o
             nd = oxl_ngram_draft(hist, n_hist, last, o->ngram_size_n, o->ngram_size_m, batch + 1, cap);
         }
         if (cap > 0 && nd == 0 && dmodel) {
-            nd = draft_model_propose(dctx, dtoks, hist, n_hist, last, oxl_model_n_vocab(dmodel), o,
-                                     cap < o->draft_max ? cap : o->draft_max, batch + 1, &err);
+            nd = oxl_draft_propose(dctx, 0, dtoks, hist, n_hist, last, o->draft_p_min, o->draft_min,
+                                   cap < o->draft_max ? cap : o->draft_max, batch + 1, &err);
             if (nd < 0) {
                 fprintf(stderr, "\nerror: draft model: %s\n", err.msg);
                 goto done;

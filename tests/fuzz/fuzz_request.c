@@ -54,7 +54,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     cp.n_batch = g_cfg.n_batch;
     g_srv.ctx = g_srv.model ? oxl_ctx_new(g_srv.model, &cp, &err) : NULL;
     g_srv.sched =
-        g_srv.ctx ? oxl_sched_start(g_srv.model, g_srv.ctx, g_cfg.queue_size, g_cfg.n_batch, &cp, &err) : NULL;
+        g_srv.ctx ? oxl_sched_start(g_srv.model, g_srv.ctx, g_cfg.queue_size, g_cfg.n_batch, &cp, NULL, &err) : NULL;
     if (!g_srv.sched) {
         fprintf(stderr, "fuzz_request: %s\n", err.msg);
         return 1;
