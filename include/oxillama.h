@@ -521,6 +521,27 @@ OXL_API oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_
  * memory; the sampler is then unchanged. */
 OXL_API int oxl_sampler_set_grammar(oxl_sampler *s, const oxl_model *model, const char *gbnf, const char *root,
                                     char *err, size_t err_len);
+/* A lazy grammar, as llama.cpp's llama_sampler_init_grammar_lazy_patterns (src/llama-sampling.cpp,
+ * src/llama-grammar.cpp) with common_sampler_init's word triggers (common/sampling.cpp): gbnf and root
+ * as oxl_sampler_set_grammar, but the grammar stays inactive (every token allowed) until a trigger
+ * occurs in the output (the tokens passed to oxl_sampler_accept after oxl_sampler_sample returned
+ * them):
+ *   - trigger_tokens (n_tokens ids): the grammar starts at that token, which it accepts;
+ *   - trigger_patterns (n_patterns NUL-terminated regular expressions, PCRE2 syntax on bytes, which
+ *     covers the ECMAScript patterns llama.cpp writes): after each output token, the first pattern
+ *     that matches the whole output so far (special tokens rendered) starts the grammar, which then
+ *     accepts the output from the pattern's first capturing group that matched a non-empty text (the
+ *     whole output when none did); the text before it stays unconstrained;
+ *   - trigger_words (n_words NUL-terminated texts): each word escaped, all of them as one more
+ *     pattern "[\s\S]*?(word1|word2|...)[\s\S]*" after trigger_patterns, so the grammar starts at
+ *     the first occurrence of any word.
+ * Once started it constrains as oxl_sampler_set_grammar's grammar does. The arrays are only read.
+ * Returns 0, or -1 with err written (see oxl_sampler_set_grammar; also: no trigger given, a pattern
+ * that does not compile, a build without PCRE2); the sampler is then unchanged. */
+OXL_API int oxl_sampler_set_grammar_lazy(oxl_sampler *s, const oxl_model *model, const char *gbnf, const char *root,
+                                         const char *const *trigger_words, int32_t n_words,
+                                         const char *const *trigger_patterns, int32_t n_patterns,
+                                         const oxl_token *trigger_tokens, int32_t n_tokens, char *err, size_t err_len);
 
 /* ---------------------------------------------------------------------------------------------
  * Chat templates (absent from OXL_SUBSET builds)
