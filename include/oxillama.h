@@ -595,6 +595,28 @@ OXL_API int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, co
  * object or hold a bad value, out of memory. A malformed call is content, never an error. */
 OXL_API int oxl_chat_parse(const oxl_model *model, const char *tmpl, const char *text, const char *opts_json,
                            char **out_message_json, oxl_error *err);
+/* The tool-call grammar of a reply format, as llama.cpp's common_chat_templates_apply builds it for
+ * offered tools (common/chat.cpp, the build_grammar block of each common_chat_params_init_<format>:
+ * the same rules, rule names, triggers and preserved tokens), with the sampler-ready triggers that
+ * common_sampler_init (common/sampling.cpp) and llama-server derive from them. The format is
+ * oxl_chat_format's for tmpl (or model's template). tools_json: a non-empty JSON array of OpenAI tool
+ * definitions ({"type": "function", "function": {"name", "parameters"?, ...}}). opts_json (may be
+ * NULL) is a JSON object: "tool_choice": "auto" (the default) or "required"; "parallel_tool_calls"
+ * (default true); "prompt": the rendered prompt, whose end says whether the reply starts inside an
+ * opened thought (the grammar then admits its closing tag first).
+ * On success *out_json is a malloc'd JSON object the caller frees: "format" (the format's name),
+ * "grammar" (GBNF text, or null for a format llama.cpp builds none for: Qwen3-Coder XML, Command R+,
+ * content only), "lazy" (true for "auto": the grammar waits for a trigger; the generic format is
+ * never lazy), "triggers" (llama.cpp's grammar_triggers: [{"type": "word" | "pattern" |
+ * "pattern_full", "value"}]), "preserved_tokens" (texts), and for oxl_sampler_set_grammar_lazy:
+ * "trigger_patterns" (full-match patterns: the "pattern_full" values, then one pattern made of the
+ * words and "pattern" values) and "trigger_tokens" (ids of the words that are one token of model's
+ * vocabulary; model NULL: none), "preserved_token_ids". Returns 0, or -1 with err set: missing
+ * arguments, tools or options that are not what is described, a tool llama.cpp refuses for the format
+ * (Llama 3.x builtin tools and Functionary's python tool with other parameters), a parameters schema
+ * the JSON-schema converter refuses (its message), out of memory. */
+OXL_API int oxl_chat_tool_grammar(const oxl_model *model, const char *tmpl, const char *tools_json,
+                                  const char *opts_json, char **out_json, oxl_error *err);
 /* The name of the reply format oxl_chat_parse picks for tmpl (or the model's template; both may be
  * NULL: "Generic"): "Hermes 2 Pro", "Llama 3.x", "DeepSeek R1", "GPT-OSS", ... A static string. */
 OXL_API const char *oxl_chat_format(const oxl_model *model, const char *tmpl);
