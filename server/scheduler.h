@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #define OXL_SRV_MAX_STOP 8
+#define OXL_SRV_MAX_TRIGGER_PATTERNS 8 /* llama.cpp's formats write at most 2 */
 #define OXL_SRV_MAX_TOP_LOGPROBS 20
 #define OXL_SRV_MAX_CHOICES 16
 #define OXL_SRV_MAX_BREAKERS 16 /* dry_sequence_breakers strings */
@@ -40,6 +41,11 @@ typedef struct oxl_gen_params {
     bool breakers_set;
     char *breakers[OXL_SRV_MAX_BREAKERS];
     char *grammar; /* GBNF text (grammar, json_schema, response_format): the output follows it; NULL: none */
+    /* a lazy tool-call grammar (oxl_sampler_set_grammar_lazy): it applies from the first trigger on */
+    bool grammar_lazy;
+    char *trigger_patterns; /* n_trigger_patterns NUL-separated full-match patterns */
+    int32_t n_trigger_patterns, n_trigger_tokens;
+    oxl_token *trigger_tokens;
     int32_t n_bias, cap_bias;
     oxl_token *bias_tok; /* logit_bias (and ignore_eos): added to these tokens' logits first */
     float *bias_val;
@@ -47,6 +53,9 @@ typedef struct oxl_gen_params {
     char *stop[OXL_SRV_MAX_STOP]; /* never emitted; matched across token boundaries */
     int32_t top_logprobs;         /* -1: no logprobs; else alternatives per token (0..20) */
 } oxl_gen_params;
+
+/* Sets g's grammar (lazy or not) on smpl; 0, or -1 (memory, or a grammar that does not parse). */
+int oxl_job_set_grammar(oxl_sampler *smpl, const oxl_model *model, const oxl_gen_params *g);
 
 /* One sampled token with its log-probability and the most likely alternatives. */
 typedef struct oxl_tok_logprob {
