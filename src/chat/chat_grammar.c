@@ -613,6 +613,102 @@ static void build_gpt_oss(gctx *g) {
     trigger(g, TRIG_PATTERN, "<\\|start\\|>assistant to");
 }
 
+/* make_gbnf_excluding (common/chat-parser-xml-toolcall.cpp) for one forbidden text: any text that
+ * does not contain it, as "( [^c0] | "c0" ( [^c1] | "c1" ( ... ) ) )*" */
+static const char *excluding(gctx *g, const char *forbid) {
+    const char *expr = "";
+    for (size_t d = strlen(forbid); d-- > 0;) {
+        unsigned char ch = (unsigned char)forbid[d];
+        char cls[8], lit[8];
+        if (ch == '\\' || ch == ']' || ch == '^' || ch == '-') {
+            snprintf(cls, sizeof cls, "\\%c", ch);
+        } else if (ch >= 0x20 && ch < 0x7f) {
+            snprintf(cls, sizeof cls, "%c", ch);
+        } else {
+            snprintf(cls, sizeof cls, "\\x%02X", ch);
+        }
+        if (ch == '\\' || ch == '"') {
+            snprintf(lit, sizeof lit, "\\%c", ch);
+        } else if (ch >= 0x20 && ch < 0x7f) {
+            snprintf(lit, sizeof lit, "%c", ch);
+        } else {
+            snprintf(lit, sizeof lit, "\\x%02X", ch);
+        }
+        expr = expr[0] ? fmt(g, "( [^%s] | \"%s\" %s )", cls, lit, expr) : fmt(g, "( [^%s] )", cls);
+    }
+    return fmt(g, "%s*", expr);
+}
+
+/* Qwen3-Coder's XML calls (common_chat_params_init_qwen3_coder_xml with
+ * build_grammar_xml_tool_call): <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n
+ * ... </function>\n</tool_call>, a string parameter's value raw text (without the closing tag) or
+ * JSON, the others JSON following their schema; required parameters in the schema's order. */
+static void build_qwen3_coder(gctx *g) {
+    static const char scope_start[] = "<tool_call>\n", tool_start[] = "<function=", tool_sep[] = ">\n",
+                      key_start[] = "<parameter=", key_val_sep[] = ">\n", val_end[] = "\n</parameter>\n",
+                      tool_end[] = "</function>\n", scope_end[] = "</tool_call>";
+    preserve(g, (const char *const[]){"<tool_call>", "</tool_call>", "<function=", "</function>",
+                                      "<parameter=", "</parameter>", NULL});
+    const char *raw = rule(g, "string-arg-val", excluding(g, val_end));
+    const char *rules = "";
+    FOREACH_FUNCTION(g, fn) {
+        const char *name = name_of(fn);
+        const cJSON *params = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
+        const cJSON *props = cJSON_GetObjectItemCaseSensitive(params, "properties");
+        if (!cJSON_IsObject(params) || !cJSON_IsObject(props)) {
+            continue; /* llama.cpp skips such a tool */
+        }
+        const cJSON *req = cJSON_GetObjectItemCaseSensitive(params, "required");
+        int n = cJSON_GetArraySize(props), i = 0;
+        const char **kv = calloc((size_t)n + 1, sizeof *kv);
+        bool *required = calloc((size_t)n + 1, sizeof *required);
+        if (!kv || !required) {
+            free(kv);
+            free(required);
+            g->oom = true;
+            return;
+        }
+        for (const cJSON *p = props->child; p; p = p->next, i++) {
+            for (const cJSON *r = cJSON_IsArray(req) ? req->child : NULL; r; r = r->next) {
+                required[i] |= cJSON_IsString(r) && !strcmp(r->valuestring, p->string);
+            }
+            const cJSON *type = cJSON_GetObjectItemCaseSensitive(p, "type");
+            const char *val = oxl_gbuild_schema(g->b, fmt(g, "%s-arg-%s", name, p->string), p);
+            if (cJSON_IsString(type) && !strcmp(type->valuestring, "string")) {
+                val = fmt(g, "( %s | %s )", raw, val);
+            }
+            kv[i] = rule(g, fmt(g, "func-%s-kv-%s", name, p->string),
+                         fmt(g, "%s %s %s %s", oxl_gbuild_literal(g->b, key_start), oxl_gbuild_literal(g->b, p->string),
+                             oxl_gbuild_literal(g->b, key_val_sep), val));
+        }
+        const char *next_sep = rule(g, fmt(g, "%s-last-arg-end", name), oxl_gbuild_literal(g->b, val_end));
+        const char *next = "\"\"";
+        for (i = n - 1; i >= 0; i--) {
+            const char *with = fmt(g, "%s %s", kv[i], next_sep);
+            next = rule(g, fmt(g, "%s-arg-after-%d", name, i), required[i] ? with : fmt(g, "( %s ) | %s", with, next));
+            with = fmt(g, "%s %s", oxl_gbuild_literal(g->b, val_end), with);
+            next_sep = rule(g, fmt(g, "%s-arg-after-%d-with-sep", name, i),
+                            required[i] ? with : fmt(g, "( %s ) | %s", with, next_sep));
+        }
+        free(kv);
+        free(required);
+        rules = join(g, rules, " | ",
+                     rule(g, fmt(g, "%s-call", name),
+                          fmt(g, "%s %s %s %s", oxl_gbuild_literal(g->b, tool_start), oxl_gbuild_literal(g->b, name),
+                              oxl_gbuild_literal(g->b, tool_sep), next)));
+    }
+    const char *once = rule(g, "root-tool-call-once", rules);
+    const char *more = rule(g, "root-tool-call-more", fmt(g, "%s %s", oxl_gbuild_literal(g->b, tool_end), once));
+    const char *end = rule(g, "root-call-end", oxl_gbuild_literal(g->b, tool_end));
+    const char *multi = rule(g, "root-tool-call-multiple-with-end", fmt(g, "%s %s* %s", once, more, end));
+    const char *block =
+        fmt(g, "%s %s? %s", oxl_gbuild_literal(g->b, scope_start), multi, oxl_gbuild_literal(g->b, scope_end));
+    /* parallel calls also as blocks of their own, one a line, as llama.cpp's parser reads them
+     * (tests/test-chat.cpp) */
+    rule(g, "root", g->parallel ? fmt(g, "%s ( \"\\n\" %s )*", block, block) : block);
+    trigger(g, TRIG_WORD, fmt(g, "%s%s", scope_start, tool_start));
+}
+
 /* --- the entry point --------------------------------------------------------------------------- */
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -740,7 +836,8 @@ int oxl_chat_tool_grammar(const oxl_model *model, const char *tmpl, const char *
         build_granite(&g);
         break;
     case OXL_CHAT_FMT_GPT_OSS: build_gpt_oss(&g); break;
-    default: built = false; /* Qwen3-Coder XML, Command R+, content only: no grammar */
+    case OXL_CHAT_FMT_QWEN3_CODER: build_qwen3_coder(&g); break;
+    default: built = false; /* Command R+, content only: no grammar */
     }
     char *grammar = NULL;
     cJSON *out = NULL;

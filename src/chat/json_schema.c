@@ -1704,6 +1704,8 @@ oxl_gbuild *oxl_gbuild_new(void) {
 
 const char *oxl_gbuild_rule(oxl_gbuild *b, const char *name, const char *body) { return add_rule(&b->c, name, body); }
 
+const char *oxl_gbuild_literal(oxl_gbuild *b, const char *text) { return format_literal(&b->c, text); }
+
 const char *oxl_gbuild_schema(oxl_gbuild *b, const char *name, const cJSON *schema) {
     cJSON *copy = cJSON_Duplicate(schema, true);
     if (!copy || !push((void **)&b->schemas, &b->n_schemas, &b->cap_schemas, sizeof copy, &copy)) {

@@ -15,6 +15,8 @@ oxl_gbuild *oxl_gbuild_new(void);
 /* builder.add_rule: body under name made of rule characters (a different rule already there: name0,
  * name1, ...); returns the name used, valid until oxl_gbuild_free. */
 const char *oxl_gbuild_rule(oxl_gbuild *b, const char *name, const char *body);
+/* gbnf_format_literal: text as a quoted GBNF literal (valid until oxl_gbuild_free). */
+const char *oxl_gbuild_literal(oxl_gbuild *b, const char *text);
 /* builder.add_schema after builder.resolve_refs: schema (copied; its local $refs resolved against
  * itself) converted under name ("root": the start rule); returns the rule name to refer to it ("" on
  * errors, which oxl_gbuild_finish reports). */
