@@ -605,12 +605,11 @@ OXL_API int oxl_chat_parse(const oxl_model *model, const char *tmpl, const char 
  * (default true); "prompt": the rendered prompt, whose end says whether the reply starts inside an
  * opened thought (the grammar then admits its closing tag first).
  * On success *out_json is a malloc'd JSON object the caller frees: "format" (the format's name),
- * "grammar" (GBNF text, or null for a format llama.cpp builds none for: Qwen3-Coder XML, Command R+,
- * content only), "lazy" (true for "auto": the grammar waits for a trigger; the generic format is
- * never lazy), "triggers" (llama.cpp's grammar_triggers: [{"type": "word" | "pattern" |
- * "pattern_full", "value"}]), "preserved_tokens" (texts), and for oxl_sampler_set_grammar_lazy:
- * "trigger_patterns" (full-match patterns: the "pattern_full" values, then one pattern made of the
- * words and "pattern" values) and "trigger_tokens" (ids of the words that are one token of model's
+ * "grammar" (GBNF text, or null for a format llama.cpp builds none for: Command R+, content only), "lazy" (true for
+ * "auto": the grammar waits for a trigger; the generic format is never lazy), "triggers" (llama.cpp's grammar_triggers:
+ * [{"type": "word" | "pattern" | "pattern_full", "value"}]), "preserved_tokens" (texts), and for
+ * oxl_sampler_set_grammar_lazy: "trigger_patterns" (full-match patterns: the "pattern_full" values, then one pattern
+ * made of the words and "pattern" values) and "trigger_tokens" (ids of the words that are one token of model's
  * vocabulary; model NULL: none), "preserved_token_ids". Returns 0, or -1 with err set: missing
  * arguments, tools or options that are not what is described, a tool llama.cpp refuses for the format
  * (Llama 3.x builtin tools and Functionary's python tool with other parameters), a parameters schema

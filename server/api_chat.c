@@ -75,8 +75,8 @@ static int chat_prompt(oxl_srv *srv, cJSON *msgs, api_req *r, oxl_token **toks, 
  * (common_chat_templates_apply, oxl_chat_tool_grammar): for tool_choice "auto" a lazy grammar that
  * applies from the format's trigger on (a call's opening tag), for "required" or a named function
  * ({"type": "function", "function": {"name": N}}: the tools list cut to N) one that applies from the
- * first token and admits only calls. A format llama.cpp builds no grammar for (Qwen3-Coder's XML
- * calls, Command R+) leaves "auto" unconstrained and refuses "required". The generic format's
+ * first token and admits only calls. A format llama.cpp builds no grammar for (Command R+) leaves
+ * "auto" unconstrained and refuses "required". The generic format's
  * grammar, which llama.cpp applies also for "auto" (a JSON reply of either calls or a response,
  * asked for by a system message its prompt adds), is used for "required" only, as the prompt here is
  * the template's own. A request's own grammar stays for "auto" and is refused with "required". */

@@ -10,9 +10,11 @@ bigram model of make_toolcall_model.py in its Mistral form (any prompt -> "Let m
   - tool_choice required (the grammar from the first token): at temperature 1, every one of 8 seeds
     gives content null and one get_weather call with the model's arguments;
   - a named tool the model never calls by itself ("add", integer arguments): 4 seeds at temperature 1
-    all call add with two integers;
-  - a format for which llama.cpp builds no grammar (Qwen3-Coder's XML calls): required is a 400
-    naming the format.
+    all call add with two integers; the same for required with only add offered under the templates
+    of Llama 3.1, Functionary v3.2, Command R7B and Granite 3.3 (each format's grammar; gpt-oss's
+    admits free analysis text first, which this model may never end);
+  - a format for which llama.cpp builds no grammar (Command R+): required is a 400 naming the
+    format.
 usage: check_tool_grammar.py OXILLAMA_BINARY SOURCE_DIR WORK_DIR
 Prints PASS/FAIL lines; exit status 1 on a failure."""
 import json
@@ -41,9 +43,10 @@ def check(name, ok, detail=""):
     failed += not ok
 
 
-def start(model, template):
+def start(model, template, n_ctx="4096"):
+    """a server for model under template (a byte-level vocabulary: prompts are long)"""
     log = tempfile.TemporaryFile(mode="w+")
-    proc = subprocess.Popen([binary, "serve", "--port", "0", "-t", "1", "-np", "1", "-c", "4096", "-m", model,
+    proc = subprocess.Popen([binary, "serve", "--port", "0", "-t", "1", "-np", "1", "-c", n_ctx, "-m", model,
                              "--chat-template-file", template], stdout=subprocess.DEVNULL, stderr=log)
     for _ in range(300):
         log.seek(0)
@@ -138,11 +141,35 @@ check("named tool add (never the model's choice): 4 seeds at temperature 1 call 
       "%d/4" % good)
 stop(proc)
 
-proc, base = start(model, os.path.join(TEMPLATES, "Qwen3-Coder", "template.jinja"))
-st, r = chat(base, tool_choice="required")
+# required with only add offered, under other formats' templates: the format's grammar from the
+# first token; this model's own reply fits none of them, so every call is the grammar's
+ADD_DESCRIBED = {"type": "function", "function": dict(ADD["function"], description="Adds two integers")}
+for tmpl, fmt in [("meta-llama-Llama-3.1-8B-Instruct", "Llama 3.x"), ("meetkai-functionary-medium-v3.2", "Functionary v3.2"),
+                  ("CohereForAI-c4ai-command-r7b-12-2024-tool_use", "Command R7B"),
+                  ("ibm-granite-granite-3.3-2B-Instruct", "Granite")]:
+    proc, base = start(model, os.path.join(TEMPLATES, tmpl, "template.jinja"), "16384")
+    good = 0
+    for seed in range(1, 5):
+        st, r = chat(base, tools=[ADD_DESCRIBED], tool_choice="required", temperature=1.0, seed=seed, max_tokens=400)
+        content, calls, finish = calls_of(r) if st == 200 else ("", [], None)
+        ok = content is None and len(calls) >= 1 and finish == "tool_calls" and all(
+            n == "add" and isinstance(a, dict) and sorted(a) == ["a", "b"] and
+            all(isinstance(v, (int, float)) and v == int(v) for v in a.values()) for n, a, _ in calls)
+        good += ok
+        if not ok:
+            print("  %s seed %d: %s" % (fmt, seed, json.dumps(r)[:400]))
+    check("required under %s's template: 4 seeds at temperature 1 call add with integers" % fmt, good == 4,
+          "%d/4" % good)
+    stop(proc)
+
+proc, base = start(model, os.path.join(TEMPLATES, "CohereForAI-c4ai-command-r-plus-tool_use", "template.jinja"), "16384")
+WEATHER_DESCRIBED = {"type": "function", "function": {"name": "get_weather", "description": "Current weather",
+                                                      "parameters": {"type": "object", "required": ["city"], "properties": {
+                                                          "city": {"type": "string", "description": "City"}}}}}
+st, r = chat(base, tools=[WEATHER_DESCRIBED], tool_choice="required")
 check("required with a format without a tool grammar -> 400 naming it",
-      st == 400 and "'Qwen3 Coder' reply format" in r["error"]["message"] and r["error"]["param"] == "tool_choice", r)
-st, r = chat(base)
+      st == 400 and "'Command R+' reply format" in r["error"]["message"] and r["error"]["param"] == "tool_choice", r)
+st, r = chat(base, tools=[WEATHER_DESCRIBED], max_tokens=20)
 check("auto with that format: unconstrained, 200", st == 200, r)
 stop(proc)
 sys.exit(1 if failed else 0)
