@@ -137,6 +137,16 @@ static int tool_grammar(oxl_srv *srv, const cJSON *tc, const api_req *r, oxl_gen
                        : BAD(e, "tools", "'tools': %s", err.msg);
     }
     const cJSON *gr = cJSON_GetObjectItemCaseSensitive(res, "grammar");
+    const cJSON *pres = cJSON_GetObjectItemCaseSensitive(res, "preserved_token_ids");
+    g->n_preserved = cJSON_GetArraySize(pres);
+    if (g->n_preserved && !(g->preserved = malloc(sizeof(oxl_token) * (size_t)g->n_preserved))) {
+        cJSON_Delete(res);
+        return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+    }
+    int32_t n_pres = 0;
+    for (const cJSON *t = pres ? pres->child : NULL; t; t = t->next) {
+        g->preserved[n_pres++] = (oxl_token)t->valuedouble;
+    }
     const cJSON *pats = cJSON_GetObjectItemCaseSensitive(res, "trigger_patterns");
     const cJSON *toks = cJSON_GetObjectItemCaseSensitive(res, "trigger_tokens");
     if (!cJSON_IsString(gr)) {

@@ -478,6 +478,14 @@ void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **to
                 memcpy(g.trigger_patterns, tp, n);
             }
         }
+        g.preserved = NULL;
+        if (r->gen.n_preserved) {
+            size_t n = sizeof(oxl_token) * (size_t)g.n_preserved;
+            copied &= (g.preserved = malloc(n)) != NULL;
+            if (g.preserved) {
+                memcpy(g.preserved, r->gen.preserved, n);
+            }
+        }
         if (r->gen.n_trigger_tokens) {
             size_t n = sizeof(oxl_token) * (size_t)g.n_trigger_tokens;
             copied &= (g.trigger_tokens = malloc(n)) != NULL;

@@ -102,6 +102,7 @@ void oxl_gen_params_free(oxl_gen_params *g) {
     free(g->grammar);
     free(g->trigger_patterns);
     free(g->trigger_tokens);
+    free(g->preserved);
     memset(g, 0, sizeof *g);
 }
 
@@ -576,10 +577,20 @@ static void sample_slot(oxl_sched *s, slot *sl, double step_seconds) {
     sl->n_gen++;
     c->n_gen = sl->n_gen;
     char piece[256];
-    int32_t w = oxl_detok_push(&sl->detok, s->model, tok, piece, (int32_t)sizeof piece);
+    bool preserved = false;
+    for (int32_t i = 0; i < g->n_preserved; i++) {
+        preserved |= g->preserved[i] == tok;
+    }
+    if (preserved) { /* its text with special tokens rendered, after what the detokenizer holds */
+        flush_detok(sl);
+    }
+    int32_t w = preserved ? oxl_token_to_piece(s->model, tok, piece, (int32_t)sizeof piece, true)
+                          : oxl_detok_push(&sl->detok, s->model, tok, piece, (int32_t)sizeof piece);
     if (w < 0) {
         char *big = malloc((size_t)-w);
-        w = big ? oxl_detok_push(&sl->detok, s->model, tok, big, -w) : 0;
+        w = !big        ? 0
+            : preserved ? oxl_token_to_piece(s->model, tok, big, -w, true)
+                        : oxl_detok_push(&sl->detok, s->model, tok, big, -w);
         if (w > 0) {
             raw_append(sl, big, (size_t)w);
         }

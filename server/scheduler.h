@@ -46,6 +46,10 @@ typedef struct oxl_gen_params {
     char *trigger_patterns; /* n_trigger_patterns NUL-separated full-match patterns */
     int32_t n_trigger_patterns, n_trigger_tokens;
     oxl_token *trigger_tokens;
+    /* the reply format's preserved tokens (llama-server's preserved_tokens): written with their text
+     * even when they are control tokens, so that the reply parser sees the markup */
+    int32_t n_preserved;
+    oxl_token *preserved;
     int32_t n_bias, cap_bias;
     oxl_token *bias_tok; /* logit_bias (and ignore_eos): added to these tokens' logits first */
     float *bias_val;

@@ -3,6 +3,8 @@
 bigram model of make_toolcall_model.py in its Mistral form (any prompt -> "Let me check." ->
 [TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}, "id":
 "abc123def"}]) served with Mistral Nemo's template (golden/chat-templates):
+  - [TOOL_CALLS] is a control token: written into the reply (so parsed) as one of the format's
+    preserved tokens when tools are offered, and it is the lazy grammar's trigger token;
   - tool_choice auto (a lazy grammar, trigger word [TOOL_CALLS]): the text before the trigger is
     free ("Let me check." stays content); after it the grammar decides: with the model's "id" token
     banned (logit_bias -100) the call is still complete, its id 9 alphanumerics as the grammar
@@ -113,9 +115,11 @@ check("auto, the model's id token banned: the lazy grammar completes the call wi
       st == 200 and content == "Let me check." and len(calls) == 1 and calls[0][:2] == ("get_weather", PARIS) and
       re.fullmatch(r"[a-zA-Z0-9]{9}", calls[0][2] or "") is not None and finish == "tool_calls", r)
 st, r = chat(base, logit_bias={str(ID_TOKEN): -100}, tool_choice="none", max_tokens=100)
-check("the same without a grammar (tool_choice none): no call closes",
-      st == 200 and not r["choices"][0]["message"].get("tool_calls") and r["choices"][0]["finish_reason"] == "length",
-      r)
+check("the same without a grammar (tool_choice none): no call closes, [TOOL_CALLS] (a control token "
+      "preserved only with tools) not written",
+      st == 200 and not r["choices"][0]["message"].get("tool_calls") and r["choices"][0]["finish_reason"] == "length"
+      and "Let me check." in r["choices"][0]["message"]["content"]
+      and "[TOOL_CALLS]" not in r["choices"][0]["message"]["content"], r)
 
 good = 0
 for seed in range(1, 9):

@@ -18,7 +18,7 @@ entries that no merge of smaller pieces can form, so no prompt tokenizes to them
 is SentencePiece-style (<unk>, <s>, </s>, 256 byte tokens), without a chat template: the server
 renders ChatML. Layout of GGUF: ggml docs/gguf.md.
 
-With "mistral" the call is Mistral Nemo's (served with that template):
+With "mistral" the call is Mistral Nemo's (served with that template), [TOOL_CALLS] a control token:
     any prompt -> "Let me check." -> "[TOOL_CALLS]" -> "[{\"name\": \"get_weather\", "
                -> "\"arguments\": {\"city\": " -> "\"Paris\", \"unit\": \"celsius\"}, "
                -> "\"id\": \"abc123def\"}]" -> end of text (</s>)
@@ -50,6 +50,8 @@ def f32(vals):
 def main():
     tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)] + REPLY
     types = [2, 3, 3] + [6] * 256 + [1] * len(REPLY)  # unknown 2, control 3, byte 6, normal 1
+    if REPLY[1] == "[TOOL_CALLS]":
+        types[FIRST + 1] = 3  # a control token, as in Mistral's vocabularies
     scores = [0.0] * 259 + [-1000.0] * len(REPLY)
 
     def direction(tok):
