@@ -568,6 +568,27 @@ OXL_API oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_
  * memory; the sampler is then unchanged. */
 OXL_API int oxl_sampler_set_grammar(oxl_sampler *s, const oxl_model *model, const char *gbnf, const char *root,
                                     char *err, size_t err_len);
+/* A lazy grammar, as llama.cpp's llama_sampler_init_grammar_lazy_patterns (src/llama-sampling.cpp,
+ * src/llama-grammar.cpp) with common_sampler_init's word triggers (common/sampling.cpp): gbnf and root
+ * as oxl_sampler_set_grammar, but the grammar stays inactive (every token allowed) until a trigger
+ * occurs in the output (the tokens passed to oxl_sampler_accept after oxl_sampler_sample returned
+ * them):
+ *   - trigger_tokens (n_tokens ids): the grammar starts at that token, which it accepts;
+ *   - trigger_patterns (n_patterns NUL-terminated regular expressions, PCRE2 syntax on bytes, which
+ *     covers the ECMAScript patterns llama.cpp writes): after each output token, the first pattern
+ *     that matches the whole output so far (special tokens rendered) starts the grammar, which then
+ *     accepts the output from the pattern's first capturing group that matched a non-empty text (the
+ *     whole output when none did); the text before it stays unconstrained;
+ *   - trigger_words (n_words NUL-terminated texts): each word escaped, all of them as one more
+ *     pattern "[\s\S]*?(word1|word2|...)[\s\S]*" after trigger_patterns, so the grammar starts at
+ *     the first occurrence of any word.
+ * Once started it constrains as oxl_sampler_set_grammar's grammar does. The arrays are only read.
+ * Returns 0, or -1 with err written (see oxl_sampler_set_grammar; also: no trigger given, a pattern
+ * that does not compile, a build without PCRE2); the sampler is then unchanged. */
+OXL_API int oxl_sampler_set_grammar_lazy(oxl_sampler *s, const oxl_model *model, const char *gbnf, const char *root,
+                                         const char *const *trigger_words, int32_t n_words,
+                                         const char *const *trigger_patterns, int32_t n_patterns,
+                                         const oxl_token *trigger_tokens, int32_t n_tokens, char *err, size_t err_len);
 
 /* ---------------------------------------------------------------------------------------------
  * Built-in chat formats (every build, OXL_SUBSET included: no JSON, no template engine)
@@ -663,6 +684,27 @@ OXL_API int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, co
  * object or hold a bad value, out of memory. A malformed call is content, never an error. */
 OXL_API int oxl_chat_parse(const oxl_model *model, const char *tmpl, const char *text, const char *opts_json,
                            char **out_message_json, oxl_error *err);
+/* The tool-call grammar of a reply format, as llama.cpp's common_chat_templates_apply builds it for
+ * offered tools (common/chat.cpp, the build_grammar block of each common_chat_params_init_<format>:
+ * the same rules, rule names, triggers and preserved tokens), with the sampler-ready triggers that
+ * common_sampler_init (common/sampling.cpp) and llama-server derive from them. The format is
+ * oxl_chat_format's for tmpl (or model's template). tools_json: a non-empty JSON array of OpenAI tool
+ * definitions ({"type": "function", "function": {"name", "parameters"?, ...}}). opts_json (may be
+ * NULL) is a JSON object: "tool_choice": "auto" (the default) or "required"; "parallel_tool_calls"
+ * (default true); "prompt": the rendered prompt, whose end says whether the reply starts inside an
+ * opened thought (the grammar then admits its closing tag first).
+ * On success *out_json is a malloc'd JSON object the caller frees: "format" (the format's name),
+ * "grammar" (GBNF text, or null for a format llama.cpp builds none for: Command R+, content only), "lazy" (true for
+ * "auto": the grammar waits for a trigger; the generic format is never lazy), "triggers" (llama.cpp's grammar_triggers:
+ * [{"type": "word" | "pattern" | "pattern_full", "value"}]), "preserved_tokens" (texts), and for
+ * oxl_sampler_set_grammar_lazy: "trigger_patterns" (full-match patterns: the "pattern_full" values, then one pattern
+ * made of the words and "pattern" values) and "trigger_tokens" (ids of the words that are one token of model's
+ * vocabulary; model NULL: none), "preserved_token_ids". Returns 0, or -1 with err set: missing
+ * arguments, tools or options that are not what is described, a tool llama.cpp refuses for the format
+ * (Llama 3.x builtin tools and Functionary's python tool with other parameters), a parameters schema
+ * the JSON-schema converter refuses (its message), out of memory. */
+OXL_API int oxl_chat_tool_grammar(const oxl_model *model, const char *tmpl, const char *tools_json,
+                                  const char *opts_json, char **out_json, oxl_error *err);
 /* The name of the reply format oxl_chat_parse picks for tmpl (or the model's template; both may be
  * NULL: "Generic"): "Hermes 2 Pro", "Llama 3.x", "DeepSeek R1", "GPT-OSS", ... A static string. */
 OXL_API const char *oxl_chat_format(const oxl_model *model, const char *tmpl);

@@ -28,7 +28,7 @@ setup(
             sources=["src/_oxillama.c"],
             include_dirs=[os.path.join(ROOT, "include")],
             extra_objects=[LIB],
-            libraries=["cjson", "pcre2-32", "utf8proc", "m", "pthread"],
+            libraries=["cjson", "pcre2-32", "pcre2-8", "utf8proc", "m", "pthread"],
             extra_compile_args=["-std=c17"],
             extra_link_args=["-Wl,--exclude-libs,ALL"],  # export PyInit__oxillama alone
         )

@@ -71,28 +71,31 @@ static int chat_prompt(oxl_srv *srv, cJSON *msgs, api_req *r, oxl_token **toks, 
     return rc;
 }
 
-/* tool_choice "required" or {"type": "function", "function": {"name": N}}: a grammar from the first
- * token that admits only tool calls, as llama.cpp builds one for the reply format when the choice
- * is required (common/chat.cpp: grammar not lazy): one or more
- * <tool_call>{"name": N, "arguments": ARGS}</tool_call> blocks, ARGS following the tool's
- * parameters schema (converted as llama.cpp converts JSON schemas). The Hermes 2 Pro and generic
- * reply formats read those blocks; other formats get a 400 naming theirs. */
-static int required_tool_grammar(oxl_srv *srv, const cJSON *tc, const cJSON *tools, oxl_gen_params *g,
-                                 oxl_api_error *e) {
-    if (!tools) {
-        return BAD(e, "tool_choice", "'tool_choice': a required or named tool needs a non-empty 'tools' list");
+/* The tool-call grammar of the template's reply format, as llama.cpp's server sets it
+ * (common_chat_templates_apply, oxl_chat_tool_grammar): for tool_choice "auto" a lazy grammar that
+ * applies from the format's trigger on (a call's opening tag), for "required" or a named function
+ * ({"type": "function", "function": {"name": N}}: the tools list cut to N) one that applies from the
+ * first token and admits only calls. A format llama.cpp builds no grammar for (Command R+) leaves
+ * "auto" unconstrained and refuses "required". The generic format's
+ * grammar, which llama.cpp applies also for "auto" (a JSON reply of either calls or a response,
+ * asked for by a system message its prompt adds), is used for "required" only, as the prompt here is
+ * the template's own. A request's own grammar stays for "auto" and is refused with "required". */
+static int tool_grammar(oxl_srv *srv, const cJSON *tc, const api_req *r, oxl_gen_params *g, oxl_api_error *e) {
+    bool required = tc && (cJSON_IsObject(tc) || !strcmp(tc->valuestring, "required"));
+    if (!r->tools) {
+        return required
+                   ? BAD(e, "tool_choice", "'tool_choice': a required or named tool needs a non-empty 'tools' list")
+                   : 0;
     }
     if (g->grammar) {
-        return BAD(e, "tool_choice",
-                   "'tool_choice': a required or named tool cannot be combined with 'grammar', 'json_schema' or "
-                   "'response_format'");
+        return required ? BAD(e, "tool_choice",
+                              "'tool_choice': a required or named tool cannot be combined with 'grammar', "
+                              "'json_schema' or 'response_format'")
+                        : 0;
     }
     const char *fmt = oxl_chat_format(srv->model, srv->cfg->chat_template);
-    if (strcmp(fmt, "Hermes 2 Pro") && strcmp(fmt, "Generic")) {
-        return BAD(e, "tool_choice",
-                   "'tool_choice': a required or named tool is enforced for the Hermes 2 Pro and generic reply "
-                   "formats; this model's template has the '%s' format",
-                   fmt);
+    if (!required && !strcmp(fmt, "Generic")) {
+        return 0;
     }
     const char *only = NULL;
     if (cJSON_IsObject(tc)) {
@@ -104,60 +107,83 @@ static int required_tool_grammar(oxl_srv *srv, const cJSON *tc, const cJSON *too
         }
         only = nm->valuestring;
     }
-    cJSON *schema = cJSON_CreateObject();
-    cJSON *any = cJSON_AddArrayToObject(schema, "anyOf");
-    int n = 0;
-    for (const cJSON *t = tools->child; t; t = t->next) {
+    cJSON *list = cJSON_CreateArray();
+    for (const cJSON *t = r->tools->child; t; t = t->next) {
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
         const cJSON *nm = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "name") : NULL;
-        if (!cJSON_IsString(nm) || (only && strcmp(only, nm->valuestring))) {
-            continue;
+        if (cJSON_IsString(nm) && (!only || !strcmp(only, nm->valuestring))) {
+            cJSON_AddItemToArray(list, cJSON_Duplicate(t, true));
         }
-        const cJSON *params = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
-        cJSON *alt = cJSON_CreateObject();
-        cJSON_AddStringToObject(alt, "type", "object");
-        cJSON *props = cJSON_AddObjectToObject(alt, "properties");
-        cJSON_AddItemToObject(cJSON_AddObjectToObject(props, "name"), "const", cJSON_CreateString(nm->valuestring));
-        cJSON_AddItemToObject(props, "arguments",
-                              cJSON_IsObject(params) ? cJSON_Duplicate(params, true) : cJSON_CreateObject());
-        cJSON *req = cJSON_AddArrayToObject(alt, "required");
-        cJSON_AddItemToArray(req, cJSON_CreateString("name"));
-        cJSON_AddItemToArray(req, cJSON_CreateString("arguments"));
-        cJSON_AddItemToArray(any, alt);
-        n++;
     }
-    if (n == 0) {
-        cJSON_Delete(schema);
-        return BAD(e, "tool_choice", "'tool_choice': no tool named '%.80s' in 'tools'", only ? only : "");
+    if (cJSON_GetArraySize(list) == 0) {
+        cJSON_Delete(list);
+        return only ? BAD(e, "tool_choice", "'tool_choice': no tool named '%.80s' in 'tools'", only)
+                    : BAD(e, "tools", "'tools': no tool has a function with a name");
     }
-    char *text = cJSON_PrintUnformatted(schema);
-    cJSON_Delete(schema);
-    char *call = NULL;
+    cJSON *opts = cJSON_CreateObject();
+    cJSON_AddStringToObject(opts, "tool_choice", required ? "required" : "auto");
+    cJSON_AddStringToObject(opts, "prompt", r->prompt_tail);
+    char *tj = cJSON_PrintUnformatted(list), *oj = cJSON_PrintUnformatted(opts), *out = NULL;
+    cJSON_Delete(list);
+    cJSON_Delete(opts);
     oxl_error err = {{0}};
-    int rc = text ? oxl_json_schema_to_grammar(text, &call, &err) : -1;
-    free(text);
-    if (rc != 0) {
-        return BAD(e, "tools", "'tools': a tool's parameters are not a usable JSON schema: %s", err.msg);
+    int rc = tj && oj ? oxl_chat_tool_grammar(srv->model, srv->cfg->chat_template, tj, oj, &out, &err) : -1;
+    free(tj);
+    free(oj);
+    cJSON *res = rc == 0 ? cJSON_Parse(out) : NULL;
+    free(out);
+    if (!res) {
+        return rc == 0 ? oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory")
+                       : BAD(e, "tools", "'tools': %s", err.msg);
     }
-    /* the schema's root becomes the call; the new root wraps calls in the format's tags */
-    char *at = strncmp(call, "root ::= ", 9) == 0 ? call : strstr(call, "\nroot ::= ");
-    if (!at) {
-        free(call);
-        return oxl_api_fail(e, OXL_E_GENERATION_FAILED, "tools", "the tool-call grammar has no root rule");
-    }
-    at += at == call ? 0 : 1;
-    memcpy(at, "tool", 4); /* "root ::= " -> "tool ::= " (the converter names no rule "tool") */
-    static const char wrap[] = "root ::= call-block (\"\\n\" call-block)*\n"
-                               "call-block ::= \"<tool_call>\" \"\\n\"? tool \"\\n\"? \"</tool_call>\"\n";
-    size_t n_call = strlen(call);
-    g->grammar = malloc(n_call + sizeof wrap + 2);
-    if (!g->grammar) {
-        free(call);
+    const cJSON *gr = cJSON_GetObjectItemCaseSensitive(res, "grammar");
+    const cJSON *pres = cJSON_GetObjectItemCaseSensitive(res, "preserved_token_ids");
+    g->n_preserved = cJSON_GetArraySize(pres);
+    if (g->n_preserved && !(g->preserved = malloc(sizeof(oxl_token) * (size_t)g->n_preserved))) {
+        cJSON_Delete(res);
         return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
     }
-    memcpy(g->grammar, call, n_call);
-    memcpy(g->grammar + n_call, wrap, sizeof wrap);
-    free(call);
+    int32_t n_pres = 0;
+    for (const cJSON *t = pres ? pres->child : NULL; t; t = t->next) {
+        g->preserved[n_pres++] = (oxl_token)t->valuedouble;
+    }
+    const cJSON *pats = cJSON_GetObjectItemCaseSensitive(res, "trigger_patterns");
+    const cJSON *toks = cJSON_GetObjectItemCaseSensitive(res, "trigger_tokens");
+    if (!cJSON_IsString(gr)) {
+        cJSON_Delete(res);
+        return required ? BAD(e, "tool_choice",
+                              "'tool_choice': a required or named tool is not enforced for this model's '%s' reply "
+                              "format (no tool-call grammar, as in llama.cpp)",
+                              fmt)
+                        : 0;
+    }
+    bool ok = (g->grammar = strdup(gr->valuestring)) != NULL;
+    g->grammar_lazy = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "lazy"));
+    if (ok && g->grammar_lazy) {
+        size_t n = 0;
+        for (const cJSON *p = pats->child; p; p = p->next) {
+            n += strlen(p->valuestring) + 1;
+        }
+        g->n_trigger_patterns = cJSON_GetArraySize(pats);
+        g->n_trigger_tokens = cJSON_GetArraySize(toks);
+        g->trigger_patterns = malloc(n + 1);
+        g->trigger_tokens = malloc(sizeof(oxl_token) * ((size_t)g->n_trigger_tokens + 1));
+        ok = g->trigger_patterns && g->trigger_tokens && g->n_trigger_patterns <= OXL_SRV_MAX_TRIGGER_PATTERNS;
+        char *o = g->trigger_patterns;
+        for (const cJSON *p = pats->child; ok && p; p = p->next) {
+            size_t k = strlen(p->valuestring) + 1;
+            memcpy(o, p->valuestring, k);
+            o += k;
+        }
+        int32_t i = 0;
+        for (const cJSON *t = toks->child; ok && t; t = t->next) {
+            g->trigger_tokens[i++] = (oxl_token)t->valuedouble;
+        }
+    }
+    cJSON_Delete(res);
+    if (!ok) {
+        return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+    }
     return oxl_req_check_grammar(srv, g->grammar, "tools", e);
 }
 
@@ -218,10 +244,6 @@ void oxl_api_chat(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     }
     r.tools = tools && cJSON_GetArraySize(tools) > 0 ? tools : NULL;
     r.has_tools = r.tools != NULL;
-    if (tc && (cJSON_IsObject(tc) || !strcmp(tc->valuestring, "required")) &&
-        required_tool_grammar(srv, tc, r.tools, &r.gen, &e) < 0) {
-        goto fail;
-    }
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(b, "messages");
     if (!m) {
         BAD(&e, "messages", "'messages' is required");
@@ -239,7 +261,7 @@ void oxl_api_chat(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     }
     r.reasoning_none = reasoning == 0;
     if (!(msgs = oxl_req_normalize_messages(m, "messages", &e)) || chat_prompt(srv, msgs, &r, &toks, &n_toks, &e) < 0 ||
-        oxl_req_check_context(srv, n_toks, "messages", &e) < 0) {
+        oxl_req_check_context(srv, n_toks, "messages", &e) < 0 || tool_grammar(srv, tc, &r, &r.gen, &e) < 0) {
         goto fail;
     }
     cJSON_Delete(msgs);

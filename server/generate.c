@@ -468,6 +468,34 @@ void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **to
         if (r->gen.grammar) {
             copied &= (g.grammar = strdup(r->gen.grammar)) != NULL;
         }
+        g.trigger_patterns = NULL;
+        g.trigger_tokens = NULL;
+        if (r->gen.trigger_patterns) {
+            const char *tp = r->gen.trigger_patterns;
+            size_t n = 0;
+            for (int32_t k = 0; k < g.n_trigger_patterns; k++) {
+                n += strlen(tp + n) + 1;
+            }
+            copied &= (g.trigger_patterns = malloc(n)) != NULL;
+            if (g.trigger_patterns) {
+                memcpy(g.trigger_patterns, tp, n);
+            }
+        }
+        g.preserved = NULL;
+        if (r->gen.n_preserved) {
+            size_t n = sizeof(oxl_token) * (size_t)g.n_preserved;
+            copied &= (g.preserved = malloc(n)) != NULL;
+            if (g.preserved) {
+                memcpy(g.preserved, r->gen.preserved, n);
+            }
+        }
+        if (r->gen.n_trigger_tokens) {
+            size_t n = sizeof(oxl_token) * (size_t)g.n_trigger_tokens;
+            copied &= (g.trigger_tokens = malloc(n)) != NULL;
+            if (g.trigger_tokens) {
+                memcpy(g.trigger_tokens, r->gen.trigger_tokens, n);
+            }
+        }
         for (int k = 0; k < g.n_breakers; k++) {
             copied &= (g.breakers[k] = strdup(r->gen.breakers[k])) != NULL;
         }

@@ -94,6 +94,19 @@ double oxl_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+int oxl_job_set_grammar(oxl_sampler *smpl, const oxl_model *model, const oxl_gen_params *g) {
+    if (!g->grammar_lazy) {
+        return oxl_sampler_set_grammar(smpl, model, g->grammar, NULL, NULL, 0);
+    }
+    const char *pats[OXL_SRV_MAX_TRIGGER_PATTERNS];
+    const char *p = g->trigger_patterns;
+    for (int32_t i = 0; i < g->n_trigger_patterns; i++, p += strlen(p) + 1) {
+        pats[i] = p;
+    }
+    return oxl_sampler_set_grammar_lazy(smpl, model, g->grammar, NULL, NULL, 0, pats, g->n_trigger_patterns,
+                                        g->trigger_tokens, g->n_trigger_tokens, NULL, 0);
+}
+
 void oxl_gen_params_free(oxl_gen_params *g) {
     free(g->bias_tok);
     free(g->bias_val);
@@ -104,6 +117,9 @@ void oxl_gen_params_free(oxl_gen_params *g) {
         free(g->breakers[i]);
     }
     free(g->grammar);
+    free(g->trigger_patterns);
+    free(g->trigger_tokens);
+    free(g->preserved);
     memset(g, 0, sizeof *g);
 }
 
@@ -439,8 +455,7 @@ static void admit(oxl_sched *s) {
                     best->smpl = NULL;
                 }
             }
-            if (best->smpl && j->gen.grammar &&
-                oxl_sampler_set_grammar(best->smpl, s->model, j->gen.grammar, NULL, NULL, 0) != 0) {
+            if (best->smpl && j->gen.grammar && oxl_job_set_grammar(best->smpl, s->model, &j->gen) != 0) {
                 oxl_sampler_free(best->smpl); /* checked when the request was read: memory */
                 best->smpl = NULL;
             }
@@ -613,10 +628,20 @@ static void sample_slot(oxl_sched *s, slot *sl, double step_seconds) {
     sl->n_gen++;
     c->n_gen = sl->n_gen;
     char piece[256];
-    int32_t w = oxl_detok_push(&sl->detok, s->model, tok, piece, (int32_t)sizeof piece);
+    bool preserved = false;
+    for (int32_t i = 0; i < g->n_preserved; i++) {
+        preserved |= g->preserved[i] == tok;
+    }
+    if (preserved) { /* its text with special tokens rendered, after what the detokenizer holds */
+        flush_detok(sl);
+    }
+    int32_t w = preserved ? oxl_token_to_piece(s->model, tok, piece, (int32_t)sizeof piece, true)
+                          : oxl_detok_push(&sl->detok, s->model, tok, piece, (int32_t)sizeof piece);
     if (w < 0) {
         char *big = malloc((size_t)-w);
-        w = big ? oxl_detok_push(&sl->detok, s->model, tok, big, -w) : 0;
+        w = !big        ? 0
+            : preserved ? oxl_token_to_piece(s->model, tok, big, -w, true)
+                        : oxl_detok_push(&sl->detok, s->model, tok, big, -w);
         if (w > 0) {
             raw_append(sl, big, (size_t)w);
         }

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #define OXL_SRV_MAX_STOP 8
+#define OXL_SRV_MAX_TRIGGER_PATTERNS 8 /* llama.cpp's formats write at most 2 */
 #define OXL_SRV_MAX_TOP_LOGPROBS 20
 #define OXL_SRV_MAX_CHOICES 16
 #define OXL_SRV_MAX_BREAKERS 16 /* dry_sequence_breakers strings */
@@ -41,6 +42,15 @@ typedef struct oxl_gen_params {
     bool breakers_set;
     char *breakers[OXL_SRV_MAX_BREAKERS];
     char *grammar; /* GBNF text (grammar, json_schema, response_format): the output follows it; NULL: none */
+    /* a lazy tool-call grammar (oxl_sampler_set_grammar_lazy): it applies from the first trigger on */
+    bool grammar_lazy;
+    char *trigger_patterns; /* n_trigger_patterns NUL-separated full-match patterns */
+    int32_t n_trigger_patterns, n_trigger_tokens;
+    oxl_token *trigger_tokens;
+    /* the reply format's preserved tokens (llama-server's preserved_tokens): written with their text
+     * even when they are control tokens, so that the reply parser sees the markup */
+    int32_t n_preserved;
+    oxl_token *preserved;
     int32_t n_bias, cap_bias;
     oxl_token *bias_tok; /* logit_bias (and ignore_eos): added to these tokens' logits first */
     float *bias_val;
@@ -58,6 +68,9 @@ typedef struct oxl_gen_params {
     int32_t spec_n_max, spec_n_min;
     float spec_p_min;
 } oxl_gen_params;
+
+/* Sets g's grammar (lazy or not) on smpl; 0, or -1 (memory, or a grammar that does not parse). */
+int oxl_job_set_grammar(oxl_sampler *smpl, const oxl_model *model, const oxl_gen_params *g);
 
 /* One sampled token with its log-probability and the most likely alternatives. */
 typedef struct oxl_tok_logprob {

@@ -11,6 +11,7 @@
  * Bounds for hostile schemas: cJSON limits nesting (1000 levels); a $ref cycle is cut as llama.cpp
  * cuts it (a rule being resolved is referred to by name); the grammar text is capped at
  * OXL_JSON_SCHEMA_MAX_GRAMMAR bytes. */
+#include "json_schema.h"
 #include "errors.h"
 #include "oxillama.h"
 
@@ -1685,6 +1686,93 @@ static char *visit(conv *c, const cJSON *schema, const char *name, int depth) {
     return add_primitive(c, !strcmp(rule_name, "root") ? "root" : type->valuestring, pb);
 }
 
+/* --- the builder (json_schema.h): llama.cpp's build_grammar ---------------------------------------- */
+
+struct oxl_gbuild {
+    conv c;
+    cJSON **schemas; /* copies of the schemas given, kept for their $refs until the end */
+    size_t n_schemas, cap_schemas;
+};
+
+oxl_gbuild *oxl_gbuild_new(void) {
+    oxl_gbuild *b = calloc(1, sizeof *b);
+    if (b) {
+        set_rule(&b->c, "space", SPACE_RULE);
+    }
+    return b;
+}
+
+const char *oxl_gbuild_rule(oxl_gbuild *b, const char *name, const char *body) { return add_rule(&b->c, name, body); }
+
+const char *oxl_gbuild_literal(oxl_gbuild *b, const char *text) { return format_literal(&b->c, text); }
+
+const char *oxl_gbuild_schema(oxl_gbuild *b, const char *name, const cJSON *schema) {
+    cJSON *copy = cJSON_Duplicate(schema, true);
+    if (!copy || !push((void **)&b->schemas, &b->n_schemas, &b->cap_schemas, sizeof copy, &copy)) {
+        cJSON_Delete(copy);
+        b->c.oom = true;
+        return "";
+    }
+    b->c.root = copy;
+    resolve_refs(&b->c, copy, 0);
+    if (b->c.n_errors > 0) {
+        return "";
+    }
+    return visit(&b->c, copy, !strcmp(name, "root") ? "" : name, 0);
+}
+
+int oxl_gbuild_finish(oxl_gbuild *b, char **out, oxl_error *err) {
+    conv *c = &b->c;
+    *out = NULL;
+    if (c->oom) {
+        return oxl_err_set(err, "json schema: out of memory");
+    }
+    if (c->n_errors > 0) {
+        char msg[OXL_ERROR_MSG_MAX];
+        size_t o = (size_t)snprintf(msg, sizeof msg, "JSON schema conversion failed:");
+        for (int i = 0; i < c->n_errors && o < sizeof msg; i++) {
+            o += (size_t)snprintf(msg + o, sizeof msg - o, "\n%s", c->errors[i]);
+        }
+        return oxl_err_set(err, "%s", msg);
+    }
+    sb s = {0};
+    sb_puts(&s, "");
+    for (size_t i = 0; i < c->n_rules; i++) {
+        sb_puts(&s, c->rules[i].name);
+        sb_puts(&s, " ::= ");
+        sb_puts(&s, c->rules[i].body);
+        sb_putc(&s, '\n');
+    }
+    if (s.oom) {
+        free(s.p);
+        return oxl_err_set(err, "json schema: out of memory");
+    }
+    *out = s.p;
+    return 0;
+}
+
+void oxl_gbuild_free(oxl_gbuild *b) {
+    if (!b) {
+        return;
+    }
+    conv *c = &b->c;
+    for (int i = 0; i < c->n_errors; i++) {
+        free(c->errors[i]);
+    }
+    for (size_t i = 0; i < c->n_garbage; i++) {
+        free(c->garbage[i]);
+    }
+    free(c->garbage);
+    free(c->rules);
+    free(c->refs);
+    free(c->resolving);
+    for (size_t i = 0; i < b->n_schemas; i++) {
+        cJSON_Delete(b->schemas[i]);
+    }
+    free(b->schemas);
+    free(b);
+}
+
 int oxl_json_schema_to_grammar(const char *schema_json, char **out, oxl_error *err) {
     if (out) {
         *out = NULL;
@@ -1698,48 +1786,14 @@ int oxl_json_schema_to_grammar(const char *schema_json, char **out, oxl_error *e
         size_t off = end ? (size_t)(end - schema_json) : 0;
         return oxl_err_set(err, "json schema: invalid JSON at byte offset %zu", off);
     }
-    conv c = {.root = schema};
-    set_rule(&c, "space", SPACE_RULE);
-    resolve_refs(&c, schema, 0);
-    if (c.n_errors == 0) {
-        visit(&c, schema, "", 0);
+    oxl_gbuild *b = oxl_gbuild_new();
+    if (!b) {
+        cJSON_Delete(schema);
+        return oxl_err_set(err, "json schema: out of memory");
     }
-    int rc = 0;
-    if (c.oom) {
-        rc = oxl_err_set(err, "json schema: out of memory");
-    } else if (c.n_errors > 0) {
-        char msg[OXL_ERROR_MSG_MAX];
-        size_t o = (size_t)snprintf(msg, sizeof msg, "JSON schema conversion failed:");
-        for (int i = 0; i < c.n_errors && o < sizeof msg; i++) {
-            o += (size_t)snprintf(msg + o, sizeof msg - o, "\n%s", c.errors[i]);
-        }
-        rc = oxl_err_set(err, "%s", msg);
-    } else {
-        sb s = {0};
-        sb_puts(&s, "");
-        for (size_t i = 0; i < c.n_rules; i++) {
-            sb_puts(&s, c.rules[i].name);
-            sb_puts(&s, " ::= ");
-            sb_puts(&s, c.rules[i].body);
-            sb_putc(&s, '\n');
-        }
-        if (s.oom) {
-            free(s.p);
-            rc = oxl_err_set(err, "json schema: out of memory");
-        } else {
-            *out = s.p;
-        }
-    }
-    for (int i = 0; i < c.n_errors; i++) {
-        free(c.errors[i]);
-    }
-    for (size_t i = 0; i < c.n_garbage; i++) {
-        free(c.garbage[i]);
-    }
-    free(c.garbage);
-    free(c.rules);
-    free(c.refs);
-    free(c.resolving);
+    oxl_gbuild_schema(b, "root", schema);
+    int rc = oxl_gbuild_finish(b, out, err);
+    oxl_gbuild_free(b);
     cJSON_Delete(schema);
     return rc;
 }

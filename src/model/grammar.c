@@ -84,6 +84,14 @@ struct oxl_grammar {
     int n_pool;
     gcand *cbuf; /* the candidates of oxl_grammar_apply */
     size_t cbuf_cap;
+    /* lazy grammars (oxl_grammar_set_lazy) */
+    bool awaiting;            /* no trigger seen yet: everything is allowed */
+    oxl_trigger_re **trig_re; /* (n_trig_re) full-match patterns */
+    size_t n_trig_re;
+    int32_t *trig_tok; /* (n_trig_tok) trigger tokens */
+    size_t n_trig_tok;
+    char *tbuf; /* the text generated while awaiting */
+    size_t tbuf_len, tbuf_cap;
 };
 
 // --- stack lists ------------------------------------------------------------------------------------
@@ -748,6 +756,11 @@ int oxl_grammar_apply(oxl_grammar *g, const int32_t *ids, int32_t n, bool *allow
         return -1;
     if (g->err)
         return -1;
+    if (g->awaiting) {
+        for (int32_t i = 0; i < n; i++)
+            allowed[i] = true;
+        return 0;
+    }
     if (!g->vocab)
         return fail(g, "no vocabulary to match tokens against");
     if (!g->cache_built && cache_build(g) != 0)
@@ -813,23 +826,98 @@ done:
     return rc;
 }
 
+/* llama_grammar_accept_impl while awaiting a trigger: a trigger token starts the grammar with
+ * itself; else the piece joins the buffer, and the first pattern matching all of it starts the
+ * grammar with the buffer's text from the pattern's first non-empty capture. */
+static int accept_awaiting(oxl_grammar *g, int32_t tok, const char *piece, size_t len) {
+    for (size_t i = 0; i < g->n_trig_tok; i++) {
+        if (g->trig_tok[i] == tok) {
+            g->awaiting = false;
+            g->tbuf_len = 0;
+            return oxl_grammar_accept_piece(g, tok, piece, len);
+        }
+    }
+    if (g->tbuf_len + len + 1 > g->tbuf_cap) {
+        size_t cap = (g->tbuf_len + len + 1) * 2;
+        char *b = realloc(g->tbuf, cap);
+        if (!b)
+            return oom(g);
+        g->tbuf = b;
+        g->tbuf_cap = cap;
+    }
+    memcpy(g->tbuf + g->tbuf_len, piece, len);
+    g->tbuf_len += len;
+    g->tbuf[g->tbuf_len] = 0;
+    for (size_t i = 0; i < g->n_trig_re; i++) {
+        long at = oxl_trigger_re_match(g->trig_re[i], g->tbuf, g->tbuf_len);
+        if (at >= 0) {
+            g->awaiting = false;
+            size_t n = g->tbuf_len - (size_t)at;
+            g->tbuf_len = 0;
+            return oxl_grammar_accept_piece(g, -1, g->tbuf + at, n);
+        }
+    }
+    return 0;
+}
+
 int oxl_grammar_accept_token(oxl_grammar *g, int32_t tok) {
     if (!g || g->err || !g->vocab)
         return -1;
-    if (oxl_vocab_is_eog(g->vocab, tok))
+    if (!g->awaiting && oxl_vocab_is_eog(g->vocab, tok))
         return 0;
     char buf[256];
+    char *p = buf;
     int32_t w = oxl_vocab_token_to_piece(g->vocab, tok, buf, (int32_t)sizeof buf, true);
-    if (w >= 0)
-        return oxl_grammar_accept_piece(g, tok, buf, (size_t)w);
-    char *p = malloc((size_t)-w);
-    if (!p)
-        return oom(g);
-    w = oxl_vocab_token_to_piece(g->vocab, tok, p, -w, true);
-    int rc = oxl_grammar_accept_piece(g, tok, p, w > 0 ? (size_t)w : 0);
-    free(p);
+    if (w < 0) {
+        if (!(p = malloc((size_t)-w)))
+            return oom(g);
+        w = oxl_vocab_token_to_piece(g->vocab, tok, p, -w, true);
+    }
+    size_t n = w > 0 ? (size_t)w : 0;
+    int rc = g->awaiting ? accept_awaiting(g, tok, p, n) : oxl_grammar_accept_piece(g, tok, p, n);
+    if (p != buf)
+        free(p);
     return rc;
 }
+
+int oxl_grammar_set_lazy(oxl_grammar *g, const char *const *patterns, size_t n_patterns, const int32_t *tokens,
+                         size_t n_tokens, char *err, size_t err_len) {
+    if (!g || (n_patterns && !patterns) || (n_tokens && !tokens) || n_patterns + n_tokens == 0) {
+        if (err && err_len)
+            snprintf(err, err_len, "a lazy grammar needs at least one trigger");
+        return -1;
+    }
+    oxl_trigger_re **re = calloc(n_patterns ? n_patterns : 1, sizeof *re);
+    int32_t *tok = malloc((n_tokens ? n_tokens : 1) * sizeof *tok);
+    if (!re || !tok) {
+        free(re);
+        free(tok);
+        if (err && err_len)
+            snprintf(err, err_len, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n_patterns; i++) {
+        if (!patterns[i] || !(re[i] = oxl_trigger_re_new(patterns[i], err, err_len))) {
+            if (!patterns[i] && err && err_len)
+                snprintf(err, err_len, "trigger pattern %zu is missing", i);
+            for (size_t k = 0; k < i; k++)
+                oxl_trigger_re_free(re[k]);
+            free(re);
+            free(tok);
+            return -1;
+        }
+    }
+    if (n_tokens)
+        memcpy(tok, tokens, n_tokens * sizeof *tok);
+    g->trig_re = re;
+    g->n_trig_re = n_patterns;
+    g->trig_tok = tok;
+    g->n_trig_tok = n_tokens;
+    g->awaiting = true;
+    return 0;
+}
+
+bool oxl_grammar_awaiting(const oxl_grammar *g) { return g && g->awaiting; }
 
 void oxl_grammar_free(oxl_grammar *g) {
     if (!g)
@@ -841,6 +929,11 @@ void oxl_grammar_free(oxl_grammar *g) {
     for (int i = 0; i < g->n_pool; i++)
         free(g->pool[i].v);
     free(g->cbuf);
+    for (size_t i = 0; i < g->n_trig_re; i++)
+        oxl_trigger_re_free(g->trig_re[i]);
+    free(g->trig_re);
+    free(g->trig_tok);
+    free(g->tbuf);
     free(g);
 }
 

@@ -63,4 +63,27 @@ int oxl_grammar_accept_token(oxl_grammar *g, int32_t tok);
  * Needs the vocabulary. Returns 0, or -1 (a bound passed, memory, no vocabulary). */
 int oxl_grammar_apply(oxl_grammar *g, const int32_t *ids, int32_t n, bool *allowed);
 
+/* --- lazy grammars (llama.cpp's grammar_lazy: llama_grammar_init_impl with lazy = true) ------------
+ * A lazy grammar waits for a trigger: while waiting, oxl_grammar_apply allows every token and
+ * oxl_grammar_accept_token (end-of-generation tokens too) only appends the token's text to a buffer.
+ * A trigger token starts the grammar with that token accepted; else, once a trigger pattern matches
+ * the whole buffer (std::regex_match), the grammar starts with the text from the pattern's first
+ * capturing group that matched a non-empty text (the whole buffer when none did) accepted, and the
+ * buffer is dropped (llama_grammar_accept_impl). */
+
+/* A compiled trigger pattern (grammar_trigger.c; PCRE2 on bytes). NULL with err written when the
+ * pattern does not compile or memory runs out. */
+typedef struct oxl_trigger_re oxl_trigger_re;
+oxl_trigger_re *oxl_trigger_re_new(const char *pattern, char *err, size_t err_len);
+/* Where the constrained text starts when re matches all of text[0..len), else -1. */
+long oxl_trigger_re_match(oxl_trigger_re *re, const char *text, size_t len);
+void oxl_trigger_re_free(oxl_trigger_re *re);
+
+/* Makes g lazy with the given full-match patterns and trigger token ids (either list may be empty,
+ * not both). Returns 0, or -1 with err written (a pattern that does not compile, memory). */
+int oxl_grammar_set_lazy(oxl_grammar *g, const char *const *patterns, size_t n_patterns, const int32_t *tokens,
+                         size_t n_tokens, char *err, size_t err_len);
+/* A lazy grammar still waiting for its trigger. */
+bool oxl_grammar_awaiting(const oxl_grammar *g);
+
 #endif

@@ -237,6 +237,73 @@ int oxl_sampler_set_grammar(oxl_sampler *s, const oxl_model *model, const char *
     return 0;
 }
 
+/* The words as one pattern, each escaped as llama.cpp's regex_escape escapes ("[.^$|()*+?[]{}\\"
+ * get a backslash); NULL when out of memory. */
+static char *words_pattern(const char *const *words, int32_t n) {
+    size_t cap = 32;
+    for (int32_t i = 0; i < n; i++)
+        cap += 2 * strlen(words[i]) + 1;
+    char *p = malloc(cap), *o = p;
+    if (!p)
+        return NULL;
+    o += sprintf(o, "[\\s\\S]*?(");
+    for (int32_t i = 0; i < n; i++) {
+        if (i > 0)
+            *o++ = '|';
+        for (const char *w = words[i]; *w; w++) {
+            if (strchr(".^$|()*+?[]{}\\", *w))
+                *o++ = '\\';
+            *o++ = *w;
+        }
+    }
+    strcpy(o, ")[\\s\\S]*");
+    return p;
+}
+
+int oxl_sampler_set_grammar_lazy(oxl_sampler *s, const oxl_model *model, const char *gbnf, const char *root,
+                                 const char *const *trigger_words, int32_t n_words, const char *const *trigger_patterns,
+                                 int32_t n_patterns, const oxl_token *trigger_tokens, int32_t n_tokens, char *err,
+                                 size_t err_len) {
+    if (err && err_len)
+        err[0] = '\0';
+    bool bad = !s || !model || !gbnf || n_words < 0 || n_patterns < 0 || n_tokens < 0 || (n_words && !trigger_words) ||
+               (n_patterns && !trigger_patterns) || (n_tokens && !trigger_tokens);
+    for (int32_t i = 0; !bad && i < n_words; i++)
+        bad = !trigger_words[i] || !trigger_words[i][0];
+    if (bad) {
+        if (err && err_len)
+            snprintf(err, err_len, "invalid arguments");
+        return -1;
+    }
+    const char **pats = malloc(((size_t)n_patterns + 1) * sizeof *pats);
+    char *wp = n_words ? words_pattern(trigger_words, n_words) : NULL;
+    if (!pats || (n_words && !wp)) {
+        free(pats);
+        free(wp);
+        if (err && err_len)
+            snprintf(err, err_len, "out of memory");
+        return -1;
+    }
+    for (int32_t i = 0; i < n_patterns; i++)
+        pats[i] = trigger_patterns[i];
+    if (wp)
+        pats[n_patterns] = wp;
+    oxl_grammar *g = oxl_grammar_parse(gbnf, root, model->vocab, err, err_len);
+    int rc = g ? oxl_grammar_set_lazy(g, pats, (size_t)n_patterns + (wp != NULL), trigger_tokens, (size_t)n_tokens, err,
+                                      err_len)
+               : -1;
+    free(pats);
+    free(wp);
+    if (rc != 0) {
+        oxl_grammar_free(g);
+        return -1;
+    }
+    oxl_grammar_free(s->grammar);
+    s->grammar = g;
+    s->pending = -1;
+    return 0;
+}
+
 /* Records tok in the penalty window (llama_sampler_accept): the oldest token leaves once the window
  * holds penalty_last_n. */
 static bool dry_on(const oxl_sampler_params *p) {

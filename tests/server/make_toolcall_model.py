@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a tiny llama GGUF whose greedy reply to any prompt is one tool call.
 
-usage: make_toolcall_model.py OUT.gguf
+usage: make_toolcall_model.py OUT.gguf [mistral]
 
 The model is a bigram table: its one layer has zero attention and feed-forward weights, so the
 hidden state is the embedding of the current token. Every ordinary token (the byte tokens and
@@ -17,6 +17,11 @@ a direction of its own, and the output matrix maps each direction to the next to
 entries that no merge of smaller pieces can form, so no prompt tokenizes to them. The vocabulary
 is SentencePiece-style (<unk>, <s>, </s>, 256 byte tokens), without a chat template: the server
 renders ChatML. Layout of GGUF: ggml docs/gguf.md.
+
+With "mistral" the call is Mistral Nemo's (served with that template), [TOOL_CALLS] a control token:
+    any prompt -> "Let me check." -> "[TOOL_CALLS]" -> "[{\"name\": \"get_weather\", "
+               -> "\"arguments\": {\"city\": " -> "\"Paris\", \"unit\": \"celsius\"}, "
+               -> "\"id\": \"abc123def\"}]" -> end of text (</s>)
 """
 import os
 import struct
@@ -29,6 +34,9 @@ from gguf_kv import ARR, F32, I32, STR, T_F32, U32, gstr, kv, kv_arr, kv_f32, kv
 
 REPLY = ["Let me check.", "<tool_call>\n", '{"name": "get_weather", ', '"arguments": {"city": ',
          '"Paris", "unit": "celsius"}}', "\n</tool_call>"]
+if sys.argv[2:] == ["mistral"]:
+    REPLY = ["Let me check.", "[TOOL_CALLS]", '[{"name": "get_weather", ', '"arguments": {"city": ',
+             '"Paris", "unit": "celsius"}, ', '"id": "abc123def"}]']
 # ids: 0 <unk>, 1 <s>, 2 </s>, 3..258 the bytes, 259.. the reply
 FIRST = 259
 V = FIRST + len(REPLY)
@@ -42,6 +50,8 @@ def f32(vals):
 def main():
     tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)] + REPLY
     types = [2, 3, 3] + [6] * 256 + [1] * len(REPLY)  # unknown 2, control 3, byte 6, normal 1
+    if REPLY[1] == "[TOOL_CALLS]":
+        types[FIRST + 1] = 3  # a control token, as in Mistral's vocabularies
     scores = [0.0] * 259 + [-1000.0] * len(REPLY)
 
     def direction(tok):

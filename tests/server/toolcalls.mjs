@@ -77,8 +77,11 @@ if (think) {
 check('stream accumulated = non-stream', JSON.stringify(plain.choices[0].message.tool_calls.map(c => [c.type, c.function])) ===
   JSON.stringify(m.tool_calls.map(c => [c.type, c.function])), JSON.stringify(plain.choices[0].message));
 // tool_choice "required" and a named function: a grammar admits only calls, so every seed at
-// temperature 1 gives a call (content null) whose arguments follow the tool's parameters
-if (!think) {
+// temperature 1 gives a call (content null) whose arguments follow the tool's parameters. Run under
+// the think template (Qwen QwQ's: the Hermes 2 Pro format, whose <tool_call> blocks are what this
+// model writes); ChatML's generic format gets llama.cpp's JSON grammar ({"tool_calls": [...]}),
+// whose strings this bigram model, made for <tool_call> blocks, does not close at temperature 1.
+if (think) {
   const tools2 = [...tools, { type: 'function', function: { name: 'add', parameters: { type: 'object',
     properties: { a: { type: 'integer' }, b: { type: 'integer' } }, required: ['a', 'b'] } } }];
   const okArgs = (c) => {

@@ -307,3 +307,155 @@ Test(grammar, token_references) {
     free(ok);
     oxl_model_free(m);
 }
+
+/* --- lazy grammars (llama.cpp's grammar_lazy) ------------------------------------------------- */
+
+/* The token whose text is exactly text. */
+static oxl_token one_token(const oxl_model *m, const char *text) {
+    char p[64];
+    for (int32_t i = 0; i < oxl_model_n_vocab(m); i++) {
+        int32_t n = oxl_token_to_piece(m, i, p, sizeof p, true);
+        if (n == (int32_t)strlen(text) && memcmp(p, text, (size_t)n) == 0)
+            return i;
+    }
+    cr_assert_fail("no token is '%s'", text);
+    return -1;
+}
+
+/* How many of the vocabulary's tokens g allows now; *eog: whether end of generation is among them. */
+static int32_t n_allowed(oxl_grammar *g, const oxl_model *m, bool *eog) {
+    const int32_t nv = oxl_model_n_vocab(m);
+    int32_t *ids = malloc((size_t)nv * sizeof *ids);
+    bool *ok = malloc((size_t)nv);
+    cr_assert(ids && ok);
+    for (int32_t i = 0; i < nv; i++)
+        ids[i] = i;
+    cr_assert(oxl_grammar_apply(g, ids, nv, ok) == 0);
+    int32_t n = 0;
+    *eog = false;
+    for (int32_t i = 0; i < nv; i++) {
+        n += ok[i];
+        if (ok[i] && oxl_token_is_eog(m, i))
+            *eog = true;
+    }
+    free(ids);
+    free(ok);
+    return n;
+}
+
+static bool allows(oxl_grammar *g, oxl_token t) {
+    bool ok = false;
+    cr_assert(oxl_grammar_apply(g, &t, 1, &ok) == 0);
+    return ok;
+}
+
+/* A pattern trigger over stories260K's vocabulary: every token (end of generation too) is allowed
+ * until the output matches; the grammar then accepts the output from the pattern's first capture
+ * ("ba", whose 'b' came in an earlier token than the match) and constrains what follows. */
+Test(grammar, lazy_pattern_trigger) {
+    oxl_model_params mp = oxl_model_default_params();
+    oxl_error e = {0};
+    oxl_model *m = oxl_model_load(OXL_SOURCE_DIR "/models/stories260K.gguf", &mp, &e);
+    cr_assert(m, "%s", e.msg);
+    const int32_t nv = oxl_model_n_vocab(m);
+    const oxl_token a = one_token(m, "a"), b = one_token(m, "b"), c = one_token(m, "c"), x = one_token(m, "x");
+    char err[160];
+    oxl_grammar *g = oxl_grammar_parse("root ::= \"ba\" \"c\"+ \"x\"", "root", m->vocab, err, sizeof err);
+    cr_assert(g, "%s", err);
+    const char *pat[] = {"[\\s\\S]*?(ba)[\\s\\S]*"};
+    cr_assert(oxl_grammar_set_lazy(g, pat, 1, NULL, 0, err, sizeof err) == 0, "%s", err);
+    bool eog;
+    cr_expect_eq(n_allowed(g, m, &eog), nv); /* waiting: anything goes */
+    cr_expect(eog);
+    cr_assert(oxl_grammar_accept_token(g, x) == 0); /* not "ba": still waiting */
+    cr_assert(oxl_grammar_accept_token(g, b) == 0);
+    cr_expect(oxl_grammar_awaiting(g));
+    cr_expect_eq(n_allowed(g, m, &eog), nv);
+    cr_assert(oxl_grammar_accept_token(g, a) == 0); /* "xba" matches: the grammar has taken "ba" */
+    cr_expect(!oxl_grammar_awaiting(g));
+    int32_t n = n_allowed(g, m, &eog);
+    cr_expect(n > 0 && n < nv, "%d of %d tokens allowed after the trigger", n, nv);
+    cr_expect(!eog);
+    cr_expect(allows(g, c));
+    cr_expect(!allows(g, a) && !allows(g, b) && !allows(g, x));
+    cr_assert(oxl_grammar_accept_token(g, c) == 0);
+    cr_expect(allows(g, c) && allows(g, x) && !allows(g, a));
+    cr_assert(oxl_grammar_accept_token(g, x) == 0);
+    cr_expect(oxl_grammar_can_end(g));
+    oxl_grammar_free(g);
+
+    /* no capture that matched: the whole output is fed to the grammar, which rejects the "x" */
+    g = oxl_grammar_parse("root ::= \"ba\"", "root", m->vocab, err, sizeof err);
+    const char *whole[] = {"(q)?[\\s\\S]*ba"};
+    cr_assert(oxl_grammar_set_lazy(g, whole, 1, NULL, 0, err, sizeof err) == 0, "%s", err);
+    oxl_grammar_accept_token(g, x);
+    oxl_grammar_accept_token(g, b);
+    oxl_grammar_accept_token(g, a);
+    cr_expect(!oxl_grammar_awaiting(g));
+    cr_expect(oxl_grammar_dead(g));
+    oxl_grammar_free(g);
+
+    /* a pattern that does not compile is an error naming it */
+    g = oxl_grammar_parse("root ::= \"ba\"", "root", m->vocab, err, sizeof err);
+    const char *bad[] = {"(ba"};
+    cr_expect(oxl_grammar_set_lazy(g, bad, 1, NULL, 0, err, sizeof err) == -1);
+    cr_expect(strstr(err, "trigger pattern '(ba'"), "%s", err);
+    cr_expect(!oxl_grammar_awaiting(g));
+    oxl_grammar_free(g);
+    oxl_model_free(m);
+}
+
+/* The sampler with a lazy grammar: a trigger token, then a trigger word. Before the trigger the
+ * chain's choice stands (the model's favourite, 'x'); from the trigger on the grammar decides. */
+Test(grammar, lazy_sampler_triggers) {
+    oxl_model_params mp = oxl_model_default_params();
+    oxl_error e = {0};
+    oxl_model *m = oxl_model_load(OXL_SOURCE_DIR "/models/stories260K.gguf", &mp, &e);
+    cr_assert(m, "%s", e.msg);
+    const oxl_token a = one_token(m, "a"), b = one_token(m, "b"), x = one_token(m, "x");
+    const int32_t nv = oxl_model_n_vocab(m);
+    float *logits = calloc((size_t)nv, sizeof *logits);
+    oxl_sampler_params sp = oxl_sampler_default_params();
+    sp.temp = 0.0f;
+    oxl_sampler *s = oxl_sampler_new(&sp);
+    char err[160];
+    const char *gram = "root ::= \"b\" \"a\"";
+
+    /* the token b triggers: it is accepted, then only a */
+    cr_assert(oxl_sampler_set_grammar_lazy(s, m, gram, NULL, NULL, 0, NULL, 0, &b, 1, err, sizeof err) == 0, "%s", err);
+    logits[x] = 10.0f;
+    for (int i = 0; i < 3; i++) {
+        cr_expect_eq(oxl_sampler_sample(s, logits, nv), x);
+        oxl_sampler_accept(s, x);
+    }
+    logits[b] = 20.0f;
+    cr_expect_eq(oxl_sampler_sample(s, logits, nv), b);
+    oxl_sampler_accept(s, b);
+    logits[b] = 0.0f;
+    logits[a] = 1.0f;
+    cr_expect_eq(oxl_sampler_sample(s, logits, nv), a);
+    oxl_sampler_accept(s, a);
+    oxl_token t = oxl_sampler_sample(s, logits, nv);
+    cr_expect(oxl_token_is_eog(m, t), "token %d after the end of the match", t);
+
+    /* the word "b" (escaped: "b|" would be a pattern of two alternatives) */
+    const char *words[] = {"b"};
+    cr_assert(oxl_sampler_set_grammar_lazy(s, m, gram, NULL, words, 1, NULL, 0, NULL, 0, err, sizeof err) == 0, "%s",
+              err);
+    cr_expect_eq(oxl_sampler_sample(s, logits, nv), x);
+    oxl_sampler_accept(s, x);
+    logits[b] = 20.0f;
+    cr_expect_eq(oxl_sampler_sample(s, logits, nv), b);
+    oxl_sampler_accept(s, b);
+    cr_expect_eq(oxl_sampler_sample(s, logits, nv), a); /* b is still the model's favourite */
+
+    /* no trigger, an empty word: errors, the sampler keeps its grammar */
+    cr_expect(oxl_sampler_set_grammar_lazy(s, m, gram, NULL, NULL, 0, NULL, 0, NULL, 0, err, sizeof err) == -1);
+    cr_expect(strstr(err, "at least one trigger"), "%s", err);
+    const char *empty[] = {""};
+    cr_expect(oxl_sampler_set_grammar_lazy(s, m, gram, NULL, empty, 1, NULL, 0, NULL, 0, err, sizeof err) == -1);
+    cr_expect_eq(oxl_sampler_sample(s, logits, nv), a);
+    free(logits);
+    oxl_sampler_free(s);
+    oxl_model_free(m);
+}
