@@ -10,11 +10,13 @@
  * (layer-skip) draft of it. --tail-scale S multiplies the output projections (attn_output,
  * ffn_down) of the layers from --tail-from K on by S after drawing them (the stream is unchanged),
  * so those layers add only small residual contributions and the first K layers decide most greedy
- * tokens: a target on which such a draft is mostly accepted.
+ * tokens: a target on which such a draft is mostly accepted. --tied writes no output matrix (the
+ * head is token_embd, as llama.cpp falls back to): each token's own embedding then dominates its
+ * logits, so greedy generation repeats the last token, a loop for n-gram drafting.
  *
  *   oxl-make-synthetic --vocab VOCAB.gguf [--n-embd N] [--n-layer N] [--n-ff N] [--n-head N]
  *                      [--n-head-kv N] [--ctx N] [--type f16|f32] [--seed S]
- *                      [--tail-from K --tail-scale S] OUT.gguf
+ *                      [--tail-from K --tail-scale S] [--tied] OUT.gguf
  */
 #include "gguf.h"
 #include "gguf_write.h"
@@ -88,6 +90,7 @@ int main(int argc, char **argv) {
     const char *vocab_path = NULL, *out = NULL;
     oxl_type wtype = OXL_TYPE_F16;
     int tail_from = 0;
+    bool tied = false;
     float tail_scale = 1.0f;
     rng_state = 0x9E3779B97F4A7C15ull;
     struct {
@@ -119,6 +122,8 @@ int main(int argc, char **argv) {
                 return 1;
             }
             wtype = !strcmp(t, "f16") ? OXL_TYPE_F16 : OXL_TYPE_F32;
+        } else if (!strcmp(argv[i], "--tied")) {
+            tied = true;
         } else if (!strcmp(argv[i], "--tail-scale") && i + 1 < argc) {
             char *end;
             tail_scale = strtof(argv[++i], &end);
@@ -139,7 +144,7 @@ int main(int argc, char **argv) {
         (tail_scale != 1.0f && tail_from == 0)) {
         fprintf(stderr, "usage: oxl-make-synthetic --vocab VOCAB.gguf [--n-embd N] [--n-layer N] [--n-ff N]\n"
                         "       [--n-head N] [--n-head-kv N] [--ctx N] [--type f16|f32] [--seed S]\n"
-                        "       [--tail-from K --tail-scale S] OUT.gguf\n"
+                        "       [--tail-from K --tail-scale S] [--tied] OUT.gguf\n"
                         "(n_embd must divide by n_head, n_head by n_head_kv; --tail-scale needs --tail-from)\n");
         return 1;
     }
@@ -196,7 +201,9 @@ int main(int argc, char **argv) {
     } while (0)
     SPEC(2, sh.n_embd, n_vocab, "token_embd.weight");
     SPEC(1, sh.n_embd, 1, "output_norm.weight");
-    SPEC(2, sh.n_embd, n_vocab, "output.weight");
+    if (!tied) {
+        SPEC(2, sh.n_embd, n_vocab, "output.weight");
+    }
     for (int il = 0; il < sh.n_layer; il++) {
         SPEC(2, sh.n_embd, sh.n_embd, "blk.%d.attn_q.weight", il);
         SPEC(2, sh.n_embd, kv, "blk.%d.attn_k.weight", il);
@@ -209,6 +216,7 @@ int main(int argc, char **argv) {
         SPEC(1, sh.n_embd, 1, "blk.%d.ffn_norm.weight", il);
     }
 #undef SPEC
+    n_specs = k;
     for (size_t i = 0; rc == 0 && i < n_specs; i++) {
         rc = oxl_gguf_writer_add_tensor(w, specs[i].name, specs[i].n_dims == 1 ? OXL_TYPE_F32 : wtype,
                                         (uint32_t)specs[i].n_dims, specs[i].ne, &err);

@@ -32,6 +32,15 @@ int oxl_spec_check(const struct oxl_opts *o, bool *ngram, bool *draft);
 /* 0 when neither model keeps recurrent state, else -1 after the message "speculative decoding
  * needs a model whose cache can rewind: ARCH". */
 int oxl_spec_can_rewind(const oxl_model *model, const oxl_model *dmodel);
+/* The draft model's proposal after hist[0..n_hist) and last (common/speculative.cpp's draft-simple):
+ * dctx's cache is brought to hist (keeping its common prefix with dtoks[0..n_past), the tokens it
+ * holds; dtoks needs room for n_hist + cap + 1), then up to cap tokens are taken greedily while the
+ * best one's probability among the top 10 (softmax, temperature 1) is at least p_min, as
+ * draft-simple's top-k 10 sampler; fewer than n_min tokens are dropped. Returns the number of
+ * tokens written to out (< 0: a decode error, in err). */
+int32_t oxl_spec_draft_propose(oxl_ctx *dctx, oxl_token *dtoks, const oxl_token *hist, int32_t n_hist, oxl_token last,
+                               int32_t n_vocab, float p_min, int32_t n_min, int32_t cap, oxl_token *out,
+                               oxl_error *err);
 /* Generates after the prompt (already decoded in ctx, its tokens accepted by smpl) as run's plain
  * loop does, drafting with n-grams and/or the draft model (dmodel / dctx, NULL for none); prints the
  * text on stdout and llama.cpp's n_drafted / n_accept / accept lines on stderr. Returns 0, or 1

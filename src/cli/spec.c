@@ -61,13 +61,9 @@ int oxl_spec_check(const oxl_opts *o, bool *ngram, bool *draft) {
     return 0;
 }
 
-/* The draft model's proposal after hist[0..n_hist) and last: dctx's cache is brought to hist
- * (keeping its common prefix with dtoks, the tokens it holds), then tokens are taken greedily while
- * the best one's probability among the top 10 (softmax, temperature 1) is at least p_min, as
- * draft-simple's top-k 10 sampler. Returns the number of tokens written to out (< 0: error). */
-static int32_t draft_model_propose(oxl_ctx *dctx, oxl_token *dtoks, const oxl_token *hist, int32_t n_hist,
-                                   oxl_token last, int32_t n_vocab, const oxl_opts *o, int32_t cap, oxl_token *out,
-                                   oxl_error *err) {
+int32_t oxl_spec_draft_propose(oxl_ctx *dctx, oxl_token *dtoks, const oxl_token *hist, int32_t n_hist, oxl_token last,
+                               int32_t n_vocab, float p_min, int32_t n_min, int32_t cap, oxl_token *out,
+                               oxl_error *err) {
     int32_t have = oxl_ctx_n_past(dctx);
     int32_t keep = 0;
     while (keep < have && keep < n_hist && dtoks[keep] == hist[keep]) {
@@ -106,7 +102,7 @@ static int32_t draft_model_propose(oxl_ctx *dctx, oxl_token *dtoks, const oxl_to
         for (int32_t k = 0; k < nt; k++) {
             sum += exp((double)lg[top[k]] - (double)lg[top[0]]);
         }
-        if (1.0 / sum < (double)o->draft_p_min) {
+        if (1.0 / sum < (double)p_min) {
             break;
         }
         out[n++] = top[0];
@@ -118,7 +114,7 @@ static int32_t draft_model_propose(oxl_ctx *dctx, oxl_token *dtoks, const oxl_to
             return -1;
         }
     }
-    return n < o->draft_min ? 0 : n;
+    return n < n_min ? 0 : n;
 }
 
 int oxl_spec_can_rewind(const oxl_model *model, const oxl_model *dmodel) {
@@ -194,8 +190,8 @@ int oxl_spec_generate(const oxl_opts *o, const oxl_model *model, oxl_ctx *ctx, o
             nd = oxl_ngram_draft(hist, n_hist, last, o->ngram_size_n, o->ngram_size_m, batch + 1, cap);
         }
         if (cap > 0 && nd == 0 && dmodel) {
-            nd = draft_model_propose(dctx, dtoks, hist, n_hist, last, oxl_model_n_vocab(dmodel), o,
-                                     cap < o->draft_max ? cap : o->draft_max, batch + 1, &err);
+            nd = oxl_spec_draft_propose(dctx, dtoks, hist, n_hist, last, oxl_model_n_vocab(dmodel), o->draft_p_min,
+                                        o->draft_min, cap < o->draft_max ? cap : o->draft_max, batch + 1, &err);
             if (nd < 0) {
                 fprintf(stderr, "\nerror: draft model: %s\n", err.msg);
                 goto done;

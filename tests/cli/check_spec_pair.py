@@ -10,6 +10,12 @@ decoding"), on a small shape (n_embd 256, 6 layers, f32, llama-spm's 32000-token
    drafting prints the plain run's text byte for byte (f32 cache, flash attention off: batched and
    one-token products then agree to ~1e-6), and drafts are accepted: at least half of them on the
    scaled pair, more than with the unscaled target (whose tail layers decide its tokens).
+   --tied writes no output matrix (the same token_embd as without it); greedy generation of that
+   model repeats itself, and n-gram drafting (4/16) on it is accepted, with the plain text.
+3. `oxillama bench --draft`: tg16 with the draft, -o json / csv / md: the fields model_draft,
+   n_drafted (> 0) and n_accepted (at least half of them on the scaled pair, at most 15 a run), the CSV header's field count equal to each row's, the md column
+   "draft acc %"; a draft of another vocabulary (stories260K), --draft-max 0 and --draft-p-min 2
+   refused with exit 1 and a message naming them.
 
 Every command's exit status is checked. No timings (bench/README.md has the measured speeds).
 
@@ -155,6 +161,22 @@ def counts(err):
     return (int(d.group(1)), int(a.group(1))) if d and a else (0, 0)
 
 
+# --tied: no output matrix (the head is token_embd), and greedy generation falls into repeating the
+# last token, which n-gram drafting then proposes: accepted, and the plain text
+tied = os.path.join(work, "pair-tied.gguf")
+if synth(tied, ["--n-layer", "6", "--tied"]):
+    TT = tensors(tied)
+    check("output.weight" not in TT and TT["token_embd.weight"] == U["token_embd.weight"] and len(TT) == len(U) - 1,
+          "--tied: no output.weight, the same token_embd", "tensors: %s" % sorted(TT))
+    rc, plain, err = run(tied, ["-n", "64"])
+    check(rc == 0, "tied model, plain greedy: exit 0", err)
+    rc, out, err = run(tied, ["-n", "64", "--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "4",
+                              "--spec-ngram-simple-size-m", "16"])
+    drafted, accepted = counts(err)
+    check(rc == 0 and out == plain and accepted > 0,
+          "tied model, ngram-simple 4/16: exit 0, the plain text, drafts accepted (%d of %d)" % (accepted, drafted),
+          "exit %d\nplain: %r\nspec:  %r\n%s" % (rc, plain, out, err[-600:]))
+
 rates = {}
 for model, name in ((target, "scaled"), (plain_target, "unscaled")):
     rc, plain, err = run(model, [])
@@ -175,6 +197,46 @@ check(rates.get("scaled", 0) >= 0.5, "scaled pair: at least half the drafts acce
       (100 * rates.get("scaled", 0)))
 check(rates.get("scaled", 0) > rates.get("unscaled", 1), "fewer accepted on the unscaled target (%.0f %% vs %.0f %%)" %
       (100 * rates.get("unscaled", 0), 100 * rates.get("scaled", 0)))
+
+
+
+# 3. oxillama bench --draft
+def bench(extra):
+    p = subprocess.run([oxl, "bench", "-m", target, "-p", "0", "-n", "16", "-t", "2", "-r", "2"] + extra,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+spec = ["--draft", draft, "--draft-max", "4", "--draft-p-min", "0"]
+rc, out, err = bench(spec + ["-o", "json"])
+try:
+    import json
+    rows = json.loads(out)
+    row = rows[0] if len(rows) == 1 else {}
+except ValueError:
+    row = {}
+check(rc == 0 and row.get("model_draft") == draft and row.get("n_gen") == 16,
+      "bench --draft -o json: exit 0, one tg16 row naming the draft", "exit %d\n%s\n%s" % (rc, out, err))
+nd, na = row.get("n_drafted", 0), row.get("n_accepted", -1)
+# 2 timed runs of 16 tokens: at most 15 accepted per run (each round ends with a token of the target's)
+check(0 < nd and 2 * na >= nd and na <= nd and na <= 30,
+      "bench --draft: drafts made and at least half accepted (%s of %s)" % (na, nd), out)
+rc, out, err = bench(spec + ["-o", "csv"])
+lines = out.strip().split("\n")
+check(rc == 0 and len(lines) == 2 and lines[0].endswith(",model_draft,n_drafted,n_accepted") and
+      len(lines[0].split(",")) == len(lines[1].split('","')), "bench --draft -o csv: the draft fields, one per value",
+      out + err)
+rc, out, err = bench(spec)
+check(rc == 0 and "| draft acc % |" in out and re.search(r"tg16 \|[^|]+\| +[0-9.]+ \|", out) is not None,
+      "bench --draft (md): the draft acc % column", out + err)
+rc, out, err = bench(spec + ["-p", "4"])
+check(rc == 0 and re.search(r"pp4 \|[^|]+\| +\|", out) is not None,
+      "bench --draft: prompt tests run plainly, their draft column empty", out + err)
+for bad, needle in ((["--draft", os.path.join(root, "models", "stories260K.gguf")], "draft model incompatible"),
+                    (["--draft", draft, "--draft-max", "0"], "--draft-max: invalid value '0'"),
+                    (["--draft", draft, "--draft-p-min", "2"], "--draft-p-min: invalid value '2'")):
+    rc, out, err = bench(bad)
+    check(rc == 1 and needle in err, "bench %s: exit 1 naming it" % " ".join(bad[-2:]), "exit %d\n%s" % (rc, err))
 
 print("%d failure(s)" % failures)
 sys.exit(1 if failures else 0)
