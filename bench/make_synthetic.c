@@ -4,8 +4,19 @@
  * output matrix). Matrices are normal with std 1/sqrt(fan_in), norm weights 1; F16 or F32. The
  * vocabulary (tokenizer.* keys) is copied from --vocab, a GGUF such as ggml-vocab-llama-spm.gguf.
  *
+ * Tensors are drawn in llama.cpp's order (embeddings, output norm, output, then layer by layer)
+ * from one random stream, so a model made with --n-layer K and the same seed and shape holds
+ * exactly the first K layers, embeddings and output head of a deeper one: a self-speculative
+ * (layer-skip) draft of it. --tail-scale S multiplies the output projections (attn_output,
+ * ffn_down) of the layers from --tail-from K on by S after drawing them (the stream is unchanged),
+ * so those layers add only small residual contributions and the first K layers decide most greedy
+ * tokens: a target on which such a draft is mostly accepted. --tied writes no output matrix (the
+ * head is token_embd, as llama.cpp falls back to): each token's own embedding then dominates its
+ * logits, so greedy generation repeats the last token, a loop for n-gram drafting.
+ *
  *   oxl-make-synthetic --vocab VOCAB.gguf [--n-embd N] [--n-layer N] [--n-ff N] [--n-head N]
- *                      [--n-head-kv N] [--ctx N] [--type f16|f32] [--seed S] OUT.gguf
+ *                      [--n-head-kv N] [--ctx N] [--type f16|f32] [--seed S]
+ *                      [--tail-from K --tail-scale S] [--tied] OUT.gguf
  */
 #include "gguf.h"
 #include "gguf_write.h"
@@ -36,10 +47,11 @@ static float normal(void) {
     return (float)(sqrt(-2.0 * log(u1 > 1e-300 ? u1 : 1e-300)) * cos(2.0 * M_PI * u2));
 }
 
-/* Fills n elements of type t (f16/f32): normal with std scale, or all ones when scale == 0. */
-static void fill(void *dst, oxl_type t, size_t n, float scale) {
+/* Fills n elements of type t (f16/f32): normal with std scale, or all ones when scale == 0; every
+ * value is multiplied by mul afterwards (the stream of draws does not depend on mul). */
+static void fill(void *dst, oxl_type t, size_t n, float scale, float mul) {
     for (size_t i = 0; i < n; i++) {
-        const float v = scale == 0.0f ? 1.0f : normal() * scale;
+        const float v = (scale == 0.0f ? 1.0f : normal() * scale) * mul;
         if (t == OXL_TYPE_F16) {
             ((uint16_t *)dst)[i] = oxl_fp32_to_fp16(v);
         } else {
@@ -53,6 +65,15 @@ typedef struct tensor_spec {
     int64_t ne[2];
     int n_dims;
 } tensor_spec;
+
+/* True for the output projections of layers >= from (names blk.N.attn_output / blk.N.ffn_down). */
+static bool in_tail(const char *name, int from) {
+    int il = 0, off = 0;
+    if (sscanf(name, "blk.%d.%n", &il, &off) != 1 || off == 0 || il < from) {
+        return false;
+    }
+    return !strcmp(name + off, "attn_output.weight") || !strcmp(name + off, "ffn_down.weight");
+}
 
 static int parse_int(const char *s, int *out) {
     char *end;
@@ -68,12 +89,16 @@ int main(int argc, char **argv) {
     shape sh = {1024, 16, 2816, 16, 8, 4096};
     const char *vocab_path = NULL, *out = NULL;
     oxl_type wtype = OXL_TYPE_F16;
+    int tail_from = 0;
+    bool tied = false;
+    float tail_scale = 1.0f;
     rng_state = 0x9E3779B97F4A7C15ull;
     struct {
         const char *flag;
         int *field;
-    } ints[] = {{"--n-embd", &sh.n_embd}, {"--n-layer", &sh.n_layer},     {"--n-ff", &sh.n_ff},
-                {"--n-head", &sh.n_head}, {"--n-head-kv", &sh.n_head_kv}, {"--ctx", &sh.ctx}};
+    } ints[] = {{"--n-embd", &sh.n_embd},   {"--n-layer", &sh.n_layer},     {"--n-ff", &sh.n_ff},
+                {"--n-head", &sh.n_head},   {"--n-head-kv", &sh.n_head_kv}, {"--ctx", &sh.ctx},
+                {"--tail-from", &tail_from}};
     for (int i = 1; i < argc; i++) {
         bool used = false;
         for (size_t k = 0; k < sizeof ints / sizeof ints[0] && i + 1 < argc; k++) {
@@ -97,6 +122,15 @@ int main(int argc, char **argv) {
                 return 1;
             }
             wtype = !strcmp(t, "f16") ? OXL_TYPE_F16 : OXL_TYPE_F32;
+        } else if (!strcmp(argv[i], "--tied")) {
+            tied = true;
+        } else if (!strcmp(argv[i], "--tail-scale") && i + 1 < argc) {
+            char *end;
+            tail_scale = strtof(argv[++i], &end);
+            if (*end || !(tail_scale >= 0.0f && tail_scale <= 1.0f)) {
+                fprintf(stderr, "error: --tail-scale %s: expected a number in [0, 1]\n", argv[i]);
+                return 1;
+            }
         } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
             rng_state = strtoull(argv[++i], NULL, 10) * 0x9E3779B97F4A7C15ull + 1;
         } else if (argv[i][0] != '-' && !out) {
@@ -106,10 +140,12 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    if (!vocab_path || !out || sh.n_embd % sh.n_head || sh.n_head % sh.n_head_kv) {
+    if (!vocab_path || !out || sh.n_embd % sh.n_head || sh.n_head % sh.n_head_kv ||
+        (tail_scale != 1.0f && tail_from == 0)) {
         fprintf(stderr, "usage: oxl-make-synthetic --vocab VOCAB.gguf [--n-embd N] [--n-layer N] [--n-ff N]\n"
-                        "       [--n-head N] [--n-head-kv N] [--ctx N] [--type f16|f32] [--seed S] OUT.gguf\n"
-                        "(n_embd must divide by n_head, n_head by n_head_kv)\n");
+                        "       [--n-head N] [--n-head-kv N] [--ctx N] [--type f16|f32] [--seed S]\n"
+                        "       [--tail-from K --tail-scale S] [--tied] OUT.gguf\n"
+                        "(n_embd must divide by n_head, n_head by n_head_kv; --tail-scale needs --tail-from)\n");
         return 1;
     }
     oxl_error err = {0};
@@ -165,7 +201,9 @@ int main(int argc, char **argv) {
     } while (0)
     SPEC(2, sh.n_embd, n_vocab, "token_embd.weight");
     SPEC(1, sh.n_embd, 1, "output_norm.weight");
-    SPEC(2, sh.n_embd, n_vocab, "output.weight");
+    if (!tied) {
+        SPEC(2, sh.n_embd, n_vocab, "output.weight");
+    }
     for (int il = 0; il < sh.n_layer; il++) {
         SPEC(2, sh.n_embd, sh.n_embd, "blk.%d.attn_q.weight", il);
         SPEC(2, sh.n_embd, kv, "blk.%d.attn_k.weight", il);
@@ -178,6 +216,7 @@ int main(int argc, char **argv) {
         SPEC(1, sh.n_embd, 1, "blk.%d.ffn_norm.weight", il);
     }
 #undef SPEC
+    n_specs = k;
     for (size_t i = 0; rc == 0 && i < n_specs; i++) {
         rc = oxl_gguf_writer_add_tensor(w, specs[i].name, specs[i].n_dims == 1 ? OXL_TYPE_F32 : wtype,
                                         (uint32_t)specs[i].n_dims, specs[i].ne, &err);
@@ -192,8 +231,9 @@ int main(int argc, char **argv) {
             snprintf(err.msg, sizeof err.msg, "out of memory for %s", specs[i].name);
             break;
         }
+        const float tail = tail_from > 0 && in_tail(specs[i].name, tail_from) ? tail_scale : 1.0f;
         fill(data, t, (size_t)(specs[i].ne[0] * specs[i].ne[1]),
-             specs[i].n_dims == 1 ? 0.0f : 1.0f / sqrtf((float)specs[i].ne[0]));
+             specs[i].n_dims == 1 ? 0.0f : 1.0f / sqrtf((float)specs[i].ne[0]), tail);
         rc = oxl_gguf_writer_write_data(w, data, nbytes, &err);
         free(data);
     }

@@ -11,6 +11,12 @@
  * per token (every tensor but token_embd) × t/s ÷ the read bandwidth measured here with the same
  * threads, and on stderr the thread pool's share of a generated token: tasks per token × the cost of
  * an empty task.
+ * --draft FILE runs the generation tests (tgN) with speculative decoding instead: N tokens generated
+ * greedily (argmax), each round drafting up to --draft-max tokens with the draft model (as run's
+ * draft-simple, --draft-p-min), verifying them in one batch of the target and dropping the rejected
+ * ones from the cache; t/s counts the N tokens, and the "draft acc %" column (JSON/CSV: n_drafted,
+ * n_accepted) the share of drafted tokens accepted. Plain tgN decodes random tokens instead: one
+ * decode costs the same whichever token it is, so the two read side by side.
  * Load time and peak RSS of each model go to stderr. */
 #include "args.h"
 #include "cli.h"
@@ -47,7 +53,10 @@ typedef struct bench_opts {
     bool roofline;
     bool no_mmap;
     bool no_repack;
-    int log_level; /* OXL_LOG_*: --log-disable, -v */
+    int log_level;     /* OXL_LOG_*: --log-disable, -v */
+    const char *draft; /* --draft: the generation tests run with speculative decoding */
+    int draft_max;
+    float draft_p_min;
 } bench_opts;
 
 typedef struct bench_test {
@@ -75,11 +84,15 @@ static void usage(void) {
     printf("usage: oxillama bench -m FILE[,FILE...] [-p 512] [-n 128] [-pg 512,128] [-d 0[,N...]]\n"
            "                      [-t N[,N...]] [-r 5] [-b 2048] [-ub 512] [-o md|csv|json] [-ctk T] [-ctv T]\n"
            "                      [-fa on|off|auto] [-mmp 0|1] [-nr 0|1] [--roofline] [-v] [--log-disable]\n"
+           "                      [--draft FILE [--draft-max 16] [--draft-p-min 0.75]]\n"
            "       oxillama bench --batched -m FILE [-npp 128[,N...]] [-ntg 128[,N...]] [-npl 1[,N...]]\n"
            "                      [-c N] [-b 2048] [-ub 512] [-t N] [-ctk T] [-ctv T] [-fa on|off|auto]\n"
            "  -ngl, --n-gpu-layers, --gpu-layers, -sm, --split-mode, -ts, --tensor-split, -mg, --main-gpu:\n"
            "     llama-bench's GPU options, ignored (this engine runs on the CPU)\n"
            "  -d, --n-depth: tokens already in the KV cache when each test starts (filled untimed)\n"
+           "  --draft FILE (-md, --model-draft): tgN generates N tokens greedily with speculative decoding,\n"
+           "     drafting with FILE up to --draft-max tokens a round while its top token's probability is at\n"
+           "     least --draft-p-min (as run -md); the 'draft acc %%' column is the share of drafts accepted\n"
            "  --batched: llama-batched-bench's table (PP, TG, B parallel sequences in one context of -c\n"
            "     tokens, default the training context; -tgs: each sequence's tokens generated separately;\n"
            "     --output-format md|jsonl)\n"
@@ -95,6 +108,8 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
     o->flash_attn = OXL_FLASH_ATTN_AUTO;
     o->output = "md";
     o->log_level = OXL_LOG_INFO;
+    o->draft_max = 16;
+    o->draft_p_min = 0.75f;
     bool set_p = false, set_n = false, set_pg = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -178,6 +193,17 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
             o->flash_attn = (!strcmp(v, "off") || !strcmp(v, "0"))     ? OXL_FLASH_ATTN_OFF
                             : (!strcmp(v, "auto") || !strcmp(v, "-1")) ? OXL_FLASH_ATTN_AUTO
                                                                        : OXL_FLASH_ATTN_ON;
+        } else if (!strcmp(a, "--draft") || !strcmp(a, "-md") || !strcmp(a, "--model-draft")) {
+            o->draft = v;
+        } else if (!strcmp(a, "--draft-max")) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            bad = *end || n < 1 || n > 1024;
+            o->draft_max = (int)n;
+        } else if (!strcmp(a, "--draft-p-min")) {
+            char *end;
+            o->draft_p_min = strtof(v, &end);
+            bad = *end || !(o->draft_p_min >= 0.0f && o->draft_p_min <= 1.0f);
         } else if (oxl_opts_gpu_notice(a, v)) {
             /* llama-bench's -ngl and the other GPU options: ignored with a notice */
         } else {
@@ -364,6 +390,93 @@ static double run_test(oxl_ctx *ctx, const oxl_model *m, const bench_test *t, ox
     return oxl_clock_s() - t0;
 }
 
+/* The greedy pick (the first of equal logits, as the greedy sampler). */
+static oxl_token argmax(const float *lg, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++) {
+        if (lg[i] > lg[best]) {
+            best = i;
+        }
+    }
+    return best;
+}
+
+/* Decodes toks[0..n) in batches of n_batch; false after a message. */
+static bool decode_tokens(oxl_ctx *ctx, const oxl_token *toks, int n, int n_batch) {
+    oxl_error err = {0};
+    for (int done = 0; done < n;) {
+        int nb = n - done < n_batch ? n - done : n_batch;
+        if (oxl_decode(ctx, toks + done, nb, false, &err) != 0) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            return false;
+        }
+        done += nb;
+    }
+    return true;
+}
+
+/* Buffers of one generation test with --draft: hist (the target's tokens), dtoks (the draft's),
+ * batch and room for depth + n_gen + 2 tokens each. */
+typedef struct draft_run {
+    oxl_ctx *dctx;
+    const oxl_model *dm;
+    oxl_token *hist, *dtoks, *batch;
+    long n_drafted, n_accepted;
+} draft_run;
+
+/* One timed run of tgN with speculative decoding (run's draft-simple loop, greedy): the depth is
+ * filled untimed in both caches with the same random tokens, then N tokens are generated, each
+ * round's draft verified in one decode of the target. Returns seconds, or -1 after a message. */
+static double run_test_draft(oxl_ctx *ctx, const oxl_model *m, const bench_test *t, draft_run *d, int n_batch,
+                             const bench_opts *o) {
+    const int32_t n_vocab = oxl_model_n_vocab(m);
+    const oxl_token bos = oxl_token_bos(m);
+    oxl_error err = {0};
+    oxl_ctx_truncate(ctx, 0);
+    oxl_ctx_truncate(d->dctx, 0);
+    for (int i = 0; i < t->n_depth; i++) {
+        d->hist[i] = i == 0 && bos >= 0 ? bos : rand() % n_vocab;
+    }
+    if (!decode_tokens(ctx, d->hist, t->n_depth, n_batch) || !decode_tokens(d->dctx, d->hist, t->n_depth, n_batch)) {
+        return -1.0;
+    }
+    memcpy(d->dtoks, d->hist, sizeof(oxl_token) * (size_t)t->n_depth);
+    int32_t n_hist = t->n_depth;
+    oxl_token last = t->n_depth == 0 && bos >= 0 ? bos : rand() % n_vocab;
+    const double t0 = oxl_clock_s();
+    for (int gen = 0; gen < t->n_gen;) {
+        const int left = t->n_gen - gen - 1;
+        const int32_t cap = left < o->draft_max ? left : o->draft_max;
+        const int32_t nd = cap > 0 ? oxl_draft_propose(d->dctx, 0, d->dtoks, d->hist, n_hist, last, o->draft_p_min, 0,
+                                                       cap, d->batch + 1, &err)
+                                   : 0;
+        if (nd < 0) {
+            fprintf(stderr, "error: draft model: %s\n", err.msg);
+            return -1.0;
+        }
+        d->batch[0] = last;
+        if (oxl_decode(ctx, d->batch, nd + 1, true, &err) != 0) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            return -1.0;
+        }
+        d->hist[n_hist++] = last;
+        int32_t acc = 0;
+        for (;;) {
+            last = argmax(oxl_get_logits(ctx, acc), n_vocab);
+            gen++;
+            if (acc == nd || last != d->batch[1 + acc]) {
+                break;
+            }
+            d->hist[n_hist++] = last;
+            acc++;
+        }
+        d->n_drafted += nd;
+        d->n_accepted += acc;
+        oxl_ctx_truncate(ctx, n_hist);
+    }
+    return oxl_clock_s() - t0;
+}
+
 static void test_name(const bench_test *t, char *buf, size_t cap) {
     if (t->n_prompt && t->n_gen) {
         snprintf(buf, cap, "pp%d+tg%d", t->n_prompt, t->n_gen);
@@ -471,11 +584,13 @@ typedef struct bench_row {
     bool repack;
     char test_time[32];
     double avg_ns, stddev_ns, avg_ts, stddev_ts, bound;
+    const char *draft;          /* --draft's file, NULL without */
+    long n_drafted, n_accepted; /* over the timed runs of a generation test with --draft */
 } bench_row;
 
 /* llama-bench's CSV and JSON fields in its order, with the values that apply to a CPU-only engine
  * (GPU fields empty or 0), then oxillama's own: repack, and bound_share with --roofline. */
-static void print_fields(const bench_row *r, const char *cpu, bool json, bool roofline) {
+static void print_fields(const bench_row *r, const char *cpu, bool json, bool roofline, bool draft) {
     struct {
         const char *key;
         char kind;       /* 's' string, 'n' number, 'b' boolean */
@@ -568,23 +683,38 @@ static void print_fields(const bench_row *r, const char *cpu, bool json, bool ro
         if (roofline) {
             printf(", \"bound_share\": %.4f", r->bound);
         }
+        if (draft) {
+            printf(", \"model_draft\": ");
+            print_json_string(r->draft ? r->draft : "");
+            printf(", \"n_drafted\": %ld, \"n_accepted\": %ld", r->n_drafted, r->n_accepted);
+        }
         printf("}");
     } else {
         printf(",\"%d\"", r->repack ? 1 : 0);
         if (roofline) {
             printf(",\"%.4f\"", r->bound);
         }
+        if (draft) {
+            printf(",\"");
+            for (const char *c = r->draft ? r->draft : ""; *c; c++) {
+                if (*c == '"') {
+                    putchar('"');
+                }
+                putchar(*c);
+            }
+            printf("\",\"%ld\",\"%ld\"", r->n_drafted, r->n_accepted);
+        }
         printf("\n");
     }
 }
 
-static void print_csv_header(bool roofline) {
+static void print_csv_header(bool roofline, bool draft) {
     printf("build_commit,build_number,cpu_info,gpu_info,backends,model_filename,model_type,model_size,model_n_params,"
            "n_batch,n_ubatch,n_threads,cpu_mask,cpu_strict,poll,type_k,type_v,n_gpu_layers,n_cpu_moe,split_mode,"
            "main_gpu,no_kv_offload,flash_attn,devices,tensor_split,tensor_buft_overrides,load_mode,embeddings,"
            "no_op_offload,no_host,fit_target,fit_min_ctx,n_prompt,n_gen,n_depth,test_time,avg_ns,stddev_ns,avg_ts,"
-           "stddev_ts,repack%s\n",
-           roofline ? ",bound_share" : "");
+           "stddev_ts,repack%s%s\n",
+           roofline ? ",bound_share" : "", draft ? ",model_draft,n_drafted,n_accepted" : "");
 }
 
 int oxl_cmd_bench(int argc, char **argv) {
@@ -643,15 +773,15 @@ int oxl_cmd_bench(int argc, char **argv) {
     const bool col_fa = o.flash_attn != OXL_FLASH_ATTN_AUTO, col_nr = o.no_repack, col_mmap = o.no_mmap;
     if (md) {
         printf("| model                          |       size |     params | backend    | threads |%s%s%s%s%s"
-               "            test |                  t/s |%s\n",
+               "            test |                  t/s |%s%s\n",
                col_tk ? " type_k |" : "", col_tv ? " type_v |" : "", col_fa ? "   fa |" : "", col_nr ? " repack |" : "",
-               col_mmap ? " mmap |" : "", o.roofline ? " bound % |" : "");
+               col_mmap ? " mmap |" : "", o.roofline ? " bound % |" : "", o.draft ? " draft acc % |" : "");
         printf("| ------------------------------ | ---------: | ---------: | ---------- | ------: |%s%s%s%s%s"
-               " --------------: | -------------------: |%s\n",
+               " --------------: | -------------------: |%s%s\n",
                col_tk ? " -----: |" : "", col_tv ? " -----: |" : "", col_fa ? " ---: |" : "", col_nr ? " -----: |" : "",
-               col_mmap ? " ---: |" : "", o.roofline ? " ------: |" : "");
+               col_mmap ? " ---: |" : "", o.roofline ? " ------: |" : "", o.draft ? " ----------: |" : "");
     } else if (csv) {
-        print_csv_header(o.roofline);
+        print_csv_header(o.roofline, o.draft != NULL);
     } else {
         printf("[\n");
     }
@@ -659,6 +789,23 @@ int oxl_cmd_bench(int argc, char **argv) {
     cpu_info(cpu, sizeof cpu);
     srand(1234);
     int status = 0;
+    oxl_model *dm = NULL;
+    if (o.draft) {
+        oxl_error err = {0};
+        oxl_model_params mp = oxl_model_default_params();
+        mp.use_mmap = !o.no_mmap;
+        mp.repack = !o.no_repack;
+        dm = oxl_model_load(o.draft, &mp, &err);
+        if (!dm) {
+            fprintf(stderr, "error: draft model: %s\n", err.msg);
+            return 1;
+        }
+        if (oxl_model_is_recurrent(dm)) {
+            fprintf(stderr, "error: %s: speculative decoding needs a model whose cache can rewind\n", o.draft);
+            oxl_model_free(dm);
+            return 1;
+        }
+    }
     bool first_json = true;
     for (int im = 0; im < o.n_models; im++) {
         oxl_error err = {0};
@@ -678,6 +825,13 @@ int oxl_cmd_bench(int argc, char **argv) {
         }
         if (o.log_level >= OXL_LOG_VERBOSE) {
             fprintf(stderr, "bench: isa %s; %s\n", oxl_isa_name(oxl_isa_cap()), oxl_model_desc(m));
+        }
+        if (dm && (oxl_model_is_recurrent(m) || oxl_model_draft_compatible(m, dm, &err) != 0)) {
+            fprintf(stderr, "error: %s: %s\n", oxl_model_is_recurrent(m) ? o.models[im] : o.draft,
+                    oxl_model_is_recurrent(m) ? "speculative decoding needs a model whose cache can rewind" : err.msg);
+            oxl_model_free(m);
+            status = 1;
+            continue;
         }
         const double bytes_tok = o.roofline ? weight_bytes_per_token(o.models[im]) : 0.0;
         for (int it = 0; it < o.n_threads; it++) {
@@ -701,10 +855,26 @@ int oxl_cmd_bench(int argc, char **argv) {
                 oxl_ctx *ctx = oxl_ctx_new(m, &cp, &err);
                 const int n_toks = t->n_prompt > t->n_depth ? t->n_prompt : t->n_depth;
                 oxl_token *toks = malloc(sizeof(oxl_token) * (size_t)(n_toks + 1));
-                if (!ctx || !toks) {
-                    fprintf(stderr, "error: %s\n", ctx ? "out of memory" : err.msg);
+                /* --draft: the generation tests (no prompt) draft with dm in a context of their own */
+                draft_run dr = {.dm = dm};
+                const bool spec = dm && t->n_prompt == 0;
+                if (spec && ctx && toks) {
+                    const size_t room = (size_t)t->n_depth + (size_t)t->n_gen + 2;
+                    dr.dctx = oxl_ctx_new(dm, &cp, &err);
+                    dr.hist = malloc(sizeof(oxl_token) * room);
+                    /* the draft sequence's mirror for oxl_draft_propose: its context's length + 1 */
+                    const size_t n_mirror = dr.dctx ? (size_t)oxl_ctx_n_ctx(dr.dctx) + 1 : 1;
+                    dr.dtoks = calloc(n_mirror > room ? n_mirror : room, sizeof(oxl_token));
+                    dr.batch = malloc(sizeof(oxl_token) * room);
+                }
+                if (!ctx || !toks || (spec && (!dr.dctx || !dr.hist || !dr.dtoks || !dr.batch))) {
+                    fprintf(stderr, "error: %s\n", ctx && (!spec || dr.dctx) ? "out of memory" : err.msg);
                     oxl_ctx_free(ctx);
+                    oxl_ctx_free(dr.dctx);
                     free(toks);
+                    free(dr.hist);
+                    free(dr.dtoks);
+                    free(dr.batch);
                     status = 1;
                     continue;
                 }
@@ -714,10 +884,13 @@ int oxl_cmd_bench(int argc, char **argv) {
                 struct tm tmv;
                 strftime(test_time, sizeof test_time, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tmv));
                 const uint64_t runs0 = oxl_pool_n_runs(ctx->pool);
-                bool ok = run_test(ctx, m, t, toks, o.n_batch) >= 0; /* warm-up */
+                bool ok = (spec ? run_test_draft(ctx, m, t, &dr, o.n_batch, &o)
+                                : run_test(ctx, m, t, toks, o.n_batch)) >= 0; /* warm-up */
                 const uint64_t tasks = oxl_pool_n_runs(ctx->pool) - runs0;
+                dr.n_drafted = dr.n_accepted = 0; /* the timed runs' */
                 for (int r = 0; ok && r < o.reps; r++) {
-                    double s = run_test(ctx, m, t, toks, o.n_batch);
+                    double s =
+                        spec ? run_test_draft(ctx, m, t, &dr, o.n_batch, &o) : run_test(ctx, m, t, toks, o.n_batch);
                     if (r < (int)(sizeof samples / sizeof samples[0])) {
                         samples[r] = s * 1e9;
                     }
@@ -729,7 +902,11 @@ int oxl_cmd_bench(int argc, char **argv) {
                     sum_ns2 += s * 1e9 * s * 1e9;
                 }
                 oxl_ctx_free(ctx);
+                oxl_ctx_free(dr.dctx);
                 free(toks);
+                free(dr.hist);
+                free(dr.dtoks);
+                free(dr.batch);
                 if (!ok) {
                     status = 1;
                     continue;
@@ -767,7 +944,10 @@ int oxl_cmd_bench(int argc, char **argv) {
                                  .avg_ns = sum_ns / o.reps,
                                  .avg_ts = mean,
                                  .stddev_ts = sd,
-                                 .bound = bound};
+                                 .bound = bound,
+                                 .draft = spec ? o.draft : NULL,
+                                 .n_drafted = dr.n_drafted,
+                                 .n_accepted = dr.n_accepted};
                 const double mean_ns = sum_ns / o.reps;
                 row.stddev_ns =
                     o.reps > 1 ? sqrt(fmax(0.0, (sum_ns2 - o.reps * mean_ns * mean_ns) / (o.reps - 1))) : 0.0;
@@ -802,12 +982,18 @@ int oxl_cmd_bench(int argc, char **argv) {
                     if (col_mmap) {
                         printf(" %4d |", o.no_mmap ? 0 : 1);
                     }
-                    printf(" %15s | %21s |%s\n", name, tps, bnd);
+                    printf(" %15s | %21s |%s", name, tps, bnd);
+                    if (o.draft && spec) {
+                        printf(" %11.1f |", dr.n_drafted ? 100.0 * (double)dr.n_accepted / (double)dr.n_drafted : 0.0);
+                    } else if (o.draft) {
+                        printf("             |");
+                    }
+                    printf("\n");
                 } else {
                     if (json && !first_json) {
                         printf(",\n");
                     }
-                    print_fields(&row, cpu, json, o.roofline);
+                    print_fields(&row, cpu, json, o.roofline, o.draft != NULL);
                     first_json = false;
                 }
                 fflush(stdout);
@@ -818,6 +1004,7 @@ int oxl_cmd_bench(int argc, char **argv) {
             oxl_print_peak_rss("bench");
         }
     }
+    oxl_model_free(dm);
     if (json) {
         printf("\n]\n");
     } else if (md) {
