@@ -91,7 +91,7 @@ typedef struct oxl_choice_out {
     int32_t n_gen;      /* tokens generated */
     int32_t n_drafted;  /* draft tokens verified (llama-server's timings.draft_n) */
     int32_t n_accepted; /* of those, the ones the target kept (draft_n_accepted) */
-    size_t *marks; /* len after each publication (each token's text, or held-back text with the next) */
+    size_t *marks;      /* len after each publication (each token's text, or held-back text with the next) */
     int32_t n_marks, cap_marks;
     const char *finish; /* NULL while running, then "stop" or "length" */
     int32_t id_slot;    /* the slot that generates it, once admitted */

@@ -74,8 +74,8 @@ wait "$pid"
 rc=$?
 pid=
 [ $rc -eq 0 ] && echo "PASS  exit 0 after SIGTERM" || { echo "FAIL  exit status $rc"; status=1; }
-# the log holds the start, stop and shutdown lines only
-if grep -v -E "^oxillama serve: (.* loaded in |listening on |SIGTERM: no new connections|stopped$)" "$work/log" >"$work/extra"; then
+# the log holds the start, stop and shutdown lines and the request log's lines only
+if grep -v -E "^(oxillama serve: (.* loaded in |listening on |SIGTERM: no new connections|stopped$)|request: )" "$work/log" >"$work/extra"; then
     echo "FAIL  unexpected log lines:"
     head -20 "$work/extra"
     status=1
