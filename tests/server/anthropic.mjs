@@ -7,6 +7,7 @@
 //   chatml: stories260K under ChatML: count_tokens of "Hi" is llama-server's 42 tokens (the count
 //           run.sh checks for the chat route), and a reply equals the chat route's for that chat
 //   tools:  make_toolcall_model.py's model: a tool_use block with an input object, and a round trip
+//   think:  that model under Qwen QwQ's template: a thinking block before the call
 import Anthropic from '@anthropic-ai/sdk';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -159,6 +160,42 @@ if (mode === 'plain') {
     check('wrong key -> 401', e instanceof Anthropic.AuthenticationError && e.error?.error?.type === 'authentication_error',
       `${e.status} ${JSON.stringify(e.error)}`);
   }
+} else if (mode === 'think') {
+  // a template whose prompt opens <think> (Qwen QwQ's): by llama-server's reasoning format the text
+  // before the call is a thinking block, first in the content, its deltas closed by a signature
+  const body = { model: 'any', max_tokens: 64, temperature: 0, messages: [{ role: 'user', content: 'Weather in Paris?' }],
+    tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }] };
+  const m = await client.messages.create(body);
+  check('thinking block, then tool_use', m.content.length === 2 && m.content[0].type === 'thinking' &&
+    m.content[0].thinking === 'Let me check.' && m.content[0].signature === '' && m.content[1].type === 'tool_use' &&
+    m.content[1].input.city === 'Paris' && m.stop_reason === 'tool_use', JSON.stringify(m.content));
+  const types = [];
+  let thought = '';
+  for await (const ev of await client.messages.create({ ...body, stream: true })) {
+    types.push(ev.type + (ev.content_block ? ':' + ev.content_block.type : '') + (ev.delta?.type ? ':' + ev.delta.type : ''));
+    if (ev.delta?.type === 'thinking_delta') thought += ev.delta.thinking;
+  }
+  const at = t => types.indexOf(t);
+  check('stream: thinking deltas, signature, then the call', thought === 'Let me check.' &&
+    at('content_block_start:thinking') < at('content_block_delta:thinking_delta') &&
+    at('content_block_delta:thinking_delta') < at('content_block_delta:signature_delta') &&
+    at('content_block_delta:signature_delta') < at('content_block_start:tool_use') && !types.includes('content_block_start:text'),
+  JSON.stringify(types));
+  const acc = await client.messages.stream(body).finalMessage();
+  check('SDK accumulator = non-stream', JSON.stringify(acc.content.map(b => b.type === 'tool_use' ? [b.name, b.input] : b)) ===
+    JSON.stringify(m.content.map(b => b.type === 'tool_use' ? [b.name, b.input] : b)), JSON.stringify(acc.content));
+  // the thinking block sent back is the assistant turn's reasoning_content: the same prompt as the
+  // chat route's twin
+  const turn = [...body.messages, { role: 'assistant', content: m.content },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: m.content[1].id, content: 'sunny' }] }];
+  const count = await client.messages.countTokens({ model: 'any', tools: body.tools, messages: turn });
+  const chat = await chatRoute({ max_tokens: 1, tools: [{ type: 'function', function: { name: 'get_weather',
+    description: '', parameters: body.tools[0].input_schema } }], messages: [...body.messages,
+    { role: 'assistant', content: '', reasoning_content: 'Let me check.', tool_calls: [{ id: m.content[1].id,
+      type: 'function', function: { name: 'get_weather', arguments: JSON.stringify(m.content[1].input) } }] },
+    { role: 'tool', tool_call_id: m.content[1].id, content: 'sunny' }] });
+  check('thinking input: count_tokens = chat route prompt_tokens', count.input_tokens === chat.usage.prompt_tokens,
+    JSON.stringify([count, chat.usage]));
 } else if (mode === 'tools') {
   const tools = [{ name: 'get_weather', description: 'The weather in a city', input_schema: { type: 'object',
     properties: { city: { type: 'string' }, unit: { type: 'string' } } } }];

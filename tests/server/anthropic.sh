@@ -83,5 +83,12 @@ python3 "$here/make_toolcall_model.py" "$work/toolcall.gguf" || {
 start tools -m "$work/toolcall.gguf"
 node "$here/anthropic.mjs" "$base" sk-ant-test tools "$golden" || status=1
 stop tools
+
+# the same model under Qwen QwQ's template (golden/chat-templates' copy less llama.cpp's enable_thinking
+# switch, as run.sh runs it), whose prompt opens <think>; the rendered tools need a longer context
+sed '/enable_thinking/d' "$here/../../golden/chat-templates/Qwen-QwQ-32B/template.jinja" >"$work/qwq.jinja"
+start think -m "$work/toolcall.gguf" -c 4096 --chat-template-file "$work/qwq.jinja"
+node "$here/anthropic.mjs" "$base" sk-ant-test think "$golden" || status=1
+stop think
 [ $status -eq 0 ] && echo "all Messages API checks passed"
 exit $status
