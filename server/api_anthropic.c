@@ -622,7 +622,7 @@ static cJSON *message_body(oxl_srv *srv, const api_req *r, oxl_job **jobs, int n
 
 /* --- the stream ----------------------------------------------------------------------------------- */
 
-enum { BLOCK_NONE, BLOCK_THINKING, BLOCK_TEXT };
+enum { BLOCK_NONE, BLOCK_THINKING, BLOCK_TEXT, BLOCK_TOOL };
 
 /* One event: "event: TYPE" and data {"type": TYPE, ...o's members} (takes o). */
 static void put_event(oxl_stream *st, const char *type, cJSON *o) {
@@ -707,9 +707,75 @@ static void put_start(oxl_stream *st, stream_state *ss, const oxl_job *j) {
     ss->phase = 1;
 }
 
-/* message_start, content blocks as the reply's parse grows (thinking_delta, text_delta), the calls
- * once it ends (tool_use blocks with their input as one input_json_delta), message_delta and
- * message_stop. */
+/* A tool_use block for call k, opened with the arguments so far as its first input_json_delta; or
+ * the growth of the open one's arguments (llama-server's to_json_anthropic partial events). Text
+ * that does not extend what was sent is not sent: a stream never takes a piece back. */
+static void calls_progress(oxl_stream *st, stream_state *ss, choice_progress *cp, const cJSON *calls) {
+    int n_new = cJSON_GetArraySize(calls);
+    if (n_new == 0 || (!cp->calls && !(cp->calls = cJSON_CreateArray()))) {
+        return;
+    }
+    int n_sent = cJSON_GetArraySize(cp->calls);
+    if (n_sent > 0 && n_new >= n_sent && ss->open_block == BLOCK_TOOL) {
+        cJSON *sent = cJSON_GetArrayItem(cp->calls, n_sent - 1);
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(calls, n_sent - 1), "function");
+        const char *args = str_of(fn, "arguments"), *had = str_of(sent, "arguments");
+        size_t hl = strlen(had), al = strlen(args);
+        if (!strcmp(str_of(fn, "name"), str_of(sent, "name")) && al > hl && !strncmp(args, had, hl)) {
+            put_delta(st, ss->n_blocks - 1, "input_json_delta", "partial_json", args + hl, al - hl);
+            cJSON_ReplaceItemInObjectCaseSensitive(sent, "arguments", cJSON_CreateString(args));
+        }
+    }
+    for (int k = n_sent; k < n_new; k++) {
+        const cJSON *call = cJSON_GetArrayItem(calls, k);
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+        const char *args = str_of(fn, "arguments");
+        close_block(st, ss);
+        int index = ss->n_blocks++;
+        cJSON *o = indexed(index);
+        cJSON *blk = tool_use_block(call, false);
+        cJSON_AddItemToObject(o, "content_block", blk);
+        cJSON *rec = cJSON_CreateObject();
+        cJSON_AddStringToObject(rec, "id", str_of(blk, "id"));
+        cJSON_AddStringToObject(rec, "name", str_of(fn, "name"));
+        cJSON_AddStringToObject(rec, "arguments", args);
+        cJSON_AddItemToArray(cp->calls, rec);
+        put_event(st, "content_block_start", o);
+        ss->open_block = BLOCK_TOOL;
+        put_ping(st, ss);
+        if (*args) {
+            put_delta(st, index, "input_json_delta", "partial_json", args, strlen(args));
+        }
+    }
+}
+
+/* The events of the reply's first len bytes: they go through the parser (partially until the reply
+ * is finished); what its reasoning and content gained goes to thinking and text blocks
+ * (thinking_delta, text_delta), then what its calls gained (calls_progress). */
+static void message_step(oxl_stream *st, stream_state *ss, const oxl_choice_out *c, choice_progress *cp, size_t len,
+                         bool fin) {
+    cJSON *msg = oxl_chat_reply_stream(st->srv, &ss->r, c->text, len, !fin);
+    cp->sent = len;
+    const char *rs = str_of(msg, "reasoning_content"), *cs = str_of(msg, "content");
+    const size_t rl = strlen(rs), cl = strlen(cs);
+    if (rl > cp->reasoning_sent) {
+        int index = open_block(st, ss, BLOCK_THINKING);
+        put_delta(st, index, "thinking_delta", "thinking", rs + cp->reasoning_sent, rl - cp->reasoning_sent);
+        cp->reasoning_sent = rl;
+    }
+    if (cl > cp->content_sent) {
+        int index = open_block(st, ss, BLOCK_TEXT);
+        put_delta(st, index, "text_delta", "text", cs + cp->content_sent, cl - cp->content_sent);
+        cp->content_sent = cl;
+    }
+    calls_progress(st, ss, cp, cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"));
+    cJSON_Delete(msg);
+}
+
+/* message_start once the job has a slot (its cached tokens are known) or has ended; then, as
+ * llama-server re-parses the reply after each token, the events of each publication of its text
+ * since the last call (so events do not depend on how fast the client reads) and of the reply as
+ * it stands; once finished, the open block's content_block_stop, message_delta and message_stop. */
 static size_t produce_message_events(oxl_stream *st) {
     stream_state *ss = st->state;
     size_t before = st->len;
@@ -731,48 +797,25 @@ static size_t produce_message_events(oxl_stream *st) {
     if (ss->phase == 0 || (!fin && c->len == cp->sent)) {
         return st->len - before;
     }
-    cJSON *msg = oxl_chat_reply(st->srv, &ss->r, c->text, c->len, !fin);
-    cp->sent = c->len;
-    const char *rs = str_of(msg, "reasoning_content"), *cs = str_of(msg, "content");
-    const size_t rl = strlen(rs), cl = strlen(cs);
-    if (rl > cp->reasoning_sent) {
-        int index = open_block(st, ss, BLOCK_THINKING);
-        put_delta(st, index, "thinking_delta", "thinking", rs + cp->reasoning_sent, rl - cp->reasoning_sent);
-        cp->reasoning_sent = rl;
+    for (int32_t m = cp->marks_seen; m < c->n_marks; m++) {
+        if (c->marks[m] > cp->sent && c->marks[m] < c->len) {
+            message_step(st, ss, c, cp, c->marks[m], false);
+        }
     }
-    if (cl > cp->content_sent) {
-        int index = open_block(st, ss, BLOCK_TEXT);
-        put_delta(st, index, "text_delta", "text", cs + cp->content_sent, cl - cp->content_sent);
-        cp->content_sent = cl;
-    }
+    cp->marks_seen = c->n_marks;
+    message_step(st, ss, c, cp, c->len, fin);
     if (fin) {
         close_block(st, ss);
-        const cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
-        for (const cJSON *call = cJSON_IsArray(calls) ? calls->child : NULL; call; call = call->next) {
-            int index = ss->n_blocks++;
-            cJSON *o = indexed(index);
-            cJSON_AddItemToObject(o, "content_block", tool_use_block(call, false));
-            put_event(st, "content_block_start", o);
-            put_ping(st, ss);
-            const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
-            cJSON *in = cJSON_Parse(str_of(fn, "arguments"));
-            char *json = cJSON_IsObject(in) ? cJSON_PrintUnformatted(in) : NULL;
-            cJSON_Delete(in);
-            put_delta(st, index, "input_json_delta", "partial_json", json ? json : "{}", json ? strlen(json) : 2);
-            free(json);
-            put_event(st, "content_block_stop", indexed(index));
-        }
         put_ping(st, ss);
         cJSON *o = cJSON_CreateObject();
         cJSON *d = cJSON_AddObjectToObject(o, "delta");
-        cJSON_AddStringToObject(d, "stop_reason", stop_reason(c, cJSON_GetArraySize(calls) > 0));
+        cJSON_AddStringToObject(d, "stop_reason", stop_reason(c, cJSON_GetArraySize(cp->calls) > 0));
         add_stop_sequence(d, c);
         cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "usage"), "output_tokens", c->n_gen);
         put_event(st, "message_delta", o);
         put_event(st, "message_stop", cJSON_CreateObject());
         st->done = true;
     }
-    cJSON_Delete(msg);
     return st->len - before;
 }
 

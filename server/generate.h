@@ -56,7 +56,8 @@ typedef struct stream_state {
     int seq; /* responses: sequence_number */
     char msg_id[64];
     int phase; /* responses: 0 = nothing sent, 1 = deltas, 2 = completed; messages: 0 = nothing sent, 1 = started */
-    /* messages: content blocks started, the open one's kind (0 none, 1 thinking, 2 text), ping sent */
+    /* messages: content blocks started, the open one's kind (0 none, 1 thinking, 2 text, 3 tool_use), ping
+     * sent */
     int n_blocks, open_block;
     bool pinged;
 } stream_state;
