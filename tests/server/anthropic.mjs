@@ -7,7 +7,8 @@
 //   chatml: stories260K under ChatML: count_tokens of "Hi" is llama-server's 42 tokens (the count
 //           run.sh checks for the chat route), and a reply equals the chat route's for that chat
 //   tools:  make_toolcall_model.py's model: a tool_use block with an input object, and a round trip
-//   think:  that model under Qwen QwQ's template: a thinking block before the call
+//   think:  that model under Qwen QwQ's template: a thinking block before the call; tool_choice any
+//           and a named tool give the call alone
 import Anthropic from '@anthropic-ai/sdk';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -181,6 +182,17 @@ if (mode === 'plain') {
     at('content_block_delta:thinking_delta') < at('content_block_delta:signature_delta') &&
     at('content_block_delta:signature_delta') < at('content_block_start:tool_use') && !types.includes('content_block_start:text'),
   JSON.stringify(types));
+  // tool_choice any (the chat route's required) and a named tool: a grammar from the first token
+  // admits calls only
+  const props = { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string' } } };
+  for (const tc of [{ type: 'any' }, { type: 'tool', name: 'get_weather' }]) {
+    const r = await client.messages.create({ ...body, tools: [{ name: 'get_weather', input_schema: props }],
+      tool_choice: tc });
+    const uses = r.content.filter(b => b.type === 'tool_use');
+    check(`tool_choice ${tc.type}: the call alone`, uses.length === 1 && uses[0].name === 'get_weather' &&
+      uses[0].input.city === 'Paris' && !r.content.some(b => b.type === 'text') && r.stop_reason === 'tool_use',
+    JSON.stringify(r));
+  }
   const acc = await client.messages.stream(body).finalMessage();
   check('SDK accumulator = non-stream', JSON.stringify(acc.content.map(b => b.type === 'tool_use' ? [b.name, b.input] : b)) ===
     JSON.stringify(m.content.map(b => b.type === 'tool_use' ? [b.name, b.input] : b)), JSON.stringify(acc.content));
@@ -243,12 +255,8 @@ if (mode === 'plain') {
   check('round trip: count_tokens = chat route prompt_tokens', count.input_tokens === chat.usage.prompt_tokens &&
     count.input_tokens > 42, JSON.stringify([count, chat.usage]));
 
-  // tool_choice: any and a named tool admit calls only; none drops the tools
-  for (const tc of [{ type: 'any' }, { type: 'tool', name: 'get_weather' }]) {
-    const r = await client.messages.create({ ...body, tool_choice: tc });
-    check(`tool_choice ${tc.type}: the call alone`, r.content.length === 1 && r.content[0].type === 'tool_use' &&
-      wantInput(r.content[0].input) && r.stop_reason === 'tool_use', JSON.stringify(r));
-  }
+  // tool_choice none drops the tools (any and a named tool: the think mode, whose template has the
+  // Hermes 2 Pro format this model writes; ChatML's generic format gets llama.cpp's JSON grammar)
   const none = await client.messages.create({ ...body, tool_choice: { type: 'none' } });
   check('tool_choice none: text only', none.content.every(b => b.type === 'text') && none.stop_reason === 'end_turn' &&
     textOf(none).startsWith('Let me check.<tool_call>'), JSON.stringify(none));
