@@ -87,9 +87,11 @@ typedef struct oxl_reply {
 
 typedef void (*oxl_handler)(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 
-/* reply.c: replies with obj printed (takes ownership of obj); replies with an error object. */
+/* reply.c: replies with obj printed (takes ownership of obj); replies with an error object (OpenAI's
+ * shape, or Anthropic's for the Messages API routes). */
 void oxl_reply_json(oxl_reply *r, int status, cJSON *obj);
 void oxl_reply_error(oxl_reply *r, const oxl_api_error *e);
+void oxl_reply_anthropic_error(oxl_reply *r, const oxl_api_error *e);
 /* A random id: prefix followed by 24 hex digits (chatcmpl-..., msg_..., call_...). */
 void oxl_random_id(const char *prefix, char *out, size_t cap);
 

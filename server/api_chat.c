@@ -187,93 +187,87 @@ static int tool_grammar(oxl_srv *srv, const cJSON *tc, const api_req *r, oxl_gen
     return oxl_req_check_grammar(srv, g->grammar, "tools", e);
 }
 
-void oxl_api_chat(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
-    api_req r = {.kind = API_CHAT, .object = chat_body, .produce = oxl_produce_chunks};
-    oxl_api_error e = {0};
-    const cJSON *b = rq->json;
-    oxl_token *toks = NULL;
-    int32_t n_toks = 0;
+int oxl_chat_request(oxl_srv *srv, const cJSON *b, api_req *r, oxl_token **toks, int32_t *n_toks, oxl_api_error *e) {
     cJSON *msgs = NULL;
-    if (oxl_req_parse_common(srv, b, &r, &e) < 0 || oxl_json_bool(b, "logprobs", &r.logprobs, &e) < 0) {
-        goto fail;
+    if (oxl_req_parse_common(srv, b, r, e) < 0 || oxl_json_bool(b, "logprobs", &r->logprobs, e) < 0) {
+        return -1;
     }
     long long k = 0;
-    int rc = oxl_json_int(b, "top_logprobs", 0, OXL_SRV_MAX_TOP_LOGPROBS, &k, &e);
+    int rc = oxl_json_int(b, "top_logprobs", 0, OXL_SRV_MAX_TOP_LOGPROBS, &k, e);
     if (rc < 0) {
-        goto fail;
+        return -1;
     }
-    if (rc && !r.logprobs) {
-        BAD(&e, "top_logprobs", "'top_logprobs' requires 'logprobs': true");
-        goto fail;
+    if (rc && !r->logprobs) {
+        return BAD(e, "top_logprobs", "'top_logprobs' requires 'logprobs': true");
     }
-    r.gen.top_logprobs = r.logprobs ? (int32_t)k : -1;
+    r->gen.top_logprobs = r->logprobs ? (int32_t)k : -1;
     /* llama-server's n_probs: the top alternatives of each token, as logprobs with top_logprobs */
-    if ((rc = oxl_json_int(b, "n_probs", 0, OXL_SRV_MAX_TOP_LOGPROBS, &k, &e)) < 0) {
-        goto fail;
+    if ((rc = oxl_json_int(b, "n_probs", 0, OXL_SRV_MAX_TOP_LOGPROBS, &k, e)) < 0) {
+        return -1;
     }
     if (rc && k > 0) {
-        r.logprobs = true;
-        r.gen.top_logprobs = (int32_t)k;
+        r->logprobs = true;
+        r->gen.top_logprobs = (int32_t)k;
     }
     bool parallel = true;
-    if (oxl_json_bool(b, "parallel_tool_calls", &parallel, &e) < 0) {
-        goto fail;
+    if (oxl_json_bool(b, "parallel_tool_calls", &parallel, e) < 0) {
+        return -1;
     }
     if (!parallel) {
-        BAD(&e, "parallel_tool_calls",
-            "'parallel_tool_calls': false is not supported by this server (a reply may hold several calls)");
-        goto fail;
+        return BAD(e, "parallel_tool_calls",
+                   "'parallel_tool_calls': false is not supported by this server (a reply may hold several calls)");
     }
     const cJSON *tools = oxl_json_field(b, "tools");
     if (tools && !cJSON_IsArray(tools)) {
-        BAD_TYPE(&e, "tools", "'tools': expected a list of tool definitions");
-        goto fail;
+        return BAD_TYPE(e, "tools", "'tools': expected a list of tool definitions");
     }
     const cJSON *tc = oxl_json_field(b, "tool_choice");
     if (tc && !cJSON_IsString(tc) && !cJSON_IsObject(tc)) {
-        BAD_TYPE(&e, "tool_choice", "'tool_choice': expected a string or an object");
-        goto fail;
+        return BAD_TYPE(e, "tool_choice", "'tool_choice': expected a string or an object");
     }
     if (tc && cJSON_IsString(tc) && strcmp(tc->valuestring, "auto") && strcmp(tc->valuestring, "none") &&
         strcmp(tc->valuestring, "required")) {
-        BAD(&e, "tool_choice", "'tool_choice': '%.40s' is not one of auto, none, required", tc->valuestring);
-        goto fail;
+        return BAD(e, "tool_choice", "'tool_choice': '%.40s' is not one of auto, none, required", tc->valuestring);
     }
     if (tc && cJSON_IsString(tc) && !strcmp(tc->valuestring, "none")) {
         tools = NULL;
     }
-    r.tools = tools && cJSON_GetArraySize(tools) > 0 ? tools : NULL;
-    r.has_tools = r.tools != NULL;
+    r->tools = tools && cJSON_GetArraySize(tools) > 0 ? tools : NULL;
+    r->has_tools = r->tools != NULL;
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(b, "messages");
     if (!m) {
-        BAD(&e, "messages", "'messages' is required");
-        goto fail;
+        return BAD(e, "messages", "'messages' is required");
     }
     const cJSON *rf = oxl_json_field(b, "reasoning_format");
     if (rf && !cJSON_IsString(rf)) {
-        BAD_TYPE(&e, "reasoning_format", "'reasoning_format': expected a string");
-        goto fail;
+        return BAD_TYPE(e, "reasoning_format", "'reasoning_format': expected a string");
     }
     int reasoning = oxl_chat_reasoning_format(rf ? rf->valuestring : srv->cfg->reasoning_none ? "none" : NULL);
     if (reasoning < 0) {
-        BAD(&e, "reasoning_format", "'reasoning_format': '%.40s' is not one of none, deepseek, auto", rf->valuestring);
-        goto fail;
+        return BAD(e, "reasoning_format", "'reasoning_format': '%.40s' is not one of none, deepseek, auto",
+                   rf->valuestring);
     }
-    r.reasoning_none = reasoning == 0;
-    if (!(msgs = oxl_req_normalize_messages(m, "messages", &e)) || chat_prompt(srv, msgs, &r, &toks, &n_toks, &e) < 0 ||
-        oxl_req_check_context(srv, n_toks, "messages", &e) < 0 || tool_grammar(srv, tc, &r, &r.gen, &e) < 0) {
-        goto fail;
-    }
+    r->reasoning_none = reasoning == 0;
+    rc = (msgs = oxl_req_normalize_messages(m, "messages", e)) != NULL &&
+                 chat_prompt(srv, msgs, r, toks, n_toks, e) == 0 && tool_grammar(srv, tc, r, &r->gen, e) == 0
+             ? 0
+             : -1;
     cJSON_Delete(msgs);
-    oxl_req_run(srv, rq, &r, &toks, &n_toks, NULL, 1, out);
+    return rc;
+}
+
+void oxl_api_chat(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
+    api_req r = {.kind = API_CHAT, .object = chat_body, .produce = oxl_produce_chunks};
+    oxl_api_error e = {0};
+    oxl_token *toks = NULL;
+    int32_t n_toks = 0;
+    if (oxl_chat_request(srv, rq->json, &r, &toks, &n_toks, &e) == 0 &&
+        oxl_req_check_context(srv, n_toks, "messages", &e) == 0) {
+        oxl_req_run(srv, rq, &r, &toks, &n_toks, NULL, 1, out);
+    } else {
+        oxl_reply_error(out, &e);
+    }
     free(toks);
     free(r.tools_json);
     oxl_gen_params_free(&r.gen);
-    return;
-fail:
-    cJSON_Delete(msgs);
-    free(toks);
-    free(r.tools_json);
-    oxl_gen_params_free(&r.gen);
-    oxl_reply_error(out, &e);
 }

@@ -70,3 +70,27 @@ cJSON *oxl_api_error_json(const oxl_api_error *e) {
     }
     return o;
 }
+
+cJSON *oxl_api_error_anthropic_json(const oxl_api_error *e) {
+    static const struct {
+        int status;
+        const char *type;
+    } types[] = {{400, "invalid_request_error"}, {401, "authentication_error"},
+                 {403, "permission_error"},      {404, "not_found_error"},
+                 {405, "invalid_request_error"}, {413, "request_too_large"},
+                 {429, "rate_limit_error"},      {431, "invalid_request_error"},
+                 {499, "invalid_request_error"}, {501, "api_error"},
+                 {503, "overloaded_error"}};
+    const char *type = "api_error";
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        if (types[i].status == e->status) {
+            type = types[i].type;
+        }
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", "error");
+    cJSON *err = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddStringToObject(err, "type", type);
+    cJSON_AddStringToObject(err, "message", e->msg);
+    return o;
+}

@@ -54,5 +54,9 @@ int oxl_api_fail(oxl_api_error *e, oxl_err_kind kind, const char *param, const c
 
 /* {"error": {"message", "type", "param", "code"}} for e (the caller owns the result). */
 cJSON *oxl_api_error_json(const oxl_api_error *e);
+/* Anthropic's error object for e: {"type": "error", "error": {"type", "message"}}, the type by HTTP
+ * status as Anthropic names its errors (invalid_request_error, authentication_error, not_found_error,
+ * request_too_large, rate_limit_error, api_error, overloaded_error); the caller owns the result. */
+cJSON *oxl_api_error_anthropic_json(const oxl_api_error *e);
 
 #endif

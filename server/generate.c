@@ -452,6 +452,7 @@ static void free_prompts(char **prompts, int n) {
 void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **toks, int32_t *n_toks, char **prompts,
                  int n_prompts, oxl_reply *out) {
     oxl_api_error e = {0};
+    void (*reply_error)(oxl_reply *, const oxl_api_error *) = r->reply_error ? r->reply_error : oxl_reply_error;
     oxl_job **jobs = calloc((size_t)n_prompts, sizeof *jobs);
     int n_jobs = 0;
     bool ok = jobs != NULL;
@@ -528,7 +529,7 @@ void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **to
         }
         oxl_req_release(srv, jobs, n_jobs);
         free_prompts(prompts, n_prompts);
-        oxl_reply_error(out, &e);
+        reply_error(out, &e);
         return;
     }
     if (r->stream) {
@@ -545,7 +546,7 @@ void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **to
             oxl_req_release(srv, jobs, n_jobs);
             free_prompts(prompts, n_prompts);
             oxl_api_fail(&e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
-            oxl_reply_error(out, &e);
+            reply_error(out, &e);
             return;
         }
         ss->r = *r;
@@ -574,10 +575,10 @@ void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **to
     if (waited != 0) {
         oxl_req_release(srv, jobs, n_jobs);
         oxl_api_fail(&e, OXL_E_CLIENT_CLOSED, NULL, "client closed the request");
-        oxl_reply_error(out, &e);
+        reply_error(out, &e);
     } else if (oxl_req_job_error(jobs, n_jobs, &e)) {
         oxl_req_release(srv, jobs, n_jobs);
-        oxl_reply_error(out, &e);
+        reply_error(out, &e);
     } else {
         char msg_id[64];
         oxl_random_id("msg_", msg_id, sizeof msg_id);

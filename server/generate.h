@@ -34,6 +34,7 @@ struct api_req {
      * its stream (whose state is a stream_state) */
     cJSON *(*object)(oxl_srv *srv, const api_req *r, oxl_job **jobs, int n_jobs, char **prompts, const char *msg_id);
     size_t (*produce)(oxl_stream *st);
+    void (*reply_error)(oxl_reply *out, const oxl_api_error *e); /* the dialect's error reply; NULL: OpenAI's */
 };
 
 typedef struct choice_progress {
@@ -54,7 +55,11 @@ typedef struct stream_state {
     bool usage_sent;
     int seq; /* responses: sequence_number */
     char msg_id[64];
-    int phase; /* responses: 0 = nothing sent, 1 = deltas, 2 = completed */
+    int phase; /* responses: 0 = nothing sent, 1 = deltas, 2 = completed; messages: 0 = nothing sent, 1 = started */
+    /* messages: content blocks started, the open one's kind (0 none, 1 thinking, 2 text, 3 tool_use), ping
+     * sent */
+    int n_blocks, open_block;
+    bool pinged;
 } stream_state;
 
 /* The text of token t with special tokens rendered (0 bytes when it does not fit). */
@@ -70,6 +75,9 @@ int oxl_req_parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error
  * and OpenAI's fields this server does not implement ("... is not supported") and unknown ones ("... is
  * not a field of"); none is ignored. */
 int oxl_req_check_fields(const cJSON *b, api_kind kind, oxl_api_error *e);
+/* The same for Anthropic's POST /v1/messages (count_tokens: /v1/messages/count_tokens, the prompt's
+ * fields only). */
+int oxl_req_check_anthropic_fields(const cJSON *b, bool count_tokens, oxl_api_error *e);
 /* The same for the other routes: 400 naming the first field of b not in fields (NULL-terminated). */
 int oxl_req_check_field_list(const cJSON *b, const char *route, const char *const *fields, oxl_api_error *e);
 /* The sampling fields (llama-server's names: temperature, top_k, top_p, min_p, typical_p, top_n_sigma,
@@ -134,6 +142,13 @@ cJSON *oxl_completion_logprobs(oxl_srv *srv, const oxl_choice_out *c, int32_t fr
  * stream (which takes r's parameters) or r->object's finished object. */
 void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **toks, int32_t *n_toks, char **prompts,
                  int n_prompts, oxl_reply *out);
+
+/* api_chat.c: an OpenAI chat completions body b (messages, tools, tool_choice, reasoning_format,
+ * logprobs and the common fields) into r and the prompt: the messages through the chat template,
+ * tokenized into *toks (malloc'd, the caller's, also on failure) of *n_toks tokens. r->kind is
+ * API_CHAT; the caller sets r's dialect, checks the context (oxl_req_check_context) and frees
+ * r->tools_json and r->gen. Returns 0, or -1 with e naming the field. */
+int oxl_chat_request(oxl_srv *srv, const cJSON *b, api_req *r, oxl_token **toks, int32_t *n_toks, oxl_api_error *e);
 
 /* stream_chunks.c: the chat.completion.chunk and text_completion streams. */
 size_t oxl_produce_chunks(oxl_stream *st);

@@ -383,9 +383,15 @@ static enum MHD_Result send_reply(oxl_srv *srv, struct MHD_Connection *c, oxl_re
     return r;
 }
 
-static enum MHD_Result send_error(oxl_srv *srv, struct MHD_Connection *c, const oxl_api_error *e, oxl_req_log *lg) {
+/* e in the error shape of route rt (OpenAI's when no route matched). */
+static enum MHD_Result send_error(oxl_srv *srv, struct MHD_Connection *c, const oxl_route *rt, const oxl_api_error *e,
+                                  oxl_req_log *lg) {
     oxl_reply rp = {0};
-    oxl_reply_error(&rp, e);
+    if (rt && rt->anthropic) {
+        oxl_reply_anthropic_error(&rp, e);
+    } else {
+        oxl_reply_error(&rp, e);
+    }
     return send_reply(srv, c, &rp, lg);
 }
 
@@ -511,7 +517,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
             add_cors(srv, c, resp);
             MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-            MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
+            MHD_add_response_header(resp, "Access-Control-Allow-Headers",
+                                    "Authorization, Content-Type, X-Api-Key, Anthropic-Version, Anthropic-Beta");
             MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
             atomic_fetch_add(&srv->by_status[204], 1);
             if (cr->log) {
@@ -523,8 +530,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         oxl_api_error e = {0};
         if (precheck(srv, c, url, method, cr, &e) != 0) {
+            const oxl_route *rt = cr->rt;
             cr->rt = NULL;
-            return send_error(srv, c, &e, cr->log);
+            return send_error(srv, c, rt, &e, cr->log);
         }
         return MHD_YES;
     }
@@ -562,18 +570,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (cr->too_big) {
         oxl_api_fail(&e, OXL_E_REQUEST_TOO_LARGE, NULL, "The request body is larger than %zu bytes (--max-body)",
                      srv->cfg->max_body);
-        return send_error(srv, c, &e, cr->log);
+        return send_error(srv, c, cr->rt, &e, cr->log);
     }
     if (!strcmp(cr->rt->method, "POST")) {
         size_t bad = utf8_invalid_at((const unsigned char *)cr->body, cr->len);
         if (cr->len == 0) {
             oxl_api_fail(&e, OXL_E_INVALID_JSON, NULL, "The request body is empty; expected a JSON object");
-            return send_error(srv, c, &e, cr->log);
+            return send_error(srv, c, cr->rt, &e, cr->log);
         }
         if (bad < cr->len) {
             oxl_api_fail(&e, OXL_E_INVALID_UTF8, NULL, "The request body is not valid UTF-8: byte 0x%02x at offset %zu",
                          (unsigned char)cr->body[bad], bad);
-            return send_error(srv, c, &e, cr->log);
+            return send_error(srv, c, cr->rt, &e, cr->log);
         }
         cr->body[cr->len] = 0;
         const char *end = NULL;
@@ -582,13 +590,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             size_t off = end && end >= cr->body && end <= cr->body + cr->len ? (size_t)(end - cr->body) : 0;
             oxl_api_fail(&e, OXL_E_INVALID_JSON, NULL,
                          "We could not parse the JSON body of your request: syntax error at byte offset %zu", off);
-            return send_error(srv, c, &e, cr->log);
+            return send_error(srv, c, cr->rt, &e, cr->log);
         }
         if (cr->rt->array_body ? !cJSON_IsArray(json) : !cJSON_IsObject(json)) {
             cJSON_Delete(json);
             oxl_api_fail(&e, OXL_E_INVALID_JSON, NULL, "The request body must be a JSON %s",
                          cr->rt->array_body ? "array" : "object");
-            return send_error(srv, c, &e, cr->log);
+            return send_error(srv, c, cr->rt, &e, cr->log);
         }
     }
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);

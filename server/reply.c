@@ -1,4 +1,4 @@
-/* Filling a reply: a JSON body, an OpenAI error object, ids (api.h). */
+/* Filling a reply: a JSON body, an OpenAI or Anthropic error object, ids (api.h). */
 #include "api.h"
 
 #include <stdio.h>
@@ -17,6 +17,11 @@ void oxl_reply_json(oxl_reply *r, int status, cJSON *obj) {
 
 void oxl_reply_error(oxl_reply *r, const oxl_api_error *e) {
     oxl_reply_json(r, e->status, oxl_api_error_json(e));
+    r->retry_after = e->retry_after;
+}
+
+void oxl_reply_anthropic_error(oxl_reply *r, const oxl_api_error *e) {
+    oxl_reply_json(r, e->status, oxl_api_error_anthropic_json(e));
     r->retry_after = e->retry_after;
 }
 

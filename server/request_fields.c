@@ -141,6 +141,33 @@ int oxl_req_check_fields(const cJSON *b, api_kind kind, oxl_api_error *e) {
     return 0;
 }
 
+/* Anthropic's Messages API (POST /v1/messages; count_tokens takes the prompt's fields only). */
+static const char *const messages_fields[] = {"model",       "messages", "system",   "max_tokens", "stop_sequences",
+                                              "temperature", "top_p",    "top_k",    "stream",     "tools",
+                                              "tool_choice", "metadata", "thinking", NULL};
+static const char *const count_tokens_fields[] = {"model",       "messages", "system", "tools",
+                                                  "tool_choice", "thinking", NULL};
+/* Anthropic's fields (and llama-server's chat_template_kwargs) that this server does not implement. */
+static const char *const messages_unimplemented[] = {
+    "service_tier", "container", "mcp_servers", "context_management", "output_format", "chat_template_kwargs", NULL};
+
+int oxl_req_check_anthropic_fields(const cJSON *b, bool count_tokens, oxl_api_error *e) {
+    const char *route = count_tokens ? "/v1/messages/count_tokens" : "/v1/messages";
+    for (const cJSON *f = b->child; f; f = f->next) {
+        if (!f->string || listed(count_tokens ? count_tokens_fields : messages_fields, f->string)) {
+            continue;
+        }
+        if (listed(messages_unimplemented, f->string)) {
+            return oxl_api_fail(e, OXL_E_INVALID_VALUE, f->string,
+                                "'%.60s' is not supported by %s of this server; remove it from the request", f->string,
+                                route);
+        }
+        return oxl_api_fail(e, OXL_E_INVALID_VALUE, f->string,
+                            "'%.60s' is not a field of %s; remove it from the request", f->string, route);
+    }
+    return 0;
+}
+
 /* --- sampling ------------------------------------------------------------------------------------ */
 
 /* llama-server's sampler names (common_sampler_types_from_names: the canonical names, their

@@ -22,6 +22,7 @@ typedef struct oxl_route {
     auth_kind auth;
     bool needs_model; /* 503 until the model is loaded */
     bool array_body;  /* POST: the body is a JSON array rather than an object (POST /lora-adapters) */
+    bool anthropic;   /* errors in Anthropic's shape (the Messages API), else OpenAI's */
 } oxl_route;
 
 extern const oxl_route oxl_routes[];
@@ -39,6 +40,9 @@ void oxl_api_native_completion(oxl_srv *srv, const oxl_request *rq, oxl_reply *o
 void oxl_api_infill(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);            /* api_native.c */
 void oxl_api_props(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);             /* api_props.c */
 void oxl_api_apply_template(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);    /* api_props.c */
+/* api_anthropic.c: Anthropic's Messages API */
+void oxl_api_messages(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
+void oxl_api_count_tokens(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 /* api_info.c */
 void oxl_api_models(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 void oxl_api_tokenize(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);

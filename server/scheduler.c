@@ -561,6 +561,7 @@ static void flush_detok(slot *sl) {
 static bool check_stop(oxl_job *j, slot *sl) {
     const oxl_gen_params *g = &j->gen;
     size_t hit = SIZE_MAX;
+    const char *word = NULL;
     for (int32_t k = 0; k < g->n_stop; k++) {
         size_t sn = strlen(g->stop[k]);
         if (sn == 0 || sl->raw_len - sl->published < sn) {
@@ -569,9 +570,11 @@ static bool check_stop(oxl_job *j, slot *sl) {
         const char *m = memmem(sl->raw + sl->published, sl->raw_len - sl->published, g->stop[k], sn);
         if (m && (size_t)(m - sl->raw) < hit) {
             hit = (size_t)(m - sl->raw);
+            word = g->stop[k];
         }
     }
     if (hit != SIZE_MAX) {
+        j->choice[sl->ci].stop_word = word;
         sl->raw_len = hit;
         publish(sl, hit);
         return true;

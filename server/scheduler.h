@@ -93,9 +93,10 @@ typedef struct oxl_choice_out {
     int32_t n_accepted; /* of those, the ones the target kept (draft_n_accepted) */
     size_t *marks;      /* len after each publication (each token's text, or held-back text with the next) */
     int32_t n_marks, cap_marks;
-    const char *finish; /* NULL while running, then "stop" or "length" */
-    int32_t id_slot;    /* the slot that generates it, once admitted */
-    bool truncated;     /* the context filled: a context shift dropped tokens, or it ended "length" */
+    const char *finish;    /* NULL while running, then "stop" or "length" */
+    const char *stop_word; /* the stop string (one of gen.stop) that ended it, NULL when none did */
+    int32_t id_slot;       /* the slot that generates it, once admitted */
+    bool truncated;        /* the context filled: a context shift dropped tokens, or it ended "length" */
 } oxl_choice_out;
 
 typedef struct oxl_job {

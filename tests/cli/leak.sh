@@ -3,7 +3,8 @@
 # (--leak-check=full; definite and indirect leaks and memory errors fail). Every step is bounded.
 # usage: leak.sh run|quantize|server OXILLAMA_BINARY SOURCE_DIR
 # The server session: greedy completion (compared with golden/run/once.expected), a chat stream,
-# /tokenize, a rejected request, a client that leaves mid-stream, then SIGTERM; the server must exit 0.
+# /tokenize, a rejected request, Anthropic's Messages API (a stream, a tool round trip, count_tokens,
+# a rejected block), a client that leaves mid-stream, then SIGTERM; the server must exit 0.
 set -u
 what=$1
 bin=$2
@@ -67,6 +68,19 @@ curl -s --max-time 60 -H "$J" -d '{"content": "Once upon a time", "with_pieces":
     { echo "FAIL  tokenize"; status=1; }
 curl -s --max-time 60 -H "$J" -d '{"messages": "x"}' "$base/v1/chat/completions" | grep -q '"param":"messages"' ||
     { echo "FAIL  rejected request"; status=1; }
+# Anthropic's Messages API: a stream, a tool round trip, count_tokens, a rejected block
+curl -s -N --max-time 120 -H "$J" -d '{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "stream": true}' \
+    "$base/v1/messages" | grep -q '^event: message_stop' || { echo "FAIL  messages stream"; status=1; }
+tools='"tools": [{"name": "w", "input_schema": {"type": "object"}}], "system": [{"type": "text", "text": "Be brief."}]'
+turn='[{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "text", "text": "ok"},
+ {"type": "tool_use", "id": "t1", "name": "w", "input": {"a": 1}}]}, {"role": "user", "content": [{"type": "tool_result",
+ "tool_use_id": "t1", "content": [{"type": "text", "text": "done"}]}]}]'
+curl -s --max-time 120 -H "$J" -d "{\"messages\": $turn, $tools, \"max_tokens\": 4}" "$base/v1/messages" |
+    grep -q '"type":"message"' || { echo "FAIL  messages tool round trip"; status=1; }
+curl -s --max-time 60 -H "$J" -d "{\"messages\": $turn, $tools}" "$base/v1/messages/count_tokens" |
+    grep -q '"input_tokens"' || { echo "FAIL  count_tokens"; status=1; }
+curl -s --max-time 60 -H "$J" -d '{"messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}], "max_tokens": 4}' \
+    "$base/v1/messages" | grep -q '"type":"invalid_request_error"' || { echo "FAIL  messages rejected block"; status=1; }
 curl -s -N --max-time 3 -H "$J" -d '{"prompt": "Once", "max_tokens": 2000, "logit_bias": {"2": -100}, "stream": true}' \
     "$base/v1/completions" >/dev/null 2>&1
 kill -TERM "$pid"

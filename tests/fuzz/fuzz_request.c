@@ -2,7 +2,7 @@
  * body through the route handlers of /v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings,
  * /tokenize, /detokenize, /v1/models/<id>, /v1/rerank (the server configured with --rerank), and
  * llama-server's /completion, /apply-template, POST /props and /infill (a refusal: stories260K has no
- * fill-in-the-middle tokens),
+ * fill-in-the-middle tokens), and Anthropic's /v1/messages and /v1/messages/count_tokens,
  * with no HTTP server and no generation.
  *
  * Set-up (once): models/stories260K.gguf loaded, a context of 4 slots, and a scheduler that is
@@ -11,10 +11,11 @@
  * tokenization, token-id prompts, context checks) and then gets the 503 a stopping server gives,
  * freeing all it built; LeakSanitizer sees anything it loses.
  *
- * Input layout: one route byte (mod 12), then the body. As in server/http.c, the body must parse
+ * Input layout: one route byte (mod 14), then the body. As in server/http.c, the body must parse
  * as a JSON object (cJSON) to reach a handler; the models route takes it as the path's id instead.
  * Contracts checked: the reply is a JSON body (never a stream here) with a status of 200, 400, 404,
- * 413, 501 or 503, and every non-200 body is an OpenAI error object with a message. */
+ * 413, 501 or 503, and every non-200 body is an error object with a message: OpenAI's, or Anthropic's
+ * ({"type": "error", "error": {"type", "message"}}) on the Messages API routes. */
 #include "routes.h"
 
 #include <stdint.h>
@@ -67,7 +68,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
-static void check_reply(oxl_reply *rp) {
+static void check_reply(oxl_reply *rp, bool anthropic) {
     CHECK(rp->stream == NULL);
     CHECK(rp->status == 200 || rp->status == 400 || rp->status == 404 || rp->status == 413 || rp->status == 501 ||
           rp->status == 503);
@@ -78,6 +79,8 @@ static void check_reply(oxl_reply *rp) {
         const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
         const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
         CHECK(cJSON_IsString(m) && m->valuestring[0] != '\0');
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(anthropic ? j : e, "type");
+        CHECK(cJSON_IsString(t) && (!anthropic || !strcmp(t->valuestring, "error")));
     }
     cJSON_Delete(j);
     free(rp->body);
@@ -100,6 +103,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         {"/apply-template", oxl_api_apply_template},
         {"/props", oxl_api_props},
         {"/infill", oxl_api_infill},
+        {"/v1/messages", oxl_api_messages},
+        {"/v1/messages/count_tokens", oxl_api_count_tokens},
     };
     if (size < 1)
         return 0;
@@ -117,14 +122,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         memcpy(path + sizeof "/v1/models/" - 1, body, len + 1);
         oxl_request rq = {.method = "GET", .path = path, .json = NULL, .fd = -1};
         oxl_api_models(&g_srv, &rq, &rp);
-        check_reply(&rp);
+        check_reply(&rp, false);
         free(path);
     } else {
         cJSON *json = cJSON_ParseWithLengthOpts(body, len, NULL, false);
         if (cJSON_IsObject(json)) {
             oxl_request rq = {.method = "POST", .path = routes[route].path, .json = json, .fd = -1};
             routes[route].fn(&g_srv, &rq, &rp);
-            check_reply(&rp);
+            check_reply(&rp, routes[route].fn == oxl_api_messages || routes[route].fn == oxl_api_count_tokens);
         }
         cJSON_Delete(json);
     }

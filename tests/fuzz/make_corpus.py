@@ -226,8 +226,8 @@ def jinja_seeds():
 
 
 def request_seeds():
-    """Route byte (chat, completions, responses, embeddings, tokenize, detokenize, models, rerank)
-    then the body (tests/fuzz/fuzz_request.c)."""
+    """Route byte (chat, completions, responses, embeddings, tokenize, detokenize, models, rerank;
+    12 messages, 13 count_tokens) then the body (tests/fuzz/fuzz_request.c)."""
     import json
     bodies = [
         ("chat", 0, {"model": "stories260K.gguf", "messages": [
@@ -258,6 +258,23 @@ def request_seeds():
         ("rerank", 7, {"model": "m", "query": "a dog", "documents": ["the dog ran", "", "a cat"], "top_n": 2}),
         ("rerank-tei", 7, {"query": "a dog", "texts": ["the dog ran", "a cat"], "return_text": True}),
         ("rerank-huge-top-n", 7, {"query": "a", "documents": ["t"], "top_n": 2e89}),
+        ("messages", 12, {"model": "m", "max_tokens": 8, "system": [{"type": "text", "text": "Be brief."}],
+                          "messages": [{"role": "user", "content": "Weather?"},
+                                       {"role": "assistant", "content": [
+                                           {"type": "thinking", "thinking": "Look it up.", "signature": ""},
+                                           {"type": "text", "text": "Let me check."},
+                                           {"type": "tool_use", "id": "toolu_1", "name": "w", "input": {"c": 1}}]},
+                                       {"role": "user", "content": [
+                                           {"type": "tool_result", "tool_use_id": "toolu_1",
+                                            "content": [{"type": "text", "text": "sunny"}]},
+                                           {"type": "text", "text": "Thanks", "cache_control": {"type": "ephemeral"}}]}],
+                          "tools": [{"name": "w", "description": "d", "input_schema": {"type": "object"}}],
+                          "tool_choice": {"type": "auto"}, "stop_sequences": ["\n"], "temperature": 0.5,
+                          "top_p": 0.9, "top_k": 40, "stream": True, "metadata": {"user_id": "u"},
+                          "thinking": {"type": "disabled"}}),
+        ("count-tokens", 13, {"model": "m", "system": "Be brief.", "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "Hi"}, {"type": "image", "source": {}}]}],
+            "tool_choice": {"type": "tool", "name": "w"}}),
     ]
     out = {"%s.bin" % name: bytes([route]) + json.dumps(b).encode() for name, route, b in bodies}
     out["models.bin"] = bytes([6]) + b"stories260K.gguf"
