@@ -654,6 +654,13 @@ OXL_API int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, co
 OXL_API int oxl_chat_apply_template_kw(const oxl_model *model, const char *tmpl, const char *messages_json,
                                        const char *tools_json, bool add_generation_prompt, const char *kwargs_json,
                                        char **out, oxl_error *err);
+/* Whether the chat template reacts to enable_thinking, as llama.cpp's
+ * common_chat_templates_support_enable_thinking decides it (common/chat.cpp): the conversation
+ * [user "test"] with the generation prompt, rendered by oxl_chat_apply_template_kw with
+ * enable_thinking false and with true (the closer appended to an opened thought included), gives two
+ * different prompts. llama.cpp's chat passes enable_thinking = (--reasoning-budget != 0) && this.
+ * tmpl and model as oxl_chat_apply_template; false when model is NULL or a render fails. */
+OXL_API bool oxl_chat_supports_thinking(const oxl_model *model, const char *tmpl);
 
 /* Parses a chat model's reply into an OpenAI assistant message, as llama.cpp's server does
  * (common_chat_parse): the reply format is picked from the chat template text by its markers

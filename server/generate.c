@@ -259,14 +259,14 @@ int oxl_req_template_kwargs(oxl_srv *srv, const cJSON *b, char **out, oxl_api_er
         return BAD_TYPE(e, "chat_template_kwargs",
                         "'chat_template_kwargs': invalid type for \"enable_thinking\" (expected boolean, got string)");
     }
-    const bool no_thinking = srv->cfg->reasoning_budget == 0 && !cJSON_IsBool(think);
-    if (!no_thinking && (!kw || !kw->child)) {
-        return 0;
-    }
+    /* llama-server: enable_thinking = --reasoning-budget != 0 && the template reacts to it, unless
+     * the request's kwargs set it to a boolean; the template always gets it */
+    const bool thinking =
+        cJSON_IsBool(think) ? cJSON_IsTrue(think) : srv->cfg->reasoning_budget != 0 && srv->thinking_template;
     cJSON *all = kw ? cJSON_Duplicate(kw, true) : cJSON_CreateObject();
-    if (all && no_thinking) {
+    if (all) {
         cJSON_DeleteItemFromObjectCaseSensitive(all, "enable_thinking");
-        cJSON_AddFalseToObject(all, "enable_thinking");
+        cJSON_AddBoolToObject(all, "enable_thinking", thinking);
     }
     *out = all ? cJSON_PrintUnformatted(all) : NULL;
     cJSON_Delete(all);

@@ -106,9 +106,9 @@ int oxl_req_check_context(oxl_srv *srv, int32_t n_prompt, const char *param, oxl
 cJSON *oxl_req_normalize_messages(const cJSON *msgs, const char *param, oxl_api_error *e);
 /* The chat template's extra variables for request body b (may be NULL), as llama-server's
  * oaicompat_chat_params_parse merges them (tools/server/server-common.cpp): the request's
- * chat_template_kwargs, and "enable_thinking": false under --reasoning-budget 0 unless the request
- * sets it to a boolean; a string enable_thinking is a 400 as there. *out is a malloc'd JSON text,
- * or NULL when there are none. */
+ * chat_template_kwargs, and enable_thinking: the request's boolean, else true when
+ * --reasoning-budget is not 0 and the template reacts to it (srv->thinking_template), else false; a
+ * string enable_thinking is a 400 as there. *out is a malloc'd JSON text. */
 int oxl_req_template_kwargs(oxl_srv *srv, const cJSON *b, char **out, oxl_api_error *e);
 /* msgs (and tools) through the model's chat template (oxl_chat_apply_template_kw, kwargs from
  * oxl_req_template_kwargs, may be NULL), then tokenized. */

@@ -149,6 +149,21 @@ int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, const char
     return oxl_chat_apply_template_kw(model, tmpl, messages_json, tools_json, add_generation_prompt, NULL, out, err);
 }
 
+/* common_chat_templates_support_enable_thinking (common/chat.cpp): a user message "test" rendered
+ * with the generation prompt, enable_thinking false and true, gives two different prompts. */
+bool oxl_chat_supports_thinking(const oxl_model *model, const char *tmpl) {
+    static const char msgs[] = "[{\"role\": \"user\", \"content\": \"test\"}]";
+    char *off = NULL, *on = NULL;
+    const bool yes =
+        model &&
+        oxl_chat_apply_template_kw(model, tmpl, msgs, NULL, true, "{\"enable_thinking\": false}", &off, NULL) == 0 &&
+        oxl_chat_apply_template_kw(model, tmpl, msgs, NULL, true, "{\"enable_thinking\": true}", &on, NULL) == 0 &&
+        strcmp(off, on) != 0;
+    free(off);
+    free(on);
+    return yes;
+}
+
 int oxl_chat_apply_template_kw(const oxl_model *model, const char *tmpl, const char *messages_json,
                                const char *tools_json, bool add_generation_prompt, const char *kwargs_json, char **out,
                                oxl_error *err) {

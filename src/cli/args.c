@@ -130,8 +130,8 @@ static const opt_def opt_table[] = {
     {NULL, "--reasoning-format", OPT_STR, F(reasoning_format), R | S,
      "chat: deepseek (default) puts <think> blocks in reasoning_content, none leaves them in content"},
     {NULL, "--reasoning-budget", OPT_INT, F(reasoning_budget), R | S,
-     "chat: -1 for unrestricted thinking (default), 0 to disable thinking (the template is rendered with "
-     "enable_thinking false)"},
+     "chat: -1 for unrestricted thinking (default), 0 to disable thinking (the template gets enable_thinking "
+     "false)"},
     {NULL, "--verbose-prompt", OPT_FLAG, F(verbose_prompt), R,
      "print the prompt text and its tokens (on stderr) before "
      "generation; in a chat, each turn's new text"},

@@ -138,11 +138,9 @@ int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl
     }
     const char *tmpl = tmpl_file ? tmpl_file : o->chat_template;
     cJSON *msgs = cJSON_CreateArray();
-    /* --reasoning-budget 0: rendered with enable_thinking false, as llama.cpp's chat does */
-    cJSON *kwargs = o->reasoning_budget == 0 ? cJSON_CreateObject() : NULL;
-    if (kwargs) {
-        cJSON_AddFalseToObject(kwargs, "enable_thinking");
-    }
+    /* llama.cpp's chat: enable_thinking = --reasoning-budget != 0 && the template reacts to it */
+    cJSON *kwargs = cJSON_CreateObject();
+    cJSON_AddBoolToObject(kwargs, "enable_thinking", o->reasoning_budget != 0 && oxl_chat_supports_thinking(m, tmpl));
     if (o->system_prompt) {
         add_message(msgs, "system", o->system_prompt);
     }

@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""--reasoning-budget 0 in `oxillama run -cnv` and `oxillama serve`, as llama.cpp: the chat template
-is rendered with enable_thinking false, and a template that opens a thought regardless has it
-closed after its generation prompt (common/chat.cpp: DeepSeek R1's prompt ends with "<think>\\n",
-and "</think>" is appended).
+"""--reasoning-budget in `oxillama run -cnv` and `oxillama serve`, as llama.cpp: with 0 the chat
+template is rendered with enable_thinking false, and a template that opens a thought regardless has
+it closed after its generation prompt (common/chat.cpp: DeepSeek R1's prompt ends with "<think>\\n",
+and "</think>" is appended); with -1 (the default) enable_thinking is true for a template that reacts
+to it (common_chat_templates_support_enable_thinking), false otherwise.
 
 Expected prompts: golden/chat-templates/<model>/user_gen.txt (the conversation [user "Hello!"],
 Python Jinja2 as HuggingFace's apply_chat_template, bos "<s>") without its leading BOS text
 (stories260K's tokenizer adds BOS), plus
   - Qwen3 (honours the flag, `{%- if enable_thinking is defined and enable_thinking is false %}
     {{- '<think>\\n\\n</think>\\n\\n' }}`): "<think>\\n\\n</think>\\n\\n";
-  - DeepSeek-R1-Distill-Llama-8B (ignores it, ends with '<think>\\n'): "</think>".
+  - DeepSeek-R1-Distill-Llama-8B (ignores it, ends with '<think>\\n'): "</think>";
+  - DeepSeek-R1-Distill-Qwen-32B (llama.cpp's copy: '<think>\\n', then '</think>' when not
+    enable_thinking): nothing with the budget 0; without it llama.cpp passes enable_thinking true
+    (the template reacts to it), so the golden prompt (variable undefined) less its "</think>".
 
 Cases (exit statuses checked in every one):
-  cli     run -cnv --verbose-prompt prints those prompts; without the flag, the golden prompt.
+  cli     run -cnv --verbose-prompt prints those prompts (with -1 and without the flag alike).
   serve   /apply-template gives those prompts (llama-server's route renders as its chat route);
           chat_template_kwargs {"enable_thinking": false} does the same on a server without the
           flag, {"enable_thinking": true} undoes the flag, a string is llama-server's 400
@@ -37,7 +41,9 @@ import urllib.request
 BIN, MODEL, GOLDEN, CASE = sys.argv[1:5]
 R1 = "deepseek-ai-DeepSeek-R1-Distill-Llama-8B"
 QWEN3 = "Qwen-Qwen3-0.6B"
-ADDED = {QWEN3: "<think>\n\n</think>\n\n", R1: "</think>"}
+R1Q = "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B"
+ADDED = {QWEN3: "<think>\n\n</think>\n\n", R1: "</think>", R1Q: ""}
+MODELS = (QWEN3, R1, R1Q)
 failures = []
 
 
@@ -55,11 +61,17 @@ def golden_prompt(model, budget0):
     text = open(os.path.join(GOLDEN, "chat-templates", model, "user_gen.txt"), encoding="utf-8").read()
     if text.startswith("<s>"):
         text = text[3:]
+    if model == R1Q and not budget0:
+        # '<think>\n'{% if not enable_thinking %}'</think>'{% endif %}: the golden rendering
+        # (enable_thinking undefined) ends with "</think>"; llama.cpp passes enable_thinking true
+        # when the budget is not 0, which leaves the thought open
+        assert text.endswith("<think>\n</think>")
+        return text[:-len("</think>")]
     return text + (ADDED[model] if budget0 else "")
 
 
 def cli():
-    for model in (QWEN3, R1):
+    for model in MODELS:
         for budget in (None, "0", "-1"):
             args = [BIN, "run", "-m", MODEL, "-cnv", "--verbose-prompt", "-n", "4", "--temp", "0",
                     "--chat-template-file", template(model)]
@@ -108,7 +120,7 @@ def serve():
     with tempfile.TemporaryDirectory() as work:
         servers = []
         try:
-            for model in (QWEN3, R1):
+            for model in MODELS:
                 for budget in ("0", "-1"):
                     p, base = start(work, "%s%s" % (model, budget),
                                     ["--chat-template-file", template(model), "--reasoning-budget", budget])

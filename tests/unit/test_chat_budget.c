@@ -153,3 +153,28 @@ Test(chat_budget, kwargs_are_variables) {
     cJSON_Delete(msgs);
     cJSON_Delete(bad);
 }
+
+/* common_chat_templates_support_enable_thinking: Qwen3 (the flag adds an empty thought) and
+ * DeepSeek-R1-Distill-Llama-8B (the closer llama.cpp appends) react to enable_thinking; Qwen2.5 and a
+ * built-in format do not. */
+Test(chat_budget, supports_thinking) {
+    oxl_model_params mp = oxl_model_default_params();
+    oxl_error err = {0};
+    oxl_model *model = oxl_model_load(OXL_SOURCE_DIR "/models/stories260K.gguf", &mp, &err);
+    cr_assert(model, "%s", err.msg);
+    static const struct {
+        const char *model;
+        bool yes;
+    } cases[] = {{"Qwen-Qwen3-0.6B", true},
+                 {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B", true},
+                 {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", true},
+                 {"Qwen-Qwen2.5-7B-Instruct", false}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *tmpl = golden(cases[i].model, "template.jinja");
+        cr_assert_eq(oxl_chat_supports_thinking(model, tmpl), cases[i].yes, "%s", cases[i].model);
+        free(tmpl);
+    }
+    cr_assert_not(oxl_chat_supports_thinking(model, "chatml"));
+    cr_assert_not(oxl_chat_supports_thinking(NULL, "chatml"));
+    oxl_model_free(model);
+}
