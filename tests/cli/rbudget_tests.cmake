@@ -13,3 +13,6 @@ oxl_output_test(reasoning-budget-positive refusal "error: --reasoning-budget 16:
 oxl_output_test(reasoning-budget-below refusal "error: --reasoning-budget -2: -1 \\(unrestricted\\) or 0 \\(no thinking\\)"
   ${OXL_BIN} serve -m ${M}/stories260K.gguf --reasoning-budget -2)
 
+# bench/sampler_cost.sh: one table row per sampler of the chain (CPU times not checked).
+oxl_output_test(bench-sampler-cost ok "\\| dist \\| [^\n]*\n\\| penalties \\| [^\n]*\n\\| DRY \\| [^\n]*\n\\| top-k \\| [^\n]*\n\\| typical \\| [^\n]*\n\\| top-p \\| [^\n]*\n\\| min-p \\| [^\n]*\n\\| XTC \\| [^\n]*\n\\| top-n-sigma \\| [^\n]*\n\\| temp \\| [^\n]*\n\\| dynatemp \\| [^\n]*\n\\| mirostat v1 \\| [^\n]*\n\\| mirostat v2 \\| [^\n]*\n\\| logit bias \\| [^\n]*\n\\| grammar json \\| [^\n]*\n\\| top-a \\| [^\n]*\n\\| eta \\| [^\n]*\n\\| default chain \\| [^\n]*\n$"
+  env OXL_BUILD=${CMAKE_BINARY_DIR} sh ${PROJECT_SOURCE_DIR}/bench/sampler_cost.sh 2 1)
