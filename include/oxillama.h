@@ -640,6 +640,27 @@ OXL_API int32_t oxl_chat_builtin_templates(const char **output, size_t len);
  * NULL): a missing argument, invalid JSON, a template error with line:column, out of memory. */
 OXL_API int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, const char *messages_json,
                                     const char *tools_json, bool add_generation_prompt, char **out, oxl_error *err);
+/* oxl_chat_apply_template with llama.cpp's chat_template_kwargs (common_chat_templates_inputs:
+ * chat_template_kwargs and enable_thinking, common/chat.cpp). kwargs_json (may be NULL: none) is the
+ * text of a JSON object of extra variables for a Jinja template; each replaces the standard variable
+ * of the same name (minja's extra_context). "enable_thinking": false is how llama.cpp renders with
+ * --reasoning-budget 0: templates that honour it skip the thought (Qwen3 writes an empty
+ * "<think>\n\n</think>\n\n"), and when the rendered prompt still ends with the format's thought
+ * opener (DeepSeek R1's "<think>\n", DeepSeek V3.1's "<think>", Command R7B's
+ * "<|START_THINKING|>"), its closer ("</think>", "<|END_THINKING|>") is appended so that the reply
+ * starts after the thought; a Command R7B prompt ending with "<|CHATBOT_TOKEN|>" gets
+ * "<|START_THINKING|><|END_THINKING|>". Built-in formats ignore kwargs. Ownership, bounds and
+ * errors as oxl_chat_apply_template; kwargs_json that is not a JSON object is an error. */
+OXL_API int oxl_chat_apply_template_kw(const oxl_model *model, const char *tmpl, const char *messages_json,
+                                       const char *tools_json, bool add_generation_prompt, const char *kwargs_json,
+                                       char **out, oxl_error *err);
+/* Whether the chat template reacts to enable_thinking, as llama.cpp's
+ * common_chat_templates_support_enable_thinking decides it (common/chat.cpp): the conversation
+ * [user "test"] with the generation prompt, rendered by oxl_chat_apply_template_kw with
+ * enable_thinking false and with true (the closer appended to an opened thought included), gives two
+ * different prompts. llama.cpp's chat passes enable_thinking = (--reasoning-budget != 0) && this.
+ * tmpl and model as oxl_chat_apply_template; false when model is NULL or a render fails. */
+OXL_API bool oxl_chat_supports_thinking(const oxl_model *model, const char *tmpl);
 
 /* Parses a chat model's reply into an OpenAI assistant message, as llama.cpp's server does
  * (common_chat_parse): the reply format is picked from the chat template text by its markers

@@ -28,6 +28,7 @@ typedef struct oxl_srv {
     char model_id[256];   /* --alias, or the model file's name */
     char model_file[256];
     time_t created;
+    bool thinking_template; /* the chat template reacts to enable_thinking (oxl_chat_supports_thinking) */
     /* counters for /metrics */
     atomic_ullong n_requests, n_rejected_queue, n_rate_limited, n_cancelled, n_unauthorized;
     atomic_ullong by_status[600];

@@ -46,19 +46,26 @@ static cJSON *chat_body(oxl_srv *srv, const api_req *r, oxl_job **jobs, int n_jo
 
 /* The prompt as oxl_req_chat_prompt renders it (assistant tool call arguments given as JSON text
  * passed to templates that take objects as objects), keeping its end for the reply parser. */
-static int chat_prompt(oxl_srv *srv, cJSON *msgs, api_req *r, oxl_token **toks, int32_t *n, oxl_api_error *e) {
+static int chat_prompt(oxl_srv *srv, const cJSON *body, cJSON *msgs, api_req *r, oxl_token **toks, int32_t *n,
+                       oxl_api_error *e) {
     oxl_chat_args_to_objects(srv, msgs);
-    char *text = NULL;
+    char *text = NULL, *kwargs = NULL;
     oxl_error err = {0};
+    if (oxl_req_template_kwargs(srv, body, &kwargs, e) < 0) {
+        return -1;
+    }
     char *msgs_json = cJSON_PrintUnformatted(msgs);
     char *tools_json = r->tools ? cJSON_PrintUnformatted(r->tools) : NULL;
     if (!msgs_json || (r->tools && !tools_json)) {
         free(msgs_json);
         free(tools_json);
+        free(kwargs);
         return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
     }
-    int rc_t = oxl_chat_apply_template(srv->model, srv->cfg->chat_template, msgs_json, tools_json, true, &text, &err);
+    int rc_t = oxl_chat_apply_template_kw(srv->model, srv->cfg->chat_template, msgs_json, tools_json, true, kwargs,
+                                          &text, &err);
     free(msgs_json);
+    free(kwargs);
     r->tools_json = tools_json; /* for the reply parser */
     if (rc_t != 0) {
         return BAD(e, "messages", "'messages': the chat template failed: %s", err.msg);
@@ -249,7 +256,7 @@ int oxl_chat_request(oxl_srv *srv, const cJSON *b, api_req *r, oxl_token **toks,
     }
     r->reasoning_none = reasoning == 0;
     rc = (msgs = oxl_req_normalize_messages(m, "messages", e)) != NULL &&
-                 chat_prompt(srv, msgs, r, toks, n_toks, e) == 0 && tool_grammar(srv, tc, r, &r->gen, e) == 0
+                 chat_prompt(srv, b, msgs, r, toks, n_toks, e) == 0 && tool_grammar(srv, tc, r, &r->gen, e) == 0
              ? 0
              : -1;
     cJSON_Delete(msgs);

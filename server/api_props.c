@@ -70,7 +70,7 @@ void oxl_api_props(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
 /* {messages} -> {prompt}: the messages through the chat template, with the generation prompt. */
 void oxl_api_apply_template(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     oxl_api_error e = {0};
-    static const char *const fields[] = {"messages", "model", NULL};
+    static const char *const fields[] = {"messages", "model", "chat_template_kwargs", NULL};
     if (oxl_req_check_field_list(rq->json, "/apply-template", fields, &e) < 0) {
         oxl_reply_error(out, &e);
         return;
@@ -91,10 +91,16 @@ void oxl_api_apply_template(oxl_srv *srv, const oxl_request *rq, oxl_reply *out)
         oxl_reply_error(out, &e);
         return;
     }
-    char *text = NULL;
+    char *text = NULL, *kwargs = NULL;
     oxl_error err = {0};
-    int rc = oxl_chat_apply_template(srv->model, srv->cfg->chat_template, json, NULL, true, &text, &err);
+    if (oxl_req_template_kwargs(srv, rq->json, &kwargs, &e) < 0) {
+        free(json);
+        oxl_reply_error(out, &e);
+        return;
+    }
+    int rc = oxl_chat_apply_template_kw(srv->model, srv->cfg->chat_template, json, NULL, true, kwargs, &text, &err);
     free(json);
+    free(kwargs);
     if (rc != 0) {
         BAD(&e, "messages", "'messages': the chat template failed: %s", err.msg);
         oxl_reply_error(out, &e);

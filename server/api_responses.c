@@ -153,6 +153,7 @@ void oxl_api_responses(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     oxl_api_error e = {0};
     const cJSON *b = rq->json;
     cJSON *msgs = NULL, *norm = NULL;
+    char *kwargs = NULL; /* --reasoning-budget 0: enable_thinking false */
     oxl_token *toks = NULL;
     int32_t n_toks = 0;
     if (oxl_req_parse_common(srv, b, &r, &e) < 0) {
@@ -191,12 +192,14 @@ void oxl_api_responses(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
         }
     }
     if (!(norm = oxl_req_normalize_messages(msgs, "input", &e)) ||
-        oxl_req_chat_prompt(srv, norm, NULL, &toks, &n_toks, "input", &e) < 0 ||
+        oxl_req_template_kwargs(srv, NULL, &kwargs, &e) < 0 ||
+        oxl_req_chat_prompt(srv, norm, NULL, kwargs, &toks, &n_toks, "input", &e) < 0 ||
         oxl_req_check_context(srv, n_toks, "input", &e) < 0) {
         goto fail;
     }
     cJSON_Delete(msgs);
     cJSON_Delete(norm);
+    free(kwargs);
     oxl_req_run(srv, rq, &r, &toks, &n_toks, NULL, 1, out);
     free(toks);
     oxl_gen_params_free(&r.gen);
@@ -204,6 +207,7 @@ void oxl_api_responses(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
 fail:
     cJSON_Delete(msgs);
     cJSON_Delete(norm);
+    free(kwargs);
     free(toks);
     oxl_gen_params_free(&r.gen);
     oxl_reply_error(out, &e);

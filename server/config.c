@@ -345,6 +345,7 @@ int oxl_server_config_resolve(oxl_server_config *cfg, int argc, char **argv) {
     memset(cfg, 0, sizeof *cfg);
     cfg->port = 8080;
     cfg->n_parallel = 4;
+    cfg->reasoning_budget = -1;
     cfg->n_batch = 512;
     cfg->queue_size = 64;
     cfg->max_connections = 128;

@@ -248,8 +248,33 @@ cJSON *oxl_req_normalize_messages(const cJSON *msgs, const char *param, oxl_api_
     return out;
 }
 
-int oxl_req_chat_prompt(oxl_srv *srv, const cJSON *msgs, const cJSON *tools, oxl_token **toks, int32_t *n,
-                        const char *param, oxl_api_error *e) {
+int oxl_req_template_kwargs(oxl_srv *srv, const cJSON *b, char **out, oxl_api_error *e) {
+    *out = NULL;
+    const cJSON *kw = b ? oxl_json_field(b, "chat_template_kwargs") : NULL;
+    if (kw && !cJSON_IsObject(kw)) {
+        return BAD_TYPE(e, "chat_template_kwargs", "'chat_template_kwargs': expected an object");
+    }
+    const cJSON *think = kw ? cJSON_GetObjectItemCaseSensitive(kw, "enable_thinking") : NULL;
+    if (cJSON_IsString(think)) {
+        return BAD_TYPE(e, "chat_template_kwargs",
+                        "'chat_template_kwargs': invalid type for \"enable_thinking\" (expected boolean, got string)");
+    }
+    /* llama-server: enable_thinking = --reasoning-budget != 0 && the template reacts to it, unless
+     * the request's kwargs set it to a boolean; the template always gets it */
+    const bool thinking =
+        cJSON_IsBool(think) ? cJSON_IsTrue(think) : srv->cfg->reasoning_budget != 0 && srv->thinking_template;
+    cJSON *all = kw ? cJSON_Duplicate(kw, true) : cJSON_CreateObject();
+    if (all) {
+        cJSON_DeleteItemFromObjectCaseSensitive(all, "enable_thinking");
+        cJSON_AddBoolToObject(all, "enable_thinking", thinking);
+    }
+    *out = all ? cJSON_PrintUnformatted(all) : NULL;
+    cJSON_Delete(all);
+    return *out ? 0 : oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+}
+
+int oxl_req_chat_prompt(oxl_srv *srv, const cJSON *msgs, const cJSON *tools, const char *kwargs, oxl_token **toks,
+                        int32_t *n, const char *param, oxl_api_error *e) {
     char *text = NULL;
     oxl_error err = {0};
     char *msgs_json = cJSON_PrintUnformatted(msgs);
@@ -259,7 +284,8 @@ int oxl_req_chat_prompt(oxl_srv *srv, const cJSON *msgs, const cJSON *tools, oxl
         free(tools_json);
         return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
     }
-    int rc_t = oxl_chat_apply_template(srv->model, srv->cfg->chat_template, msgs_json, tools_json, true, &text, &err);
+    int rc_t = oxl_chat_apply_template_kw(srv->model, srv->cfg->chat_template, msgs_json, tools_json, true, kwargs,
+                                          &text, &err);
     free(msgs_json);
     free(tools_json);
     if (rc_t != 0) {

@@ -112,9 +112,16 @@ int oxl_req_token_list(oxl_srv *srv, const cJSON *a, const char *param, oxl_toke
 int oxl_req_check_context(oxl_srv *srv, int32_t n_prompt, const char *param, oxl_api_error *e);
 /* Chat messages as the template's input: content parts joined into text (a copy the caller frees). */
 cJSON *oxl_req_normalize_messages(const cJSON *msgs, const char *param, oxl_api_error *e);
-/* msgs (and tools) through the model's chat template (oxl_chat_apply_template), then tokenized. */
-int oxl_req_chat_prompt(oxl_srv *srv, const cJSON *msgs, const cJSON *tools, oxl_token **toks, int32_t *n,
-                        const char *param, oxl_api_error *e);
+/* The chat template's extra variables for request body b (may be NULL), as llama-server's
+ * oaicompat_chat_params_parse merges them (tools/server/server-common.cpp): the request's
+ * chat_template_kwargs, and enable_thinking: the request's boolean, else true when
+ * --reasoning-budget is not 0 and the template reacts to it (srv->thinking_template), else false; a
+ * string enable_thinking is a 400 as there. *out is a malloc'd JSON text. */
+int oxl_req_template_kwargs(oxl_srv *srv, const cJSON *b, char **out, oxl_api_error *e);
+/* msgs (and tools) through the model's chat template (oxl_chat_apply_template_kw, kwargs from
+ * oxl_req_template_kwargs, may be NULL), then tokenized. */
+int oxl_req_chat_prompt(oxl_srv *srv, const cJSON *msgs, const cJSON *tools, const char *kwargs, oxl_token **toks,
+                        int32_t *n, const char *param, oxl_api_error *e);
 
 /* Jobs: submits j (503 when the queue is full or the server stops); waits for every job (-1, jobs
  * cancelled, when the client disconnects first); releases the jobs and the array. */

@@ -680,6 +680,7 @@ static int load(oxl_srv *srv) {
         fprintf(stderr, "oxillama serve: %s\n", err.msg);
         return -1;
     }
+    srv->thinking_template = oxl_chat_supports_thinking(srv->model, cfg->chat_template);
     oxl_ctx_params cp = oxl_ctx_default_params();
     cp.n_ctx = cfg->n_ctx;
     cp.n_seq_max = cfg->n_parallel;

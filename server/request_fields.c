@@ -24,8 +24,15 @@ static const char *const common_fields[] = {
     "top_a", "eta",
     /* adapters and speculative decoding */
     "lora", "speculative.n_max", "speculative.n_min", "speculative.p_min", NULL};
-static const char *const chat_fields[] = {"messages", "logprobs",    "top_logprobs",        "n_probs",
-                                          "tools",    "tool_choice", "parallel_tool_calls", "reasoning_format",
+static const char *const chat_fields[] = {"messages",
+                                          "logprobs",
+                                          "top_logprobs",
+                                          "n_probs",
+                                          "tools",
+                                          "tool_choice",
+                                          "parallel_tool_calls",
+                                          "reasoning_format",
+                                          "chat_template_kwargs",
                                           NULL};
 static const char *const completion_fields[] = {"prompt", "echo", "logprobs", "n_probs", "suffix", NULL};
 static const char *const responses_fields[] = {"input", "instructions", "max_output_tokens", NULL};
@@ -79,7 +86,6 @@ static const char *const unimplemented_fields[] = {"grammar_lazy",
                                                    "input_suffix",
                                                    "image_data",
                                                    "multimodal_data",
-                                                   "chat_template_kwargs",
                                                    "add_generation_prompt",
                                                    "enable_thinking",
                                                    "reasoning",

@@ -68,6 +68,8 @@ typedef struct oxl_server_config {
     int n_keep;          /* --keep: tokens a context shift keeps (-1: the prompt; BOS added) */
     bool help;
     bool rerank; /* --rerank, --reranking: /v1/rerank with the model's classifier head (rank pooling) */
+
+    int reasoning_budget; /* --reasoning-budget: -1 unrestricted (default), 0 no thinking */
     /* called on the server's context once it is made (run's --lora and --control-vector options,
      * src/cli/serve.c); non-zero: the server does not start. NULL: none */
     int (*setup_ctx)(void *user, const oxl_model *model, oxl_ctx *ctx);

@@ -1,6 +1,7 @@
 /* Chat prompts: Jinja chat templates through src/chat/jinja.h, and llama.cpp's named built-in formats
  * through src/text/chat_builtin.h (which the subset build has too). */
 #include "chat.h"
+#include "chat_parse.h"
 
 #include "errors.h"
 #include "jinja.h"
@@ -12,7 +13,29 @@
 /* --- entry point ----------------------------------------------------------------------------- */
 int oxl_chat_render(const char *template_src, const cJSON *messages, const cJSON *tools, bool add_generation_prompt,
                     const char *bos, const char *eos, char **out, oxl_error *err) {
+    return oxl_chat_render_kw(template_src, messages, tools, add_generation_prompt, NULL, bos, eos, out, err);
+}
+
+/* Appends closer to *out (reallocated). */
+static int append(char **out, const char *closer, oxl_error *err) {
+    const size_t n = strlen(*out), k = strlen(closer);
+    char *grown = realloc(*out, n + k + 1);
+    if (!grown) {
+        free(*out);
+        *out = NULL;
+        return oxl_err_set(err, "chat: out of memory");
+    }
+    memcpy(grown + n, closer, k + 1);
+    *out = grown;
+    return 0;
+}
+
+int oxl_chat_render_kw(const char *template_src, const cJSON *messages, const cJSON *tools, bool add_generation_prompt,
+                       const cJSON *kwargs, const char *bos, const char *eos, char **out, oxl_error *err) {
     *out = NULL;
+    if (kwargs && !cJSON_IsObject(kwargs)) {
+        return oxl_err_set(err, "chat: chat_template_kwargs must be a JSON object");
+    }
     if (!template_src) {
         return oxl_err_set(err, "chat: no template");
     }
@@ -63,11 +86,20 @@ int oxl_chat_render(const char *template_src, const cJSON *messages, const cJSON
               cJSON_AddBoolToObject(ctx, "add_generation_prompt", add_generation_prompt) &&
               cJSON_AddStringToObject(ctx, "bos_token", bos ? bos : "") &&
               cJSON_AddStringToObject(ctx, "eos_token", eos ? eos : "");
+    /* chat_template_kwargs: extra variables, replacing the standard ones of the same name (minja's
+     * extra_context) */
+    for (const cJSON *kw = kwargs ? kwargs->child : NULL; ok && kw; kw = kw->next) {
+        cJSON_DeleteItemFromObjectCaseSensitive(ctx, kw->string);
+        ok = cJSON_AddItemReferenceToObject(ctx, kw->string, (cJSON *)kw);
+    }
+    const cJSON *think = kwargs ? cJSON_GetObjectItemCaseSensitive(kwargs, "enable_thinking") : NULL;
     int rc = -1;
     if (!ok) {
         oxl_err_set(err, "chat: out of memory");
     } else if (oxl_jinja_render(t, ctx, &opt, out, NULL, err) == 0) {
-        rc = 0;
+        /* enable_thinking false and a template that opened a thought regardless: llama.cpp closes it */
+        const char *closer = cJSON_IsFalse(think) ? oxl_chat_thought_closer(template_src, *out) : NULL;
+        rc = closer ? append(out, closer, err) : 0;
     } else {
         oxl_err_prefix(err, "chat template");
     }
@@ -87,12 +119,19 @@ static char *special_text(const oxl_model *model, oxl_token t) {
 
 int oxl_chat_render_for_model(const oxl_model *model, const char *template_src, const cJSON *messages,
                               const cJSON *tools, bool add_generation_prompt, char **out, oxl_error *err) {
+    return oxl_chat_render_for_model_kw(model, template_src, messages, tools, add_generation_prompt, NULL, out, err);
+}
+
+int oxl_chat_render_for_model_kw(const oxl_model *model, const char *template_src, const cJSON *messages,
+                                 const cJSON *tools, bool add_generation_prompt, const cJSON *kwargs, char **out,
+                                 oxl_error *err) {
     const char *tmpl = template_src ? template_src : oxl_model_chat_template(model);
     char *bos = special_text(model, oxl_token_bos(model));
     char *eos = special_text(model, oxl_token_eos(model));
     int rc = -1;
     if (bos && eos) {
-        rc = oxl_chat_render(tmpl ? tmpl : "chatml", messages, tools, add_generation_prompt, bos, eos, out, err);
+        rc = oxl_chat_render_kw(tmpl ? tmpl : "chatml", messages, tools, add_generation_prompt, kwargs, bos, eos, out,
+                                err);
         const size_t nb = strlen(bos);
         if (rc == 0 && nb > 0 && !strncmp(*out, bos, nb)) {
             memmove(*out, *out + nb, strlen(*out + nb) + 1);
@@ -107,6 +146,27 @@ int oxl_chat_render_for_model(const oxl_model *model, const char *template_src, 
 
 int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, const char *messages_json, const char *tools_json,
                             bool add_generation_prompt, char **out, oxl_error *err) {
+    return oxl_chat_apply_template_kw(model, tmpl, messages_json, tools_json, add_generation_prompt, NULL, out, err);
+}
+
+/* common_chat_templates_support_enable_thinking (common/chat.cpp): a user message "test" rendered
+ * with the generation prompt, enable_thinking false and true, gives two different prompts. */
+bool oxl_chat_supports_thinking(const oxl_model *model, const char *tmpl) {
+    static const char msgs[] = "[{\"role\": \"user\", \"content\": \"test\"}]";
+    char *off = NULL, *on = NULL;
+    const bool yes =
+        model &&
+        oxl_chat_apply_template_kw(model, tmpl, msgs, NULL, true, "{\"enable_thinking\": false}", &off, NULL) == 0 &&
+        oxl_chat_apply_template_kw(model, tmpl, msgs, NULL, true, "{\"enable_thinking\": true}", &on, NULL) == 0 &&
+        strcmp(off, on) != 0;
+    free(off);
+    free(on);
+    return yes;
+}
+
+int oxl_chat_apply_template_kw(const oxl_model *model, const char *tmpl, const char *messages_json,
+                               const char *tools_json, bool add_generation_prompt, const char *kwargs_json, char **out,
+                               oxl_error *err) {
     if (out) {
         *out = NULL;
     }
@@ -115,15 +175,19 @@ int oxl_chat_apply_template(const oxl_model *model, const char *tmpl, const char
     }
     cJSON *msgs = cJSON_Parse(messages_json);
     cJSON *tools = tools_json ? cJSON_Parse(tools_json) : NULL;
+    cJSON *kwargs = kwargs_json ? cJSON_Parse(kwargs_json) : NULL;
     int rc = -1;
     if (!cJSON_IsArray(msgs)) {
         oxl_err_set(err, "chat: messages: not a JSON array");
     } else if (tools_json && !cJSON_IsArray(tools)) {
         oxl_err_set(err, "chat: tools: not a JSON array");
+    } else if (kwargs_json && !cJSON_IsObject(kwargs)) {
+        oxl_err_set(err, "chat: chat_template_kwargs: not a JSON object");
     } else {
-        rc = oxl_chat_render_for_model(model, tmpl, msgs, tools, add_generation_prompt, out, err);
+        rc = oxl_chat_render_for_model_kw(model, tmpl, msgs, tools, add_generation_prompt, kwargs, out, err);
     }
     cJSON_Delete(msgs);
     cJSON_Delete(tools);
+    cJSON_Delete(kwargs);
     return rc;
 }

@@ -23,11 +23,23 @@
 int oxl_chat_render(const char *template_src, const cJSON *messages, const cJSON *tools, bool add_generation_prompt,
                     const char *bos, const char *eos, char **out, oxl_error *err);
 
+/* oxl_chat_render with chat_template_kwargs: kwargs (a JSON object, may be NULL; borrowed) holds extra
+ * variables for a Jinja template, replacing the standard ones of the same name, as llama.cpp passes
+ * its chat_template_kwargs (minja's extra_context). When kwargs holds "enable_thinking": false and the
+ * rendered prompt still opens a thought, its closer is appended (oxl_chat_thought_closer, as
+ * llama.cpp's common_chat_templates_apply does). Built-in formats ignore kwargs. */
+int oxl_chat_render_kw(const char *template_src, const cJSON *messages, const cJSON *tools, bool add_generation_prompt,
+                       const cJSON *kwargs, const char *bos, const char *eos, char **out, oxl_error *err);
+
 /* Renders a conversation for a model as llama.cpp's server and llama-cli do: with template_src
  * when given (a Jinja template or a built-in name), else the model's tokenizer.chat_template, else
  * the built-in ChatML; bos/eos are the model's token texts, and the template's leading BOS text is
  * dropped because the tokenizer adds BOS. *out is malloc'd; returns 0, or -1 with err. */
 int oxl_chat_render_for_model(const oxl_model *model, const char *template_src, const cJSON *messages,
                               const cJSON *tools, bool add_generation_prompt, char **out, oxl_error *err);
+/* The same with chat_template_kwargs (oxl_chat_render_kw). */
+int oxl_chat_render_for_model_kw(const oxl_model *model, const char *template_src, const cJSON *messages,
+                                 const cJSON *tools, bool add_generation_prompt, const cJSON *kwargs, char **out,
+                                 oxl_error *err);
 
 #endif

@@ -136,6 +136,22 @@ oxl_chat_syntax oxl_chat_syntax_for(const char *tmpl, const char *prompt, bool r
     return s;
 }
 
+/* llama.cpp's common/chat.cpp, for a prompt rendered with enable_thinking false: where the template
+ * opened a thought regardless (DeepSeek R1's "<think>\n", V3.1's "<think>", Command R7B's
+ * START_THINKING), the format's handler appends the closer so that the reply starts after the
+ * thought; Command R7B's generation prompt without a thought gets an empty one. */
+const char *oxl_chat_thought_closer(const char *tmpl, const char *prompt) {
+    oxl_chat_syntax s = oxl_chat_syntax_for(tmpl, prompt, true, false);
+    if (s.think_open) {
+        return think_close_tag(&s);
+    }
+    const size_t n = prompt ? strlen(prompt) : 0, k = strlen("<|CHATBOT_TOKEN|>");
+    if (s.format == OXL_CHAT_FMT_COMMAND_R7B && n >= k && !strcmp(prompt + n - k, "<|CHATBOT_TOKEN|>")) {
+        return "<|START_THINKING|><|END_THINKING|>";
+    }
+    return NULL;
+}
+
 /* --- growing strings ------------------------------------------------------------------------- */
 
 typedef struct sbuf {

@@ -54,6 +54,13 @@ const char *oxl_chat_format_name(oxl_chat_fmt f);
  * and ends inside an opened thought, think_open points into prompt (which must outlive it). */
 oxl_chat_syntax oxl_chat_syntax_for(const char *tmpl, const char *prompt, bool reasoning, bool tools);
 
+/* The text to append to a prompt rendered with enable_thinking false, as llama.cpp's
+ * common_chat_templates_apply does for a template that opens a thought anyway: the format's
+ * closing tag when the prompt ends with its opener (and whitespace), "<|START_THINKING|>
+ * <|END_THINKING|>" (without the space) for a Command R7B prompt ending with <|CHATBOT_TOKEN|>,
+ * else NULL. A static string. */
+const char *oxl_chat_thought_closer(const char *tmpl, const char *prompt);
+
 /* Parses len bytes of a reply into a new {"role": "assistant", "content", "reasoning_content"
  * (present when not empty), "tool_calls" (present when any)} object; content is null when the reply
  * is only calls. partial: the reply is still being generated; content and reasoning then stop

@@ -129,6 +129,9 @@ static const opt_def opt_table[] = {
     {NULL, "--chat-template-file", OPT_STR, F(chat_template_file), R | S, "chat: read the Jinja template from a file"},
     {NULL, "--reasoning-format", OPT_STR, F(reasoning_format), R | S,
      "chat: deepseek (default) puts <think> blocks in reasoning_content, none leaves them in content"},
+    {NULL, "--reasoning-budget", OPT_INT, F(reasoning_budget), R | S,
+     "chat: -1 for unrestricted thinking (default), 0 to disable thinking (the template gets enable_thinking "
+     "false)"},
     {NULL, "--verbose-prompt", OPT_FLAG, F(verbose_prompt), R,
      "print the prompt text and its tokens (on stderr) before "
      "generation; in a chat, each turn's new text"},
@@ -538,6 +541,7 @@ void oxl_opts_free_adapters(oxl_opts *o) {
 int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
     memset(o, 0, sizeof *o);
     o->n_predict = -1;
+    o->reasoning_budget = -1;
     o->n_batch = 512;
     o->sampling = oxl_sampler_default_params();
     o->type_k = OXL_KV_F16;
@@ -635,6 +639,19 @@ int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
 #ifndef OXL_SUBSET
     if (o->reasoning_format && oxl_chat_reasoning_format(o->reasoning_format) < 0) {
         fprintf(stderr, "error: --reasoning-format: '%s' is not one of none, deepseek, auto\n", o->reasoning_format);
+        return -1;
+    }
+    /* llama.cpp's common/arg.cpp took -1 and 0 only; its later budget of N thinking tokens (the
+     * reasoning-budget sampler) is not implemented here */
+    if (o->reasoning_budget < -1) {
+        fprintf(stderr, "error: --reasoning-budget %d: -1 (unrestricted) or 0 (no thinking)\n", o->reasoning_budget);
+        return -1;
+    }
+    if (o->reasoning_budget > 0) {
+        fprintf(stderr,
+                "error: --reasoning-budget %d: a budget of thinking tokens is not implemented; use -1 "
+                "(unrestricted) or 0 (no thinking)\n",
+                o->reasoning_budget);
         return -1;
     }
     if (o->chat_template && check_chat_template(o->chat_template) != 0) {

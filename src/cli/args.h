@@ -62,6 +62,7 @@ typedef struct oxl_opts {
     const char *chat_template;      /* --chat-template: a built-in name or a Jinja template */
     const char *chat_template_file; /* --chat-template-file */
     const char *reasoning_format;   /* --reasoning-format: none, deepseek (NULL: deepseek) */
+    int reasoning_budget;           /* --reasoning-budget: -1 unrestricted (default), 0 no thinking */
     bool verbose_prompt;            /* --verbose-prompt */
     const char *model_draft;        /* -md, --model-draft, --spec-draft-model */
     const char *spec_type;          /* --spec-type: none, ngram-simple, draft-simple (comma-separated) */

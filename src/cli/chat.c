@@ -12,10 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Renders the conversation; *out is malloc'd. */
-static int render(const oxl_model *m, const char *tmpl, const cJSON *msgs, bool add_gen, char **out) {
+/* Renders the conversation; *out is malloc'd. kwargs (may be NULL): the template's extra variables. */
+static int render(const oxl_model *m, const char *tmpl, const cJSON *msgs, const cJSON *kwargs, bool add_gen,
+                  char **out) {
     oxl_error err = {0};
-    if (oxl_chat_render_for_model(m, tmpl, msgs, NULL, add_gen, out, &err) != 0) {
+    if (oxl_chat_render_for_model_kw(m, tmpl, msgs, NULL, add_gen, kwargs, out, &err) != 0) {
         fprintf(stderr, "error: chat template: %s\n", err.msg);
         return -1;
     }
@@ -137,6 +138,9 @@ int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl
     }
     const char *tmpl = tmpl_file ? tmpl_file : o->chat_template;
     cJSON *msgs = cJSON_CreateArray();
+    /* llama.cpp's chat: enable_thinking = --reasoning-budget != 0 && the template reacts to it */
+    cJSON *kwargs = cJSON_CreateObject();
+    cJSON_AddBoolToObject(kwargs, "enable_thinking", o->reasoning_budget != 0 && oxl_chat_supports_thinking(m, tmpl));
     if (o->system_prompt) {
         add_message(msgs, "system", o->system_prompt);
     }
@@ -155,7 +159,7 @@ int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl
         }
         add_message(msgs, "user", line);
         char *with_prompt = NULL;
-        if (render(m, tmpl, msgs, true, &with_prompt) != 0) {
+        if (render(m, tmpl, msgs, kwargs, true, &with_prompt) != 0) {
             status = 1;
             break;
         }
@@ -195,6 +199,7 @@ int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl
     }
     free(evaluated);
     free(tmpl_file);
+    cJSON_Delete(kwargs);
     cJSON_Delete(msgs);
     return status;
 }

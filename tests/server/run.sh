@@ -412,9 +412,9 @@ for t in "NousResearch-Hermes-3-Llama-3.1-8B-tool_use objects" "meetkai-function
 done
 
 # --- server 4: the same model under a template whose prompt opens <think> (Qwen QwQ's as Qwen
-# publishes it: golden/chat-templates' copy less llama.cpp's enable_thinking switch, a variable this
-# server does not pass): the text before the call is reasoning_content (llama-server's default
-# reasoning format, deepseek); the rendered tools need a longer context than the default
+# publishes it: golden/chat-templates' copy less llama.cpp's enable_thinking switch): the text
+# before the call is reasoning_content (llama-server's default reasoning format, deepseek); the
+# rendered tools need a longer context than the default
 if [ -d "$here/node_modules/openai" ]; then
     sed '/enable_thinking/d' "$here/../../golden/chat-templates/Qwen-QwQ-32B/template.jinja" >"$work/qwq.jinja"
     start_server four -m "$work/toolcall.gguf" -np 2 -c 4096 -t 1 --alias toolcall --chat-template-file "$work/qwq.jinja"
