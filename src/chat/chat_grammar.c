@@ -13,23 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DS_CALLS_BEGIN                                                                                                 \
-    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                                    \
-    "calls\xe2\x96\x81"                                                                                                \
-    "begin\xef\xbd\x9c>"
-#define DS_CALLS_END                                                                                                   \
-    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                                    \
-    "calls\xe2\x96\x81"                                                                                                \
-    "end\xef\xbd\x9c>"
-#define DS_CALL_BEGIN                                                                                                  \
-    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                                    \
-    "call\xe2\x96\x81"                                                                                                 \
-    "begin\xef\xbd\x9c>"
-#define DS_CALL_END                                                                                                    \
-    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                                    \
-    "call\xe2\x96\x81"                                                                                                 \
-    "end\xef\xbd\x9c>"
-#define DS_SEP "<\xef\xbd\x9ctool\xe2\x96\x81sep\xef\xbd\x9c>"
 /* the variants of the calls-begin tag that DeepSeek R1's distilled models write */
 #define DS_BEGIN_VARIANTS_GBNF                                                                                         \
     "( \"" DS_CALLS_BEGIN "\" | \"<\xef\xbd\x9ctool_calls_begin\xef\xbd\x9c>\" | "                                     \

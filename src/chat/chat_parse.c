@@ -35,24 +35,6 @@ const char *oxl_chat_format_name(oxl_chat_fmt f) { return (unsigned)f < OXL_CHAT
 
 static bool has(const char *s, const char *needle) { return s && strstr(s, needle) != NULL; }
 
-#define DS_CALLS_BEGIN                                                                                                 \
-    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                                    \
-    "calls\xe2\x96\x81"                                                                                                \
-    "begin\xef\xbd\x9c>"
-#define DS_CALLS_END                                                                                                   \
-    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                                    \
-    "calls\xe2\x96\x81"                                                                                                \
-    "end\xef\xbd\x9c>"
-#define DS_CALL_BEGIN                                                                                                  \
-    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                                    \
-    "call\xe2\x96\x81"                                                                                                 \
-    "begin\xef\xbd\x9c>"
-#define DS_CALL_END                                                                                                    \
-    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                                    \
-    "call\xe2\x96\x81"                                                                                                 \
-    "end\xef\xbd\x9c>"
-#define DS_SEP "<\xef\xbd\x9ctool\xe2\x96\x81sep\xef\xbd\x9c>"
-
 oxl_chat_fmt oxl_chat_format_detect(const char *t) {
     if (!t) {
         return OXL_CHAT_FMT_GENERIC;

@@ -46,6 +46,26 @@ typedef struct oxl_chat_syntax {
     const cJSON *tool_defs; /* the offered tools (may be NULL): their schemas type XML parameter values */
 } oxl_chat_syntax;
 
+/* DeepSeek R1/V3's tool-call tags (fullwidth bars and U+2581 in UTF-8), for the parser and the
+ * grammar builder */
+#define DS_CALLS_BEGIN                                                                                                 \
+    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                                    \
+    "calls\xe2\x96\x81"                                                                                                \
+    "begin\xef\xbd\x9c>"
+#define DS_CALLS_END                                                                                                   \
+    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                                    \
+    "calls\xe2\x96\x81"                                                                                                \
+    "end\xef\xbd\x9c>"
+#define DS_CALL_BEGIN                                                                                                  \
+    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                                    \
+    "call\xe2\x96\x81"                                                                                                 \
+    "begin\xef\xbd\x9c>"
+#define DS_CALL_END                                                                                                    \
+    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                                    \
+    "call\xe2\x96\x81"                                                                                                 \
+    "end\xef\xbd\x9c>"
+#define DS_SEP "<\xef\xbd\x9ctool\xe2\x96\x81sep\xef\xbd\x9c>"
+
 /* The format of a template text (NULL: no template, the generic format). */
 oxl_chat_fmt oxl_chat_format_detect(const char *tmpl);
 /* "Hermes 2 Pro", "Llama 3.x", ... as llama.cpp's common_chat_format_name spelled them. */
