@@ -57,6 +57,7 @@ int oxl_req_parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error
     g->sampling = oxl_sampler_default_params();
     g->max_tokens = -1;
     g->top_logprobs = -1;
+    g->rb_tokens = -1;
     r->n = 1;
     oxl_random_id(r->kind == API_CHAT         ? "chatcmpl-"
                   : r->kind == API_COMPLETION ? "cmpl-"
