@@ -70,30 +70,7 @@ static int chat_prompt(oxl_srv *srv, const cJSON *body, cJSON *msgs, api_req *r,
     if (rc_t != 0) {
         return BAD(e, "messages", "'messages': the chat template failed: %s", err.msg);
     }
-    /* llama-server's chat route: the reasoning budget takes the template's thought tags,
-     * --reasoning-budget and --reasoning-budget-message where the request does not set them, and
-     * starts counting at once when the prompt opened the thought */
-    const char *think_start = NULL, *think_end = NULL;
-    bool think_open = false;
-    if (oxl_chat_thinking_tags(srv->model, srv->cfg->chat_template, text, &think_start, &think_end, &think_open) == 1) {
-        oxl_gen_params *g = &r->gen;
-        const char *msg = srv->cfg->reasoning_budget_message ? srv->cfg->reasoning_budget_message : "";
-        if (!oxl_json_field(body, "reasoning_budget_tokens")) {
-            g->rb_tokens = srv->cfg->reasoning_budget;
-        }
-        if (!oxl_json_field(body, "reasoning_budget_start_tag")) {
-            snprintf(g->rb_start, sizeof g->rb_start, "%s", think_start);
-        }
-        if (!oxl_json_field(body, "reasoning_budget_end_tag")) {
-            snprintf(g->rb_end, sizeof g->rb_end, "%s", think_end);
-        }
-        if (!oxl_json_field(body, "reasoning_budget_message") && strlen(msg) < sizeof g->rb_message) {
-            snprintf(g->rb_message, sizeof g->rb_message, "%s", msg);
-        }
-        if (!oxl_json_field(body, "reasoning_budget_arm_immediately")) {
-            g->rb_arm = think_open;
-        }
-    }
+    oxl_req_budget_defaults(srv, body, text, &r->gen);
     size_t len = strlen(text), keep = len < sizeof r->prompt_tail - 1 ? len : sizeof r->prompt_tail - 1;
     memcpy(r->prompt_tail, text + len - keep, keep);
     r->prompt_tail[keep] = 0;

@@ -14,7 +14,7 @@ The expectations come from the definition, not from a run of the budget itself:
     taken as the text of a token of F that tokenizes to that one token, and N ids after it the
     forced ones follow;
   - the chat reply splits there: reasoning_content is the thought (N tokens and the message),
-    content what follows the end tag.
+    content what follows the end tag; /v1/responses (same prompt, same defaults) returns that text.
 Every request's HTTP status and every process's exit status are checked.
 
 usage: check_reasoning_budget_n.py OXILLAMA MODEL GOLDEN_DIR cli|serve
@@ -138,6 +138,10 @@ def serve():
                   and msg.get("content") == after.strip(),
                   "chat budget %d: reasoning_content %r (want %r), content %r (want %r)"
                   % (N, msg.get("reasoning_content"), thought.strip(), msg.get("content"), after.strip()))
+            # /v1/responses renders the same prompt and takes the same budget (its text is the raw reply)
+            st, o = post(base, "/v1/responses", {"input": "Hello!", "max_output_tokens": N_PREDICT, "temperature": 0})
+            out = o.get("output", [{}])[0].get("content", [{}])[0].get("text") if st == 200 else None
+            check(st == 200 and out == "".join(pieces), "/v1/responses budget %d: %r" % (N, out))
             # a request's reasoning_budget_tokens -1 lifts the server's budget: the free run
             st, o = post(base, "/v1/chat/completions",
                          {"messages": MSGS, "max_tokens": N_PREDICT, "temperature": 0, "reasoning_budget_tokens": -1})
