@@ -598,15 +598,15 @@ OXL_API int oxl_sampler_set_grammar_lazy(oxl_sampler *s, const oxl_model *model,
  * reasoning_budget_arm_immediately), the next n_budget output tokens are counted; when the end tag's
  * tokens come first the thought ends by itself, else, once n_budget tokens are out (and the last
  * of them ends a UTF-8 character; tokens that complete it follow first), oxl_sampler_sample returns
- * the tokens of message + end_tag one by one (every other logit at -infinity through the chain, so
- * a seed draws what llama.cpp draws), then samples freely again. A later start tag opens a new thought
- * with a fresh budget. n_budget 0 forces the end at once. Only output tokens count: the tokens passed
- * to oxl_sampler_accept that the last oxl_sampler_sample returned (prompt tokens do not). model's
- * vocabulary is used for the whole life of the sampler (it must outlive it). n_budget < 0 removes
- * the budget (the other arguments are then not read). Replaces an earlier budget. start_tag and
- * message may be NULL or empty (no start tag: only arm opens a thought, as llama.cpp). Returns 0, or
- * -1 when s or model is NULL, end_tag is NULL or empty, a text does not tokenize, or memory runs
- * out; the sampler is then unchanged. */
+ * the tokens of message + end_tag one by one (the chain still runs, over the logits with every other
+ * token at -infinity as common_reasoning_budget_apply sets them, so its random generator advances as
+ * for any token; a grammar does not check forced tokens), then samples freely again. A later start tag opens a new
+ * thought with a fresh budget. n_budget 0 forces the end at once. Only output tokens count: the tokens passed to
+ * oxl_sampler_accept that the last oxl_sampler_sample returned (prompt tokens do not). model's vocabulary is used for
+ * the whole life of the sampler (it must outlive it). n_budget < 0 removes the budget (the other arguments are then not
+ * read). Replaces an earlier budget. start_tag and message may be NULL or empty (no start tag: only arm opens a
+ * thought, as llama.cpp). Returns 0, or -1 when s or model is NULL, end_tag is NULL or empty, a text does not tokenize,
+ * or memory runs out; the sampler is then unchanged. */
 OXL_API int oxl_sampler_set_reasoning_budget(oxl_sampler *s, const oxl_model *model, const char *start_tag,
                                              const char *end_tag, const char *message, int32_t n_budget, bool arm);
 /* The budget's state (common_reasoning_budget_get_state): -1 no budget set, 0 idle (before the

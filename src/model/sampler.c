@@ -1253,7 +1253,7 @@ oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_voca
     oxl_cur cur = {s->cand, n_vocab, false};
     if (s->rb && s->rb->state == RB_FORCING && s->rb->force_pos < s->rb->n_forced) {
         /* the budget is spent: every logit but the forced token's at -infinity, as llama.cpp's
-         * common_reasoning_budget_apply, so the chain's generators move on as they do there */
+         * common_reasoning_budget_apply; the chain runs so that its generators advance as for any token */
         const oxl_token forced = s->rb->forced[s->rb->force_pos];
         if (forced < 0 || forced >= n_vocab)
             return -1;
