@@ -590,6 +590,30 @@ OXL_API int oxl_sampler_set_grammar_lazy(oxl_sampler *s, const oxl_model *model,
                                          const char *const *trigger_patterns, int32_t n_patterns,
                                          const oxl_token *trigger_tokens, int32_t n_tokens, char *err, size_t err_len);
 
+/* A budget of thinking tokens, as llama.cpp's reasoning-budget sampler (common/reasoning-budget.cpp,
+ * common_reasoning_budget_init; --reasoning-budget N and llama-server's reasoning_budget_tokens):
+ * start_tag, end_tag and message are tokenized with special tokens parsed and no BOS (end_tag and
+ * message + end_tag as llama-server does). After the output contains the start tag's tokens (or at
+ * once when arm is true: the prompt itself opened the thought, llama-server's
+ * reasoning_budget_arm_immediately), the next n_budget output tokens are counted; when the end tag's
+ * tokens come first the thought ends by itself, else, once n_budget tokens are out (and the last
+ * of them ends a UTF-8 character; tokens that complete it follow first), oxl_sampler_sample returns
+ * the tokens of message + end_tag one by one (the chain still runs, over the logits with every other
+ * token at -infinity as common_reasoning_budget_apply sets them, so its random generator advances as
+ * for any token; a grammar does not check forced tokens), then samples freely again. A later start tag opens a new
+ * thought with a fresh budget. n_budget 0 forces the end at once. Only output tokens count: the tokens passed to
+ * oxl_sampler_accept that the last oxl_sampler_sample returned (prompt tokens do not). model's vocabulary is used for
+ * the whole life of the sampler (it must outlive it). n_budget < 0 removes the budget (the other arguments are then not
+ * read). Replaces an earlier budget. start_tag and message may be NULL or empty (no start tag: only arm opens a
+ * thought, as llama.cpp). Returns 0, or -1 when s or model is NULL, end_tag is NULL or empty, a text does not tokenize,
+ * or memory runs out; the sampler is then unchanged. */
+OXL_API int oxl_sampler_set_reasoning_budget(oxl_sampler *s, const oxl_model *model, const char *start_tag,
+                                             const char *end_tag, const char *message, int32_t n_budget, bool arm);
+/* The budget's state (common_reasoning_budget_get_state): -1 no budget set, 0 idle (before the
+ * start tag), 1 counting, 2 waiting for a UTF-8 character's end, 3 forcing message + end tag,
+ * 4 done (after the end tag, until a new start tag). */
+OXL_API int32_t oxl_sampler_reasoning_state(const oxl_sampler *s);
+
 /* ---------------------------------------------------------------------------------------------
  * Built-in chat formats (every build, OXL_SUBSET included: no JSON, no template engine)
  * ------------------------------------------------------------------------------------------- */
@@ -661,6 +685,16 @@ OXL_API int oxl_chat_apply_template_kw(const oxl_model *model, const char *tmpl,
  * different prompts. llama.cpp's chat passes enable_thinking = (--reasoning-budget != 0) && this.
  * tmpl and model as oxl_chat_apply_template; false when model is NULL or a render fails. */
 OXL_API bool oxl_chat_supports_thinking(const oxl_model *model, const char *tmpl);
+/* The thought tags of chat template tmpl (NULL: the model's template), as llama.cpp's chat formats
+ * give thinking_start_tag / thinking_end_tag to the reasoning budget (common/chat.cpp): "<think>" and
+ * "</think>" for think-tag templates (DeepSeek R1 / V3.1, Qwen3, ...), "<|START_THINKING|>" and
+ * "<|END_THINKING|>" for Command R7B, "[THINK]" and "[/THINK]" for Magistral. *start and *end get
+ * static strings (NULL when the template writes no thoughts). *open (may be NULL) is set to whether
+ * prompt (may be NULL: false) ends with the start tag and whitespace, i.e. the reply starts inside
+ * the thought. Returns 1 when the template has thought tags, 0 when not, -1 on bad arguments (start
+ * or end NULL). */
+OXL_API int oxl_chat_thinking_tags(const oxl_model *model, const char *tmpl, const char *prompt, const char **start,
+                                   const char **end, bool *open);
 
 /* Parses a chat model's reply into an OpenAI assistant message, as llama.cpp's server does
  * (common_chat_parse): the reply format is picked from the chat template text by its markers

@@ -70,6 +70,7 @@ static int chat_prompt(oxl_srv *srv, const cJSON *body, cJSON *msgs, api_req *r,
     if (rc_t != 0) {
         return BAD(e, "messages", "'messages': the chat template failed: %s", err.msg);
     }
+    oxl_req_budget_defaults(srv, body, text, &r->gen);
     size_t len = strlen(text), keep = len < sizeof r->prompt_tail - 1 ? len : sizeof r->prompt_tail - 1;
     memcpy(r->prompt_tail, text + len - keep, keep);
     r->prompt_tail[keep] = 0;

@@ -193,7 +193,7 @@ void oxl_api_responses(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     }
     if (!(norm = oxl_req_normalize_messages(msgs, "input", &e)) ||
         oxl_req_template_kwargs(srv, NULL, &kwargs, &e) < 0 ||
-        oxl_req_chat_prompt(srv, norm, NULL, kwargs, &toks, &n_toks, "input", &e) < 0 ||
+        oxl_req_chat_prompt(srv, norm, NULL, kwargs, b, &r.gen, &toks, &n_toks, "input", &e) < 0 ||
         oxl_req_check_context(srv, n_toks, "input", &e) < 0) {
         goto fail;
     }

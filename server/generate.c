@@ -57,6 +57,7 @@ int oxl_req_parse_common(oxl_srv *srv, const cJSON *b, api_req *r, oxl_api_error
     g->sampling = oxl_sampler_default_params();
     g->max_tokens = -1;
     g->top_logprobs = -1;
+    g->rb_tokens = -1;
     r->n = 1;
     oxl_random_id(r->kind == API_CHAT         ? "chatcmpl-"
                   : r->kind == API_COMPLETION ? "cmpl-"
@@ -273,8 +274,33 @@ int oxl_req_template_kwargs(oxl_srv *srv, const cJSON *b, char **out, oxl_api_er
     return *out ? 0 : oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
 }
 
-int oxl_req_chat_prompt(oxl_srv *srv, const cJSON *msgs, const cJSON *tools, const char *kwargs, oxl_token **toks,
-                        int32_t *n, const char *param, oxl_api_error *e) {
+void oxl_req_budget_defaults(oxl_srv *srv, const cJSON *body, const char *prompt, oxl_gen_params *g) {
+    const char *think_start = NULL, *think_end = NULL;
+    bool think_open = false;
+    if (oxl_chat_thinking_tags(srv->model, srv->cfg->chat_template, prompt, &think_start, &think_end, &think_open) !=
+        1) {
+        return;
+    }
+    const char *msg = srv->cfg->reasoning_budget_message ? srv->cfg->reasoning_budget_message : "";
+    if (!oxl_json_field(body, "reasoning_budget_tokens")) {
+        g->rb_tokens = srv->cfg->reasoning_budget;
+    }
+    if (!oxl_json_field(body, "reasoning_budget_start_tag")) {
+        snprintf(g->rb_start, sizeof g->rb_start, "%s", think_start);
+    }
+    if (!oxl_json_field(body, "reasoning_budget_end_tag")) {
+        snprintf(g->rb_end, sizeof g->rb_end, "%s", think_end);
+    }
+    if (!oxl_json_field(body, "reasoning_budget_message") && strlen(msg) < sizeof g->rb_message) {
+        snprintf(g->rb_message, sizeof g->rb_message, "%s", msg);
+    }
+    if (!oxl_json_field(body, "reasoning_budget_arm_immediately")) {
+        g->rb_arm = think_open;
+    }
+}
+
+int oxl_req_chat_prompt(oxl_srv *srv, const cJSON *msgs, const cJSON *tools, const char *kwargs, const cJSON *body,
+                        oxl_gen_params *g, oxl_token **toks, int32_t *n, const char *param, oxl_api_error *e) {
     char *text = NULL;
     oxl_error err = {0};
     char *msgs_json = cJSON_PrintUnformatted(msgs);
@@ -290,6 +316,9 @@ int oxl_req_chat_prompt(oxl_srv *srv, const cJSON *msgs, const cJSON *tools, con
     free(tools_json);
     if (rc_t != 0) {
         return BAD(e, param, "'%s': the chat template failed: %s", param, err.msg);
+    }
+    if (g) {
+        oxl_req_budget_defaults(srv, body, text, g);
     }
     int rc = oxl_req_tokenize(srv, text, strlen(text), toks, n, param, e);
     free(text);

@@ -118,10 +118,17 @@ cJSON *oxl_req_normalize_messages(const cJSON *msgs, const char *param, oxl_api_
  * --reasoning-budget is not 0 and the template reacts to it (srv->thinking_template), else false; a
  * string enable_thinking is a 400 as there. *out is a malloc'd JSON text. */
 int oxl_req_template_kwargs(oxl_srv *srv, const cJSON *b, char **out, oxl_api_error *e);
+/* The reasoning budget of a chat-rendered prompt, as llama-server's oaicompat_chat_params_parse
+ * (tools/server/server-common.cpp): for a template with thought tags (oxl_chat_thinking_tags), the
+ * fields body (may be NULL) does not set take the template's start and end tags,
+ * --reasoning-budget, --reasoning-budget-message, and arm_immediately when prompt ends inside an
+ * opened thought. */
+void oxl_req_budget_defaults(oxl_srv *srv, const cJSON *body, const char *prompt, oxl_gen_params *g);
 /* msgs (and tools) through the model's chat template (oxl_chat_apply_template_kw, kwargs from
- * oxl_req_template_kwargs, may be NULL), then tokenized. */
-int oxl_req_chat_prompt(oxl_srv *srv, const cJSON *msgs, const cJSON *tools, const char *kwargs, oxl_token **toks,
-                        int32_t *n, const char *param, oxl_api_error *e);
+ * oxl_req_template_kwargs, may be NULL), then tokenized; g (may be NULL) gets the reasoning
+ * budget's defaults (oxl_req_budget_defaults with body). */
+int oxl_req_chat_prompt(oxl_srv *srv, const cJSON *msgs, const cJSON *tools, const char *kwargs, const cJSON *body,
+                        oxl_gen_params *g, oxl_token **toks, int32_t *n, const char *param, oxl_api_error *e);
 
 /* Jobs: submits j (503 when the queue is full or the server stops); waits for every job (-1, jobs
  * cancelled, when the client disconnects first); releases the jobs and the array. */

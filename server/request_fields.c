@@ -22,6 +22,9 @@ static const char *const common_fields[] = {
     "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers", "mirostat",
     "mirostat_tau", "mirostat_eta", "samplers", "logit_bias", "ignore_eos", "min_keep", "grammar", "json_schema",
     "top_a", "eta",
+    /* llama-server's reasoning budget */
+    "reasoning_budget_tokens", "reasoning_budget_start_tag", "reasoning_budget_end_tag", "reasoning_budget_message",
+    "reasoning_budget_arm_immediately",
     /* adapters and speculative decoding */
     "lora", "speculative.n_max", "speculative.n_min", "speculative.p_min", NULL};
 static const char *const chat_fields[] = {"messages",
@@ -61,11 +64,7 @@ static const char *const unimplemented_fields[] = {"grammar_lazy",
                                                    "adaptive_target",
                                                    "adaptive_decay",
                                                    "backend_sampling",
-                                                   "reasoning_budget_tokens",
-                                                   "reasoning_budget_start_tag",
                                                    "reasoning_budget_end_tags",
-                                                   "reasoning_budget_end_tag",
-                                                   "reasoning_budget_message",
                                                    "reasoning_control",
                                                    "reasoning_effort",
                                                    "verbose",
@@ -401,6 +400,46 @@ static int int_field(const cJSON *b, const char *name, double lo, double hi, int
     return rc;
 }
 
+/* A string field into a fixed buffer: 0 absent, 1 set, -1 a 400 (not a string, too long). */
+static int tag_field(const cJSON *b, const char *name, char *out, size_t cap, oxl_api_error *e) {
+    const char *v = NULL;
+    int rc = oxl_json_str(b, name, &v, e);
+    if (rc <= 0 || !v) {
+        return rc < 0 ? -1 : 0;
+    }
+    if (strlen(v) >= cap) {
+        return BAD(e, name, "'%s': at most %zu bytes", name, cap - 1);
+    }
+    memcpy(out, v, strlen(v) + 1);
+    return 1;
+}
+
+/* llama-server's reasoning budget fields (tools/server/server-task.cpp, params_from_json_cmpl):
+ * reasoning_budget_tokens (-1 none, the default), the start and end tags, the message forced before
+ * the end tag, reasoning_budget_arm_immediately (false). */
+static int parse_reasoning_budget(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_api_error *e) {
+    if (int_field(b, "reasoning_budget_tokens", -1, 1e9, &g->rb_tokens, e) < 0 ||
+        tag_field(b, "reasoning_budget_start_tag", g->rb_start, sizeof g->rb_start, e) < 0 ||
+        tag_field(b, "reasoning_budget_end_tag", g->rb_end, sizeof g->rb_end, e) < 0 ||
+        tag_field(b, "reasoning_budget_message", g->rb_message, sizeof g->rb_message, e) < 0 ||
+        oxl_json_bool(b, "reasoning_budget_arm_immediately", &g->rb_arm, e) < 0) {
+        return -1;
+    }
+    if (g->rb_end[0]) { /* the tags must tokenize for the sampler (a throwaway one checks it) */
+        oxl_sampler_params sp = oxl_sampler_default_params();
+        sp.seed = 0;
+        oxl_sampler *s = oxl_sampler_new(&sp);
+        int rc =
+            s ? oxl_sampler_set_reasoning_budget(s, srv->model, g->rb_start, g->rb_end, g->rb_message, 0, false) : -1;
+        oxl_sampler_free(s);
+        if (rc != 0) {
+            return BAD(e, "reasoning_budget_end_tag",
+                       "'reasoning_budget_end_tag': the tags and message cannot be tokenized");
+        }
+    }
+    return 0;
+}
+
 int oxl_req_parse_sampling(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_api_error *e) {
     oxl_sampler_params *sp = &g->sampling;
     const double big = 1e9;
@@ -462,7 +501,7 @@ int oxl_req_parse_sampling(oxl_srv *srv, const cJSON *b, oxl_gen_params *g, oxl_
         }
     }
     bool cache_prompt = true;
-    return oxl_json_bool(b, "cache_prompt", &cache_prompt, e) < 0 ? -1 : 0;
+    return oxl_json_bool(b, "cache_prompt", &cache_prompt, e) < 0 || parse_reasoning_budget(srv, b, g, e) < 0 ? -1 : 0;
 }
 
 /* --- structured output --------------------------------------------------------------------------- */

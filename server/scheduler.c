@@ -459,6 +459,13 @@ static void admit(oxl_sched *s) {
                 oxl_sampler_free(best->smpl); /* checked when the request was read: memory */
                 best->smpl = NULL;
             }
+            const oxl_gen_params *gp = &j->gen;
+            if (best->smpl && gp->rb_tokens >= 0 && gp->rb_end[0] &&
+                oxl_sampler_set_reasoning_budget(best->smpl, s->model, gp->rb_start, gp->rb_end, gp->rb_message,
+                                                 gp->rb_tokens, gp->rb_arm) != 0) {
+                oxl_sampler_free(best->smpl); /* the tags tokenize (checked when read): memory */
+                best->smpl = NULL;
+            }
             /* the penalties' window starts with the prompt, as llama-server's does */
             for (int32_t i = 0; best->smpl && i < j->n_prompt; i++) {
                 oxl_sampler_accept(best->smpl, j->prompt[i]);

@@ -26,9 +26,11 @@
 #define OXL_SRV_MAX_TRIGGER_PATTERNS 8 /* llama.cpp's formats write at most 2 */
 #define OXL_SRV_MAX_TOP_LOGPROBS 20
 #define OXL_SRV_MAX_CHOICES 16
-#define OXL_SRV_MAX_BREAKERS 16 /* dry_sequence_breakers strings */
-#define OXL_SRV_EMBD_SEQ 4      /* inputs the embedding context decodes together */
-#define OXL_SRV_EMBD_JOBS 16    /* embedding jobs taken from the queue at once */
+#define OXL_SRV_MAX_BREAKERS 16         /* dry_sequence_breakers strings */
+#define OXL_SRV_MAX_TAG 64              /* reasoning_budget_start_tag / _end_tag bytes, NUL included */
+#define OXL_SRV_MAX_BUDGET_MESSAGE 1024 /* reasoning_budget_message bytes, NUL included */
+#define OXL_SRV_EMBD_SEQ 4              /* inputs the embedding context decodes together */
+#define OXL_SRV_EMBD_JOBS 16            /* embedding jobs taken from the queue at once */
 
 /* What one request asks of generation; immutable once submitted. */
 typedef struct oxl_gen_params {
@@ -67,6 +69,15 @@ typedef struct oxl_gen_params {
      * verifying, least probability of a draft-model token to go on drafting */
     int32_t spec_n_max, spec_n_min;
     float spec_p_min;
+    /* the reasoning budget (oxl_sampler_set_reasoning_budget; llama-server's reasoning_budget_tokens,
+     * reasoning_budget_start_tag, reasoning_budget_end_tag, reasoning_budget_message,
+     * reasoning_budget_arm_immediately; the chat route fills the ones not given from the template's
+     * thought tags and --reasoning-budget / --reasoning-budget-message): rb_tokens -1 none; without
+     * an end tag the budget does nothing, as llama-server */
+    int32_t rb_tokens;
+    bool rb_arm;
+    char rb_start[OXL_SRV_MAX_TAG], rb_end[OXL_SRV_MAX_TAG];
+    char rb_message[OXL_SRV_MAX_BUDGET_MESSAGE];
 } oxl_gen_params;
 
 /* Sets g's grammar (lazy or not) on smpl; 0, or -1 (memory, or a grammar that does not parse). */

@@ -69,7 +69,8 @@ typedef struct oxl_server_config {
     bool help;
     bool rerank; /* --rerank, --reranking: /v1/rerank with the model's classifier head (rank pooling) */
 
-    int reasoning_budget; /* --reasoning-budget: -1 unrestricted (default), 0 no thinking */
+    int reasoning_budget; /* --reasoning-budget: -1 unrestricted (default), 0 no thinking, N > 0 tokens */
+    const char *reasoning_budget_message; /* --reasoning-budget-message (borrowed; NULL: none) */
     /* called on the server's context once it is made (run's --lora and --control-vector options,
      * src/cli/serve.c); non-zero: the server does not start. NULL: none */
     int (*setup_ctx)(void *user, const oxl_model *model, oxl_ctx *ctx);

@@ -134,6 +134,29 @@ const char *oxl_chat_thought_closer(const char *tmpl, const char *prompt) {
     return NULL;
 }
 
+/* The format's thought tags and whether prompt ends inside a thought (see oxillama.h). */
+int oxl_chat_thinking_tags(const oxl_model *model, const char *tmpl, const char *prompt, const char **start,
+                           const char **end, bool *open) {
+    if (open) {
+        *open = false;
+    }
+    if (!start || !end) {
+        return -1;
+    }
+    *start = *end = NULL;
+    const char *t = tmpl ? tmpl : model ? oxl_model_chat_template(model) : NULL;
+    oxl_chat_syntax s = oxl_chat_syntax_for(t, prompt, true, false);
+    if (!s.think_tags) {
+        return 0;
+    }
+    *start = think_open_tag(&s);
+    *end = think_close_tag(&s);
+    if (open) {
+        *open = s.think_open != NULL;
+    }
+    return 1;
+}
+
 /* --- growing strings ------------------------------------------------------------------------- */
 
 typedef struct sbuf {

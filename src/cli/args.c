@@ -131,7 +131,9 @@ static const opt_def opt_table[] = {
      "chat: deepseek (default) puts <think> blocks in reasoning_content, none leaves them in content"},
     {NULL, "--reasoning-budget", OPT_INT, F(reasoning_budget), R | S,
      "chat: -1 for unrestricted thinking (default), 0 to disable thinking (the template gets enable_thinking "
-     "false)"},
+     "false), N > 0 to end a thought after N tokens (the message and the end tag are then forced)"},
+    {NULL, "--reasoning-budget-message", OPT_STR, F(reasoning_budget_message), R | S,
+     "chat: text forced before the end-of-thinking tag when the budget is spent (default: none)"},
     {NULL, "--verbose-prompt", OPT_FLAG, F(verbose_prompt), R,
      "print the prompt text and its tokens (on stderr) before "
      "generation; in a chat, each turn's new text"},
@@ -641,17 +643,16 @@ int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
         fprintf(stderr, "error: --reasoning-format: '%s' is not one of none, deepseek, auto\n", o->reasoning_format);
         return -1;
     }
-    /* llama.cpp's common/arg.cpp took -1 and 0 only; its later budget of N thinking tokens (the
-     * reasoning-budget sampler) is not implemented here */
+    /* llama.cpp's common/arg.cpp: -1 unrestricted, 0 no thinking, N > 0 a budget of N thinking tokens
+     * (common/reasoning-budget.cpp's sampler) */
     if (o->reasoning_budget < -1) {
-        fprintf(stderr, "error: --reasoning-budget %d: -1 (unrestricted) or 0 (no thinking)\n", o->reasoning_budget);
+        fprintf(stderr,
+                "error: --reasoning-budget %d: -1 (unrestricted), 0 (no thinking) or a number of thinking tokens\n",
+                o->reasoning_budget);
         return -1;
     }
-    if (o->reasoning_budget > 0) {
-        fprintf(stderr,
-                "error: --reasoning-budget %d: a budget of thinking tokens is not implemented; use -1 "
-                "(unrestricted) or 0 (no thinking)\n",
-                o->reasoning_budget);
+    if (o->reasoning_budget_message && strlen(o->reasoning_budget_message) > 1023) {
+        fprintf(stderr, "error: --reasoning-budget-message: at most 1023 bytes\n");
         return -1;
     }
     if (o->chat_template && check_chat_template(o->chat_template) != 0) {

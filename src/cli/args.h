@@ -62,24 +62,25 @@ typedef struct oxl_opts {
     const char *chat_template;      /* --chat-template: a built-in name or a Jinja template */
     const char *chat_template_file; /* --chat-template-file */
     const char *reasoning_format;   /* --reasoning-format: none, deepseek (NULL: deepseek) */
-    int reasoning_budget;           /* --reasoning-budget: -1 unrestricted (default), 0 no thinking */
-    bool verbose_prompt;            /* --verbose-prompt */
-    const char *model_draft;        /* -md, --model-draft, --spec-draft-model */
-    const char *spec_type;          /* --spec-type: none, ngram-simple, draft-simple (comma-separated) */
-    int draft_max;                  /* --spec-draft-n-max, --draft-max (default 16) */
-    int draft_min;                  /* --spec-draft-n-min, --draft-min (default 0) */
-    float draft_p_min;              /* --spec-draft-p-min, --draft-p-min (default 0.75) */
-    int ngram_size_n;               /* --spec-ngram-simple-size-n (default 12) */
-    int ngram_size_m;               /* --spec-ngram-simple-size-m (default 48) */
-    bool verbose;                   /* -v, --verbose, --log-verbose */
-    bool log_disable;               /* --log-disable */
-    int log_verbosity;              /* -lv, --log-verbosity (-1: not given) */
-    const char *log_format;         /* --log-format: text or json (serve's request log; NULL: text) */
-    bool ctx_shift;                 /* --context-shift / --no-context-shift (default off, as llama.cpp) */
-    int n_keep;                     /* --keep: prompt tokens a context shift keeps (-1: all; BOS added) */
-    int log_level;                  /* OXL_LOG_*, from the two above */
-    const char *prompt_cache;       /* --prompt-cache: sequence state file (docs/state-format.md) */
-    bool prompt_cache_ro;           /* --prompt-cache-ro: read it, do not write it */
+    int reasoning_budget;           /* --reasoning-budget: -1 unrestricted (default), 0 no thinking, N > 0 tokens */
+    const char *reasoning_budget_message; /* --reasoning-budget-message: forced before the end tag (NULL: none) */
+    bool verbose_prompt;                  /* --verbose-prompt */
+    const char *model_draft;              /* -md, --model-draft, --spec-draft-model */
+    const char *spec_type;                /* --spec-type: none, ngram-simple, draft-simple (comma-separated) */
+    int draft_max;                        /* --spec-draft-n-max, --draft-max (default 16) */
+    int draft_min;                        /* --spec-draft-n-min, --draft-min (default 0) */
+    float draft_p_min;                    /* --spec-draft-p-min, --draft-p-min (default 0.75) */
+    int ngram_size_n;                     /* --spec-ngram-simple-size-n (default 12) */
+    int ngram_size_m;                     /* --spec-ngram-simple-size-m (default 48) */
+    bool verbose;                         /* -v, --verbose, --log-verbose */
+    bool log_disable;                     /* --log-disable */
+    int log_verbosity;                    /* -lv, --log-verbosity (-1: not given) */
+    const char *log_format;               /* --log-format: text or json (serve's request log; NULL: text) */
+    bool ctx_shift;                       /* --context-shift / --no-context-shift (default off, as llama.cpp) */
+    int n_keep;                           /* --keep: prompt tokens a context shift keeps (-1: all; BOS added) */
+    int log_level;                        /* OXL_LOG_*, from the two above */
+    const char *prompt_cache;             /* --prompt-cache: sequence state file (docs/state-format.md) */
+    bool prompt_cache_ro;                 /* --prompt-cache-ro: read it, do not write it */
     /* --lora, --lora-scaled, --control-vector, --control-vector-scaled (repeatable, comma-separated
      * lists) and --control-vector-layer-range (0: llama.cpp's defaults, 1 and n_layer) */
     const char *lora[OXL_MAX_ADAPTERS];

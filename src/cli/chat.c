@@ -174,6 +174,20 @@ int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl
             status = 1;
             break;
         }
+        /* --reasoning-budget N >= 0 with a template that writes thoughts: llama.cpp's budget sampler
+         * with the template's tags, armed when this prompt ends inside an opened thought */
+        const char *think_start = NULL, *think_end = NULL;
+        bool think_open = false;
+        if (o->reasoning_budget >= 0 &&
+            oxl_chat_thinking_tags(m, tmpl, with_prompt, &think_start, &think_end, &think_open) == 1 &&
+            oxl_sampler_set_reasoning_budget(smpl, m, think_start, think_end, o->reasoning_budget_message,
+                                             o->reasoning_budget, think_open) != 0) {
+            fprintf(stderr, "error: --reasoning-budget: the thought tags %s %s do not tokenize\n", think_start,
+                    think_end);
+            free(with_prompt);
+            status = 1;
+            break;
+        }
         char *reply = generate(ctx, m, smpl, o->n_predict);
         if (!reply) {
             free(with_prompt);

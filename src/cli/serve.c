@@ -49,6 +49,7 @@ int oxl_cmd_serve(int argc, char **argv) {
     cfg.n_keep = o.n_keep;
     cfg.reasoning_none = oxl_chat_reasoning_format(o.reasoning_format) == 0;
     cfg.reasoning_budget = o.reasoning_budget;
+    cfg.reasoning_budget_message = o.reasoning_budget_message;
     /* the server loads the LoRA adapters itself (GET / POST /lora-adapters, the "lora" field);
      * control vectors go on its context here */
     if (o.n_lora > OXL_SRV_MAX_LORA) {

@@ -71,6 +71,38 @@ typedef struct {
     int32_t tail[20];
 } oxl_dry_breaker;
 
+/* llama.cpp's common/reasoning-budget.cpp: a token sequence found in a stream of tokens. */
+typedef struct {
+    oxl_token *tok;
+    int32_t n, pos;
+} oxl_tok_matcher;
+
+/* true when tok completes the sequence (which then starts over) */
+static bool matcher_advance(oxl_tok_matcher *m, oxl_token tok) {
+    if (m->n == 0)
+        return false;
+    if (tok == m->tok[m->pos]) {
+        if (++m->pos >= m->n) {
+            m->pos = 0;
+            return true;
+        }
+    } else {
+        m->pos = tok == m->tok[0] ? 1 : 0;
+    }
+    return false;
+}
+
+typedef enum { RB_IDLE, RB_COUNTING, RB_WAITING_UTF8, RB_FORCING, RB_DONE } oxl_rb_state;
+
+typedef struct oxl_rbudget {
+    const oxl_model *model;
+    oxl_tok_matcher start, end;
+    oxl_token *forced; /* the message's tokens, then the end tag's */
+    int32_t n_forced, force_pos;
+    int32_t budget, remaining;
+    oxl_rb_state state;
+} oxl_rbudget;
+
 #define OXL_PENALTY_MAX_N 65536 /* longest penalty window kept (llama.cpp allows any; -n rarely beyond) */
 
 struct oxl_sampler {
@@ -98,6 +130,7 @@ struct oxl_sampler {
     int32_t *ids;      /* (cap) 0, 1, …: the candidates' ids for the grammar */
     bool *allowed;     /* (cap) the grammar's verdict per candidate */
     oxl_token pending; /* the token the last oxl_sampler_sample returned, until accepted; -1: none */
+    oxl_rbudget *rb;   /* the reasoning budget (oxl_sampler_set_reasoning_budget); NULL: none */
 };
 
 /* The default order of llama.cpp (common/common.h: penalties, DRY, top-n-σ, top-k, typical, top-p,
@@ -199,6 +232,15 @@ oxl_sampler *oxl_sampler_new(const oxl_sampler_params *params) {
     return s;
 }
 
+static void rbudget_free(oxl_rbudget *rb) {
+    if (!rb)
+        return;
+    free(rb->start.tok);
+    free(rb->end.tok);
+    free(rb->forced);
+    free(rb);
+}
+
 void oxl_sampler_free(oxl_sampler *s) {
     if (!s)
         return;
@@ -213,6 +255,7 @@ void oxl_sampler_free(oxl_sampler *s) {
     oxl_grammar_free(s->grammar);
     free(s->ids);
     free(s->allowed);
+    rbudget_free(s->rb);
     free(s);
 }
 
@@ -310,9 +353,149 @@ static bool dry_on(const oxl_sampler_params *p) {
     return p->dry_multiplier != 0.0f && p->dry_base >= 1.0f && p->dry_penalty_last_n != 0;
 }
 
+/* Whether a token's bytes end a UTF-8 character (llama.cpp's common_utf8_is_complete): no lead byte
+ * near the end still waits for continuation bytes. */
+static bool piece_utf8_complete(const oxl_model *model, oxl_token tok) {
+    char buf[256];
+    int32_t n = oxl_token_to_piece(model, tok, buf, (int32_t)sizeof buf, false);
+    if (n <= 0 || n > (int32_t)sizeof buf)
+        return true;
+    for (int32_t i = 1; i <= 4 && i <= n; i++) {
+        unsigned char c = (unsigned char)buf[n - i];
+        if ((c & 0xC0) == 0x80)
+            continue; /* a continuation byte */
+        int32_t need = (c & 0x80) == 0      ? 1
+                       : (c & 0xE0) == 0xC0 ? 2
+                       : (c & 0xF0) == 0xE0 ? 3
+                       : (c & 0xF8) == 0xF0 ? 4
+                                            : 1;
+        return i >= need;
+    }
+    return true;
+}
+
+static void rbudget_start_forcing(oxl_rbudget *rb) {
+    rb->state = rb->n_forced > 0 ? RB_FORCING : RB_DONE;
+    rb->force_pos = 0;
+    rb->end.pos = 0;
+}
+
+/* An output token through the budget's states (common_reasoning_budget_accept). */
+static void rbudget_accept(oxl_rbudget *rb, oxl_token tok) {
+    switch (rb->state) {
+    case RB_IDLE:
+    case RB_DONE: /* a new start tag opens a new thought with a fresh budget */
+        if (matcher_advance(&rb->start, tok)) {
+            rb->remaining = rb->budget;
+            rb->end.pos = 0;
+            rb->state = RB_COUNTING;
+            if (rb->remaining <= 0)
+                rbudget_start_forcing(rb);
+        }
+        break;
+    case RB_COUNTING:
+    case RB_WAITING_UTF8: {
+        if (matcher_advance(&rb->end, tok)) {
+            rb->state = RB_DONE;
+            break;
+        }
+        const bool complete = piece_utf8_complete(rb->model, tok);
+        if (rb->state == RB_WAITING_UTF8) {
+            if (complete)
+                rbudget_start_forcing(rb);
+        } else if (--rb->remaining <= 0) {
+            if (complete) {
+                rbudget_start_forcing(rb);
+            } else {
+                rb->state = RB_WAITING_UTF8;
+                rb->end.pos = 0;
+            }
+        }
+        break;
+    }
+    case RB_FORCING:
+        if (++rb->force_pos >= rb->n_forced)
+            rb->state = RB_DONE;
+        break;
+    }
+}
+
+/* malloc'd tokens of text (special tokens parsed, no BOS), *n their count; NULL with *n 0 for an
+ * empty text; NULL with *n -1 on failure. */
+static oxl_token *tokenize_tag(const oxl_model *model, const char *text, int32_t *n) {
+    *n = 0;
+    if (!text || !*text)
+        return NULL;
+    size_t len = strlen(text);
+    int32_t need = oxl_tokenize(model, text, len, NULL, 0, false, true);
+    if (need == INT32_MIN) {
+        *n = -1;
+        return NULL;
+    }
+    need = need < 0 ? -need : need;
+    oxl_token *t = malloc(((size_t)need + 1) * sizeof *t);
+    if (!t || oxl_tokenize(model, text, len, t, need, false, true) != need) {
+        free(t);
+        *n = -1;
+        return NULL;
+    }
+    *n = need;
+    return t;
+}
+
+int oxl_sampler_set_reasoning_budget(oxl_sampler *s, const oxl_model *model, const char *start_tag, const char *end_tag,
+                                     const char *message, int32_t n_budget, bool arm) {
+    if (!s)
+        return -1;
+    if (n_budget < 0) {
+        rbudget_free(s->rb);
+        s->rb = NULL;
+        return 0;
+    }
+    if (!model || !end_tag || !*end_tag)
+        return -1;
+    oxl_rbudget *rb = calloc(1, sizeof *rb);
+    if (!rb)
+        return -1;
+    rb->model = model;
+    rb->budget = rb->remaining = n_budget;
+    size_t ml = message ? strlen(message) : 0, el = strlen(end_tag);
+    char *forced = malloc(ml + el + 1);
+    if (forced) {
+        memcpy(forced, message ? message : "", ml);
+        memcpy(forced + ml, end_tag, el + 1);
+    }
+    rb->start.tok = tokenize_tag(model, start_tag, &rb->start.n);
+    rb->end.tok = tokenize_tag(model, end_tag, &rb->end.n);
+    if (forced)
+        rb->forced = tokenize_tag(model, forced, &rb->n_forced);
+    free(forced);
+    if (!forced || rb->start.n < 0 || rb->end.n <= 0 || rb->n_forced <= 0) {
+        rbudget_free(rb);
+        return -1;
+    }
+    rb->state = RB_IDLE;
+    if (arm) {
+        rb->state = RB_COUNTING;
+        if (n_budget == 0)
+            rbudget_start_forcing(rb);
+    }
+    rbudget_free(s->rb);
+    s->rb = rb;
+    return 0;
+}
+
+int32_t oxl_sampler_reasoning_state(const oxl_sampler *s) {
+    if (!s || !s->rb)
+        return -1;
+    return (int32_t)s->rb->state;
+}
+
 void oxl_sampler_accept(oxl_sampler *s, oxl_token tok) {
     if (!s)
         return;
+    if (s->rb && s->pending >= 0 && tok == s->pending) /* an output token */
+        rbudget_accept(s->rb, tok);
     if (s->grammar && s->pending >= 0 && tok == s->pending) /* an output token: the grammar moves on */
         oxl_grammar_accept_token(s->grammar, tok);
     s->pending = -1;
@@ -1068,11 +1251,28 @@ oxl_token oxl_sampler_sample(oxl_sampler *s, const float *logits, int32_t n_voca
         s->cap = n_vocab;
     }
     oxl_cur cur = {s->cand, n_vocab, false};
+    if (s->rb && s->rb->state == RB_FORCING && s->rb->force_pos < s->rb->n_forced) {
+        /* the budget is spent: every logit but the forced token's at -infinity, as llama.cpp's
+         * common_reasoning_budget_apply; the chain runs so that its generators advance as for any token */
+        const oxl_token forced = s->rb->forced[s->rb->force_pos];
+        if (forced < 0 || forced >= n_vocab)
+            return -1;
+        for (int32_t i = 0; i < n_vocab; i++)
+            cur.c[i] = (oxl_cand){i, i == forced ? logits[i] : -INFINITY, 0.0f};
+        if (isnan(logits[forced]) || isinf(logits[forced]))
+            cur.c[forced].logit = 0.0f;
+        if (sample_chain(s, &cur, n_vocab) < 0)
+            return -1;
+        s->pending = forced;
+        return forced;
+    }
     for (int32_t i = 0; i < n_vocab; i++)
         cur.c[i] = (oxl_cand){i, logits[i], 0.0f};
     oxl_token tok = sample_chain(s, &cur, n_vocab);
-    if (!s->grammar || tok < 0)
+    if (!s->grammar || tok < 0) {
+        s->pending = tok < 0 ? -1 : tok;
         return tok;
+    }
 
     bool ok = false;
     if (oxl_grammar_apply(s->grammar, &tok, 1, &ok) != 0)

@@ -24,7 +24,8 @@ Cases (exit statuses checked in every one):
           with the budget the thought is closed in the prompt, so the reply is content and the
           message has no reasoning_content (as llama-server's); without it the R1 prompt
           leaves the thought open and the whole reply is reasoning_content with content "";
-          reasoning_budget_tokens stays a 400 naming it (llama-server's budget sampler).
+          reasoning_budget_end_tags (not a llama-server field) is a 400 naming it; a budget of N
+          tokens: check_reasoning_budget_n.py.
 
 usage: check_reasoning_budget.py OXILLAMA MODEL GOLDEN_DIR cli|serve
 """
@@ -160,9 +161,9 @@ def serve():
                     check(st == 400 and "chat_template_kwargs" in json.dumps(o),
                           "serve: chat_template_kwargs not an object: %d %r" % (st, o))
                     st, o = post(base, "/v1/chat/completions",
-                                 {"messages": msgs, "max_tokens": 2, "reasoning_budget_tokens": 16})
-                    check(st == 400 and "reasoning_budget_tokens" in json.dumps(o),
-                          "serve: reasoning_budget_tokens is refused: %d %r" % (st, o))
+                                 {"messages": msgs, "max_tokens": 2, "reasoning_budget_end_tags": ["</think>"]})
+                    check(st == 400 and "reasoning_budget_end_tags" in json.dumps(o),
+                          "serve: reasoning_budget_end_tags (not llama-server's) is refused: %d %r" % (st, o))
         finally:
             for p in servers:
                 p.terminate()

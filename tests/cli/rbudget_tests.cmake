@@ -6,11 +6,8 @@ add_test(NAME reasoning-budget-cli COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_LIST_D
                                            ${OXL_BIN} ${M}/stories260K.gguf ${G} cli)
 add_test(NAME reasoning-budget-serve COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/check_reasoning_budget.py
                                              ${OXL_BIN} ${M}/stories260K.gguf ${G} serve)
-# A budget of N > 0 thinking tokens (llama.cpp's later reasoning-budget sampler) is not implemented:
-# refused naming the flag, as are values below -1.
-oxl_output_test(reasoning-budget-positive refusal "error: --reasoning-budget 16: a budget of thinking tokens is not implemented; use -1 \\(unrestricted\\) or 0 \\(no thinking\\)"
-  ${OXL_BIN} run -m ${M}/stories260K.gguf -cnv --reasoning-budget 16)
-oxl_output_test(reasoning-budget-below refusal "error: --reasoning-budget -2: -1 \\(unrestricted\\) or 0 \\(no thinking\\)"
+# Values below -1 are refused naming the flag (N > 0, a budget of thinking tokens: rbudget2_tests.cmake).
+oxl_output_test(reasoning-budget-below refusal "error: --reasoning-budget -2: -1 \\(unrestricted\\), 0 \\(no thinking\\) or a number of thinking tokens"
   ${OXL_BIN} serve -m ${M}/stories260K.gguf --reasoning-budget -2)
 
 # bench/sampler_cost.sh: one table row per sampler of the chain (CPU times not checked).
