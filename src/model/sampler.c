@@ -645,7 +645,7 @@ static int32_t dry_rat(const oxl_sampler *s, int32_t i) {
 static int dry_add(oxl_sampler *s, int32_t head, const int32_t *tail, int32_t n_tail) {
     for (int32_t i = 0; i < s->n_brk; i++)
         if (s->brk[i].head == head && s->brk[i].n_tail == n_tail &&
-            !memcmp(s->brk[i].tail, tail, (size_t)n_tail * sizeof *tail))
+            (n_tail == 0 || !memcmp(s->brk[i].tail, tail, (size_t)n_tail * sizeof *tail)))
             return 0;
     if ((s->n_brk & (s->n_brk - 1)) == 0) { /* grow at powers of two */
         oxl_dry_breaker *b = realloc(s->brk, (size_t)(s->n_brk ? 2 * s->n_brk : 1) * sizeof *b);
