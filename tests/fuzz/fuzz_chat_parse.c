@@ -6,8 +6,8 @@
  * Contracts checked: parsing succeeds with a JSON object {"role": "assistant", "content": a string,
  * or null only beside tool calls, "reasoning_content": a non-empty string when present,
  * "tool_calls": a non-empty list of {"type": "function", "function": {"name": a non-empty string,
- * "arguments": a string}} when present}; a partial parse has no calls; without tools there are no
- * calls. */
+ * "arguments": a string}} when present} (a partial parse too: its calls so far, as llama.cpp's is_partial parse);
+ * without tools there are no calls. */
 #include "oxillama.h"
 
 #include <cjson/cJSON.h>
@@ -77,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
     CHECK(cJSON_IsString(content) || (cJSON_IsNull(content) && calls));
     CHECK(!reason || (cJSON_IsString(reason) && reason->valuestring[0]));
-    CHECK(!calls || (cJSON_IsArray(calls) && cJSON_GetArraySize(calls) > 0 && tools && !partial));
+    CHECK(!calls || (cJSON_IsArray(calls) && cJSON_GetArraySize(calls) > 0 && tools));
     for (const cJSON *c = calls ? calls->child : NULL; c; c = c->next) {
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fn, "name"));
