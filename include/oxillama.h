@@ -783,6 +783,24 @@ OXL_API int oxl_chat_reasoning_format(const char *name);
  * 16 MiB, out of memory. */
 OXL_API int oxl_json_schema_to_grammar(const char *schema_json, char **out, oxl_error *err);
 
+/* ---- Images (the input of the vision side) -------------------------------------------------------
+ * An oxl_image is a decoded bitmap as llama.cpp's mtmd_bitmap: width x height pixels of three bytes
+ * (R, G, B), row-major from the top-left pixel, rows not padded: ggml shape [3, width, height].
+ * Images are at most OXL_IMAGE_MAX_PIXELS pixels (a bound on what a decoder allocates for one). */
+typedef struct oxl_image oxl_image;
+#define OXL_IMAGE_MAX_PIXELS (64LL * 1024 * 1024)
+
+/* A copy of rgb (3 * w * h bytes, layout above; the caller keeps rgb). NULL with err set when w or h
+ * is not positive, w * h exceeds OXL_IMAGE_MAX_PIXELS or memory is short. Free with oxl_image_free. */
+OXL_API oxl_image *oxl_image_from_rgb(const uint8_t *rgb, int32_t w, int32_t h, oxl_error *err);
+/* Width and height in pixels (0 for NULL). */
+OXL_API int32_t oxl_image_width(const oxl_image *image);
+OXL_API int32_t oxl_image_height(const oxl_image *image);
+/* The pixels (layout above), owned by the image; NULL for NULL. */
+OXL_API const uint8_t *oxl_image_rgb(const oxl_image *image);
+/* Frees an image; NULL is a no-op. */
+OXL_API void oxl_image_free(oxl_image *image);
+
 #ifdef __cplusplus
 }
 #endif

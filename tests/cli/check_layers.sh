@@ -22,7 +22,9 @@ allowed() {
     oxl_model) echo "src/model src/ops src/quantize src/text src/gguf src/kernels src/core include GEN" ;;
     oxl_chat) echo "src/chat src/model src/ops src/text src/gguf src/kernels src/core include GEN" ;;
     oxl_quantize) echo "src/quantize src/gguf src/kernels src/core include GEN" ;;
-    oxl_check) echo "src/check src/chat src/quantize src/model src/ops src/text src/gguf src/kernels src/core include GEN" ;;
+    oxl_image) echo "src/image src/core include" ;;
+    oxl_mm) echo "src/mm src/image src/model src/ops src/quantize src/text src/gguf src/kernels src/core include GEN" ;;
+    oxl_check) echo "src/check src/mm src/image src/chat src/quantize src/model src/ops src/text src/gguf src/kernels src/core include GEN" ;;
     oxl_arch) echo "arch src/quantize src/model src/ops src/text src/gguf src/kernels src/core include GEN" ;;
     *) echo "?" ;;
     esac
@@ -52,8 +54,8 @@ for spec in "$@"; do
     n=$((n + 1))
 done
 echo "layers: $n include paths checked"
-[ "$n" -ge 11 ] || {
-    echo "FAIL  expected the 11 layer targets, got $n"
+[ "$n" -ge 13 ] || {
+    echo "FAIL  expected the 13 layer targets, got $n"
     fail=1
 }
 
