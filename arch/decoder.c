@@ -140,6 +140,7 @@ int oxl_decoder_hparams(oxl_model *m, oxl_decoder_opts *o, oxl_rope_mode mode, o
     o->rope_swa = o->rope;
     o->n_ctx_orig = n_ctx_orig;
     o->kq_scale = 1.0f / sqrtf((float)hp->head_dim);
+    hp->mrope = mode == OXL_ROPE_MROPE || mode == OXL_ROPE_IMROPE;
     return 0;
 }
 
@@ -655,8 +656,8 @@ static void attn_qkv(oxl_ctx *ctx, const oxl_ubatch *ub, const oxl_decoder *d, c
     }
     if (rope->mode != OXL_ROPE_NONE && !l->no_rope) {
         for (int32_t j = 0; j < n; j++) {
-            oxl_rope_apply(b->q + j * Q, hp->n_head, hp->head_dim, ub->pos[j], rope);
-            oxl_rope_apply(b->k + j * KV, hp->n_head_kv, hp->head_dim, ub->pos[j], rope);
+            oxl_ubatch_rope(ub, j, b->q + j * Q, hp->n_head, hp->head_dim, rope);
+            oxl_ubatch_rope(ub, j, b->k + j * KV, hp->n_head_kv, hp->head_dim, rope);
         }
     }
     if (o->attn_temp.scale != 0.0f && (!o->attn_temp_no_rope_only || l->no_rope)) {
@@ -786,9 +787,10 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
     acts_layout(m, n, ctx->n_ctx, oxl_pool_size(pool), ctx->work, &b);
     const int64_t E = hp->n_embd;
 
-    /* embeddings: token rows (+ learned position rows), scaled, optionally normalised */
+    /* embeddings: token rows or the batch's embeddings (+ learned position rows), scaled, optionally
+     * normalised */
     for (int32_t j = 0; j < n; j++) {
-        oxl_tensor_get_row(&d->token_embd, ub->token[j], b.x + j * E);
+        oxl_ubatch_input_row(ub, &d->token_embd, j, E, b.x + j * E);
         if (d->pos_embd.data) {
             /* positions past the table (hp.n_pos_max; llama.cpp aborts there) reuse its last row */
             const int64_t p = ub->pos[j] < d->pos_embd.ne[1] ? ub->pos[j] : d->pos_embd.ne[1] - 1;
@@ -796,7 +798,7 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
             oxl_add(b.x + j * E, b.xb, E);
         }
     }
-    if (o->embd_scale != 0.0f) {
+    if (o->embd_scale != 0.0f && (ub->token || !o->embd_scale_tokens_only)) {
         oxl_scale(b.x, E * n, o->embd_scale);
     }
     if (d->token_embd_norm.data) {

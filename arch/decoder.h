@@ -59,7 +59,12 @@ typedef struct oxl_decoder_opts {
     bool parallel;                   /* attention and FFN both read the layer input: x + attn + ffn */
     bool parallel_if_no_ffn_norm;    /* a layer without ffn_norm is parallel (StableLM-2-12B) */
     bool qk_norm_full;               /* q/k norms span the whole projection (OLMo-2), not each head */
-    float embd_scale;                /* token embeddings *= (gemma: sqrt(n_embd); granite: embedding_scale) */
+    float embd_scale;                /* token embeddings *= (gemma: sqrt(n_embd); granite: embedding_scale);
+                                      * llama.cpp's build_inp_embd scales a batch's embeddings by granite's
+                                      * f_embedding_scale too, and src/models/gemma2.cpp scales either input */
+    bool embd_scale_tokens_only;     /* embd_scale only for token rows, not a batch's embeddings (gemma,
+                                      * gemma3: src/models/gemma.cpp, gemma3.cpp scale by
+                                      * ubatch.token ? sqrt(n_embd) : 1, so image embeddings pass as they are) */
     float residual_scale;            /* branch outputs *= before each residual add (granite) */
     float q_scale;                   /* q *= after RoPE (gemma, phi), with kq_scale then 1 */
     float kq_scale;                  /* softmax scale of the scores */
@@ -273,7 +278,7 @@ int oxl_decoder_k_rope(const oxl_ctx *ctx, int il, oxl_rope *rope, oxl_error *er
     {                                                                                                                  \
         .name = (arch_name), .load = (load_fn), .free_weights = oxl_decoder_free, .work_size = oxl_decoder_work_size,  \
         .forward = oxl_decoder_forward, .describe = oxl_decoder_describe, .repack = oxl_decoder_repack,                \
-        .k_rope = oxl_decoder_k_rope                                                                                   \
+        .k_rope = oxl_decoder_k_rope, .embd_input = true                                                               \
     }
 
 #endif

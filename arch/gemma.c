@@ -52,7 +52,11 @@ static int gemma_common(oxl_model *m, oxl_decoder_opts *o, int32_t n_layer_27b, 
 
 static int gemma_load(oxl_model *m, oxl_error *err) {
     oxl_decoder_opts o;
-    return gemma_common(m, &o, -1, err) || OXL_DECODER_LOAD(m, &o, gemma_tensors, err) ? -1 : 0;
+    if (gemma_common(m, &o, -1, err)) {
+        return -1;
+    }
+    o.embd_scale_tokens_only = true;
+    return OXL_DECODER_LOAD(m, &o, gemma_tensors, err);
 }
 
 static int gemma2_load(oxl_model *m, oxl_error *err) {
@@ -79,6 +83,7 @@ static int gemma3_load(oxl_model *m, oxl_error *err) {
         oxl_hp_float(m, "final_logit_softcapping", &o.final_softcap, false, err)) {
         return -1;
     }
+    o.embd_scale_tokens_only = true;
     if (o.n_swa > 0) {
         o.rope_swa.freq_base = 10000.0f;
         o.rope_swa.freq_scale = 1.0f;

@@ -507,7 +507,7 @@ static void hybrid_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
     acts_layout(m, n, ctx->n_ctx, oxl_pool_size(pool), ctx->work, &b);
 
     for (int32_t j = 0; j < n; j++) {
-        oxl_tensor_get_row(&h->token_embd, ub->token[j], b.x + j * E);
+        oxl_ubatch_input_row(ub, &h->token_embd, j, E, b.x + j * E);
     }
     if (h->embd_scale != 0.0f) {
         oxl_scale(b.x, E * n, h->embd_scale);
@@ -647,7 +647,7 @@ static void hybrid_describe(const oxl_model *m, FILE *out) {
 #define HYBRID_ARCH(arch_name, load_fn)                                                                                \
     {                                                                                                                  \
         .name = (arch_name), .load = (load_fn), .free_weights = hybrid_free, .work_size = hybrid_work_size,            \
-        .forward = hybrid_forward, .describe = hybrid_describe, .repack = hybrid_repack                                \
+        .forward = hybrid_forward, .describe = hybrid_describe, .repack = hybrid_repack, .embd_input = true            \
     }
 
 const oxl_arch oxl_arch_lfm2 = HYBRID_ARCH("lfm2", lfm2_load);

@@ -151,6 +151,7 @@ static int q35_hparams(oxl_model *m, q35_opts *o, oxl_rope_mode mode, oxl_error 
     }
     o->kq_scale = 1.0f / sqrtf((float)hp->head_dim);
     o->gdn.norm_eps = o->norm_eps;
+    hp->mrope = mode == OXL_ROPE_IMROPE;
     return 0;
 }
 
@@ -359,8 +360,8 @@ static void gated_attention(oxl_ctx *ctx, const q35_model *d, const q35_layer *l
     oxl_norm(OXL_NORM_RMS, b->q, &l->q_norm, NULL, b->q, D, n * hp->n_head, d->o.norm_eps);
     oxl_norm(OXL_NORM_RMS, b->k, &l->k_norm, NULL, b->k, D, n * hp->n_head_kv, d->o.norm_eps);
     for (int32_t j = 0; j < n; j++) {
-        oxl_rope_apply(b->q + j * Q, hp->n_head, hp->head_dim, ub->pos[j], &d->o.rope);
-        oxl_rope_apply(b->k + j * KV, hp->n_head_kv, hp->head_dim, ub->pos[j], &d->o.rope);
+        oxl_ubatch_rope(ub, j, b->q + j * Q, hp->n_head, hp->head_dim, &d->o.rope);
+        oxl_ubatch_rope(ub, j, b->k + j * KV, hp->n_head_kv, hp->head_dim, &d->o.rope);
     }
     /* llama.cpp rotates q and k (v and the output) around a quantized cache */
     const int rot_k = oxl_memory_rot_k(ctx->mem, hp->head_dim), rot_v = oxl_memory_rot_v(ctx->mem, hp->head_dim);
@@ -397,7 +398,7 @@ static void q35_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
     q35_layout(m, n, ctx->n_ctx, oxl_pool_size(pool), ctx->work, &b);
 
     for (int32_t j = 0; j < n; j++) {
-        oxl_tensor_get_row(&d->token_embd, ub->token[j], b.x + j * E);
+        oxl_ubatch_input_row(ub, &d->token_embd, j, E, b.x + j * E);
     }
     for (int il = 0; il < hp->n_layer; il++) {
         const q35_layer *l = &d->layers[il];
@@ -500,7 +501,7 @@ static void q35_describe(const oxl_model *m, FILE *out) {
 #define Q35_ARCH(arch_name, load_fn)                                                                                   \
     {                                                                                                                  \
         .name = (arch_name), .load = (load_fn), .free_weights = q35_free, .work_size = q35_work_size,                  \
-        .forward = q35_forward, .describe = q35_describe, .repack = q35_repack                                         \
+        .forward = q35_forward, .describe = q35_describe, .repack = q35_repack, .embd_input = true                     \
     }
 
 const oxl_arch oxl_arch_qwen35 = Q35_ARCH("qwen35", qwen35_load);

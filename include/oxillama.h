@@ -251,13 +251,25 @@ OXL_API int oxl_ctx_can_shift(const oxl_ctx *ctx, oxl_error *err);
 
 /* A batch of tokens from one or more sequences (llama.cpp's llama_batch): token i goes to sequence
  * seq_id[i] at position pos[i], which must be that sequence's next position (tokens of a sequence
- * appear in order). logits[i] != 0 keeps token i's logits. The arrays are the caller's. */
+ * appear in order). logits[i] != 0 keeps token i's logits. The arrays are the caller's.
+ *
+ * The input is either token ids (token) or embeddings (embd: (n_embd, n_tokens) floats, ne0
+ * contiguous, column i the input of token i; llama_batch.embd), never both. Embeddings are used as
+ * they are, as llama.cpp's build_inp_embd (src/llama-graph.cpp) uses llama_batch.embd: no token row
+ * is fetched and no LoRA of the token embedding applies; the families that scale token rows by
+ * sqrt(n_embd) (gemma, gemma3) leave embeddings unscaled, as their graphs scale by
+ * ubatch.token ? sqrt(n_embd) : 1, while a scale that llama.cpp applies in build_inp_embd itself
+ * (granite's embedding_scale, grok's) and gemma2's unconditional one apply to both. A model with
+ * M-RoPE gives the embeddings of a plain batch text positions (p, p, p, 0): images go through
+ * oxl_decode_image_embd, which gives them their 2D positions. bert, nomic-bert and gemma3n take
+ * token ids only (an error names the architecture). */
 typedef struct oxl_batch {
     int32_t n_tokens;
     const oxl_token *token;
     const int32_t *pos;
     const int32_t *seq_id;
     const int8_t *logits;
+    const float *embd;
 } oxl_batch;
 
 /* Evaluates a batch in passes of at most n_batch tokens (one set of matrix products per pass for
@@ -291,6 +303,40 @@ OXL_API int32_t oxl_model_n_cls_out(const oxl_model *model);
 /* Label i of `<arch>.classifier.output_labels` into buf (NUL-terminated, cut to buf_size); returns
  * its length, or -1 when there is no such label (llama_model_cls_label's NULL). */
 OXL_API int32_t oxl_model_cls_label(const oxl_model *model, int32_t i, char *buf, size_t buf_size);
+
+/* Decodes an image's n_tokens embeddings (embd: (n_embd, n_tokens) floats, ne0 contiguous, the
+ * caller's; column j is the j-th token of the image in raster order: row j / grid_x, column
+ * j % grid_x of its grid_x x grid_y grid) at sequence seq's next n_tokens cache rows, in passes of
+ * at most n_batch tokens, keeping every token's logits (all_logits) or the last one's, as llama.cpp's
+ * mtmd_helper_decode_image_chunk (tools/mtmd/mtmd-helper.cpp) decodes an image chunk with
+ * llama_batch.embd (the embeddings as oxl_batch.embd uses them).
+ *
+ * Positions: the cache rows are the sequence's next ones (oxl_seq_n_past grows by n_tokens). A model
+ * with M-RoPE (qwen2vl, qwen35, glm4 with rope.dimension_sections) rotates token j at
+ * (t, h, w, extra) = (p0, p0 + j / grid_x, p0 + j % grid_x, 0), p0 = oxl_seq_pos_next(ctx, seq),
+ * and the sequence's next rope position becomes p0 + max(grid_x, grid_y): mtmd's
+ * mtmd_image_tokens_get_decoder_pos and image chunk n_pos (tools/mtmd/mtmd.cpp); text decoded after
+ * it is rotated at (p, p, p, 0) with p = its row minus the rows the images took beyond their
+ * positions, llama.cpp's positions for the text that follows. There n_tokens must equal
+ * grid_x * grid_y. Other models rotate each token at its row and ignore the grid. The causal mask
+ * follows the rows; llama.cpp orders an image's cache cells by (t, then (h, w)) (llama_kv_cells'
+ * 2D ext positions, is_2d_gt), which is the same order for an image decoded in raster order.
+ *
+ * The context keeps, for each sequence, where its images ended and by how much its rope positions
+ * then lag its rows. oxl_seq_truncate to a row drops the images that end after it: truncating into
+ * the middle of an image leaves its kept rows as they were and the text after them positioned as
+ * if the image had not been there (its rows count as text rows); oxl_seq_add refuses M-RoPE
+ * models; oxl_state_seq_save refuses a sequence whose positions lag its rows (an M-RoPE sequence
+ * holding an image), and a loaded state has no image. Returns 0, or -1 with err set and nothing
+ * decoded: bad seq, n_tokens <= 0, embd NULL, grid_x or grid_y <= 0 or n_tokens != grid_x * grid_y
+ * on an M-RoPE model, a sequence without room for n_tokens more rows (n_ctx), an architecture that
+ * takes token ids only, no memory. */
+OXL_API int oxl_decode_image_embd(oxl_ctx *ctx, int32_t seq, const float *embd, int32_t n_tokens, int32_t grid_x,
+                                  int32_t grid_y, bool all_logits, oxl_error *err);
+/* The rope position of sequence seq's next token: oxl_seq_n_past minus the rows its images took
+ * beyond their positions (M-RoPE models; llama.cpp's n_past as mtmd_helper_eval_chunks advances it
+ * by each chunk's n_pos); oxl_seq_n_past for other models. 0 for an invalid seq. */
+OXL_API int32_t oxl_seq_pos_next(const oxl_ctx *ctx, int32_t seq);
 
 /* Sequence 0 helpers for single-stream use. oxl_decode evaluates n tokens at positions
  * n_past .. n_past+n-1 keeping every token's logits (all_logits) or the last one's. */
@@ -410,7 +456,8 @@ OXL_API int32_t oxl_draft_propose(oxl_ctx *dctx, int32_t seq, oxl_token *held, c
 OXL_API size_t oxl_state_seq_size(const oxl_ctx *ctx, int32_t seq);
 /* Writes the state of seq into buf (the caller's, size bytes: at least oxl_state_seq_size).
  * Returns the bytes written, or -1 with err set (bad seq, token count not n_past, a token outside
- * the vocabulary, buffer too small). ctx is not changed. */
+ * the vocabulary, buffer too small, a sequence of an M-RoPE model holding an image, whose rope
+ * positions lag its rows: oxl_decode_image_embd). ctx is not changed. */
 OXL_API int64_t oxl_state_seq_save_buf(const oxl_ctx *ctx, int32_t seq, const oxl_token *tokens, int32_t n_tokens,
                                        void *buf, size_t size, oxl_error *err);
 /* Writes the state of seq to the file at path (through path".tmp", renamed over path, so a reader

@@ -35,6 +35,9 @@ typedef struct oxl_arch {
      * rotation (moved unchanged), -1 with err naming why the layer's cache cannot be shifted.
      * NULL: the family's cache cannot be shifted. */
     int (*k_rope)(const oxl_ctx *ctx, int il, oxl_rope *rope, oxl_error *err);
+    /* forward takes a pass's input as embeddings (oxl_ubatch.inp_embd) as well as token ids; false:
+     * token ids only (an encoder, or per-layer inputs computed from the ids, as gemma3n's) */
+    bool embd_input;
 } oxl_arch;
 
 /* The registry: declared here, defined by arch/registry.c (one entry per family file of arch/), so the

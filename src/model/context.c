@@ -1,6 +1,8 @@
-/* Inference contexts: per-sequence memory (model_memory.c), batching of decode calls into forward passes, logits.
+/* Inference contexts: per-sequence memory (model_memory.c), batching of decode calls into forward passes, logits,
+ * image embeddings and their M-RoPE positions.
  * Behaviour reproduced: llama.cpp src/llama-context.cpp (llama_decode splitting a batch into
- * micro-batches of n_batch tokens; outputs only for tokens that ask for them). */
+ * micro-batches of n_batch tokens; outputs only for tokens that ask for them), tools/mtmd/mtmd.cpp and
+ * mtmd-helper.cpp (an image chunk's decoder positions and how far it advances the sequence). */
 #include "context.h"
 
 #include "adapter.h"
@@ -115,6 +117,12 @@ void oxl_ctx_free(oxl_ctx *ctx) {
     free(ctx->embd_seq);
     free(ctx->embd_seq_ok);
     free(ctx->seq0_pos);
+    for (int32_t s = 0; ctx->lag && s < ctx->n_seq_max; s++) {
+        free(ctx->lag[s].row);
+        free(ctx->lag[s].lag);
+    }
+    free(ctx->lag);
+    free(ctx->mpos);
     free(ctx->n_past);
     oxl_pool_free(ctx->pool);
     free(ctx);
@@ -167,6 +175,10 @@ oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_e
         return NULL;
     }
     ctx->n_past = calloc((size_t)p.n_seq_max, sizeof(int32_t));
+    ctx->lag = calloc((size_t)p.n_seq_max, sizeof *ctx->lag);
+    if (hp->mrope) {
+        ctx->mpos = malloc(4 * sizeof(int32_t) * (size_t)p.n_batch);
+    }
     ctx->out_ids = malloc(sizeof(int32_t) * (size_t)p.n_batch);
     ctx->work_size = model->arch->work_size(model, p.n_batch, n_ctx_seq, p.n_threads);
     ctx->work = malloc(ctx->work_size);
@@ -176,7 +188,7 @@ oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_e
         ctx->embd_seq = malloc((size_t)hp->n_embd * (size_t)p.n_seq_max * sizeof(float));
         ctx->embd_seq_ok = calloc((size_t)p.n_seq_max, sizeof(bool));
     }
-    bool ok = ctx->n_past && ctx->out_ids && ctx->work && ctx->logits &&
+    bool ok = ctx->n_past && ctx->lag && (!hp->mrope || ctx->mpos) && ctx->out_ids && ctx->work && ctx->logits &&
               (!p.embeddings || (ctx->embd_seq && ctx->embd_seq_ok));
     if (ok) {
         ctx->mem = oxl_memory_new(hp, kv_type(p.type_k), kv_type(p.type_v), n_ctx_seq, p.n_seq_max);
@@ -197,6 +209,16 @@ int32_t oxl_seq_n_past(const oxl_ctx *ctx, int32_t seq) {
     return seq >= 0 && seq < ctx->n_seq_max ? ctx->n_past[seq] : 0;
 }
 
+/* Rows of sequence seq that its images took beyond their positions, up to its last row. */
+static int32_t seq_lag(const oxl_ctx *ctx, int32_t seq) {
+    const oxl_seq_lag *l = &ctx->lag[seq];
+    return l->n > 0 ? l->lag[l->n - 1] : 0;
+}
+
+int32_t oxl_seq_pos_next(const oxl_ctx *ctx, int32_t seq) {
+    return seq >= 0 && seq < ctx->n_seq_max ? ctx->n_past[seq] - seq_lag(ctx, seq) : 0;
+}
+
 /* A recurrent state holds the whole history in one vector and cannot step back: as llama.cpp's
  * llama_memory_recurrent::seq_rm, only a full clear (n_past 0) is accepted on a recurrent model;
  * other truncations leave the sequence as it was (its next position stays oxl_seq_n_past). */
@@ -206,6 +228,11 @@ void oxl_seq_truncate(oxl_ctx *ctx, int32_t seq, int32_t n_past) {
     }
     if (oxl_memory_seq_rm(ctx->mem, seq, n_past)) {
         ctx->n_past[seq] = n_past;
+        /* images that end past the new end are gone; one cut in its middle counts as text rows */
+        oxl_seq_lag *l = &ctx->lag[seq];
+        while (l->n > 0 && l->row[l->n - 1] > n_past) {
+            l->n--;
+        }
     }
 }
 
@@ -306,14 +333,22 @@ static bool grow(void **buf, int32_t *cap, int32_t n, size_t elem) {
 /* Checks every token before any work, so a bad batch changes nothing. */
 static int check_batch(const oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) {
     const int32_t n_vocab = ctx->model->hp.n_vocab;
-    if (!b || b->n_tokens <= 0 || !b->token || !b->pos || !b->seq_id) {
+    if (!b || b->n_tokens <= 0 || !b->pos || !b->seq_id) {
         return oxl_err_set(err, "decode: empty batch");
+    }
+    if (!b->token == !b->embd) {
+        return oxl_err_set(err, "decode: the batch has %s: give token ids (token) or embeddings (embd), one of them",
+                           b->token ? "both token ids and embeddings" : "neither token ids nor embeddings");
+    }
+    if (b->embd && !ctx->model->arch->embd_input) {
+        return oxl_err_set(err, "decode: architecture %s takes token ids only, not embeddings (oxl_batch.embd)",
+                           ctx->model->arch->name);
     }
     int32_t next[256];
     memcpy(next, ctx->n_past, sizeof(int32_t) * (size_t)ctx->n_seq_max);
     for (int32_t i = 0; i < b->n_tokens; i++) {
         const int32_t s = b->seq_id[i];
-        if (b->token[i] < 0 || b->token[i] >= n_vocab) {
+        if (b->token && (b->token[i] < 0 || b->token[i] >= n_vocab)) {
             return oxl_err_set(err, "decode: token %d at index %d is outside the vocabulary of %d", b->token[i], i,
                                n_vocab);
         }
@@ -450,7 +485,33 @@ static void pool_embeddings(oxl_ctx *ctx, const oxl_batch *b) {
     }
 }
 
-int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) {
+/* An image being decoded: its sequence, first row, rope position p0 and grid width. */
+typedef struct image_at {
+    int32_t seq, row0, p0, grid_x;
+} image_at;
+
+/* The (t, h, w, extra) rope positions of a pass's tokens on an M-RoPE model: an image's token k at
+ * (p0, p0 + k / grid_x, p0 + k % grid_x, 0) (mtmd_image_tokens_get_decoder_pos), the others at
+ * (p, p, p, 0) with p = row - lag (llm_graph_input_pos::set_input for token ids). A pass's rows are
+ * past every image its sequence has ended, so the lag is the sequence's last. */
+static void pass_mpos(const oxl_ctx *ctx, const oxl_ubatch *ub, const image_at *img, int32_t *mpos) {
+    for (int32_t j = 0; j < ub->n; j++) {
+        const int32_t s = ub->seq[j], r = ub->pos[j];
+        int32_t *p = mpos + 4 * (size_t)j;
+        if (img && s == img->seq && r >= img->row0) {
+            const int32_t k = r - img->row0;
+            p[0] = img->p0;
+            p[1] = img->p0 + k / img->grid_x;
+            p[2] = img->p0 + k % img->grid_x;
+        } else {
+            p[0] = p[1] = p[2] = r - seq_lag(ctx, s);
+        }
+        p[3] = 0;
+    }
+}
+
+/* oxl_decode_batch with the image whose rows the batch holds, or none (img NULL). */
+static int decode(oxl_ctx *ctx, const oxl_batch *b, const image_at *img, oxl_error *err) {
     if (check_batch(ctx, b, err) != 0) {
         return -1;
     }
@@ -481,7 +542,8 @@ int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) {
     for (int32_t done = 0; done < n;) {
         const int32_t nb = n - done < ctx->params.n_batch ? n - done : ctx->params.n_batch;
         oxl_ubatch ub = {.n = nb,
-                         .token = b->token + done,
+                         .token = b->token ? b->token + done : NULL,
+                         .inp_embd = b->embd ? b->embd + (size_t)done * E : NULL,
                          .pos = b->pos + done,
                          .seq = b->seq_id + done,
                          .out_ids = ctx->out_ids,
@@ -500,6 +562,10 @@ int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) {
                 ctx->out_ids[ub.n_out++] = j;
             }
         }
+        if (ctx->mpos) {
+            pass_mpos(ctx, &ub, img, ctx->mpos);
+            ub.mpos = ctx->mpos;
+        }
         m->arch->forward(ctx, &ub, ctx->logits + (size_t)row * n_vocab);
         for (int32_t j = 0; j < nb; j++) {
             ctx->n_past[ub.seq[j]]++;
@@ -511,6 +577,82 @@ int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) {
     ctx->last_n = n;
     if (ctx->pooling != OXL_POOLING_NONE) {
         pool_embeddings(ctx, b);
+    }
+    return 0;
+}
+
+int oxl_decode_batch(oxl_ctx *ctx, const oxl_batch *b, oxl_error *err) { return decode(ctx, b, NULL, err); }
+
+/* Grows a sequence's breakpoint list to hold n. */
+static bool grow_lag(oxl_seq_lag *l, int32_t n) {
+    if (n <= l->cap) {
+        return true;
+    }
+    const int32_t cap = n < 8 ? 8 : 2 * n;
+    int32_t *row = realloc(l->row, sizeof(int32_t) * (size_t)cap);
+    if (!row) {
+        return false;
+    }
+    l->row = row;
+    int32_t *lag = realloc(l->lag, sizeof(int32_t) * (size_t)cap);
+    if (!lag) {
+        return false;
+    }
+    l->lag = lag;
+    l->cap = cap;
+    return true;
+}
+
+int oxl_decode_image_embd(oxl_ctx *ctx, int32_t seq, const float *embd, int32_t n_tokens, int32_t grid_x,
+                          int32_t grid_y, bool all_logits, oxl_error *err) {
+    if (!ctx) {
+        return oxl_err_set(err, "decode image: no context");
+    }
+    if (seq < 0 || seq >= ctx->n_seq_max) {
+        return oxl_err_set(err, "decode image: sequence %d; the context has %d (n_seq_max)", seq, ctx->n_seq_max);
+    }
+    if (n_tokens <= 0 || !embd) {
+        return oxl_err_set(err, "decode image: %d embeddings at %p; an image needs at least one", n_tokens,
+                           (const void *)embd);
+    }
+    const bool mrope = ctx->model->hp.mrope;
+    if (mrope && (grid_x <= 0 || grid_y <= 0 || (int64_t)grid_x * grid_y != n_tokens)) {
+        return oxl_err_set(err,
+                           "decode image: grid %d x %d holds %lld tokens, not the %d embeddings given (an M-RoPE "
+                           "model places them on that grid)",
+                           grid_x, grid_y, (long long)grid_x * grid_y, n_tokens);
+    }
+    const int32_t row0 = ctx->n_past[seq];
+    if (n_tokens > ctx->n_ctx - row0) {
+        return oxl_err_set(err,
+                           "decode image: %d embeddings do not fit sequence %d: it holds %d of its %d rows (n_ctx "
+                           "per sequence)",
+                           n_tokens, seq, row0, ctx->n_ctx);
+    }
+    oxl_seq_lag *l = &ctx->lag[seq];
+    if (!grow((void **)&ctx->seq0_pos, &ctx->seq0_cap, n_tokens, sizeof(int32_t) + sizeof(int32_t) + 1) ||
+        (mrope && !grow_lag(l, l->n + 1))) {
+        return oxl_err_set(err, "decode image: out of memory");
+    }
+    int32_t *pos = ctx->seq0_pos;
+    int32_t *seqs = pos + ctx->seq0_cap;
+    int8_t *keep = (int8_t *)(seqs + ctx->seq0_cap);
+    for (int32_t i = 0; i < n_tokens; i++) {
+        pos[i] = row0 + i;
+        seqs[i] = seq;
+        keep[i] = all_logits || i == n_tokens - 1;
+    }
+    const oxl_batch b = {.n_tokens = n_tokens, .pos = pos, .seq_id = seqs, .logits = keep, .embd = embd};
+    const image_at img = {.seq = seq, .row0 = row0, .p0 = oxl_seq_pos_next(ctx, seq), .grid_x = grid_x};
+    if (decode(ctx, &b, &img, err) != 0) {
+        return -1;
+    }
+    /* the image advances the rope position by max(grid_x, grid_y) (mtmd's n_pos) over n_tokens rows */
+    const int32_t advance = grid_x > grid_y ? grid_x : grid_y;
+    if (mrope && n_tokens != advance) {
+        l->row[l->n] = row0 + n_tokens;
+        l->lag[l->n] = seq_lag(ctx, seq) + n_tokens - advance;
+        l->n++;
     }
     return 0;
 }

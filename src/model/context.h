@@ -16,15 +16,26 @@ typedef struct oxl_moe_stats {
     int32_t min_tokens; /* fewest tokens of one dispatch (0: none yet) */
 } oxl_moe_stats;
 
+/* Where a sequence's rope positions part from its cache rows (M-RoPE models; oxl_decode_image_embd):
+ * after the image that ended at row row[i] (exclusive), rows r >= row[i] are at position r - lag[i],
+ * lag ascending with i; rows before row[0] are at their row. */
+typedef struct oxl_seq_lag {
+    int32_t *row; /* [n] */
+    int32_t *lag; /* [n] */
+    int32_t n, cap;
+} oxl_seq_lag;
+
 struct oxl_ctx {
     const oxl_model *model;
     oxl_ctx_params params;
     oxl_pool *pool;
     int32_t n_ctx; /* per sequence */
     int32_t n_seq_max;
-    int32_t *n_past; /* [n_seq_max] */
-    oxl_memory *mem; /* the KV cache and recurrent state (model_memory.h) */
-    void *work;      /* the architecture's activations for one pass */
+    int32_t *n_past;  /* [n_seq_max] */
+    oxl_seq_lag *lag; /* [n_seq_max] image breakpoints of each sequence (none without M-RoPE) */
+    int32_t *mpos;    /* M-RoPE models: (4, n_batch) rope positions of a pass */
+    oxl_memory *mem;  /* the KV cache and recurrent state (model_memory.h) */
+    void *work;       /* the architecture's activations for one pass */
     size_t work_size;
     float *logits; /* (n_vocab, logits_cap) rows of kept logits */
     int32_t logits_cap;

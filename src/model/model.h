@@ -34,6 +34,8 @@ typedef struct oxl_hparams {
     const int32_t *kv_src; /* [n_layer] KV sharing (gemma3n): layer il attends over layer kv_src[il]'s
                               cache and has none of its own when kv_src[il] != il; NULL: every layer
                               its own. Owned by the architecture's weights. */
+    bool mrope;            /* the attention's RoPE is M-RoPE or interleaved M-RoPE (ggml_rope_multi): four
+                              positions per token (llama.cpp's n_pos_per_embd() == 4), set by the family */
 } oxl_hparams;
 
 struct oxl_model {

@@ -175,6 +175,22 @@ void oxl_memory_kv_store(oxl_memory *mem, int il, const oxl_ubatch *ub, const fl
     }
 }
 
+void oxl_ubatch_input_row(const oxl_ubatch *ub, const oxl_tensor *tok_embd, int32_t j, int64_t n_embd, float *dst) {
+    if (ub->inp_embd) {
+        memcpy(dst, ub->inp_embd + (size_t)j * (size_t)n_embd, (size_t)n_embd * sizeof(float));
+    } else {
+        oxl_tensor_get_row(tok_embd, ub->token[j], dst);
+    }
+}
+
+void oxl_ubatch_rope(const oxl_ubatch *ub, int32_t j, float *x, int n_head, int head_dim, const oxl_rope *r) {
+    if (ub->mpos) {
+        oxl_rope_apply_multi(x, n_head, head_dim, ub->mpos + 4 * (size_t)j, r);
+    } else {
+        oxl_rope_apply(x, n_head, head_dim, ub->pos[j], r);
+    }
+}
+
 bool oxl_memory_has_recurrent(const oxl_memory *mem) { return mem->rs_conv != NULL; }
 
 /* One cache row of n elements of type t as floats (f32 copied; the rest through the format's

@@ -15,14 +15,26 @@
 /* One forward pass: at most n_batch tokens of a batch, with the tokens whose logits are wanted. */
 typedef struct oxl_ubatch {
     int32_t n;
-    const oxl_token *token; /* [n] */
-    const int32_t *pos;     /* [n] position within its sequence */
+    const oxl_token *token; /* [n] token ids, or NULL when inp_embd holds the input */
+    const float *inp_embd;  /* (n_embd, n) input embeddings used as they are instead of token rows
+                             * (llama_ubatch.embd: image embeddings), or NULL */
+    const int32_t *pos;     /* [n] position within its sequence: the cache row */
+    const int32_t *mpos;    /* M-RoPE models: (4, n) rope positions (t, h, w, extra) of each token, which
+                             * after an image differ from its row; NULL: (pos, pos, pos, 0) */
     const int32_t *seq;     /* [n] sequence id */
     int32_t n_out;
     const int32_t *out_ids; /* [n_out] indices into this ubatch, ascending */
     float *embd;            /* (n_embd, n): the final norm of every token is written here; NULL: none */
     int32_t n_stream;       /* query rows per attention stream (oxl_kv_view.n_stream); 0: n */
 } oxl_ubatch;
+
+/* Row j of the pass's input into dst (n_embd floats): the embedding inp_embd holds for it, or the
+ * row of tok_embd of its token (llama.cpp's build_inp_embd: ggml_get_rows of the token ids, or the
+ * batch's embeddings as they are). */
+void oxl_ubatch_input_row(const oxl_ubatch *ub, const oxl_tensor *tok_embd, int32_t j, int64_t n_embd, float *dst);
+
+/* Rotates token j's n_head heads by r at its rope positions (mpos when set, else its row). */
+void oxl_ubatch_rope(const oxl_ubatch *ub, int32_t j, float *x, int n_head, int head_dim, const oxl_rope *r);
 
 typedef struct oxl_memory oxl_memory;
 

@@ -140,6 +140,14 @@ static int check_save_args(const oxl_ctx *ctx, int32_t seq, const oxl_token *tok
         return oxl_err_set(err, "state save: %d token ids given; sequence %d holds %d (oxl_seq_n_past)", n_tokens, seq,
                            ctx->n_past[seq]);
     }
+    /* the format keeps rows, not M-RoPE positions that images made lag them */
+    const oxl_seq_lag *l = &ctx->lag[seq];
+    if (l->n > 0) {
+        return oxl_err_set(err,
+                           "state save: sequence %d holds an image whose M-RoPE positions lag its rows by %d (next "
+                           "position %d at row %d); such a sequence cannot be saved",
+                           seq, l->lag[l->n - 1], ctx->n_past[seq] - l->lag[l->n - 1], ctx->n_past[seq]);
+    }
     for (int32_t i = 0; i < n_tokens; i++) {
         if (tokens[i] < 0 || tokens[i] >= ctx->model->hp.n_vocab) {
             return oxl_err_set(err, "state save: token %d at index %d is outside the vocabulary of %d", tokens[i], i,
@@ -327,6 +335,7 @@ static int32_t apply(oxl_ctx *ctx, int32_t seq, const char *name, const uint8_t 
     oxl_memory_seq_rm(ctx->mem, seq, 0);
     oxl_memory_seq_state_write(ctx->mem, seq, n, pay + (size_t)n * 4);
     ctx->n_past[seq] = n;
+    ctx->lag[seq].n = 0; /* a saved sequence holds no image with lagging positions */
     return n;
 }
 

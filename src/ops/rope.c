@@ -15,14 +15,20 @@ static float rope_yarn_corr_dim(int n_dims, int32_t n_ctx_orig, float n_rotation
     return (float)n_dims * logf((float)n_ctx_orig / (n_rotations * 2.0f * (float)M_PI)) / (2.0f * logf(base));
 }
 
-/* Interleaved M-RoPE (ggml_mrope_cache_init with is_imrope): whether sector s takes the extra
- * position, which is 0 for text. */
-static bool imrope_extra(const int32_t sections[4], int s) {
-    return !((s % 3 == 1 && s < 3 * sections[1]) || (s % 3 == 2 && s < 3 * sections[2]) ||
-             (s % 3 == 0 && s < 3 * sections[0]));
+/* The position (0 t, 1 h, 2 w, 3 extra) that sector s of an M-RoPE head takes, as
+ * ggml_mrope_cache_init: consecutive sections for M-RoPE; for interleaved M-RoPE h when s % 3 == 1
+ * and s < 3 sections[1], w when s % 3 == 2 and s < 3 sections[2], t when s % 3 == 0 and
+ * s < 3 sections[0], else the extra position. */
+static int mrope_section(const oxl_rope *r, int s) {
+    const int32_t *sec = r->sections;
+    if (r->mode == OXL_ROPE_IMROPE) {
+        const int k = s % 3; /* 0 t, 1 h, 2 w */
+        return s < 3 * sec[k] ? k : 3;
+    }
+    return s < sec[0] ? 0 : s < sec[0] + sec[1] ? 1 : s < sec[0] + sec[1] + sec[2] ? 2 : 3;
 }
 
-void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_rope *r) {
+void oxl_rope_apply_multi(float *x, int n_head, int head_dim, const int32_t pos[4], const oxl_rope *r) {
     float cs[1024]; /* cos, sin of each pair; n_rot <= head_dim <= 1024 is checked at load */
     const int n_pairs = r->n_rot / 2;
     const float theta_scale = powf(r->freq_base, -2.0f / (float)r->n_rot);
@@ -32,15 +38,13 @@ void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_r
         corr[1] = fminf((float)(r->n_rot - 1),
                         ceilf(rope_yarn_corr_dim(r->n_rot, r->n_ctx_orig, r->beta_slow, r->freq_base)));
     }
-    float theta = (float)pos;
+    /* one angle per position, each multiplied by theta_scale at every pair, as
+     * ggml_mrope_cache_init; the plain modes take the first */
+    float theta[4] = {(float)pos[0], (float)pos[1], (float)pos[2], (float)pos[3]};
+    const bool multi = r->mode == OXL_ROPE_MROPE || r->mode == OXL_ROPE_IMROPE;
     const int sect_dims = r->sections[0] + r->sections[1] + r->sections[2] + r->sections[3];
-    const int sect_extra = r->sections[0] + r->sections[1] + r->sections[2];
     for (int i = 0; i < n_pairs; i++) {
-        /* M-RoPE: the extra section's position is 0 for text, so its angle is 0 */
-        const float th = (r->mode == OXL_ROPE_MROPE && i % sect_dims >= sect_extra) ||
-                                 (r->mode == OXL_ROPE_IMROPE && imrope_extra(r->sections, i % sect_dims))
-                             ? 0.0f
-                             : theta;
+        const float th = multi ? theta[mrope_section(r, i % sect_dims)] : theta[0];
         const float theta_extrap = r->factors ? th / r->factors[i] : th;
         const float theta_interp = r->freq_scale * theta_extrap;
         float t = theta_interp, mscale = r->attn_factor;
@@ -51,7 +55,9 @@ void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_r
         }
         cs[2 * i] = cosf(t) * mscale;
         cs[2 * i + 1] = sinf(t) * mscale;
-        theta *= theta_scale;
+        for (int k = 0; k < 4; k++) {
+            theta[k] *= theta_scale;
+        }
     }
     /* normal mode pairs neighbours (2i, 2i+1); NeoX pairs the halves (i, i + n_rot/2) */
     const bool neox = r->mode == OXL_ROPE_NEOX || r->mode == OXL_ROPE_MROPE || r->mode == OXL_ROPE_IMROPE;
@@ -71,4 +77,9 @@ void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_r
             }
         }
     }
+}
+
+void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_rope *r) {
+    const int32_t p[4] = {pos, pos, pos, 0};
+    oxl_rope_apply_multi(x, n_head, head_dim, p, r);
 }

@@ -39,5 +39,10 @@ typedef struct oxl_rope {
  * ggml_compute_forward_rope_flt: theta_i = pos * base^(-2i/n_rot) / factors[i] by repeated
  * multiplication, YaRN's ramp between interpolation and extrapolation when ext_factor != 0. */
 void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_rope *r);
+/* The same at the four positions of ggml_rope_multi (t, h, w, extra): M-RoPE and interleaved M-RoPE
+ * give each rotated pair the position of its section (ggml_mrope_cache_init: each position's angle
+ * multiplied by theta_scale pair by pair); the other modes take pos[0]. oxl_rope_apply(pos) is this
+ * at (pos, pos, pos, 0), llama.cpp's positions for a text token (llm_graph_input_pos::set_input). */
+void oxl_rope_apply_multi(float *x, int n_head, int head_dim, const int32_t pos[4], const oxl_rope *r);
 
 #endif
