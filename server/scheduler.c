@@ -814,7 +814,7 @@ static void embd_step(oxl_sched *s) {
     for (int32_t k = 0; k < n_seq; k++) {
         oxl_seq_truncate(s->ectx, k, 0);
     }
-    oxl_batch b = {n, s->e_tok, s->e_pos, s->e_seq, s->e_keep};
+    oxl_batch b = {n, s->e_tok, s->e_pos, s->e_seq, s->e_keep, NULL};
     double t0 = oxl_now();
     int rc = oxl_decode_batch(s->ectx, &b, &err);
     double dt = oxl_now() - t0;
@@ -1092,7 +1092,7 @@ static void *sched_main(void *arg) {
             continue;
         }
         pthread_mutex_unlock(&s->mu);
-        oxl_batch b = {n, s->b_tok, s->b_pos, s->b_seq, s->b_logits};
+        oxl_batch b = {n, s->b_tok, s->b_pos, s->b_seq, s->b_logits, NULL};
         oxl_error err = {0};
         double t0 = oxl_now();
         int rc = apply_lora(s, &err) == 0 ? oxl_decode_batch(s->ctx, &b, &err) : -1;

@@ -142,7 +142,7 @@ static int decode_seq(oxl_ctx *dctx, int32_t seq, const oxl_token *toks, int32_t
         ps[n + i] = seq;
     }
     keep[n - 1] = 1;
-    const oxl_batch b = {n, toks, ps, ps + n, keep};
+    const oxl_batch b = {n, toks, ps, ps + n, keep, NULL};
     const int rc = oxl_decode_batch(dctx, &b, err);
     free(ps);
     free(keep);
