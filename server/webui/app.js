@@ -118,7 +118,7 @@ function renderList() {
 
 function messageElement(m) {
   const div = document.createElement('div');
-  div.className = 'msg ' + m.role;
+  div.className = 'msg ' + m.role + (m.error ? ' error' : '');
   if (m.role === 'user') {
     div.textContent = textOf(m.content);
     if (Array.isArray(m.content)) {
@@ -293,7 +293,7 @@ async function send() {
       reply.note = 'stopped';
     } else {
       reply.note = 'error: ' + err.message;
-      el.classList.add('error');
+      reply.error = true;
     }
   } finally {
     controller = null;
@@ -354,7 +354,10 @@ $('settings-toggle').addEventListener('click', () => {
   s.hidden = !s.hidden;
   $('settings-toggle').setAttribute('aria-expanded', String(!s.hidden));
 });
-$('settings').addEventListener('input', readSettings);
+$('settings').addEventListener('input', ev => {
+  readSettings();
+  if (ev.target.id === 's-api_key') loadProps();
+});
 $('settings').addEventListener('submit', ev => ev.preventDefault());
 $('upload').addEventListener('change', () => {
   const f = $('upload').files[0];

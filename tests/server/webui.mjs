@@ -2,8 +2,9 @@
 // reply typed and streamed through the page equals llama.cpp's (golden/run/once.expected, under
 // webui.sh's template that renders the messages' contents back to back), the page loads nothing from
 // elsewhere, model output's raw HTML stays text while Markdown and code blocks render, the
-// conversation list survives a reload, the stop button stops a long generation, and the image button
-// stays hidden while /props says the model has no vision.
+// conversation list survives a reload, a refused request shows the server's message, the stop
+// button stops a long generation, and the image button stays hidden while /props says the model has
+// no vision.
 // usage: node webui.mjs BASE_URL GOLDEN_RUN_DIR SCREENSHOT.png CHROMIUM
 import fs from 'node:fs';
 import path from 'node:path';
@@ -115,6 +116,23 @@ try {
     JSON.stringify([md, pwned]));
   check('only safe links', JSON.stringify(md.links) === '["https://example.com"]', JSON.stringify(md.links));
   check('code block highlighted', /hljs language-c/.test(md.code || '') && md.spans > 0, JSON.stringify(md));
+
+  // --- a refused request shows the server's error message in the chat
+  const nProblems = problems.length;
+  await page.click('#new-chat');
+  await page.click('#settings-toggle');
+  await setField('#s-top_p', 2);
+  await page.type('#prompt', 'hi');
+  await page.click('#send');
+  await page.waitForSelector('#messages .msg.assistant.error', { timeout: 10000 });
+  await page.waitForSelector('body[data-state="idle"]', { timeout: 10000 });
+  const err = await page.$eval('#messages .msg.assistant.error .note', el => el.textContent);
+  check('a 400 shows its message', err === "error: HTTP 400: 'top_p': 2 is outside [0, 1]", err);
+  // the browser logs the refused request itself; that one is expected
+  const later = problems.splice(nProblems).filter(p => !/status of 400 \(Bad Request\)/.test(p));
+  problems.push(...later);
+  await setField('#s-top_p', 0.95);
+  await page.click('#settings-toggle');
 
   // --- the stop button stops a long generation (webui.sh's server shifts its context, so the
   // reply would run for minutes)
