@@ -58,6 +58,8 @@ typedef struct oxl_request {
 
 /* http.c: the value of query argument name ("?name=value"), or NULL when absent. */
 const char *oxl_request_arg(const oxl_request *rq, const char *name);
+/* http.c: the value of request header name (case-insensitive), or NULL when absent. */
+const char *oxl_request_header(const oxl_request *rq, const char *name);
 
 /* A stream of server-sent events fed from jobs. produce() runs with the scheduler lock held,
  * appends frames to out (sse.h) and sets done after the last one; it returns the bytes it added. */
@@ -84,6 +86,9 @@ typedef struct oxl_reply {
     const char *ctype;
     int retry_after;
     oxl_stream *stream; /* instead of body */
+    /* further headers of a body reply: name, value, name, value, ... (static strings; a NULL name
+     * ends the list early) */
+    const char *headers[12];
 } oxl_reply;
 
 typedef void (*oxl_handler)(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);

@@ -287,6 +287,10 @@ static int apply_flags(oxl_server_config *cfg, key_layer *kl, int argc, char **a
             cfg->rerank = true; /* a flag only (llama-server's) */
             continue;
         }
+        if (!strcmp(a, "--no-webui")) {
+            cfg->no_webui = true; /* a flag only (llama-server's) */
+            continue;
+        }
         const opt *o = find_flag(a);
         if (!o) {
             fprintf(stderr, "oxillama serve: unknown option '%s' (see --help)\n", a);
@@ -339,6 +343,7 @@ void oxl_server_config_usage(void) {
     }
     printf("  %-24s %-26s %s\n", "--config FILE", "OXILLAMA_CONFIG", "JSON config file");
     printf("  %-24s %-26s %s\n", "--rerank, --reranking", "", "serve /v1/rerank with the model's classifier head");
+    printf("  %-24s %-26s %s\n", "--no-webui", "", "no web chat page at / (404)");
 }
 
 int oxl_server_config_resolve(oxl_server_config *cfg, int argc, char **argv) {

@@ -365,6 +365,9 @@ static enum MHD_Result send_reply(oxl_srv *srv, struct MHD_Connection *c, oxl_re
             return MHD_NO;
         }
         MHD_add_response_header(resp, "Content-Type", rp->ctype ? rp->ctype : "application/json");
+        for (size_t i = 0; i + 1 < sizeof rp->headers / sizeof rp->headers[0] && rp->headers[i]; i += 2) {
+            MHD_add_response_header(resp, rp->headers[i], rp->headers[i + 1]);
+        }
     }
     if (rp->retry_after > 0) {
         char ra[16];
@@ -856,4 +859,8 @@ int oxl_server_run(const oxl_server_config *cfg) {
 
 const char *oxl_request_arg(const oxl_request *rq, const char *name) {
     return rq->conn ? MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name) : NULL;
+}
+
+const char *oxl_request_header(const oxl_request *rq, const char *name) {
+    return rq->conn ? MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name) : NULL;
 }

@@ -31,6 +31,8 @@ const oxl_route oxl_routes[] = {
     {"POST", "/slots", true, oxl_api_slot_action, AUTH_ADMIN, true, false, false},
     {"GET", "/lora-adapters", false, oxl_api_lora_list, AUTH_ADMIN, true, false, false},
     {"POST", "/lora-adapters", false, oxl_api_lora_set, AUTH_ADMIN, true, true, false},
+    {"GET", "/", false, oxl_api_webui_index, AUTH_NONE, false, false, false},
+    {"GET", "/webui", true, oxl_api_webui_file, AUTH_NONE, false, false, false},
 };
 const size_t oxl_n_routes = sizeof oxl_routes / sizeof oxl_routes[0];
 

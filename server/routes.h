@@ -57,5 +57,8 @@ void oxl_api_slot_action(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 /* api_lora.c: GET /lora-adapters (id, path, scale of each), POST /lora-adapters (global scales) */
 void oxl_api_lora_list(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 void oxl_api_lora_set(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
+/* api_webui.c: the web chat page, GET / and GET /webui/NAME (404 with --no-webui) */
+void oxl_api_webui_index(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
+void oxl_api_webui_file(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 
 #endif

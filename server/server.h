@@ -15,6 +15,7 @@
  *   stream_chunks.c chat.completion.chunk and text_completion streams
  *   api_chat.c, api_completions.c, api_responses.c, api_embeddings.c: one API family each
  *   api_info.c      /v1/models, /tokenize, /detokenize; api_status.c: /health /ready /metrics /slots
+ *   api_webui.c     the web chat page at / from server/webui/, embedded by the build (webui.h)
  *   scheduler.c     one scheduler thread: slots, bounded queue, continuous batching, prefix reuse
  * The server uses the library through include/oxillama.h only.
  * Behaviour follows llama.cpp's tools/server (slots, /slots, /health, /tokenize, /detokenize) and
@@ -67,7 +68,8 @@ typedef struct oxl_server_config {
     bool ctx_shift;      /* --context-shift (default off, as llama-server) */
     int n_keep;          /* --keep: tokens a context shift keeps (-1: the prompt; BOS added) */
     bool help;
-    bool rerank; /* --rerank, --reranking: /v1/rerank with the model's classifier head (rank pooling) */
+    bool rerank;   /* --rerank, --reranking: /v1/rerank with the model's classifier head (rank pooling) */
+    bool no_webui; /* --no-webui: no web page at / (404), as llama-server */
 
     int reasoning_budget; /* --reasoning-budget: -1 unrestricted (default), 0 no thinking, N > 0 tokens */
     const char *reasoning_budget_message; /* --reasoning-budget-message (borrowed; NULL: none) */

@@ -2,7 +2,8 @@
 # ctest format: every C file of src/, arch/, server/, include/, tests/, bench/, cmake/ and python/ is as
 # clang-format (14, Debian 12's) writes it with the repository's .clang-format; generated/ is the
 # generator's output and is not checked. Prints each file that differs (clang-format's
-# diagnostics) and the count. Fix with: clang-format -i FILE.
+# diagnostics) and the count. Fix with: clang-format -i FILE. Installed npm packages (node_modules,
+# e.g. tests/server's) are not the project's and are not checked.
 # usage: check_format.sh SOURCE_DIR
 set -u
 cd "$1" || exit 1
@@ -11,7 +12,7 @@ if [ -z "$cf" ]; then
     echo "format: clang-format is not installed (apt-get install clang-format)"
     exit 1
 fi
-files=$(find src arch server include tests bench cmake python -name '*.[ch]' | sort)
+files=$(find src arch server include tests bench cmake python -name node_modules -prune -o -name '*.[ch]' -print | sort)
 n=0 bad=0
 for f in $files; do
     n=$((n + 1))
