@@ -679,8 +679,8 @@ static void oxl_check_repacked(oxl_type type, oxl_isa isa, const char *name) {
                     if (exact) {
                         want = oxl_ref_ggml_dot_q8(type, k, w + (size_t)i * wrow, x + (size_t)j * xrow);
                         if (!oxl_same_float(got, want) && bad++ < 5) {
-                            fprintf(stderr, "%s  k %lld n %lld row %lld column %lld: %a, ggml's order gives %a\n",
-                                    name, (long long)k, (long long)n, (long long)i, (long long)j, got, want);
+                            fprintf(stderr, "%s  k %lld n %lld row %lld column %lld: %a, ggml's order gives %a\n", name,
+                                    (long long)k, (long long)n, (long long)i, (long long)j, got, want);
                         }
                         continue;
                     }
