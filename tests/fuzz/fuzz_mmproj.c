@@ -28,6 +28,8 @@
 
 static oxl_model *g_model;
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 /* Keeps a run fast: larger resized images are legal but slow to fuzz through. */
 static int64_t work_pixels(const oxl_mm_params *p) {
     int64_t px = (int64_t)p->image_size * p->image_size;
