@@ -401,8 +401,11 @@ int oxl_golden_run_file(const char *path, const char *model_path, oxl_golden_rep
             rc = !strcmp(kind, "logits") ? oxl_golden_logits(g, model_path ? model_path : found, r, err)
                                          : oxl_golden_embeddings(g, model_path ? model_path : found, r, err);
         }
+    } else if (!strcmp(kind, "multimodal")) {
+        rc = oxl_golden_mm(g, model_path, r, err);
     } else {
-        oxl_err_set(err, "%s: golden.kind '%s' is not one oxillama checks yet (quant, logits, embeddings)", path, kind);
+        oxl_err_set(err, "%s: golden.kind '%s' is not one oxillama checks yet (quant, logits, embeddings, multimodal)",
+                    path, kind);
     }
     oxl_gguf_close(g);
     return rc;

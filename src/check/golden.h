@@ -7,6 +7,7 @@
 
 #include "gguf.h"
 #include "golden_chat.h"
+#include "golden_mm.h"
 #include "golden_quant.h"
 #include "golden_report.h"
 #include "golden_tokenizer.h"
@@ -28,7 +29,8 @@ int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_repo
 int oxl_golden_embeddings(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err);
 
 /* Opens path, reads golden.kind and runs the matching checker. model_path may be NULL where the
- * kind needs no model (or names it in golden.model, looked up beside the golden file). */
+ * kind needs no model (or names it in golden.model, looked up beside the golden file; multimodal:
+ * the text model, else golden.text_model_path). */
 int oxl_golden_run_file(const char *path, const char *model_path, oxl_golden_report *r, oxl_error *err);
 
 #endif

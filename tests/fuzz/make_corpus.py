@@ -18,6 +18,9 @@ bytes:
   - for the grammar harness: [GBNF]\0[text] inputs, llama.cpp's example grammars of
     golden/grammars/ with texts they match (in part) and a grammar with token references;
   - for the chat reply parser: [selector][reply] inputs, the replies of golden/chat-parse/cases.json;
+  - for the mmproj harness: [width][height][images][u16 length][prompt][GGUF] inputs, the metadata of
+    golden/mm/'s three mmproj files (LLaVA-1.5, LLaVA-NeXT, Qwen2-VL) without their tensors, with
+    prompts with and without image markers;
   - for the split harness: the q8_0 tiny llama split into parts of 8 and of 12 tensors by
     tests/cli/split_gguf.py (llama-gguf-split's layout), the parts joined by "\nOXLPART".
 Layout of GGUF: ggml docs/gguf.md.
@@ -347,6 +350,19 @@ def chat_parse_seeds():
     return seeds
 
 
+def mmproj_seeds():
+    """The keys of golden/mm/'s mmproj files (no tensors), each with three image sizes and prompts."""
+    out = {}
+    prompts = [(b"<__media__>\nDescribe:", 1), (b"a <__media__> b <__media__>", 2), (b"no marker", 1)]
+    for name in ("llava15", "llava-next", "qwen2vl"):
+        _, kvs = read_kvs(os.path.join(ROOT, "golden", "mm", name + ".mmproj.gguf"))
+        meta = gguf([k for _, k in kvs], [])
+        for i, (prompt, n_images) in enumerate(prompts):
+            head = struct.pack("<BBBH", 43 + 17 * i, 29 + 5 * i, n_images | 4 * (i == 2) | 8 | 16, len(prompt))
+            out["%s-%d.bin" % (name, i)] = head + prompt + meta
+    return out
+
+
 def main():
     stories = os.path.join(ROOT, "models", "stories260K.gguf")
     raw, kvs = read_kvs(stories)
@@ -386,6 +402,7 @@ def main():
     seeds["request"] = request_seeds()
     seeds["grammar"] = grammar_seeds()
     seeds["chat_parse"] = chat_parse_seeds()
+    seeds["mmproj"] = mmproj_seeds()
     for harness, files in seeds.items():
         d = os.path.join(HERE, "corpus", harness)
         os.makedirs(d, exist_ok=True)
