@@ -14,8 +14,17 @@
 #include <stddef.h>
 #include <time.h>
 
+typedef struct oxl_models oxl_models;
+typedef struct oxl_model_entry oxl_model_entry;
+
+/* The server's state. With several models (server/models.h) the server's own oxl_srv holds the
+ * table in models and no engine; each model has an oxl_srv of its own (entry set) with its engine,
+ * id and per-model counters, and a request is handled on the one it selects. */
 typedef struct oxl_srv {
     const oxl_server_config *cfg;
+    oxl_models *models;     /* several models: their table (the server's own oxl_srv only), else NULL */
+    oxl_model_entry *entry; /* a model's oxl_srv in that table: its entry, else NULL */
+    char load_error[512];   /* why the last load failed */
     oxl_model *model;
     oxl_ctx *ctx;
     oxl_sched *sched;

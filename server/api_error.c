@@ -25,6 +25,7 @@ static const struct {
     [OXL_E_CLIENT_CLOSED] = {499, "invalid_request_error", "client_closed_request"},
     [OXL_E_OUT_OF_MEMORY] = {500, "server_error", NULL},
     [OXL_E_GENERATION_FAILED] = {500, "server_error", "generation_failed"},
+    [OXL_E_MODEL_LOAD_FAILED] = {500, "server_error", "model_load_failed"},
     [OXL_E_OVERLOADED] = {503, "server_error", "server_overloaded"},
     [OXL_E_SHUTTING_DOWN] = {503, "server_error", "server_shutting_down"},
     [OXL_E_MODEL_LOADING] = {503, "unavailable_error", "model_loading"},

@@ -22,6 +22,7 @@ typedef enum oxl_err_kind {
     OXL_E_CLIENT_CLOSED,       /* 499 the client went away before the reply */
     OXL_E_OUT_OF_MEMORY,       /* 500 */
     OXL_E_GENERATION_FAILED,   /* 500 the scheduler reported a failure */
+    OXL_E_MODEL_LOAD_FAILED,   /* 500 the requested model could not be loaded (several models) */
     OXL_E_OVERLOADED,          /* 503 the request queue is full */
     OXL_E_SHUTTING_DOWN,       /* 503 SIGTERM seen: no new work */
     OXL_E_MODEL_LOADING,       /* 503 the model is not loaded yet */

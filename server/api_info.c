@@ -1,6 +1,7 @@
 /* GET /v1/models, POST /tokenize and /detokenize. */
 #include "generate.h"
 #include "json_read.h"
+#include "models.h"
 #include "routes.h"
 
 #include <stdio.h>
@@ -22,6 +23,23 @@ static int vocab_type(const oxl_model *m) {
     return 0;
 }
 
+/* m's "meta": the loaded model's figures. */
+static void add_meta(oxl_srv *srv, cJSON *m) {
+    cJSON *meta = cJSON_AddObjectToObject(m, "meta");
+    cJSON_AddStringToObject(meta, "description", oxl_model_desc(srv->model));
+    cJSON_AddNumberToObject(meta, "n_vocab", oxl_model_n_vocab(srv->model));
+    cJSON_AddNumberToObject(meta, "n_ctx_train", oxl_model_n_ctx_train(srv->model));
+    cJSON_AddNumberToObject(meta, "n_ctx_slot", oxl_sched_n_ctx_slot(srv->sched));
+    cJSON_AddNumberToObject(meta, "n_slots", oxl_ctx_n_seq_max(srv->ctx));
+    cJSON_AddStringToObject(meta, "chat_template", oxl_model_chat_template(srv->model) ? "model" : "chatml");
+    /* llama-server's meta fields (server-context.cpp, model_meta) */
+    cJSON_AddNumberToObject(meta, "vocab_type", vocab_type(srv->model));
+    cJSON_AddNumberToObject(meta, "n_ctx", oxl_sched_n_ctx_slot(srv->sched));
+    cJSON_AddNumberToObject(meta, "n_embd", oxl_model_n_embd(srv->model));
+    cJSON_AddNumberToObject(meta, "n_params", (double)oxl_model_n_params(srv->model));
+    cJSON_AddNumberToObject(meta, "size", (double)oxl_model_size(srv->model));
+}
+
 static cJSON *model_json(oxl_srv *srv) {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "id", srv->model_id);
@@ -29,25 +47,17 @@ static cJSON *model_json(oxl_srv *srv) {
     cJSON_AddNumberToObject(m, "created", (double)srv->created);
     cJSON_AddStringToObject(m, "owned_by", "oxillama");
     if (atomic_load(&srv->ready)) {
-        cJSON *meta = cJSON_AddObjectToObject(m, "meta");
-        cJSON_AddStringToObject(meta, "description", oxl_model_desc(srv->model));
-        cJSON_AddNumberToObject(meta, "n_vocab", oxl_model_n_vocab(srv->model));
-        cJSON_AddNumberToObject(meta, "n_ctx_train", oxl_model_n_ctx_train(srv->model));
-        cJSON_AddNumberToObject(meta, "n_ctx_slot", oxl_sched_n_ctx_slot(srv->sched));
-        cJSON_AddNumberToObject(meta, "n_slots", oxl_ctx_n_seq_max(srv->ctx));
-        cJSON_AddStringToObject(meta, "chat_template", oxl_model_chat_template(srv->model) ? "model" : "chatml");
-        /* llama-server's meta fields (server-context.cpp, model_meta) */
-        cJSON_AddNumberToObject(meta, "vocab_type", vocab_type(srv->model));
-        cJSON_AddNumberToObject(meta, "n_ctx", oxl_sched_n_ctx_slot(srv->sched));
-        cJSON_AddNumberToObject(meta, "n_embd", oxl_model_n_embd(srv->model));
-        cJSON_AddNumberToObject(meta, "n_params", (double)oxl_model_n_params(srv->model));
-        cJSON_AddNumberToObject(meta, "size", (double)oxl_model_size(srv->model));
+        add_meta(srv, m);
     }
     return m;
 }
 
 void oxl_api_models(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     const char *one = rq->path + strlen(strncmp(rq->path, "/v1/", 4) ? "/models" : "/v1/models");
+    if (srv->models) {
+        oxl_models_list(srv, *one == '/' ? one + 1 : NULL, out, add_meta);
+        return;
+    }
     if (*one == '/') {
         one++;
         if (strcmp(one, srv->model_id) && strcmp(one, srv->model_file)) {

@@ -1,4 +1,5 @@
 /* GET /health, /ready, /metrics (Prometheus text) and /slots. */
+#include "models.h"
 #include "routes.h"
 
 #include <stdarg.h>
@@ -62,13 +63,16 @@ static void metric(metrics_buf *m, const char *name, const char *type, const cha
     mput(m, "# HELP oxillama_%s %s\n# TYPE oxillama_%s %s\noxillama_%s %.17g\n", name, help, name, type, name, v);
 }
 
-/* Prometheus text exposition format 0.0.4. */
+/* Prometheus text exposition format 0.0.4. With several models, srv is the selected model's state:
+ * the counters of statuses, rate limits, keys and requests in flight are the server's (g), the
+ * others that model's. */
 void oxl_api_metrics(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
+    const oxl_srv *g = srv->entry ? srv->entry->server : srv;
     metrics_buf m = {0};
     mput(&m, "# HELP oxillama_requests_total HTTP requests answered, by status code.\n"
              "# TYPE oxillama_requests_total counter\n");
     for (int s = 100; s < 600; s++) {
-        unsigned long long n = atomic_load(&srv->by_status[s]);
+        unsigned long long n = atomic_load(&g->by_status[s]);
         if (n) {
             mput(&m, "oxillama_requests_total{code=\"%d\"} %llu\n", s, n);
         }
@@ -76,9 +80,9 @@ void oxl_api_metrics(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     metric(&m, "requests_rejected_queue_full_total", "counter", "Requests refused with 503 because the queue was full.",
            (double)atomic_load(&srv->n_rejected_queue));
     metric(&m, "requests_rate_limited_total", "counter", "Requests refused with 429.",
-           (double)atomic_load(&srv->n_rate_limited));
+           (double)atomic_load(&g->n_rate_limited));
     metric(&m, "requests_unauthorized_total", "counter", "Requests refused with 401.",
-           (double)atomic_load(&srv->n_unauthorized));
+           (double)atomic_load(&g->n_unauthorized));
     metric(&m, "requests_cancelled_total", "counter", "Requests whose client disconnected before the end.",
            (double)atomic_load(&srv->n_cancelled));
     if (atomic_load(&srv->ready)) {
@@ -106,7 +110,7 @@ void oxl_api_metrics(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
                  spec[i][0], spec[i][0], (unsigned long long)spec_v[i]);
         }
     }
-    metric(&m, "requests_in_flight", "gauge", "Requests being received or answered.", atomic_load(&srv->in_flight));
+    metric(&m, "requests_in_flight", "gauge", "Requests being received or answered.", atomic_load(&g->in_flight));
     out->status = 200;
     out->body = m.s;
     out->len = m.len;

@@ -25,8 +25,13 @@ typedef struct opt {
 
 #define OFF(f) offsetof(oxl_server_config, f)
 static const opt opts[] = {
-    {"--model", "-m", "model", OPT_STR, OFF(model), 0, 0, "GGUF model file (required)"},
-    {"--alias", NULL, "alias", OPT_STR, OFF(alias), 0, 0, "model id shown by /v1/models (default: file name)"},
+    {"--model", "-m", "model", OPT_STR, OFF(model), 0, 0, "GGUF model file; repeat to serve several"},
+    {"--alias", NULL, "alias", OPT_STR, OFF(alias), 0, 0,
+     "model id of the -m before it, shown by /v1/models (default: file name)"},
+    {"--models-dir", NULL, "models_dir", OPT_STR, OFF(models_dir), 0, 0,
+     "serve every *.gguf of this folder, each loaded on first use"},
+    {"--models-max", NULL, "models_max", OPT_INT, OFF(models_max), 0, OXL_SRV_MAX_MODELS,
+     "models loaded at once with several models (default 4; 0 = no limit)"},
     {"--host", NULL, "host", OPT_STR, OFF(host), 0, 0, "address to bind (default 127.0.0.1)"},
     {"--port", NULL, "port", OPT_INT, OFF(port), 0, 65535, "TCP port (default 8080; 0 = any free port)"},
     {"--ctx-size", "-c", "ctx_size", OPT_INT, OFF(n_ctx), 0, INT_MAX,
@@ -272,6 +277,56 @@ static int apply_env(oxl_server_config *cfg, key_layer *kl) {
     return 0;
 }
 
+/* -m FILE on the command line: one more model (the flags' list replaces the environment's and the
+ * config file's "model"). */
+static int add_model(oxl_server_config *cfg, const char *path) {
+    if (cfg->n_models >= OXL_SRV_MAX_MODELS) {
+        fprintf(stderr, "oxillama serve: -m: more than %d models\n", OXL_SRV_MAX_MODELS);
+        return -1;
+    }
+    cfg->models[cfg->n_models] = strdup(path);
+    return cfg->models[cfg->n_models++] ? 0 : -1;
+}
+
+/* --alias NAME after a -m: the id of the last -m. */
+static int set_alias(oxl_server_config *cfg, const char *name) {
+    const int k = cfg->n_models - 1;
+    if (cfg->aliases[k]) {
+        fprintf(stderr, "oxillama serve: --alias '%s': -m %s has the alias '%s' already\n", name, cfg->models[k],
+                cfg->aliases[k]);
+        return -1;
+    }
+    if (!*name) {
+        fprintf(stderr, "oxillama serve: --alias for -m %s is empty\n", cfg->models[k]);
+        return -1;
+    }
+    cfg->aliases[k] = strdup(name);
+    return cfg->aliases[k] ? 0 : -1;
+}
+
+/* The model list once every source is read: the flags' -m list, or the environment's or config
+ * file's one model; model and alias become the first entry's. An --alias given before any -m names
+ * the first model. */
+static int settle_models(oxl_server_config *cfg) {
+    if (cfg->n_models == 0 && cfg->model) {
+        cfg->models[0] = strdup(cfg->model);
+        cfg->aliases[0] = cfg->alias ? strdup(cfg->alias) : NULL;
+        cfg->n_models = 1;
+        return cfg->models[0] && (cfg->aliases[0] || !cfg->alias) ? 0 : -1;
+    }
+    if (cfg->n_models == 0) {
+        return 0;
+    }
+    if (!cfg->aliases[0] && cfg->alias && !(cfg->aliases[0] = strdup(cfg->alias))) {
+        return -1;
+    }
+    free(cfg->model);
+    free(cfg->alias);
+    cfg->model = strdup(cfg->models[0]);
+    cfg->alias = cfg->aliases[0] ? strdup(cfg->aliases[0]) : NULL;
+    return cfg->model && (cfg->alias || !cfg->aliases[0]) ? 0 : -1;
+}
+
 static int apply_flags(oxl_server_config *cfg, key_layer *kl, int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -299,6 +354,18 @@ static int apply_flags(oxl_server_config *cfg, key_layer *kl, int argc, char **a
         if (i + 1 >= argc) {
             fprintf(stderr, "oxillama serve: %s needs a value\n", a);
             return -1;
+        }
+        if (o->offset == offsetof(oxl_server_config, model) && o->kind == OPT_STR) {
+            if (add_model(cfg, argv[++i]) != 0) {
+                return -1;
+            }
+            continue;
+        }
+        if (o->offset == offsetof(oxl_server_config, alias) && o->kind == OPT_STR && cfg->n_models > 0) {
+            if (set_alias(cfg, argv[++i]) != 0) {
+                return -1;
+            }
+            continue;
         }
         if (set_opt(cfg, kl, o, argv[++i], a) != 0) {
             return -1;
@@ -331,7 +398,8 @@ static int read_key_file(key_layer *kl, const char *path) {
 }
 
 void oxl_server_config_usage(void) {
-    printf("usage: oxillama serve -m FILE [options]\n\n"
+    printf("usage: oxillama serve -m FILE [--alias NAME] [-m FILE [--alias NAME] ...] [options]\n"
+           "       oxillama serve --models-dir DIR [options]\n\n"
            "Every option can also be given as an environment variable OXILLAMA_<NAME> or as a member\n"
            "\"<name>\" of a JSON object in the --config file (OXILLAMA_CONFIG); precedence is\n"
            "flags > environment > config file > defaults.\n\n");
@@ -364,6 +432,7 @@ int oxl_server_config_resolve(oxl_server_config *cfg, int argc, char **argv) {
     cfg->type_v = cp.type_v;
     cfg->flash_attn = cp.flash_attn;
     cfg->log_level = 1;
+    cfg->models_max = 4; /* llama-server's --models-max */
 
     const char *config_path = getenv("OXILLAMA_CONFIG");
     for (int i = 1; i < argc; i++) {
@@ -404,8 +473,12 @@ int oxl_server_config_resolve(oxl_server_config *cfg, int argc, char **argv) {
         oxl_server_config_usage();
         return 1;
     }
-    if (!cfg->model) {
-        fprintf(stderr, "oxillama serve: no model: give -m FILE, OXILLAMA_MODEL or \"model\" in the config file\n");
+    if (settle_models(cfg) != 0) {
+        return -1;
+    }
+    if (!cfg->model && !cfg->models_dir) {
+        fprintf(stderr, "oxillama serve: no model: give -m FILE, --models-dir DIR, OXILLAMA_MODEL or \"model\" in "
+                        "the config file\n");
         return -1;
     }
     return 0;
@@ -414,6 +487,11 @@ int oxl_server_config_resolve(oxl_server_config *cfg, int argc, char **argv) {
 void oxl_server_config_free(oxl_server_config *cfg) {
     free(cfg->model);
     free(cfg->alias);
+    for (int i = 0; i < cfg->n_models; i++) {
+        free(cfg->models[i]);
+        free(cfg->aliases[i]);
+    }
+    free(cfg->models_dir);
     free(cfg->host);
     free(cfg->cors_origin);
     free(cfg->api_key_file);

@@ -2,6 +2,7 @@
  * content reader until the scheduler publishes text), dispatch through the route table
  * (routes.c), API keys, rate limits, CORS, request limits, and the server's life cycle. */
 #include "api.h"
+#include "models.h"
 #include "routes.h"
 #include "sse.h"
 
@@ -85,6 +86,7 @@ static void stream_free(void *cls) {
     if (st->free_state) {
         st->free_state(st->state);
     }
+    oxl_models_release(st->srv);
     free(st->out);
     free(st);
 }
@@ -611,9 +613,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                       .body = json ? cr->body : NULL,
                       .body_len = json ? cr->len : 0,
                       .conn = c};
+    /* several models: the request's "model" (the body's, else ?model=) selects the state it runs on */
+    oxl_srv *on = srv;
+    if (srv->models) {
+        const cJSON *mj = cJSON_IsObject(json) ? cJSON_GetObjectItemCaseSensitive(json, "model") : NULL;
+        const char *name = cJSON_IsString(mj) ? mj->valuestring : oxl_request_arg(&rq, "model");
+        if (oxl_models_acquire(srv, cr->rt, name, &on, &e) != 0) {
+            cJSON_Delete(json);
+            return send_error(srv, c, cr->rt, &e, cr->log);
+        }
+        if (on != srv && cJSON_IsString(mj)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(json, "model"); /* resolved: routes without the field accept it */
+        }
+    }
     oxl_reply rp = {0};
-    cr->rt->fn(srv, &rq, &rp);
+    cr->rt->fn(on, &rq, &rp);
     cJSON_Delete(json);
+    if (!rp.stream) {
+        oxl_models_release(on); /* a stream holds its model until stream_free */
+    }
     return send_reply(srv, c, &rp, cr->log);
 }
 
@@ -670,7 +688,21 @@ static struct MHD_Daemon *start_daemon(oxl_srv *srv, unsigned *port) {
     return d;
 }
 
-static int load(oxl_srv *srv) {
+/* Prints a load failure and keeps it in srv->load_error (without the newline). */
+static void load_fail(oxl_srv *srv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void load_fail(oxl_srv *srv, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(srv->load_error, sizeof srv->load_error, fmt, ap);
+    va_end(ap);
+    size_t n = strlen(srv->load_error);
+    if (n > 0 && srv->load_error[n - 1] == '\n') {
+        srv->load_error[n - 1] = 0;
+    }
+    fprintf(stderr, "oxillama serve: %s\n", srv->load_error);
+}
+
+int oxl_srv_load_engine(oxl_srv *srv, const char *path) {
     const oxl_server_config *cfg = srv->cfg;
     oxl_error err = {0};
     double t0 = oxl_now();
@@ -678,9 +710,9 @@ static int load(oxl_srv *srv) {
     mp.repack = !cfg->no_repack;
     mp.use_mmap = !cfg->no_mmap;
     mp.use_mlock = cfg->mlock;
-    srv->model = oxl_model_load(cfg->model, &mp, &err);
+    srv->model = oxl_model_load(path, &mp, &err);
     if (!srv->model) {
-        fprintf(stderr, "oxillama serve: %s\n", err.msg);
+        load_fail(srv, "%s\n", err.msg);
         return -1;
     }
     srv->thinking_template = oxl_chat_supports_thinking(srv->model, cfg->chat_template);
@@ -695,7 +727,7 @@ static int load(oxl_srv *srv) {
     cp.pooling = cfg->rerank ? OXL_POOLING_RANK : OXL_POOLING_UNSPECIFIED; /* the embedding context's */
     srv->ctx = oxl_ctx_new(srv->model, &cp, &err);
     if (!srv->ctx) {
-        fprintf(stderr, "oxillama serve: %s\n", err.msg);
+        load_fail(srv, "%s\n", err.msg);
         return -1;
     }
     if (cfg->setup_ctx && cfg->setup_ctx(cfg->setup_user, srv->model, srv->ctx) != 0) {
@@ -706,7 +738,7 @@ static int load(oxl_srv *srv) {
     for (int i = 0; i < cfg->n_lora && i < OXL_SRV_MAX_LORA; i++) {
         srv->lora[i] = oxl_lora_load(srv->model, cfg->lora_path[i], &err);
         if (!srv->lora[i]) {
-            fprintf(stderr, "oxillama serve: %s\n", err.msg);
+            load_fail(srv, "%s\n", err.msg);
             return -1;
         }
         srv->n_lora = i + 1;
@@ -717,18 +749,18 @@ static int load(oxl_srv *srv) {
         if (oxl_model_is_recurrent(srv->model)) {
             char arch[64] = "?";
             oxl_model_meta_val_str(srv->model, "general.architecture", arch, sizeof arch);
-            fprintf(stderr, "oxillama serve: speculative decoding needs a model whose cache can rewind: %s\n", arch);
+            load_fail(srv, "speculative decoding needs a model whose cache can rewind: %s\n", arch);
             return -1;
         }
     }
     if (cfg->model_draft) {
         srv->dmodel = oxl_model_load(cfg->model_draft, &mp, &err);
         if (!srv->dmodel) {
-            fprintf(stderr, "oxillama serve: draft model: %s\n", err.msg);
+            load_fail(srv, "draft model: %s\n", err.msg);
             return -1;
         }
         if (oxl_model_draft_compatible(srv->model, srv->dmodel, &err) != 0) {
-            fprintf(stderr, "oxillama serve: %s: %s\n", cfg->model_draft, err.msg);
+            load_fail(srv, "%s: %s\n", cfg->model_draft, err.msg);
             return -1;
         }
         if (oxl_model_is_recurrent(srv->dmodel)) {
@@ -744,7 +776,7 @@ static int load(oxl_srv *srv) {
         dp.n_ctx = oxl_ctx_n_ctx(srv->ctx) * oxl_ctx_n_seq_max(srv->ctx);
         srv->dctx = oxl_ctx_new(srv->dmodel, &dp, &err);
         if (!srv->dctx) {
-            fprintf(stderr, "oxillama serve: draft model: %s\n", err.msg);
+            load_fail(srv, "draft model: %s\n", err.msg);
             return -1;
         }
     }
@@ -757,7 +789,7 @@ static int load(oxl_srv *srv) {
                                  .ngram_size_m = cfg->ngram_size_m};
     srv->sched = oxl_sched_start(srv->model, srv->ctx, cfg->queue_size, cfg->n_batch, &cp, &ex, &err);
     if (!srv->sched) {
-        fprintf(stderr, "oxillama serve: %s\n", err.msg);
+        load_fail(srv, "%s\n", err.msg);
         return -1;
     }
     bool shift = cfg->ctx_shift;
@@ -779,8 +811,7 @@ static int load(oxl_srv *srv) {
     return 0;
 }
 
-/* The contexts, adapters and models load() made (after the scheduler is freed). */
-static void free_engine(oxl_srv *srv) {
+void oxl_srv_free_engine(oxl_srv *srv) {
     oxl_ctx_free(srv->dctx);
     oxl_model_free(srv->dmodel);
     oxl_ctx_free(srv->ctx);
@@ -795,9 +826,15 @@ int oxl_server_run(const oxl_server_config *cfg) {
     oxl_srv *srv = &srv_storage;
     srv->cfg = cfg;
     srv->created = time(NULL);
-    const char *base = strrchr(cfg->model, '/');
-    snprintf(srv->model_file, sizeof srv->model_file, "%.255s", base ? base + 1 : cfg->model);
-    snprintf(srv->model_id, sizeof srv->model_id, "%.255s", cfg->alias ? cfg->alias : srv->model_file);
+    if (oxl_models_wanted(cfg)) {
+        if (oxl_models_init(srv) != 0) {
+            return 1;
+        }
+    } else {
+        const char *base = strrchr(cfg->model, '/');
+        snprintf(srv->model_file, sizeof srv->model_file, "%.255s", base ? base + 1 : cfg->model);
+        snprintf(srv->model_id, sizeof srv->model_id, "%.255s", cfg->alias ? cfg->alias : srv->model_file);
+    }
 
     /* Signals are taken by sigwait below; every thread started from here inherits the mask. */
     sigset_t set;
@@ -810,6 +847,7 @@ int oxl_server_run(const oxl_server_config *cfg) {
     unsigned port = 0;
     struct MHD_Daemon *d = start_daemon(srv, &port);
     if (!d) {
+        oxl_models_free(srv);
         return 1;
     }
     if (cfg->log_level >= 1)
@@ -817,7 +855,9 @@ int oxl_server_run(const oxl_server_config *cfg) {
                 strchr(cfg->host, ':') ? "]" : "", port);
     pthread_t watchdog;
     bool watching = cfg->idle_timeout > 0 && pthread_create(&watchdog, NULL, watch_main, srv) == 0;
-    if (load(srv) != 0) {
+    if (srv->models) {
+        atomic_store(&srv->ready, true); /* each model loads on its first request */
+    } else if (oxl_srv_load_engine(srv, cfg->model) != 0) {
         MHD_stop_daemon(d);
         if (watching) {
             atomic_store(&watch_stop, true);
@@ -827,7 +867,7 @@ int oxl_server_run(const oxl_server_config *cfg) {
             oxl_sched_stop(srv->sched, 0);
             oxl_sched_free(srv->sched);
         }
-        free_engine(srv);
+        oxl_srv_free_engine(srv);
         return 1;
     }
     int sig = 0;
@@ -840,7 +880,11 @@ int oxl_server_run(const oxl_server_config *cfg) {
     if (lfd != MHD_INVALID_SOCKET) {
         close(lfd);
     }
-    oxl_sched_stop(srv->sched, oxl_now() + cfg->shutdown_timeout);
+    if (srv->models) {
+        oxl_models_stop(srv, oxl_now() + cfg->shutdown_timeout);
+    } else {
+        oxl_sched_stop(srv->sched, oxl_now() + cfg->shutdown_timeout);
+    }
     /* Let the request threads send their last bytes (final chunks, error events). */
     for (int i = 0; i < 500 && atomic_load(&srv->in_flight) > 0; i++) {
         usleep(10000);
@@ -850,8 +894,12 @@ int oxl_server_run(const oxl_server_config *cfg) {
         atomic_store(&watch_stop, true);
         pthread_join(watchdog, NULL);
     }
-    oxl_sched_free(srv->sched);
-    free_engine(srv);
+    if (srv->models) {
+        oxl_models_free(srv);
+    } else {
+        oxl_sched_free(srv->sched);
+        oxl_srv_free_engine(srv);
+    }
     if (cfg->log_level >= 1)
         fprintf(stderr, "oxillama serve: stopped\n");
     return 0;

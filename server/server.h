@@ -17,6 +17,8 @@
  *   api_info.c      /v1/models, /tokenize, /detokenize; api_status.c: /health /ready /metrics /slots
  *   api_webui.c     the web chat page at / from server/webui/, embedded by the build (webui.h)
  *   scheduler.c     one scheduler thread: slots, bounded queue, continuous batching, prefix reuse
+ *   models.c        several models: each its own engine, loaded on first use, least recently used
+ *                   unloaded beyond --models-max; the request's "model" selects one
  * The server uses the library through include/oxillama.h only.
  * Behaviour follows llama.cpp's tools/server (slots, /slots, /health, /tokenize, /detokenize) and
  * the OpenAI REST API reference for the /v1 routes. */
@@ -32,6 +34,8 @@
 #define OXL_SRV_MAX_KEYS 64
 #define OXL_SRV_KEY_MAX 256 /* bytes of one API key */
 #define OXL_SRV_MAX_LORA 16 /* LoRA adapters (--lora, --lora-scaled) */
+
+#define OXL_SRV_MAX_MODELS 64 /* models served at once: repeated -m, --models-dir */
 
 typedef struct oxl_server_config {
     char *model;                  /* -m: GGUF file */
@@ -93,6 +97,14 @@ typedef struct oxl_server_config {
     int ngram_size_n, ngram_size_m;
     int draft_max, draft_min;
     float draft_p_min;
+    /* several models (server/models.h): every -m FILE in order, each with the --alias that follows
+     * it (NULL: the file name without .gguf); model and alias above are the first of them */
+    char *models[OXL_SRV_MAX_MODELS];
+    char *aliases[OXL_SRV_MAX_MODELS];
+    int n_models;
+    char *models_dir; /* --models-dir: serve every *.gguf there (NULL: none) */
+    int models_max;   /* --models-max: models loaded at once, the least recently used unloaded first
+                       * (default 4; 0 = no limit) */
 } oxl_server_config;
 
 /* Resolves the configuration in the order defaults < config file (--config or OXILLAMA_CONFIG) <

@@ -99,7 +99,7 @@ int oxl_cmd_serve(int argc, char **argv) {
     }
     o.n_threads = cfg.n_threads; /* the server's own options, for the -v line */
     o.n_batch = cfg.n_batch;
-    oxl_log(&o, OXL_LOG_VERBOSE, "oxillama serve: model %s\n", cfg.model);
+    oxl_log(&o, OXL_LOG_VERBOSE, "oxillama serve: model %s\n", cfg.model ? cfg.model : cfg.models_dir);
     oxl_log_settings(&o);
     rc = oxl_server_run(&cfg);
     oxl_server_config_free(&cfg);

@@ -11,11 +11,18 @@
  * tokenization, token-id prompts, context checks) and then gets the 503 a stopping server gives,
  * freeing all it built; LeakSanitizer sees anything it loses.
  *
+ * The same bodies and model ids also go through the model selection of a server with several
+ * models (server/models.c: two ids for stories260K, none loaded): the body's "model" selects one
+ * (or the default), an unknown name gets a 404 naming the ids, and /v1/models/<id> lists one
+ * model's status. Selection is checked without loading (the /metrics route's), so no generation
+ * can start.
+ *
  * Input layout: one route byte (mod 14), then the body. As in server/http.c, the body must parse
  * as a JSON object (cJSON) to reach a handler; the models route takes it as the path's id instead.
  * Contracts checked: the reply is a JSON body (never a stream here) with a status of 200, 400, 404,
  * 413, 501 or 503, and every non-200 body is an error object with a message: OpenAI's, or Anthropic's
  * ({"type": "error", "error": {"type", "message"}}) on the Messages API routes. */
+#include "models.h"
 #include "routes.h"
 
 #include <stdint.h>
@@ -33,6 +40,22 @@
 
 static oxl_server_config g_cfg;
 static oxl_srv g_srv;
+static oxl_server_config g_multi_cfg;
+static oxl_srv g_multi; /* several models: the table only */
+static const oxl_route *g_metrics_route;
+
+/* Model selection on g_multi for the request's "model" (a string, else none). */
+static void check_select(const cJSON *json) {
+    const cJSON *mj = cJSON_GetObjectItemCaseSensitive(json, "model");
+    oxl_srv *view = NULL;
+    oxl_api_error e = {0};
+    if (oxl_models_acquire(&g_multi, g_metrics_route, cJSON_IsString(mj) ? mj->valuestring : NULL, &view, &e) == 0) {
+        CHECK(view != NULL && view->entry != NULL && !atomic_load(&view->ready));
+        oxl_models_release(view);
+    } else {
+        CHECK(e.status == 404 && e.msg[0] != '\0' && strstr(e.msg, "'alpha'") && strstr(e.msg, "'beta'"));
+    }
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
@@ -65,6 +88,26 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     atomic_store(&g_srv.stopping, true);
     snprintf(g_srv.model_file, sizeof g_srv.model_file, "stories260K.gguf");
     snprintf(g_srv.model_id, sizeof g_srv.model_id, "stories260K.gguf");
+    static char *paths[] = {OXL_SOURCE_DIR "/models/stories260K.gguf", OXL_SOURCE_DIR "/models/stories260K.gguf"};
+    static char *ids[] = {"alpha", "beta"};
+    g_multi_cfg = g_cfg;
+    g_multi_cfg.models[0] = paths[0];
+    g_multi_cfg.models[1] = paths[1];
+    g_multi_cfg.aliases[0] = ids[0];
+    g_multi_cfg.aliases[1] = ids[1];
+    g_multi_cfg.n_models = 2;
+    g_multi_cfg.models_max = 1;
+    g_multi_cfg.log_level = 0;
+    g_multi.cfg = &g_multi_cfg;
+    for (size_t i = 0; i < oxl_n_routes; i++) {
+        if (oxl_routes[i].fn == oxl_api_metrics) {
+            g_metrics_route = &oxl_routes[i];
+        }
+    }
+    if (!g_metrics_route || oxl_models_init(&g_multi) != 0) {
+        fprintf(stderr, "fuzz_request: cannot build the model table\n");
+        return 1;
+    }
     return 0;
 }
 
@@ -123,10 +166,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         oxl_request rq = {.method = "GET", .path = path, .json = NULL, .fd = -1};
         oxl_api_models(&g_srv, &rq, &rp);
         check_reply(&rp, false);
+        memset(&rp, 0, sizeof rp);
+        oxl_api_models(&g_multi, &rq, &rp);
+        check_reply(&rp, false);
         free(path);
     } else {
         cJSON *json = cJSON_ParseWithLengthOpts(body, len, NULL, false);
         if (cJSON_IsObject(json)) {
+            check_select(json);
             oxl_request rq = {.method = "POST", .path = routes[route].path, .json = json, .fd = -1};
             routes[route].fn(&g_srv, &rq, &rp);
             check_reply(&rp, routes[route].fn == oxl_api_messages || routes[route].fn == oxl_api_count_tokens);

@@ -281,6 +281,9 @@ def request_seeds():
     ]
     out = {"%s.bin" % name: bytes([route]) + json.dumps(b).encode() for name, route, b in bodies}
     out["models.bin"] = bytes([6]) + b"stories260K.gguf"
+    # model selection with several models (the harness's table has "alpha" and "beta")
+    out["model-select.bin"] = bytes([4]) + json.dumps({"model": "beta", "content": "Hello"}).encode()
+    out["models-alpha.bin"] = bytes([6]) + b"alpha"
     return out
 
 
