@@ -699,6 +699,10 @@ int oxl_clip_encode(const oxl_clip *c, const oxl_mm_tile *tile, float *out, oxl_
                            tile ? tile->w : 0, tile ? tile->h : 0, (long long)p, (long long)p);
     }
     const int64_t nx = tile->w / p, ny = tile->h / p, n_patches = nx * ny;
+    if (n_patches > (int64_t)1 << 20) {
+        return oxl_err_set(err, "%s: tile of %dx%d pixels: %lld patches, more than the tower takes (%d)", c->path,
+                           tile->w, tile->h, (long long)n_patches, 1 << 20);
+    }
     int64_t n = n_patches, n_tok = n_patches;
     if (qwen) {
         if (tile->w % (2 * p) != 0 || tile->h % (2 * p) != 0) {

@@ -11,13 +11,17 @@
  * per ISA cap (OXILLAMA_ISA). */
 #include "clip.h"
 #include "gguf.h"
+#include "gguf_write.h"
+#include "oxl_fp16.h"
 #include "pool.h"
+#include "quantize.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MM OXL_SOURCE_DIR "/golden/mm/"
 
@@ -200,6 +204,106 @@ Test(mm_clip, unfit_tiles_are_refused) {
     oxl_pool_free(pool);
     oxl_clip_free(l);
     oxl_clip_free(q);
+}
+
+/* ---- F16 and Q8_0 weights -------------------------------------------------------------------- */
+
+/* Writes golden/mm/<id>.mmproj.gguf with every matrix of the blocks and the projector (2-D tensors
+ * named v.blk.* or mm.*) converted to type t to path. */
+static void convert_mmproj(const char *id, oxl_type t, const char *path) {
+    char src[512];
+    snprintf(src, sizeof src, MM "%s.mmproj.gguf", id);
+    oxl_error err = {0};
+    oxl_gguf *g = oxl_gguf_open(src, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    oxl_gguf_writer *w = oxl_gguf_writer_new(&err);
+    cr_assert_not_null(w, "%s", err.msg);
+    cr_assert_eq(oxl_gguf_writer_copy_kvs(w, g, &err), 0, "%s", err.msg);
+    const int64_t n = oxl_gguf_n_tensors(g);
+    oxl_type *types = calloc((size_t)n, sizeof *types);
+    for (int64_t i = 0; i < n; i++) {
+        const oxl_gguf_tensor *gt = oxl_gguf_tensor_at(g, i);
+        const bool matrix =
+            gt->n_dims == 2 && (strncmp(gt->name, "v.blk.", 6) == 0 || strncmp(gt->name, "mm.", 3) == 0);
+        types[i] = matrix ? t : OXL_TYPE_F32;
+        cr_assert_eq(oxl_gguf_writer_add_tensor(w, gt->name, types[i], gt->n_dims, gt->ne, &err), 0, "%s", err.msg);
+    }
+    cr_assert_eq(oxl_gguf_writer_begin(w, path, &err), 0, "%s", err.msg);
+    for (int64_t i = 0; i < n; i++) {
+        const oxl_gguf_tensor *gt = oxl_gguf_tensor_at(g, i);
+        const size_t nbytes = oxl_gguf_writer_tensor_nbytes(w, i);
+        void *buf = malloc(nbytes);
+        const int64_t rows = (int64_t)(gt->nbytes / ((size_t)gt->ne[0] * sizeof(float)));
+        if (types[i] == OXL_TYPE_F32) {
+            memcpy(buf, gt->data, nbytes);
+        } else {
+            cr_assert_eq(oxl_quantize_rows(types[i], gt->data, buf, rows, gt->ne[0], NULL, &err), 0, "%s", err.msg);
+        }
+        cr_assert_eq(oxl_gguf_writer_write_data(w, buf, nbytes, &err), 0, "%s", err.msg);
+        free(buf);
+    }
+    cr_assert_eq(oxl_gguf_writer_finish(w, &err), 0, "%s", err.msg);
+    oxl_gguf_writer_free(w);
+    free(types);
+    oxl_gguf_close(g);
+}
+
+/* max |Δ| / max |ref| of the embeddings of image 0 of <id> with the mmproj at path. */
+static double embd_rel_diff(const char *id, const char *mmproj) {
+    char path[512];
+    oxl_error err = {0};
+    snprintf(path, sizeof path, MM "%s.golden.gguf", id);
+    oxl_gguf *gold = oxl_gguf_open(path, &err);
+    cr_assert_not_null(gold, "%s", err.msg);
+    oxl_clip *clip = oxl_clip_load(mmproj, &err);
+    cr_assert_not_null(clip, "%s", err.msg);
+    oxl_pool *pool = oxl_pool_new(2, &err);
+    const oxl_gguf_tensor *px = oxl_gguf_find_tensor(gold, "image.0.pixels");
+    const oxl_gguf_tensor *embd = oxl_gguf_find_tensor(gold, "image.0.embd");
+    cr_assert(px && embd);
+    oxl_mm_tile tile = {.w = (int32_t)px->ne[0], .h = (int32_t)px->ne[1], .n_tokens = (int32_t)embd->ne[1]};
+    tile.pixels = malloc(px->nbytes);
+    memcpy(tile.pixels, px->data, px->nbytes);
+    float *out = malloc(embd->nbytes);
+    cr_assert_eq(oxl_clip_encode(clip, &tile, out, pool, &err), 0, "%s", err.msg);
+    double max_abs, max_ref;
+    diff(embd, out, embd->ne[0] * embd->ne[1], &max_abs, &max_ref);
+    free(out);
+    oxl_mm_tile_clear(&tile);
+    oxl_pool_free(pool);
+    oxl_clip_free(clip);
+    oxl_gguf_close(gold);
+    return max_abs / max_ref;
+}
+
+/* F16 matrices (llava15, qwen2vl) and Q8_0 ones (qwen2vl: every row a multiple of 32) go through the
+ * same graph and kernels: the embeddings stay near llama.cpp's F32 ones. F16 rounds each weight by up to
+ * 2^-11 relative; Q8_0 by up to 1/254 of its block's largest, and its products also round the
+ * activations to q8_0 (ggml's vec_dot_type). Measured max|Δ|/max|ref|: f16 5.3e-4 (llava15) and 1.3e-3
+ * (qwen2vl), q8_0 1.9e-2; bounds 1e-2 and 5e-2. A misread row, block or scale moves the embeddings by
+ * their whole range. */
+Test(mm_clip, f16_and_q8_0_weights_stay_near_the_f32_golden) {
+    char path[512];
+    const struct {
+        const char *id;
+        oxl_type t;
+        double bound;
+    } cases[] = {
+        {"llava15", OXL_TYPE_F16, 1e-2},
+        {"qwen2vl", OXL_TYPE_F16, 1e-2},
+        {"qwen2vl", OXL_TYPE_Q8_0, 5e-2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(path, sizeof path, "%s/mm_clip_%ld_%s_%d.gguf", P_tmpdir, (long)getpid(), cases[i].id,
+                 (int)cases[i].t);
+        convert_mmproj(cases[i].id, cases[i].t, path);
+        const double rel = embd_rel_diff(cases[i].id, path);
+        remove(path);
+        cr_log_info("%s with %s matrices: embd max|d|/max|ref| %.3g", cases[i].id,
+                    cases[i].t == OXL_TYPE_F16 ? "f16" : "q8_0", rel);
+        cr_expect_leq(rel, cases[i].bound, "%s type %d: %g", cases[i].id, (int)cases[i].t, rel);
+        cr_expect_gt(rel, 0.0, "%s type %d: the converted weights gave the f32 result", cases[i].id, (int)cases[i].t);
+    }
 }
 
 /* ---- bad files: a golden mmproj patched in memory ---------------------------------------------- */
