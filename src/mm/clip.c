@@ -194,9 +194,8 @@ static int read_feature_layers(oxl_clip *c, oxl_error *err) {
 
 /* ---- tensors -------------------------------------------------------------------------------- */
 
-/* Binds the tensor `name` as (ne0) when ne1 == 0 (F32 only) or (ne0, ne1) (a type with kernels); a
- * 4-D patch kernel (p, p, 3, n) is bound with flat = true as rows of p * p * 3. Absent: an error when
- * required, else t stays unbound (data NULL). */
+/* Binds the tensor `name` as (ne0) when ne1 == 0 (F32 only) or (ne0, ne1) (a type with kernels).
+ * Absent: an error when required, else t stays unbound (data NULL). */
 static int bind(const oxl_clip *c, oxl_tensor *t, const char *name, int64_t ne0, int64_t ne1, bool required,
                 oxl_error *err) {
     memset(t, 0, sizeof *t);
@@ -694,6 +693,9 @@ typedef struct clip_bufs {
 int oxl_clip_encode(const oxl_clip *c, const oxl_mm_tile *tile, float *out, oxl_pool *pool, oxl_error *err) {
     const int64_t p = c->patch, E = c->n_embd, HD = (int64_t)c->n_head * c->head_dim, F = c->n_ff;
     const bool qwen = c->proj == OXL_CLIP_PROJ_QWEN2VL;
+    if (!pool) {
+        return oxl_err_set(err, "%s: oxl_clip_encode needs a thread pool", c->path);
+    }
     if (!tile || !tile->pixels || tile->w < p || tile->h < p) {
         return oxl_err_set(err, "%s: tile of %dx%d pixels: smaller than one %lldx%lld patch", c->path,
                            tile ? tile->w : 0, tile ? tile->h : 0, (long long)p, (long long)p);
