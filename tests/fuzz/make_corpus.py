@@ -20,8 +20,8 @@ bytes:
   - for the chat reply parser: [selector][reply] inputs, the replies of golden/chat-parse/cases.json;
   - for the split harness: the q8_0 tiny llama split into parts of 8 and of 12 tensors by
     tests/cli/split_gguf.py (llama-gguf-split's layout), the parts joined by "\nOXLPART";
-  - for the mmproj harness: tiny vision towers (patch 2) with the mlp projector (f32, f16, q8_0
-    matrices; one with clip.vision.feature_layer) and the qwen2vl_merger projector.
+  - for the clip harness (the mmproj vision tower): tiny towers (patch 2) with the mlp projector
+    (f32, f16, q8_0 matrices; one with clip.vision.feature_layer) and the qwen2vl_merger projector.
 Layout of GGUF: ggml docs/gguf.md.
 """
 import os
@@ -159,7 +159,7 @@ def tiny_llama(wtype, E=32):
     return gguf(kvs, tensors)
 
 
-def tiny_mmproj(proj, wtype, feature_layer=None, E=16, L=2):
+def tiny_clip(proj, wtype, feature_layer=None, E=16, L=2):
     """A tiny mmproj (golden/mm/README.md lists the keys and tensors of real ones): n_embd E, 2 heads,
     n_ff E, L blocks, patch 2; mlp: class and position embeddings for 3x3 patches, mm.0 (E -> 32),
     mm.2 (32 -> 32); qwen2vl_merger: two patch kernels, post-LN, mm.0 (4E -> 32), mm.2 (32 -> 32)."""
@@ -438,11 +438,11 @@ def main():
         "tiny-llama-q8_0-by8.bin": split_seed(tiny_llama(T_Q8_0), 8),
         "tiny-llama-q8_0-by12.bin": split_seed(tiny_llama(T_Q8_0), 12),
     }
-    seeds["mmproj"] = {
-        "mlp-f32.gguf": tiny_mmproj("mlp", T_F32),
-        "mlp-f16-features.gguf": tiny_mmproj("mlp", T_F16, feature_layer=[1, 2]),
-        "mlp-q8_0.gguf": tiny_mmproj("mlp", T_Q8_0, E=32, L=1),
-        "qwen2vl-f32.gguf": tiny_mmproj("qwen2vl_merger", T_F32),
+    seeds["clip"] = {
+        "mlp-f32.gguf": tiny_clip("mlp", T_F32),
+        "mlp-f16-features.gguf": tiny_clip("mlp", T_F16, feature_layer=[1, 2]),
+        "mlp-q8_0.gguf": tiny_clip("mlp", T_Q8_0, E=32, L=1),
+        "qwen2vl-f32.gguf": tiny_clip("qwen2vl_merger", T_F32),
     }
     seeds["jinja"] = jinja_seeds()
     seeds["request"] = request_seeds()

@@ -3,7 +3,7 @@
  * The input is a GGUF file opened from memory and loaded as an mmproj (oxl_clip_load_gguf). When it is
  * accepted, one small tile that fits the projector (mlp: 1x1 up to 3x3 patches, as the position
  * embedding allows; qwen2vl_merger: 2x2 patches) of constant pixels is encoded on one thread and the
- * embeddings read. Every rejection must come with a message. Seeds: tests/fuzz/corpus/mmproj/ (tiny
+ * embeddings read. Every rejection must come with a message. Seeds: tests/fuzz/corpus/clip/ (tiny
  * towers of tests/fuzz/make_corpus.py). */
 #include "clip.h"
 #include "gguf.h"
@@ -34,7 +34,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     oxl_error err = {0};
     g_pool = oxl_pool_new(1, &err);
     if (!g_pool) {
-        fprintf(stderr, "fuzz_mmproj: %s\n", err.msg);
+        fprintf(stderr, "fuzz_clip: %s\n", err.msg);
         abort();
     }
     return 0;
