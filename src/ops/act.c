@@ -42,6 +42,24 @@ void oxl_geglu(float *g, const float *u, int64_t n) {
     }
 }
 
+/* Quick GELU as ggml's CPU backend evaluates it (GGML_GELU_QUICK_FP16, ggml_vec_gelu_quick_f32): the
+ * entry of a 64K fp16 table, x * 1 / (1 + exp(-1.702 x)) at the fp16 rounding of x, rounded to fp16; no
+ * clamp. */
+void oxl_gelu_quick(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        const float xh = oxl_fp16_to_fp32(oxl_fp32_to_fp16(x[i]));
+        const float g = xh * (1.0f / (1.0f + expf(-1.702f * xh)));
+        x[i] = oxl_fp16_to_fp32(oxl_fp32_to_fp16(g));
+    }
+}
+
+/* SiLU as ggml_silu: x / (1 + exp(-x)). */
+void oxl_silu(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = x[i] / (1.0f + expf(-x[i]));
+    }
+}
+
 /* ggml_compute_softplus_f32 (ggml-impl.h): the identity above 20. */
 static float softplus(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
 

@@ -14,6 +14,11 @@ void oxl_swiglu(float *g, const float *u, int64_t row, int64_t n_rows);
 /* x = gelu(x) elementwise, through ggml's CPU table: x rounded to fp16, the tanh-approximation GELU of
  * that value rounded to fp16 (GGML_GELU_FP16); |x| >= 10 passes (0 below -10, x above 10). */
 void oxl_gelu(float *x, int64_t n);
+/* x = gelu_quick(x) = x sigmoid(1.702 x) elementwise, through ggml's CPU fp16 table as for oxl_gelu
+ * (GGML_GELU_QUICK_FP16: input and table entry rounded to fp16; no clamp). */
+void oxl_gelu_quick(float *x, int64_t n);
+/* x = silu(x) = x / (1 + exp(-x)) elementwise (ggml_silu). */
+void oxl_silu(float *x, int64_t n);
 /* g = gelu(g) * u elementwise (ggml_geglu_split, the same fp16 table). */
 void oxl_geglu(float *g, const float *u, int64_t n);
 /* x = xielu(x) elementwise with the parameters as a model stores them (alpha_n, alpha_p before their

@@ -22,7 +22,9 @@ bytes:
     golden/mm/'s three mmproj files (LLaVA-1.5, LLaVA-NeXT, Qwen2-VL) without their tensors, with
     prompts with and without image markers;
   - for the split harness: the q8_0 tiny llama split into parts of 8 and of 12 tensors by
-    tests/cli/split_gguf.py (llama-gguf-split's layout), the parts joined by "\nOXLPART".
+    tests/cli/split_gguf.py (llama-gguf-split's layout), the parts joined by "\nOXLPART";
+  - for the clip harness (the mmproj vision tower): tiny towers (patch 2) with the mlp projector
+    (f32, f16, q8_0 matrices; one with clip.vision.feature_layer) and the qwen2vl_merger projector.
 Layout of GGUF: ggml docs/gguf.md.
 """
 import os
@@ -157,6 +159,60 @@ def tiny_llama(wtype, E=32):
         kv_f32("llama.attention.layer_norm_rms_epsilon", 1e-5),
         kv_f32("llama.rope.freq_base", 10000.0),
     ] + tiny_vocab_kvs()
+    return gguf(kvs, tensors)
+
+
+def tiny_clip(proj, wtype, feature_layer=None, E=16, L=2):
+    """A tiny mmproj (golden/mm/README.md lists the keys and tensors of real ones): n_embd E, 2 heads,
+    n_ff E, L blocks, patch 2; mlp: class and position embeddings for 3x3 patches, mm.0 (E -> 32),
+    mm.2 (32 -> 32); qwen2vl_merger: two patch kernels, post-LN, mm.0 (4E -> 32), mm.2 (32 -> 32)."""
+    rng = random.Random(17)
+    F, P = E, 2
+
+    def vec(n, scale=0.1, base=0.0):
+        return struct.pack("<%df" % n, *[base + rng.uniform(-scale, scale) for _ in range(n)])
+
+    def mat(ne0, ne1, t=wtype):
+        vals = [rng.uniform(-0.3, 0.3) for _ in range(ne0 * ne1)]
+        if t == T_F16:
+            return f16_bytes(vals)
+        if t == T_Q8_0:
+            return q8_0_bytes(vals)
+        return struct.pack("<%df" % len(vals), *vals)
+
+    qwen = proj == "qwen2vl_merger"
+    kern = [("v.patch_embd.weight", (P, P, 3, E), T_F32, mat(P * P * 3, E, T_F32))]
+    if qwen:
+        kern.append(("v.patch_embd.weight.1", (P, P, 3, E), T_F32, mat(P * P * 3, E, T_F32)))
+        tensors = kern + [("v.post_ln.weight", (E,), T_F32, vec(E, 0.1, 1.0)), ("v.post_ln.bias", (E,), T_F32, vec(E))]
+    else:
+        tensors = kern + [("v.class_embd", (E,), T_F32, vec(E, 0.5)),
+                          ("v.position_embd.weight", (E, 10), T_F32, mat(E, 10, T_F32)),
+                          ("v.pre_ln.weight", (E,), T_F32, vec(E, 0.1, 1.0)), ("v.pre_ln.bias", (E,), T_F32, vec(E))]
+    for il in range(L):
+        b = "v.blk.%d." % il
+        for name in ("attn_q", "attn_k", "attn_v", "attn_out"):
+            tensors += [(b + name + ".weight", (E, E), wtype, mat(E, E)), (b + name + ".bias", (E,), T_F32, vec(E))]
+        tensors += [(b + "ln1.weight", (E,), T_F32, vec(E, 0.1, 1.0)), (b + "ln1.bias", (E,), T_F32, vec(E)),
+                    (b + "ln2.weight", (E,), T_F32, vec(E, 0.1, 1.0)), (b + "ln2.bias", (E,), T_F32, vec(E)),
+                    (b + "ffn_up.weight", (E, F), wtype, mat(E, F)), (b + "ffn_up.bias", (F,), T_F32, vec(F)),
+                    (b + "ffn_down.weight", (F, E), wtype, mat(F, E)), (b + "ffn_down.bias", (E,), T_F32, vec(E))]
+    n_in = 4 * E if qwen else E * (len(feature_layer) if feature_layer else 1)
+    tensors += [("mm.0.weight", (n_in, 32), wtype, mat(n_in, 32)), ("mm.0.bias", (32,), T_F32, vec(32)),
+                ("mm.2.weight", (32, 32), wtype, mat(32, 32)), ("mm.2.bias", (32,), T_F32, vec(32))]
+    kvs = [
+        kv_str("general.architecture", "clip"),
+        kv("clip.has_vision_encoder", BOOL, b"\x01"),
+        kv_str("clip.projector_type", proj),
+        kv_u32("clip.vision.embedding_length", E),
+        kv_u32("clip.vision.feed_forward_length", F),
+        kv_u32("clip.vision.block_count", L),
+        kv_u32("clip.vision.attention.head_count", 2),
+        kv_f32("clip.vision.attention.layer_norm_epsilon", 1e-5),
+        kv_u32("clip.vision.patch_size", P),
+    ]
+    if feature_layer is not None:
+        kvs.append(kv_arr("clip.vision.feature_layer", I32, feature_layer))
     return gguf(kvs, tensors)
 
 
@@ -400,6 +456,12 @@ def main():
     seeds["split"] = {
         "tiny-llama-q8_0-by8.bin": split_seed(tiny_llama(T_Q8_0), 8),
         "tiny-llama-q8_0-by12.bin": split_seed(tiny_llama(T_Q8_0), 12),
+    }
+    seeds["clip"] = {
+        "mlp-f32.gguf": tiny_clip("mlp", T_F32),
+        "mlp-f16-features.gguf": tiny_clip("mlp", T_F16, feature_layer=[1, 2]),
+        "mlp-q8_0.gguf": tiny_clip("mlp", T_Q8_0, E=32, L=1),
+        "qwen2vl-f32.gguf": tiny_clip("qwen2vl_merger", T_F32),
     }
     seeds["jinja"] = jinja_seeds()
     seeds["request"] = request_seeds()
