@@ -848,6 +848,57 @@ OXL_API const uint8_t *oxl_image_rgb(const oxl_image *image);
 /* Frees an image; NULL is a no-op. */
 OXL_API void oxl_image_free(oxl_image *image);
 
+/* ---- Vision: mmproj files (llama.cpp's libmtmd, tools/mtmd/) ----------------------------------------
+ * An mmproj GGUF (general.architecture "clip") holds a vision tower and a projector. Projectors:
+ * "mlp" (LLaVA-1.5; LLaVA-NeXT with clip.vision.image_grid_pinpoints) and "qwen2vl_merger"
+ * (Qwen2-VL). An image is preprocessed into tiles as mtmd does (letterbox, anyres tiles and overview,
+ * Qwen's smart resize; llama.cpp's own bicubic and bilinear), each tile is encoded into embeddings of
+ * the text model's n_embd, and those are decoded into a sequence (oxl_decode_image_embd). */
+typedef struct oxl_mmproj oxl_mmproj;
+typedef struct oxl_image_embd oxl_image_embd;
+
+/* Loads the mmproj at path for model (which must outlive it): the preprocessing keys, the tower's
+ * keys and tensors (F32, F16, Q8_0 weights), as mtmd_init_from_file. NULL with err naming the file
+ * and the key or tensor at fault, an unknown projector (the message lists the supported ones), or a
+ * projector output size other than the model's n_embd. Free with oxl_mmproj_free. */
+OXL_API oxl_mmproj *oxl_mmproj_load(const char *path, const oxl_model *model, oxl_error *err);
+OXL_API void oxl_mmproj_free(oxl_mmproj *mm);
+/* clip.projector_type of the file ("mlp", "qwen2vl_merger"); NULL for NULL. */
+OXL_API const char *oxl_mmproj_projector(const oxl_mmproj *mm);
+
+/* Preprocesses image and encodes every tile with ctx's threads (mtmd_encode_chunk for each of the
+ * image's chunks). ctx must be a context of the mmproj's model. The result is the caller's (free with
+ * oxl_image_embd_free). NULL with err: a tile the tower cannot take, sizes beyond the bounds, memory. */
+OXL_API oxl_image_embd *oxl_image_encode(oxl_ctx *ctx, const oxl_mmproj *mm, const oxl_image *image, oxl_error *err);
+/* Cache rows the image takes (the sum of its tiles' tokens), and how far it advances the rope
+ * position (M-RoPE: max(grid_x, grid_y) per tile; otherwise the rows). 0 for NULL. */
+OXL_API int32_t oxl_image_embd_n_tokens(const oxl_image_embd *e);
+OXL_API int32_t oxl_image_embd_n_pos(const oxl_image_embd *e);
+/* Tiles (mtmd's image chunks: LLaVA-NeXT's tiles row-major then the overview; one otherwise), and
+ * tile t's embeddings, (n_embd, n_tokens) floats owned by e, with its token grid (grid_x x grid_y:
+ * merged-token columns x rows for M-RoPE projectors; n_tokens x 1 otherwise). NULL when t is out of
+ * range; any output pointer may be NULL. */
+OXL_API int32_t oxl_image_embd_n_tiles(const oxl_image_embd *e);
+OXL_API const float *oxl_image_embd_tile(const oxl_image_embd *e, int32_t t, int32_t *n_tokens, int32_t *grid_x,
+                                         int32_t *grid_y);
+/* Decodes every tile of e, in order, into sequence seq at its next rows (oxl_decode_image_embd per
+ * tile, as mtmd_helper_eval_chunks decodes an image's chunks), keeping the last token's logits. The
+ * text around the image is the caller's (Qwen-VL models expect <|vision_start|> before and
+ * <|vision_end|> after it, as oxl_mm_eval adds). Returns 0, or -1 with err: bad seq, no room in the
+ * context, an embedding size other than the model's, a decode error. */
+OXL_API int oxl_image_embd_decode(oxl_ctx *ctx, int32_t seq, const oxl_image_embd *e, oxl_error *err);
+OXL_API void oxl_image_embd_free(oxl_image_embd *e);
+
+/* mtmd_tokenize + mtmd_helper_eval_chunks: prompt (UTF-8) is split at each media marker
+ * "<__media__>", one image per marker in order (no marker at all: the images go in front, as
+ * llama-mtmd-cli); each text part is tokenized alone (special tokens parsed), with add_special BOS in
+ * front as the vocabulary asks; every chunk is decoded into seq at its next rows, the last token's
+ * logits kept (oxl_get_logits(ctx, -1)). Returns 0, or -1 with err naming what failed: markers and
+ * images that do not pair up, an image that cannot be preprocessed or encoded, a prompt longer than
+ * the room left in the sequence, a decode error (then the sequence may hold part of the prompt). */
+OXL_API int oxl_mm_eval(oxl_ctx *ctx, const oxl_mmproj *mm, int32_t seq, const char *prompt,
+                        const oxl_image *const *images, int32_t n_images, bool add_special, oxl_error *err);
+
 #ifdef __cplusplus
 }
 #endif
