@@ -4,9 +4,9 @@
 # fields, the sequence length, the positions per token, tokens / token_chunk / pos, and one line per
 # image chunk (llava15 1, llava-next 7, qwen2vl 1). Included from cli_tests.cmake (OXL_BIN, G).
 file(GLOB OXL_MM_GOLDENS CONFIGURE_DEPENDS ${G}/mm/*.golden.gguf)
-oxl_output_test(golden-mm ok "# 45 passed, 0 failed, 0 files not checkable" ${OXL_BIN} golden ${OXL_MM_GOLDENS})
+oxl_output_test(golden-mm ok "# 60 passed, 0 failed, 0 files not checkable" ${OXL_BIN} golden ${OXL_MM_GOLDENS})
 foreach(isa IN LISTS OXL_TEST_ISAS)
-  oxl_output_test(golden-mm-${isa} ok "# 45 passed, 0 failed, 0 files not checkable"
+  oxl_output_test(golden-mm-${isa} ok "# 60 passed, 0 failed, 0 files not checkable"
     ${OXL_BIN} golden ${OXL_MM_GOLDENS})
   set_tests_properties(golden-mm-${isa} PROPERTIES ENVIRONMENT "OXILLAMA_ISA=${isa}")
 endforeach()
