@@ -840,6 +840,34 @@ typedef struct oxl_image oxl_image;
 /* A copy of rgb (3 * w * h bytes, layout above; the caller keeps rgb). NULL with err set when w or h
  * is not positive, w * h exceeds OXL_IMAGE_MAX_PIXELS or memory is short. Free with oxl_image_free. */
 OXL_API oxl_image *oxl_image_from_rgb(const uint8_t *rgb, int32_t w, int32_t h, oxl_error *err);
+/* Decodes a PNG, JPEG or WebP file held in memory (data: len bytes, read only; the caller keeps it)
+ * to 8-bit RGB (layout above), as llama.cpp's mtmd_helper_bitmap_init_from_buf
+ * (tools/mtmd/mtmd-helper.cpp) decodes with stb_image's stbi_load_from_memory, 3 channels forced.
+ * The format is told by the magic bytes (PNG \x89PNG\r\n\x1a\n, JPEG FF D8 FF, WebP RIFF....WEBP);
+ * stb_image's other formats (BMP, GIF, TGA, PSD, HDR, PIC, PNM) are not decoded.
+ * Conversion, stb_image's (stbi__convert_format with req_comp = 3, stbi__convert_16_to_8):
+ *  - grey g -> (g, g, g); grey + alpha -> (g, g, g), alpha dropped; RGBA -> RGB, alpha dropped (not
+ *    composited on any background); palette -> its RGB entries, tRNS ignored; tRNS of grey and RGB
+ *    images ignored;
+ *  - 16-bit samples -> their high byte (v >> 8); grey of 1, 2 or 4 bits scaled to 8 (bits repeated:
+ *    1 -> 255, 2-bit 1 -> 85, 4-bit 1 -> 17); interlaced (Adam7) PNGs decoded;
+ *  - gAMA, cHRM, sRGB and iCCP are not applied (stb_image ignores them).
+ *  PNG is lossless, so the pixels are stb_image's exactly. JPEG (libjpeg-turbo: YCbCr, RGB and
+ *  greyscale; CMYK and YCCK are refused with an error) may differ from stb_image by about 1 in some
+ *  samples: both use an integer IDCT and smooth ("fancy") chroma upsampling, but with different
+ *  rounding. WebP: RGB as stored, alpha dropped (llama.cpp's stb_image does not read WebP at all).
+ * Stricter than stb_image on damaged files: a PNG chunk with a bad CRC in a critical chunk, a PNG
+ * without IEND or with image data beyond the image, and a JPEG that ends before its image does are
+ * errors. Returns a new image (free with oxl_image_free), or NULL with err set (err may be NULL):
+ * "image: no data" for len 0, "image: unknown format (first bytes ..)", "image: PNG: <libpng's
+ * message>", "image: JPEG: <libjpeg's message>", "image: WebP: ...", a side over 32768 or more than
+ * OXL_IMAGE_MAX_PIXELS pixels (refused before the bitmap is allocated), out of memory. Nothing is
+ * printed. In the OXL_SUBSET build it always fails (no libpng, libjpeg or libwebp). */
+OXL_API oxl_image *oxl_image_load(const uint8_t *data, size_t len, oxl_error *err);
+/* oxl_image_load on the bytes of the file at path (as mtmd_helper_bitmap_init_from_file). Files over
+ * 256 MiB are refused ("image: <path>: larger than 268435456 bytes"); decoding errors are prefixed
+ * with the path ("<path>: image: PNG: ..."). */
+OXL_API oxl_image *oxl_image_load_file(const char *path, oxl_error *err);
 /* Width and height in pixels (0 for NULL). */
 OXL_API int32_t oxl_image_width(const oxl_image *image);
 OXL_API int32_t oxl_image_height(const oxl_image *image);

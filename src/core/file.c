@@ -3,12 +3,17 @@
 #include "errors.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 char *oxl_read_file(const char *path, size_t *size, oxl_error *err) {
+    return oxl_read_file_max(path, SIZE_MAX - 1, size, err);
+}
+
+char *oxl_read_file_max(const char *path, size_t max, size_t *size, oxl_error *err) {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         oxl_err_set(err, "%s: cannot open: %s", path, strerror(errno));
@@ -31,6 +36,12 @@ char *oxl_read_file(const char *path, size_t *size, oxl_error *err) {
         }
         const size_t got = fread(buf + n, 1, cap - n - 1, f);
         n += got;
+        if (n > max) {
+            free(buf);
+            fclose(f);
+            oxl_err_set(err, "%s: larger than %zu bytes", path, max);
+            return NULL;
+        }
         if (got == 0) {
             break;
         }

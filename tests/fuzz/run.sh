@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds the libFuzzer harnesses (tests/fuzz/fuzz_*.c) with clang, ASan and UBSan in build-fuzz/ and
 # runs each for a bounded time, starting from the committed seeds in tests/fuzz/corpus/<harness>/.
-#   tests/fuzz/run.sh [seconds per harness, default 60] [harness ...]   (harnesses: gguf split model vocab jinja request json_schema grammar state chat_parse lora mmproj clip)
+#   tests/fuzz/run.sh [seconds per harness, default 60] [harness ...]   (harnesses: gguf split model vocab jinja request json_schema grammar state chat_parse lora mmproj clip image)
 # New inputs go to build-fuzz/corpus/<harness>/; a crash, leak, trap, timeout or allocation above
 # -malloc_limit_mb stops the run with a non-zero status and leaves the input in build-fuzz/artifacts/.
 # Replay one: build-fuzz/tests/fuzz/fuzz_<harness> <file>.
@@ -9,7 +9,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-harnesses=${*:-gguf split model vocab jinja request json_schema grammar state chat_parse lora mmproj clip}
+harnesses=${*:-gguf split model vocab jinja request json_schema grammar state chat_parse lora mmproj clip image}
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOXL_FUZZ=ON \
     -DOXL_BUILD_TESTS=OFF >/dev/null
