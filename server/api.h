@@ -75,6 +75,7 @@ struct oxl_stream {
     size_t (*produce)(oxl_stream *st);
     void *state; /* the route's, released with free_state */
     void (*free_state)(void *state);
+    bool messages; /* events as lines of {"event", "data"} for the WebSocket route (ws.c), else SSE frames */
 };
 
 typedef struct oxl_reply {
@@ -84,6 +85,7 @@ typedef struct oxl_reply {
     const char *ctype;
     int retry_after;
     oxl_stream *stream; /* instead of body */
+    void *response;     /* instead of body: a libmicrohttpd response the handler made (ws.c's upgrade) */
 } oxl_reply;
 
 typedef void (*oxl_handler)(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);

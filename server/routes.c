@@ -31,6 +31,7 @@ const oxl_route oxl_routes[] = {
     {"POST", "/slots", true, oxl_api_slot_action, AUTH_ADMIN, true, false, false},
     {"GET", "/lora-adapters", false, oxl_api_lora_list, AUTH_ADMIN, true, false, false},
     {"POST", "/lora-adapters", false, oxl_api_lora_set, AUTH_ADMIN, true, true, false},
+    {"GET", "/v1/ws", false, oxl_api_ws, AUTH_KEY, true, false, false},
 };
 const size_t oxl_n_routes = sizeof oxl_routes / sizeof oxl_routes[0];
 

@@ -57,5 +57,7 @@ void oxl_api_slot_action(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 /* api_lora.c: GET /lora-adapters (id, path, scale of each), POST /lora-adapters (global scales) */
 void oxl_api_lora_list(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 void oxl_api_lora_set(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
+/* ws.c: GET /v1/ws, the WebSocket upgrade (protocol in ws.h) */
+void oxl_api_ws(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 
 #endif
