@@ -86,6 +86,7 @@ struct oxl_stream {
     size_t (*produce)(oxl_stream *st);
     void *state; /* the route's, released with free_state */
     void (*free_state)(void *state);
+    bool messages; /* events as lines of {"event", "data"} for the WebSocket route (ws.c), else SSE frames */
 };
 
 typedef struct oxl_reply {
@@ -98,6 +99,7 @@ typedef struct oxl_reply {
     /* further headers of a body reply: name, value, name, value, ... (static strings; a NULL name
      * ends the list early) */
     const char *headers[12];
+    void *response;     /* instead of body: a libmicrohttpd response the handler made (ws.c's upgrade) */
 } oxl_reply;
 
 typedef void (*oxl_handler)(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);

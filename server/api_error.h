@@ -16,7 +16,9 @@ typedef enum oxl_err_kind {
     OXL_E_MODEL_NOT_FOUND,     /* 404 the request names another model */
     OXL_E_UNKNOWN_URL,         /* 404 */
     OXL_E_METHOD_NOT_ALLOWED,  /* 405 */
+    OXL_E_REQUEST_RUNNING,     /* 409 a WebSocket request while the socket's previous one runs */
     OXL_E_REQUEST_TOO_LARGE,   /* 413 --max-body */
+    OXL_E_UPGRADE_REQUIRED,    /* 426 GET /v1/ws without a WebSocket handshake */
     OXL_E_RATE_LIMITED,        /* 429 --rate-limit */
     OXL_E_TOO_MANY_HEADERS,    /* 431 --max-headers */
     OXL_E_CLIENT_CLOSED,       /* 499 the client went away before the reply */

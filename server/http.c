@@ -49,47 +49,13 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             st->counted = true;
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
-        oxl_sched_lock(st->srv->sched);
-        if (st->produce(st) == 0 && !st->done) {
-            /* wait for the first job still running (each signals its own condition) */
-            oxl_job *w = st->jobs[0];
-            for (int i = 0; i < st->n_jobs; i++) {
-                if (st->jobs[i]->n_done < st->jobs[i]->n_choices) {
-                    w = st->jobs[i];
-                    break;
-                }
-            }
-            oxl_sched_wait(st->srv->sched, w, STREAM_WAIT_MS);
-            st->produce(st);
-        }
-        oxl_sched_unlock(st->srv->sched);
+        oxl_stream_fill(st, STREAM_WAIT_MS);
     }
 }
 
-/* The stream's jobs are cancelled if they still run (the client went away) and released. A stream
- * freed before its end lost its client: when a failed write ended it, stream_read has not seen the
- * client leave, and the cancellation is counted here. */
-static void stream_free(void *cls) {
-    oxl_stream *st = cls;
-    if (!st->done && !st->counted) {
-        atomic_fetch_add(&st->srv->n_cancelled, 1);
-    }
-    oxl_sched_lock(st->srv->sched);
-    oxl_req_log_jobs(st->log, st->jobs, st->n_jobs);
-    oxl_sched_unlock(st->srv->sched);
-    oxl_req_log_unref(st->log);
-    for (int i = 0; i < st->n_jobs; i++) {
-        oxl_job_cancel(st->srv->sched, st->jobs[i]);
-        oxl_job_release(st->srv->sched, st->jobs[i]);
-    }
-    free(st->jobs);
-    if (st->free_state) {
-        st->free_state(st->state);
-    }
-    oxl_models_release(st->srv);
-    free(st->out);
-    free(st);
-}
+/* A stream freed before its end lost its client: when a failed write ended it, stream_read has not
+ * seen the client leave, and oxl_stream_free counts the cancellation. */
+static void stream_free(void *cls) { oxl_stream_free(cls); }
 
 /* --- the request log ---------------------------------------------------------------------------- */
 
@@ -344,7 +310,9 @@ static enum MHD_Result send_reply(oxl_srv *srv, struct MHD_Connection *c, oxl_re
     if (lg) {
         lg->status = rp->status;
     }
-    if (rp->stream) {
+    if (rp->response) {
+        resp = rp->response;
+    } else if (rp->stream) {
         resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, rp->stream, stream_free);
         if (!resp) {
             stream_free(rp->stream);
@@ -654,7 +622,8 @@ static struct MHD_Daemon *start_daemon(oxl_srv *srv, unsigned *port) {
     const oxl_server_config *cfg = srv->cfg;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_POLL;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_POLL |
+                     MHD_ALLOW_UPGRADE; /* GET /v1/ws (ws.c) */
     if (strchr(cfg->host, ':')) {
         struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
         a->sin6_family = AF_INET6;

@@ -33,6 +33,7 @@ const oxl_route oxl_routes[] = {
     {"POST", "/lora-adapters", false, oxl_api_lora_set, AUTH_ADMIN, true, true, false},
     {"GET", "/", false, oxl_api_webui_index, AUTH_NONE, false, false, false},
     {"GET", "/webui", true, oxl_api_webui_file, AUTH_NONE, false, false, false},
+    {"GET", "/v1/ws", false, oxl_api_ws, AUTH_KEY, true, false, false},
 };
 const size_t oxl_n_routes = sizeof oxl_routes / sizeof oxl_routes[0];
 

@@ -60,5 +60,7 @@ void oxl_api_lora_set(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 /* api_webui.c: the web chat page, GET / and GET /webui/NAME (404 with --no-webui) */
 void oxl_api_webui_index(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 void oxl_api_webui_file(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
+/* ws.c: GET /v1/ws, the WebSocket upgrade (protocol in ws.h) */
+void oxl_api_ws(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);
 
 #endif

@@ -7,7 +7,10 @@
  *   routes.c        the route table: URL, method, handler, auth, whether the model is needed
  *   api_error.c     the one table of error kinds (status, type, code) and the OpenAI error object
  *   reply.c         JSON replies, error replies, ids
- *   sse.c           server-sent event frames; noticing a client that went away
+ *   sse.c           server-sent event frames (or, for ws.c, one JSON line per event); filling and
+ *                   freeing a stream; noticing a client that went away
+ *   ws.c            GET /v1/ws: the WebSocket handshake (libmicrohttpd's upgrade, nettle) and the
+ *                   session (wslay frames); ws_message.c: its {"route", "body"} messages (ws.h)
  *   json_read.c     request field readers; JSON text from model bytes
  *   toolcall.c      tool calls in generated text
  *   generate.c      what generating routes share: fields, prompts (chat template through the

@@ -254,7 +254,7 @@ size_t oxl_produce_chunks(oxl_stream *st) {
             oxl_sse_event(st, NULL, o);
             ss->usage_sent = true;
         }
-        oxl_stream_put(st, "data: [DONE]\n\n", 14);
+        oxl_sse_done(st);
         st->done = true;
     }
     return st->len - before;

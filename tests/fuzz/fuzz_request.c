@@ -2,8 +2,9 @@
  * body through the route handlers of /v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings,
  * /tokenize, /detokenize, /v1/models/<id>, /v1/rerank (the server configured with --rerank), and
  * llama-server's /completion, /apply-template, POST /props and /infill (a refusal: stories260K has no
- * fill-in-the-middle tokens), and Anthropic's /v1/messages and /v1/messages/count_tokens,
- * with no HTTP server and no generation.
+ * fill-in-the-middle tokens), and Anthropic's /v1/messages and /v1/messages/count_tokens, and the
+ * messages of the WebSocket route GET /v1/ws (server/ws_message.c: the {"route", "body"} envelope
+ * and its dispatch to the handlers above), with no HTTP server and no generation.
  *
  * Set-up (once): models/stories260K.gguf loaded, a context of 4 slots, and a scheduler that is
  * started and at once stopped. A handler therefore runs everything a request does before its job
@@ -17,13 +18,16 @@
  * model's status. Selection is checked without loading (the /metrics route's), so no generation
  * can start.
  *
- * Input layout: one route byte (mod 14), then the body. As in server/http.c, the body must parse
- * as a JSON object (cJSON) to reach a handler; the models route takes it as the path's id instead.
+ * Input layout: one route byte (mod 15), then the body. As in server/http.c, the body must parse
+ * as a JSON object (cJSON) to reach a handler; the models route takes it as the path's id instead,
+ * and the WebSocket route (14) as a whole client message, any bytes.
  * Contracts checked: the reply is a JSON body (never a stream here) with a status of 200, 400, 404,
- * 413, 501 or 503, and every non-200 body is an error object with a message: OpenAI's, or Anthropic's
+ * 413, 501 or 503 (a WebSocket message: never 200), and every non-200 body is an error object with a message: OpenAI's,
+ * or Anthropic's
  * ({"type": "error", "error": {"type", "message"}}) on the Messages API routes. */
 #include "models.h"
 #include "routes.h"
+#include "ws.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -148,6 +152,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         {"/infill", oxl_api_infill},
         {"/v1/messages", oxl_api_messages},
         {"/v1/messages/count_tokens", oxl_api_count_tokens},
+        {"/v1/ws", NULL}, /* a WebSocket message */
     };
     if (size < 1)
         return 0;
@@ -158,7 +163,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(body, data + 1, len);
     body[len] = '\0';
     oxl_reply rp = {0};
-    if (routes[route].fn == oxl_api_models) {
+    if (!routes[route].fn) {
+        const oxl_route *rt = oxl_ws_request(&g_srv, body, len, -1, &rp);
+        CHECK(rp.status != 200);
+        check_reply(&rp, rt && rt->anthropic);
+    } else if (routes[route].fn == oxl_api_models) {
         char *path = malloc(len + sizeof "/v1/models/");
         CHECK(path != NULL);
         memcpy(path, "/v1/models/", sizeof "/v1/models/" - 1);

@@ -286,7 +286,7 @@ def jinja_seeds():
 
 def request_seeds():
     """Route byte (chat, completions, responses, embeddings, tokenize, detokenize, models, rerank;
-    12 messages, 13 count_tokens) then the body (tests/fuzz/fuzz_request.c)."""
+    12 messages, 13 count_tokens; 14 a WebSocket message) then the body (tests/fuzz/fuzz_request.c)."""
     import json
     bodies = [
         ("chat", 0, {"model": "stories260K.gguf", "messages": [
@@ -340,6 +340,15 @@ def request_seeds():
     # model selection with several models (the harness's table has "alpha" and "beta")
     out["model-select.bin"] = bytes([4]) + json.dumps({"model": "beta", "content": "Hello"}).encode()
     out["models-alpha.bin"] = bytes([6]) + b"alpha"
+    # WebSocket messages (GET /v1/ws): the envelope around bodies of the streaming routes
+    ws = {"chat": "/v1/chat/completions", "completions": "/v1/completions", "responses": "/v1/responses",
+          "messages": "/v1/messages"}
+    for name, route, b in bodies:
+        if name in ws:
+            out["ws-%s.bin" % name] = bytes([14]) + json.dumps({"route": ws[name], "body": b}).encode()
+    out["ws-native-completion.bin"] = bytes([14]) + json.dumps({"route": "/completion", "body": {
+        "prompt": "Once upon a time", "n_predict": 8, "n_probs": 2, "stream": True}}).encode()
+    out["ws-unknown-field.bin"] = bytes([14]) + b'{"route": "/completion", "body": {}, "id": 1}'
     return out
 
 
