@@ -4,7 +4,8 @@
  * llama-server's /completion, /apply-template, POST /props and /infill (a refusal: stories260K has no
  * fill-in-the-middle tokens), and Anthropic's /v1/messages and /v1/messages/count_tokens, and the
  * messages of the WebSocket route GET /v1/ws (server/ws_message.c: the {"route", "body"} envelope
- * and its dispatch to the handlers above), with no HTTP server and no generation.
+ * and its dispatch to the handlers above), and GET /webui/<name> (the web page's files), with no HTTP
+ * server and no generation.
  *
  * Set-up (once): models/stories260K.gguf loaded, a context of 4 slots, and a scheduler that is
  * started and at once stopped. A handler therefore runs everything a request does before its job
@@ -18,9 +19,10 @@
  * model's status. Selection is checked without loading (the /metrics route's), so no generation
  * can start.
  *
- * Input layout: one route byte (mod 15), then the body. As in server/http.c, the body must parse
+ * Input layout: one route byte (mod 16), then the body. As in server/http.c, the body must parse
  * as a JSON object (cJSON) to reach a handler; the models route takes it as the path's id instead,
- * and the WebSocket route (14) as a whole client message, any bytes.
+ * the WebSocket route (14) as a whole client message, any bytes, and the web page's route (15) as
+ * the name of a file under /webui/ (200 with the file, or a 404 error object).
  * Contracts checked: the reply is a JSON body (never a stream here) with a status of 200, 400, 404,
  * 413, 501 or 503 (a WebSocket message: never 200), and every non-200 body is an error object with a message: OpenAI's,
  * or Anthropic's
@@ -153,6 +155,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         {"/v1/messages", oxl_api_messages},
         {"/v1/messages/count_tokens", oxl_api_count_tokens},
         {"/v1/ws", NULL}, /* a WebSocket message */
+        {"/webui", oxl_api_webui_file}, /* the web page's files: the body is the file name */
     };
     if (size < 1)
         return 0;
@@ -167,6 +170,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const oxl_route *rt = oxl_ws_request(&g_srv, body, len, -1, &rp);
         CHECK(rp.status != 200);
         check_reply(&rp, rt && rt->anthropic);
+    } else if (routes[route].fn == oxl_api_webui_file) {
+        char *path = malloc(len + sizeof "/webui/");
+        CHECK(path != NULL);
+        memcpy(path, "/webui/", sizeof "/webui/" - 1);
+        memcpy(path + sizeof "/webui/" - 1, body, len + 1);
+        oxl_request rq = {.method = "GET", .path = path, .json = NULL, .fd = -1};
+        oxl_api_webui_file(&g_srv, &rq, &rp);
+        CHECK(rp.status == 200 || rp.status == 404);
+        if (rp.status == 200) {
+            CHECK(rp.body != NULL && rp.len > 0 && rp.ctype != NULL);
+            free(rp.body);
+        } else {
+            check_reply(&rp, false);
+        }
+        free(path);
     } else if (routes[route].fn == oxl_api_models) {
         char *path = malloc(len + sizeof "/v1/models/");
         CHECK(path != NULL);

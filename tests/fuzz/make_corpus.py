@@ -348,6 +348,8 @@ def request_seeds():
             out["ws-%s.bin" % name] = bytes([14]) + json.dumps({"route": ws[name], "body": b}).encode()
     out["ws-native-completion.bin"] = bytes([14]) + json.dumps({"route": "/completion", "body": {
         "prompt": "Once upon a time", "n_predict": 8, "n_probs": 2, "stream": True}}).encode()
+    out["webui-app.bin"] = bytes([15]) + b"app.js"
+    out["webui-missing.bin"] = bytes([15]) + b"../index.html"
     out["ws-unknown-field.bin"] = bytes([14]) + b'{"route": "/completion", "body": {}, "id": 1}'
     return out
 
