@@ -296,6 +296,9 @@ int oxl_cmd_run(int argc, char **argv) {
     if (mm) {
         /* llama-mtmd-cli: the images take the places of the prompt's markers; the penalties see
          * the generated tokens only */
+        if (o.verbose_prompt) {
+            fprintf(stderr, "prompt: '%s'\nimages in prompt = %d\n\n", prompt, o.n_images);
+        }
         fwrite(prompt, 1, prompt_len, stdout);
         fflush(stdout);
         t1 = oxl_clock_s();

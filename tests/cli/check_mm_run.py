@@ -5,7 +5,9 @@ space, <0xNN> a byte), and exit 0.
 With `chat`: `run -cnv` with a template that writes each message with a newline after its marker,
 fed `/image IMAGE` and `Describe:`, must print the same 8 tokens as its reply (the rendered turn is
 the same prompt).
-usage: check_mm_run.py OXILLAMA GOLDEN_GGUF TEXT_MODEL MMPROJ IMAGE [chat]"""
+With `nomarker`: the prompt without its leading marker, which puts the image first (llama-mtmd-cli's
+rule), so the same sequence and the same 8 tokens after the prompt.
+usage: check_mm_run.py OXILLAMA GOLDEN_GGUF TEXT_MODEL MMPROJ IMAGE [chat|nomarker]"""
 import os
 import struct
 import subprocess
@@ -44,6 +46,13 @@ def main():
         stdin = ("/image %s\nDescribe:\n" % image).encode()
         want = b"\n> " + image.encode() + b" image loaded\n\n> " + reply + b"\n\n> "
     else:
+        if sys.argv[6:] == ["nomarker"]:
+            marker = g.meta["golden.image_marker"]
+            if not prompt.startswith(marker) or marker in prompt[len(marker):]:
+                print("FAIL  the golden's prompt %r does not start with its one marker" % prompt)
+                return 1
+            prompt = prompt[len(marker):]
+            want = prompt.encode() + reply
         cmd += ["--image", image, "-p", prompt]
     r = subprocess.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
     name = os.path.basename(golden_path)

@@ -1,16 +1,16 @@
-# oxillama run with images (--mmproj, --image; -cnv's /image): llama.cpp's greedy tokens of the
-# golden/mm goldens, printed by the command line (tests/cli/check_mm_run.py), and the refusals, each
-# an exit status 1 with the error named. Included from cli_tests.cmake; uses OXL_BIN, G, M and
-# OXL_PYTHON3.
+# oxillama run with images (--mmproj, --image; -cnv's /image; a prompt without a marker): llama.cpp's
+# greedy tokens of the golden/mm goldens, printed by the command line (tests/cli/check_mm_run.py),
+# and the refusals, each an exit status 1 with the error named. Included from cli_tests.cmake;
+# uses OXL_BIN, G, M and OXL_PYTHON3.
 set(oxl_mm_img ${G}/mm/image.png)
 foreach(pair llava15:llama llava-next:llama qwen2vl:qwen2vl)
   string(REPLACE ":" ";" pair ${pair})
   list(GET pair 0 id)
   list(GET pair 1 text_model)
-  foreach(mode run chat)
+  foreach(mode run chat nomarker)
     add_test(NAME mm-${mode}-${id}
              COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/check_mm_run.py ${OXL_BIN} ${G}/mm/${id}.golden.gguf
-                     ${G}/arch/${text_model}.gguf ${G}/mm/${id}.mmproj.gguf ${oxl_mm_img} $<$<STREQUAL:${mode},chat>:chat>)
+                     ${G}/arch/${text_model}.gguf ${G}/mm/${id}.mmproj.gguf ${oxl_mm_img} $<$<NOT:$<STREQUAL:${mode},run>>:${mode}>)
   endforeach()
 endforeach()
 
