@@ -917,6 +917,9 @@ OXL_API const float *oxl_image_embd_tile(const oxl_image_embd *e, int32_t t, int
 OXL_API int oxl_image_embd_decode(oxl_ctx *ctx, int32_t seq, const oxl_image_embd *e, oxl_error *err);
 OXL_API void oxl_image_embd_free(oxl_image_embd *e);
 
+/* The media marker a prompt of oxl_mm_eval holds in place of an image (mtmd_default_marker). */
+#define OXL_MEDIA_MARKER "<__media__>"
+
 /* mtmd_tokenize + mtmd_helper_eval_chunks: prompt (UTF-8) is split at each media marker
  * "<__media__>", one image per marker in order (no marker at all: the images go in front, as
  * llama-mtmd-cli); each text part is tokenized alone (special tokens parsed), with add_special BOS in

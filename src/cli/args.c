@@ -28,6 +28,7 @@ typedef enum opt_kind {
     OPT_FLAG,
     OPT_NOFLAG, /* sets a bool false: the --no- form of an OPT_FLAG */
     OPT_GPU,
+    OPT_IMAGE,       /* FILE, repeatable */
     OPT_LORA,        /* FNAME[,FNAME...] */
     OPT_LORA_SCALED, /* FNAME:SCALE[,...], or FNAME SCALE */
     OPT_CVEC,
@@ -172,6 +173,12 @@ static const opt_def opt_table[] = {
     {NULL, "--prompt-cache", OPT_STR, F(prompt_cache), R,
      "state file: reuse the prompt prefix it holds, save the state after the prompt"},
     {NULL, "--prompt-cache-ro", OPT_FLAG, F(prompt_cache_ro), R, "with --prompt-cache: read the file, never write it"},
+    {NULL, "--mmproj", OPT_STR, F(mmproj), R, "vision projector (mmproj GGUF) for --image and /image"},
+    {NULL, "--image", OPT_IMAGE, 0, R,
+     "image file (PNG, JPEG, WebP) for the prompt's <__media__> markers, in order (repeatable)"},
+    {NULL, "--audio", OPT_STR, F(audio), R, "not supported: audio input (an error)"},
+    {NULL, "--no-mmproj-offload", OPT_FLAG, F(no_mmproj_offload), R,
+     "ignored: llama.cpp's GPU option for the projector (this engine runs on the CPU)"},
     {NULL, "--lora", OPT_LORA, 0, R | P | S, "LoRA adapter file (repeatable; comma-separated files)"},
     {NULL, "--lora-scaled", OPT_LORA_SCALED, 0, R | P | S,
      "LoRA adapter with a scale: FILE:SCALE[,...] (or FILE SCALE; repeatable)"},
@@ -258,6 +265,7 @@ static int parse_value(const opt_def *d, const char *v, oxl_opts *o) {
     case OPT_FLAG:
     case OPT_NOFLAG:
     case OPT_GPU:
+    case OPT_IMAGE:
     case OPT_LORA:
     case OPT_LORA_SCALED:
     case OPT_CVEC:
@@ -600,6 +608,14 @@ int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
             oxl_opts_gpu_notice(a, argv[++i]);
             continue;
         }
+        if (d->kind == OPT_IMAGE) {
+            if (o->n_images == OXL_MAX_IMAGES) {
+                fprintf(stderr, "error: %s: too many images (at most %d)\n", a, OXL_MAX_IMAGES);
+                return -1;
+            }
+            o->images[o->n_images++] = argv[++i];
+            continue;
+        }
         if (d->kind >= OPT_LORA) {
             const int used = parse_adapter_opt(d, argc - i - 1, argv + i + 1, o);
             if (used < 0) {
@@ -659,6 +675,9 @@ int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
         return -1;
     }
 #endif
+    if (o->no_mmproj_offload) {
+        fprintf(stderr, "oxillama: --no-mmproj-offload ignored: this engine runs on the CPU (no GPU offload)\n");
+    }
     if (o->n_keep < -1) {
         fprintf(stderr, "error: --keep %d: a count of tokens, or -1 for the whole prompt\n", o->n_keep);
         return -1;
@@ -685,13 +704,21 @@ void oxl_opts_usage_table(unsigned verbs) {
             continue;
         }
         static const char *const metavar[] = {
-            [OPT_BREAKER] = " S",       [OPT_STR] = " S",
-            [OPT_INT] = " N",           [OPT_FLOAT] = " X",
-            [OPT_U32] = " N",           [OPT_KV] = " T",
-            [OPT_FA] = " on|off|auto",  [OPT_FLAG] = "",
-            [OPT_NOFLAG] = "",          [OPT_GPU] = " V",
-            [OPT_LORA] = " FILE",       [OPT_LORA_SCALED] = " FILE:SCALE",
-            [OPT_CVEC] = " FILE",       [OPT_CVEC_SCALED] = " FILE:SCALE",
+            [OPT_BREAKER] = " S",
+            [OPT_STR] = " S",
+            [OPT_INT] = " N",
+            [OPT_FLOAT] = " X",
+            [OPT_U32] = " N",
+            [OPT_KV] = " T",
+            [OPT_FA] = " on|off|auto",
+            [OPT_FLAG] = "",
+            [OPT_NOFLAG] = "",
+            [OPT_GPU] = " V",
+            [OPT_IMAGE] = " FILE",
+            [OPT_LORA] = " FILE",
+            [OPT_LORA_SCALED] = " FILE:SCALE",
+            [OPT_CVEC] = " FILE",
+            [OPT_CVEC_SCALED] = " FILE:SCALE",
             [OPT_RANGE] = " START END",
         };
         char names[64];

@@ -10,6 +10,7 @@
 
 #define OXL_MAX_POSITIONAL 256
 #define OXL_MAX_ADAPTERS 16
+#define OXL_MAX_IMAGES 64
 
 /* The verbs an option of the shared table belongs to (oxl_opts_parse accepts, and --help lists, only
  * the calling verb's). */
@@ -81,6 +82,11 @@ typedef struct oxl_opts {
     int log_level;                        /* OXL_LOG_*, from the two above */
     const char *prompt_cache;             /* --prompt-cache: sequence state file (docs/state-format.md) */
     bool prompt_cache_ro;                 /* --prompt-cache-ro: read it, do not write it */
+    const char *mmproj;                   /* --mmproj: the vision projector (llama-mtmd-cli's) */
+    const char *images[OXL_MAX_IMAGES];   /* --image (repeatable, in order) */
+    int n_images;
+    const char *audio;      /* --audio: refused by run (no audio encoder) */
+    bool no_mmproj_offload; /* --no-mmproj-offload: accepted and ignored (CPU only) */
     /* --lora, --lora-scaled, --control-vector, --control-vector-scaled (repeatable, comma-separated
      * lists) and --control-vector-layer-range (0: llama.cpp's defaults, 1 and n_layer) */
     const char *lora[OXL_MAX_ADAPTERS];

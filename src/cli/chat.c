@@ -2,7 +2,9 @@
  * (tools/main/main.cpp chat_add_and_format): each user line joins the conversation, the whole
  * conversation is rendered with the chat template, and only the text past what was already
  * evaluated is tokenized and decoded; the reply streams to stdout until an end-of-generation token.
- * `/exit` (or end of input) ends the chat. */
+ * `/exit` (or end of input) ends the chat. With --mmproj, `/image PATH` (llama-mtmd-cli's chat
+ * command, tools/mtmd/mtmd-cli.cpp) loads an image for the next message: its text gets one media
+ * marker per image in front, and the rendered turn goes through oxl_mm_eval. */
 #include "args.h"
 #include "chat.h"
 #include "cli.h"
@@ -55,6 +57,52 @@ static int feed(oxl_ctx *ctx, const oxl_model *m, oxl_sampler *smpl, const char 
     }
     free(toks);
     return rc;
+}
+
+/* The conversation's images, in order: run's --image files (not owned) and then those /image loaded. */
+typedef struct chat_images {
+    oxl_image **all;
+    int n, cap, n_borrowed;
+    int n_pending; /* images loaded for the message being written (the last of all) */
+} chat_images;
+
+static int chat_images_add(chat_images *ci, oxl_image *im) {
+    if (ci->n == ci->cap) {
+        const int cap = ci->cap ? 2 * ci->cap : 8;
+        oxl_image **grown = realloc(ci->all, sizeof(oxl_image *) * (size_t)cap);
+        if (!grown) {
+            return -1;
+        }
+        ci->all = grown;
+        ci->cap = cap;
+    }
+    ci->all[ci->n++] = im;
+    return 0;
+}
+
+/* feed() for a text with media markers: the markers take the conversation's last images in order
+ * (a turn's new text holds the markers of its own images; a text rendered again from the start holds
+ * all of them). The penalties see the generated tokens only, as llama-mtmd-cli's. */
+static int feed_mm(oxl_ctx *ctx, const oxl_mmproj *mm, const chat_images *ci, const char *text, bool first,
+                   bool verbose) {
+    int k = 0;
+    for (const char *p = strstr(text, OXL_MEDIA_MARKER); p; p = strstr(p + 1, OXL_MEDIA_MARKER)) {
+        k++;
+    }
+    if (k > ci->n) {
+        fprintf(stderr, "error: the message has %d media markers (%s) and the conversation %d images\n", k,
+                OXL_MEDIA_MARKER, ci->n);
+        return -1;
+    }
+    if (verbose) {
+        fprintf(stderr, "prompt: '%s'\nimages in prompt = %d\n\n", text, k);
+    }
+    oxl_error err = {0};
+    if (oxl_mm_eval(ctx, mm, 0, text, (const oxl_image *const *)(ci->all + ci->n - k), k, first, &err) != 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
 }
 
 /* Generates the reply into a malloc'd string, streaming it to stdout. */
@@ -130,7 +178,8 @@ static void add_reply(cJSON *msgs, const oxl_model *m, const char *tmpl, const c
     add_message(msgs, "assistant", reply);
 }
 
-int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl_opts *o) {
+int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl_opts *o, const oxl_mmproj *mm,
+                  oxl_image *const *images) {
     char *tmpl_file = NULL;
     size_t tmpl_len = 0;
     if (o->chat_template_file && !(tmpl_file = oxl_read_text_file(o->chat_template_file, &tmpl_len))) {
@@ -146,8 +195,16 @@ int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl
     }
     char *evaluated = strdup(""); /* the rendered conversation already in the KV cache */
     int status = 0;
+    chat_images ci = {0};
+    for (int i = 0; i < o->n_images; i++) {
+        if (chat_images_add(&ci, images[i]) != 0) {
+            status = 1;
+        }
+    }
+    ci.n_borrowed = ci.n_pending = ci.n;
     char line[16384];
-    for (bool first = true;; first = false) {
+    char *content = NULL; /* the user message: a marker per pending image, then the line */
+    for (bool first = true; status == 0;) {
         fputs("\n> ", stdout);
         fflush(stdout);
         if (!fgets(line, sizeof line, stdin)) {
@@ -157,7 +214,35 @@ int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl
         if (!strcmp(line, "/exit")) {
             break;
         }
-        add_message(msgs, "user", line);
+        if (!strncmp(line, "/image ", 7)) {
+            oxl_error err = {0};
+            oxl_image *im = NULL;
+            if (!mm) {
+                fprintf(stderr, "error: /image needs --mmproj FILE (the vision projector that encodes it)\n");
+            } else if (!(im = oxl_image_load_file(line + 7, &err))) {
+                fprintf(stderr, "error: /image: %s\n", err.msg);
+            } else if (chat_images_add(&ci, im) != 0) {
+                oxl_image_free(im);
+                status = 1;
+            } else {
+                ci.n_pending++;
+                printf("%s image loaded\n", line + 7);
+            }
+            continue;
+        }
+        const size_t marker_len = strlen(OXL_MEDIA_MARKER), line_len = strlen(line);
+        free(content);
+        content = malloc((size_t)ci.n_pending * marker_len + line_len + 1);
+        if (!content) {
+            status = 1;
+            break;
+        }
+        for (int i = 0; i < ci.n_pending; i++) {
+            memcpy(content + (size_t)i * marker_len, OXL_MEDIA_MARKER, marker_len);
+        }
+        memcpy(content + (size_t)ci.n_pending * marker_len, line, line_len + 1);
+        ci.n_pending = 0;
+        add_message(msgs, "user", content);
         char *with_prompt = NULL;
         if (render(m, tmpl, msgs, kwargs, true, &with_prompt) != 0) {
             status = 1;
@@ -168,12 +253,14 @@ int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl
         if (done == 0 && !first) {
             oxl_ctx_truncate(ctx, 0);
         }
-        int rc = feed(ctx, m, smpl, with_prompt + done, first || done == 0, o->verbose_prompt);
+        int rc = mm ? feed_mm(ctx, mm, &ci, with_prompt + done, first || done == 0, o->verbose_prompt)
+                    : feed(ctx, m, smpl, with_prompt + done, first || done == 0, o->verbose_prompt);
         if (rc != 0) {
             free(with_prompt);
             status = 1;
             break;
         }
+        first = false;
         /* --reasoning-budget N >= 0 with a template that writes thoughts: llama.cpp's budget sampler
          * with the template's tags, armed when this prompt ends inside an opened thought */
         const char *think_start = NULL, *think_end = NULL;
@@ -211,6 +298,11 @@ int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl
         free(evaluated);
         evaluated = held;
     }
+    for (int i = ci.n_borrowed; i < ci.n; i++) {
+        oxl_image_free(ci.all[i]);
+    }
+    free(ci.all);
+    free(content);
     free(evaluated);
     free(tmpl_file);
     cJSON_Delete(kwargs);

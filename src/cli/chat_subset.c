@@ -7,8 +7,9 @@
 
 #include <stdio.h>
 
-int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl_opts *o) {
-    (void)m, (void)ctx, (void)smpl, (void)o;
+int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const oxl_opts *o, const oxl_mmproj *mm,
+                  oxl_image *const *images) {
+    (void)m, (void)ctx, (void)smpl, (void)o, (void)mm, (void)images;
     fprintf(stderr, "error: -cnv needs chat templates, which this build leaves out (OXL_SUBSET: no cJSON)\n");
     return 1;
 }

@@ -21,8 +21,11 @@ int oxl_cmd_embed(int argc, char **argv);
 int oxl_cmd_gguf_split(int argc, char **argv);
 
 struct oxl_opts;
-/* run -cnv: the interactive chat loop over a loaded model and context (src/cli/chat.c). */
-int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const struct oxl_opts *o);
+/* run -cnv: the interactive chat loop over a loaded model and context (src/cli/chat.c). With mm (may
+ * be NULL), `/image PATH` adds an image to the next message, and the n images of run's --image
+ * (o->n_images, still the caller's) go with the first message. */
+int oxl_chat_loop(const oxl_model *m, oxl_ctx *ctx, oxl_sampler *smpl, const struct oxl_opts *o, const oxl_mmproj *mm,
+                  oxl_image *const *images);
 /* --verbose-prompt, as llama.cpp's completion tool prints it: on stderr, "prompt: '<text>'", the
  * number of tokens, then one line "<id, 6 wide> -> '<piece>'" per token and an empty line. */
 void oxl_print_verbose_prompt(const oxl_model *m, const char *text, size_t len, const oxl_token *toks, int32_t n);

@@ -71,6 +71,39 @@ static int prompt_cache_load(const oxl_opts *o, oxl_ctx *ctx, const oxl_token *t
     return 0;
 }
 
+/* The requests that images cannot take here, and --image without --mmproj; loads the --image files
+ * in order into images[]. Returns 0, or -1 after an error message naming the option. */
+static int mm_check_and_load(const oxl_opts *o, oxl_image **images) {
+    if (o->audio) {
+        fprintf(stderr, "error: --audio %s: audio input is not supported (images only: --image)\n", o->audio);
+        return -1;
+    }
+    if (o->n_images > 0 && !o->mmproj) {
+        fprintf(stderr, "error: --image needs --mmproj FILE (the vision projector that encodes the image)\n");
+        return -1;
+    }
+    if (!o->mmproj) {
+        return 0;
+    }
+    const char *refused = o->model_draft || o->spec_type ? "speculative decoding (-md, --spec-type)"
+                          : o->ctx_shift                 ? "--context-shift"
+                          : o->prompt_cache              ? "--prompt-cache"
+                                                         : NULL;
+    if (refused) {
+        fprintf(stderr, "error: --mmproj: %s is not supported with images\n", refused);
+        return -1;
+    }
+    for (int i = 0; i < o->n_images; i++) {
+        oxl_error err = {0};
+        images[i] = oxl_image_load_file(o->images[i], &err);
+        if (!images[i]) {
+            fprintf(stderr, "error: --image: %s\n", err.msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int oxl_cmd_run(int argc, char **argv) {
     oxl_opts o;
     if (oxl_opts_parse(&o, OXL_VERB_RUN, argc, argv) != 0) {
@@ -79,7 +112,8 @@ int oxl_cmd_run(int argc, char **argv) {
     if (o.help) {
         oxl_opts_usage(
             "run", OXL_VERB_RUN,
-            "[-m FILE] -p PROMPT [-n N] [-t N] [-c N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S]");
+            "[-m FILE] -p PROMPT [-n N] [-t N] [-c N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S]\n"
+            "       [--mmproj FILE --image FILE ...]");
         return 0;
     }
     char *file_text = NULL;
@@ -98,6 +132,7 @@ int oxl_cmd_run(int argc, char **argv) {
             return 1;
         }
         prompt_len = oxl_process_escapes(file_text, strlen(file_text));
+        file_text[prompt_len] = '\0';
         prompt = file_text;
     } else {
         prompt = "";
@@ -111,7 +146,12 @@ int oxl_cmd_run(int argc, char **argv) {
     oxl_token *toks = NULL;
     oxl_model *dmodel = NULL; /* speculative decoding's draft model (-md) */
     oxl_ctx *dctx = NULL;
+    oxl_mmproj *mm = NULL;
+    oxl_image *images[OXL_MAX_IMAGES] = {0};
     bool spec_ngram = false, spec_draft = false;
+    if (mm_check_and_load(&o, images) != 0) {
+        goto done;
+    }
     if ((o.model_draft || o.spec_type) && oxl_spec_check(&o, &spec_ngram, &spec_draft) != 0) {
         goto done;
     }
@@ -145,6 +185,10 @@ int oxl_cmd_run(int argc, char **argv) {
         goto done;
     }
     if (oxl_opts_apply_adapters(&o, model, ctx) != 0) {
+        goto done;
+    }
+    if (o.mmproj && !(mm = oxl_mmproj_load(o.mmproj, model, &err))) {
+        fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }
     oxl_log(&o, OXL_LOG_INFO, "oxillama: %s; loaded in %.1f ms (%s); n_ctx %d\n", oxl_model_desc(model),
@@ -242,12 +286,30 @@ int oxl_cmd_run(int argc, char **argv) {
         goto done;
     }
     if (o.conversation) {
-        status = oxl_chat_loop(model, ctx, smpl, &o);
+        status = oxl_chat_loop(model, ctx, smpl, &o, mm, images);
         goto done;
     }
 
     int32_t n_ctx = oxl_ctx_n_ctx(ctx);
-    int32_t n_tok = oxl_tokenize(model, prompt, prompt_len, NULL, 0, true, false);
+    int32_t n_tok = 0, n_reuse = 0;
+    double t1 = 0;
+    if (mm) {
+        /* llama-mtmd-cli: the images take the places of the prompt's markers; the penalties see
+         * the generated tokens only */
+        if (o.verbose_prompt) {
+            fprintf(stderr, "prompt: '%s'\nimages in prompt = %d\n\n", prompt, o.n_images);
+        }
+        fwrite(prompt, 1, prompt_len, stdout);
+        fflush(stdout);
+        t1 = oxl_clock_s();
+        if (oxl_mm_eval(ctx, mm, 0, prompt, (const oxl_image *const *)images, o.n_images, true, &err) != 0) {
+            fprintf(stderr, "\nerror: %s\n", err.msg);
+            goto done;
+        }
+        n_tok = oxl_ctx_n_past(ctx);
+        goto evaluated;
+    }
+    n_tok = oxl_tokenize(model, prompt, prompt_len, NULL, 0, true, false);
     if (n_tok == INT32_MIN) {
         fprintf(stderr, "error: cannot tokenize the prompt\n");
         goto done;
@@ -272,8 +334,7 @@ int oxl_cmd_run(int argc, char **argv) {
     fwrite(prompt, 1, prompt_len, stdout);
     fflush(stdout);
 
-    double t1 = oxl_clock_s();
-    int32_t n_reuse = 0;
+    t1 = oxl_clock_s();
     if (o.prompt_cache && prompt_cache_load(&o, ctx, toks, n_tok, &n_reuse) != 0) {
         goto done;
     }
@@ -288,6 +349,7 @@ int oxl_cmd_run(int argc, char **argv) {
     for (int32_t i = 0; i < n_tok; i++) { /* the penalties see the prompt, as llama.cpp's */
         oxl_sampler_accept(smpl, toks[i]);
     }
+evaluated:;
     double t2 = oxl_clock_s();
     int32_t n_vocab = oxl_model_n_vocab(model);
     oxl_detok detok = {0};
@@ -369,6 +431,10 @@ finished:;
     }
     status = 0;
 done:
+    for (int i = 0; i < o.n_images; i++) {
+        oxl_image_free(images[i]);
+    }
+    oxl_mmproj_free(mm);
     free(toks);
     free(file_text);
     oxl_sampler_free(smpl);
