@@ -99,7 +99,7 @@ typedef struct oxl_reply {
     /* further headers of a body reply: name, value, name, value, ... (static strings; a NULL name
      * ends the list early) */
     const char *headers[12];
-    void *response;     /* instead of body: a libmicrohttpd response the handler made (ws.c's upgrade) */
+    void *response; /* instead of body: a libmicrohttpd response the handler made (ws.c's upgrade) */
 } oxl_reply;
 
 typedef void (*oxl_handler)(oxl_srv *srv, const oxl_request *rq, oxl_reply *out);

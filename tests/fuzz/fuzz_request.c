@@ -154,7 +154,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         {"/infill", oxl_api_infill},
         {"/v1/messages", oxl_api_messages},
         {"/v1/messages/count_tokens", oxl_api_count_tokens},
-        {"/v1/ws", NULL}, /* a WebSocket message */
+        {"/v1/ws", NULL},               /* a WebSocket message */
         {"/webui", oxl_api_webui_file}, /* the web page's files: the body is the file name */
     };
     if (size < 1)
