@@ -1046,7 +1046,8 @@ static void slot_draft(oxl_sched *s, slot *sl) {
     if (g->max_tokens >= 0 && g->max_tokens - sl->n_gen - 1 < cap) {
         cap = g->max_tokens - sl->n_gen - 1;
     }
-    if (cap <= 0 || cap < g->spec_n_min) {
+    /* a prompt with images has rows of no token: neither the n-grams nor the draft model see them */
+    if (cap <= 0 || cap < g->spec_n_min || sl->job->n_img > 0) {
         return;
     }
     int32_t nd = 0;
