@@ -489,6 +489,7 @@ int oxl_server_config_resolve(oxl_server_config *cfg, int argc, char **argv) {
 void oxl_server_config_free(oxl_server_config *cfg) {
     free(cfg->model);
     free(cfg->alias);
+    free(cfg->mmproj);
     for (int i = 0; i < cfg->n_models; i++) {
         free(cfg->models[i]);
         free(cfg->aliases[i]);

@@ -3,7 +3,7 @@
 //   vision: `serve --mmproj golden/mm/llava15.mmproj.gguf` with a template that outputs the message
 //           unchanged: the image and "Describe:" give llama.cpp's 8 greedy tokens (GREEDY_IDS, from
 //           llava15.golden.gguf, detokenized by /detokenize); a second identical request reuses the
-//           cache through the image; http URLs, truncated PNGs, bad data: URIs are 400s; /props and
+//           cache through the image; the Responses API's input_image gives the same; http URLs, truncated PNGs, bad data: URIs are 400s; /props and
 //           /v1/models say the model takes images
 //   text:   the same server without --mmproj: an image part is a 400 naming --mmproj
 // Prints PASS/FAIL lines; exits 1 on a failure.
@@ -73,6 +73,14 @@ if (mode === 'text') {
     if (ch.choices.length) text += ch.choices[0].delta.content ?? '';
   }
   check('stream = llama.cpp greedy', text === expected, JSON.stringify(text));
+
+  // the Responses API's input_image part (image_url: a data: URI string)
+  const rr = await client.responses.create({
+    model: 'x', temperature: 0, max_output_tokens: 8,
+    input: [{ role: 'user', content: [
+      { type: 'input_image', image_url: dataUri(imagePath) }, { type: 'input_text', text: 'Describe:' }] }],
+  });
+  check('responses input_image = llama.cpp greedy', rr.output_text === expected, JSON.stringify(rr.output_text));
 
   await expectError('http URL', 400, 'not fetched', () => chat('http://example.com/a.png'));
   await expectError('https URL', 400, 'not fetched', () => chat('https://example.com/a.png'));
