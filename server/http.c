@@ -784,6 +784,12 @@ int oxl_srv_load_engine(oxl_srv *srv, const char *path) {
                 err.msg);
         shift = false;
     }
+    if (shift && srv->mmproj) {
+        /* llama-server: "ctx_shift is not supported by multimodal, it will be disabled" (an image's
+         * rows cannot be cut) */
+        fprintf(stderr, "oxillama serve: warning: --context-shift is not supported with --mmproj, it is disabled\n");
+        shift = false;
+    }
     oxl_sched_set_context_shift(srv->sched, shift, cfg->n_keep, cfg->log_level >= 2);
     if (cfg->log_level >= 1 && srv->dmodel)
         fprintf(stderr, "oxillama serve: draft model %s\n", oxl_model_desc(srv->dmodel));

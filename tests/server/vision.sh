@@ -91,9 +91,16 @@ printf '%s' "{% for message in messages %}{{ message['content'] }}{% endfor %}" 
 head -c 1000 "$mm/image.png" >"$work/cut.png"
 
 start vision -m "$src/golden/arch/llama.gguf" --mmproj "$mm/llava15.mmproj.gguf" -ctk f32 -ctv f32 -fa off \
-    --chat-template-file "$work/plain.jinja"
+    --chat-template-file "$work/plain.jinja" --context-shift
 node "$here/vision.mjs" "$base" vision "$mm/image.png" "$work/cut.png" "$greedy" || status=1
 stop vision
+# llama-server turns context shift off with a projector, with a warning
+if grep -q -- "--context-shift is not supported with --mmproj, it is disabled" "$work/vision.log"; then
+    echo "PASS  --context-shift with --mmproj: disabled"
+else
+    echo "FAIL  --context-shift with --mmproj: no warning"
+    status=1
+fi
 
 # without --mmproj an image part is a 400 naming --mmproj
 start text -m "$src/golden/arch/llama.gguf" --chat-template-file "$work/plain.jinja"
