@@ -32,6 +32,11 @@ typedef struct oxl_srv {
     int32_t n_lora;
     oxl_model *dmodel; /* -md: the draft model and its context (one sequence per slot), or NULL */
     oxl_ctx *dctx;
+    /* --mmproj: the vision projector, and a one-sequence context of the model whose threads encode
+     * images (request threads take turns under mm_mu); NULL without --mmproj */
+    oxl_mmproj *mmproj;
+    oxl_ctx *mm_ctx;
+    pthread_mutex_t mm_mu;
     atomic_bool ready;    /* model loaded, scheduler running */
     atomic_bool stopping; /* SIGINT/SIGTERM seen */
     char model_id[256];   /* --alias, or the model file's name */

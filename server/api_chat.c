@@ -74,7 +74,8 @@ static int chat_prompt(oxl_srv *srv, const cJSON *body, cJSON *msgs, api_req *r,
     size_t len = strlen(text), keep = len < sizeof r->prompt_tail - 1 ? len : sizeof r->prompt_tail - 1;
     memcpy(r->prompt_tail, text + len - keep, keep);
     r->prompt_tail[keep] = 0;
-    int rc = oxl_req_tokenize(srv, text, len, toks, n, "messages", e);
+    int rc = r->media && r->media->n > 0 ? oxl_media_tokenize(srv, text, r->media, toks, n, "messages", e)
+                                         : oxl_req_tokenize(srv, text, len, toks, n, "messages", e);
     free(text);
     return rc;
 }
@@ -256,7 +257,7 @@ int oxl_chat_request(oxl_srv *srv, const cJSON *b, api_req *r, oxl_token **toks,
                    rf->valuestring);
     }
     r->reasoning_none = reasoning == 0;
-    rc = (msgs = oxl_req_normalize_messages(m, "messages", e)) != NULL &&
+    rc = (msgs = oxl_req_normalize_messages(m, "messages", r->media, e)) != NULL &&
                  chat_prompt(srv, b, msgs, r, toks, n_toks, e) == 0 && tool_grammar(srv, tc, r, &r->gen, e) == 0
              ? 0
              : -1;
@@ -265,7 +266,9 @@ int oxl_chat_request(oxl_srv *srv, const cJSON *b, api_req *r, oxl_token **toks,
 }
 
 void oxl_api_chat(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
+    oxl_media media = {0};
     api_req r = {.kind = API_CHAT, .object = chat_body, .produce = oxl_produce_chunks};
+    r.media = srv->mmproj ? &media : NULL;
     oxl_api_error e = {0};
     oxl_token *toks = NULL;
     int32_t n_toks = 0;
@@ -278,4 +281,5 @@ void oxl_api_chat(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     free(toks);
     free(r.tools_json);
     oxl_gen_params_free(&r.gen);
+    oxl_media_free(&media);
 }

@@ -48,6 +48,15 @@ static cJSON *model_json(oxl_srv *srv) {
     cJSON_AddStringToObject(m, "owned_by", "oxillama");
     if (atomic_load(&srv->ready)) {
         add_meta(srv, m);
+        /* llama-server's modalities of a model (architecture.input_modalities, llama.cpp PR 22952):
+         * images with --mmproj */
+        cJSON *arch = cJSON_AddObjectToObject(m, "architecture");
+        cJSON *in = cJSON_AddArrayToObject(arch, "input_modalities");
+        cJSON_AddItemToArray(in, cJSON_CreateString("text"));
+        if (srv->mmproj) {
+            cJSON_AddItemToArray(in, cJSON_CreateString("image"));
+        }
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(arch, "output_modalities"), cJSON_CreateString("text"));
     }
     return m;
 }

@@ -50,7 +50,7 @@ void oxl_api_props(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     cJSON_AddStringToObject(o, "model_alias", srv->model_id);
     cJSON_AddStringToObject(o, "model_path", srv->cfg->model ? srv->cfg->model : srv->model_file);
     cJSON *mod = cJSON_AddObjectToObject(o, "modalities");
-    cJSON_AddBoolToObject(mod, "vision", false);
+    cJSON_AddBoolToObject(mod, "vision", srv->mmproj != NULL);
     cJSON_AddBoolToObject(mod, "video", false);
     cJSON_AddBoolToObject(mod, "audio", false);
     cJSON_AddBoolToObject(o, "endpoint_slots", true);
@@ -81,7 +81,7 @@ void oxl_api_apply_template(oxl_srv *srv, const oxl_request *rq, oxl_reply *out)
         oxl_reply_error(out, &e);
         return;
     }
-    cJSON *msgs = oxl_req_normalize_messages(m, "messages", &e);
+    cJSON *msgs = oxl_req_normalize_messages(m, "messages", NULL, &e);
     char *json = msgs ? cJSON_PrintUnformatted(msgs) : NULL;
     cJSON_Delete(msgs);
     if (!json) {

@@ -149,7 +149,9 @@ static size_t produce_response_events(oxl_stream *st) {
 }
 
 void oxl_api_responses(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
+    oxl_media media = {0};
     api_req r = {.kind = API_RESPONSES, .object = response_body, .produce = produce_response_events};
+    r.media = srv->mmproj ? &media : NULL;
     oxl_api_error e = {0};
     const cJSON *b = rq->json;
     cJSON *msgs = NULL, *norm = NULL;
@@ -191,9 +193,9 @@ void oxl_api_responses(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
             cJSON_AddItemToArray(msgs, d);
         }
     }
-    if (!(norm = oxl_req_normalize_messages(msgs, "input", &e)) ||
+    if (!(norm = oxl_req_normalize_messages(msgs, "input", r.media, &e)) ||
         oxl_req_template_kwargs(srv, NULL, &kwargs, &e) < 0 ||
-        oxl_req_chat_prompt(srv, norm, NULL, kwargs, b, &r.gen, &toks, &n_toks, "input", &e) < 0 ||
+        oxl_req_chat_prompt(srv, norm, NULL, kwargs, b, &r.gen, r.media, &toks, &n_toks, "input", &e) < 0 ||
         oxl_req_check_context(srv, n_toks, "input", &e) < 0) {
         goto fail;
     }
@@ -203,6 +205,7 @@ void oxl_api_responses(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     oxl_req_run(srv, rq, &r, &toks, &n_toks, NULL, 1, out);
     free(toks);
     oxl_gen_params_free(&r.gen);
+    oxl_media_free(&media);
     return;
 fail:
     cJSON_Delete(msgs);
@@ -210,5 +213,6 @@ fail:
     free(kwargs);
     free(toks);
     oxl_gen_params_free(&r.gen);
+    oxl_media_free(&media);
     oxl_reply_error(out, &e);
 }

@@ -32,6 +32,8 @@ static const opt opts[] = {
      "serve every *.gguf of this folder, each loaded on first use"},
     {"--models-max", NULL, "models_max", OPT_INT, OFF(models_max), 0, OXL_SRV_MAX_MODELS,
      "models loaded at once with several models (default 4; 0 = no limit)"},
+    {"--mmproj", NULL, "mmproj", OPT_STR, OFF(mmproj), 0, 0,
+     "vision projector GGUF of the model: chat messages may hold images (one model only)"},
     {"--host", NULL, "host", OPT_STR, OFF(host), 0, 0, "address to bind (default 127.0.0.1)"},
     {"--port", NULL, "port", OPT_INT, OFF(port), 0, 65535, "TCP port (default 8080; 0 = any free port)"},
     {"--ctx-size", "-c", "ctx_size", OPT_INT, OFF(n_ctx), 0, INT_MAX,
@@ -487,6 +489,7 @@ int oxl_server_config_resolve(oxl_server_config *cfg, int argc, char **argv) {
 void oxl_server_config_free(oxl_server_config *cfg) {
     free(cfg->model);
     free(cfg->alias);
+    free(cfg->mmproj);
     for (int i = 0; i < cfg->n_models; i++) {
         free(cfg->models[i]);
         free(cfg->aliases[i]);

@@ -168,7 +168,22 @@ int oxl_req_check_context(oxl_srv *srv, int32_t n_prompt, const char *param, oxl
 }
 
 /* Turns chat messages into the template's input: content parts joined into one string. */
-cJSON *oxl_req_normalize_messages(const cJSON *msgs, const char *param, oxl_api_error *e) {
+/* The URL of an image part (chat's image_url object, the Responses API's image_url string), or NULL
+ * when p is no image part; *bad set when it is one without a string URL. */
+static const char *image_part_url(const cJSON *p, const char *type, bool *bad) {
+    *bad = false;
+    if (strcmp(type, "image_url") && strcmp(type, "input_image")) {
+        return NULL;
+    }
+    const cJSON *iu = cJSON_GetObjectItemCaseSensitive(p, "image_url");
+    if (cJSON_IsObject(iu)) {
+        iu = cJSON_GetObjectItemCaseSensitive(iu, "url");
+    }
+    *bad = !cJSON_IsString(iu);
+    return *bad ? type : iu->valuestring;
+}
+
+cJSON *oxl_req_normalize_messages(const cJSON *msgs, const char *param, oxl_media *media, oxl_api_error *e) {
     if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0) {
         BAD_TYPE(e, param, "'%s': expected a non-empty list of messages", param);
         return NULL;
@@ -200,7 +215,7 @@ cJSON *oxl_req_normalize_messages(const cJSON *msgs, const char *param, oxl_api_
             size_t cap = 1, len = 0;
             for (const cJSON *p = c->child; p; p = p->next) {
                 const cJSON *t = cJSON_GetObjectItemCaseSensitive(p, "text");
-                cap += cJSON_IsString(t) ? strlen(t->valuestring) + 1 : 0;
+                cap += cJSON_IsString(t) ? strlen(t->valuestring) + 1 : strlen(OXL_MEDIA_MARKER) + 1;
             }
             char *text = malloc(cap);
             int pi = 0;
@@ -209,8 +224,32 @@ cJSON *oxl_req_normalize_messages(const cJSON *msgs, const char *param, oxl_api_
                 oxl_api_error ign;
                 oxl_json_str(p, "type", &type, &ign);
                 oxl_json_str(p, "text", &t, &ign);
-                if (!type || (strcmp(type, "text") && strcmp(type, "input_text") && strcmp(type, "output_text")) ||
-                    !t) {
+                bool bad_url = false;
+                const char *url = type ? image_part_url(p, type, &bad_url) : NULL;
+                if (url) {
+                    char w2[128];
+                    snprintf(w2, sizeof w2, "%s.content[%d].image_url%s", where, pi,
+                             strcmp(type, "image_url") ? "" : ".url");
+                    int rc = 0;
+                    if (!media) {
+                        rc = BAD(e, w2,
+                                 "'%s': image parts need the model's vision projector: start the server with "
+                                 "--mmproj FILE",
+                                 w2);
+                    } else if (bad_url) {
+                        rc = BAD_TYPE(e, w2, "'%s': expected a string URL", w2);
+                    } else {
+                        rc = oxl_media_add_url(media, url, w2, e);
+                    }
+                    if (rc < 0) {
+                        free(text);
+                        cJSON_Delete(nm);
+                        cJSON_Delete(out);
+                        return NULL;
+                    }
+                    t = OXL_MEDIA_MARKER;
+                } else if (!type ||
+                           (strcmp(type, "text") && strcmp(type, "input_text") && strcmp(type, "output_text")) || !t) {
                     char w2[96];
                     snprintf(w2, sizeof w2, "%s.content[%d]", where, pi);
                     BAD(e, w2,
@@ -300,7 +339,8 @@ void oxl_req_budget_defaults(oxl_srv *srv, const cJSON *body, const char *prompt
 }
 
 int oxl_req_chat_prompt(oxl_srv *srv, const cJSON *msgs, const cJSON *tools, const char *kwargs, const cJSON *body,
-                        oxl_gen_params *g, oxl_token **toks, int32_t *n, const char *param, oxl_api_error *e) {
+                        oxl_gen_params *g, oxl_media *media, oxl_token **toks, int32_t *n, const char *param,
+                        oxl_api_error *e) {
     char *text = NULL;
     oxl_error err = {0};
     char *msgs_json = cJSON_PrintUnformatted(msgs);
@@ -320,7 +360,8 @@ int oxl_req_chat_prompt(oxl_srv *srv, const cJSON *msgs, const cJSON *tools, con
     if (g) {
         oxl_req_budget_defaults(srv, body, text, g);
     }
-    int rc = oxl_req_tokenize(srv, text, strlen(text), toks, n, param, e);
+    int rc = media && media->n > 0 ? oxl_media_tokenize(srv, text, media, toks, n, param, e)
+                                   : oxl_req_tokenize(srv, text, strlen(text), toks, n, param, e);
     free(text);
     return rc;
 }
@@ -571,6 +612,9 @@ void oxl_req_run(oxl_srv *srv, const oxl_request *rq, api_req *r, oxl_token **to
             break;
         }
         toks[p] = NULL;
+        if (r->media && n_prompts == 1) {
+            oxl_media_give(r->media, j);
+        }
         if (oxl_req_submit(srv, j, &e) != 0) {
             oxl_job_release(NULL, j);
             ok = false;

@@ -6,6 +6,7 @@
 #define OXL_SRV_GENERATE_H
 
 #include "api.h"
+#include "media.h"
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
@@ -26,6 +27,7 @@ struct api_req {
     bool has_tools;       /* tools were given: replies may hold tool calls */
     bool reasoning_none;  /* chat: reasoning_format none (thoughts stay in content) */
     char prompt_tail[64]; /* chat: the end of the rendered prompt (does it open a thought?) */
+    oxl_media *media;     /* chat: the request's images (NULL: none allowed; the handler owns it) */
     char *tools_json;     /* chat: the offered tools' JSON text for the reply parser (owned; a stream takes it) */
     bool return_tokens;   /* /completion: the reply lists the generated token ids */
     char id[64];
@@ -110,8 +112,11 @@ int oxl_req_tokenize(oxl_srv *srv, const char *text, size_t len, oxl_token **out
 int oxl_req_token_list(oxl_srv *srv, const cJSON *a, const char *param, oxl_token **out, int32_t *n, oxl_api_error *e);
 /* 400 context_length_exceeded when n_prompt tokens leave no room in a slot. */
 int oxl_req_check_context(oxl_srv *srv, int32_t n_prompt, const char *param, oxl_api_error *e);
-/* Chat messages as the template's input: content parts joined into text (a copy the caller frees). */
-cJSON *oxl_req_normalize_messages(const cJSON *msgs, const char *param, oxl_api_error *e);
+/* Chat messages as the template's input: content parts joined into text (a copy the caller frees).
+ * Image parts ({"type": "image_url", "image_url": {"url": ...}} and the Responses API's
+ * {"type": "input_image", "image_url": ...}) become OXL_MEDIA_MARKER in the text and their images
+ * go to media, in order; media NULL (no --mmproj): an image part is a 400 naming --mmproj. */
+cJSON *oxl_req_normalize_messages(const cJSON *msgs, const char *param, oxl_media *media, oxl_api_error *e);
 /* The chat template's extra variables for request body b (may be NULL), as llama-server's
  * oaicompat_chat_params_parse merges them (tools/server/server-common.cpp): the request's
  * chat_template_kwargs, and enable_thinking: the request's boolean, else true when
@@ -128,7 +133,8 @@ void oxl_req_budget_defaults(oxl_srv *srv, const cJSON *body, const char *prompt
  * oxl_req_template_kwargs, may be NULL), then tokenized; g (may be NULL) gets the reasoning
  * budget's defaults (oxl_req_budget_defaults with body). */
 int oxl_req_chat_prompt(oxl_srv *srv, const cJSON *msgs, const cJSON *tools, const char *kwargs, const cJSON *body,
-                        oxl_gen_params *g, oxl_token **toks, int32_t *n, const char *param, oxl_api_error *e);
+                        oxl_gen_params *g, oxl_media *media, oxl_token **toks, int32_t *n, const char *param,
+                        oxl_api_error *e);
 
 /* Jobs: submits j (503 when the queue is full or the server stops); waits for every job (-1, jobs
  * cancelled, when the client disconnects first); releases the jobs and the array. */

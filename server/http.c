@@ -702,6 +702,21 @@ int oxl_srv_load_engine(oxl_srv *srv, const char *path) {
     if (cfg->setup_ctx && cfg->setup_ctx(cfg->setup_user, srv->model, srv->ctx) != 0) {
         return -1;
     }
+    /* --mmproj: the projector, and a small context of the model for encoding images (its threads) */
+    if (cfg->mmproj) {
+        srv->mmproj = oxl_mmproj_load(cfg->mmproj, srv->model, &err);
+        oxl_ctx_params mcp = oxl_ctx_default_params();
+        mcp.n_ctx = 64;
+        mcp.n_seq_max = 1;
+        mcp.n_threads = cfg->n_threads;
+        mcp.type_k = mcp.type_v = OXL_KV_F16;
+        srv->mm_ctx = srv->mmproj ? oxl_ctx_new(srv->model, &mcp, &err) : NULL;
+        if (!srv->mm_ctx) {
+            load_fail(srv, "--mmproj: %s\n", err.msg);
+            return -1;
+        }
+        pthread_mutex_init(&srv->mm_mu, NULL);
+    }
     /* LoRA adapters: loaded here, set on the context per step by the scheduler */
     float lora_scale[OXL_SRV_MAX_LORA];
     for (int i = 0; i < cfg->n_lora && i < OXL_SRV_MAX_LORA; i++) {
@@ -769,6 +784,12 @@ int oxl_srv_load_engine(oxl_srv *srv, const char *path) {
                 err.msg);
         shift = false;
     }
+    if (shift && srv->mmproj) {
+        /* llama-server: "ctx_shift is not supported by multimodal, it will be disabled" (an image's
+         * rows cannot be cut) */
+        fprintf(stderr, "oxillama serve: warning: --context-shift is not supported with --mmproj, it is disabled\n");
+        shift = false;
+    }
     oxl_sched_set_context_shift(srv->sched, shift, cfg->n_keep, cfg->log_level >= 2);
     if (cfg->log_level >= 1 && srv->dmodel)
         fprintf(stderr, "oxillama serve: draft model %s\n", oxl_model_desc(srv->dmodel));
@@ -781,6 +802,13 @@ int oxl_srv_load_engine(oxl_srv *srv, const char *path) {
 }
 
 void oxl_srv_free_engine(oxl_srv *srv) {
+    if (srv->mm_ctx) {
+        pthread_mutex_destroy(&srv->mm_mu);
+    }
+    oxl_ctx_free(srv->mm_ctx);
+    oxl_mmproj_free(srv->mmproj);
+    srv->mm_ctx = NULL;
+    srv->mmproj = NULL;
     oxl_ctx_free(srv->dctx);
     oxl_model_free(srv->dmodel);
     oxl_ctx_free(srv->ctx);
@@ -795,6 +823,11 @@ int oxl_server_run(const oxl_server_config *cfg) {
     oxl_srv *srv = &srv_storage;
     srv->cfg = cfg;
     srv->created = time(NULL);
+    if (oxl_models_wanted(cfg) && cfg->mmproj) {
+        fprintf(stderr, "oxillama serve: --mmproj belongs to one model; it cannot be used with several models "
+                        "(repeated -m or --models-dir)\n");
+        return 1;
+    }
     if (oxl_models_wanted(cfg)) {
         if (oxl_models_init(srv) != 0) {
             return 1;

@@ -174,6 +174,9 @@ static void job_free(oxl_job *j) {
         free(j->choice[i].marks);
     }
     oxl_gen_params_free(&j->gen);
+    for (int32_t i = 0; i < j->n_img; i++) {
+        oxl_image_embd_free(j->img[i]);
+    }
     free(j->prompt);
     free(j->input_len);
     free(j->embd);
@@ -362,6 +365,10 @@ static int32_t common_prefix(const oxl_token *a, int32_t na, const oxl_token *b,
     while (n < na && n < nb && a[n] == b[n]) {
         n++;
     }
+    /* an image is reused whole or not at all: back to the start of one cut short */
+    while (n > 0 && n < nb && b[n] < 0 && b[n - 1] == b[n]) {
+        n--;
+    }
     return n;
 }
 
@@ -468,6 +475,9 @@ static void admit(oxl_sched *s) {
             }
             /* the penalties' window starts with the prompt, as llama-server's does */
             for (int32_t i = 0; best->smpl && i < j->n_prompt; i++) {
+                if (j->prompt[i] < 0) {
+                    continue; /* an image's rows */
+                }
                 oxl_sampler_accept(best->smpl, j->prompt[i]);
             }
             memset(&best->detok, 0, sizeof best->detok);
@@ -850,6 +860,39 @@ static void embd_step(oxl_sched *s) {
 
 /* --- the step loop ----------------------------------------------------------------------------- */
 
+/* Decodes the image that comes next in the prompt of each slot taking its prompt (as
+ * mtmd_helper_eval_chunks: text chunks through the step's batch, images here, in order). */
+static void decode_images(oxl_sched *s) {
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        slot *sl = &s->slots[i];
+        /* images back to back go in one after the other */
+        while (sl->state == SLOT_PROMPT && sl->job && sl->n_cache < sl->job->n_prompt &&
+               sl->job->prompt[sl->n_cache] < 0) {
+            oxl_job *j = sl->job;
+            const oxl_image_embd *e = NULL;
+            for (int32_t k = 0; k < j->n_img && !e; k++) {
+                e = j->img_at[k] == sl->n_cache ? j->img[k] : NULL;
+            }
+            oxl_error err = {0};
+            int32_t nt = oxl_image_embd_n_tokens(e);
+            if (!e || sl->n_cache + nt > j->n_prompt) {
+                job_fail_running(s, j, "the prompt's image rows do not match its images");
+                break;
+            }
+            if (oxl_image_embd_decode(s->ctx, sl->id, e, &err) != 0) {
+                char msg[256];
+                snprintf(msg, sizeof msg, "image decode failed: %.200s", err.msg);
+                sl->n_cache = oxl_seq_n_past(s->ctx, sl->id);
+                job_fail_running(s, j, msg);
+                break;
+            }
+            for (int32_t t = 0; t < nt; t++, sl->n_cache++) {
+                sl->cache[sl->n_cache] = j->prompt[sl->n_cache];
+            }
+        }
+    }
+}
+
 /* Gathers the step's batch from the slots whose LoRA scales are those of the first busy slot (the
  * first looked at moves on each step, so no set of scales waits for long): one token per
  * generating slot followed by its draft while the step has room for drafts, then prompt chunks
@@ -906,6 +949,12 @@ static int32_t build_batch(oxl_sched *s) {
         }
         int32_t left = sl->job->n_prompt - sl->n_cache;
         int32_t k = left < room ? left : room;
+        /* text up to the next image (decode_images puts the image in) */
+        for (int32_t t = 0; t < k; t++) {
+            if (sl->job->prompt[sl->n_cache + t] < 0) {
+                k = t;
+            }
+        }
         for (int32_t t = 0; t < k; t++) {
             s->b_tok[n] = sl->job->prompt[sl->n_cache + t];
             s->b_pos[n] = sl->n_cache + t;
@@ -997,7 +1046,8 @@ static void slot_draft(oxl_sched *s, slot *sl) {
     if (g->max_tokens >= 0 && g->max_tokens - sl->n_gen - 1 < cap) {
         cap = g->max_tokens - sl->n_gen - 1;
     }
-    if (cap <= 0 || cap < g->spec_n_min) {
+    /* a prompt with images has rows of no token: neither the n-grams nor the draft model see them */
+    if (cap <= 0 || cap < g->spec_n_min || sl->job->n_img > 0) {
         return;
     }
     int32_t nd = 0;
@@ -1068,6 +1118,7 @@ static void *sched_main(void *arg) {
         if (s->n_ejobs > 0) {
             embd_step(s);
         }
+        decode_images(s);
         int32_t n = build_batch(s);
         /* the embedding decode released the mutex: jobs queued meanwhile signalled no one waiting,
          * and are admitted at the top of the loop */

@@ -29,6 +29,7 @@
 #define OXL_SRV_MAX_BREAKERS 16         /* dry_sequence_breakers strings */
 #define OXL_SRV_MAX_TAG 64              /* reasoning_budget_start_tag / _end_tag bytes, NUL included */
 #define OXL_SRV_MAX_BUDGET_MESSAGE 1024 /* reasoning_budget_message bytes, NUL included */
+#define OXL_SRV_MAX_IMAGES 16           /* images in one request's prompt */
 #define OXL_SRV_EMBD_SEQ 4              /* inputs the embedding context decodes together */
 #define OXL_SRV_EMBD_JOBS 16            /* embedding jobs taken from the queue at once */
 
@@ -115,6 +116,12 @@ typedef struct oxl_job {
     oxl_token *prompt;
     int32_t n_prompt;
     int32_t n_choices;
+    /* images of the prompt (owned by the job): image i takes the prompt's rows img_at[i] ..
+     * img_at[i] + its n_tokens - 1, which hold one negative placeholder id made from a hash of the
+     * image's bytes (equal images in two prompts share the cached prefix through them) */
+    int32_t n_img;
+    oxl_image_embd *img[OXL_SRV_MAX_IMAGES];
+    int32_t img_at[OXL_SRV_MAX_IMAGES];
     oxl_gen_params gen;
     /* shared, under the scheduler's mutex */
     pthread_cond_t cv; /* signalled when output grows or the job ends */

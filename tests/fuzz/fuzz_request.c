@@ -7,8 +7,10 @@
  * and its dispatch to the handlers above), and GET /webui/<name> (the web page's files), with no HTTP
  * server and no generation.
  *
- * Set-up (once): models/stories260K.gguf loaded, a context of 4 slots, and a scheduler that is
- * started and at once stopped. A handler therefore runs everything a request does before its job
+ * Set-up (once): models/stories260K.gguf loaded, a context of 4 slots, golden/mm's LLaVA-1.5
+ * projector as --mmproj (chat image_url and Responses input_image parts: data: URIs, nettle's base64,
+ * the image decoders and the vision tower run; stories260K has the projector's n_embd 64), and a
+ * scheduler that is started and at once stopped. A handler therefore runs everything a request does before its job
  * is queued (field checks, stop strings, logit_bias, message normalization, the chat template,
  * tokenization, token-id prompts, context checks) and then gets the 503 a stopping server gives,
  * freeing all it built; LeakSanitizer sees anything it loses.
@@ -90,6 +92,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         return 1;
     }
     oxl_sched_stop(g_srv.sched, 0); /* refuses every job from now on */
+    g_cfg.mmproj = OXL_SOURCE_DIR "/golden/mm/llava15.mmproj.gguf";
+    g_srv.mmproj = oxl_mmproj_load(g_cfg.mmproj, g_srv.model, &err);
+    oxl_ctx_params mcp = oxl_ctx_default_params();
+    mcp.n_ctx = 64;
+    mcp.n_seq_max = 1;
+    mcp.n_threads = 1;
+    g_srv.mm_ctx = g_srv.mmproj ? oxl_ctx_new(g_srv.model, &mcp, &err) : NULL;
+    if (!g_srv.mm_ctx) {
+        fprintf(stderr, "fuzz_request: --mmproj: %s\n", err.msg);
+        return 1;
+    }
+    pthread_mutex_init(&g_srv.mm_mu, NULL);
     atomic_store(&g_srv.ready, true);
     atomic_store(&g_srv.stopping, true);
     snprintf(g_srv.model_file, sizeof g_srv.model_file, "stories260K.gguf");

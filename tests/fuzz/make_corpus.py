@@ -287,7 +287,11 @@ def jinja_seeds():
 def request_seeds():
     """Route byte (chat, completions, responses, embeddings, tokenize, detokenize, models, rerank;
     12 messages, 13 count_tokens; 14 a WebSocket message) then the body (tests/fuzz/fuzz_request.c)."""
+    import base64
     import json
+    png = open(os.path.join(HERE, "..", "..", "golden", "mm", "image.png"), "rb").read()
+    png_b64 = base64.b64encode(png).decode()
+    png_cut_b64 = base64.b64encode(png[:1000]).decode()
     bodies = [
         ("chat", 0, {"model": "stories260K.gguf", "messages": [
             {"role": "system", "content": "Be brief."},
@@ -309,6 +313,19 @@ def request_seeds():
             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hi"}]}],
             "max_output_tokens": 5, "stream": True}),
         ("responses-text", 2, {"input": "Tell a story.", "temperature": 1.5}),
+        ("chat-image", 0, {"messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64," + png_b64}},
+            {"type": "text", "text": "Describe:"}]}], "max_tokens": 8, "temperature": 0}),
+        ("chat-image-cut", 0, {"messages": [{"role": "user", "content": [
+            {"type": "text", "text": "Look:"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64," + png_cut_b64}}]}]}),
+        ("chat-image-url", 0, {"messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+            {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,@@=="}},
+            {"type": "image_url", "image_url": "data:,"}]}]}),
+        ("responses-image", 2, {"input": [{"type": "message", "role": "user", "content": [
+            {"type": "input_image", "image_url": "data:image/png;base64," + png_b64},
+            {"type": "input_text", "text": "What is it?"}]}]}),
         ("embeddings", 3, {"model": "stories260K.gguf", "input": ["hello", "world"], "encoding_format": "float"}),
         ("embeddings-ids", 3, {"input": [1, 2, 3], "encoding_format": "base64"}),
         ("tokenize", 4, {"content": "Hello <s> world \u00e9", "add_special": True, "parse_special": True,
