@@ -701,6 +701,45 @@ for (int v = 0; v < 8; v++) {
     _mm512_storeu_ps(c, _mm512_add_ps(lo, hi));
 }
 
+/* A few columns, each in exactly oxl_rp_gemv's order (so a small batch gives every column the bits
+ * one column alone gets: a speculative draft verified in one batch is scored as decoding token by
+ * token scores it), reading the weights once for all of them. Batches of up to OXL_RP_EXACT_COLS
+ * columns take this path, in groups of 8; the lane accumulators of the columns live on the stack. */
+#define OXL_RP_EXACT_COLS 32
+static inline void oxl_rp_gemv_cols(const oxl_rp_q4_0 *w, int64_t nb, int nc, const char *b, size_t ldb,
+                                    const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    __m512 acc[8][8];
+    for (int j = 0; j < nc; j++) {
+        for (int v = 0; v < 8; v++) {
+            acc[j][v] = _mm512_setzero_ps();
+        }
+    }
+    for (int64_t ib = 0; ib < nb; ib++) {
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
+        __m512i q[8];
+        for (int v = 0; v < 4; v++) {
+            const __m512i p = _mm512_loadu_si512(w[ib].qs[v]);
+            q[v] = _mm512_and_si512(p, m4);
+            q[v + 4] = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
+        }
+for (int j = 0; j < nc; j++) {
+            const oxl_block_q8_0 *x = (const oxl_block_q8_0 *)(b + (size_t)j * ldb) + ib;
+            const int32_t *gsum = bsum + j * bstride + nb + 8 * ib;
+            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x->d)));
+            for (int v = 0; v < 8; v++) {
+                acc[j][v] = oxl_rp_lane(acc[j][v], d, q[v], x,
+                                        gsum, v);
+            }
+        }
+    }
+    for (int j = 0; j < nc; j++) {
+        const __m512 lo = _mm512_add_ps(_mm512_add_ps(acc[j][0], acc[j][4]), _mm512_add_ps(acc[j][2], acc[j][6]));
+        const __m512 hi = _mm512_add_ps(_mm512_add_ps(acc[j][1], acc[j][5]), _mm512_add_ps(acc[j][3], acc[j][7]));
+        _mm512_storeu_ps(c + j * ldc, _mm512_add_ps(lo, hi));
+    }
+}
+
 /* c[j * ldc + i] = sum over k of row i of a (repacked, m a multiple of 16) times column j of b
  * (q8_0 blocks, ldb bytes apart); bsum holds per column (k / 32 + k / 4 apart) the sum of
  * each block's 32 quants, then of each group of 4 */
@@ -712,6 +751,15 @@ OXL_KERNEL_SIG_gemm_rp(oxl_gemm_rp_q4_0_q8_0_16x8__avx512vnni) {
 #ifdef OXL_RP_GEMV
         if (n == 1) {
             oxl_rp_gemv(w, nb, (const char *)b, bsum + nb, c + g * 16);
+            continue;
+        }
+#endif
+#ifdef OXL_RP_EXACT_COLS
+        if (n <= OXL_RP_EXACT_COLS) {
+            for (int64_t j = 0; j < n; j += 8) {
+                oxl_rp_gemv_cols(w, nb, (int)(n - j < 8 ? n - j : 8), (const char *)b + (size_t)j * ldb, ldb,
+                                 bsum + j * bstride, bstride, c + j * ldc + g * 16, ldc);
+            }
             continue;
         }
 #endif
