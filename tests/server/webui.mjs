@@ -73,7 +73,11 @@ try {
 
   await page.type('#prompt', prompt);
   await page.click('#send');
-  await page.waitForSelector('body[data-state="streaming"]', { timeout: 10000 });
+  // A short greedy reply can finish before a poll sees the streaming state: wait for the reply to
+  // be stored (or the state to be streaming), then for the page to be idle again.
+  await page.waitForFunction(() => document.body.dataset.state === 'streaming' ||
+    ((JSON.parse(localStorage.getItem('oxillama.conversations') || '[]')[0] || {}).messages || [])
+      .some(m => m.role === 'assistant'), { timeout: 10000 });
   await page.waitForSelector('body[data-state="idle"]', { timeout: 60000 });
   const stored = await page.evaluate(() => JSON.parse(localStorage.getItem('oxillama.conversations')));
   const conv = stored && stored[0];
