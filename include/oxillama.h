@@ -878,8 +878,8 @@ OXL_API void oxl_image_free(oxl_image *image);
 
 /* ---- Vision: mmproj files (llama.cpp's libmtmd, tools/mtmd/) ----------------------------------------
  * An mmproj GGUF (general.architecture "clip") holds a vision tower and a projector. Projectors:
- * "mlp" (LLaVA-1.5; LLaVA-NeXT with clip.vision.image_grid_pinpoints) and "qwen2vl_merger"
- * (Qwen2-VL). An image is preprocessed into tiles as mtmd does (letterbox, anyres tiles and overview,
+ * "mlp" (LLaVA-1.5; LLaVA-NeXT with clip.vision.image_grid_pinpoints), "qwen2vl_merger" (Qwen2-VL)
+ * and "qwen2.5vl_merger" (Qwen2.5-VL: RMSNorm, gated FFN, window attention). An image is preprocessed into tiles as mtmd does (letterbox, anyres tiles and overview,
  * Qwen's smart resize; llama.cpp's own bicubic and bilinear), each tile is encoded into embeddings of
  * the text model's n_embd, and those are decoded into a sequence (oxl_decode_image_embd). */
 typedef struct oxl_mmproj oxl_mmproj;
@@ -891,7 +891,7 @@ typedef struct oxl_image_embd oxl_image_embd;
  * projector output size other than the model's n_embd. Free with oxl_mmproj_free. */
 OXL_API oxl_mmproj *oxl_mmproj_load(const char *path, const oxl_model *model, oxl_error *err);
 OXL_API void oxl_mmproj_free(oxl_mmproj *mm);
-/* clip.projector_type of the file ("mlp", "qwen2vl_merger"); NULL for NULL. */
+/* clip.projector_type of the file ("mlp", "qwen2vl_merger", "qwen2.5vl_merger"); NULL for NULL. */
 OXL_API const char *oxl_mmproj_projector(const oxl_mmproj *mm);
 
 /* Preprocesses image and encodes every tile with ctx's threads (mtmd_encode_chunk for each of the

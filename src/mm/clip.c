@@ -1,19 +1,28 @@
 /* The mmproj vision tower and projectors (clip.h), as llama.cpp's tools/mtmd computes them on the CPU
  * backend with flash attention off:
  *
- *   x    = conv_p(pixels)                    patch kernels, fp16 im2col (ggml_conv_2d); qwen2vl: two, summed
+ *   x    = conv_p(pixels)                    patch kernels, fp16 im2col (ggml_conv_2d); qwen: two, summed
  *   mlp:   x = [x; class] + pos[0..n-1]       class embedding appended LAST, then learned positions
  *          x = LN_pre(x)
- *   qwen:  rows in 2x2-merge order
- *   block: x += o(attn(LN1(x)))              q/k/v/o with biases, softmax(q k^T / sqrt(hd)); qwen: 2D RoPE
- *          x += down(act(up(LN2(x))))        act: quick-GELU, GELU or SiLU (clip.use_gelu / use_silu)
+ *   qwen:  rows in 2x2-merge order; qwen2.5 with windows: merged tokens then in window order
+ *   block: x += o(attn(LN1(x)))              q/k/v/o with biases, softmax(q k^T / sqrt(hd)); qwen: 2D RoPE;
+ *                                            qwen2.5 windowed blocks: keys of the row's window only
+ *          x += down(act(up(LN2(x))))        act: quick-GELU, GELU or SiLU (clip.use_gelu / use_silu);
+ *                                            with ffn_gate: down(act(gate(x)) * up(x))
+ *   norms: LayerNorm; qwen2.5 RMSNorm (weight, optional bias)
  *
  * Numerics follow ggml's CPU backend as the goldens (golden/mm/) show it: the patch convolution on fp16
  * pixels and weights, GELU and quick-GELU through fp16 tables, products through the kernels (tinyBLAS's
  * order where ggml's AVX-512 build takes it), LayerNorm's variance in AVX-512 chunks, RoPE and the GELU
  * table with fused multiply-adds; the three goldens come out bit for bit.
  *   mlp:   features = concat(feature layers) or x;  out = mm2(gelu(mm0(features[1..n-1])))
- *   qwen:  x = LN_post(x);  out = mm2(gelu(mm0(x viewed as [4 n_embd, n/4])))
+ *   qwen:  x = LN_post(x);  out = mm2(gelu(mm0(x viewed as [4 n_embd, n/4]))), back in raster order
+ *
+ * Window attention equals llama.cpp's softmax over all n keys with a -FLT_MAX mask without building the
+ * n x n mask: a row's keys run over its window widened to 64-aligned bounds (the masked keys inside
+ * that range set to -FLT_MAX, whose exponentials are exactly 0), so the softmax's groups of 16 and the
+ * products' lanes and tails fall on the same keys as over the whole row, and the keys outside only add
+ * exact zeros there.
  */
 #include "clip.h"
 
@@ -24,6 +33,7 @@
 #include "norm.h"
 #include "oxl_fp16.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +50,7 @@ typedef struct clip_layer {
     oxl_tensor o_w;            /* (n_head * head_dim, n_embd) */
     oxl_tensor o_b;            /* (n_embd), optional */
     oxl_tensor ln2_w, ln2_b;   /* (n_embd) */
+    oxl_tensor gate_w, gate_b; /* (n_embd, n_ff), (n_ff): optional; act(gate) * up when present */
     oxl_tensor up_w, up_b;     /* (n_embd, n_ff), (n_ff): after llama.cpp's up/down swap */
     oxl_tensor down_w, down_b; /* (n_ff, n_embd), (n_embd) */
 } clip_layer;
@@ -54,6 +65,9 @@ struct oxl_clip {
                       is a projected feature (clip.vision.feature_layer) */
     int32_t n_feature;
     float eps;
+    bool rms;             /* qwen2.5: RMSNorm for every norm */
+    int32_t n_wa_pattern; /* qwen2.5: blocks with (il + 1) % n_wa_pattern == 0 attend fully; 0: no windows */
+    int32_t grid_window;  /* qwen2.5: window side in merged tokens (window_size / patch / 2) */
     clip_act act;
     int n_kernels;         /* patch kernels: 1, qwen2vl 2 */
     oxl_tensor patch_w[2]; /* (p * p * 3, n_embd): v.patch_embd.weight[.1] (p, p, 3, n_embd) as rows */
@@ -74,6 +88,7 @@ static const struct {
 } clip_projs[] = {
     {"mlp", OXL_CLIP_PROJ_MLP},
     {"qwen2vl_merger", OXL_CLIP_PROJ_QWEN2VL},
+    {"qwen2.5vl_merger", OXL_CLIP_PROJ_QWEN25VL},
 };
 #define CLIP_N_PROJS (sizeof clip_projs / sizeof clip_projs[0])
 
@@ -284,6 +299,8 @@ static int bind_layer(const oxl_clip *c, clip_layer *l, int il, oxl_error *err) 
     BLK(o_b, "attn_out.bias", E, 0, false);
     BLK(ln2_w, "ln2.weight", E, 0, true);
     BLK(ln2_b, "ln2.bias", E, 0, false);
+    BLK(gate_w, "ffn_gate.weight", E, F, false);
+    BLK(gate_b, "ffn_gate.bias", F, 0, false);
     /* Legacy LLaVA files name CLIP's fc1 ffn_down and fc2 ffn_up; llama.cpp swaps them back when the
      * tensor named down takes n_embd inputs (load_tensors, is_ffn_swapped). */
     snprintf(name, sizeof name, "v.blk.%d.ffn_down.weight", il);
@@ -304,6 +321,42 @@ static int bind_layer(const oxl_clip *c, clip_layer *l, int il, oxl_error *err) 
 }
 
 /* ---- loading -------------------------------------------------------------------------------- */
+
+/* Largest accepted clip.vision.n_wa_pattern and clip.vision.window_size (pixels): far above real files
+ * (Qwen2.5-VL: 8 and 112). */
+#define CLIP_MAX_WA_PATTERN 4096
+#define CLIP_MAX_WINDOW 65536
+
+/* Qwen2.5-VL's window attention keys (clip.cpp load_hparams): clip.vision.n_wa_pattern required (0: no
+ * window attention), clip.vision.window_size optional (absent or 0: 112 pixels). The window must hold
+ * at least one merged token (llama.cpp's window loop never ends otherwise). */
+static int read_windows(oxl_clip *c, oxl_error *err) {
+    const char *kp = "clip.vision.n_wa_pattern", *kw = "clip.vision.window_size";
+    c->n_wa_pattern = 0;
+    if (key_u32(c, kp, &c->n_wa_pattern, true, 0, err)) {
+        return -1;
+    }
+    if (c->n_wa_pattern > CLIP_MAX_WA_PATTERN) {
+        return oxl_err_set(err, "%s: key '%s' = %d: must be at most %d", c->path, kp, c->n_wa_pattern,
+                           CLIP_MAX_WA_PATTERN);
+    }
+    int32_t window = 0;
+    if (key_u32(c, kw, &window, false, 0, err)) {
+        return -1;
+    }
+    if (window > CLIP_MAX_WINDOW) {
+        return oxl_err_set(err, "%s: key '%s' = %d: must be at most %d pixels", c->path, kw, window, CLIP_MAX_WINDOW);
+    }
+    if (window == 0) {
+        window = 112;
+    }
+    c->grid_window = window / c->patch / 2;
+    if (c->n_wa_pattern > 0 && c->grid_window < 1) {
+        return oxl_err_set(err, "%s: key '%s' = %d pixels: smaller than one merged token (2 x patch_size %d)", c->path,
+                           kw, window, c->patch);
+    }
+    return 0;
+}
 
 static int load(oxl_clip *c, oxl_error *err) {
     const char *arch = NULL;
@@ -359,9 +412,13 @@ static int load(oxl_clip *c, oxl_error *err) {
         }
         c->head_dim = c->n_embd / c->n_head;
     }
-    if (c->proj == OXL_CLIP_PROJ_QWEN2VL && (c->head_dim % 4 != 0 || c->head_dim > 512)) {
-        return oxl_err_set(err, "%s: head_dim %d: the 2D vision RoPE of qwen2vl_merger needs a multiple of 4 up to 512",
-                           c->path, c->head_dim);
+    const bool qwen = c->proj == OXL_CLIP_PROJ_QWEN2VL || c->proj == OXL_CLIP_PROJ_QWEN25VL;
+    if (qwen && (c->head_dim % 4 != 0 || c->head_dim > 512)) {
+        return oxl_err_set(err, "%s: head_dim %d: the 2D vision RoPE of %s needs a multiple of 4 up to 512", c->path,
+                           c->head_dim, oxl_clip_projector_name(c->proj));
+    }
+    if (c->proj == OXL_CLIP_PROJ_QWEN25VL && read_windows(c, err)) {
+        return -1;
     }
     if ((int64_t)c->patch * c->patch * 3 > (int64_t)oxl_gguf_file_size(c->g)) {
         return oxl_err_set(err, "%s: clip.vision.patch_size %d is larger than the file could hold", c->path, c->patch);
@@ -375,6 +432,7 @@ static int load(oxl_clip *c, oxl_error *err) {
         return -1;
     }
     c->act = use_gelu ? CLIP_ACT_GELU : use_silu ? CLIP_ACT_SILU : CLIP_ACT_GELU_QUICK;
+    c->rms = c->proj == OXL_CLIP_PROJ_QWEN25VL;
 
     if (c->proj == OXL_CLIP_PROJ_MLP) {
         if (read_feature_layers(c, err)) {
@@ -385,7 +443,7 @@ static int load(oxl_clip *c, oxl_error *err) {
     }
 
     const int64_t E = c->n_embd;
-    c->n_kernels = c->proj == OXL_CLIP_PROJ_QWEN2VL ? 2 : 1;
+    c->n_kernels = qwen ? 2 : 1;
     if (bind_patch(c, &c->patch_w[0], "v.patch_embd.weight", err) ||
         (c->n_kernels == 2 && bind_patch(c, &c->patch_w[1], "v.patch_embd.weight.1", err))) {
         return -1;
@@ -419,7 +477,7 @@ static int load(oxl_clip *c, oxl_error *err) {
     }
 
     /* The projector: mm.0 takes the features (mlp: n_embd per feature layer; qwen: 4 merged patches). */
-    const int64_t n_in = c->proj == OXL_CLIP_PROJ_QWEN2VL ? 4 * E : E * (c->n_feature ? c->n_feature : 1);
+    const int64_t n_in = qwen ? 4 * E : E * (c->n_feature ? c->n_feature : 1);
     const oxl_gguf_tensor *m0 = oxl_gguf_find_tensor(c->g, "mm.0.weight");
     const oxl_gguf_tensor *m2 = oxl_gguf_find_tensor(c->g, "mm.2.weight");
     if (!m0 || !m2) {
@@ -473,7 +531,7 @@ void oxl_clip_free(oxl_clip *c) {
 oxl_clip_proj oxl_clip_projector(const oxl_clip *c) { return c->proj; }
 int32_t oxl_clip_n_embd_out(const oxl_clip *c) { return c->n_out; }
 int32_t oxl_clip_patch_size(const oxl_clip *c) { return c->patch; }
-int32_t oxl_clip_merge(const oxl_clip *c) { return c->proj == OXL_CLIP_PROJ_QWEN2VL ? 2 : 1; }
+int32_t oxl_clip_merge(const oxl_clip *c) { return c->proj == OXL_CLIP_PROJ_MLP ? 1 : 2; }
 
 int32_t oxl_clip_n_tokens(const oxl_clip *c, int32_t w, int32_t h) {
     const int32_t s = c->patch * oxl_clip_merge(c);
@@ -483,6 +541,43 @@ int32_t oxl_clip_n_tokens(const oxl_clip *c, int32_t w, int32_t h) {
 void oxl_clip_set_probe(oxl_clip *c, oxl_clip_probe_fn fn, void *user) {
     c->probe = fn;
     c->probe_user = user;
+}
+
+int32_t oxl_clip_window_index(int32_t pw, int32_t ph, int32_t grid_window, int32_t *idx, int32_t *inv_idx,
+                              int32_t *bounds) {
+    if (pw < 1 || ph < 1 || grid_window < 1) {
+        return -1;
+    }
+    int32_t dst = 0, n_win = 0;
+    for (int32_t y = 0; y < ph; y += grid_window) {
+        for (int32_t x = 0; x < pw; x += grid_window) {
+            const int32_t win_h = grid_window < ph - y ? grid_window : ph - y;
+            const int32_t win_w = grid_window < pw - x ? grid_window : pw - x;
+            bounds[n_win++] = dst;
+            for (int32_t dy = 0; dy < win_h; dy++) {
+                for (int32_t dx = 0; dx < win_w; dx++) {
+                    const int32_t src = (y + dy) * pw + x + dx;
+                    idx[src] = dst;
+                    inv_idx[dst] = src;
+                    dst++;
+                }
+            }
+        }
+    }
+    bounds[n_win] = dst;
+    return n_win;
+}
+
+void oxl_clip_window_positions(int32_t pw, int32_t ph, const int32_t *idx, int32_t *pos_y, int32_t *pos_x) {
+    for (int32_t y = 0; y < ph; y++) {
+        for (int32_t x = 0; x < pw; x++) {
+            const int64_t at = 4 * (int64_t)idx[y * pw + x];
+            for (int32_t k = 0; k < 4; k++) {
+                pos_y[at + k] = 2 * y + k / 2;
+                pos_x[at + k] = 2 * x + k % 2;
+            }
+        }
+    }
 }
 
 /* LayerNorm as ggml_norm computes it in an AVX-512 build (ggml_vec_cvar_f32: the centred squares of each
@@ -611,13 +706,20 @@ typedef struct attn_task {
     int64_t n, hd, ld;
     int n_head;
     float scale;
+    const int32_t *lo, *hi; /* (n): row i attends to keys lo[i]..hi[i]-1 only; NULL: to all */
 } attn_task;
+
+/* Keys a windowed row's softmax and products run over: its window [lo, hi) widened to multiples of 64
+ * (the products' four 16-lane accumulators; the softmax's groups of 16), up to n. */
+#define CLIP_WINDOW_ALIGN 64
 
 /* Attention of every (row, head) item, as llama.cpp's build_attn without flash attention and without
  * a mask: kq one f32 vec_dot per key (q is a permuted view, so ggml takes no tinyBLAS path), times the
  * scale, ggml_soft_max_ext (the softmax kernel, summed in double, scaled by the float inverse), then
  * V^T w: tinyBLAS's order (the gemm kernel) when n % its k step == 0 and head_dim % 4 == 0 (v and kq
- * are contiguous there), else one vec_dot of n per output. */
+ * are contiguous there), else one vec_dot of n per output. With windows (t->lo), the same over the row's
+ * widened window (CLIP_WINDOW_ALIGN), keys outside the window scored -FLT_MAX as llama.cpp's mask makes
+ * them; the gemm/vec_dot choice stays that of all n keys. */
 static void attn_items(void *arg, int ith, int nth) {
     const attn_task *t = arg;
     const int64_t n = t->n, D = t->hd;
@@ -639,27 +741,57 @@ static void attn_items(void *arg, int ith, int nth) {
             h_vt = h;
         }
         const float *qi = t->q + i * t->ld + h * D;
-        float max = -INFINITY;
-        for (int64_t j = 0; j < n; j++) {
-            float s;
-            dot(D, &s, t->k + j * t->ld + h * D, qi);
-            sc[j] = s * t->scale;
-            max = sc[j] > max ? sc[j] : max;
+        int64_t a = 0, e = n, lo = 0, hi = n;
+        if (t->lo) {
+            lo = t->lo[i];
+            hi = t->hi[i];
+            a = lo & ~(int64_t)(CLIP_WINDOW_ALIGN - 1);
+            e = (hi + CLIP_WINDOW_ALIGN - 1) & ~(int64_t)(CLIP_WINDOW_ALIGN - 1);
+            e = e < n ? e : n;
         }
-        const double sum = softmax(n, w, sc, max);
+        const int64_t len = e - a;
+        float max = -INFINITY;
+        for (int64_t j = a; j < e; j++) {
+            float s = -FLT_MAX;
+            if (j >= lo && j < hi) {
+                dot(D, &s, t->k + j * t->ld + h * D, qi);
+                s *= t->scale;
+            }
+            sc[j - a] = s;
+            max = s > max ? s : max;
+        }
+        const double sum = softmax(len, w, sc, max);
         const float inv = (float)(1.0 / sum);
-        for (int64_t j = 0; j < n; j++) {
+        for (int64_t j = 0; j < len; j++) {
             w[j] *= inv;
         }
         float *o = t->out + i * t->ld + h * D;
         if (use_gemm) {
-            gemm(n, D, 1, vt, (size_t)n * sizeof(float), w, (size_t)n * sizeof(float), o, D);
+            gemm(len, D, 1, vt + a, (size_t)n * sizeof(float), w, (size_t)len * sizeof(float), o, D);
         } else {
             for (int64_t d = 0; d < D; d++) {
-                dot(n, &o[d], vt + d * n, w);
+                dot(len, &o[d], vt + d * n + a, w);
             }
         }
     }
+}
+
+void oxl_clip_attention(oxl_pool *pool, const float *q, const float *k, const float *v, float *out, int64_t n,
+                        int n_head, int head_dim, const int32_t *lo, const int32_t *hi, float *work) {
+    attn_task t = {.kern = oxl_kernels_get(),
+                   .q = q,
+                   .k = k,
+                   .v = v,
+                   .out = out,
+                   .work = work,
+                   .n = n,
+                   .hd = head_dim,
+                   .ld = (int64_t)n_head * head_dim,
+                   .n_head = n_head,
+                   .scale = 1.0f / sqrtf((float)head_dim),
+                   .lo = lo,
+                   .hi = hi};
+    oxl_pool_run(pool, attn_items, &t);
 }
 
 static void activation(clip_act act, float *x, int64_t n) {
@@ -667,6 +799,31 @@ static void activation(clip_act act, float *x, int64_t n) {
     case CLIP_ACT_GELU: oxl_gelu_fused(x, n); break;
     case CLIP_ACT_SILU: oxl_silu(x, n); break;
     case CLIP_ACT_GELU_QUICK: oxl_gelu_quick(x, n); break;
+    }
+}
+
+/* g = act(g) * u over n columns of d (build_ffn with a gate: ggml_swiglu_split, ggml_geglu_split,
+ * ggml_geglu_quick_split; the GELU tables as the ungated activation's). */
+static void activation_gated(clip_act act, float *g, const float *u, int64_t d, int64_t n) {
+    switch (act) {
+    case CLIP_ACT_GELU: oxl_geglu_fused(g, u, d * n); break;
+    case CLIP_ACT_SILU: oxl_swiglu(g, u, d, n); break;
+    case CLIP_ACT_GELU_QUICK:
+        oxl_gelu_quick(g, d * n);
+        for (int64_t i = 0; i < d * n; i++) {
+            g[i] *= u[i];
+        }
+        break;
+    }
+}
+
+/* The tower's norm: LayerNorm, or RMSNorm for qwen2.5 (ggml_rms_norm, then weight and bias). */
+static void clip_norm(const oxl_clip *c, const float *x, const oxl_tensor *w, const oxl_tensor *b, float *y,
+                      int64_t n) {
+    if (c->rms) {
+        oxl_norm(OXL_NORM_RMS, x, w, b, y, c->n_embd, n, c->eps);
+    } else {
+        layer_norm(x, w, b, y, c->n_embd, n, c->eps);
     }
 }
 
@@ -683,16 +840,20 @@ typedef struct clip_bufs {
     float *conv, *tmp;      /* (n_patches, n_embd) */
     float *x, *cur;         /* (n_embd, n) */
     float *q, *k, *v, *att; /* (HD, n) */
-    float *ff;              /* (n_ff, n) */
+    float *ff, *gate;       /* (n_ff, n) */
     float *scores;          /* (2 + head_dim) n per thread: attention work */
     float *feat;            /* (n_in, n): mlp feature stack */
     float *mid;             /* (n_mid, n_tokens) */
     int32_t *pos;           /* (2, n) qwen: patch row, column */
+    int32_t *win;           /* (2, n) qwen2.5 windows: each row's first key and key past its window */
+    int32_t *idx;           /* (3 n_tok + 1) qwen2.5 windows: window_idx, inv_window_idx, bounds */
+    float *proj;            /* (n_out, n_tok) qwen2.5 windows: the projector's output in window order */
 } clip_bufs;
 
 int oxl_clip_encode(const oxl_clip *c, const oxl_mm_tile *tile, float *out, oxl_pool *pool, oxl_error *err) {
     const int64_t p = c->patch, E = c->n_embd, HD = (int64_t)c->n_head * c->head_dim, F = c->n_ff;
-    const bool qwen = c->proj == OXL_CLIP_PROJ_QWEN2VL;
+    const bool qwen = c->proj != OXL_CLIP_PROJ_MLP;
+    const bool windows = c->proj == OXL_CLIP_PROJ_QWEN25VL && c->n_wa_pattern > 0;
     if (!pool) {
         return oxl_err_set(err, "%s: oxl_clip_encode needs a thread pool", c->path);
     }
@@ -708,8 +869,8 @@ int oxl_clip_encode(const oxl_clip *c, const oxl_mm_tile *tile, float *out, oxl_
     int64_t n = n_patches, n_tok = n_patches;
     if (qwen) {
         if (tile->w % (2 * p) != 0 || tile->h % (2 * p) != 0) {
-            return oxl_err_set(err, "%s: tile of %dx%d pixels: qwen2vl_merger needs sides that are multiples of %lld",
-                               c->path, tile->w, tile->h, (long long)(2 * p));
+            return oxl_err_set(err, "%s: tile of %dx%d pixels: %s needs sides that are multiples of %lld", c->path,
+                               tile->w, tile->h, oxl_clip_projector_name(c->proj), (long long)(2 * p));
         }
         n_tok = n_patches / 4;
     } else {
@@ -743,15 +904,20 @@ int oxl_clip_encode(const oxl_clip *c, const oxl_mm_tile *tile, float *out, oxl_
         (size_t)(HD * n),
         (size_t)(HD * n),
         (size_t)(F * n),
+        (size_t)(F * n),
         (size_t)((2 + c->head_dim) * n * oxl_pool_size(pool)),
         (size_t)(n_in * n),
         (size_t)(n_mid * n_tok),
         (size_t)(2 * n),
+        (size_t)(windows ? 2 * n : 0),
+        (size_t)(windows ? 3 * n_tok + 1 : 0),
+        (size_t)(windows ? (int64_t)c->n_out * n_tok : 0),
     };
     void **slots[] = {
-        (void **)&b.im2col, (void **)&b.kern,   (void **)&b.conv, (void **)&b.tmp, (void **)&b.x,
-        (void **)&b.cur,    (void **)&b.q,      (void **)&b.k,    (void **)&b.v,   (void **)&b.att,
-        (void **)&b.ff,     (void **)&b.scores, (void **)&b.feat, (void **)&b.mid, (void **)&b.pos,
+        (void **)&b.im2col, (void **)&b.kern, (void **)&b.conv,   (void **)&b.tmp,  (void **)&b.x,
+        (void **)&b.cur,    (void **)&b.q,    (void **)&b.k,      (void **)&b.v,    (void **)&b.att,
+        (void **)&b.ff,     (void **)&b.gate, (void **)&b.scores, (void **)&b.feat, (void **)&b.mid,
+        (void **)&b.pos,    (void **)&b.win,  (void **)&b.idx,    (void **)&b.proj,
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -766,8 +932,11 @@ int oxl_clip_encode(const oxl_clip *c, const oxl_mm_tile *tile, float *out, oxl_
     }
     for (int il = 0; il < c->n_run; il++) {
         const clip_layer *l = &c->layers[il];
-        const oxl_tensor *lw[] = {&l->q_w, &l->k_w, &l->v_w, &l->o_w, &l->up_w, &l->down_w};
-        for (size_t i = 0; i < 6; i++) {
+        const oxl_tensor *lw[] = {&l->q_w, &l->k_w, &l->v_w, &l->o_w, &l->up_w, &l->down_w, &l->gate_w};
+        for (size_t i = 0; i < 7; i++) {
+            if (!lw[i]->data) {
+                continue;
+            }
             size_t s = oxl_matmul_scratch_size(lw[i]->type, lw[i]->ne[0], n);
             r.scratch_size = s > r.scratch_size ? s : r.scratch_size;
         }
@@ -829,12 +998,31 @@ int oxl_clip_encode(const oxl_clip *c, const oxl_mm_tile *tile, float *out, oxl_
     }
     probe(c, "vit_inp", -1, b.x, n);
     if (c->pre_ln_w.data) {
-        layer_norm(b.x, &c->pre_ln_w, &c->pre_ln_b, b.x, E, n, c->eps);
+        clip_norm(c, b.x, &c->pre_ln_w, &c->pre_ln_b, b.x, n);
         probe(c, "pre_ln", -1, b.x, n);
+    }
+    int32_t *widx = NULL;
+    if (windows) {
+        /* merged tokens into window order (ggml_get_rows by inv_window_idx), the positions with them,
+         * and each row's window */
+        const int32_t pw = (int32_t)(nx / 2), ph = (int32_t)(ny / 2);
+        int32_t *inv = b.idx + n_tok, *bounds = inv + n_tok;
+        widx = b.idx;
+        const int32_t n_win = oxl_clip_window_index(pw, ph, c->grid_window, widx, inv, bounds);
+        for (int64_t dst = 0; dst < n_tok; dst++) {
+            memcpy(b.cur + dst * 4 * E, b.x + (int64_t)inv[dst] * 4 * E, (size_t)(4 * E) * sizeof(float));
+        }
+        memcpy(b.x, b.cur, (size_t)(E * n) * sizeof(float));
+        oxl_clip_window_positions(pw, ph, widx, b.pos, b.pos + n);
+        for (int32_t w = 0; w < n_win; w++) {
+            for (int64_t row = 4 * (int64_t)bounds[w]; row < 4 * (int64_t)bounds[w + 1]; row++) {
+                b.win[row] = 4 * bounds[w];
+                b.win[n + row] = 4 * bounds[w + 1];
+            }
+        }
     }
 
     int64_t n_stack = 0;
-    const float scale = 1.0f / sqrtf((float)c->head_dim);
     for (int il = 0; il < c->n_run; il++) {
         const clip_layer *l = &c->layers[il];
         if (!qwen && c->feature[il]) {
@@ -843,7 +1031,7 @@ int oxl_clip_encode(const oxl_clip *c, const oxl_mm_tile *tile, float *out, oxl_
             }
             n_stack++;
         }
-        layer_norm(b.x, &l->ln1_w, &l->ln1_b, b.cur, E, n, c->eps);
+        clip_norm(c, b.x, &l->ln1_w, &l->ln1_b, b.cur, n);
         linear(&r, &l->q_w, &l->q_b, b.cur, n, b.q);
         linear(&r, &l->k_w, &l->k_b, b.cur, n, b.k);
         linear(&r, &l->v_w, &l->v_b, b.cur, n, b.v);
@@ -853,29 +1041,26 @@ int oxl_clip_encode(const oxl_clip *c, const oxl_mm_tile *tile, float *out, oxl_
                 rope_vision(b.k + row * HD, c->n_head, c->head_dim, (float)b.pos[row], (float)b.pos[n + row]);
             }
         }
-        attn_task t = {.kern = oxl_kernels_get(),
-                       .q = b.q,
-                       .k = b.k,
-                       .v = b.v,
-                       .out = b.att,
-                       .work = b.scores,
-                       .n = n,
-                       .hd = c->head_dim,
-                       .ld = HD,
-                       .n_head = c->n_head,
-                       .scale = scale};
-        oxl_pool_run(pool, attn_items, &t);
+        const bool full = !windows || (il + 1) % c->n_wa_pattern == 0;
+        oxl_clip_attention(pool, b.q, b.k, b.v, b.att, n, c->n_head, c->head_dim, full ? NULL : b.win,
+                           full ? NULL : b.win + n, b.scores);
         linear(&r, &l->o_w, &l->o_b, b.att, n, b.cur);
         oxl_add(b.x, b.cur, E * n);
-        layer_norm(b.x, &l->ln2_w, &l->ln2_b, b.cur, E, n, c->eps);
+        clip_norm(c, b.x, &l->ln2_w, &l->ln2_b, b.cur, n);
         linear(&r, &l->up_w, &l->up_b, b.cur, n, b.ff);
-        activation(c->act, b.ff, F * n);
-        linear(&r, &l->down_w, &l->down_b, b.ff, n, b.cur);
+        if (l->gate_w.data) {
+            linear(&r, &l->gate_w, &l->gate_b, b.cur, n, b.gate);
+            activation_gated(c->act, b.gate, b.ff, F, n);
+            linear(&r, &l->down_w, &l->down_b, b.gate, n, b.cur);
+        } else {
+            activation(c->act, b.ff, F * n);
+            linear(&r, &l->down_w, &l->down_b, b.ff, n, b.cur);
+        }
         oxl_add(b.x, b.cur, E * n);
         probe(c, "vit_layer_out", il, b.x, n);
     }
     if (c->post_ln_w.data) {
-        layer_norm(b.x, &c->post_ln_w, &c->post_ln_b, b.x, E, n, c->eps);
+        clip_norm(c, b.x, &c->post_ln_w, &c->post_ln_b, b.x, n);
     }
 
     const float *features = b.x;
@@ -893,7 +1078,13 @@ int oxl_clip_encode(const oxl_clip *c, const oxl_mm_tile *tile, float *out, oxl_
     /* ggml_gelu's fp16 table as ggml's FMA-contracting build fills it (the plain table flips an entry
      * that the llava-next golden meets) */
     oxl_gelu_fused(b.mid, n_mid * n_tok);
-    linear(&r, &c->mm2_w, &c->mm2_b, b.mid, n_tok, out);
+    linear(&r, &c->mm2_w, &c->mm2_b, b.mid, n_tok, widx ? b.proj : out);
+    if (widx) {
+        /* back to raster order (ggml_get_rows by window_idx) */
+        for (int64_t src = 0; src < n_tok; src++) {
+            memcpy(out + src * c->n_out, b.proj + (int64_t)widx[src] * c->n_out, (size_t)c->n_out * sizeof(float));
+        }
+    }
     free(mem);
     return 0;
 }

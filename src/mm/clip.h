@@ -8,7 +8,12 @@
  *                   learned positions, pre-LN, the first feature_layer / block_count-1 blocks), then
  *                   rows 1..n-1 through mm.0 -> GELU -> mm.2;
  *   qwen2vl_merger  Qwen2-VL: two patch kernels summed, patches in 2x2-merge order, 2D vision RoPE,
- *                   all blocks, post-LN, groups of 4 patches through mm.0 -> GELU -> mm.2. */
+ *                   all blocks, post-LN, groups of 4 patches through mm.0 -> GELU -> mm.2;
+ *   qwen2.5vl_merger  Qwen2.5-VL: as Qwen2-VL with RMSNorm for every norm, a gated FFN
+ *                   (act(gate) * up) and window attention (clip.vision.n_wa_pattern,
+ *                   clip.vision.window_size): merged tokens in window order through the blocks, blocks
+ *                   with (il + 1) % n_wa_pattern != 0 attending within their window only, the projector's
+ *                   output put back in raster order (clip.cpp set_input, PROJECTOR_TYPE_QWEN25VL). */
 #ifndef OXL_CLIP_H
 #define OXL_CLIP_H
 
@@ -20,8 +25,9 @@
 #include <stdint.h>
 
 typedef enum oxl_clip_proj {
-    OXL_CLIP_PROJ_MLP,     /* "mlp" */
-    OXL_CLIP_PROJ_QWEN2VL, /* "qwen2vl_merger" */
+    OXL_CLIP_PROJ_MLP,      /* "mlp" */
+    OXL_CLIP_PROJ_QWEN2VL,  /* "qwen2vl_merger" */
+    OXL_CLIP_PROJ_QWEN25VL, /* "qwen2.5vl_merger" */
 } oxl_clip_proj;
 
 typedef struct oxl_clip oxl_clip;
@@ -43,15 +49,15 @@ const char *oxl_clip_projector_name(oxl_clip_proj proj);
 int32_t oxl_clip_n_embd_out(const oxl_clip *clip);
 /* clip.vision.patch_size, in pixels. */
 int32_t oxl_clip_patch_size(const oxl_clip *clip);
-/* Patches merged into one output token along each side: 2 for qwen2vl_merger, 1 for mlp. */
+/* Patches merged into one output token along each side: 2 for the qwen mergers, 1 for mlp. */
 int32_t oxl_clip_merge(const oxl_clip *clip);
-/* Embeddings the tower makes for a w x h tile: mlp (w/p)(h/p); qwen2vl_merger (w/2p)(h/2p). */
+/* Embeddings the tower makes for a w x h tile: mlp (w/p)(h/p); the qwen mergers (w/2p)(h/2p). */
 int32_t oxl_clip_n_tokens(const oxl_clip *clip, int32_t w, int32_t h);
 
 /* Encodes one tile: out [n_embd_out, tile->n_tokens] (column j = the embedding of the chunk's j-th
  * position), as llama.cpp's clip_image_batch_encode with the CPU backend and flash attention off. The
  * tile must fit the projector (mlp: square, at least one patch and no more positions than
- * v.position_embd has rows; qwen2vl_merger: sides multiples of 2 x patch) and tile->n_tokens must be
+ * v.position_embd has rows; the qwen mergers: sides multiples of 2 x patch) and tile->n_tokens must be
  * oxl_clip_n_tokens; otherwise -1 with err saying which. pool: the threads of the products. */
 int oxl_clip_encode(const oxl_clip *clip, const oxl_mm_tile *tile, float *out, oxl_pool *pool, oxl_error *err);
 
@@ -61,5 +67,27 @@ int oxl_clip_encode(const oxl_clip *clip, const oxl_mm_tile *tile, float *out, o
  * valid during the call. fn NULL removes it. */
 typedef void (*oxl_clip_probe_fn)(void *user, const char *name, int layer, const float *x, int64_t ne0, int64_t ne1);
 void oxl_clip_set_probe(oxl_clip *clip, oxl_clip_probe_fn fn, void *user);
+
+/* The tower's attention (llama.cpp's build_attn, flash attention off): q, k, v and out (n_head head_dim,
+ * n), out = softmax(q k^T / sqrt(head_dim)) v per head. lo/hi NULL: every row attends to all n rows;
+ * else row i to rows lo[i]..hi[i]-1 only, equal bit for bit to the softmax over all n with llama.cpp's
+ * -FLT_MAX mask elsewhere (0 < hi[i] - lo[i], hi[i] <= n). work: (2 + head_dim) n floats per thread of
+ * pool. */
+void oxl_clip_attention(oxl_pool *pool, const float *q, const float *k, const float *v, float *out, int64_t n,
+                        int n_head, int head_dim, const int32_t *lo, const int32_t *hi, float *work);
+
+/* The window order of Qwen2.5-VL (clip.cpp set_input, PROJECTOR_TYPE_QWEN25VL): a grid of pw x ph
+ * merged tokens (raster order, token (x, y) = y pw + x) cut into windows of grid_window x grid_window
+ * tokens (the last row and column of windows smaller), windows in raster order, the tokens of each
+ * window in raster order within it. idx[src] = the window-order place of raster token src,
+ * inv_idx[dst] = the raster token at window-order place dst (both pw ph entries); bounds[w] = the
+ * window-order place of window w's first token, bounds[n_win] = pw ph (at most pw ph + 1 entries).
+ * Returns n_win; -1 when a side or grid_window is below 1. */
+int32_t oxl_clip_window_index(int32_t pw, int32_t ph, int32_t grid_window, int32_t *idx, int32_t *inv_idx,
+                              int32_t *bounds);
+/* The 2D vision RoPE positions of the 4 pw ph patch rows in window order: row 4 idx[t] + k (k = 2 dy +
+ * dx, the patch (dx, dy) of raster merged token t = y pw + x) gets pos_y = 2 y + dy, pos_x = 2 x + dx
+ * (clip.cpp's remap of the positions input). */
+void oxl_clip_window_positions(int32_t pw, int32_t ph, const int32_t *idx, int32_t *pos_y, int32_t *pos_x);
 
 #endif

@@ -2,7 +2,7 @@
  *
  * The input is a GGUF file opened from memory and loaded as an mmproj (oxl_clip_load_gguf). When it is
  * accepted, one small tile that fits the projector (mlp: 1x1 up to 3x3 patches, as the position
- * embedding allows; qwen2vl_merger: 2x2 patches) of constant pixels is encoded on one thread and the
+ * embedding allows; the qwen mergers: 2x2 up to 6x6 patches) of constant pixels is encoded on one thread and the
  * embeddings read. Every rejection must come with a message. Seeds: tests/fuzz/corpus/clip/ (tiny
  * towers of tests/fuzz/make_corpus.py). */
 #include "clip.h"

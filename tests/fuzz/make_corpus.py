@@ -24,7 +24,8 @@ bytes:
   - for the split harness: the q8_0 tiny llama split into parts of 8 and of 12 tensors by
     tests/cli/split_gguf.py (llama-gguf-split's layout), the parts joined by "\nOXLPART";
   - for the clip harness (the mmproj vision tower): tiny towers (patch 2) with the mlp projector
-    (f32, f16, q8_0 matrices; one with clip.vision.feature_layer) and the qwen2vl_merger projector.
+    (f32, f16, q8_0 matrices; one with clip.vision.feature_layer), the qwen2vl_merger projector and the
+    qwen2.5vl_merger one (RMSNorm, gated FFN, window attention).
 Layout of GGUF: ggml docs/gguf.md.
 """
 import os
@@ -165,9 +166,12 @@ def tiny_llama(wtype, E=32):
 def tiny_clip(proj, wtype, feature_layer=None, E=16, L=2):
     """A tiny mmproj (golden/mm/README.md lists the keys and tensors of real ones): n_embd E, 2 heads,
     n_ff E, L blocks, patch 2; mlp: class and position embeddings for 3x3 patches, mm.0 (E -> 32),
-    mm.2 (32 -> 32); qwen2vl_merger: two patch kernels, post-LN, mm.0 (4E -> 32), mm.2 (32 -> 32)."""
+    mm.2 (32 -> 32); qwen2vl_merger: two patch kernels, post-LN, mm.0 (4E -> 32), mm.2 (32 -> 32);
+    qwen2.5vl_merger: as qwen2vl_merger with n_ff E + 8, RMSNorm weights without biases, gated SiLU FFNs,
+    window attention every other block (n_wa_pattern 2) in windows of 8 pixels (2x2 merged tokens)."""
     rng = random.Random(17)
-    F, P = E, 2
+    q25 = proj == "qwen2.5vl_merger"
+    F, P = E + 8 if q25 else E, 2
 
     def vec(n, scale=0.1, base=0.0):
         return struct.pack("<%df" % n, *[base + rng.uniform(-scale, scale) for _ in range(n)])
@@ -180,11 +184,13 @@ def tiny_clip(proj, wtype, feature_layer=None, E=16, L=2):
             return q8_0_bytes(vals)
         return struct.pack("<%df" % len(vals), *vals)
 
-    qwen = proj == "qwen2vl_merger"
+    qwen = proj in ("qwen2vl_merger", "qwen2.5vl_merger")
     kern = [("v.patch_embd.weight", (P, P, 3, E), T_F32, mat(P * P * 3, E, T_F32))]
     if qwen:
         kern.append(("v.patch_embd.weight.1", (P, P, 3, E), T_F32, mat(P * P * 3, E, T_F32)))
-        tensors = kern + [("v.post_ln.weight", (E,), T_F32, vec(E, 0.1, 1.0)), ("v.post_ln.bias", (E,), T_F32, vec(E))]
+        tensors = kern + [("v.post_ln.weight", (E,), T_F32, vec(E, 0.1, 1.0))]
+        if not q25:
+            tensors.append(("v.post_ln.bias", (E,), T_F32, vec(E)))
     else:
         tensors = kern + [("v.class_embd", (E,), T_F32, vec(E, 0.5)),
                           ("v.position_embd.weight", (E, 10), T_F32, mat(E, 10, T_F32)),
@@ -193,9 +199,13 @@ def tiny_clip(proj, wtype, feature_layer=None, E=16, L=2):
         b = "v.blk.%d." % il
         for name in ("attn_q", "attn_k", "attn_v", "attn_out"):
             tensors += [(b + name + ".weight", (E, E), wtype, mat(E, E)), (b + name + ".bias", (E,), T_F32, vec(E))]
-        tensors += [(b + "ln1.weight", (E,), T_F32, vec(E, 0.1, 1.0)), (b + "ln1.bias", (E,), T_F32, vec(E)),
-                    (b + "ln2.weight", (E,), T_F32, vec(E, 0.1, 1.0)), (b + "ln2.bias", (E,), T_F32, vec(E)),
-                    (b + "ffn_up.weight", (E, F), wtype, mat(E, F)), (b + "ffn_up.bias", (F,), T_F32, vec(F)),
+        if q25:
+            tensors += [(b + "ln1.weight", (E,), T_F32, vec(E, 0.1, 1.0)), (b + "ln2.weight", (E,), T_F32, vec(E, 0.1, 1.0)),
+                        (b + "ffn_gate.weight", (E, F), wtype, mat(E, F)), (b + "ffn_gate.bias", (F,), T_F32, vec(F))]
+        else:
+            tensors += [(b + "ln1.weight", (E,), T_F32, vec(E, 0.1, 1.0)), (b + "ln1.bias", (E,), T_F32, vec(E)),
+                        (b + "ln2.weight", (E,), T_F32, vec(E, 0.1, 1.0)), (b + "ln2.bias", (E,), T_F32, vec(E))]
+        tensors += [(b + "ffn_up.weight", (E, F), wtype, mat(E, F)), (b + "ffn_up.bias", (F,), T_F32, vec(F)),
                     (b + "ffn_down.weight", (F, E), wtype, mat(F, E)), (b + "ffn_down.bias", (E,), T_F32, vec(E))]
     n_in = 4 * E if qwen else E * (len(feature_layer) if feature_layer else 1)
     tensors += [("mm.0.weight", (n_in, 32), wtype, mat(n_in, 32)), ("mm.0.bias", (32,), T_F32, vec(32)),
@@ -213,6 +223,9 @@ def tiny_clip(proj, wtype, feature_layer=None, E=16, L=2):
     ]
     if feature_layer is not None:
         kvs.append(kv_arr("clip.vision.feature_layer", I32, feature_layer))
+    if q25:
+        kvs += [kv("clip.use_silu", BOOL, b"\x01"), kv_u32("clip.vision.n_wa_pattern", 2),
+                kv_u32("clip.vision.window_size", 8)]
     return gguf(kvs, tensors)
 
 
@@ -490,6 +503,7 @@ def main():
         "mlp-f16-features.gguf": tiny_clip("mlp", T_F16, feature_layer=[1, 2]),
         "mlp-q8_0.gguf": tiny_clip("mlp", T_Q8_0, E=32, L=1),
         "qwen2vl-f32.gguf": tiny_clip("qwen2vl_merger", T_F32),
+        "qwen25vl-f32.gguf": tiny_clip("qwen2.5vl_merger", T_F32, E=8),
     }
     seeds["jinja"] = jinja_seeds()
     seeds["request"] = request_seeds()
