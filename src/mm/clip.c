@@ -732,14 +732,6 @@ static void attn_items(void *arg, int ith, int nth) {
     for (int64_t item = ith; item < n * t->n_head; item += nth) {
         const int h = (int)(item % t->n_head);
         const int64_t i = item / t->n_head;
-        if (h != h_vt) {
-            for (int64_t j = 0; j < n; j++) {
-                for (int64_t d = 0; d < D; d++) {
-                    vt[d * n + j] = t->v[j * t->ld + h * D + d];
-                }
-            }
-            h_vt = h;
-        }
         const float *qi = t->q + i * t->ld + h * D;
         int64_t a = 0, e = n, lo = 0, hi = n;
         if (t->lo) {
@@ -748,6 +740,15 @@ static void attn_items(void *arg, int ith, int nth) {
             a = lo & ~(int64_t)(CLIP_WINDOW_ALIGN - 1);
             e = (hi + CLIP_WINDOW_ALIGN - 1) & ~(int64_t)(CLIP_WINDOW_ALIGN - 1);
             e = e < n ? e : n;
+        }
+        /* V^T of the head: every key once per head, or a windowed row's keys each time */
+        if (t->lo || h != h_vt) {
+            for (int64_t j = a; j < e; j++) {
+                for (int64_t d = 0; d < D; d++) {
+                    vt[d * n + j] = t->v[j * t->ld + h * D + d];
+                }
+            }
+            h_vt = t->lo ? -1 : h;
         }
         const int64_t len = e - a;
         float max = -INFINITY;
