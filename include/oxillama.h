@@ -879,9 +879,10 @@ OXL_API void oxl_image_free(oxl_image *image);
 /* ---- Vision: mmproj files (llama.cpp's libmtmd, tools/mtmd/) ----------------------------------------
  * An mmproj GGUF (general.architecture "clip") holds a vision tower and a projector. Projectors:
  * "mlp" (LLaVA-1.5; LLaVA-NeXT with clip.vision.image_grid_pinpoints), "qwen2vl_merger" (Qwen2-VL)
- * and "qwen2.5vl_merger" (Qwen2.5-VL: RMSNorm, gated FFN, window attention). An image is preprocessed into tiles as mtmd does (letterbox, anyres tiles and overview,
- * Qwen's smart resize; llama.cpp's own bicubic and bilinear), each tile is encoded into embeddings of
- * the text model's n_embd, and those are decoded into a sequence (oxl_decode_image_embd). */
+ * and "qwen2.5vl_merger" (Qwen2.5-VL: RMSNorm, gated FFN, window attention). An image is
+ * preprocessed into tiles as mtmd does (letterbox, anyres tiles and overview, Qwen's smart resize;
+ * llama.cpp's own bicubic and bilinear), each tile is encoded into embeddings of the text model's
+ * n_embd, and those are decoded into a sequence (oxl_decode_image_embd). */
 typedef struct oxl_mmproj oxl_mmproj;
 typedef struct oxl_image_embd oxl_image_embd;
 
