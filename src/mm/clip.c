@@ -67,7 +67,7 @@ struct oxl_clip {
     float eps;
     bool rms;             /* qwen2.5: RMSNorm for every norm */
     int32_t n_wa_pattern; /* qwen2.5: blocks with (il + 1) % n_wa_pattern == 0 attend fully; 0: no windows */
-    int32_t grid_window;  /* qwen2.5: window side in merged tokens (window_size / patch / 2) */
+    int32_t grid_window;  /* qwen2.5: window side in merged tokens (112 / patch / 2) */
     clip_act act;
     int n_kernels;         /* patch kernels: 1, qwen2vl 2 */
     oxl_tensor patch_w[2]; /* (p * p * 3, n_embd): v.patch_embd.weight[.1] (p, p, 3, n_embd) as rows */
@@ -322,16 +322,19 @@ static int bind_layer(const oxl_clip *c, clip_layer *l, int il, oxl_error *err) 
 
 /* ---- loading -------------------------------------------------------------------------------- */
 
-/* Largest accepted clip.vision.n_wa_pattern and clip.vision.window_size (pixels): far above real files
- * (Qwen2.5-VL: 8 and 112). */
+/* Largest accepted clip.vision.n_wa_pattern: far above real files (Qwen2.5-VL: 8). */
 #define CLIP_MAX_WA_PATTERN 4096
-#define CLIP_MAX_WINDOW 65536
+/* The attention window of Qwen2.5-VL in pixels: clip.cpp's set_input falls back to 112 when
+ * hparams.attn_window_size is 0, and load_hparams never reads clip.vision.window_size for
+ * PROJECTOR_TYPE_QWEN25VL, so 112 is what llama.cpp uses whatever the file says. */
+#define CLIP_QWEN25_WINDOW 112
 
-/* Qwen2.5-VL's window attention keys (clip.cpp load_hparams): clip.vision.n_wa_pattern required (0: no
- * window attention), clip.vision.window_size optional (absent or 0: 112 pixels). The window must hold
- * at least one merged token (llama.cpp's window loop never ends otherwise). */
+/* Qwen2.5-VL's window attention (clip.cpp load_hparams, set_input): clip.vision.n_wa_pattern required
+ * (0: no window attention); windows of 112 pixels (clip.vision.window_size is not read, as in
+ * llama.cpp). The window must hold at least one merged token (llama.cpp's window loop never ends
+ * otherwise). */
 static int read_windows(oxl_clip *c, oxl_error *err) {
-    const char *kp = "clip.vision.n_wa_pattern", *kw = "clip.vision.window_size";
+    const char *kp = "clip.vision.n_wa_pattern";
     c->n_wa_pattern = 0;
     if (key_u32(c, kp, &c->n_wa_pattern, true, 0, err)) {
         return -1;
@@ -340,20 +343,12 @@ static int read_windows(oxl_clip *c, oxl_error *err) {
         return oxl_err_set(err, "%s: key '%s' = %d: must be at most %d", c->path, kp, c->n_wa_pattern,
                            CLIP_MAX_WA_PATTERN);
     }
-    int32_t window = 0;
-    if (key_u32(c, kw, &window, false, 0, err)) {
-        return -1;
-    }
-    if (window > CLIP_MAX_WINDOW) {
-        return oxl_err_set(err, "%s: key '%s' = %d: must be at most %d pixels", c->path, kw, window, CLIP_MAX_WINDOW);
-    }
-    if (window == 0) {
-        window = 112;
-    }
-    c->grid_window = window / c->patch / 2;
+    c->grid_window = CLIP_QWEN25_WINDOW / c->patch / 2;
     if (c->n_wa_pattern > 0 && c->grid_window < 1) {
-        return oxl_err_set(err, "%s: key '%s' = %d pixels: smaller than one merged token (2 x patch_size %d)", c->path,
-                           kw, window, c->patch);
+        return oxl_err_set(err,
+                           "%s: clip.vision.patch_size %d: qwen2.5vl_merger's %d-pixel attention window holds no "
+                           "merged token of 2 x 2 patches",
+                           c->path, c->patch, CLIP_QWEN25_WINDOW);
     }
     return 0;
 }

@@ -10,8 +10,9 @@
  *   qwen2vl_merger  Qwen2-VL: two patch kernels summed, patches in 2x2-merge order, 2D vision RoPE,
  *                   all blocks, post-LN, groups of 4 patches through mm.0 -> GELU -> mm.2;
  *   qwen2.5vl_merger  Qwen2.5-VL: as Qwen2-VL with RMSNorm for every norm, a gated FFN
- *                   (act(gate) * up) and window attention (clip.vision.n_wa_pattern,
- *                   clip.vision.window_size): merged tokens in window order through the blocks, blocks
+ *                   (act(gate) * up) and window attention (clip.vision.n_wa_pattern; windows of 112
+ *                   pixels, clip.vision.window_size unread as in llama.cpp): merged tokens in window
+ *                   order through the blocks, blocks
  *                   with (il + 1) % n_wa_pattern != 0 attending within their window only, the projector's
  *                   output put back in raster order (clip.cpp set_input, PROJECTOR_TYPE_QWEN25VL). */
 #ifndef OXL_CLIP_H

@@ -3,7 +3,7 @@
 # and the refusals, each an exit status 1 with the error named. Included from cli_tests.cmake;
 # uses OXL_BIN, G, M and OXL_PYTHON3.
 set(oxl_mm_img ${G}/mm/image.png)
-foreach(pair llava15:llama llava-next:llama qwen2vl:qwen2vl)
+foreach(pair llava15:llama llava-next:llama qwen2vl:qwen2vl qwen25vl:qwen2vl)
   string(REPLACE ":" ";" pair ${pair})
   list(GET pair 0 id)
   list(GET pair 1 text_model)

@@ -19,7 +19,7 @@ bytes:
     golden/grammars/ with texts they match (in part) and a grammar with token references;
   - for the chat reply parser: [selector][reply] inputs, the replies of golden/chat-parse/cases.json;
   - for the mmproj harness: [width][height][images][u16 length][prompt][GGUF] inputs, the metadata of
-    golden/mm/'s three mmproj files (LLaVA-1.5, LLaVA-NeXT, Qwen2-VL) without their tensors, with
+    golden/mm/'s four mmproj files (LLaVA-1.5, LLaVA-NeXT, Qwen2-VL, Qwen2.5-VL) without their tensors, with
     prompts with and without image markers;
   - for the split harness: the q8_0 tiny llama split into parts of 8 and of 12 tensors by
     tests/cli/split_gguf.py (llama-gguf-split's layout), the parts joined by "\nOXLPART";
@@ -168,7 +168,7 @@ def tiny_clip(proj, wtype, feature_layer=None, E=16, L=2):
     n_ff E, L blocks, patch 2; mlp: class and position embeddings for 3x3 patches, mm.0 (E -> 32),
     mm.2 (32 -> 32); qwen2vl_merger: two patch kernels, post-LN, mm.0 (4E -> 32), mm.2 (32 -> 32);
     qwen2.5vl_merger: as qwen2vl_merger with n_ff E + 8, RMSNorm weights without biases, gated SiLU FFNs,
-    window attention every other block (n_wa_pattern 2) in windows of 8 pixels (2x2 merged tokens)."""
+    window attention every other block (n_wa_pattern 2; llama.cpp's windows of 112 pixels)."""
     rng = random.Random(17)
     q25 = proj == "qwen2.5vl_merger"
     F, P = E + 8 if q25 else E, 2
@@ -224,8 +224,7 @@ def tiny_clip(proj, wtype, feature_layer=None, E=16, L=2):
     if feature_layer is not None:
         kvs.append(kv_arr("clip.vision.feature_layer", I32, feature_layer))
     if q25:
-        kvs += [kv("clip.use_silu", BOOL, b"\x01"), kv_u32("clip.vision.n_wa_pattern", 2),
-                kv_u32("clip.vision.window_size", 8)]
+        kvs += [kv("clip.use_silu", BOOL, b"\x01"), kv_u32("clip.vision.n_wa_pattern", 2)]
     return gguf(kvs, tensors)
 
 
@@ -454,7 +453,7 @@ def mmproj_seeds():
     """The keys of golden/mm/'s mmproj files (no tensors), each with three image sizes and prompts."""
     out = {}
     prompts = [(b"<__media__>\nDescribe:", 1), (b"a <__media__> b <__media__>", 2), (b"no marker", 1)]
-    for name in ("llava15", "llava-next", "qwen2vl"):
+    for name in ("llava15", "llava-next", "qwen2vl", "qwen25vl"):
         _, kvs = read_kvs(os.path.join(ROOT, "golden", "mm", name + ".mmproj.gguf"))
         meta = gguf([k for _, k in kvs], [])
         for i, (prompt, n_images) in enumerate(prompts):

@@ -165,6 +165,9 @@ Test(mm_clip, llava15_tower_matches_llama_cpp) { check_variant("llava15", 1, 3);
 Test(mm_clip, llava_next_tower_matches_llama_cpp) { check_variant("llava-next", 7, 3); }
 /* Qwen2-VL: 1 image, 2 blocks (no pre_ln). */
 Test(mm_clip, qwen2vl_tower_matches_llama_cpp) { check_variant("qwen2vl", 1, 2); }
+/* Qwen2.5-VL: 1 image of 4 x 3 merged tokens in two windows (patch 16: 3-token windows); the golden has
+ * no intermediate tensors, so the embeddings only. */
+Test(mm_clip, qwen25vl_tower_matches_llama_cpp) { check_variant("qwen25vl", 1, -1); }
 
 Test(mm_clip, reports_what_the_chunking_needs) {
     oxl_error err = {0};
@@ -436,22 +439,19 @@ Test(mm_clip_bad, missing_second_kernel_is_named) {
 }
 
 /* The tiny Qwen2.5-VL tower of the clip fuzzer's seeds (tests/fuzz/make_corpus.py: patch 2, RMSNorm,
- * gated SiLU FFN, n_wa_pattern 2, window_size 8 pixels = 2 x 2 merged tokens). */
+ * gated SiLU FFN, n_wa_pattern 2; llama.cpp's windows of 112 pixels = 28 x 28 merged tokens). */
 #define Q25 "../../tests/fuzz/corpus/clip/qwen25vl-f32.gguf"
 
 static void set_u32_key(unsigned char *b, size_t n, const char *k, uint32_t v) {
     memcpy(b + find_str(b, n, k) + 8 + strlen(k) + 4, &v, 4);
 }
-static void window_3(unsigned char *b, size_t n) { set_u32_key(b, n, "clip.vision.window_size", 3); }
-static void window_huge(unsigned char *b, size_t n) { set_u32_key(b, n, "clip.vision.window_size", 1u << 20); }
+static void patch_57(unsigned char *b, size_t n) { set_u32_key(b, n, "clip.vision.patch_size", 57); }
 static void pattern_huge(unsigned char *b, size_t n) { set_u32_key(b, n, "clip.vision.n_wa_pattern", 5000); }
 static void drop_pattern(unsigned char *b, size_t n) { b[find_str(b, n, "clip.vision.n_wa_pattern") + 8 + 12] = 'X'; }
 
-Test(mm_clip_bad, window_smaller_than_a_merged_token_is_named) {
-    expect_refused(Q25, window_3, "key 'clip.vision.window_size' = 3 pixels: smaller than one merged token");
-}
-Test(mm_clip_bad, window_size_beyond_the_bound_is_named) {
-    expect_refused(Q25, window_huge, "key 'clip.vision.window_size' = 1048576: must be at most 65536");
+Test(mm_clip_bad, window_without_a_merged_token_is_named) {
+    expect_refused(Q25, patch_57,
+                   "clip.vision.patch_size 57: qwen2.5vl_merger's 112-pixel attention window holds no merged token");
 }
 Test(mm_clip_bad, window_pattern_beyond_the_bound_is_named) {
     expect_refused(Q25, pattern_huge, "key 'clip.vision.n_wa_pattern' = 5000: must be at most 4096");
@@ -460,51 +460,50 @@ Test(mm_clip_bad, missing_window_pattern_is_named) {
     expect_refused(Q25, drop_pattern, "missing required key 'clip.vision.n_wa_pattern'");
 }
 
-/* The Qwen2.5-VL tower loads and encodes tiles of 1 to 3 x 3 merged tokens (windows of 2 x 2, cut at the
- * edges) into finite embeddings; a tile of one window gives the embeddings of the same pixels without
- * windows (n_wa_pattern 0), since a single window is the identity order over all keys. */
-Test(mm_clip, qwen25vl_tower_encodes_windows) {
+/* Encodes a w x h tile of fixed pixels with the Q25 tower, n_wa_pattern set to pattern. */
+static void encode_q25(uint32_t pattern, int32_t w, int32_t h, float *out, oxl_pool *pool) {
+    size_t size;
+    unsigned char *buf = read_all(MM Q25, &size);
+    set_u32_key(buf, size, "clip.vision.n_wa_pattern", pattern);
     oxl_error err = {0};
-    oxl_clip *c = oxl_clip_load(MM Q25, &err);
+    oxl_gguf *g = oxl_gguf_open_memory(buf, size, "q25", &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    oxl_gguf_take_buffer(g, buf);
+    oxl_clip *c = oxl_clip_load_gguf(g, &err);
     cr_assert_not_null(c, "%s", err.msg);
     cr_assert_eq(oxl_clip_projector(c), OXL_CLIP_PROJ_QWEN25VL);
     cr_assert_str_eq(oxl_clip_projector_name(oxl_clip_projector(c)), "qwen2.5vl_merger");
     cr_assert_eq(oxl_clip_merge(c), 2);
-    cr_assert_eq(oxl_clip_n_tokens(c, 12, 8), 6);
-    oxl_pool *pool = oxl_pool_new(2, &err);
-    cr_assert_not_null(pool, "%s", err.msg);
-    const int32_t n_out = oxl_clip_n_embd_out(c);
-    float *px = malloc((size_t)12 * 12 * 3 * sizeof(float));
-    for (int i = 0; i < 12 * 12 * 3; i++) {
+    float *px = malloc((size_t)w * h * 3 * sizeof(float));
+    for (int i = 0; i < w * h * 3; i++) {
         px[i] = (float)((i * 37) % 19) / 9.0f - 1.0f;
     }
-    float *out = malloc((size_t)n_out * 9 * sizeof(float));
-    for (int side = 4; side <= 12; side += 4) {
-        const int32_t n_tok = (side / 4) * (side / 4);
-        oxl_mm_tile t = {.w = side, .h = side, .pixels = px, .n_tokens = n_tok};
-        cr_assert_eq(oxl_clip_encode(c, &t, out, pool, &err), 0, "%d: %s", side, err.msg);
-        for (int64_t i = 0; i < (int64_t)n_out * n_tok; i++) {
-            cr_assert(isfinite(out[i]), "%d: value %lld", side, (long long)i);
-        }
+    oxl_mm_tile t = {.w = w, .h = h, .pixels = px, .n_tokens = oxl_clip_n_tokens(c, w, h)};
+    cr_assert_eq(t.n_tokens, (w / 4) * (h / 4));
+    cr_assert_eq(oxl_clip_encode(c, &t, out, pool, &err), 0, "%dx%d: %s", w, h, err.msg);
+    for (int64_t i = 0; i < (int64_t)oxl_clip_n_embd_out(c) * t.n_tokens; i++) {
+        cr_assert(isfinite(out[i]), "%dx%d: value %lld", w, h, (long long)i);
     }
-    oxl_mm_tile t = {.w = 8, .h = 8, .pixels = px, .n_tokens = 4};
-    float one[4 * 64], plain[4 * 64];
-    cr_assert_leq(n_out, 64);
-    cr_assert_eq(oxl_clip_encode(c, &t, one, pool, &err), 0, "%s", err.msg);
-    oxl_clip_free(c);
-
-    size_t size;
-    unsigned char *buf = read_all(MM Q25, &size);
-    set_u32_key(buf, size, "clip.vision.n_wa_pattern", 0);
-    oxl_gguf *g = oxl_gguf_open_memory(buf, size, "q25-nowindow", &err);
-    cr_assert_not_null(g, "%s", err.msg);
-    oxl_gguf_take_buffer(g, buf);
-    c = oxl_clip_load_gguf(g, &err);
-    cr_assert_not_null(c, "%s", err.msg);
-    cr_assert_eq(oxl_clip_encode(c, &t, plain, pool, &err), 0, "%s", err.msg);
-    cr_assert(memcmp(one, plain, (size_t)n_out * 4 * sizeof(float)) == 0);
-    oxl_clip_free(c);
-    oxl_pool_free(pool);
-    free(out);
     free(px);
+    oxl_clip_free(c);
+}
+
+/* The Qwen2.5-VL tower encodes with and without windows: a tile within one window (112 x 8 pixels,
+ * 28 x 2 merged tokens) gives the embeddings of full attention (one window holds every key, in raster
+ * order), a tile of two windows (120 x 8 pixels, 30 x 2 merged tokens: 28 + 2 columns) does not. */
+Test(mm_clip, qwen25vl_tower_encodes_windows) {
+    oxl_error err = {0};
+    oxl_pool *pool = oxl_pool_new(2, &err);
+    cr_assert_not_null(pool, "%s", err.msg);
+    const size_t n_one = (size_t)32 * 28 * 2, n_two = (size_t)32 * 30 * 2;
+    float *a = malloc(n_two * sizeof(float)), *b = malloc(n_two * sizeof(float));
+    encode_q25(2, 112, 8, a, pool);
+    encode_q25(0, 112, 8, b, pool);
+    cr_assert(memcmp(a, b, n_one * sizeof(float)) == 0, "one window differs from full attention");
+    encode_q25(2, 120, 8, a, pool);
+    encode_q25(0, 120, 8, b, pool);
+    cr_assert(memcmp(a, b, n_two * sizeof(float)) != 0, "two windows equal full attention");
+    free(a);
+    free(b);
+    oxl_pool_free(pool);
 }

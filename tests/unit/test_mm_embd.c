@@ -197,6 +197,7 @@ static void check_variant(const char *variant, const char *text_model, int32_t n
 Test(mm_embd, llava15) { check_variant("llava15", "llama.gguf", 64); }
 Test(mm_embd, llava_next) { check_variant("llava-next", "llama.gguf", 64); }
 Test(mm_embd, qwen2vl) { check_variant("qwen2vl", "qwen2vl.gguf", 64); }
+Test(mm_embd, qwen25vl) { check_variant("qwen25vl", "qwen2vl.gguf", 64); }
 
 /* An image split over passes of 5 rows (mtmd_helper_decode_image_chunk splits by n_batch): each
  * pass's tokens keep their place on the grid. */
