@@ -344,3 +344,55 @@ Test(mm_embd, llama_rows_are_positions) {
     oxl_model_free(m);
     oxl_gguf_close(gd.g);
 }
+
+/* Row 0's logits after decoding BOS then four embeddings (the last one's values set to last_val)
+ * on gemma3, through oxl_decode_image_embd (an image: llama.cpp decodes Gemma 3's images with causal
+ * attention off) or a plain embedding batch (causal); n_batch 16 or 2 (the image in two passes).
+ * out: the first image token's n_vocab logits. */
+static void gemma3_first_image_row(bool image, float last_val, int32_t n_batch, float *out) {
+    oxl_model *m = load("gemma3.gguf");
+    oxl_ctx *ctx = new_ctx(m, 32, n_batch);
+    oxl_error err = {0};
+    const int32_t E = oxl_model_n_embd(m), V = oxl_model_n_vocab(m);
+    cr_assert_eq(V, 512);
+    float *embd = malloc(sizeof(float) * (size_t)(4 * E));
+    for (int32_t i = 0; i < 4 * E; i++) {
+        embd[i] = i >= 3 * E ? last_val : (float)((i * 37) % 17) / 8.0f - 1.0f;
+    }
+    const oxl_token bos = 2;
+    cr_assert_eq(oxl_decode(ctx, &bos, 1, false, &err), 0, "%s", err.msg);
+    if (image) {
+        cr_assert_eq(oxl_decode_image_embd(ctx, 0, embd, 4, 4, 1, true, &err), 0, "%s", err.msg);
+    } else {
+        const int32_t pos[4] = {1, 2, 3, 4}, seq[4] = {0, 0, 0, 0};
+        const int8_t keep[4] = {1, 1, 1, 1};
+        const oxl_batch b = {.n_tokens = 4, .pos = pos, .seq_id = seq, .logits = keep, .embd = embd};
+        cr_assert_eq(oxl_decode_batch(ctx, &b, &err), 0, "%s", err.msg);
+    }
+    memcpy(out, oxl_get_logits(ctx, 0), sizeof(float) * (size_t)V);
+    free(embd);
+    oxl_ctx_free(ctx);
+    oxl_model_free(m);
+}
+
+/* Gemma 3's images attend non-causally (mtmd_decode_use_non_causal, llama_set_causal_attn(false)):
+ * the first image token sees the last one, so changing the last embedding moves the first row's
+ * logits, while a plain embedding batch stays causal and leaves them bit for bit; an image split
+ * over passes (n_batch 2) is non-causal within each pass only, as llama.cpp's ubatches, so its first
+ * row then does not see the last token either. */
+Test(mm_embd, gemma3_images_are_non_causal) {
+    float a[512], b[512];
+    gemma3_first_image_row(true, 0.5f, 16, a);
+    gemma3_first_image_row(true, -2.0f, 16, b);
+    double d = 0;
+    for (int i = 0; i < 512; i++) {
+        d = fmax(d, fabs((double)a[i] - (double)b[i]));
+    }
+    cr_expect_gt(d, 1e-3, "non-causal image: row 0 moved by %g only", d);
+    gemma3_first_image_row(false, 0.5f, 16, a);
+    gemma3_first_image_row(false, -2.0f, 16, b);
+    cr_expect_eq(memcmp(a, b, sizeof a), 0, "a causal embedding batch: row 0 must not see a later token");
+    gemma3_first_image_row(true, 0.5f, 2, a);
+    gemma3_first_image_row(true, -2.0f, 2, b);
+    cr_expect_eq(memcmp(a, b, sizeof a), 0, "an image in passes of 2: row 0 must not see the second pass");
+}
