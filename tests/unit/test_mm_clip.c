@@ -410,7 +410,7 @@ Test(mm_clip_bad, flag_of_type_uint8_is_named) {
 }
 Test(mm_clip_bad, unknown_projector_lists_the_supported) {
     expect_refused("llava15.mmproj.gguf", projector_mlq,
-                   "clip.projector_type 'mlq' is not supported (supported: mlp, qwen2vl_merger)");
+                   "clip.projector_type 'mlq' is not supported (supported: mlp, qwen2vl_merger, gemma3)");
 }
 Test(mm_clip_bad, other_architecture_is_named) {
     expect_refused("llava15.mmproj.gguf", arch_clap, "general.architecture is 'clap'");
@@ -428,4 +428,33 @@ Test(mm_clip_bad, feature_layer_beyond_the_blocks_is_named) {
 }
 Test(mm_clip_bad, missing_second_kernel_is_named) {
     expect_refused("qwen2vl.mmproj.gguf", drop_kernel_1, "missing tensor 'v.patch_embd.weight.1'");
+}
+
+/* Gemma 3's pooling (oxl_mm_avg_pool, ggml_pool_2d AVG with kernel = stride = 2 on a 4x4 patch grid):
+ * patch (py, px) holds 10 py + px in dimension 0 and 100 more in dimension 1, so block (by, bx)
+ * averages 10 (2 by) + 2 bx + {0, 1, 10, 11}: 5.5, 7.5, 25.5, 27.5 (+100), tokens in raster order
+ * of the blocks. */
+Test(mm_pool, hand_computed_averages) {
+    float x[2 * 16], y[2 * 4];
+    for (int py = 0; py < 4; py++) {
+        for (int px = 0; px < 4; px++) {
+            x[(py * 4 + px) * 2] = (float)(10 * py + px);
+            x[(py * 4 + px) * 2 + 1] = (float)(10 * py + px + 100);
+        }
+    }
+    oxl_mm_avg_pool(x, 2, 4, 2, y);
+    const float want[8] = {5.5f, 105.5f, 7.5f, 107.5f, 25.5f, 125.5f, 27.5f, 127.5f};
+    for (int i = 0; i < 8; i++) {
+        cr_expect_eq(y[i], want[i], "token %d dim %d: %g, want %g", i / 2, i % 2, (double)y[i], (double)want[i]);
+    }
+}
+
+/* The block's sum runs in ggml's order, a float accumulator over kernel rows then columns: for the
+ * block {1e8, 1; -1e8, 1} that is ((1e8 + 1) + -1e8) + 1 = 1 (1e8 + 1 rounds to 1e8), so 0.25; a
+ * column-first sum would give 0.5, a double sum 0.5. */
+Test(mm_pool, float_sum_in_row_major_order) {
+    const float x[4] = {1e8f, 1.0f, -1e8f, 1.0f};
+    float y = -1.0f;
+    oxl_mm_avg_pool(x, 1, 2, 2, &y);
+    cr_expect_eq(y, 0.25f, "%.9g", (double)y);
 }
