@@ -165,7 +165,9 @@ def tiny_llama(wtype, E=32):
 def tiny_clip(proj, wtype, feature_layer=None, E=16, L=2):
     """A tiny mmproj (golden/mm/README.md lists the keys and tensors of real ones): n_embd E, 2 heads,
     n_ff E, L blocks, patch 2; mlp: class and position embeddings for 3x3 patches, mm.0 (E -> 32),
-    mm.2 (32 -> 32); qwen2vl_merger: two patch kernels, post-LN, mm.0 (4E -> 32), mm.2 (32 -> 32)."""
+    mm.2 (32 -> 32); qwen2vl_merger: two patch kernels, post-LN, mm.0 (4E -> 32), mm.2 (32 -> 32);
+    gemma3: SigLIP (patch bias, position embeddings for 4x4 patches, tanh GELU, post-LN), pooled 2x2
+    (scale_factor 2), mm.soft_emb_norm (E) and mm.input_projection (32, E)."""
     rng = random.Random(17)
     F, P = E, 2
 
@@ -180,9 +182,13 @@ def tiny_clip(proj, wtype, feature_layer=None, E=16, L=2):
             return q8_0_bytes(vals)
         return struct.pack("<%df" % len(vals), *vals)
 
-    qwen = proj == "qwen2vl_merger"
+    qwen, gemma = proj == "qwen2vl_merger", proj == "gemma3"
     kern = [("v.patch_embd.weight", (P, P, 3, E), T_F32, mat(P * P * 3, E, T_F32))]
-    if qwen:
+    if gemma:
+        tensors = kern + [("v.patch_embd.bias", (E,), T_F32, vec(E)),
+                          ("v.position_embd.weight", (E, 16), T_F32, mat(E, 16, T_F32)),
+                          ("v.post_ln.weight", (E,), T_F32, vec(E, 0.1, 1.0)), ("v.post_ln.bias", (E,), T_F32, vec(E))]
+    elif qwen:
         kern.append(("v.patch_embd.weight.1", (P, P, 3, E), T_F32, mat(P * P * 3, E, T_F32)))
         tensors = kern + [("v.post_ln.weight", (E,), T_F32, vec(E, 0.1, 1.0)), ("v.post_ln.bias", (E,), T_F32, vec(E))]
     else:
@@ -198,8 +204,12 @@ def tiny_clip(proj, wtype, feature_layer=None, E=16, L=2):
                     (b + "ffn_up.weight", (E, F), wtype, mat(E, F)), (b + "ffn_up.bias", (F,), T_F32, vec(F)),
                     (b + "ffn_down.weight", (F, E), wtype, mat(F, E)), (b + "ffn_down.bias", (E,), T_F32, vec(E))]
     n_in = 4 * E if qwen else E * (len(feature_layer) if feature_layer else 1)
-    tensors += [("mm.0.weight", (n_in, 32), wtype, mat(n_in, 32)), ("mm.0.bias", (32,), T_F32, vec(32)),
-                ("mm.2.weight", (32, 32), wtype, mat(32, 32)), ("mm.2.bias", (32,), T_F32, vec(32))]
+    if gemma:
+        tensors += [("mm.soft_emb_norm.weight", (E,), T_F32, vec(E, 0.1, 1.0)),
+                    ("mm.input_projection.weight", (32, E), wtype, mat(32, E))]
+    else:
+        tensors += [("mm.0.weight", (n_in, 32), wtype, mat(n_in, 32)), ("mm.0.bias", (32,), T_F32, vec(32)),
+                    ("mm.2.weight", (32, 32), wtype, mat(32, 32)), ("mm.2.bias", (32,), T_F32, vec(32))]
     kvs = [
         kv_str("general.architecture", "clip"),
         kv("clip.has_vision_encoder", BOOL, b"\x01"),
@@ -213,6 +223,8 @@ def tiny_clip(proj, wtype, feature_layer=None, E=16, L=2):
     ]
     if feature_layer is not None:
         kvs.append(kv_arr("clip.vision.feature_layer", I32, feature_layer))
+    if gemma:
+        kvs += [kv("clip.use_gelu", BOOL, b"\x01"), kv_u32("clip.vision.projector.scale_factor", 2)]
     return gguf(kvs, tensors)
 
 
@@ -490,6 +502,8 @@ def main():
         "mlp-f16-features.gguf": tiny_clip("mlp", T_F16, feature_layer=[1, 2]),
         "mlp-q8_0.gguf": tiny_clip("mlp", T_Q8_0, E=32, L=1),
         "qwen2vl-f32.gguf": tiny_clip("qwen2vl_merger", T_F32),
+        "gemma3-f32.gguf": tiny_clip("gemma3", T_F32),
+        "gemma3-f16.gguf": tiny_clip("gemma3", T_F16),
     }
     seeds["jinja"] = jinja_seeds()
     seeds["request"] = request_seeds()
