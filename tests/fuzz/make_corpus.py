@@ -19,12 +19,13 @@ bytes:
     golden/grammars/ with texts they match (in part) and a grammar with token references;
   - for the chat reply parser: [selector][reply] inputs, the replies of golden/chat-parse/cases.json;
   - for the mmproj harness: [width][height][images][u16 length][prompt][GGUF] inputs, the metadata of
-    golden/mm/'s three mmproj files (LLaVA-1.5, LLaVA-NeXT, Qwen2-VL) without their tensors, with
+    golden/mm/'s mmproj files (LLaVA-1.5, LLaVA-NeXT, Qwen2-VL, Gemma 3) without their tensors, with
     prompts with and without image markers;
   - for the split harness: the q8_0 tiny llama split into parts of 8 and of 12 tensors by
     tests/cli/split_gguf.py (llama-gguf-split's layout), the parts joined by "\nOXLPART";
   - for the clip harness (the mmproj vision tower): tiny towers (patch 2) with the mlp projector
-    (f32, f16, q8_0 matrices; one with clip.vision.feature_layer) and the qwen2vl_merger projector.
+    (f32, f16, q8_0 matrices; one with clip.vision.feature_layer), the qwen2vl_merger projector and
+    the gemma3 projector (f32, f16).
 Layout of GGUF: ggml docs/gguf.md.
 """
 import os
@@ -453,7 +454,7 @@ def mmproj_seeds():
     """The keys of golden/mm/'s mmproj files (no tensors), each with three image sizes and prompts."""
     out = {}
     prompts = [(b"<__media__>\nDescribe:", 1), (b"a <__media__> b <__media__>", 2), (b"no marker", 1)]
-    for name in ("llava15", "llava-next", "qwen2vl"):
+    for name in ("llava15", "llava-next", "qwen2vl", "gemma3"):
         _, kvs = read_kvs(os.path.join(ROOT, "golden", "mm", name + ".mmproj.gguf"))
         meta = gguf([k for _, k in kvs], [])
         for i, (prompt, n_images) in enumerate(prompts):
