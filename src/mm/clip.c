@@ -452,6 +452,10 @@ static int load(oxl_clip *c, oxl_error *err) {
         if (key_u32(c, "clip.vision.projector.scale_factor", &c->n_merge, false, 1, err)) {
             return -1;
         }
+        if (c->n_merge > 64) {
+            return oxl_err_set(err, "%s: key 'clip.vision.projector.scale_factor' = %d: must be in 1..64", c->path,
+                               c->n_merge);
+        }
     }
 
     const int64_t E = c->n_embd;

@@ -80,9 +80,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     const int32_t p = oxl_clip_patch_size(clip);
-    /* bound the work a crafted patch size could ask for */
-    if (p <= 64) {
-        const int32_t m = oxl_clip_merge(clip);
+    /* bound the work a crafted patch size or merge factor could ask for */
+    const int32_t m = oxl_clip_merge(clip);
+    if (p <= 64 && m <= 8) {
         for (int32_t k = 1; k <= 3; k++) {
             encode(clip, p * m * k);
         }
