@@ -84,6 +84,8 @@ static int gemma3_load(oxl_model *m, oxl_error *err) {
         return -1;
     }
     o.embd_scale_tokens_only = true;
+    /* mtmd decodes the images of Gemma 3's projector with causal attention off */
+    m->hp.image_non_causal = true;
     if (o.n_swa > 0) {
         o.rope_swa.freq_base = 10000.0f;
         o.rope_swa.freq_scale = 1.0f;

@@ -321,6 +321,10 @@ OXL_API int32_t oxl_model_cls_label(const oxl_model *model, int32_t i, char *buf
  * grid_x * grid_y. Other models rotate each token at its row and ignore the grid. The causal mask
  * follows the rows; llama.cpp orders an image's cache cells by (t, then (h, w)) (llama_kv_cells'
  * 2D ext positions, is_2d_gt), which is the same order for an image decoded in raster order.
+ * gemma3 decodes images with causal attention off, as mtmd does for Gemma 3's projector
+ * (mtmd_decode_use_non_causal, llama_set_causal_attn(false); llama_kv_cache::set_input_kq_mask):
+ * each image token sees every row of its sequence up to the last image token of its pass (n_batch),
+ * its sliding-window layers still dropping keys n_swa or more positions back; text stays causal.
  *
  * The context keeps, for each sequence, where its images ended and by how much its rope positions
  * then lag its rows. oxl_seq_truncate to a row drops the images that end after it: truncating into
@@ -878,8 +882,9 @@ OXL_API void oxl_image_free(oxl_image *image);
 
 /* ---- Vision: mmproj files (llama.cpp's libmtmd, tools/mtmd/) ----------------------------------------
  * An mmproj GGUF (general.architecture "clip") holds a vision tower and a projector. Projectors:
- * "mlp" (LLaVA-1.5; LLaVA-NeXT with clip.vision.image_grid_pinpoints), "qwen2vl_merger" (Qwen2-VL)
- * and "qwen2.5vl_merger" (Qwen2.5-VL: RMSNorm, gated FFN, window attention). An image is
+ * "mlp" (LLaVA-1.5; LLaVA-NeXT with clip.vision.image_grid_pinpoints), "qwen2vl_merger" (Qwen2-VL),
+ * "qwen2.5vl_merger" (Qwen2.5-VL: RMSNorm, gated FFN, window attention) and "gemma3" (Gemma 3:
+ * SigLIP, its patch grid average-pooled 4 x 4, images decoded with causal attention off). An image is
  * preprocessed into tiles as mtmd does (letterbox, anyres tiles and overview, Qwen's smart resize;
  * llama.cpp's own bicubic and bilinear), each tile is encoded into embeddings of the text model's
  * n_embd, and those are decoded into a sequence (oxl_decode_image_embd). */
@@ -892,8 +897,15 @@ typedef struct oxl_image_embd oxl_image_embd;
  * projector output size other than the model's n_embd. Free with oxl_mmproj_free. */
 OXL_API oxl_mmproj *oxl_mmproj_load(const char *path, const oxl_model *model, oxl_error *err);
 OXL_API void oxl_mmproj_free(oxl_mmproj *mm);
-/* clip.projector_type of the file ("mlp", "qwen2vl_merger", "qwen2.5vl_merger"); NULL for NULL. */
+/* clip.projector_type of the file ("mlp", "qwen2vl_merger", "qwen2.5vl_merger", "gemma3"); NULL for
+ * NULL. */
 OXL_API const char *oxl_mmproj_projector(const oxl_mmproj *mm);
+/* The text mtmd puts before and after each image of the projector (mtmd_context::init_vision img_beg /
+ * img_end), to be tokenized with special tokens parsed: "<|vision_start|>" / "<|vision_end|>" for the
+ * Qwen-VL projectors, "<start_of_image>" / "<end_of_image>" for gemma3, "" for mlp (and for NULL).
+ * oxl_mm_eval adds them itself; a caller that tokenizes around oxl_image_embd_decode adds them. The
+ * strings are static. */
+OXL_API void oxl_mmproj_image_text(const oxl_mmproj *mm, const char **begin, const char **end);
 
 /* Preprocesses image and encodes every tile with ctx's threads (mtmd_encode_chunk for each of the
  * image's chunks). ctx must be a context of the mmproj's model. The result is the caller's (free with
@@ -913,7 +925,9 @@ OXL_API const float *oxl_image_embd_tile(const oxl_image_embd *e, int32_t t, int
 /* Decodes every tile of e, in order, into sequence seq at its next rows (oxl_decode_image_embd per
  * tile, as mtmd_helper_eval_chunks decodes an image's chunks), keeping the last token's logits. The
  * text around the image is the caller's (Qwen-VL models expect <|vision_start|> before and
- * <|vision_end|> after it, as oxl_mm_eval adds). Returns 0, or -1 with err: bad seq, no room in the
+ * <|vision_end|> after it, Gemma 3 <start_of_image> and <end_of_image>, as oxl_mm_eval adds). The
+ * projector chooses the attention of the image's tokens: causal, or non-causal for gemma3 (as
+ * mtmd_decode_use_non_causal; see oxl_decode_image_embd). Returns 0, or -1 with err: bad seq, no room in the
  * context, an embedding size other than the model's, a decode error. */
 OXL_API int oxl_image_embd_decode(oxl_ctx *ctx, int32_t seq, const oxl_image_embd *e, oxl_error *err);
 OXL_API void oxl_image_embd_free(oxl_image_embd *e);

@@ -98,6 +98,12 @@ int oxl_media_tokenize(oxl_srv *srv, const char *text, oxl_media *m, oxl_token *
             return BAD(e, param, "'%s': the prompt has more %s markers than images (%d)", param, OXL_MEDIA_MARKER,
                        m->n);
         }
+        /* the projector's text around the image, as mtmd_tokenize adds it (special tokens parsed) */
+        const char *img_beg, *img_end;
+        oxl_mmproj_image_text(srv->mmproj, &img_beg, &img_end);
+        if (img_beg[0] && tok_append(srv->model, img_beg, strlen(img_beg), false, out, n, &cap) != 0) {
+            return BAD(e, param, "'%s': cannot be tokenized", param);
+        }
         oxl_error err = {0};
         pthread_mutex_lock(&srv->mm_mu);
         m->embd[k] = oxl_image_encode(srv->mm_ctx, srv->mmproj, m->img[k], &err);
@@ -125,6 +131,9 @@ int oxl_media_tokenize(oxl_srv *srv, const char *text, oxl_media *m, oxl_token *
         m->at[k] = *n;
         for (int32_t t = 0; t < nt; t++) {
             (*out)[(*n)++] = id;
+        }
+        if (img_end[0] && tok_append(srv->model, img_end, strlen(img_end), false, out, n, &cap) != 0) {
+            return BAD(e, param, "'%s': cannot be tokenized", param);
         }
         k++;
         p = q + ml;

@@ -357,7 +357,9 @@ static int check_logits(const mm_case *c, oxl_golden_report *r, oxl_error *err) 
         if (ch->type == OXL_MM_CHUNK_TEXT) {
             rc = decode_tokens(c->ctx, ch->tokens, ch->n_tokens, err);
         } else {
-            rc = oxl_decode_image_embd(c->ctx, 0, c->embd[k++], ch->n_tokens, ch->grid_x, ch->grid_y, true, err);
+            /* the projector decides the attention, as mtmd_helper_decode_image_chunk */
+            rc = oxl_decode_image_embd_attn(c->ctx, 0, c->embd[k++], ch->n_tokens, ch->grid_x, ch->grid_y, true,
+                                            oxl_mm_non_causal(c->params.projector), err);
         }
         if (rc != 0) {
             return -1;

@@ -5,6 +5,7 @@
  *   mlp:   x = [x; class] + pos[0..n-1]       class embedding appended LAST, then learned positions
  *          x = LN_pre(x)
  *   qwen:  rows in 2x2-merge order; qwen2.5 with windows: merged tokens then in window order
+ *   gemma3: x = x + bias + pos[0..n-1]       SigLIP: patch bias, learned positions, no class embedding
  *   block: x += o(attn(LN1(x)))              q/k/v/o with biases, softmax(q k^T / sqrt(hd)); qwen: 2D RoPE;
  *                                            qwen2.5 windowed blocks: keys of the row's window only
  *          x += down(act(up(LN2(x))))        act: quick-GELU, GELU or SiLU (clip.use_gelu / use_silu);
@@ -17,6 +18,8 @@
  * table with fused multiply-adds; the three goldens come out bit for bit.
  *   mlp:   features = concat(feature layers) or x;  out = mm2(gelu(mm0(features[1..n-1])))
  *   qwen:  x = LN_post(x);  out = mm2(gelu(mm0(x viewed as [4 n_embd, n/4]))), back in raster order
+ *   gemma3: x = LN_post(x);  x = avg_pool(x as a patch grid, k = stride = n_merge)
+ *          out = proj^T (rms(x) * soft_emb_norm)
  *
  * Window attention equals llama.cpp's softmax over all n keys with a -FLT_MAX mask without building the
  * n x n mask: a row's keys run over its window widened to 64-aligned bounds (the masked keys inside
@@ -71,12 +74,18 @@ struct oxl_clip {
     clip_act act;
     int n_kernels;         /* patch kernels: 1, qwen2vl 2 */
     oxl_tensor patch_w[2]; /* (p * p * 3, n_embd): v.patch_embd.weight[.1] (p, p, 3, n_embd) as rows */
+    oxl_tensor patch_b;    /* (n_embd) v.patch_embd.bias, optional */
     oxl_tensor class_embd; /* (n_embd) mlp */
-    oxl_tensor pos_embd;   /* (n_embd, n_pos_max) mlp */
+    oxl_tensor pos_embd;   /* (n_embd, n_pos_max) mlp; gemma3 (n_embd, n_patches), optional */
     oxl_tensor pre_ln_w, pre_ln_b, post_ln_w, post_ln_b; /* (n_embd), optional */
     clip_layer *layers;                                  /* (n_layer) */
     oxl_tensor mm0_w, mm0_b; /* (n_in, n_mid), (n_mid): n_in = n_embd * features (mlp) or 4 n_embd (qwen) */
     oxl_tensor mm2_w, mm2_b; /* (n_mid, n_out), (n_out) */
+    oxl_tensor soft_norm_w;  /* gemma3: (n_embd) mm.soft_emb_norm.weight */
+    oxl_tensor inp_proj;     /* gemma3: (n_embd, n_out), mm.input_projection.weight (n_out, n_embd)
+                                transposed into inp_proj_data, as ggml_cont(ggml_transpose(w)) */
+    void *inp_proj_data;
+    int32_t n_merge; /* patches per side merged into one token: mlp 1, qwen 2, gemma3 scale_factor */
     int32_t n_out;
     oxl_clip_probe_fn probe;
     void *probe_user;
@@ -89,6 +98,7 @@ static const struct {
     {"mlp", OXL_CLIP_PROJ_MLP},
     {"qwen2vl_merger", OXL_CLIP_PROJ_QWEN2VL},
     {"qwen2.5vl_merger", OXL_CLIP_PROJ_QWEN25VL},
+    {"gemma3", OXL_CLIP_PROJ_GEMMA3},
 };
 #define CLIP_N_PROJS (sizeof clip_projs / sizeof clip_projs[0])
 
@@ -353,6 +363,58 @@ static int read_windows(oxl_clip *c, oxl_error *err) {
     return 0;
 }
 
+/* Gemma 3's projector: mm.soft_emb_norm.weight (n_embd) and mm.input_projection.weight (n_out,
+ * n_embd), which the graph multiplies as ggml_cont(ggml_transpose(w)): a copy (n_embd, n_out) of
+ * the same type, so the product rounds as llama.cpp's (F32, F16 and BF16: a block-quantized matrix
+ * cannot be transposed element by element, and ggml refuses it as well). */
+static int load_gemma3_proj(oxl_clip *c, oxl_error *err) {
+    const int64_t E = c->n_embd;
+    static const char name[] = "mm.input_projection.weight";
+    if (bind(c, &c->soft_norm_w, "mm.soft_emb_norm.weight", E, 0, true, err)) {
+        return -1;
+    }
+    const oxl_gguf_tensor *gt = oxl_gguf_find_tensor(c->g, name);
+    if (!gt) {
+        return oxl_err_set(err, "%s: missing tensor '%s'", c->path, name);
+    }
+    const int64_t n_out = gt->ne[0];
+    if (n_out < 1 || n_out > INT32_MAX || gt->ne[1] != E || gt->ne[2] != 1 || gt->ne[3] != 1) {
+        return oxl_err_set(err, "%s: tensor '%s' has shape (%lld, %lld, %lld, %lld); expected (n_out, %lld)", c->path,
+                           name, (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2], (long long)gt->ne[3],
+                           (long long)E);
+    }
+    const oxl_type_traits *tt = oxl_type_traits_get(gt->type);
+    size_t es;
+    switch (gt->type) {
+    case OXL_TYPE_F32: es = 4; break;
+    case OXL_TYPE_F16:
+    case OXL_TYPE_BF16: es = 2; break;
+    default:
+        return oxl_err_set(err, "%s: tensor '%s' has type %s; the transposed projection takes f32, f16 or bf16",
+                           c->path, name, tt ? tt->name : "?");
+    }
+    const oxl_kernels *k = oxl_kernels_get();
+    if (!k->vec_dot[gt->type]) {
+        return oxl_err_set(err, "%s: tensor '%s' has type %s, which oxillama cannot compute with yet", c->path, name,
+                           tt ? tt->name : "?");
+    }
+    char *dst = malloc((size_t)(E * n_out) * es);
+    if (!dst) {
+        return oxl_err_set(err, "%s: out of memory for '%s'", c->path, name);
+    }
+    const char *src = gt->data;
+    for (int64_t o = 0; o < n_out; o++) {
+        for (int64_t i = 0; i < E; i++) {
+            memcpy(dst + (size_t)(o * E + i) * es, src + (size_t)(i * n_out + o) * es, es);
+        }
+    }
+    c->inp_proj_data = dst;
+    c->inp_proj = (oxl_tensor){.name = gt->name, .type = (oxl_type)gt->type, .ne = {E, n_out}, .data = dst};
+    c->inp_proj.row_size = oxl_row_size(c->inp_proj.type, E);
+    c->n_out = (int32_t)n_out;
+    return 0;
+}
+
 static int load(oxl_clip *c, oxl_error *err) {
     const char *arch = NULL;
     int64_t i;
@@ -436,6 +498,18 @@ static int load(oxl_clip *c, oxl_error *err) {
     } else {
         c->n_run = c->n_layer;
     }
+    c->n_merge = qwen ? 2 : 1;
+    if (c->proj == OXL_CLIP_PROJ_GEMMA3) {
+        /* hparams.n_merge = 4, then the optional clip.vision.projector.scale_factor */
+        c->n_merge = 4;
+        if (key_u32(c, "clip.vision.projector.scale_factor", &c->n_merge, false, 1, err)) {
+            return -1;
+        }
+        if (c->n_merge > 64) {
+            return oxl_err_set(err, "%s: key 'clip.vision.projector.scale_factor' = %d: must be in 1..64", c->path,
+                               c->n_merge);
+        }
+    }
 
     const int64_t E = c->n_embd;
     c->n_kernels = qwen ? 2 : 1;
@@ -443,15 +517,20 @@ static int load(oxl_clip *c, oxl_error *err) {
         (c->n_kernels == 2 && bind_patch(c, &c->patch_w[1], "v.patch_embd.weight.1", err))) {
         return -1;
     }
-    if (c->proj == OXL_CLIP_PROJ_MLP) {
-        if (bind(c, &c->class_embd, "v.class_embd", E, 0, true, err)) {
-            return -1;
-        }
+    /* the patch bias: llama.cpp adds it whenever the file has it (build_inp) */
+    if (bind(c, &c->patch_b, "v.patch_embd.bias", E, 0, false, err)) {
+        return -1;
+    }
+    if (c->proj == OXL_CLIP_PROJ_MLP && bind(c, &c->class_embd, "v.class_embd", E, 0, true, err)) {
+        return -1;
+    }
+    if (c->proj != OXL_CLIP_PROJ_QWEN2VL) {
+        /* learned positions: required by the mlp graph, added when present by SigLIP's build_vit */
         const oxl_gguf_tensor *pe = oxl_gguf_find_tensor(c->g, "v.position_embd.weight");
-        if (!pe) {
+        if (!pe && c->proj == OXL_CLIP_PROJ_MLP) {
             return oxl_err_set(err, "%s: missing tensor 'v.position_embd.weight'", c->path);
         }
-        if (bind(c, &c->pos_embd, "v.position_embd.weight", E, pe->ne[1], true, err)) {
+        if (pe && bind(c, &c->pos_embd, "v.position_embd.weight", E, pe->ne[1], true, err)) {
             return -1;
         }
     }
@@ -471,6 +550,9 @@ static int load(oxl_clip *c, oxl_error *err) {
         }
     }
 
+    if (c->proj == OXL_CLIP_PROJ_GEMMA3) {
+        return load_gemma3_proj(c, err);
+    }
     /* The projector: mm.0 takes the features (mlp: n_embd per feature layer; qwen: 4 merged patches). */
     const int64_t n_in = qwen ? 4 * E : E * (c->n_feature ? c->n_feature : 1);
     const oxl_gguf_tensor *m0 = oxl_gguf_find_tensor(c->g, "mm.0.weight");
@@ -519,6 +601,7 @@ void oxl_clip_free(oxl_clip *c) {
     }
     free(c->layers);
     free(c->feature);
+    free(c->inp_proj_data);
     oxl_gguf_close(c->g);
     free(c);
 }
@@ -526,11 +609,18 @@ void oxl_clip_free(oxl_clip *c) {
 oxl_clip_proj oxl_clip_projector(const oxl_clip *c) { return c->proj; }
 int32_t oxl_clip_n_embd_out(const oxl_clip *c) { return c->n_out; }
 int32_t oxl_clip_patch_size(const oxl_clip *c) { return c->patch; }
-int32_t oxl_clip_merge(const oxl_clip *c) { return c->proj == OXL_CLIP_PROJ_MLP ? 1 : 2; }
+int32_t oxl_clip_merge(const oxl_clip *c) { return c->n_merge; }
 
 int32_t oxl_clip_n_tokens(const oxl_clip *c, int32_t w, int32_t h) {
-    const int32_t s = c->patch * oxl_clip_merge(c);
-    return w > 0 && h > 0 ? (w / s) * (h / s) : 0;
+    if (w <= 0 || h <= 0) {
+        return 0;
+    }
+    if (c->proj == OXL_CLIP_PROJ_GEMMA3) {
+        const int64_t n = (int64_t)(w / c->patch) * (h / c->patch) / ((int64_t)c->n_merge * c->n_merge);
+        return n > INT32_MAX ? INT32_MAX : (int32_t)n;
+    }
+    const int32_t s = c->patch * c->n_merge;
+    return (w / s) * (h / s);
 }
 
 void oxl_clip_set_probe(oxl_clip *c, oxl_clip_probe_fn fn, void *user) {
@@ -790,6 +880,26 @@ void oxl_clip_attention(oxl_pool *pool, const float *q, const float *k, const fl
     oxl_pool_run(pool, attn_items, &t);
 }
 
+void oxl_mm_avg_pool(const float *x, int64_t d, int64_t side, int64_t k, float *y) {
+    const int64_t ps = side / k;
+    const int ka = (int)(k * k);
+    for (int64_t oy = 0; oy < ps; oy++) {
+        for (int64_t ox = 0; ox < ps; ox++) {
+            float *yo = y + (oy * ps + ox) * d;
+            for (int64_t e = 0; e < d; e++) {
+                float res = 0.0f;
+                for (int64_t ky = 0; ky < k; ky++) {
+                    for (int64_t kx = 0; kx < k; kx++) {
+                        res += x[((oy * k + ky) * side + ox * k + kx) * d + e];
+                    }
+                }
+                res /= (float)ka;
+                yo[e] = res;
+            }
+        }
+    }
+}
+
 static void activation(clip_act act, float *x, int64_t n) {
     switch (act) {
     case CLIP_ACT_GELU: oxl_gelu_fused(x, n); break;
@@ -829,6 +939,19 @@ static void probe(const oxl_clip *c, const char *name, int layer, const float *x
     }
 }
 
+/* Gemma 3's projector (models/siglip.cpp) on the tower's output x (n_embd, side * side patches in
+ * raster order): each n_merge x n_merge block of the patch grid averaged as ggml_pool_2d AVG does it
+ * (a float sum in row-major order within the block, then divided by the block's size), tokens in
+ * raster order of the pooled grid; ggml_rms_norm with the tower's eps times mm.soft_emb_norm.weight;
+ * then the transposed mm.input_projection.weight. pooled: (n_embd, tokens) scratch. */
+static void gemma3_project(clip_run *r, const float *x, int64_t side, float *pooled, float *out) {
+    const oxl_clip *c = r->c;
+    const int64_t E = c->n_embd, m = c->n_merge, ps = side / m, n_tok = ps * ps;
+    oxl_mm_avg_pool(x, E, side, m, pooled);
+    oxl_norm(OXL_NORM_RMS, pooled, &c->soft_norm_w, NULL, pooled, E, n_tok, c->eps);
+    matmul(r, &c->inp_proj, pooled, n_tok, out);
+}
+
 /* Buffers of one encode, in one allocation. */
 typedef struct clip_bufs {
     uint16_t *im2col;       /* (p p 3, n_patches) fp16 */
@@ -848,8 +971,9 @@ typedef struct clip_bufs {
 
 int oxl_clip_encode(const oxl_clip *c, const oxl_mm_tile *tile, float *out, oxl_pool *pool, oxl_error *err) {
     const int64_t p = c->patch, E = c->n_embd, HD = (int64_t)c->n_head * c->head_dim, F = c->n_ff;
-    const bool qwen = c->proj != OXL_CLIP_PROJ_MLP;
+    const bool qwen = c->proj == OXL_CLIP_PROJ_QWEN2VL || c->proj == OXL_CLIP_PROJ_QWEN25VL;
     const bool windows = c->proj == OXL_CLIP_PROJ_QWEN25VL && c->n_wa_pattern > 0;
+    const bool gemma = c->proj == OXL_CLIP_PROJ_GEMMA3, mlp = c->proj == OXL_CLIP_PROJ_MLP;
     if (!pool) {
         return oxl_err_set(err, "%s: oxl_clip_encode needs a thread pool", c->path);
     }
@@ -869,6 +993,20 @@ int oxl_clip_encode(const oxl_clip *c, const oxl_mm_tile *tile, float *out, oxl_
                                tile->w, tile->h, oxl_clip_projector_name(c->proj), (long long)(2 * p));
         }
         n_tok = n_patches / 4;
+    } else if (gemma) {
+        /* siglip.cpp: a square grid, pooled n_merge x n_merge (ggml_pool_2d, no padding) */
+        const int64_t m = c->n_merge;
+        if (nx != ny || nx % m != 0) {
+            return oxl_err_set(err,
+                               "%s: tile of %dx%d pixels: gemma3 takes a square grid of patches whose side is a "
+                               "multiple of %lld",
+                               c->path, tile->w, tile->h, (long long)m);
+        }
+        if (c->pos_embd.data && c->pos_embd.ne[1] != n_patches) {
+            return oxl_err_set(err, "%s: tile of %dx%d pixels has %lld patches; v.position_embd.weight has %lld rows",
+                               c->path, tile->w, tile->h, (long long)n_patches, (long long)c->pos_embd.ne[1]);
+        }
+        n_tok = (nx / m) * (ny / m);
     } else {
         if (nx != ny) {
             return oxl_err_set(err, "%s: tile of %dx%d pixels: the mlp projector's graph takes square tiles only",
@@ -884,7 +1022,7 @@ int oxl_clip_encode(const oxl_clip *c, const oxl_mm_tile *tile, float *out, oxl_
         return oxl_err_set(err, "%s: tile of %dx%d pixels makes %lld embeddings; the tile says %d", c->path, tile->w,
                            tile->h, (long long)n_tok, tile->n_tokens);
     }
-    const int64_t K = p * p * 3, n_in = c->mm0_w.ne[0], n_mid = c->mm0_w.ne[1];
+    const int64_t K = p * p * 3, n_in = gemma ? 0 : c->mm0_w.ne[0], n_mid = gemma ? 0 : c->mm0_w.ne[1];
 
     /* one allocation for every buffer, each 64-byte aligned */
     clip_bufs b = {0};
@@ -920,7 +1058,7 @@ int oxl_clip_encode(const oxl_clip *c, const oxl_mm_tile *tile, float *out, oxl_
         total += (sizes[i] * sizeof(float) + 63) & ~(size_t)63;
     }
     clip_run r = {.c = c, .pool = pool};
-    const oxl_tensor *ws[] = {&c->mm0_w, &c->mm2_w};
+    const oxl_tensor *ws[] = {gemma ? &c->inp_proj : &c->mm0_w, gemma ? &c->inp_proj : &c->mm2_w};
     r.scratch_size = oxl_matmul_scratch_size(OXL_TYPE_F16, K, E);
     for (size_t i = 0; i < 2; i++) {
         size_t s = oxl_matmul_scratch_size(ws[i]->type, ws[i]->ne[0], n_tok);
@@ -984,7 +1122,19 @@ int oxl_clip_encode(const oxl_clip *c, const oxl_mm_tile *tile, float *out, oxl_
             b.x[row * E + e] = b.conv[e * n_patches + src];
         }
     }
-    if (!qwen) {
+    if (c->patch_b.data) {
+        /* build_inp: the bias after the convolution, before any position */
+        for (int64_t row = 0; row < n_patches; row++) {
+            oxl_add(b.x + row * E, c->patch_b.data, E);
+        }
+    }
+    if (gemma && c->pos_embd.data) {
+        for (int64_t row = 0; row < n; row++) {
+            oxl_tensor_get_row(&c->pos_embd, row, b.cur);
+            oxl_add(b.x + row * E, b.cur, E);
+        }
+    }
+    if (mlp) {
         /* class embedding as the last row, then position rows 0..n-1 */
         memcpy(b.x + n_patches * E, c->class_embd.data, (size_t)E * sizeof(float));
         for (int64_t row = 0; row < n; row++) {
@@ -1021,7 +1171,7 @@ int oxl_clip_encode(const oxl_clip *c, const oxl_mm_tile *tile, float *out, oxl_
     int64_t n_stack = 0;
     for (int il = 0; il < c->n_run; il++) {
         const clip_layer *l = &c->layers[il];
-        if (!qwen && c->feature[il]) {
+        if (mlp && c->feature[il]) {
             for (int64_t row = 0; row < n; row++) {
                 memcpy(b.feat + row * n_in + n_stack * E, b.x + row * E, (size_t)E * sizeof(float));
             }
@@ -1059,8 +1209,13 @@ int oxl_clip_encode(const oxl_clip *c, const oxl_mm_tile *tile, float *out, oxl_
         clip_norm(c, b.x, &c->post_ln_w, &c->post_ln_b, b.x, n);
     }
 
+    if (gemma) {
+        gemma3_project(&r, b.x, nx, b.cur, out);
+        free(mem);
+        return 0;
+    }
     const float *features = b.x;
-    if (!qwen) {
+    if (mlp) {
         if (c->feature[c->n_run]) {
             for (int64_t row = 0; row < n; row++) {
                 memcpy(b.feat + row * n_in + n_stack * E, b.x + row * E, (size_t)E * sizeof(float));

@@ -14,7 +14,11 @@
  *                   pixels, clip.vision.window_size unread as in llama.cpp): merged tokens in window
  *                   order through the blocks, blocks
  *                   with (il + 1) % n_wa_pattern != 0 attending within their window only, the projector's
- *                   output put back in raster order (clip.cpp set_input, PROJECTOR_TYPE_QWEN25VL). */
+ *                   output put back in raster order (clip.cpp set_input, PROJECTOR_TYPE_QWEN25VL);
+ *   gemma3          Gemma 3 (models/siglip.cpp): SigLIP (patch conv with bias, learned positions, no
+ *                   class embedding, all blocks, post-LN), the patch grid average-pooled n_merge x
+ *                   n_merge (clip.vision.projector.scale_factor, default 4), RMSNorm times
+ *                   mm.soft_emb_norm.weight, then mm.input_projection.weight transposed. */
 #ifndef OXL_CLIP_H
 #define OXL_CLIP_H
 
@@ -29,6 +33,7 @@ typedef enum oxl_clip_proj {
     OXL_CLIP_PROJ_MLP,      /* "mlp" */
     OXL_CLIP_PROJ_QWEN2VL,  /* "qwen2vl_merger" */
     OXL_CLIP_PROJ_QWEN25VL, /* "qwen2.5vl_merger" */
+    OXL_CLIP_PROJ_GEMMA3,   /* "gemma3" */
 } oxl_clip_proj;
 
 typedef struct oxl_clip oxl_clip;
@@ -50,17 +55,26 @@ const char *oxl_clip_projector_name(oxl_clip_proj proj);
 int32_t oxl_clip_n_embd_out(const oxl_clip *clip);
 /* clip.vision.patch_size, in pixels. */
 int32_t oxl_clip_patch_size(const oxl_clip *clip);
-/* Patches merged into one output token along each side: 2 for the qwen mergers, 1 for mlp. */
+/* Patches merged into one output token along each side: 2 for the qwen mergers, 1 for mlp, the
+ * pooling factor for gemma3. */
 int32_t oxl_clip_merge(const oxl_clip *clip);
-/* Embeddings the tower makes for a w x h tile: mlp (w/p)(h/p); the qwen mergers (w/2p)(h/2p). */
+/* Embeddings the tower makes for a w x h tile: mlp (w/p)(h/p); the qwen mergers (w/2p)(h/2p); gemma3
+ * (w/p)(h/p) / n_merge^2 (clip_n_output_tokens). */
 int32_t oxl_clip_n_tokens(const oxl_clip *clip, int32_t w, int32_t h);
 
 /* Encodes one tile: out [n_embd_out, tile->n_tokens] (column j = the embedding of the chunk's j-th
  * position), as llama.cpp's clip_image_batch_encode with the CPU backend and flash attention off. The
  * tile must fit the projector (mlp: square, at least one patch and no more positions than
- * v.position_embd has rows; the qwen mergers: sides multiples of 2 x patch) and tile->n_tokens must be
+ * v.position_embd has rows; the qwen mergers: sides multiples of 2 x patch; gemma3: square, patches per
+ * side a multiple of n_merge, as many as v.position_embd has rows) and tile->n_tokens must be
  * oxl_clip_n_tokens; otherwise -1 with err saying which. pool: the threads of the products. */
 int oxl_clip_encode(const oxl_clip *clip, const oxl_mm_tile *tile, float *out, oxl_pool *pool, oxl_error *err);
+
+/* The average pooling of Gemma 3's projector, as ggml_pool_2d(GGML_OP_POOL_AVG, k, k, k, k, 0, 0) on the
+ * transposed sequence: x (d, side * side) holds one d-vector per patch of a side x side grid in raster
+ * order; y (d, (side / k)^2) gets, for each k x k block (raster order of blocks), the float sum of its
+ * k * k vectors in row-major order, divided by (float)(k * k). side must be a multiple of k. */
+void oxl_mm_avg_pool(const float *x, int64_t d, int64_t side, int64_t k, float *y);
 
 /* An observer of the tower's intermediate sequences, for checks against llama.cpp's graph: called
  * during oxl_clip_encode with name "vit_inp" (the sequence before the first norm), "pre_ln" (after

@@ -31,6 +31,7 @@ struct oxl_image_embd {
     int32_t n_tiles;
     int32_t n_embd;
     bool mrope;
+    bool non_causal; /* the projector's images decode with causal attention off */
 };
 
 oxl_mmproj *oxl_mmproj_load(const char *path, const oxl_model *model, oxl_error *err) {
@@ -85,6 +86,19 @@ void oxl_mmproj_free(oxl_mmproj *mm) {
 
 const char *oxl_mmproj_projector(const oxl_mmproj *mm) { return mm ? mm->params.projector_name : NULL; }
 
+void oxl_mmproj_image_text(const oxl_mmproj *mm, const char **begin, const char **end) {
+    const char *b = "", *e = "";
+    if (mm) {
+        oxl_mm_image_text(mm->params.projector, &b, &e);
+    }
+    if (begin) {
+        *begin = b;
+    }
+    if (end) {
+        *end = e;
+    }
+}
+
 void oxl_image_embd_free(oxl_image_embd *e) {
     if (e) {
         for (int32_t i = 0; i < e->n_tiles; i++) {
@@ -106,6 +120,7 @@ static oxl_image_embd *encode_tiles(oxl_ctx *ctx, const oxl_mmproj *mm, const ox
     e->n_tiles = tiles->n;
     e->n_embd = oxl_clip_n_embd_out(mm->clip);
     e->mrope = mm->params.projector == OXL_MM_PROJ_QWEN2VL || mm->params.projector == OXL_MM_PROJ_QWEN25VL;
+    e->non_causal = oxl_mm_non_causal(mm->params.projector);
     for (int32_t i = 0; i < tiles->n; i++) {
         const oxl_mm_tile *t = &tiles->tiles[i];
         mm_tile_embd *o = &e->tiles[i];
@@ -199,7 +214,8 @@ int oxl_image_embd_decode(oxl_ctx *ctx, int32_t seq, const oxl_image_embd *e, ox
     }
     for (int32_t i = 0; i < e->n_tiles; i++) {
         const mm_tile_embd *t = &e->tiles[i];
-        if (oxl_decode_image_embd(ctx, seq, t->embd, t->n_tokens, t->grid_x, t->grid_y, false, err) != 0) {
+        if (oxl_decode_image_embd_attn(ctx, seq, t->embd, t->n_tokens, t->grid_x, t->grid_y, false, e->non_causal,
+                                       err) != 0) {
             return -1;
         }
     }
@@ -270,7 +286,8 @@ int oxl_mm_eval(oxl_ctx *ctx, const oxl_mmproj *mm, int32_t seq, const char *pro
         }
         rc = oxl_clip_encode(mm->clip, t, embd, ctx->pool, err);
         if (rc == 0) {
-            rc = oxl_decode_image_embd(ctx, seq, embd, t->n_tokens, t->grid_x, t->grid_y, false, err);
+            rc = oxl_decode_image_embd_attn(ctx, seq, embd, t->n_tokens, t->grid_x, t->grid_y, false,
+                                            oxl_mm_non_causal(mm->params.projector), err);
         }
         free(embd);
     }

@@ -48,12 +48,13 @@ typedef struct oxl_mm_prompt {
 
 /* mtmd_tokenize: splits text (len bytes) at every marker, one image per marker in order; each text
  * part is tokenized alone with model's tokenizer (add_special false); image i becomes one chunk per
- * tile of images[i] (LLaVA-NeXT: the tiles, then the overview), framed by the text
- * <|vision_start|> / <|vision_end|> for the Qwen-VL projectors; consecutive text merges into one
- * chunk; with add_special, BOS goes in front (into the first chunk if it is text) and EOS at the end
- * when the vocabulary adds them. Positions as mtmd: M-RoPE images advance by max(grid_x, grid_y).
- * On success out owns the chunks (oxl_mm_chunks_free). Returns 0, or -1 with err: more markers
- * than images or fewer, a tokenizer failure, a sequence beyond INT32_MAX tokens, memory. */
+ * tile of images[i] (LLaVA-NeXT: the tiles, then the overview), framed by the projector's text
+ * (oxl_mm_image_text: Qwen-VL <|vision_start|> / <|vision_end|>, Gemma 3 <start_of_image> /
+ * <end_of_image>; tokenized with special tokens parsed); consecutive text merges into one chunk;
+ * with add_special, BOS goes in front (into the first chunk if it is text) and EOS at the end when
+ * the vocabulary adds them. Positions as mtmd: M-RoPE images advance by max(grid_x, grid_y). On
+ * success out owns the chunks (oxl_mm_chunks_free). Returns 0, or -1 with err: more markers than
+ * images or fewer, a tokenizer failure, a sequence beyond INT32_MAX tokens, memory. */
 int oxl_mm_tokenize(const oxl_model *model, const oxl_mm_params *p, const char *text, size_t len,
                     const oxl_mm_tiles *images, int32_t n_images, const oxl_mm_prompt *opt, oxl_mm_chunks *out,
                     oxl_error *err);

@@ -14,6 +14,7 @@ static const struct {
     {"mlp", OXL_MM_PROJ_MLP},
     {"qwen2vl_merger", OXL_MM_PROJ_QWEN2VL},
     {"qwen2.5vl_merger", OXL_MM_PROJ_QWEN25VL},
+    {"gemma3", OXL_MM_PROJ_GEMMA3},
 };
 
 /* A key llama.cpp reads with get_u32: present with type uint32 exactly (required) or absent
@@ -118,8 +119,9 @@ int oxl_mm_params_read(const oxl_gguf *g, const oxl_mm_limits *limits, oxl_mm_pa
         k++;
     }
     if (k == sizeof projectors / sizeof projectors[0]) {
-        return oxl_err_set(err, "%s: clip.projector_type '%s' is not supported (mlp, qwen2vl_merger, qwen2.5vl_merger)",
-                           path, name);
+        return oxl_err_set(
+            err, "%s: clip.projector_type '%s' is not supported (mlp, qwen2vl_merger, qwen2.5vl_merger, gemma3)", path,
+            name);
     }
     p->projector = projectors[k].projector;
     p->projector_name = projectors[k].name;
@@ -146,6 +148,24 @@ int oxl_mm_params_read(const oxl_gguf *g, const oxl_mm_limits *limits, oxl_mm_pa
             p->kind = OXL_MM_PREP_FIXED;
             p->resize = OXL_MM_RESIZE_BICUBIC;
             p->pad[0] = 122, p->pad[1] = 116, p->pad[2] = 104;
+        }
+        return 0;
+    }
+    if (p->projector == OXL_MM_PROJ_GEMMA3) {
+        /* the fixed-size letterbox with bilinear on black (the defaults of clip_hparams: PAD_CEIL,
+         * pad colour 0); n_merge 4 unless clip.vision.projector.scale_factor says otherwise */
+        p->kind = OXL_MM_PREP_FIXED;
+        p->resize = OXL_MM_RESIZE_BILINEAR;
+        p->n_merge = 4;
+        if (get_u32(g, "clip.vision.projector.scale_factor", false, 64, &p->n_merge, err)) {
+            return -1;
+        }
+        const int32_t side = p->image_size / p->patch_size;
+        if (side < p->n_merge || side % p->n_merge != 0) {
+            return oxl_err_set(err,
+                               "%s: image_size %d / patch_size %d gives %d patches per side, not a multiple of the "
+                               "pooling factor clip.vision.projector.scale_factor %d",
+                               path, p->image_size, p->patch_size, side, p->n_merge);
         }
         return 0;
     }
@@ -177,3 +197,16 @@ int oxl_mm_params_read(const oxl_gguf *g, const oxl_mm_limits *limits, oxl_mm_pa
     }
     return 0;
 }
+
+void oxl_mm_image_text(oxl_mm_projector proj, const char **begin, const char **end) {
+    const char *b = "", *e = "";
+    if (proj == OXL_MM_PROJ_QWEN2VL || proj == OXL_MM_PROJ_QWEN25VL) {
+        b = "<|vision_start|>", e = "<|vision_end|>";
+    } else if (proj == OXL_MM_PROJ_GEMMA3) {
+        b = "<start_of_image>", e = "<end_of_image>";
+    }
+    *begin = b;
+    *end = e;
+}
+
+bool oxl_mm_non_causal(oxl_mm_projector proj) { return proj == OXL_MM_PROJ_GEMMA3; }

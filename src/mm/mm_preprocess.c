@@ -182,7 +182,8 @@ static int make_tile(const oxl_mm_params *p, const uint8_t *buf, int32_t bw, int
         t->grid_y = h / a;
         t->n_tokens = t->grid_x * t->grid_y;
     } else {
-        t->n_tokens = (w / p->patch_size) * (h / p->patch_size);
+        /* clip_n_output_tokens: the patches, divided by n_merge^2 for the pooled projectors */
+        t->n_tokens = (w / p->patch_size) * (h / p->patch_size) / (p->n_merge * p->n_merge);
         t->grid_x = t->n_tokens;
         t->grid_y = 1;
     }

@@ -123,6 +123,7 @@ void oxl_ctx_free(oxl_ctx *ctx) {
     }
     free(ctx->lag);
     free(ctx->mpos);
+    free(ctx->pos_hi);
     free(ctx->n_past);
     oxl_pool_free(ctx->pool);
     free(ctx);
@@ -485,10 +486,25 @@ static void pool_embeddings(oxl_ctx *ctx, const oxl_batch *b) {
     }
 }
 
-/* An image being decoded: its sequence, first row, rope position p0 and grid width. */
+/* An image being decoded: its sequence, first row, rope position p0 and grid width, and whether its
+ * passes attend non-causally (llama_set_causal_attn(false) around the image's llama_decode). */
 typedef struct image_at {
     int32_t seq, row0, p0, grid_x;
+    bool non_causal;
 } image_at;
+
+/* The last position each token of a non-causal pass sees: the highest position of its sequence in
+ * the pass (llama.cpp's mask without causality keeps every cell of the sequence, the pass's own
+ * included; set_input_kq_mask). */
+static void pass_pos_hi(const oxl_ubatch *ub, int32_t *hi) {
+    for (int32_t j = 0; j < ub->n; j++) {
+        int32_t m = ub->pos[j];
+        for (int32_t i = 0; i < ub->n; i++) {
+            m = ub->seq[i] == ub->seq[j] && ub->pos[i] > m ? ub->pos[i] : m;
+        }
+        hi[j] = m;
+    }
+}
 
 /* The (t, h, w, extra) rope positions of a pass's tokens on an M-RoPE model: an image's token k at
  * (p0, p0 + k / grid_x, p0 + k % grid_x, 0) (mtmd_image_tokens_get_decoder_pos), the others at
@@ -533,6 +549,10 @@ static int decode(oxl_ctx *ctx, const oxl_batch *b, const image_at *img, oxl_err
         return oxl_err_set(err, "decode: out of memory for %d rows of logits", n_keep);
     }
     const int64_t E = m->hp.n_embd;
+    if (img && img->non_causal && !ctx->pos_hi &&
+        !(ctx->pos_hi = malloc(sizeof *ctx->pos_hi * (size_t)ctx->params.n_batch))) {
+        return oxl_err_set(err, "decode: out of memory for a non-causal pass of %d tokens", ctx->params.n_batch);
+    }
     if (ctx->params.embeddings && !grow((void **)&ctx->embd, &ctx->embd_cap, n, (size_t)E * sizeof(float))) {
         return oxl_err_set(err, "decode: out of memory for %d embeddings of %lld floats", n, (long long)E);
     }
@@ -565,6 +585,10 @@ static int decode(oxl_ctx *ctx, const oxl_batch *b, const image_at *img, oxl_err
         if (ctx->mpos) {
             pass_mpos(ctx, &ub, img, ctx->mpos);
             ub.mpos = ctx->mpos;
+        }
+        if (img && img->non_causal) {
+            pass_pos_hi(&ub, ctx->pos_hi);
+            ub.pos_hi = ctx->pos_hi;
         }
         m->arch->forward(ctx, &ub, ctx->logits + (size_t)row * n_vocab);
         for (int32_t j = 0; j < nb; j++) {
@@ -605,6 +629,12 @@ static bool grow_lag(oxl_seq_lag *l, int32_t n) {
 
 int oxl_decode_image_embd(oxl_ctx *ctx, int32_t seq, const float *embd, int32_t n_tokens, int32_t grid_x,
                           int32_t grid_y, bool all_logits, oxl_error *err) {
+    return oxl_decode_image_embd_attn(ctx, seq, embd, n_tokens, grid_x, grid_y, all_logits,
+                                      ctx && ctx->model->hp.image_non_causal, err);
+}
+
+int oxl_decode_image_embd_attn(oxl_ctx *ctx, int32_t seq, const float *embd, int32_t n_tokens, int32_t grid_x,
+                               int32_t grid_y, bool all_logits, bool non_causal, oxl_error *err) {
     if (!ctx) {
         return oxl_err_set(err, "decode image: no context");
     }
@@ -643,7 +673,8 @@ int oxl_decode_image_embd(oxl_ctx *ctx, int32_t seq, const float *embd, int32_t 
         keep[i] = all_logits || i == n_tokens - 1;
     }
     const oxl_batch b = {.n_tokens = n_tokens, .pos = pos, .seq_id = seqs, .logits = keep, .embd = embd};
-    const image_at img = {.seq = seq, .row0 = row0, .p0 = oxl_seq_pos_next(ctx, seq), .grid_x = grid_x};
+    const image_at img = {
+        .seq = seq, .row0 = row0, .p0 = oxl_seq_pos_next(ctx, seq), .grid_x = grid_x, .non_causal = non_causal};
     if (decode(ctx, &b, &img, err) != 0) {
         return -1;
     }

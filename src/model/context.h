@@ -34,6 +34,7 @@ struct oxl_ctx {
     int32_t *n_past;  /* [n_seq_max] */
     oxl_seq_lag *lag; /* [n_seq_max] image breakpoints of each sequence (none without M-RoPE) */
     int32_t *mpos;    /* M-RoPE models: (4, n_batch) rope positions of a pass */
+    int32_t *pos_hi;  /* [n_batch] a non-causal pass's last visible position per token; NULL until one */
     oxl_memory *mem;  /* the KV cache and recurrent state (model_memory.h) */
     void *work;       /* the architecture's activations for one pass */
     size_t work_size;
@@ -53,5 +54,12 @@ struct oxl_ctx {
     oxl_moe_stats moe_stats;
     struct oxl_adapters *adapters; /* LoRA adapters and control vector set on it (adapter.h), or NULL */
 };
+
+/* oxl_decode_image_embd with the image's attention chosen by the caller, as mtmd_helper_decode_image_chunk
+ * does from the projector (mtmd_decode_use_non_causal): non_causal makes every token of a pass see the
+ * whole sequence in the cache, the pass's later tokens included (llama_set_causal_attn(false); a
+ * sliding window still drops keys n_swa or more positions back), else causal. */
+int oxl_decode_image_embd_attn(oxl_ctx *ctx, int32_t seq, const float *embd, int32_t n_tokens, int32_t grid_x,
+                               int32_t grid_y, bool all_logits, bool non_causal, oxl_error *err);
 
 #endif

@@ -36,6 +36,8 @@ typedef struct oxl_hparams {
                               its own. Owned by the architecture's weights. */
     bool mrope;            /* the attention's RoPE is M-RoPE or interleaved M-RoPE (ggml_rope_multi): four
                               positions per token (llama.cpp's n_pos_per_embd() == 4), set by the family */
+    bool image_non_causal; /* images decode with non-causal attention: the projector llama.cpp pairs with
+                              the family decodes its image chunks so (mtmd_decode_use_non_causal: gemma3) */
 } oxl_hparams;
 
 struct oxl_model {

@@ -258,7 +258,8 @@ oxl_kv_view oxl_memory_kv_view(const oxl_memory *mem, int il, const oxl_ubatch *
                          .n_tokens = ub->n,
                          .n_stream = ub->n_stream > 0 ? ub->n_stream : ub->n,
                          .pos = ub->pos,
-                         .seq = ub->seq};
+                         .seq = ub->seq,
+                         .pos_hi = ub->pos_hi};
 }
 
 size_t oxl_memory_kv_bytes(const oxl_memory *mem) {

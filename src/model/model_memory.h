@@ -26,6 +26,8 @@ typedef struct oxl_ubatch {
     const int32_t *out_ids; /* [n_out] indices into this ubatch, ascending */
     float *embd;            /* (n_embd, n): the final norm of every token is written here; NULL: none */
     int32_t n_stream;       /* query rows per attention stream (oxl_kv_view.n_stream); 0: n */
+    const int32_t *pos_hi;  /* [n] non-causal pass: the last position each token sees (oxl_kv_view.pos_hi);
+                             * NULL: causal */
 } oxl_ubatch;
 
 /* Row j of the pass's input into dst (n_embd floats): the embedding inp_embd holds for it, or the

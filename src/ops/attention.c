@@ -63,7 +63,7 @@ static attn_item attn_item_at(const attn_task *t, int32_t j, int hk) {
         .lo = p->n_chunk > 0                           ? pos / p->n_chunk * p->n_chunk
               : p->n_swa > 0 && pos - p->n_swa + 1 > 0 ? pos - p->n_swa + 1
                                                        : 0,
-        .n_kv = pos + 1,
+        .n_kv = (kv->pos_hi ? kv->pos_hi[j] : pos) + 1,
         .pos = pos,
     };
 }

@@ -24,12 +24,16 @@ typedef struct oxl_kv_view {
     const void *v; /* the layer's values */
     size_t k_row;  /* bytes per cached position */
     size_t v_row;
-    int32_t n_ctx;      /* rows per sequence */
-    int32_t n_tokens;   /* the pass's tokens */
-    int32_t n_stream;   /* query rows per stream as ggml shapes q (its ne1): n_tokens, or the tokens of
-                         * one sequence when each sequence is a stream (oxl_ctx_params.seq_streams) */
-    const int32_t *pos; /* [n_tokens] position within its sequence */
-    const int32_t *seq; /* [n_tokens] sequence id */
+    int32_t n_ctx;         /* rows per sequence */
+    int32_t n_tokens;      /* the pass's tokens */
+    int32_t n_stream;      /* query rows per stream as ggml shapes q (its ne1): n_tokens, or the tokens of
+                            * one sequence when each sequence is a stream (oxl_ctx_params.seq_streams) */
+    const int32_t *pos;    /* [n_tokens] position within its sequence */
+    const int32_t *seq;    /* [n_tokens] sequence id */
+    const int32_t *pos_hi; /* [n_tokens] the last position token j sees (>= pos[j]): llama.cpp's mask with
+                            * causal attention off (llama_set_causal_attn(false): every row of the
+                            * sequence in the cache, later tokens of the pass included, the sliding
+                            * window still dropping keys p <= pos[j] - n_swa); NULL: causal, pos[j] */
 } oxl_kv_view;
 
 /* One attention layer's shape and score options (llama.cpp build_attn_mha). */
@@ -45,12 +49,11 @@ typedef struct oxl_attn_params {
                          * (LLAMA_SWA_TYPE_CHUNKED, llama_hparams::is_masked_swa: llama4) */
 } oxl_attn_params;
 
-/* Causal multi-head attention for the pass's tokens: q (n_head*head_dim, n_tokens) → out
- * (n_head*head_dim, n_tokens), each token reading its sequence's cache within its mask: fused with
- * an online softmax (ggml_flash_attn_ext: score*scale, soft-cap, + slope*mask) when flash, else the
- * separate ops of llama.cpp's unfused graph (soft-cap of the raw score, ggml_soft_max_ext(scale,
- * ALiBi) summing in double, the weighted sum of values). The work is spread over pool's threads;
- * scores holds kv->n_ctx + head_dim floats per thread. */
+/* Causal (or, with kv->pos_hi, non-causal) multi-head attention for the pass's tokens: q (n_head*head_dim, n_tokens) →
+ * out (n_head*head_dim, n_tokens), each token reading its sequence's cache within its mask: fused with an online
+ * softmax (ggml_flash_attn_ext: score*scale, soft-cap, + slope*mask) when flash, else the separate ops of llama.cpp's
+ * unfused graph (soft-cap of the raw score, ggml_soft_max_ext(scale, ALiBi) summing in double, the weighted sum of
+ * values). The work is spread over pool's threads; scores holds kv->n_ctx + head_dim floats per thread. */
 void oxl_attention(oxl_pool *pool, const oxl_kv_view *kv, const float *q, float *out, const oxl_attn_params *p,
                    bool flash, float *scores);
 

@@ -41,13 +41,14 @@ static void cells_part(void *arg, int ith, int nth) {
         const int h = (int)(item % p->n_head), hk = h / group;
         const int32_t pos = kv->pos[j];
         const int32_t lo = p->n_swa > 0 && pos - p->n_swa + 1 > 0 ? pos - p->n_swa + 1 : 0;
+        const int32_t hi = kv->pos_hi ? kv->pos_hi[j] : pos;
         const size_t row0 = (size_t)kv->seq[j] * (size_t)kv->n_ctx;
         const float *qj = t->q + ((size_t)j * p->n_head + h) * D;
         /* kq: one vec_dot per cell (q is a permuted view, so no tinyBLAS); masked cells -inf; the
          * transposed V of the visible cells, 0 elsewhere (a masked cell's weight is 0) */
         float max = -INFINITY;
         for (int32_t c = 0; c < n_kv; c++) {
-            const bool vis = c >= lo && c <= pos;
+            const bool vis = c >= lo && c <= hi;
             if (vis) {
                 const float *kc =
                     (const float *)((const char *)kv->k + (row0 + (size_t)c) * kv->k_row) + (size_t)hk * D;

@@ -1,10 +1,11 @@
 /* libFuzzer harness for the mmproj loader and the vision tower (src/mm/clip.c).
  *
  * The input is a GGUF file opened from memory and loaded as an mmproj (oxl_clip_load_gguf). When it is
- * accepted, one small tile that fits the projector (mlp: 1x1 up to 3x3 patches, as the position
- * embedding allows; the qwen mergers: 2x2 up to 6x6 patches) of constant pixels is encoded on one thread and the
- * embeddings read. Every rejection must come with a message. Seeds: tests/fuzz/corpus/clip/ (tiny
- * towers of tests/fuzz/make_corpus.py). */
+ * accepted, small square tiles of constant pixels are encoded on one thread and the embeddings read:
+ * sides of 1 to 3 times patch x merge (mlp: up to as many patches as the position embedding allows;
+ * the qwen mergers: 2x2-patch groups; gemma3: the one grid its position embedding fits, the others
+ * refused). Every rejection must come with a message. Seeds: tests/fuzz/corpus/clip/ (tiny towers of
+ * tests/fuzz/make_corpus.py). */
 #include "clip.h"
 #include "gguf.h"
 #include "pool.h"
@@ -79,9 +80,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     const int32_t p = oxl_clip_patch_size(clip);
-    /* bound the work a crafted patch size could ask for */
-    if (p <= 64) {
-        const int32_t m = oxl_clip_merge(clip);
+    /* bound the work a crafted patch size or merge factor could ask for */
+    const int32_t m = oxl_clip_merge(clip);
+    if (p <= 64 && m <= 8) {
         for (int32_t k = 1; k <= 3; k++) {
             encode(clip, p * m * k);
         }

@@ -19,13 +19,13 @@ bytes:
     golden/grammars/ with texts they match (in part) and a grammar with token references;
   - for the chat reply parser: [selector][reply] inputs, the replies of golden/chat-parse/cases.json;
   - for the mmproj harness: [width][height][images][u16 length][prompt][GGUF] inputs, the metadata of
-    golden/mm/'s four mmproj files (LLaVA-1.5, LLaVA-NeXT, Qwen2-VL, Qwen2.5-VL) without their tensors, with
+    golden/mm/'s mmproj files (LLaVA-1.5, LLaVA-NeXT, Qwen2-VL, Qwen2.5-VL, Gemma 3) without their tensors, with
     prompts with and without image markers;
   - for the split harness: the q8_0 tiny llama split into parts of 8 and of 12 tensors by
     tests/cli/split_gguf.py (llama-gguf-split's layout), the parts joined by "\nOXLPART";
   - for the clip harness (the mmproj vision tower): tiny towers (patch 2) with the mlp projector
-    (f32, f16, q8_0 matrices; one with clip.vision.feature_layer), the qwen2vl_merger projector and the
-    qwen2.5vl_merger one (RMSNorm, gated FFN, window attention).
+    (f32, f16, q8_0 matrices; one with clip.vision.feature_layer), the qwen2vl_merger projector, the
+    qwen2.5vl_merger one (RMSNorm, gated FFN, window attention) and the gemma3 projector (f32, f16).
 Layout of GGUF: ggml docs/gguf.md.
 """
 import os
@@ -168,7 +168,9 @@ def tiny_clip(proj, wtype, feature_layer=None, E=16, L=2):
     n_ff E, L blocks, patch 2; mlp: class and position embeddings for 3x3 patches, mm.0 (E -> 32),
     mm.2 (32 -> 32); qwen2vl_merger: two patch kernels, post-LN, mm.0 (4E -> 32), mm.2 (32 -> 32);
     qwen2.5vl_merger: as qwen2vl_merger with n_ff E + 8, RMSNorm weights without biases, gated SiLU FFNs,
-    window attention every other block (n_wa_pattern 2; llama.cpp's windows of 112 pixels)."""
+    window attention every other block (n_wa_pattern 2; llama.cpp's windows of 112 pixels);
+    gemma3: SigLIP (patch bias, position embeddings for 4x4 patches, tanh GELU, post-LN), pooled 2x2
+    (scale_factor 2), mm.soft_emb_norm (E) and mm.input_projection (32, E)."""
     rng = random.Random(17)
     q25 = proj == "qwen2.5vl_merger"
     F, P = E + 8 if q25 else E, 2
@@ -184,9 +186,13 @@ def tiny_clip(proj, wtype, feature_layer=None, E=16, L=2):
             return q8_0_bytes(vals)
         return struct.pack("<%df" % len(vals), *vals)
 
-    qwen = proj in ("qwen2vl_merger", "qwen2.5vl_merger")
+    qwen, gemma = proj in ("qwen2vl_merger", "qwen2.5vl_merger"), proj == "gemma3"
     kern = [("v.patch_embd.weight", (P, P, 3, E), T_F32, mat(P * P * 3, E, T_F32))]
-    if qwen:
+    if gemma:
+        tensors = kern + [("v.patch_embd.bias", (E,), T_F32, vec(E)),
+                          ("v.position_embd.weight", (E, 16), T_F32, mat(E, 16, T_F32)),
+                          ("v.post_ln.weight", (E,), T_F32, vec(E, 0.1, 1.0)), ("v.post_ln.bias", (E,), T_F32, vec(E))]
+    elif qwen:
         kern.append(("v.patch_embd.weight.1", (P, P, 3, E), T_F32, mat(P * P * 3, E, T_F32)))
         tensors = kern + [("v.post_ln.weight", (E,), T_F32, vec(E, 0.1, 1.0))]
         if not q25:
@@ -208,8 +214,12 @@ def tiny_clip(proj, wtype, feature_layer=None, E=16, L=2):
         tensors += [(b + "ffn_up.weight", (E, F), wtype, mat(E, F)), (b + "ffn_up.bias", (F,), T_F32, vec(F)),
                     (b + "ffn_down.weight", (F, E), wtype, mat(F, E)), (b + "ffn_down.bias", (E,), T_F32, vec(E))]
     n_in = 4 * E if qwen else E * (len(feature_layer) if feature_layer else 1)
-    tensors += [("mm.0.weight", (n_in, 32), wtype, mat(n_in, 32)), ("mm.0.bias", (32,), T_F32, vec(32)),
-                ("mm.2.weight", (32, 32), wtype, mat(32, 32)), ("mm.2.bias", (32,), T_F32, vec(32))]
+    if gemma:
+        tensors += [("mm.soft_emb_norm.weight", (E,), T_F32, vec(E, 0.1, 1.0)),
+                    ("mm.input_projection.weight", (32, E), wtype, mat(32, E))]
+    else:
+        tensors += [("mm.0.weight", (n_in, 32), wtype, mat(n_in, 32)), ("mm.0.bias", (32,), T_F32, vec(32)),
+                    ("mm.2.weight", (32, 32), wtype, mat(32, 32)), ("mm.2.bias", (32,), T_F32, vec(32))]
     kvs = [
         kv_str("general.architecture", "clip"),
         kv("clip.has_vision_encoder", BOOL, b"\x01"),
@@ -225,6 +235,8 @@ def tiny_clip(proj, wtype, feature_layer=None, E=16, L=2):
         kvs.append(kv_arr("clip.vision.feature_layer", I32, feature_layer))
     if q25:
         kvs += [kv("clip.use_silu", BOOL, b"\x01"), kv_u32("clip.vision.n_wa_pattern", 2)]
+    if gemma:
+        kvs += [kv("clip.use_gelu", BOOL, b"\x01"), kv_u32("clip.vision.projector.scale_factor", 2)]
     return gguf(kvs, tensors)
 
 
@@ -453,7 +465,7 @@ def mmproj_seeds():
     """The keys of golden/mm/'s mmproj files (no tensors), each with three image sizes and prompts."""
     out = {}
     prompts = [(b"<__media__>\nDescribe:", 1), (b"a <__media__> b <__media__>", 2), (b"no marker", 1)]
-    for name in ("llava15", "llava-next", "qwen2vl", "qwen25vl"):
+    for name in ("llava15", "llava-next", "qwen2vl", "qwen25vl", "gemma3"):
         _, kvs = read_kvs(os.path.join(ROOT, "golden", "mm", name + ".mmproj.gguf"))
         meta = gguf([k for _, k in kvs], [])
         for i, (prompt, n_images) in enumerate(prompts):
@@ -503,6 +515,8 @@ def main():
         "mlp-q8_0.gguf": tiny_clip("mlp", T_Q8_0, E=32, L=1),
         "qwen2vl-f32.gguf": tiny_clip("qwen2vl_merger", T_F32),
         "qwen25vl-f32.gguf": tiny_clip("qwen2.5vl_merger", T_F32, E=8),
+        "gemma3-f32.gguf": tiny_clip("gemma3", T_F32),
+        "gemma3-f16.gguf": tiny_clip("gemma3", T_F16),
     }
     seeds["jinja"] = jinja_seeds()
     seeds["request"] = request_seeds()

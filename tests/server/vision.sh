@@ -1,7 +1,7 @@
 #!/bin/sh
 # Images in chat requests of oxillama serve (--mmproj), driven by the official OpenAI Node client
-# (vision.mjs): golden/mm's LLaVA-1.5 pair, whose greedy reply is llama.cpp's (the `greedy` ids of
-# llava15.golden.gguf, detokenized by the server). Every loop is bounded.
+# (vision.mjs): golden/mm's LLaVA-1.5 and Gemma 3 pairs, whose greedy replies are llama.cpp's (the
+# `greedy` ids of <id>.golden.gguf, detokenized by the server). Every loop is bounded.
 # usage: vision.sh OXILLAMA_BINARY SOURCE_DIR
 set -u
 bin=$1
@@ -24,26 +24,33 @@ if [ ! -d "$here/node_modules/openai" ]; then
     }
 fi
 
-# llama.cpp's greedy ids, read from the golden file: the tensor table of `oxillama info` gives the
-# offsets in the data section, which ends the file
-"$bin" info "$mm/llava15.golden.gguf" >"$work/info.txt" || exit 1
-greedy=$(python3 - "$mm/llava15.golden.gguf" "$work/info.txt" <<'PY'
+# golden_greedy ID: llama.cpp's greedy ids of golden/mm/ID.golden.gguf, comma-separated, then its prompt
+# length (golden.n_tokens): the tensor table of `oxillama info` gives the offsets in the data
+# section, which ends the file
+golden_greedy() {
+    "$bin" info "$mm/$1.golden.gguf" >"$work/info.txt" || return 1
+    python3 - "$mm/$1.golden.gguf" "$work/info.txt" <<'PY'
 import re, struct, sys
-rows = {}
+rows, n_tokens = {}, None
 for line in open(sys.argv[2]):
     m = re.match(r"\s+\d+\s+(\S+)\s+(\S+)\s+.*?\s(\d+)\s+(\d+)\s*$", line)
     if m:
         rows[m.group(1)] = (m.group(2), int(m.group(3)), int(m.group(4)))
+    m = re.match(r"\s+golden\.n_tokens\s+uint32\s+=\s+(\d+)", line)
+    if m:
+        n_tokens = int(m.group(1))
 data = open(sys.argv[1], "rb").read()
 base = len(data) - max(n + off for _, n, off in rows.values())
 t, n, off = rows["greedy"]
-assert t == "i32" and n == 32, rows["greedy"]
-print(",".join(str(v) for v in struct.unpack("<8i", data[base + off:base + off + n])))
+assert t == "i32" and n == 32 and n_tokens, (rows["greedy"], n_tokens)
+print(",".join(str(v) for v in struct.unpack("<8i", data[base + off:base + off + n])), n_tokens)
 PY
-) || {
-    echo "FAIL  cannot read the greedy ids of llava15.golden.gguf"
+}
+g=$(golden_greedy llava15) && g3=$(golden_greedy gemma3) || {
+    echo "FAIL  cannot read the greedy ids of llava15.golden.gguf and gemma3.golden.gguf"
     exit 1
 }
+greedy=${g% *}
 
 # start NAME ARGS...: the server on a free port; sets pid and base once the model is loaded.
 start() {
@@ -101,6 +108,12 @@ else
     echo "FAIL  --context-shift with --mmproj: no warning"
     status=1
 fi
+
+# Gemma 3: <start_of_image> / <end_of_image> around the image, its rows decoded non-causally
+start gemma3 -m "$src/golden/arch/gemma3.gguf" --mmproj "$mm/gemma3.mmproj.gguf" -ctk f32 -ctv f32 -fa off \
+    --chat-template-file "$work/plain.jinja"
+node "$here/vision.mjs" "$base" gemma3 "$mm/image.png" "$work/cut.png" "${g3% *}" "${g3#* }" || status=1
+stop gemma3
 
 # without --mmproj an image part is a 400 naming --mmproj
 start text -m "$src/golden/arch/llama.gguf" --chat-template-file "$work/plain.jinja"

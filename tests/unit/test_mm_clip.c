@@ -1,7 +1,9 @@
 /* The mmproj vision towers and projectors (src/mm/clip.h) against llama.cpp's libmtmd: for each golden
- * of golden/mm/ (llava15, llava-next, qwen2vl; golden/mm/README.md), every image chunk's golden pixels
- * (image.K.pixels) go through oxl_clip_encode, and the ViT input (image.K.vit_inp), the pre-LN output,
- * every block's output and the embeddings (image.K.embd) are compared with llama.cpp's. Bad mmproj files
+ * of golden/mm/ (llava15, llava-next, qwen2vl, qwen25vl, gemma3; golden/mm/README.md), every image chunk's golden
+ * pixels (image.K.pixels) go through oxl_clip_encode, and the ViT input (image.K.vit_inp), the pre-LN
+ * output, every block's output (where the golden has them: not qwen25vl's or gemma3's) and the embeddings
+ * (image.K.embd) are compared with llama.cpp's. Gemma 3's average pooling is also checked on
+ * hand-computed values (the mm_pool tests). Bad mmproj files
  * (golden copies patched in memory) must be refused with an error naming the key or tensor.
  *
  * Bounds: vit_inp within 2e-6 abs (fp16 im2col as ggml: the README's numpy model of it is 5.1e-7 off);
@@ -78,8 +80,9 @@ static const int32_t *i32_tensor(const oxl_gguf *g, const char *name) {
     return t->data;
 }
 
-/* Encodes every image chunk of golden/mm/<id>.golden.gguf with <id>.mmproj.gguf and checks the tower
- * (n_layer_tensors < 0: a golden without the intermediate tensors, the embeddings only). */
+/* Encodes every image chunk of golden/mm/<id>.golden.gguf with <id>.mmproj.gguf and checks the tower:
+ * the intermediate tensors (vit_inp and n_layer_tensors more) when n_layer_tensors >= 0, the
+ * embeddings always (n_layer_tensors < 0: a golden with the embeddings only). */
 static void check_variant(const char *id, int n_images, int n_layer_tensors) {
     char path[512];
     oxl_error err = {0};
@@ -131,10 +134,8 @@ static void check_variant(const char *id, int n_images, int n_layer_tensors) {
         int rc = oxl_clip_encode(clip, &tile, out, pool, &err);
         cr_assert_eq(rc, 0, "%s image %d: %s", id, image, err.msg);
         cr_assert_eq(s.bad[0], 0, "%s: %s", id, s.bad);
-        if (n_layer_tensors >= 0) {
-            cr_assert_eq(s.n_checked, 1 + n_layer_tensors, "%s image %d: %d intermediate tensors checked", id, image,
-                         s.n_checked);
-        }
+        cr_assert_eq(s.n_checked, n_layer_tensors >= 0 ? 1 + n_layer_tensors : 0,
+                     "%s image %d: %d intermediate tensors checked", id, image, s.n_checked);
 
         snprintf(name, sizeof name, "image.%d.embd", image);
         const oxl_gguf_tensor *embd = oxl_gguf_find_tensor(gold, name);
@@ -168,6 +169,8 @@ Test(mm_clip, qwen2vl_tower_matches_llama_cpp) { check_variant("qwen2vl", 1, 2);
 /* Qwen2.5-VL: 1 image of 4 x 3 merged tokens in two windows (patch 16: 3-token windows); the golden has
  * no intermediate tensors, so the embeddings only. */
 Test(mm_clip, qwen25vl_tower_matches_llama_cpp) { check_variant("qwen25vl", 1, -1); }
+/* Gemma 3: 1 image; the golden holds the embeddings (the projector's output) only. */
+Test(mm_clip, gemma3_tower_matches_llama_cpp) { check_variant("gemma3", 1, -1); }
 
 Test(mm_clip, reports_what_the_chunking_needs) {
     oxl_error err = {0};
@@ -418,7 +421,8 @@ Test(mm_clip_bad, flag_of_type_uint8_is_named) {
 }
 Test(mm_clip_bad, unknown_projector_lists_the_supported) {
     expect_refused("llava15.mmproj.gguf", projector_mlq,
-                   "clip.projector_type 'mlq' is not supported (supported: mlp, qwen2vl_merger, qwen2.5vl_merger)");
+                   "clip.projector_type 'mlq' is not supported (supported: mlp, qwen2vl_merger, qwen2.5vl_merger, "
+                   "gemma3)");
 }
 Test(mm_clip_bad, other_architecture_is_named) {
     expect_refused("llava15.mmproj.gguf", arch_clap, "general.architecture is 'clap'");
@@ -506,4 +510,33 @@ Test(mm_clip, qwen25vl_tower_encodes_windows) {
     free(a);
     free(b);
     oxl_pool_free(pool);
+}
+
+/* Gemma 3's pooling (oxl_mm_avg_pool, ggml_pool_2d AVG with kernel = stride = 2 on a 4x4 patch grid):
+ * patch (py, px) holds 10 py + px in dimension 0 and 100 more in dimension 1, so block (by, bx)
+ * averages 10 (2 by) + 2 bx + {0, 1, 10, 11}: 5.5, 7.5, 25.5, 27.5 (+100), tokens in raster order
+ * of the blocks. */
+Test(mm_pool, hand_computed_averages) {
+    float x[2 * 16], y[2 * 4];
+    for (int py = 0; py < 4; py++) {
+        for (int px = 0; px < 4; px++) {
+            x[(py * 4 + px) * 2] = (float)(10 * py + px);
+            x[(py * 4 + px) * 2 + 1] = (float)(10 * py + px + 100);
+        }
+    }
+    oxl_mm_avg_pool(x, 2, 4, 2, y);
+    const float want[8] = {5.5f, 105.5f, 7.5f, 107.5f, 25.5f, 125.5f, 27.5f, 127.5f};
+    for (int i = 0; i < 8; i++) {
+        cr_expect_eq(y[i], want[i], "token %d dim %d: %g, want %g", i / 2, i % 2, (double)y[i], (double)want[i]);
+    }
+}
+
+/* The block's sum runs in ggml's order, a float accumulator over kernel rows then columns: for the
+ * block {1e8, 1; -1e8, 1} that is ((1e8 + 1) + -1e8) + 1 = 1 (1e8 + 1 rounds to 1e8), so 0.25; a
+ * column-first sum would give 0.5, a double sum 0.5. */
+Test(mm_pool, float_sum_in_row_major_order) {
+    const float x[4] = {1e8f, 1.0f, -1e8f, 1.0f};
+    float y = -1.0f;
+    oxl_mm_avg_pool(x, 1, 2, 2, &y);
+    cr_expect_eq(y, 0.25f, "%.9g", (double)y);
 }

@@ -216,6 +216,34 @@ Test(mm_params, named_errors) {
     oxl_craft_free(&missing);
 }
 
+/* Gemma 3 (clip.cpp load_hparams, mtmd.cpp init_vision): the fixed-size letterbox with bilinear on
+ * black, n_merge 4 unless clip.vision.projector.scale_factor says otherwise, <start_of_image> /
+ * <end_of_image> around each image, images decoded non-causally; a patch grid the pooling cannot
+ * divide (42 / 14 = 3 patches per side) is refused by name. */
+Test(mm_params, gemma3) {
+    oxl_error err = {0};
+    int rc;
+    oxl_craft dflt = {0};
+    base_keys(&dflt, 6, 4);
+    oxl_craft_kv_str(&dflt, "clip.projector_type", "gemma3");
+    params_or_error(&dflt, &err, &rc);
+    cr_expect(rc == -1 && strstr(err.msg, "3 patches per side") && strstr(err.msg, "scale_factor 4"), "%s", err.msg);
+    oxl_craft_free(&dflt);
+    oxl_craft three = {0};
+    base_keys(&three, 7, 4);
+    oxl_craft_kv_str(&three, "clip.projector_type", "gemma3");
+    oxl_craft_kv_u32(&three, "clip.vision.projector.scale_factor", 3);
+    oxl_mm_params p = params_or_error(&three, &err, &rc);
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    cr_expect(p.projector == OXL_MM_PROJ_GEMMA3 && p.kind == OXL_MM_PREP_FIXED && p.resize == OXL_MM_RESIZE_BILINEAR);
+    cr_expect(p.pad[0] == 0 && p.pad[1] == 0 && p.pad[2] == 0 && p.n_merge == 3);
+    cr_expect(oxl_mm_non_causal(p.projector) && !oxl_mm_non_causal(OXL_MM_PROJ_QWEN2VL));
+    const char *beg, *end;
+    oxl_mm_image_text(p.projector, &beg, &end);
+    cr_expect(!strcmp(beg, "<start_of_image>") && !strcmp(end, "<end_of_image>"), "%s %s", beg, end);
+    oxl_craft_free(&three);
+}
+
 /* ---- chunks ---- */
 
 static oxl_model *stories(void) {
