@@ -39,6 +39,11 @@
  * progressive file of many tiny scans makes the decoder redo the whole image per scan) */
 #define OXL_JPEG_MAX_MEMORY (192L << 20)
 #define OXL_JPEG_MAX_SCANS 1000
+/* WebP has no deflate-like bound (lossless LZ77 runs of 4096 pixels with 1-bit codes): an 80-byte
+ * VP8L file can declare 16141 x 2060 pixels that the decoder then fills for seconds. Decoded RGB bytes
+ * are held to this many per byte of file (a 1920 x 1080 image must then take at least 1519 bytes);
+ * photos and screenshots stay far below that, only near-solid images reach it. */
+#define OXL_WEBP_MAX_RATIO 4096
 
 /* err for a w x h image out of bounds; 0 when in bounds */
 static int oxl_image_check_size(const char *format, uint64_t w, uint64_t h, oxl_error *err) {
@@ -287,6 +292,13 @@ static oxl_image *oxl_webp_decode(const uint8_t *data, size_t len, oxl_error *er
         return NULL;
     }
     const size_t n = (size_t)f.width * (size_t)f.height * 3;
+    if ((uint64_t)n > (uint64_t)len * OXL_WEBP_MAX_RATIO) {
+        oxl_err_set(err,
+                    "image: WebP: %d x %d pixels from %zu bytes: more than %d bytes of pixels per byte of file "
+                    "(a decompression bomb?)",
+                    f.width, f.height, len, OXL_WEBP_MAX_RATIO);
+        return NULL;
+    }
     uint8_t *rgb = malloc(n);
     if (!rgb) {
         oxl_err_set(err, "image: WebP: out of memory for %d x %d pixels", f.width, f.height);

@@ -341,3 +341,9 @@ Test(image_decode, webp_lossless_exact) {
     expect_fail_data(webp, 16, "WebP cut to 16 bytes", WANT("image: WebP: "));
     WebPFree(webp);
 }
+
+/* An 80-byte lossless WebP (found by fuzz_image) declaring 16141 x 2060 pixels that the decoder took
+ * seconds to fill: refused by the bytes-per-byte bound before anything is allocated. */
+Test(image_decode, webp_bomb_refused_before_decoding) {
+    expect_fail_file("bomb.webp", WANT("image: WebP: 16141 x 2060 pixels from 80 bytes", "decompression bomb"));
+}
