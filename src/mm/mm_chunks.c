@@ -74,11 +74,16 @@ static int add_text(const oxl_model *model, oxl_mm_chunks *c, int32_t *cap, cons
     return rc;
 }
 
+void oxl_mm_image_frame(const oxl_mm_params *p, const char **beg, const char **end) {
+    const bool qwen = p->projector == OXL_MM_PROJ_QWEN2VL || p->projector == OXL_MM_PROJ_QWEN25VL;
+    *beg = qwen ? "<|vision_start|>" : "";
+    *end = qwen ? "<|vision_end|>" : "";
+}
+
 /* The image's chunks, framed by the projector's begin / end text (init_vision: img_beg, img_end). */
 static int add_image(const oxl_model *model, oxl_mm_chunks *c, int32_t *cap, const oxl_mm_tiles *img, int32_t index,
-                     bool parse_special, oxl_error *err) {
-    static const char beg[] = "<|vision_start|>", end[] = "<|vision_end|>";
-    if (c->mrope && add_text(model, c, cap, beg, sizeof beg - 1, parse_special, err) != 0) {
+                     const char *beg, const char *end, bool parse_special, oxl_error *err) {
+    if (add_text(model, c, cap, beg, strlen(beg), parse_special, err) != 0) {
         return -1;
     }
     for (int32_t t = 0; t < img->n; t++) {
@@ -94,7 +99,7 @@ static int add_image(const oxl_model *model, oxl_mm_chunks *c, int32_t *cap, con
         ch->grid_x = tile->grid_x;
         ch->grid_y = tile->grid_y;
     }
-    return c->mrope ? add_text(model, c, cap, end, sizeof end - 1, parse_special, err) : 0;
+    return add_text(model, c, cap, end, strlen(end), parse_special, err);
 }
 
 static const char *find(const char *s, size_t len, const char *m, size_t mlen) {
@@ -107,9 +112,12 @@ static const char *find(const char *s, size_t len, const char *m, size_t mlen) {
 }
 
 /* The chunks of text, one image per marker (mtmd_tokenizer::tokenize). */
-static int split(const oxl_model *model, const char *text, size_t len, const char *marker, const oxl_mm_tiles *images,
-                 int32_t n_images, const oxl_mm_prompt *opt, oxl_mm_chunks *c, int32_t *cap, oxl_error *err) {
+static int split(const oxl_model *model, const oxl_mm_params *p, const char *text, size_t len, const char *marker,
+                 const oxl_mm_tiles *images, int32_t n_images, const oxl_mm_prompt *opt, oxl_mm_chunks *c, int32_t *cap,
+                 oxl_error *err) {
     const size_t mlen = strlen(marker);
+    const char *beg, *end;
+    oxl_mm_image_frame(p, &beg, &end);
     int32_t used = 0;
     for (size_t start = 0; start < len;) {
         const char *m = find(text + start, len - start, marker, mlen);
@@ -124,7 +132,7 @@ static int split(const oxl_model *model, const char *text, size_t len, const cha
             return oxl_err_set(err, "the prompt has more image markers '%s' than the %d image%s given", marker,
                                n_images, n_images == 1 ? "" : "s");
         }
-        if (add_image(model, c, cap, &images[used], used, opt->parse_special, err) != 0) {
+        if (add_image(model, c, cap, &images[used], used, beg, end, opt->parse_special, err) != 0) {
             return -1;
         }
         used++;
@@ -195,7 +203,7 @@ int oxl_mm_tokenize(const oxl_model *model, const oxl_mm_params *p, const char *
         text = owned;
     }
     int32_t cap = 0;
-    int rc = split(model, text, len, marker, images, n_images, opt, out, &cap, err);
+    int rc = split(model, p, text, len, marker, images, n_images, opt, out, &cap, err);
     free(owned);
     /* positions: each chunk starts where the ones before it end */
     int64_t n_tokens = 0, n_pos = 0;

@@ -58,6 +58,10 @@ int oxl_mm_tokenize(const oxl_model *model, const oxl_mm_params *p, const char *
                     const oxl_mm_tiles *images, int32_t n_images, const oxl_mm_prompt *opt, oxl_mm_chunks *out,
                     oxl_error *err);
 
+/* The text mtmd puts before and after each image of projector p (init_vision's img_beg / img_end):
+ * "<|vision_start|>" / "<|vision_end|>" for the Qwen-VL projectors, "" otherwise; static strings. */
+void oxl_mm_image_frame(const oxl_mm_params *p, const char **beg, const char **end);
+
 /* The sequence, one entry per position j < c->n_tokens, any output may be NULL: tokens[j] the token id
  * (-1 where an image embedding goes), token_chunk[j] its chunk, pos the decoder positions: [n_tokens]
  * without M-RoPE; with M-RoPE [n_tokens, 4] as ggml_rope_multi reads them, pos[s * n_tokens + j] for
