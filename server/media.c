@@ -130,10 +130,8 @@ int oxl_media_tokenize(oxl_srv *srv, const char *text, oxl_media *m, oxl_token *
         /* one negative id per image content: equal images give equal rows (a later prompt with the
          * same image may reuse the cache through them; the scheduler compares the images' keys) */
         const uint8_t *d = m->key[k].sha256;
-        const oxl_token id =
-            -(oxl_token)(((uint32_t)d[0] << 22 | (uint32_t)d[1] << 14 | (uint32_t)d[2] << 6 | d[3] >> 2) &
-                         0x3fffffffu) -
-            1;
+        const uint32_t h = (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | d[3];
+        const oxl_token id = -(oxl_token)(h >> 2) - 1; /* -1 .. -2^30 */
         m->at[k] = *n;
         for (int32_t t = 0; t < nt; t++) {
             (*out)[(*n)++] = id;
