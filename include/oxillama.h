@@ -896,6 +896,22 @@ typedef struct oxl_image_embd oxl_image_embd;
  * and the key or tensor at fault, an unknown projector (the message lists the supported ones), or a
  * projector output size other than the model's n_embd. Free with oxl_mmproj_free. */
 OXL_API oxl_mmproj *oxl_mmproj_load(const char *path, const oxl_model *model, oxl_error *err);
+/* Options of oxl_mmproj_load_params, as llama.cpp's mtmd_context_params.image_min_tokens and
+ * image_max_tokens (the --image-min-tokens / --image-max-tokens flags of llama-mtmd-cli and
+ * llama-server). Each is a number of image tokens after the merge; a value <= 0 keeps the
+ * projector's default. They bound the dynamic-resolution projectors only (Qwen-VL's smart resize,
+ * calc_size_preserved_ratio: min_pixels = image_min_tokens * (patch_size * merge)^2, max_pixels
+ * likewise; defaults 8 and 4096, clip_model_loader::load_hparams' set_limit_image_tokens); the
+ * fixed-size and tiled projectors (mlp) ignore them, as llama.cpp does. */
+typedef struct oxl_mmproj_params {
+    int32_t image_min_tokens;
+    int32_t image_max_tokens;
+} oxl_mmproj_params;
+/* oxl_mmproj_load with options (params NULL: the defaults, as oxl_mmproj_load). Errors as
+ * oxl_mmproj_load, and also: a max_pixels beyond the tower's bound, or image_max_tokens giving fewer
+ * pixels than image_min_tokens (both named with their values). */
+OXL_API oxl_mmproj *oxl_mmproj_load_params(const char *path, const oxl_model *model, const oxl_mmproj_params *params,
+                                           oxl_error *err);
 OXL_API void oxl_mmproj_free(oxl_mmproj *mm);
 /* clip.projector_type of the file ("mlp", "qwen2vl_merger", "qwen2.5vl_merger", "gemma3"); NULL for
  * NULL. */

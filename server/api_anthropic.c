@@ -78,11 +78,61 @@ static const char *block_type(const cJSON *blk, const char *where, oxl_api_error
 
 static int unsupported_block(const char *type, const char *where, oxl_api_error *e) {
     if (!strcmp(type, "image")) {
-        return BAD(e, where,
-                   "'%s': image blocks need the model's vision projector, which this server does not support yet",
-                   where);
+        return BAD(e, where, "'%s': image blocks go in a message's content, not here", where);
     }
     return BAD(e, where, "'%s': content blocks of type '%.40s' are not supported by this server", where, type);
+}
+
+/* An image block {"type": "image", "source": {"type": "base64", "media_type", "data"}} at where: its
+ * image goes to media and the text part of its place (the media marker) to parts, as llama-server
+ * turns the block into an image_url part of a data: URI. A "url" source is refused (the server makes
+ * no network requests), as http(s) image_url parts are; media NULL: the server has no projector. */
+static int image_block(const cJSON *blk, const char *where, oxl_media *media, cJSON *parts, oxl_api_error *e) {
+    static const char *const keys[] = {"type", "source", "cache_control", NULL};
+    static const char *const source_keys[] = {"type", "media_type", "data", "url", NULL};
+    if (check_keys(blk, keys, where, e) < 0) {
+        return -1;
+    }
+    if (!media) {
+        return BAD(e, where,
+                   "'%s': image blocks need the model's vision projector: start the server with --mmproj FILE", where);
+    }
+    char w[128];
+    snprintf(w, sizeof w, "%s.source", where);
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(blk, "source");
+    if (!cJSON_IsObject(src)) {
+        return BAD_TYPE(e, w, "'%s': expected an object {\"type\": \"base64\", \"media_type\", \"data\"}", w);
+    }
+    const char *type = check_keys(src, source_keys, w, e) < 0 ? NULL : need_str(src, "type", w, e);
+    if (!type) {
+        return -1;
+    }
+    if (!strcmp(type, "url")) {
+        return BAD(e, w,
+                   "'%s': remote image URLs are not fetched (the server makes no network requests); send the image "
+                   "as a base64 source ({\"type\": \"base64\", \"media_type\": \"image/png\", \"data\": ...})",
+                   w);
+    }
+    if (strcmp(type, "base64")) {
+        return BAD(e, w, "'%s.type': '%.40s' is not one of base64, url", w, type);
+    }
+    const char *mt = need_str(src, "media_type", w, e), *data = mt ? need_str(src, "data", w, e) : NULL;
+    if (!data) {
+        return -1;
+    }
+    if (strcmp(mt, "image/png") && strcmp(mt, "image/jpeg") && strcmp(mt, "image/webp")) {
+        return BAD(e, w, "'%s.media_type': '%.40s' is not one of image/png, image/jpeg, image/webp", w, mt);
+    }
+    char wd[144];
+    snprintf(wd, sizeof wd, "%s.data", w);
+    if (oxl_media_add_base64(media, data, wd, e) < 0) {
+        return -1;
+    }
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "type", "text");
+    cJSON_AddStringToObject(p, "text", OXL_MEDIA_MARKER);
+    cJSON_AddItemToArray(parts, p);
+    return 0;
 }
 
 /* A tool_result's content (a string, or text blocks joined without a separator as llama-server joins
@@ -144,7 +194,7 @@ static cJSON *tool_message(const cJSON *blk, const char *where, oxl_api_error *e
 /* One Anthropic message (index i) as chat messages appended to out: its text blocks as content parts,
  * tool_use blocks as tool_calls (input as JSON text), thinking blocks as reasoning_content, then each
  * tool_result as a tool message, in llama-server's order. */
-static int convert_message(const cJSON *m, int i, cJSON *out, oxl_api_error *e) {
+static int convert_message(const cJSON *m, int i, cJSON *out, oxl_media *media, oxl_api_error *e) {
     char where[64];
     snprintf(where, sizeof where, "messages[%d]", i);
     if (!cJSON_IsObject(m)) {
@@ -196,6 +246,8 @@ static int convert_message(const cJSON *m, int i, cJSON *out, oxl_api_error *e) 
             cJSON_AddStringToObject(p, "type", "text");
             cJSON_AddStringToObject(p, "text", t);
             cJSON_AddItemToArray(parts, p);
+        } else if (!strcmp(type, "image")) {
+            rc = image_block(blk, w, media, parts, e);
         } else if (!strcmp(type, "tool_use") && !user) {
             const char *id = NULL, *name = NULL;
             const cJSON *in = cJSON_GetObjectItemCaseSensitive(blk, "input");
@@ -452,7 +504,7 @@ static int check_metadata(const cJSON *md, oxl_api_error *e) {
 
 /* The chat completions body of an Anthropic request b (count: the count_tokens route, whose body has
  * no generation fields), or NULL with e naming the field at fault. */
-static cJSON *to_chat_body(const cJSON *b, bool count, oxl_api_error *e) {
+static cJSON *to_chat_body(const cJSON *b, bool count, oxl_media *media, oxl_api_error *e) {
     if (oxl_req_check_anthropic_fields(b, count, e) < 0) {
         return NULL;
     }
@@ -473,7 +525,7 @@ static cJSON *to_chat_body(const cJSON *b, bool count, oxl_api_error *e) {
     cJSON *om = cJSON_AddArrayToObject(o, "messages");
     int i = 0, rc = convert_system(oxl_json_field(b, "system"), om, e);
     for (const cJSON *m = msgs->child; m && rc == 0; m = m->next, i++) {
-        rc = convert_message(m, i, om, e);
+        rc = convert_message(m, i, om, media, e);
     }
     const cJSON *v;
     if (rc == 0 && (v = oxl_json_field(b, "tools"))) {
@@ -829,7 +881,9 @@ void oxl_api_messages(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     oxl_api_error e = {0};
     oxl_token *toks = NULL;
     int32_t n_toks = 0;
-    cJSON *body = to_chat_body(rq->json, false, &e);
+    oxl_media media = {0};
+    r.media = srv->mmproj ? &media : NULL;
+    cJSON *body = to_chat_body(rq->json, false, r.media, &e);
     if (body && oxl_chat_request(srv, body, &r, &toks, &n_toks, &e) == 0 &&
         oxl_req_check_context(srv, n_toks, "messages", &e) == 0) {
         oxl_random_id("msg_", r.id, sizeof r.id);
@@ -841,6 +895,7 @@ void oxl_api_messages(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     free(toks);
     free(r.tools_json);
     oxl_gen_params_free(&r.gen);
+    oxl_media_free(&media);
 }
 
 /* {"input_tokens": N}: the prompt's tokens as /v1/messages would generate from them (llama-server
@@ -850,7 +905,9 @@ void oxl_api_count_tokens(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     oxl_api_error e = {0};
     oxl_token *toks = NULL;
     int32_t n_toks = 0;
-    cJSON *body = to_chat_body(rq->json, true, &e);
+    oxl_media media = {0};
+    r.media = srv->mmproj ? &media : NULL;
+    cJSON *body = to_chat_body(rq->json, true, r.media, &e);
     if (body && oxl_chat_request(srv, body, &r, &toks, &n_toks, &e) == 0) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "input_tokens", n_toks);
@@ -862,4 +919,5 @@ void oxl_api_count_tokens(oxl_srv *srv, const oxl_request *rq, oxl_reply *out) {
     free(toks);
     free(r.tools_json);
     oxl_gen_params_free(&r.gen);
+    oxl_media_free(&media);
 }

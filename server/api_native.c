@@ -90,6 +90,60 @@ static int mixed_prompt(oxl_srv *srv, const cJSON *p, const char *param, oxl_tok
     return 0;
 }
 
+static bool is_single(const cJSON *p);
+
+/* A prompt object {"prompt_string": ..., "multimodal_data": [base64, ...]} (llama-server's
+ * tokenize_input_subprompt): without multimodal_data the prompt string (or mixed list) as above;
+ * with it, the images in order for the string's media markers (mtmd_tokenize: BOS in front, each
+ * text part alone, as many markers as images). media NULL: images are refused (a list of several
+ * prompts; the server without --mmproj). */
+static int object_prompt(oxl_srv *srv, const cJSON *p, const char *param, oxl_media *media, oxl_token **out, int32_t *n,
+                         oxl_api_error *e) {
+    char w[96];
+    for (const cJSON *f = p->child; f; f = f->next) {
+        if (strcmp(f->string, "prompt_string") && strcmp(f->string, "multimodal_data")) {
+            snprintf(w, sizeof w, "%s.%.40s", param, f->string);
+            return BAD(e, w, "'%s': unknown field of a prompt object (it takes prompt_string and multimodal_data)", w);
+        }
+    }
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(p, "prompt_string");
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(p, "multimodal_data");
+    snprintf(w, sizeof w, "%s.prompt_string", param);
+    if (!md) {
+        if (!cJSON_IsString(s) && !(cJSON_IsArray(s) && is_single(s))) {
+            return BAD_TYPE(e, w, "'%s': expected a string, a list of token ids or a list mixing strings and ids", w);
+        }
+        return mixed_prompt(srv, s, w, out, n, e);
+    }
+    if (!cJSON_IsString(s)) {
+        return BAD_TYPE(e, w, "'%s': expected a string (with one %s marker per multimodal_data item)", w,
+                        OXL_MEDIA_MARKER);
+    }
+    char wm[96];
+    snprintf(wm, sizeof wm, "%s.multimodal_data", param);
+    if (!srv->mmproj) {
+        return BAD(e, wm, "'%s': images need the model's vision projector: start the server with --mmproj FILE", wm);
+    }
+    if (!media) {
+        return BAD(e, wm, "'%s': images go in a request of one prompt; send one request per prompt with images", wm);
+    }
+    if (!cJSON_IsArray(md)) {
+        return BAD_TYPE(e, wm, "'%s': expected a list of base64 strings (image file bytes)", wm);
+    }
+    int i = 0;
+    for (const cJSON *x = md->child; x; x = x->next, i++) {
+        char wi[112];
+        snprintf(wi, sizeof wi, "%s[%d]", wm, i);
+        if (!cJSON_IsString(x)) {
+            return BAD_TYPE(e, wi, "'%s': expected a base64 string (image file bytes)", wi);
+        }
+        if (oxl_media_add_base64(media, x->valuestring, wi, e) < 0) {
+            return -1;
+        }
+    }
+    return oxl_media_tokenize(srv, s->valuestring, media, out, n, w, e);
+}
+
 /* One prompt or several: llama-server takes a string, a list of token ids or a list mixing strings
  * and ids as ONE prompt, and any other list as a list of prompts. */
 static bool is_single(const cJSON *p) {
@@ -320,17 +374,22 @@ static cJSON *final_result(oxl_srv *srv, const api_req *r, const oxl_job *j, int
     cJSON_AddNumberToObject(o, "tokens_predicted", predicted);
     cJSON_AddNumberToObject(o, "tokens_evaluated", j->n_prompt);
     cJSON_AddItemToObject(o, "generation_settings", oxl_native_generation_settings(srv, r));
-    /* the prompt's tokens as text, special tokens rendered */
+    /* the prompt's tokens as text, special tokens rendered; image rows left out (llama-server's
+     * server_tokens::detokenize) */
     size_t cap = 1, len = 0;
     char buf[256];
     for (int32_t i = 0; i < j->n_prompt; i++) {
-        cap += (size_t)oxl_tok_piece(srv->model, j->prompt[i], buf, sizeof buf);
+        cap += j->prompt[i] < 0 ? 0 : (size_t)oxl_tok_piece(srv->model, j->prompt[i], buf, sizeof buf);
     }
     char *pt = malloc(cap);
-    for (int32_t i = 0; pt && i < j->n_prompt; i++) {
+    for (int32_t i = 0, first = 1; pt && i < j->n_prompt; i++) {
+        if (j->prompt[i] < 0) {
+            continue;
+        }
         int n = oxl_tok_piece(srv->model, j->prompt[i], buf, sizeof buf);
         /* llama_detokenize: a vocabulary that adds a space prefix drops the first piece's space */
-        int skip = i == 0 && n > 0 && buf[0] == ' ' && adds_space_prefix(srv->model);
+        int skip = first && n > 0 && buf[0] == ' ' && adds_space_prefix(srv->model);
+        first = 0;
         memcpy(pt + len, buf + skip, (size_t)(n - skip));
         len += (size_t)(n - skip);
     }
@@ -439,6 +498,7 @@ void oxl_api_native_completion(oxl_srv *srv, const oxl_request *rq, oxl_reply *o
     oxl_token **toks = NULL;
     int32_t *n_toks = NULL;
     char **prompts = NULL;
+    oxl_media media = {0};
     cJSON *common = cJSON_Duplicate(b, true); /* b less the fields of this route alone */
     if (!common) {
         oxl_api_fail(&e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
@@ -486,13 +546,13 @@ void oxl_api_native_completion(oxl_srv *srv, const oxl_request *rq, oxl_reply *o
         BAD(&e, "prompt", "'prompt' is required");
         goto fail;
     }
-    if (!cJSON_IsString(p) && !cJSON_IsArray(p)) {
+    if (!cJSON_IsString(p) && !cJSON_IsArray(p) && !cJSON_IsObject(p)) {
         BAD_TYPE(&e, "prompt",
-                 "'prompt': expected a string, a list of token ids, a list mixing strings and token ids, or a list "
-                 "of prompts");
+                 "'prompt': expected a string, a list of token ids, a list mixing strings and token ids, an object "
+                 "{\"prompt_string\", \"multimodal_data\"}, or a list of prompts");
         goto fail;
     }
-    bool single = is_single(p);
+    bool single = cJSON_IsObject(p) || is_single(p);
     n_prompts = single ? 1 : cJSON_GetArraySize(p);
     if (n_prompts == 0 || n_prompts > srv->cfg->queue_size) {
         BAD(&e, "prompt", "'prompt': %d prompts; between 1 and %d are accepted (--queue-size)", n_prompts,
@@ -511,8 +571,18 @@ void oxl_api_native_completion(oxl_srv *srv, const oxl_request *rq, oxl_reply *o
     for (int i = 0; i < n_prompts; i++, item = item->next) {
         char param[32];
         snprintf(param, sizeof param, single ? "prompt" : "prompt[%d]", i);
+        if (cJSON_IsObject(item)) {
+            if (object_prompt(srv, item, param, n_prompts == 1 ? &media : NULL, &toks[i], &n_toks[i], &e) < 0 ||
+                oxl_req_check_context(srv, n_toks[i], param, &e) < 0) {
+                goto fail;
+            }
+            continue;
+        }
         if (!cJSON_IsString(item) && !(cJSON_IsArray(item) && is_single(item))) {
-            BAD_TYPE(&e, param, "'%s': expected a string, a list of token ids or a list mixing strings and ids", param);
+            BAD_TYPE(&e, param,
+                     "'%s': expected a string, a list of token ids, a list mixing strings and ids, or an "
+                     "object {\"prompt_string\", \"multimodal_data\"}",
+                     param);
             goto fail;
         }
         if (mixed_prompt(srv, item, param, &toks[i], &n_toks[i], &e) < 0 ||
@@ -520,6 +590,7 @@ void oxl_api_native_completion(oxl_srv *srv, const oxl_request *rq, oxl_reply *o
             goto fail;
         }
     }
+    r.media = media.n > 0 ? &media : NULL;
     oxl_req_run(srv, rq, &r, toks, n_toks, prompts, n_prompts, out);
     prompts = NULL;
     goto done;
@@ -533,6 +604,7 @@ done:
     free(toks);
     free(n_toks);
     free(prompts);
+    oxl_media_free(&media);
     cJSON_Delete(common);
     oxl_gen_params_free(&r.gen);
 }

@@ -704,7 +704,8 @@ int oxl_srv_load_engine(oxl_srv *srv, const char *path) {
     }
     /* --mmproj: the projector, and a small context of the model for encoding images (its threads) */
     if (cfg->mmproj) {
-        srv->mmproj = oxl_mmproj_load(cfg->mmproj, srv->model, &err);
+        const oxl_mmproj_params mmp = {cfg->image_min_tokens, cfg->image_max_tokens};
+        srv->mmproj = oxl_mmproj_load_params(cfg->mmproj, srv->model, &mmp, &err);
         oxl_ctx_params mcp = oxl_ctx_default_params();
         mcp.n_ctx = 64;
         mcp.n_seq_max = 1;

@@ -2,17 +2,47 @@
 #include "media.h"
 
 #include <nettle/base64.h>
+#include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-static uint64_t fnv1a(const uint8_t *p, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < n; i++) {
-        h = (h ^ p[i]) * 0x100000001b3ULL;
+int oxl_media_add_bytes(oxl_media *m, const uint8_t *bytes, size_t n, const char *where, oxl_api_error *e) {
+    if (m->n >= OXL_SRV_MAX_IMAGES) {
+        return BAD(e, where, "'%s': more than %d images in one request", where, OXL_SRV_MAX_IMAGES);
     }
-    return h;
+    oxl_error err = {0};
+    oxl_image *img = oxl_image_load(bytes, n, &err);
+    if (!img) {
+        return BAD(e, where, "'%s': the image does not decode: %s", where, err.msg);
+    }
+    oxl_img_key *k = &m->key[m->n];
+    struct sha256_ctx sc;
+    sha256_init(&sc);
+    sha256_update(&sc, n, bytes);
+    sha256_digest(&sc, sizeof k->sha256, k->sha256);
+    k->n_bytes = n;
+    m->img[m->n++] = img;
+    return 0;
+}
+
+int oxl_media_add_base64(oxl_media *m, const char *b64, const char *where, oxl_api_error *e) {
+    size_t len = strlen(b64);
+    uint8_t *bytes = malloc(BASE64_DECODE_LENGTH(len) + 1);
+    if (!bytes) {
+        return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
+    }
+    struct base64_decode_ctx bc;
+    base64_decode_init(&bc);
+    size_t n = BASE64_DECODE_LENGTH(len);
+    if (!base64_decode_update(&bc, &n, bytes, len, b64) || !base64_decode_final(&bc)) {
+        free(bytes);
+        return BAD(e, where, "'%s': the base64 image data does not decode", where);
+    }
+    int rc = oxl_media_add_bytes(m, bytes, n, where, e);
+    free(bytes);
+    return rc;
 }
 
 int oxl_media_add_url(oxl_media *m, const char *url, const char *where, oxl_api_error *e) {
@@ -26,32 +56,7 @@ int oxl_media_add_url(oxl_media *m, const char *url, const char *where, oxl_api_
     if (strncasecmp(url, "data:", 5) || !comma || comma - url < 12 || strncasecmp(comma - 7, ";base64", 7)) {
         return BAD(e, where, "'%s': expected a data: URI with base64 image bytes (data:image/png;base64,...)", where);
     }
-    if (m->n >= OXL_SRV_MAX_IMAGES) {
-        return BAD(e, where, "'%s': more than %d images in one request", where, OXL_SRV_MAX_IMAGES);
-    }
-    const char *b64 = comma + 1;
-    size_t len = strlen(b64);
-    uint8_t *bytes = malloc(BASE64_DECODE_LENGTH(len) + 1);
-    if (!bytes) {
-        return oxl_api_fail(e, OXL_E_OUT_OF_MEMORY, NULL, "out of memory");
-    }
-    struct base64_decode_ctx bc;
-    base64_decode_init(&bc);
-    size_t n = BASE64_DECODE_LENGTH(len);
-    if (!base64_decode_update(&bc, &n, bytes, len, b64) || !base64_decode_final(&bc)) {
-        free(bytes);
-        return BAD(e, where, "'%s': the data: URI's base64 does not decode", where);
-    }
-    oxl_error err = {0};
-    oxl_image *img = oxl_image_load(bytes, n, &err);
-    uint64_t h = fnv1a(bytes, n);
-    free(bytes);
-    if (!img) {
-        return BAD(e, where, "'%s': the image does not decode: %s", where, err.msg);
-    }
-    m->img[m->n] = img;
-    m->hash[m->n++] = h;
-    return 0;
+    return oxl_media_add_base64(m, comma + 1, where, e);
 }
 
 /* Appends the tokens of text[0, len) to *out (growing it); add_special: BOS as the vocabulary asks. */
@@ -112,10 +117,6 @@ int oxl_media_tokenize(oxl_srv *srv, const char *text, oxl_media *m, oxl_token *
             return BAD(e, param, "'%s': image %d cannot be encoded: %s", param, k, err.msg);
         }
         int32_t nt = oxl_image_embd_n_tokens(m->embd[k]);
-        if (oxl_image_embd_n_pos(m->embd[k]) != nt) {
-            return BAD(e, param, "'%s': the %s projector's images (M-RoPE positions) are not served yet", param,
-                       oxl_mmproj_projector(srv->mmproj));
-        }
         if (*n + nt > cap) {
             int32_t c = (*n + nt) * 2 + 16;
             oxl_token *t = realloc(*out, sizeof(oxl_token) * (size_t)c);
@@ -125,9 +126,11 @@ int oxl_media_tokenize(oxl_srv *srv, const char *text, oxl_media *m, oxl_token *
             *out = t;
             cap = c;
         }
-        /* one negative id per image content: equal images give equal rows, so a later prompt with
-         * the same image reuses the cache through it */
-        const oxl_token id = -(oxl_token)(m->hash[k] % 0x3fffffffULL) - 1;
+        /* one negative id per image content: equal images give equal rows (a later prompt with the
+         * same image may reuse the cache through them; the scheduler compares the images' keys) */
+        const uint8_t *d = m->key[k].sha256;
+        const uint32_t h = (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | d[3];
+        const oxl_token id = -(oxl_token)(h >> 2) - 1; /* -1 .. -2^30 */
         m->at[k] = *n;
         for (int32_t t = 0; t < nt; t++) {
             (*out)[(*n)++] = id;
@@ -150,6 +153,7 @@ int oxl_media_tokenize(oxl_srv *srv, const char *text, oxl_media *m, oxl_token *
 void oxl_media_give(oxl_media *m, oxl_job *job) {
     for (int32_t i = 0; i < m->n && m->embd[i]; i++) {
         job->img[job->n_img] = m->embd[i];
+        job->img_key[job->n_img] = m->key[i];
         job->img_at[job->n_img++] = m->at[i];
         m->embd[i] = NULL;
     }

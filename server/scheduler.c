@@ -28,6 +28,11 @@ typedef struct slot {
     int32_t ci;       /* choice index in job */
     oxl_token *cache; /* the tokens in this sequence's KV cache, n_ctx_slot long */
     int32_t n_cache;
+    /* the images of the job that last filled the cache: their first rows and keys (rows of cache
+     * below n_cache that hold an image's placeholder id are that image's) */
+    int32_t n_img;
+    int32_t img_at[OXL_SRV_MAX_IMAGES];
+    oxl_img_key img_key[OXL_SRV_MAX_IMAGES];
     oxl_token pending; /* sampled, decoded next step */
     oxl_sampler *smpl;
     oxl_detok detok;
@@ -360,9 +365,31 @@ static bool lora_eq(const oxl_sched *s, const float *a, const float *b) {
     return true;
 }
 
-static int32_t common_prefix(const oxl_token *a, int32_t na, const oxl_token *b, int32_t nb) {
+/* The key of the image whose first row is `row`, NULL when none starts there. */
+static const oxl_img_key *image_at(const int32_t *at, const oxl_img_key *key, int32_t n_img, int32_t row) {
+    for (int32_t i = 0; i < n_img; i++) {
+        if (at[i] == row) {
+            return &key[i];
+        }
+    }
+    return NULL;
+}
+
+/* The rows of the slot's cache that the job's prompt can reuse: equal tokens, and through an image
+ * only when an image of the same bytes (SHA-256 and length) starts at the same row in both, so two
+ * images whose placeholder ids agree never share rows. */
+static int32_t common_prefix(const slot *sl, const oxl_job *j) {
+    const oxl_token *a = sl->cache, *b = j->prompt;
+    const int32_t na = sl->n_cache, nb = j->n_prompt;
     int32_t n = 0;
     while (n < na && n < nb && a[n] == b[n]) {
+        if (a[n] < 0) {
+            const oxl_img_key *ka = image_at(sl->img_at, sl->img_key, sl->n_img, n);
+            const oxl_img_key *kb = image_at(j->img_at, j->img_key, j->n_img, n);
+            if (!ka != !kb || (ka && memcmp(ka, kb, sizeof *ka))) {
+                break;
+            }
+        }
         n++;
     }
     /* an image is reused whole or not at all: back to the start of one cut short */
@@ -423,9 +450,7 @@ static void admit(oxl_sched *s) {
                     continue;
                 }
                 /* a cache made with other LoRA scales holds nothing this request can reuse */
-                int32_t n = lora_eq(s, sl->lora, j->gen.lora)
-                                ? common_prefix(sl->cache, sl->n_cache, j->prompt, j->n_prompt)
-                                : 0;
+                int32_t n = lora_eq(s, sl->lora, j->gen.lora) ? common_prefix(sl, j) : 0;
                 if (n > best_n || (n == best_n && sl->last_used < best->last_used)) {
                     best = sl;
                     best_n = n;
@@ -440,6 +465,10 @@ static void admit(oxl_sched *s) {
                 keep = 0;
             }
             best->n_cache = keep;
+            /* the kept rows' images are the job's own (common_prefix): the job's keys describe them */
+            best->n_img = j->n_img;
+            memcpy(best->img_at, j->img_at, sizeof best->img_at);
+            memcpy(best->img_key, j->img_key, sizeof best->img_key);
             memcpy(best->lora, j->gen.lora, sizeof best->lora);
             best->drafted = false;
             best->n_draft = 0;
@@ -882,6 +911,8 @@ static void decode_images(oxl_sched *s) {
             if (oxl_image_embd_decode(s->ctx, sl->id, e, &err) != 0) {
                 char msg[256];
                 snprintf(msg, sizeof msg, "image decode failed: %.200s", err.msg);
+                /* no part of an image stays in the cache */
+                oxl_seq_truncate(s->ctx, sl->id, sl->n_cache);
                 sl->n_cache = oxl_seq_n_past(s->ctx, sl->id);
                 job_fail_running(s, j, msg);
                 break;
@@ -1372,6 +1403,7 @@ int oxl_sched_slot_action(oxl_sched *s, int32_t id, oxl_slot_action action, cons
     } else if (action == OXL_SLOT_RESTORE) {
         const int32_t n = oxl_state_seq_load(s->ctx, sl->id, path, sl->cache, s->n_ctx_slot, &err);
         rc = n < 0 ? -1 : 0;
+        sl->n_img = 0; /* a file's image rows are matched by no request (their keys are not kept) */
         if (n >= 0) {
             sl->n_cache = n;
             sl->last_used = ++s->use_counter;
@@ -1382,6 +1414,7 @@ int oxl_sched_slot_action(oxl_sched *s, int32_t id, oxl_slot_action action, cons
         *n_tokens = sl->n_cache;
         oxl_seq_truncate(s->ctx, sl->id, 0);
         sl->n_cache = 0;
+        sl->n_img = 0;
     }
     pthread_mutex_unlock(&s->mu);
     if (rc != 0) {

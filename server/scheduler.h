@@ -111,6 +111,12 @@ typedef struct oxl_choice_out {
     bool truncated;        /* the context filled: a context shift dropped tokens, or it ended "length" */
 } oxl_choice_out;
 
+/* What tells two images apart: the SHA-256 and length of their file bytes. */
+typedef struct oxl_img_key {
+    uint8_t sha256[32];
+    uint64_t n_bytes;
+} oxl_img_key;
+
 typedef struct oxl_job {
     /* set by the submitter */
     oxl_token *prompt;
@@ -118,10 +124,11 @@ typedef struct oxl_job {
     int32_t n_choices;
     /* images of the prompt (owned by the job): image i takes the prompt's rows img_at[i] ..
      * img_at[i] + its n_tokens - 1, which hold one negative placeholder id made from a hash of the
-     * image's bytes (equal images in two prompts share the cached prefix through them) */
+     * image's bytes; a cached prefix is reused through an image only when its key is img_key[i] */
     int32_t n_img;
     oxl_image_embd *img[OXL_SRV_MAX_IMAGES];
     int32_t img_at[OXL_SRV_MAX_IMAGES];
+    oxl_img_key img_key[OXL_SRV_MAX_IMAGES];
     oxl_gen_params gen;
     /* shared, under the scheduler's mutex */
     pthread_cond_t cv; /* signalled when output grows or the job ends */

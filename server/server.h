@@ -43,6 +43,8 @@
 typedef struct oxl_server_config {
     char *model;                  /* -m: GGUF file */
     char *mmproj;                 /* --mmproj: the model's vision projector GGUF (NULL: no images) */
+    int image_min_tokens;         /* --image-min-tokens / --image-max-tokens: oxl_mmproj_params (0: the */
+    int image_max_tokens;         /* projector's defaults) */
     char *alias;                  /* --alias: the model id of /v1/models (default: the file name) */
     char *host;                   /* --host: address to bind (default 127.0.0.1) */
     int port;                     /* --port (default 8080; 0 = any free port, printed on stderr) */

@@ -87,6 +87,8 @@ typedef struct oxl_opts {
     int n_images;
     const char *audio;      /* --audio: refused by run (no audio encoder) */
     bool no_mmproj_offload; /* --no-mmproj-offload: accepted and ignored (CPU only) */
+    int image_min_tokens;   /* --image-min-tokens / --image-max-tokens: dynamic-resolution bounds in */
+    int image_max_tokens;   /* image tokens (<= 0: the projector's default; oxl_mmproj_params) */
     /* --lora, --lora-scaled, --control-vector, --control-vector-scaled (repeatable, comma-separated
      * lists) and --control-vector-layer-range (0: llama.cpp's defaults, 1 and n_layer) */
     const char *lora[OXL_MAX_ADAPTERS];

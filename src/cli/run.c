@@ -187,7 +187,8 @@ int oxl_cmd_run(int argc, char **argv) {
     if (oxl_opts_apply_adapters(&o, model, ctx) != 0) {
         goto done;
     }
-    if (o.mmproj && !(mm = oxl_mmproj_load(o.mmproj, model, &err))) {
+    const oxl_mmproj_params mmp = {o.image_min_tokens, o.image_max_tokens};
+    if (o.mmproj && !(mm = oxl_mmproj_load_params(o.mmproj, model, &mmp, &err))) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }

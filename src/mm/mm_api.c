@@ -35,6 +35,11 @@ struct oxl_image_embd {
 };
 
 oxl_mmproj *oxl_mmproj_load(const char *path, const oxl_model *model, oxl_error *err) {
+    return oxl_mmproj_load_params(path, model, NULL, err);
+}
+
+oxl_mmproj *oxl_mmproj_load_params(const char *path, const oxl_model *model, const oxl_mmproj_params *params,
+                                   oxl_error *err) {
     if (!path || !model) {
         oxl_err_set(err, "mmproj: no %s", path ? "text model" : "file");
         return NULL;
@@ -48,7 +53,8 @@ oxl_mmproj *oxl_mmproj_load(const char *path, const oxl_model *model, oxl_error 
         free(mm);
         return NULL;
     }
-    if (oxl_mm_params_read(g, NULL, &mm->params, err) != 0) {
+    const oxl_mm_limits limits = {params ? params->image_min_tokens : 0, params ? params->image_max_tokens : 0};
+    if (oxl_mm_params_read(g, &limits, &mm->params, err) != 0) {
         oxl_gguf_close(g);
         free(mm);
         return NULL;

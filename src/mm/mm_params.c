@@ -187,13 +187,16 @@ int oxl_mm_params_read(const oxl_gguf *g, const oxl_mm_limits *limits, oxl_mm_pa
     p->min_pixels = min_tokens * align * align;
     p->max_pixels = max_tokens * align * align;
     if (p->max_pixels > OXL_MM_MAX_TILE_PIXELS) {
-        return oxl_err_set(err, "%s: %lld image tokens of %lldx%lld pixels exceed %lld pixels", path,
+        return oxl_err_set(err, "%s: image_max_tokens %lld of %lldx%lld pixels exceed %lld pixels", path,
                            (long long)max_tokens, (long long)align, (long long)align,
                            (long long)OXL_MM_MAX_TILE_PIXELS);
     }
     if (p->max_pixels < p->min_pixels) {
-        return oxl_err_set(err, "%s: image_max_pixels (%lld) is less than image_min_pixels (%lld)", path,
-                           (long long)p->max_pixels, (long long)p->min_pixels);
+        return oxl_err_set(err,
+                           "%s: image_max_pixels (%lld, image_max_tokens %lld) is less than image_min_pixels (%lld, "
+                           "image_min_tokens %lld)",
+                           path, (long long)p->max_pixels, (long long)max_tokens, (long long)p->min_pixels,
+                           (long long)min_tokens);
     }
     return 0;
 }

@@ -8,7 +8,8 @@
  * server and no generation.
  *
  * Set-up (once): models/stories260K.gguf loaded, a context of 4 slots, golden/mm's LLaVA-1.5
- * projector as --mmproj (chat image_url and Responses input_image parts: data: URIs, nettle's base64,
+ * projector as --mmproj (chat image_url and Responses input_image parts: data: URIs, /completion's
+ * prompt objects with multimodal_data, the Messages API's image blocks: nettle's base64 and SHA-256,
  * the image decoders and the vision tower run; stories260K has the projector's n_embd 64), and a
  * scheduler that is started and at once stopped. A handler therefore runs everything a request does before its job
  * is queued (field checks, stop strings, logit_bias, message normalization, the chat template,

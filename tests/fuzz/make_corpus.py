@@ -350,6 +350,21 @@ def request_seeds():
         ("responses-image", 2, {"input": [{"type": "message", "role": "user", "content": [
             {"type": "input_image", "image_url": "data:image/png;base64," + png_b64},
             {"type": "input_text", "text": "What is it?"}]}]}),
+        ("native-image", 8, {"prompt": {"prompt_string": "<__media__>\nDescribe:", "multimodal_data": [png_b64]},
+                             "n_predict": 8, "temperature": 0}),
+        ("native-image-bad", 8, {"prompt": ["a", {"prompt_string": "<__media__><__media__>",
+                                                  "multimodal_data": [png_cut_b64, "@@=="]},
+                                            {"prompt_string": [1, "x"]}, {"images": []}]}),
+        ("messages-image", 12, {"max_tokens": 8, "messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png_b64}},
+            {"type": "text", "text": "Describe:"}]}]}),
+        ("messages-image-bad", 12, {"max_tokens": 8, "messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/gif", "data": png_cut_b64}},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "@@=="}}]}]}),
+        ("count-tokens-image", 13, {"messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png_b64}},
+            {"type": "text", "text": "Describe:"}]}]}),
         ("embeddings", 3, {"model": "stories260K.gguf", "input": ["hello", "world"], "encoding_format": "float"}),
         ("embeddings-ids", 3, {"input": [1, 2, 3], "encoding_format": "base64"}),
         ("tokenize", 4, {"content": "Hello <s> world \u00e9", "add_special": True, "parse_special": True,
