@@ -38,6 +38,16 @@ static inline void oxl_gemm_tile_f16(int64_t k, int mr, int nr, const char *a, s
     }
 }
 
+static inline oxl_f32x16 oxl_round_f16_x16(oxl_f32x16 a) {
+    float t[16];
+    uint16_t h[16];
+    oxl_f32x16_store(t, a);
+    for (int j = 0; j < 16; j += OXL_VF_LEN) {
+        oxl_vf_store_f16(h + j, oxl_vf_load(t + j));
+    }
+    return oxl_f32x16_load_f16(h);
+}
+
 /* y[0..n) = to_float(x), bit-exact */
 OXL_KERNEL_SIG_dequant(oxl_dequant_f16__scalar) {
     const uint16_t *xs = x;
@@ -128,5 +138,59 @@ OXL_KERNEL_SIG_mad(oxl_mad_f16__scalar) {
     }
     for (; j < n; j++) {
         y[j] = oxl_fp16_to_fp32(oxl_fp32_to_fp16(y[j]));
+    }
+}
+
+/* For r < rows: y *= ms[r] when ms[r] != 1, then y[i] = fma(x_r[i], vs[r], y[i]), row r of x ldx bytes
+ * from the previous, every result rounded to the nearest half: ggml_vec_scale_f16 and
+ * ggml_vec_mad_f16 (ggml-cpu/vec.h) per cache row of flash attention, bit-identical on every ISA
+ * and to mad row by row; y stays in registers across the rows */
+OXL_KERNEL_SIG_mad_rows(oxl_mad_rows_f16__scalar) {
+    const char *xb = x;
+    int64_t d0 = 0;
+    for (; d0 + 64 <= n; d0 += 64) {
+        oxl_f32x16 a0 = oxl_f32x16_load(y + d0), a1 = oxl_f32x16_load(y + d0 + 16);
+        oxl_f32x16 a2 = oxl_f32x16_load(y + d0 + 32), a3 = oxl_f32x16_load(y + d0 + 48);
+        for (int64_t r = 0; r < rows; r++) {
+            const uint16_t *xr = (const uint16_t *)(xb + (size_t)r * ldx) + d0;
+            if (ms[r] != 1.0f) {
+                const oxl_f32x16 m = oxl_f32x16_set1(ms[r]);
+                a0 = oxl_round_f16_x16(oxl_f32x16_mul(a0, m));
+                a1 = oxl_round_f16_x16(oxl_f32x16_mul(a1, m));
+                a2 = oxl_round_f16_x16(oxl_f32x16_mul(a2, m));
+                a3 = oxl_round_f16_x16(oxl_f32x16_mul(a3, m));
+            }
+            const oxl_f32x16 sv = oxl_f32x16_set1(vs[r]);
+            a0 = oxl_round_f16_x16(oxl_f32x16_fma(a0, oxl_f32x16_load_f16(xr), sv));
+            a1 = oxl_round_f16_x16(oxl_f32x16_fma(a1, oxl_f32x16_load_f16(xr + 16), sv));
+            a2 = oxl_round_f16_x16(oxl_f32x16_fma(a2, oxl_f32x16_load_f16(xr + 32), sv));
+            a3 = oxl_round_f16_x16(oxl_f32x16_fma(a3, oxl_f32x16_load_f16(xr + 48), sv));
+        }
+        oxl_f32x16_store(y + d0, a0);
+        oxl_f32x16_store(y + d0 + 16, a1);
+        oxl_f32x16_store(y + d0 + 32, a2);
+        oxl_f32x16_store(y + d0 + 48, a3);
+    }
+    for (; d0 + 16 <= n; d0 += 16) {
+        oxl_f32x16 a0 = oxl_f32x16_load(y + d0);
+        for (int64_t r = 0; r < rows; r++) {
+            const uint16_t *xr = (const uint16_t *)(xb + (size_t)r * ldx) + d0;
+            if (ms[r] != 1.0f) {
+                a0 = oxl_round_f16_x16(oxl_f32x16_mul(a0, oxl_f32x16_set1(ms[r])));
+            }
+            a0 = oxl_round_f16_x16(oxl_f32x16_fma(a0, oxl_f32x16_load_f16(xr), oxl_f32x16_set1(vs[r])));
+        }
+        oxl_f32x16_store(y + d0, a0);
+    }
+    for (; d0 < n; d0++) {
+        float a = y[d0];
+        for (int64_t r = 0; r < rows; r++) {
+            const uint16_t *xr = (const uint16_t *)(xb + (size_t)r * ldx);
+            if (ms[r] != 1.0f) {
+                a = oxl_fp16_to_fp32(oxl_fp32_to_fp16(a * ms[r]));
+            }
+            a = oxl_fp16_to_fp32(oxl_fp32_to_fp16(fmaf(oxl_fp16_to_fp32(xr[d0]), vs[r], a)));
+        }
+        y[d0] = a;
     }
 }

@@ -537,6 +537,67 @@ void oxl_check_mad(oxl_type type, oxl_isa isa, oxl_mad_fn fn, const char *name) 
     cr_assert(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", name, r.n_fail);
 }
 
+/* ---- mad_rows: ggml_vec_scale_f16 + ggml_vec_mad_f16 per cache row -------------------------------- */
+static float oxl_round_half(float v) { return oxl_fp16_to_fp32(oxl_fp32_to_fp16(v)); }
+
+void oxl_check_mad_rows(oxl_type type, oxl_isa isa, oxl_mad_rows_fn fn, const char *name) {
+    if (!oxl_cpu_has_isa(isa)) {
+        cr_skip_test("this CPU has no %s", oxl_isa_name(isa));
+    }
+    cr_assert(type == OXL_TYPE_F16);
+    enum { N = 300, LD = N + 8, ROWS = 9 };
+    static uint16_t x[ROWS * LD];
+    static float y0[N], want[N], got[N];
+    float ms[ROWS], vs[ROWS];
+    uint32_t st = 777;
+    for (int i = 0; i < ROWS * LD; i++) {
+        st = st * 1664525u + 1013904223u;
+        x[i] = oxl_fp32_to_fp16(((float)(st >> 8) / 16777216.0f - 0.5f) * 6.0f);
+    }
+    for (int i = 0; i < N; i++) {
+        st = st * 1664525u + 1013904223u;
+        y0[i] = oxl_round_half(((float)(st >> 8) / 16777216.0f - 0.5f) * 40.0f);
+    }
+    /* a first maximum (ms 0), rows without a new maximum (ms 1), rescales, and the vs of each */
+    static const float ms_set[] = {0.0f, 1.0f, 1.0f, 0.75f, 1.0f, 0.0123f, 1.0f, 0.999f, 1.0f};
+    static const float vs_set[] = {1.0f, 0.5f, 0.03125f, 1.0f, 0.8f, 1.0f, 1e-4f, 1.0f, 0.333f};
+    for (int r = 0; r < ROWS; r++) {
+        ms[r] = ms_set[r];
+        vs[r] = vs_set[r];
+    }
+    static const int64_t lengths[] = {0, 1, 15, 16, 17, 48, 64, 80, 100, 128, 129, 256, N};
+    oxl_golden_report r = {stderr, 0, 0};
+    int checks = 0, bad = 0;
+    for (int rows = 0; rows <= ROWS; rows++) {
+        for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+            const int64_t n = lengths[li];
+            for (int64_t i = 0; i < n; i++) {
+                float a = y0[i];
+                for (int k = 0; k < rows; k++) {
+                    if (ms[k] != 1.0f) {
+                        a = oxl_round_half(a * ms[k]);
+                    }
+                    a = oxl_round_half(fmaf(oxl_fp16_to_fp32(x[k * LD + i]), vs[k], a));
+                }
+                want[i] = a;
+            }
+            memcpy(got, y0, sizeof got);
+            fn(n, rows, got, x, LD * sizeof(uint16_t), ms, vs);
+            for (int64_t i = 0; i < N; i++) {
+                checks++;
+                const float w = i < n ? want[i] : y0[i];
+                if (!oxl_same_float(got[i], w) && bad++ < 5) {
+                    fprintf(stderr, "%s  n %lld, rows %d, element %lld: %a, expected %a\n", name, (long long)n, rows,
+                            (long long)i, got[i], w);
+                }
+            }
+        }
+    }
+    oxl_golden_line(&r, bad == 0, "%s  mad_rows vs scale + fmaf + f16 rounding per row: %d/%d bit-identical", name,
+                    checks - bad, checks);
+    cr_assert(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", name, r.n_fail);
+}
+
 /* ---- repacked layouts: gemm_rp(repack(W)) against vec_dot(W) -----------------------------------
  * ggml_vec_dot_q4_0_q8_0 / _q8_0_q8_0 of the x86 build (ggml-cpu/arch/x86/quants.c): 8 float lanes,
  * lane v = the exact integer sum of elements 4v..4v+3 of a block, acc[v] = fma(d_w * d_x, lane,
