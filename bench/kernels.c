@@ -278,7 +278,7 @@ int main(int argc, char **argv) {
                 }
                 const int64_t n_rows = nrows * OXL_BENCH_K / 128;
                 for (int64_t r = 0; r + 64 <= n_rows; r += 64) {
-                    oxl_bench_cells[c].fn.mad_rows(64, 64, out, (const char *)xf + r * 128, 128, ones, halves);
+                    oxl_bench_cells[c].fn.mad_rows(64, 64, 1, out, (const char *)xf + r * 128, 128, ones, halves);
                 }
                 bytes_per_pass = (double)(n_rows / 64 * 64) * 128;
                 blocks_per_pass = (double)(n_rows / 64 * 64) * 64 / (double)blck;

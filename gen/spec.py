@@ -452,12 +452,14 @@ OP_TABLE = (
        "y[i] = fma(x[i], s, y[i]) over n (ggml_vec_mad_f32); on f16 each result is rounded to the "
        "nearest half (ggml_vec_mad_f16: y holds an f16 accumulator's values as floats)."),
     Op("mad_rows", "void",
-       "int64_t n, int64_t rows, float *restrict y, const void *restrict x, size_t ldx, "
+       "int64_t n, int64_t rows, int64_t heads, float *restrict y, const void *restrict x, size_t ldx, "
        "const float *restrict ms, const float *restrict vs",
-       "for r < rows in order: y[i] *= ms[r] over n when ms[r] != 1 (ggml_vec_scale_f16), then "
-       "y[i] = fma(x_r[i], vs[r], y[i]) (ggml_vec_mad_f16), x_r row r of x in the format (ldx bytes "
-       "apart), every result rounded to the nearest half: the f16 accumulator of flash attention over "
-       "a run of cache rows (f16 only; y holds the halves as floats), equal to mad row by row."),
+       "for each head h < heads (its accumulator y_h = y + h * n, its scales ms_h = ms + h * rows and "
+       "vs_h = vs + h * rows) and r < rows in order: y_h[i] *= ms_h[r] over n when ms_h[r] != 1 "
+       "(ggml_vec_scale_f16), then y_h[i] = fma(x_r[i], vs_h[r], y_h[i]) (ggml_vec_mad_f16), x_r row r "
+       "of x in the format (ldx bytes apart), every result rounded to the nearest half: the f16 "
+       "accumulators of flash attention's query heads over a run of cache rows (f16 only; y holds the "
+       "halves as floats), equal to mad row by row."),
     Op("sgemm_acc", "void",
        "int64_t m, int64_t k, int64_t n, float *restrict c, const float *restrict a, "
        "const float *restrict b",

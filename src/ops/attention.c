@@ -185,15 +185,15 @@ static void attn_unfused(void *arg, int ith, int nth) {
 
 /* The positions [p_lo, p_hi) of an f16-V flash item, for its nh query heads (q, slopes, accumulators
  * acc of head_dim each, sums S and maxima M): block by block, the scores of every head (each K row
- * read once for all), then per head the online softmax's steps over the block in order and one
- * mad_rows over the block's value rows. Per head, the same operations in the same order as
- * attn_flash's position-by-position loop. */
+ * read once for all), then per head the online softmax's steps over the block in order, and one
+ * mad_rows over the block's value rows for all heads (each V row converted once). Per head, the same operations in the
+ * same order as attn_flash's position-by-position loop. */
 static void attn_flash_rows(const attn_task *t, const attn_item *it, int32_t p_lo, int32_t p_hi, int nh,
                             const void *const *q, const float *slope, float *acc, float *S, float *M) {
     const int D = t->p.head_dim;
     const float cap = t->p.softcap;
     const float scale = cap != 0.0f ? t->p.scale / cap : t->p.scale;
-    float sc[OXL_ATTN_HEADS * OXL_ATTN_BLOCK], ms[OXL_ATTN_BLOCK], vs[OXL_ATTN_BLOCK];
+    float sc[OXL_ATTN_HEADS * OXL_ATTN_BLOCK], ms[OXL_ATTN_HEADS * OXL_ATTN_BLOCK], vs[OXL_ATTN_HEADS * OXL_ATTN_BLOCK];
     for (int32_t p0 = p_lo; p0 < p_hi; p0 += OXL_ATTN_BLOCK) {
         const int nb = p_hi - p0 < OXL_ATTN_BLOCK ? (int)(p_hi - p0) : OXL_ATTN_BLOCK;
         for (int b = 0; b < nb; b++) {
@@ -210,6 +210,7 @@ static void attn_flash_rows(const attn_task *t, const attn_item *it, int32_t p_l
         }
         for (int i = 0; i < nh; i++) {
             const float *si = sc + i * OXL_ATTN_BLOCK;
+            float *msi = ms + i * nb, *vsi = vs + i * nb;
             float m = M[i], sum = S[i];
             for (int b = 0; b < nb; b++) {
                 float msb = 1.0f, vsb = 1.0f;
@@ -219,14 +220,14 @@ static void attn_flash_rows(const attn_task *t, const attn_item *it, int32_t p_l
                 } else {
                     vsb = expf(si[b] - m);
                 }
-                ms[b] = msb;
-                vs[b] = vsb;
+                msi[b] = msb;
+                vsi[b] = vsb;
                 sum = fmaf(sum, msb, vsb); /* contracted in ggml's build */
             }
             M[i] = m;
             S[i] = sum;
-            t->mad_rows(D, nb, acc + (size_t)i * D, attn_value(t, it, p0), t->kv.v_row, ms, vs);
         }
+        t->mad_rows(D, nb, nh, acc, attn_value(t, it, p0), t->kv.v_row, ms, vs);
     }
 }
 
