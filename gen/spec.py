@@ -69,7 +69,7 @@ FORMATS = (
            ops=("dequant", "quant", "vec_dot", "gemm", "swiglu", "mad", "sgemm_acc", "softmax"), quantizer=True,
            kv_cache=True, golden=False),
     Format(1, "f16", blck=1, size=2, partner="f16", quantized=False, elem="uint16_t",
-           ops=("dequant", "quant", "vec_dot", "gemm", "mad"), quantizer=True, kv_cache=True),
+           ops=("dequant", "quant", "vec_dot", "gemm", "mad", "mad_rows"), quantizer=True, kv_cache=True),
     Format(2, "q4_0", blck=32, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16)),
            ops=("dequant", "vec_dot"), quantizer=True, imatrix=True, kv_cache=True),
     Format(3, "q4_1", blck=32, size=20, partner="q8_1",
@@ -451,6 +451,15 @@ OP_TABLE = (
     Op("mad", "void", "int64_t n, float *restrict y, const float *restrict x, float s",
        "y[i] = fma(x[i], s, y[i]) over n (ggml_vec_mad_f32); on f16 each result is rounded to the "
        "nearest half (ggml_vec_mad_f16: y holds an f16 accumulator's values as floats)."),
+    Op("mad_rows", "void",
+       "int64_t n, int64_t rows, int64_t heads, float *restrict y, const void *restrict x, size_t ldx, "
+       "const float *restrict ms, const float *restrict vs",
+       "for each head h < heads (its accumulator y_h = y + h * n, its scales ms_h = ms + h * rows and "
+       "vs_h = vs + h * rows) and r < rows in order: y_h[i] *= ms_h[r] over n when ms_h[r] != 1 "
+       "(ggml_vec_scale_f16), then y_h[i] = fma(x_r[i], vs_h[r], y_h[i]) (ggml_vec_mad_f16), x_r row r "
+       "of x in the format (ldx bytes apart), every result rounded to the nearest half: the f16 "
+       "accumulators of flash attention's query heads over a run of cache rows (f16 only; y holds the "
+       "halves as floats), equal to mad row by row."),
     Op("sgemm_acc", "void",
        "int64_t m, int64_t k, int64_t n, float *restrict c, const float *restrict a, "
        "const float *restrict b",
@@ -474,9 +483,10 @@ OP_TABLE = (
 OP_BY_NAME = {o.name: o for o in OP_TABLE}
 
 # Ops of the plain formats (a Format's `ops` names some of these). swiglu is ggml_vec_swiglu_f32 of
-# the AVX-512 build on every ISA; mad is the attention accumulator's step; sgemm_acc and softmax
+# the AVX-512 build on every ISA; mad is the attention accumulator's step (mad_rows: a run of them
+# over f16 cache rows, with the rescales of a growing maximum); sgemm_acc and softmax
 # are the two steps of ggml's tiled flash attention (prompt batches of 64+ tokens).
-OPS = ("dequant", "quant", "vec_dot", "gemm", "swiglu", "mad", "sgemm_acc", "softmax")
+OPS = ("dequant", "quant", "vec_dot", "gemm", "swiglu", "mad", "mad_rows", "sgemm_acc", "softmax")
 
 # Ops of the repacked weight layouts (REPACKS below): repack rewrites whole groups of weight rows
 # into a layout interleaved for one ISA's register tile; gemm_rp multiplies such groups by
@@ -618,6 +628,8 @@ def validate(template_formats):
                 errors.append(f"{f.name}: {op} is only specified for f32")
         if "mad" in f.ops and f.name not in ("f32", "f16"):
             errors.append(f"{f.name}: mad is only specified for f32 and f16 accumulators")
+        if "mad_rows" in f.ops and f.name != "f16":
+            errors.append(f"{f.name}: mad_rows is only specified for f16")
         for i in f.isas:
             if i not in ISA_BY_NAME:
                 errors.append(f"{f.name}: unknown ISA {i}")

@@ -44,6 +44,15 @@ typedef void (*oxl_swiglu_fn)(int64_t n, float *y, const float *x, const float *
 typedef void (*oxl_mad_fn)(int64_t n, float *restrict y, const float *restrict x, float s);
 #define OXL_KERNEL_SIG_mad(fn) void fn(int64_t n, float *restrict y, const float *restrict x, float s)
 
+/* mad_rows: for each head h < heads (its accumulator y_h = y + h * n, its scales ms_h = ms + h * rows and
+ * vs_h = vs + h * rows) and r < rows in order: y_h[i] *= ms_h[r] over n when ms_h[r] != 1
+ * (ggml_vec_scale_f16), then y_h[i] = fma(x_r[i], vs_h[r], y_h[i]) (ggml_vec_mad_f16), x_r row r
+ * of x in the format (ldx bytes apart), every result rounded to the nearest half: the f16
+ * accumulators of flash attention's query heads over a run of cache rows (f16 only; y holds the
+ * halves as floats), equal to mad row by row. */
+typedef void (*oxl_mad_rows_fn)(int64_t n, int64_t rows, int64_t heads, float *restrict y, const void *restrict x, size_t ldx, const float *restrict ms, const float *restrict vs);
+#define OXL_KERNEL_SIG_mad_rows(fn) void fn(int64_t n, int64_t rows, int64_t heads, float *restrict y, const void *restrict x, size_t ldx, const float *restrict ms, const float *restrict vs)
+
 /* sgemm_acc: c[m x n] += a[m x k] b[k x n] (row-major, n % 16 == 0), each output one FMA per kk in order:
  * ggml's simd_gemm, the products of its tiled flash attention (f32 only). */
 typedef void (*oxl_sgemm_acc_fn)(int64_t m, int64_t k, int64_t n, float *restrict c, const float *restrict a, const float *restrict b);
@@ -224,7 +233,7 @@ static inline size_t oxl_repack_group_bytes(oxl_type t, oxl_isa isa) {
 
 /* Every kernel op, in the spec's order: X(op) per op (the dispatch table's fields, enums, names and
  * function-pointer unions of the kernel list's users; the pointer type of op is oxl_<op>_fn). */
-#define OXL_KERNEL_OPS(X) X(dequant) X(quant) X(vec_dot) X(gemm) X(swiglu) X(mad) X(sgemm_acc) X(softmax) X(repack) X(gemm_rp)
+#define OXL_KERNEL_OPS(X) X(dequant) X(quant) X(vec_dot) X(gemm) X(swiglu) X(mad) X(mad_rows) X(sgemm_acc) X(softmax) X(repack) X(gemm_rp)
 
 #define OXL_KERNEL(op, type, isa, fn) OXL_KERNEL_SIG_##op(fn);
 #include "oxl_kernel_list.inc"

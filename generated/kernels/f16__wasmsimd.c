@@ -38,6 +38,16 @@ static inline void oxl_gemm_tile_f16(int64_t k, int mr, int nr, const char *a, s
     }
 }
 
+static inline oxl_f32x16 oxl_round_f16_x16(oxl_f32x16 a) {
+    float t[16];
+    uint16_t h[16];
+    oxl_f32x16_store(t, a);
+    for (int j = 0; j < 16; j += OXL_VF_LEN) {
+        oxl_vf_store_f16(h + j, oxl_vf_load(t + j));
+    }
+    return oxl_f32x16_load_f16(h);
+}
+
 /* y[0..n) = to_float(x), bit-exact */
 OXL_KERNEL_SIG_dequant(oxl_dequant_f16__wasmsimd) {
     const uint16_t *xs = x;
@@ -128,5 +138,123 @@ OXL_KERNEL_SIG_mad(oxl_mad_f16__wasmsimd) {
     }
     for (; j < n; j++) {
         y[j] = oxl_fp16_to_fp32(oxl_fp32_to_fp16(y[j]));
+    }
+}
+
+/* For each head h (y_h = y + h * n, ms_h = ms + h * rows, vs_h = vs + h * rows) and r < rows:
+ * y_h *= ms_h[r] when ms_h[r] != 1, then y_h[i] = fma(x_r[i], vs_h[r], y_h[i]), row r of x ldx bytes
+ * from the previous, every result rounded to the nearest half: ggml_vec_scale_f16 and
+ * ggml_vec_mad_f16 (ggml-cpu/vec.h) per cache row of flash attention, bit-identical on every ISA
+ * and to mad row by row; the accumulators stay in registers across the rows */
+OXL_KERNEL_SIG_mad_rows(oxl_mad_rows_f16__wasmsimd) {
+    const char *xb = x;
+    int64_t d0 = 0;
+    for (; d0 + 64 <= n; d0 += 64) {
+        int64_t h = 0;
+        for (; h + 2 <= heads; h += 2) {
+            float *ya = y + h * n + d0, *yb = ya + n;
+            const float *msa = ms + h * rows, *vsa = vs + h * rows, *msb = msa + rows, *vsb = vsa + rows;
+            oxl_f32x16 a0 = oxl_f32x16_load(ya + 0), b0 = oxl_f32x16_load(yb + 0);
+            oxl_f32x16 a1 = oxl_f32x16_load(ya + 16), b1 = oxl_f32x16_load(yb + 16);
+            oxl_f32x16 a2 = oxl_f32x16_load(ya + 32), b2 = oxl_f32x16_load(yb + 32);
+            oxl_f32x16 a3 = oxl_f32x16_load(ya + 48), b3 = oxl_f32x16_load(yb + 48);
+            for (int64_t r = 0; r < rows; r++) {
+                const uint16_t *xr = (const uint16_t *)(xb + (size_t)r * ldx) + d0;
+                const oxl_f32x16 x0 = oxl_f32x16_load_f16(xr + 0);
+                const oxl_f32x16 x1 = oxl_f32x16_load_f16(xr + 16);
+                const oxl_f32x16 x2 = oxl_f32x16_load_f16(xr + 32);
+                const oxl_f32x16 x3 = oxl_f32x16_load_f16(xr + 48);
+                if (msa[r] != 1.0f) {
+                    const oxl_f32x16 mv = oxl_f32x16_set1(msa[r]);
+                    a0 = oxl_round_f16_x16(oxl_f32x16_mul(a0, mv));
+                    a1 = oxl_round_f16_x16(oxl_f32x16_mul(a1, mv));
+                    a2 = oxl_round_f16_x16(oxl_f32x16_mul(a2, mv));
+                    a3 = oxl_round_f16_x16(oxl_f32x16_mul(a3, mv));
+                }
+                const oxl_f32x16 sa = oxl_f32x16_set1(vsa[r]);
+                a0 = oxl_round_f16_x16(oxl_f32x16_fma(a0, x0, sa));
+                a1 = oxl_round_f16_x16(oxl_f32x16_fma(a1, x1, sa));
+                a2 = oxl_round_f16_x16(oxl_f32x16_fma(a2, x2, sa));
+                a3 = oxl_round_f16_x16(oxl_f32x16_fma(a3, x3, sa));
+                if (msb[r] != 1.0f) {
+                    const oxl_f32x16 mv = oxl_f32x16_set1(msb[r]);
+                    b0 = oxl_round_f16_x16(oxl_f32x16_mul(b0, mv));
+                    b1 = oxl_round_f16_x16(oxl_f32x16_mul(b1, mv));
+                    b2 = oxl_round_f16_x16(oxl_f32x16_mul(b2, mv));
+                    b3 = oxl_round_f16_x16(oxl_f32x16_mul(b3, mv));
+                }
+                const oxl_f32x16 sb = oxl_f32x16_set1(vsb[r]);
+                b0 = oxl_round_f16_x16(oxl_f32x16_fma(b0, x0, sb));
+                b1 = oxl_round_f16_x16(oxl_f32x16_fma(b1, x1, sb));
+                b2 = oxl_round_f16_x16(oxl_f32x16_fma(b2, x2, sb));
+                b3 = oxl_round_f16_x16(oxl_f32x16_fma(b3, x3, sb));
+            }
+            oxl_f32x16_store(ya + 0, a0);
+            oxl_f32x16_store(yb + 0, b0);
+            oxl_f32x16_store(ya + 16, a1);
+            oxl_f32x16_store(yb + 16, b1);
+            oxl_f32x16_store(ya + 32, a2);
+            oxl_f32x16_store(yb + 32, b2);
+            oxl_f32x16_store(ya + 48, a3);
+            oxl_f32x16_store(yb + 48, b3);
+        }
+        for (; h < heads; h++) {
+            float *ya = y + h * n + d0;
+            const float *msa = ms + h * rows, *vsa = vs + h * rows;
+            oxl_f32x16 a0 = oxl_f32x16_load(ya + 0);
+            oxl_f32x16 a1 = oxl_f32x16_load(ya + 16);
+            oxl_f32x16 a2 = oxl_f32x16_load(ya + 32);
+            oxl_f32x16 a3 = oxl_f32x16_load(ya + 48);
+            for (int64_t r = 0; r < rows; r++) {
+                const uint16_t *xr = (const uint16_t *)(xb + (size_t)r * ldx) + d0;
+                const oxl_f32x16 x0 = oxl_f32x16_load_f16(xr + 0);
+                const oxl_f32x16 x1 = oxl_f32x16_load_f16(xr + 16);
+                const oxl_f32x16 x2 = oxl_f32x16_load_f16(xr + 32);
+                const oxl_f32x16 x3 = oxl_f32x16_load_f16(xr + 48);
+                if (msa[r] != 1.0f) {
+                    const oxl_f32x16 mv = oxl_f32x16_set1(msa[r]);
+                    a0 = oxl_round_f16_x16(oxl_f32x16_mul(a0, mv));
+                    a1 = oxl_round_f16_x16(oxl_f32x16_mul(a1, mv));
+                    a2 = oxl_round_f16_x16(oxl_f32x16_mul(a2, mv));
+                    a3 = oxl_round_f16_x16(oxl_f32x16_mul(a3, mv));
+                }
+                const oxl_f32x16 sa = oxl_f32x16_set1(vsa[r]);
+                a0 = oxl_round_f16_x16(oxl_f32x16_fma(a0, x0, sa));
+                a1 = oxl_round_f16_x16(oxl_f32x16_fma(a1, x1, sa));
+                a2 = oxl_round_f16_x16(oxl_f32x16_fma(a2, x2, sa));
+                a3 = oxl_round_f16_x16(oxl_f32x16_fma(a3, x3, sa));
+            }
+            oxl_f32x16_store(ya + 0, a0);
+            oxl_f32x16_store(ya + 16, a1);
+            oxl_f32x16_store(ya + 32, a2);
+            oxl_f32x16_store(ya + 48, a3);
+        }
+    }
+    for (int64_t h = 0; h < heads; h++) {
+        float *yh = y + h * n;
+        const float *msh = ms + h * rows, *vsh = vs + h * rows;
+        int64_t d = d0;
+        for (; d + 16 <= n; d += 16) {
+            oxl_f32x16 a0 = oxl_f32x16_load(yh + d);
+            for (int64_t r = 0; r < rows; r++) {
+                const uint16_t *xr = (const uint16_t *)(xb + (size_t)r * ldx) + d;
+                if (msh[r] != 1.0f) {
+                    a0 = oxl_round_f16_x16(oxl_f32x16_mul(a0, oxl_f32x16_set1(msh[r])));
+                }
+                a0 = oxl_round_f16_x16(oxl_f32x16_fma(a0, oxl_f32x16_load_f16(xr), oxl_f32x16_set1(vsh[r])));
+            }
+            oxl_f32x16_store(yh + d, a0);
+        }
+        for (; d < n; d++) {
+            float a = yh[d];
+            for (int64_t r = 0; r < rows; r++) {
+                const uint16_t *xr = (const uint16_t *)(xb + (size_t)r * ldx);
+                if (msh[r] != 1.0f) {
+                    a = oxl_fp16_to_fp32(oxl_fp32_to_fp16(a * msh[r]));
+                }
+                a = oxl_fp16_to_fp32(oxl_fp32_to_fp16(fmaf(oxl_fp16_to_fp32(xr[d]), vsh[r], a)));
+            }
+            yh[d] = a;
+        }
     }
 }

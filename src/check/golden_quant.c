@@ -430,6 +430,7 @@ int oxl_golden_quant(const oxl_gguf *g, oxl_golden_report *r, oxl_error *err) {
         case OXL_CELL_gemm: oxl_golden_check_gemm(&qg, oxl_cells[i].fn.gemm, oxl_cells[i].name, r); break;
         case OXL_CELL_swiglu:
         case OXL_CELL_mad:
+        case OXL_CELL_mad_rows:
         case OXL_CELL_repack:
         case OXL_CELL_gemm_rp:
         case OXL_CELL_sgemm_acc:

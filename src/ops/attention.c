@@ -14,6 +14,13 @@
 /* Bytes of one query head converted to K's vec_dot_type: head_dim <= 1024 (checked at load), and
  * f32 is the widest format. */
 #define OXL_ATTN_QROW (1024 * 4)
+/* Cache rows per step of the f16-V flash kernel: the scores of a block first, then each head's
+ * online softmax over them and one mad_rows run over the block's value rows. */
+#define OXL_ATTN_BLOCK 64
+/* Visible positions from which a pass with fewer items than threads splits each item's positions
+ * over several parts (merged afterwards), rather than its query heads; ggml splits a one-token
+ * pass's cache over its threads from 512 cells on (ggml_compute_forward_flash_attn_ext_f16). */
+#define OXL_ATTN_SPLIT_MIN 512
 
 typedef struct attn_task {
     oxl_kv_view kv; /* the layer's cache and the pass's tokens */
@@ -27,12 +34,16 @@ typedef struct attn_task {
     oxl_quant_fn q_conv;       /* q to K's vec_dot_type (NULL: f32, used as is) */
     size_t q_row;              /* bytes of one converted query head */
     oxl_dequant_fn v_to_float; /* f16 or quantized V rows to f32 (NULL for f32 V) */
-    oxl_quant_fn to_f16;       /* f32 to f16 and back: the f16 accumulator's rounding */
-    oxl_dequant_fn from_f16;
-    oxl_mad_fn mad; /* the accumulator step: fma, rounded to halves with an f16 V */
-    int group;      /* query heads per KV head */
-    int chunk;      /* flash: query heads per item (a group is split into group/chunk items) */
+    oxl_mad_fn mad;            /* the accumulator step: fma, rounded to halves with an f16 V */
+    oxl_mad_rows_fn mad_rows;  /* f16 V: a block of those steps with their rescales, NULL otherwise */
+    int group;                 /* query heads per KV head */
+    int chunk;                 /* flash: query heads per item (a group is split into group/chunk items) */
     int n_chunks;
+    /* split flash items: each item's visible positions in n_split runs of split_len, each run's
+     * running max, sum and accumulator ((2 + head_dim) floats per head) in partials, then merged */
+    int n_split;
+    int32_t split_len;
+    float *partials;
     /* tiled flash (batches of OXL_FA_TILE_Q+ tokens): the token tiles, each of one sequence */
     int32_t *tile_j0, *tile_n;
     int32_t n_tiles;
@@ -172,10 +183,65 @@ static void attn_unfused(void *arg, int ith, int nth) {
     }
 }
 
-/* Rounds n floats to f16 and back (the f16 accumulator's step); tmp holds n halves. */
-static void round_f16(const attn_task *t, float *x, uint16_t *tmp, int n) {
-    t->to_f16(x, tmp, n);
-    t->from_f16(tmp, x, n);
+/* The positions [p_lo, p_hi) of an f16-V flash item, for its nh query heads (q, slopes, accumulators
+ * acc of head_dim each, sums S and maxima M): block by block, the scores of every head (each K row
+ * read once for all), then per head the online softmax's steps over the block in order, and one
+ * mad_rows over the block's value rows for all heads (each V row converted once). Per head, the same operations in the
+ * same order as attn_flash's position-by-position loop. */
+static void attn_flash_rows(const attn_task *t, const attn_item *it, int32_t p_lo, int32_t p_hi, int nh,
+                            const void *const *q, const float *slope, float *acc, float *S, float *M) {
+    const int D = t->p.head_dim;
+    const float cap = t->p.softcap;
+    const float scale = cap != 0.0f ? t->p.scale / cap : t->p.scale;
+    float sc[OXL_ATTN_HEADS * OXL_ATTN_BLOCK], ms[OXL_ATTN_HEADS * OXL_ATTN_BLOCK], vs[OXL_ATTN_HEADS * OXL_ATTN_BLOCK];
+    for (int32_t p0 = p_lo; p0 < p_hi; p0 += OXL_ATTN_BLOCK) {
+        const int nb = p_hi - p0 < OXL_ATTN_BLOCK ? (int)(p_hi - p0) : OXL_ATTN_BLOCK;
+        for (int b = 0; b < nb; b++) {
+            const char *kp = attn_key(t, it, p0 + b);
+            for (int i = 0; i < nh; i++) {
+                float s;
+                t->vec_dot(D, &s, kp, q[i]);
+                s *= scale;
+                if (cap != 0.0f) {
+                    s = cap * tanhf(s);
+                }
+                sc[i * OXL_ATTN_BLOCK + b] = s + attn_bias(t, it, slope[i], p0 + b);
+            }
+        }
+        for (int i = 0; i < nh; i++) {
+            const float *si = sc + i * OXL_ATTN_BLOCK;
+            float *msi = ms + i * nb, *vsi = vs + i * nb;
+            float m = M[i], sum = S[i];
+            for (int b = 0; b < nb; b++) {
+                float msb = 1.0f, vsb = 1.0f;
+                if (si[b] > m) {
+                    msb = expf(m - si[b]);
+                    m = si[b];
+                } else {
+                    vsb = expf(si[b] - m);
+                }
+                msi[b] = msb;
+                vsi[b] = vsb;
+                sum = fmaf(sum, msb, vsb); /* contracted in ggml's build */
+            }
+            M[i] = m;
+            S[i] = sum;
+        }
+        t->mad_rows(D, nb, nh, acc, attn_value(t, it, p0), t->kv.v_row, ms, vs);
+    }
+}
+
+/* A head's learned sink joins its running softmax after the values, in f32 (flash-attn's sinks). */
+static void attn_sink(float sk, float *a, int D, float *S, float *M) {
+    float ms = 1.0f, vs = 1.0f;
+    if (sk > *M) {
+        ms = expf(*M - sk);
+        *M = sk;
+        oxl_scale(a, D, ms);
+    } else {
+        vs = expf(sk - *M);
+    }
+    *S = *S * ms + vs;
 }
 
 /* Flash attention, as ggml_flash_attn_ext on the CPU: for each query head, each score is scaled (by
@@ -193,9 +259,7 @@ static void attn_flash(void *arg, int ith, int nth) {
     const int D = t->p.head_dim;
     const float cap = t->p.softcap;
     const float scale = cap != 0.0f ? t->p.scale / cap : t->p.scale;
-    const bool v16 = t->kv.type_v == OXL_TYPE_F16;
     _Alignas(64) float acc[OXL_ATTN_ACC];
-    _Alignas(64) uint16_t half[1024];
     _Alignas(64) char qbuf[OXL_ATTN_ACC * sizeof(float)]; /* chunk * q_row <= chunk * head_dim * 4 */
     _Alignas(64) float vbuf[1024];
     const void *q[OXL_ATTN_HEADS];
@@ -203,8 +267,10 @@ static void attn_flash(void *arg, int ith, int nth) {
     /* items dealt round-robin to the parts: causal rows grow with the position, so contiguous ranges
      * would leave the part holding the last tokens with most of the work */
     const int64_t per_token = (int64_t)t->p.n_head_kv * t->n_chunks;
-    const int64_t n_items = (int64_t)t->kv.n_tokens * per_token;
-    for (int64_t item = ith; item < n_items; item += nth) {
+    const int64_t n_items = (int64_t)t->kv.n_tokens * per_token * t->n_split;
+    for (int64_t part = ith; part < n_items; part += nth) {
+        const int64_t item = part / t->n_split;
+        const int sp = (int)(part % t->n_split);
         const int32_t j = (int32_t)(item / per_token);
         const int hk = (int)(item % per_token / t->n_chunks);
         const int h0 = hk * t->group + (int)(item % t->n_chunks) * t->chunk;
@@ -217,56 +283,98 @@ static void attn_flash(void *arg, int ith, int nth) {
             M[i] = -INFINITY;
         }
         memset(acc, 0, (size_t)nh * D * sizeof(float));
-        for (int32_t p = it.lo; p < it.n_kv; p++) {
-            const char *kp = attn_key(t, &it, p);
-            const void *vp = attn_value(t, &it, p);
-            if (t->v_to_float) {
-                t->v_to_float(vp, vbuf, D);
-                vp = vbuf;
-            }
-            for (int i = 0; i < nh; i++) {
-                float s;
-                t->vec_dot(D, &s, kp, q[i]);
-                s *= scale;
-                if (cap != 0.0f) {
-                    s = cap * tanhf(s);
+        int32_t p_lo = it.lo, p_hi = it.n_kv;
+        if (t->n_split > 1) {
+            const int64_t lo = (int64_t)it.lo + (int64_t)sp * t->split_len;
+            p_lo = lo < it.n_kv ? (int32_t)lo : it.n_kv;
+            p_hi = it.n_kv - p_lo > t->split_len ? p_lo + t->split_len : it.n_kv;
+        }
+        if (t->mad_rows) {
+            attn_flash_rows(t, &it, p_lo, p_hi, nh, q, slope, acc, S, M);
+        } else {
+            /* f32 or quantized V: position by position, an f32 accumulator */
+            for (int32_t p = p_lo; p < p_hi; p++) {
+                const char *kp = attn_key(t, &it, p);
+                const void *vp = attn_value(t, &it, p);
+                if (t->v_to_float) {
+                    t->v_to_float(vp, vbuf, D);
+                    vp = vbuf;
                 }
-                s += attn_bias(t, &it, slope[i], p);
-                float ms = 1.0f, vs = 1.0f;
-                if (s > M[i]) {
-                    ms = expf(M[i] - s);
-                    M[i] = s;
-                    oxl_scale(acc + (size_t)i * D, D, ms);
-                    if (v16) {
-                        round_f16(t, acc + (size_t)i * D, half, D);
+                for (int i = 0; i < nh; i++) {
+                    float s;
+                    t->vec_dot(D, &s, kp, q[i]);
+                    s *= scale;
+                    if (cap != 0.0f) {
+                        s = cap * tanhf(s);
                     }
-                } else {
-                    vs = expf(s - M[i]);
+                    s += attn_bias(t, &it, slope[i], p);
+                    float ms = 1.0f, vs = 1.0f;
+                    if (s > M[i]) {
+                        ms = expf(M[i] - s);
+                        M[i] = s;
+                        oxl_scale(acc + (size_t)i * D, D, ms);
+                    } else {
+                        vs = expf(s - M[i]);
+                    }
+                    t->mad(D, acc + (size_t)i * D, vp, vs);
+                    S[i] = fmaf(S[i], ms, vs); /* contracted in ggml's build */
                 }
-                t->mad(D, acc + (size_t)i * D, vp, vs); /* rounded to halves with an f16 V */
-                S[i] = fmaf(S[i], ms, vs);              /* contracted in ggml's build */
             }
         }
         for (int i = 0; i < nh; i++) {
             float *a = acc + (size_t)i * D;
-            if (t->p.sinks) {
-                /* the sink joins the running softmax after the values, in f32 */
-                const float sk = t->p.sinks[h0 + i];
-                float ms = 1.0f, vs = 1.0f;
-                if (sk > M[i]) {
-                    ms = expf(M[i] - sk);
-                    M[i] = sk;
-                    oxl_scale(a, D, ms);
-                } else {
-                    vs = expf(sk - M[i]);
-                }
-                S[i] = S[i] * ms + vs;
+            if (t->p.sinks && sp == 0) {
+                attn_sink(t->p.sinks[h0 + i], a, D, &S[i], &M[i]); /* in the first run only */
+            }
+            if (t->n_split > 1) {
+                float *part_out = t->partials + ((size_t)part * t->chunk + (size_t)i) * (size_t)(D + 2);
+                part_out[0] = M[i];
+                part_out[1] = S[i];
+                memcpy(part_out + 2, a, (size_t)D * sizeof(float));
+                continue;
             }
             const float s_inv = S[i] == 0.0f ? 0.0f : 1.0f / S[i];
             float *out = t->out + ((size_t)j * t->p.n_head + h0 + i) * D;
             for (int d = 0; d < D; d++) {
                 out[d] = a[d] * s_inv;
             }
+        }
+    }
+}
+
+/* The runs of a split flash item merged in order, as ggml_flash_attn_ext_reduce_partials: a run with
+ * a zero sum is skipped; otherwise M' = max(M, M_run), the merged accumulator and sum both
+ * acc * exp(M - M') + acc_run * exp(M_run - M'); the output acc / sum (0 for a zero sum). One part
+ * per (token, query head). */
+static void attn_merge(void *arg, int ith, int nth) {
+    attn_task *t = arg;
+    const int D = t->p.head_dim;
+    float acc[1024];
+    const int64_t n_rows = (int64_t)t->kv.n_tokens * t->p.n_head;
+    for (int64_t row = ith; row < n_rows; row += nth) {
+        const int32_t j = (int32_t)(row / t->p.n_head);
+        const int h = (int)(row % t->p.n_head), hk = h / t->group;
+        const int ci = (h - hk * t->group) / t->chunk, i = (h - hk * t->group) % t->chunk;
+        const int64_t item = ((int64_t)j * t->p.n_head_kv + hk) * t->n_chunks + ci;
+        float M = -INFINITY, S = 0.0f;
+        memset(acc, 0, (size_t)D * sizeof(float));
+        for (int sp = 0; sp < t->n_split; sp++) {
+            const float *run = t->partials + (((size_t)item * t->n_split + sp) * t->chunk + i) * (size_t)(D + 2);
+            if (run[1] == 0.0f) {
+                continue;
+            }
+            const float m_new = fmaxf(M, run[0]);
+            const float s_old = expf(M - m_new), s_new = expf(run[0] - m_new);
+            for (int d = 0; d < D; d++) {
+                acc[d] = acc[d] * s_old + run[2 + d] * s_new;
+            }
+            S = S * s_old + run[1] * s_new;
+            M = m_new;
+        }
+        const float s_inv = S == 0.0f ? 0.0f : 1.0f / S;
+        float *out = t->out + ((size_t)j * t->p.n_head + h) * D;
+        for (int d = 0; d < D; d++) {
+            out[d] = acc[d] * s_inv;
         }
     }
 }
@@ -443,9 +551,9 @@ void oxl_attention(oxl_pool *pool, const oxl_kv_view *kv, const float *q, float 
                    .q_conv = qt == OXL_TYPE_F32 ? NULL : kern->quant[qt],
                    .q_row = oxl_row_size(qt, p->head_dim),
                    .v_to_float = kv->type_v == OXL_TYPE_F32 ? NULL : kern->dequant[kv->type_v],
-                   .to_f16 = kern->quant[OXL_TYPE_F16],
-                   .from_f16 = kern->dequant[OXL_TYPE_F16],
                    .mad = kern->mad[kv->type_v == OXL_TYPE_F16 ? OXL_TYPE_F16 : OXL_TYPE_F32],
+                   .mad_rows = kv->type_v == OXL_TYPE_F16 ? kern->mad_rows[OXL_TYPE_F16] : NULL,
+                   .n_split = 1,
                    .group = p->n_head / p->n_head_kv};
     if (p->max_bias > 0.0f) {
         /* ggml: n_head_log2 = the largest power of two <= n_head; heads past it take m1's odd powers */
@@ -458,9 +566,29 @@ void oxl_attention(oxl_pool *pool, const oxl_kv_view *kv, const float *q, float 
     int fit = OXL_ATTN_ACC / p->head_dim < OXL_ATTN_HEADS ? OXL_ATTN_ACC / p->head_dim : OXL_ATTN_HEADS;
     const int64_t groups = (int64_t)n * p->n_head_kv;
     const int nth = oxl_pool_size(pool);
-    if (groups < nth) {
-        const int split = (int)((nth + groups - 1) / groups);
-        const int want = (t.group + split - 1) / split;
+    /* the longest visible range of the pass's tokens */
+    int32_t range = 0;
+    for (int32_t j = 0; j < n && groups < nth; j++) {
+        const attn_item it = attn_item_at(&t, j, 0);
+        range = it.n_kv - it.lo > range ? it.n_kv - it.lo : range;
+    }
+    /* few items and long ranges: each group's positions split over the threads, every part reading
+     * its own run of K and V rows once (the partial states fit in scores: nth * (n_ctx + head_dim)
+     * floats) */
+    const int whole = fit < t.group ? fit : t.group; /* the chunk an unsplit head set takes */
+    const size_t part_floats = (size_t)whole * (size_t)((t.group + whole - 1) / whole) * (size_t)(p->head_dim + 2);
+    int split = groups < nth && range >= OXL_ATTN_SPLIT_MIN ? (int)((nth + groups - 1) / groups) : 1;
+    while (split > 1 &&
+           (size_t)groups * (size_t)split * part_floats > (size_t)nth * ((size_t)kv->n_ctx + (size_t)p->head_dim)) {
+        split--;
+    }
+    if (flash && split > 1 && scores) {
+        t.n_split = split;
+        t.split_len = (range + split - 1) / split;
+        t.partials = scores;
+    } else if (groups < nth) {
+        const int per_group = (int)((nth + groups - 1) / groups);
+        const int want = (t.group + per_group - 1) / per_group;
         fit = want < fit ? want : fit;
     }
     t.chunk = fit < t.group ? fit : t.group;
@@ -505,7 +633,10 @@ void oxl_attention(oxl_pool *pool, const oxl_kv_view *kv, const float *q, float 
     } else {
         /* flash keeps its state on the stack: several parts per thread, so a descheduled thread
          * holds back only a few items */
-        const int64_t n_items = groups * t.n_chunks, parts = 4 * (int64_t)nth;
+        const int64_t n_items = groups * t.n_chunks * t.n_split, parts = 4 * (int64_t)nth;
         oxl_pool_run_parts(pool, attn_flash, &t, (int)(n_items < parts ? n_items : parts));
+        if (t.n_split > 1) {
+            oxl_pool_run(pool, attn_merge, &t);
+        }
     }
 }

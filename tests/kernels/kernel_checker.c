@@ -537,6 +537,79 @@ void oxl_check_mad(oxl_type type, oxl_isa isa, oxl_mad_fn fn, const char *name) 
     cr_assert(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", name, r.n_fail);
 }
 
+/* ---- mad_rows: ggml_vec_scale_f16 + ggml_vec_mad_f16 per cache row -------------------------------- */
+static float oxl_round_half(float v) { return oxl_fp16_to_fp32(oxl_fp32_to_fp16(v)); }
+
+void oxl_check_mad_rows(oxl_type type, oxl_isa isa, oxl_mad_rows_fn fn, const char *name) {
+    if (!oxl_cpu_has_isa(isa)) {
+        cr_skip_test("this CPU has no %s", oxl_isa_name(isa));
+    }
+    cr_assert(type == OXL_TYPE_F16);
+    enum { N = 300, LD = N + 8, ROWS = 9, HEADS = 3 };
+    static uint16_t x[ROWS * LD];
+    static float y0[HEADS * N], want[HEADS * N], got[HEADS * N + 1];
+    float ms[HEADS * ROWS], vs[HEADS * ROWS];
+    uint32_t st = 777;
+    for (int i = 0; i < ROWS * LD; i++) {
+        st = st * 1664525u + 1013904223u;
+        x[i] = oxl_fp32_to_fp16(((float)(st >> 8) / 16777216.0f - 0.5f) * 6.0f);
+    }
+    for (int i = 0; i < HEADS * N; i++) {
+        st = st * 1664525u + 1013904223u;
+        y0[i] = oxl_round_half(((float)(st >> 8) / 16777216.0f - 0.5f) * 40.0f);
+    }
+    /* a first maximum (ms 0), rows without a new maximum (ms 1), rescales, and the vs of each; each
+     * head its own sequence (rotated) */
+    static const float ms_set[] = {0.0f, 1.0f, 1.0f, 0.75f, 1.0f, 0.0123f, 1.0f, 0.999f, 1.0f};
+    static const float vs_set[] = {1.0f, 0.5f, 0.03125f, 1.0f, 0.8f, 1.0f, 1e-4f, 1.0f, 0.333f};
+    static const int64_t lengths[] = {0, 1, 15, 16, 17, 48, 64, 80, 100, 128, 129, 256, N};
+    oxl_golden_report r = {stderr, 0, 0};
+    int checks = 0, bad = 0;
+    for (int heads = 1; heads <= HEADS; heads++) {
+        for (int rows = 0; rows <= ROWS; rows++) {
+            for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+                const int64_t n = lengths[li];
+                /* the accumulators n apart, the scales rows apart, as the op defines them */
+                for (int h = 0; h < heads; h++) {
+                    for (int k = 0; k < rows; k++) {
+                        ms[h * rows + k] = ms_set[(k + 2 * h) % ROWS];
+                        vs[h * rows + k] = vs_set[(k + 2 * h) % ROWS];
+                    }
+                    for (int64_t i = 0; i < n; i++) {
+                        float a = y0[h * N + i];
+                        for (int k = 0; k < rows; k++) {
+                            if (ms[h * rows + k] != 1.0f) {
+                                a = oxl_round_half(a * ms[h * rows + k]);
+                            }
+                            a = oxl_round_half(fmaf(oxl_fp16_to_fp32(x[k * LD + i]), vs[h * rows + k], a));
+                        }
+                        want[h * n + i] = a;
+                    }
+                }
+                for (int h = 0; h < heads; h++) {
+                    memcpy(got + h * n, y0 + h * N, (size_t)n * sizeof(float));
+                }
+                got[heads * n] = -7.0f; /* past the last accumulator: untouched */
+                fn(n, rows, heads, got, x, LD * sizeof(uint16_t), ms, vs);
+                for (int64_t i = 0; i < heads * n; i++) {
+                    checks++;
+                    if (!oxl_same_float(got[i], want[i]) && bad++ < 5) {
+                        fprintf(stderr, "%s  n %lld, rows %d, heads %d, element %lld: %a, expected %a\n", name,
+                                (long long)n, rows, heads, (long long)i, got[i], want[i]);
+                    }
+                }
+                checks++;
+                if (got[heads * n] != -7.0f && bad++ < 5) {
+                    fprintf(stderr, "%s  n %lld, heads %d: wrote past the accumulators\n", name, (long long)n, heads);
+                }
+            }
+        }
+    }
+    oxl_golden_line(&r, bad == 0, "%s  mad_rows vs scale + fmaf + f16 rounding per row: %d/%d bit-identical", name,
+                    checks - bad, checks);
+    cr_assert(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", name, r.n_fail);
+}
+
 /* ---- repacked layouts: gemm_rp(repack(W)) against vec_dot(W) -----------------------------------
  * ggml_vec_dot_q4_0_q8_0 / _q8_0_q8_0 of the x86 build (ggml-cpu/arch/x86/quants.c): 8 float lanes,
  * lane v = the exact integer sum of elements 4v..4v+3 of a block, acc[v] = fma(d_w * d_x, lane,

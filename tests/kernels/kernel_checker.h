@@ -35,6 +35,11 @@ void oxl_check_gemm_rp(oxl_type type, oxl_isa isa, oxl_gemm_rp_fn fn, const char
 void oxl_check_sgemm_acc(oxl_type type, oxl_isa isa, oxl_sgemm_acc_fn fn, const char *name);
 void oxl_check_softmax(oxl_type type, oxl_isa isa, oxl_softmax_fn fn, const char *name);
 void oxl_check_mad(oxl_type type, oxl_isa isa, oxl_mad_fn fn, const char *name);
+/* mad_rows: bit for bit against its definition row by row (ms[r] != 1: y * ms[r] rounded to a half;
+ * then fmaf(x_r, vs[r], y) rounded to a half), over lengths that leave every leftover size, padded
+ * rows, runs of 0 to 9 rows for 1 to 3 heads, scales of exactly 1 (skipped), 0 (a first maximum) and
+ * in between. */
+void oxl_check_mad_rows(oxl_type type, oxl_isa isa, oxl_mad_rows_fn fn, const char *name);
 
 /* The references themselves (exported for the cross-ISA tests in test_kernels.c). */
 float oxl_ref_dot_f32(int64_t n, const float *x, const float *y);
