@@ -143,6 +143,22 @@ static char *generate(oxl_ctx *ctx, const oxl_model *m, oxl_sampler *smpl, int n
             break;
         }
     }
+    /* the bytes of a character the reply ended inside of (a lone lead byte), as run prints them */
+    char tail[4];
+    int32_t nt = oxl_detok_flush(&detok, tail, (int32_t)sizeof tail);
+    if (reply && nt > 0) {
+        fwrite(tail, 1, (size_t)nt, stdout);
+        if (len + (size_t)nt + 1 > cap) {
+            char *grown = realloc(reply, len + (size_t)nt + 1);
+            if (!grown) {
+                free(reply);
+                return NULL;
+            }
+            reply = grown;
+        }
+        memcpy(reply + len, tail, (size_t)nt);
+        len += (size_t)nt;
+    }
     if (reply) {
         reply[len] = '\0';
     }
