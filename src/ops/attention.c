@@ -183,6 +183,19 @@ static void attn_unfused(void *arg, int ith, int nth) {
     }
 }
 
+/* One flash score: K·q scaled, soft-capped when the model caps (scale is then divided by the cap),
+ * plus the position's bias (mask, ALiBi); ggml_compute_forward_flash_attn_ext_f16's order. */
+static float attn_score(const attn_task *t, const attn_item *it, const char *kp, const void *q, float scale,
+                        float slope, int32_t p) {
+    float s;
+    t->vec_dot(t->p.head_dim, &s, kp, q);
+    s *= scale;
+    if (t->p.softcap != 0.0f) {
+        s = t->p.softcap * tanhf(s);
+    }
+    return s + attn_bias(t, it, slope, p);
+}
+
 /* The positions [p_lo, p_hi) of an f16-V flash item, for its nh query heads (q, slopes, accumulators
  * acc of head_dim each, sums S and maxima M): block by block, the scores of every head (each K row
  * read once for all), then per head the online softmax's steps over the block in order, and one
@@ -199,13 +212,7 @@ static void attn_flash_rows(const attn_task *t, const attn_item *it, int32_t p_l
         for (int b = 0; b < nb; b++) {
             const char *kp = attn_key(t, it, p0 + b);
             for (int i = 0; i < nh; i++) {
-                float s;
-                t->vec_dot(D, &s, kp, q[i]);
-                s *= scale;
-                if (cap != 0.0f) {
-                    s = cap * tanhf(s);
-                }
-                sc[i * OXL_ATTN_BLOCK + b] = s + attn_bias(t, it, slope[i], p0 + b);
+                sc[i * OXL_ATTN_BLOCK + b] = attn_score(t, it, kp, q[i], scale, slope[i], p0 + b);
             }
         }
         for (int i = 0; i < nh; i++) {
@@ -301,13 +308,7 @@ static void attn_flash(void *arg, int ith, int nth) {
                     vp = vbuf;
                 }
                 for (int i = 0; i < nh; i++) {
-                    float s;
-                    t->vec_dot(D, &s, kp, q[i]);
-                    s *= scale;
-                    if (cap != 0.0f) {
-                        s = cap * tanhf(s);
-                    }
-                    s += attn_bias(t, &it, slope[i], p);
+                    const float s = attn_score(t, &it, kp, q[i], scale, slope[i], p);
                     float ms = 1.0f, vs = 1.0f;
                     if (s > M[i]) {
                         ms = expf(M[i] - s);
