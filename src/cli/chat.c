@@ -105,6 +105,26 @@ static int feed_mm(oxl_ctx *ctx, const oxl_mmproj *mm, const chat_images *ci, co
     return 0;
 }
 
+/* Prints w bytes of the reply and appends them to *reply (len bytes used of cap); frees it and
+ * returns -1 when memory is short. */
+static int reply_put(char **reply, size_t *len, size_t *cap, const char *bytes, size_t w) {
+    fwrite(bytes, 1, w, stdout);
+    fflush(stdout);
+    if (*len + w + 1 > *cap) {
+        *cap = 2 * (*len + w + 1);
+        char *grown = realloc(*reply, *cap);
+        if (!grown) {
+            free(*reply);
+            *reply = NULL;
+            return -1;
+        }
+        *reply = grown;
+    }
+    memcpy(*reply + *len, bytes, w);
+    *len += w;
+    return 0;
+}
+
 /* Generates the reply into a malloc'd string, streaming it to stdout. */
 static char *generate(oxl_ctx *ctx, const oxl_model *m, oxl_sampler *smpl, int n_predict) {
     size_t cap = 256, len = 0;
@@ -123,20 +143,8 @@ static char *generate(oxl_ctx *ctx, const oxl_model *m, oxl_sampler *smpl, int n
             break;
         }
         int32_t w = oxl_detok_push(&detok, m, t, piece, (int32_t)sizeof piece);
-        if (w > 0) {
-            fwrite(piece, 1, (size_t)w, stdout);
-            fflush(stdout);
-            if (len + (size_t)w + 1 > cap) {
-                cap = 2 * (len + (size_t)w + 1);
-                char *grown = realloc(reply, cap);
-                if (!grown) {
-                    free(reply);
-                    return NULL;
-                }
-                reply = grown;
-            }
-            memcpy(reply + len, piece, (size_t)w);
-            len += (size_t)w;
+        if (w > 0 && reply_put(&reply, &len, &cap, piece, (size_t)w) != 0) {
+            return NULL;
         }
         if (oxl_ctx_n_past(ctx) + 1 >= oxl_ctx_n_ctx(ctx) || oxl_decode(ctx, &t, 1, false, &err) != 0) {
             fprintf(stderr, "\nerror: %s\n", err.msg[0] ? err.msg : "the context is full (-c)");
@@ -146,18 +154,8 @@ static char *generate(oxl_ctx *ctx, const oxl_model *m, oxl_sampler *smpl, int n
     /* the bytes of a character the reply ended inside of (a lone lead byte), as run prints them */
     char tail[4];
     int32_t nt = oxl_detok_flush(&detok, tail, (int32_t)sizeof tail);
-    if (reply && nt > 0) {
-        fwrite(tail, 1, (size_t)nt, stdout);
-        if (len + (size_t)nt + 1 > cap) {
-            char *grown = realloc(reply, len + (size_t)nt + 1);
-            if (!grown) {
-                free(reply);
-                return NULL;
-            }
-            reply = grown;
-        }
-        memcpy(reply + len, tail, (size_t)nt);
-        len += (size_t)nt;
+    if (reply && nt > 0 && reply_put(&reply, &len, &cap, tail, (size_t)nt) != 0) {
+        return NULL;
     }
     if (reply) {
         reply[len] = '\0';
