@@ -133,8 +133,8 @@ int main(int argc, char **argv) {
         int64_t nrows = (int64_t)(mib * 1048576.0 / (double)wrow);
         nrows = nrows < 1 ? 1 : nrows;
         /* quant and swiglu read f32 rows: size them by the f32 bytes */
-        if (op == OP_quant || op == OP_swiglu || op == OP_mad || op == OP_mad_rows || op == OP_sgemm_acc ||
-            op == OP_softmax) {
+        if (op == OP_quant || op == OP_swiglu || op == OP_mad || op == OP_mad_rows || op == OP_dot_rows ||
+            op == OP_sgemm_acc || op == OP_softmax) {
             nrows = (int64_t)(mib * 1048576.0 / (OXL_BENCH_K * sizeof(float)));
             nrows = nrows < 1 ? 1 : nrows;
         }
@@ -268,6 +268,17 @@ int main(int argc, char **argv) {
                 bytes_per_pass = (double)nrows * OXL_BENCH_K * sizeof(float);
                 blocks_per_pass = (double)nrows * OXL_BENCH_K / (double)blck;
                 break;
+            case OP_dot_rows: {
+                /* flash attention's decode scores: the buffer as f16 cache rows of 64, in runs of 64,
+                 * against one query of 64 */
+                const int64_t n_rows = nrows * OXL_BENCH_K / 128;
+                for (int64_t r = 0; r + 64 <= n_rows; r += 64) {
+                    oxl_bench_cells[c].fn.dot_rows(64, 64, 1, out, (const char *)xf + r * 128, 128, xf, 128);
+                }
+                bytes_per_pass = (double)(n_rows / 64 * 64) * 128;
+                blocks_per_pass = (double)(n_rows / 64 * 64) * 64 / (double)blck;
+                break;
+            }
             case OP_mad_rows: {
                 /* flash attention's decode shape: the buffer as f16 cache rows of 64, in runs of 64 */
                 float ones[64], halves[64];

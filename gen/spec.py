@@ -69,7 +69,8 @@ FORMATS = (
            ops=("dequant", "quant", "vec_dot", "gemm", "swiglu", "mad", "sgemm_acc", "softmax"), quantizer=True,
            kv_cache=True, golden=False),
     Format(1, "f16", blck=1, size=2, partner="f16", quantized=False, elem="uint16_t",
-           ops=("dequant", "quant", "vec_dot", "gemm", "mad", "mad_rows"), quantizer=True, kv_cache=True),
+           ops=("dequant", "quant", "vec_dot", "gemm", "mad", "mad_rows", "dot_rows"), quantizer=True,
+           kv_cache=True),
     Format(2, "q4_0", blck=32, size=18, partner="q8_0", fields=(("d", "f16", 1), ("qs", "u8", 16)),
            ops=("dequant", "vec_dot"), quantizer=True, imatrix=True, kv_cache=True),
     Format(3, "q4_1", blck=32, size=20, partner="q8_1",
@@ -460,6 +461,12 @@ OP_TABLE = (
        "of x in the format (ldx bytes apart), every result rounded to the nearest half: the f16 "
        "accumulators of flash attention's query heads over a run of cache rows (f16 only; y holds the "
        "halves as floats), equal to mad row by row."),
+    Op("dot_rows", "void",
+       "int64_t n, int64_t rows, int64_t heads, float *restrict s, const void *restrict x, size_t ldx, "
+       "const void *restrict y, size_t ldy",
+       "s[h * rows + r] = dot(x_r, y_h) over n for h < heads and r < rows, x_r row r of x (ldx bytes "
+       "apart) and y_h the vector y + h * ldy bytes, both in the format: bit-identical to vec_dot row "
+       "by row (the scores of flash attention's query heads over a run of cache rows; f16 only)."),
     Op("sgemm_acc", "void",
        "int64_t m, int64_t k, int64_t n, float *restrict c, const float *restrict a, "
        "const float *restrict b",
@@ -484,9 +491,10 @@ OP_BY_NAME = {o.name: o for o in OP_TABLE}
 
 # Ops of the plain formats (a Format's `ops` names some of these). swiglu is ggml_vec_swiglu_f32 of
 # the AVX-512 build on every ISA; mad is the attention accumulator's step (mad_rows: a run of them
-# over f16 cache rows, with the rescales of a growing maximum); sgemm_acc and softmax
+# over f16 cache rows, with the rescales of a growing maximum; dot_rows: the scores of such a run,
+# each vec_dot's sums); sgemm_acc and softmax
 # are the two steps of ggml's tiled flash attention (prompt batches of 64+ tokens).
-OPS = ("dequant", "quant", "vec_dot", "gemm", "swiglu", "mad", "mad_rows", "sgemm_acc", "softmax")
+OPS = ("dequant", "quant", "vec_dot", "gemm", "swiglu", "mad", "mad_rows", "dot_rows", "sgemm_acc", "softmax")
 
 # Ops of the repacked weight layouts (REPACKS below): repack rewrites whole groups of weight rows
 # into a layout interleaved for one ISA's register tile; gemm_rp multiplies such groups by
@@ -628,8 +636,9 @@ def validate(template_formats):
                 errors.append(f"{f.name}: {op} is only specified for f32")
         if "mad" in f.ops and f.name not in ("f32", "f16"):
             errors.append(f"{f.name}: mad is only specified for f32 and f16 accumulators")
-        if "mad_rows" in f.ops and f.name != "f16":
-            errors.append(f"{f.name}: mad_rows is only specified for f16")
+        for op in ("mad_rows", "dot_rows"):
+            if op in f.ops and f.name != "f16":
+                errors.append(f"{f.name}: {op} is only specified for f16")
         for i in f.isas:
             if i not in ISA_BY_NAME:
                 errors.append(f"{f.name}: unknown ISA {i}")

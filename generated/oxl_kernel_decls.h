@@ -53,6 +53,12 @@ typedef void (*oxl_mad_fn)(int64_t n, float *restrict y, const float *restrict x
 typedef void (*oxl_mad_rows_fn)(int64_t n, int64_t rows, int64_t heads, float *restrict y, const void *restrict x, size_t ldx, const float *restrict ms, const float *restrict vs);
 #define OXL_KERNEL_SIG_mad_rows(fn) void fn(int64_t n, int64_t rows, int64_t heads, float *restrict y, const void *restrict x, size_t ldx, const float *restrict ms, const float *restrict vs)
 
+/* dot_rows: s[h * rows + r] = dot(x_r, y_h) over n for h < heads and r < rows, x_r row r of x (ldx bytes
+ * apart) and y_h the vector y + h * ldy bytes, both in the format: bit-identical to vec_dot row by
+ * row (the scores of flash attention's query heads over a run of cache rows; f16 only). */
+typedef void (*oxl_dot_rows_fn)(int64_t n, int64_t rows, int64_t heads, float *restrict s, const void *restrict x, size_t ldx, const void *restrict y, size_t ldy);
+#define OXL_KERNEL_SIG_dot_rows(fn) void fn(int64_t n, int64_t rows, int64_t heads, float *restrict s, const void *restrict x, size_t ldx, const void *restrict y, size_t ldy)
+
 /* sgemm_acc: c[m x n] += a[m x k] b[k x n] (row-major, n % 16 == 0), each output one FMA per kk in order:
  * ggml's simd_gemm, the products of its tiled flash attention (f32 only). */
 typedef void (*oxl_sgemm_acc_fn)(int64_t m, int64_t k, int64_t n, float *restrict c, const float *restrict a, const float *restrict b);
@@ -233,7 +239,7 @@ static inline size_t oxl_repack_group_bytes(oxl_type t, oxl_isa isa) {
 
 /* Every kernel op, in the spec's order: X(op) per op (the dispatch table's fields, enums, names and
  * function-pointer unions of the kernel list's users; the pointer type of op is oxl_<op>_fn). */
-#define OXL_KERNEL_OPS(X) X(dequant) X(quant) X(vec_dot) X(gemm) X(swiglu) X(mad) X(mad_rows) X(sgemm_acc) X(softmax) X(repack) X(gemm_rp)
+#define OXL_KERNEL_OPS(X) X(dequant) X(quant) X(vec_dot) X(gemm) X(swiglu) X(mad) X(mad_rows) X(dot_rows) X(sgemm_acc) X(softmax) X(repack) X(gemm_rp)
 
 #define OXL_KERNEL(op, type, isa, fn) OXL_KERNEL_SIG_##op(fn);
 #include "oxl_kernel_list.inc"

@@ -258,3 +258,118 @@ OXL_KERNEL_SIG_mad_rows(oxl_mad_rows_f16__rvv) {
         }
     }
 }
+
+/* s[h * rows + r] = dot(row r of x, y_h) for h < heads, r < rows (rows ldx bytes apart, y_h at
+ * y + h * ldy bytes): vec_dot's operations per output, bit-identical to it on this ISA; rows are
+ * taken four at a time and each y_h is converted once per four rows */
+OXL_KERNEL_SIG_dot_rows(oxl_dot_rows_f16__rvv) {
+    const char *xb = x;
+    const char *yb = y;
+    const int64_t np = n & ~(int64_t)63;
+    for (int64_t h = 0; h < heads; h++) {
+        const uint16_t *ys = (const uint16_t *)(yb + (size_t)h * ldy);
+        float *sh = s + h * rows;
+        int64_t r = 0;
+        for (; r + 4 <= rows; r += 4) {
+            const uint16_t *x0 = (const uint16_t *)(xb + (size_t)(r + 0) * ldx);
+            const uint16_t *x1 = (const uint16_t *)(xb + (size_t)(r + 1) * ldx);
+            const uint16_t *x2 = (const uint16_t *)(xb + (size_t)(r + 2) * ldx);
+            const uint16_t *x3 = (const uint16_t *)(xb + (size_t)(r + 3) * ldx);
+            oxl_f32x16 a00 = oxl_f32x16_zero(), a01 = oxl_f32x16_zero(), a02 = oxl_f32x16_zero(),
+                       a03 = oxl_f32x16_zero();
+            oxl_f32x16 a10 = oxl_f32x16_zero(), a11 = oxl_f32x16_zero(), a12 = oxl_f32x16_zero(),
+                       a13 = oxl_f32x16_zero();
+            oxl_f32x16 a20 = oxl_f32x16_zero(), a21 = oxl_f32x16_zero(), a22 = oxl_f32x16_zero(),
+                       a23 = oxl_f32x16_zero();
+            oxl_f32x16 a30 = oxl_f32x16_zero(), a31 = oxl_f32x16_zero(), a32 = oxl_f32x16_zero(),
+                       a33 = oxl_f32x16_zero();
+            for (int64_t i = 0; i < np; i += 64) {
+                const oxl_f32x16 y0 = oxl_f32x16_load_f16(ys + i + 0);
+                const oxl_f32x16 y1 = oxl_f32x16_load_f16(ys + i + 16);
+                const oxl_f32x16 y2 = oxl_f32x16_load_f16(ys + i + 32);
+                const oxl_f32x16 y3 = oxl_f32x16_load_f16(ys + i + 48);
+                a00 = oxl_f32x16_fma(a00, oxl_f32x16_load_f16(x0 + i + 0), y0);
+                a01 = oxl_f32x16_fma(a01, oxl_f32x16_load_f16(x0 + i + 16), y1);
+                a02 = oxl_f32x16_fma(a02, oxl_f32x16_load_f16(x0 + i + 32), y2);
+                a03 = oxl_f32x16_fma(a03, oxl_f32x16_load_f16(x0 + i + 48), y3);
+                a10 = oxl_f32x16_fma(a10, oxl_f32x16_load_f16(x1 + i + 0), y0);
+                a11 = oxl_f32x16_fma(a11, oxl_f32x16_load_f16(x1 + i + 16), y1);
+                a12 = oxl_f32x16_fma(a12, oxl_f32x16_load_f16(x1 + i + 32), y2);
+                a13 = oxl_f32x16_fma(a13, oxl_f32x16_load_f16(x1 + i + 48), y3);
+                a20 = oxl_f32x16_fma(a20, oxl_f32x16_load_f16(x2 + i + 0), y0);
+                a21 = oxl_f32x16_fma(a21, oxl_f32x16_load_f16(x2 + i + 16), y1);
+                a22 = oxl_f32x16_fma(a22, oxl_f32x16_load_f16(x2 + i + 32), y2);
+                a23 = oxl_f32x16_fma(a23, oxl_f32x16_load_f16(x2 + i + 48), y3);
+                a30 = oxl_f32x16_fma(a30, oxl_f32x16_load_f16(x3 + i + 0), y0);
+                a31 = oxl_f32x16_fma(a31, oxl_f32x16_load_f16(x3 + i + 16), y1);
+                a32 = oxl_f32x16_fma(a32, oxl_f32x16_load_f16(x3 + i + 32), y2);
+                a33 = oxl_f32x16_fma(a33, oxl_f32x16_load_f16(x3 + i + 48), y3);
+            }
+            {
+                oxl_f32x16 t0 = oxl_f32x16_add(a00, a02), t1 = oxl_f32x16_add(a01, a03);
+                t0 = oxl_f32x16_add(t0, t1);
+                double sum = oxl_f32x16_reduce(t0);
+                for (int64_t i = np; i < n; i++) {
+                    const float p = oxl_fp16_to_fp32(x0[i]) * oxl_fp16_to_fp32(ys[i]);
+                    sum += p;
+                }
+                sh[r + 0] = (float)sum;
+            }
+            {
+                oxl_f32x16 t0 = oxl_f32x16_add(a10, a12), t1 = oxl_f32x16_add(a11, a13);
+                t0 = oxl_f32x16_add(t0, t1);
+                double sum = oxl_f32x16_reduce(t0);
+                for (int64_t i = np; i < n; i++) {
+                    const float p = oxl_fp16_to_fp32(x1[i]) * oxl_fp16_to_fp32(ys[i]);
+                    sum += p;
+                }
+                sh[r + 1] = (float)sum;
+            }
+            {
+                oxl_f32x16 t0 = oxl_f32x16_add(a20, a22), t1 = oxl_f32x16_add(a21, a23);
+                t0 = oxl_f32x16_add(t0, t1);
+                double sum = oxl_f32x16_reduce(t0);
+                for (int64_t i = np; i < n; i++) {
+                    const float p = oxl_fp16_to_fp32(x2[i]) * oxl_fp16_to_fp32(ys[i]);
+                    sum += p;
+                }
+                sh[r + 2] = (float)sum;
+            }
+            {
+                oxl_f32x16 t0 = oxl_f32x16_add(a30, a32), t1 = oxl_f32x16_add(a31, a33);
+                t0 = oxl_f32x16_add(t0, t1);
+                double sum = oxl_f32x16_reduce(t0);
+                for (int64_t i = np; i < n; i++) {
+                    const float p = oxl_fp16_to_fp32(x3[i]) * oxl_fp16_to_fp32(ys[i]);
+                    sum += p;
+                }
+                sh[r + 3] = (float)sum;
+            }
+        }
+        for (; r < rows; r++) {
+            const uint16_t *x0 = (const uint16_t *)(xb + (size_t)r * ldx);
+            oxl_f32x16 a00 = oxl_f32x16_zero(), a01 = oxl_f32x16_zero(), a02 = oxl_f32x16_zero(),
+                       a03 = oxl_f32x16_zero();
+            for (int64_t i = 0; i < np; i += 64) {
+                a00 = oxl_f32x16_fma(a00, oxl_f32x16_load_f16(x0 + i + 0),
+                                      oxl_f32x16_load_f16(ys + i + 0));
+                a01 = oxl_f32x16_fma(a01, oxl_f32x16_load_f16(x0 + i + 16),
+                                      oxl_f32x16_load_f16(ys + i + 16));
+                a02 = oxl_f32x16_fma(a02, oxl_f32x16_load_f16(x0 + i + 32),
+                                      oxl_f32x16_load_f16(ys + i + 32));
+                a03 = oxl_f32x16_fma(a03, oxl_f32x16_load_f16(x0 + i + 48),
+                                      oxl_f32x16_load_f16(ys + i + 48));
+            }
+            {
+                oxl_f32x16 t0 = oxl_f32x16_add(a00, a02), t1 = oxl_f32x16_add(a01, a03);
+                t0 = oxl_f32x16_add(t0, t1);
+                double sum = oxl_f32x16_reduce(t0);
+                for (int64_t i = np; i < n; i++) {
+                    const float p = oxl_fp16_to_fp32(x0[i]) * oxl_fp16_to_fp32(ys[i]);
+                    sum += p;
+                }
+                sh[r] = (float)sum;
+            }
+}
+    }
+}

@@ -431,6 +431,7 @@ int oxl_golden_quant(const oxl_gguf *g, oxl_golden_report *r, oxl_error *err) {
         case OXL_CELL_swiglu:
         case OXL_CELL_mad:
         case OXL_CELL_mad_rows:
+        case OXL_CELL_dot_rows:
         case OXL_CELL_repack:
         case OXL_CELL_gemm_rp:
         case OXL_CELL_sgemm_acc:

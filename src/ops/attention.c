@@ -36,6 +36,7 @@ typedef struct attn_task {
     oxl_dequant_fn v_to_float; /* f16 or quantized V rows to f32 (NULL for f32 V) */
     oxl_mad_fn mad;            /* the accumulator step: fma, rounded to halves with an f16 V */
     oxl_mad_rows_fn mad_rows;  /* f16 V: a block of those steps with their rescales, NULL otherwise */
+    oxl_dot_rows_fn dot_rows;  /* f16 K with vec_dot's ISA: a block's scores of one head, NULL otherwise */
     int group;                 /* query heads per KV head */
     int chunk;                 /* flash: query heads per item (a group is split into group/chunk items) */
     int n_chunks;
@@ -183,17 +184,22 @@ static void attn_unfused(void *arg, int ith, int nth) {
     }
 }
 
-/* One flash score: K·q scaled, soft-capped when the model caps (scale is then divided by the cap),
- * plus the position's bias (mask, ALiBi); ggml_compute_forward_flash_attn_ext_f16's order. */
-static float attn_score(const attn_task *t, const attn_item *it, const char *kp, const void *q, float scale,
-                        float slope, int32_t p) {
-    float s;
-    t->vec_dot(t->p.head_dim, &s, kp, q);
+/* One flash score from its dot s = K·q: scaled, soft-capped when the model caps (scale is then divided
+ * by the cap), plus the position's bias (mask, ALiBi); ggml_compute_forward_flash_attn_ext_f16's
+ * order. attn_score computes the dot first. */
+static float attn_finish(const attn_task *t, const attn_item *it, float s, float scale, float slope, int32_t p) {
     s *= scale;
     if (t->p.softcap != 0.0f) {
         s = t->p.softcap * tanhf(s);
     }
     return s + attn_bias(t, it, slope, p);
+}
+
+static float attn_score(const attn_task *t, const attn_item *it, const char *kp, const void *q, float scale,
+                        float slope, int32_t p) {
+    float s;
+    t->vec_dot(t->p.head_dim, &s, kp, q);
+    return attn_finish(t, it, s, scale, slope, p);
 }
 
 /* The positions [p_lo, p_hi) of an f16-V flash item, for its nh query heads (q, slopes, accumulators
@@ -209,10 +215,21 @@ static void attn_flash_rows(const attn_task *t, const attn_item *it, int32_t p_l
     float sc[OXL_ATTN_HEADS * OXL_ATTN_BLOCK], ms[OXL_ATTN_HEADS * OXL_ATTN_BLOCK], vs[OXL_ATTN_HEADS * OXL_ATTN_BLOCK];
     for (int32_t p0 = p_lo; p0 < p_hi; p0 += OXL_ATTN_BLOCK) {
         const int nb = p_hi - p0 < OXL_ATTN_BLOCK ? (int)(p_hi - p0) : OXL_ATTN_BLOCK;
-        for (int b = 0; b < nb; b++) {
-            const char *kp = attn_key(t, it, p0 + b);
+        if (t->dot_rows) {
+            /* the block's raw dots per head (vec_dot's sums, four rows at a time), then each finished */
             for (int i = 0; i < nh; i++) {
-                sc[i * OXL_ATTN_BLOCK + b] = attn_score(t, it, kp, q[i], scale, slope[i], p0 + b);
+                float *si = sc + i * OXL_ATTN_BLOCK;
+                t->dot_rows(D, nb, 1, si, attn_key(t, it, p0), t->kv.k_row, q[i], 0);
+                for (int b = 0; b < nb; b++) {
+                    si[b] = attn_finish(t, it, si[b], scale, slope[i], p0 + b);
+                }
+            }
+        } else {
+            for (int b = 0; b < nb; b++) {
+                const char *kp = attn_key(t, it, p0 + b);
+                for (int i = 0; i < nh; i++) {
+                    sc[i * OXL_ATTN_BLOCK + b] = attn_score(t, it, kp, q[i], scale, slope[i], p0 + b);
+                }
             }
         }
         for (int i = 0; i < nh; i++) {
@@ -554,6 +571,11 @@ void oxl_attention(oxl_pool *pool, const oxl_kv_view *kv, const float *q, float 
                    .v_to_float = kv->type_v == OXL_TYPE_F32 ? NULL : kern->dequant[kv->type_v],
                    .mad = kern->mad[kv->type_v == OXL_TYPE_F16 ? OXL_TYPE_F16 : OXL_TYPE_F32],
                    .mad_rows = kv->type_v == OXL_TYPE_F16 ? kern->mad_rows[OXL_TYPE_F16] : NULL,
+                   /* exact only beside the vec_dot of the same ISA */
+                   .dot_rows =
+                       kv->type_k == OXL_TYPE_F16 && kern->dot_rows_isa[OXL_TYPE_F16] == kern->vec_dot_isa[OXL_TYPE_F16]
+                           ? kern->dot_rows[OXL_TYPE_F16]
+                           : NULL,
                    .n_split = 1,
                    .group = p->n_head / p->n_head_kv};
     if (p->max_bias > 0.0f) {

@@ -610,6 +610,61 @@ void oxl_check_mad_rows(oxl_type type, oxl_isa isa, oxl_mad_rows_fn fn, const ch
     cr_assert(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", name, r.n_fail);
 }
 
+/* ---- dot_rows: vec_dot per row and head ------------------------------------------------------ */
+void oxl_check_dot_rows(oxl_type type, oxl_isa isa, oxl_dot_rows_fn fn, const char *name) {
+    if (!oxl_cpu_has_isa(isa)) {
+        cr_skip_test("this CPU has no %s", oxl_isa_name(isa));
+    }
+    cr_assert(type == OXL_TYPE_F16);
+    oxl_kernels k;
+    oxl_kernels_build(&k, isa);
+    const oxl_vec_dot_fn dot = k.vec_dot[type];
+    cr_assert(dot != NULL && k.vec_dot_isa[type] == isa, "%s: no vec_dot of the same ISA", name);
+    enum { N = 300, LD = N + 8, ROWS = 9, HEADS = 3, LDY = N + 4 };
+    static uint16_t x[ROWS * LD], y[HEADS * LDY];
+    static float got[HEADS * ROWS + 1];
+    uint32_t st = 4242;
+    for (int i = 0; i < ROWS * LD; i++) {
+        st = st * 1664525u + 1013904223u;
+        x[i] = oxl_fp32_to_fp16(((float)(st >> 8) / 16777216.0f - 0.5f) * 6.0f);
+    }
+    for (int i = 0; i < HEADS * LDY; i++) {
+        st = st * 1664525u + 1013904223u;
+        y[i] = oxl_fp32_to_fp16(((float)(st >> 8) / 16777216.0f - 0.5f) * 3.0f);
+    }
+    static const int64_t lengths[] = {0, 1, 15, 16, 17, 48, 64, 65, 80, 100, 128, 129, 256, N};
+    oxl_golden_report r = {stderr, 0, 0};
+    int checks = 0, bad = 0;
+    for (int heads = 1; heads <= HEADS; heads++) {
+        for (int rows = 0; rows <= ROWS; rows++) {
+            for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+                const int64_t n = lengths[li];
+                got[heads * rows] = -7.0f; /* past the last score: untouched */
+                fn(n, rows, heads, got, x, LD * sizeof(uint16_t), y, LDY * sizeof(uint16_t));
+                for (int h = 0; h < heads; h++) {
+                    for (int k2 = 0; k2 < rows; k2++) {
+                        float want;
+                        dot(n, &want, x + k2 * LD, y + h * LDY);
+                        checks++;
+                        if (!oxl_same_float(got[h * rows + k2], want) && bad++ < 5) {
+                            fprintf(stderr, "%s  n %lld, rows %d, heads %d, row %d head %d: %a, expected %a\n", name,
+                                    (long long)n, rows, heads, k2, h, got[h * rows + k2], want);
+                        }
+                    }
+                }
+                checks++;
+                if (got[heads * rows] != -7.0f && bad++ < 5) {
+                    fprintf(stderr, "%s  n %lld, rows %d, heads %d: wrote past the scores\n", name, (long long)n, rows,
+                            heads);
+                }
+            }
+        }
+    }
+    oxl_golden_line(&r, bad == 0, "%s  dot_rows vs vec_dot per row and head: %d/%d bit-identical", name, checks - bad,
+                    checks);
+    cr_assert(r.n_pass > 0 && r.n_fail == 0, "%s: %d checks failed", name, r.n_fail);
+}
+
 /* ---- repacked layouts: gemm_rp(repack(W)) against vec_dot(W) -----------------------------------
  * ggml_vec_dot_q4_0_q8_0 / _q8_0_q8_0 of the x86 build (ggml-cpu/arch/x86/quants.c): 8 float lanes,
  * lane v = the exact integer sum of elements 4v..4v+3 of a block, acc[v] = fma(d_w * d_x, lane,

@@ -40,6 +40,9 @@ void oxl_check_mad(oxl_type type, oxl_isa isa, oxl_mad_fn fn, const char *name);
  * rows, runs of 0 to 9 rows for 1 to 3 heads, scales of exactly 1 (skipped), 0 (a first maximum) and
  * in between. */
 void oxl_check_mad_rows(oxl_type type, oxl_isa isa, oxl_mad_rows_fn fn, const char *name);
+/* dot_rows: bit for bit against the same ISA's vec_dot of each row and head, over lengths that leave
+ * every leftover size, runs of 0 to 9 rows (whole fours and the rest) and 1 to 3 heads. */
+void oxl_check_dot_rows(oxl_type type, oxl_isa isa, oxl_dot_rows_fn fn, const char *name);
 
 /* The references themselves (exported for the cross-ISA tests in test_kernels.c). */
 float oxl_ref_dot_f32(int64_t n, const float *x, const float *y);
