@@ -18,6 +18,8 @@ set(OXL_GPU_SHADER_NAMES
   glu_geglu
   gelu
   set_rows_f16
+  set_rows_f32
   soft_max
   flash_attn_f16
+  flash_attn_f32
 )
