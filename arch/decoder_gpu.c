@@ -174,8 +174,7 @@ int oxl_decoder_offload(oxl_model *m, int32_t n_gpu_layers, int32_t device, oxl_
         }
     }
     /* the head stays on the CPU when the device does not cover it */
-    if (head && (!mm_supported(d->output.type) || d->o.final_softcap != 0.0f ||
-                 (d->output_norm.data && d->output_norm.type != OXL_TYPE_F32) ||
+    if (head && (!mm_supported(d->output.type) || (d->output_norm.data && d->output_norm.type != OXL_TYPE_F32) ||
                  (d->output_b.data && d->output_b.type != OXL_TYPE_F32))) {
         head = false;
     }
@@ -714,6 +713,10 @@ static int run(oxl_ctx *ctx, const oxl_ubatch *ub, int il0, float *x, float *log
         }
         if (!rc && d->o.logit_scale != 0.0f) {
             rc = scale(&ps, c->logits, V * (uint32_t)n_out, d->o.logit_scale);
+        }
+        if (!rc && d->o.final_softcap != 0.0f) {
+            rc = oxl_gpu_binary(g, "softcap", c->logits, 0, c->logits, 0, 1, c->logits, 0, V * (uint32_t)n_out,
+                                d->o.final_softcap, err);
         }
         rc = rc ? rc : oxl_gpu_rec_read(g, c->logits, 0, logits, (size_t)V * (size_t)n_out * f, err);
     } else if (!rc) {
