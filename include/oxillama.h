@@ -100,6 +100,15 @@ typedef struct oxl_model_params {
      * NULL (the default): no calls. */
     bool (*progress_callback)(float progress, void *user);
     void *progress_callback_user_data; /* passed to progress_callback as user; not used otherwise */
+    /* GPU offload through Vulkan (llama_model_params.n_gpu_layers, main_gpu): the last n_gpu_layers
+     * repeating layers run on the device, their weights uploaded at load and their KV cache (f16)
+     * kept there; more than the model's layers (or a negative value: all) also puts the output norm
+     * and head there. Default 0: everything on the CPU. A build without Vulkan, no device, or a model
+     * or feature the device path does not cover prints one line saying so (oxl_log_set) and loads
+     * for the CPU. Families covered: those of arch/decoder.c's forward without recurrent, latent-
+     * attention or expert layers (README "GPU offload (Vulkan)"). */
+    int32_t n_gpu_layers;
+    int32_t main_gpu; /* Vulkan device index (oxillama --list-devices); -1 (default): OXILLAMA_VK_DEVICE, else 0 */
 } oxl_model_params;
 
 OXL_API oxl_model_params oxl_model_default_params(void);
@@ -114,6 +123,9 @@ OXL_API int32_t oxl_model_n_vocab(const oxl_model *model);
 OXL_API int32_t oxl_model_n_ctx_train(const oxl_model *model);
 OXL_API int32_t oxl_model_n_embd(const oxl_model *model);
 OXL_API int32_t oxl_model_n_layer(const oxl_model *model); /* <arch>.block_count */
+/* The repeating layers whose weights are on the Vulkan device (oxl_model_params.n_gpu_layers after
+ * what the device path and the build cover; the last ones); 0 when the model runs on the CPU. */
+OXL_API int32_t oxl_model_n_gpu_layers(const oxl_model *model);
 /* false for an encoder-only embedding model (bert, nomic-bert: no output head, so no logits and no
  * text generation), as llama.cpp's llama_model_has_decoder; true for every generative model. */
 OXL_API bool oxl_model_has_decoder(const oxl_model *model);

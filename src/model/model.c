@@ -19,7 +19,7 @@
 #endif
 
 oxl_model_params oxl_model_default_params(void) {
-    return (oxl_model_params){.use_mmap = true, .use_mlock = false, .repack = true};
+    return (oxl_model_params){.use_mmap = true, .use_mlock = false, .repack = true, .main_gpu = -1};
 }
 
 oxl_model *oxl_model_from_gguf(oxl_gguf *g, oxl_error *err) {
@@ -257,6 +257,18 @@ oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_
             done += oxl_gguf_tensor_at(gg, i)->nbytes;
         }
     }
+    if (p.n_gpu_layers != 0) {
+        /* before repacking, which may release the plain rows the device copies */
+        oxl_error oerr = {0};
+        if (!m->arch->offload) {
+            oxl_log_msg(OXL_LOG_LEVEL_WARN,
+                        "-ngl %d: architecture %s runs its own forward pass, which the Vulkan backend does not cover: "
+                        "running on the CPU\n",
+                        p.n_gpu_layers, m->arch->name);
+        } else if (m->arch->offload(m, p.n_gpu_layers, p.main_gpu, &oerr) != 0) {
+            oxl_log_msg(OXL_LOG_LEVEL_WARN, "-ngl %d: %s: running on the CPU\n", p.n_gpu_layers, oerr.msg);
+        }
+    }
     if (p.repack && m->arch->repack) {
         /* the plain rows of repacked tensors are released: a read-only file mapping pages them in
          * again if ever read, and nothing reads them from a --no-mmap copy (the repacked rows serve
@@ -313,6 +325,8 @@ int32_t oxl_model_n_vocab(const oxl_model *m) { return m->hp.n_vocab; }
 int32_t oxl_model_n_ctx_train(const oxl_model *m) { return m->hp.n_ctx_train; }
 int32_t oxl_model_n_embd(const oxl_model *m) { return m->hp.n_embd; }
 int32_t oxl_model_n_layer(const oxl_model *m) { return m->hp.n_layer; }
+
+int32_t oxl_model_n_gpu_layers(const oxl_model *m) { return m->gpu_layers; }
 bool oxl_model_has_decoder(const oxl_model *m) { return !m->arch->encoder_only; }
 
 /* `<arch>.classifier.output_labels` (an array of strings), or -1 when absent or of another type. */
