@@ -12,7 +12,7 @@ from . import spec
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATES = os.path.join(ROOT, "templates")
 # Subdirectories of the output that hold only generated files (stale ones are removed).
-OWNED_SUBDIRS = ("kernels", "isa", "tests")
+OWNED_SUBDIRS = ("kernels", "isa", "tests", "gpu")
 
 
 def header(sources, comment="c"):
@@ -252,6 +252,21 @@ class Generator:
             render(f"isa/{i.name}.h.j2", f"isa/oxl_isa_{i.name}.h", isa=i)
         render("oxl_kernels.cmake.j2", "oxl_kernels.cmake", units=units)
         render("tests/kernels.c.j2", "tests/kernels.c")
+        files.update(self.gpu_quant_outputs(tables))
+        return files
+
+    def gpu_quant_outputs(self, tables):
+        """{relative path: text} of the quantized formats' shaders (spec.gpu_quant_shaders())."""
+        files = {}
+        for sh in spec.gpu_quant_shaders():
+            fmt = spec.FORMAT_BY_NAME[sh.fmt]
+            sources = [sh.template, "gpu/quant_common.glsl.j2"]
+            if sh.template != "gpu/quantize_q8.comp.j2":
+                sources.append(f"gpu/qformats/{sh.fmt}.glsl.j2")
+            text = self.env.get_template(sh.template).render(
+                sh=sh, op=sh.op, fmt=fmt, partner=spec.FORMAT_BY_NAME[fmt.partner], tables=tables,
+                header=header([f"templates/{t}" for t in sources]))
+            files[f"gpu/{sh.name}.comp"] = text
         return files
 
     def write_all(self, out_dir):

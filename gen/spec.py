@@ -760,3 +760,68 @@ def load_quant_tables(root):
     if errors:
         raise SpecError("table errors:\n  " + "\n  ".join(errors))
     return out, data.get("_source", "")
+
+
+# --- GPU shaders of the quantized formats ------------------------------------------------------
+# For each format of GPU_QUANT_FORMATS: dequant_<fmt> (blocks to f32, bit-exact with the CPU's
+# dequant kernel) and mul_mat_<fmt> (the contract's mul_mat over W in the GGUF layout and X in the
+# format's partner, each block's dot as the CPU's scalar vec_dot); for each partner of
+# GPU_QUANT_PARTNERS, quantize_<partner> (f32 columns to partner blocks, bytes equal to the CPU's
+# activation quantizer). Templates: templates/gpu/{mul_mat_q,dequant_q,quantize_q8}.comp.j2 with
+# the per-format decode pieces templates/gpu/qformats/<fmt>.glsl.j2.
+GPU_QUANT_FORMATS = ("q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_K", "q5_K", "q6_K", "iq4_nl",
+                     "iq4_xs", "mxfp4")
+GPU_QUANT_PARTNERS = ("q8_0", "q8_1", "q8_K")
+
+
+@dataclass(frozen=True)
+class GpuQuantShader:
+    """One generated shader of the quantized formats. push: the push-constant fields (uint32 each,
+    in order); bindings: the storage buffers by binding number; rows, cols: the output rows and
+    columns one workgroup computes (mul_mat), or elements/blocks per workgroup along x."""
+    name: str
+    template: str
+    fmt: str
+    local: int
+    push: tuple
+    bindings: tuple
+    rows: int = 1
+    cols: int = 1
+
+    @property
+    def push_size(self):
+        return 4 * len(self.push)
+
+    @property
+    def op(self):
+        """"mul_mat", "dequant" or "quantize": the name without the format."""
+        return self.name[: -len(self.fmt) - 1]
+
+
+def gpu_quant_shaders():
+    out = []
+    for name in GPU_QUANT_FORMATS:
+        out.append(GpuQuantShader(
+            f"mul_mat_{name}", "gpu/mul_mat_q.comp.j2", name, 64,
+            ("nrows", "ncols", "K", "w_off", "w_row", "x_off", "x_col", "y_off", "y_col"),
+            ("W blocks", "X partner blocks", "Y f32")))
+        out.append(GpuQuantShader(
+            f"dequant_{name}", "gpu/dequant_q.comp.j2", name, 64,
+            ("nrows", "K", "w_off", "w_row", "y_off", "y_row"), ("W blocks", "Y f32"), rows=1, cols=64))
+    for name in GPU_QUANT_PARTNERS:
+        out.append(GpuQuantShader(
+            f"quantize_{name}", "gpu/quantize_q8.comp.j2", name, 32,
+            ("K", "ncols", "x_off", "x_col", "y_off", "y_col"), ("X f32", "Y blocks"), rows=1,
+            cols=FORMAT_BY_NAME[name].blck))
+    return tuple(out)
+
+
+def block_offsets(fmt):
+    """[(field name, byte offset)] of fmt's block layout, in memory order."""
+    out, off = [], 0
+    for name, ftype, count in fmt.fields:
+        out.append((name, off))
+        off += FIELD_TYPES[ftype][1] * count
+    if off != fmt.size:
+        raise SpecError(f"{fmt.name}: fields take {off} bytes, the block {fmt.size}")
+    return out
