@@ -770,7 +770,7 @@ def load_quant_tables(root):
 # activation quantizer). Templates: templates/gpu/{mul_mat_q,dequant_q,quantize_q8}.comp.j2 with
 # the per-format decode pieces templates/gpu/qformats/<fmt>.glsl.j2.
 GPU_QUANT_FORMATS = ("q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_K", "q5_K", "q6_K", "iq4_nl",
-                     "iq4_xs", "mxfp4")
+                     "iq4_xs", "mxfp4", "q2_K", "q3_K", "nvfp4", "q1_0")
 GPU_QUANT_PARTNERS = ("q8_0", "q8_1", "q8_K")
 
 

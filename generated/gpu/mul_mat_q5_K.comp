@@ -220,7 +220,7 @@ void main() {
     const uint xa = p.x_off + col * p.x_col;
     float acc = 0.0;
     for (uint ib = t; ib < nb; ib += 64u) {
-        acc += block_dot(wa + ib * W_SIZE, xa + ib * X_SIZE);
+        acc += block_dot(wa + ib * W_SIZE, xa + ib * (W_BLCK / X_BLCK) * X_SIZE);
     }
     red[t] = acc;
     barrier();
