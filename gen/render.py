@@ -252,22 +252,39 @@ class Generator:
             render(f"isa/{i.name}.h.j2", f"isa/oxl_isa_{i.name}.h", isa=i)
         render("oxl_kernels.cmake.j2", "oxl_kernels.cmake", units=units)
         render("tests/kernels.c.j2", "tests/kernels.c")
-        files.update(self.gpu_quant_outputs(tables))
+        self.gpu_outputs(render)
         return files
 
-    def gpu_quant_outputs(self, tables):
-        """{relative path: text} of the quantized formats' shaders (spec.gpu_quant_shaders())."""
-        files = {}
-        for sh in spec.gpu_quant_shaders():
-            fmt = spec.FORMAT_BY_NAME[sh.fmt]
-            sources = [sh.template, "gpu/quant_common.glsl.j2"]
-            if sh.template != "gpu/quantize_q8.comp.j2":
-                sources.append(f"gpu/qformats/{sh.fmt}.glsl.j2")
-            text = self.env.get_template(sh.template).render(
-                sh=sh, op=sh.op, fmt=fmt, partner=spec.FORMAT_BY_NAME[fmt.partner], tables=tables,
-                header=header([f"templates/{t}" for t in sources]))
-            files[f"gpu/{sh.name}.comp"] = text
-        return files
+    def gpu_outputs(self, render):
+        """generated/gpu: one GLSL compute shader per GPU_SHADERS row, the CMake list and the
+        runtime's shader list."""
+        errors = []
+        names = set()
+        for sh in spec.GPU_SHADERS:
+            if sh.name in names:
+                errors.append(f"GPU shader {sh.name}: listed twice")
+            names.add(sh.name)
+            if not re.fullmatch(r"[a-z][a-z0-9_]*", sh.name, re.I):
+                errors.append(f"GPU shader {sh.name}: not a C identifier")
+            if sh.push_size > 128:
+                errors.append(f"GPU shader {sh.name}: {sh.push_size} bytes of push constants (at most 128)")
+            for f in sh.push:
+                if not re.fullmatch(r"(uint|int|float) [A-Za-z_][A-Za-z0-9_]*", f):
+                    errors.append(f"GPU shader {sh.name}: push field '{f}' is not 'uint|int|float name'")
+            if not os.path.exists(os.path.join(TEMPLATES, "gpu", sh.template)):
+                errors.append(f"GPU shader {sh.name}: no template templates/gpu/{sh.template}")
+            if sh.local & (sh.local - 1):
+                errors.append(f"GPU shader {sh.name}: local size {sh.local} is not a power of two")
+        if errors:
+            raise spec.SpecError("GPU shader errors:\n  " + "\n  ".join(errors))
+        for sh in spec.GPU_SHADERS:
+            tpl = f"gpu/{sh.template}"
+            params = sh.param
+            # the templates it includes, for the header ("includes": the quantized formats' rows)
+            sources = [tpl] + list(params.pop("includes", ("gpu/common.glsl.j2",)))
+            render(tpl, f"gpu/{sh.name}.comp", sh=sh, sources=sources, **params)
+        render("gpu/oxl_gpu_shaders.cmake.j2", "gpu/oxl_gpu_shaders.cmake")
+        render("gpu/oxl_gpu_shader_list.inc.j2", "gpu/oxl_gpu_shader_list.inc")
 
     def write_all(self, out_dir):
         files = self.outputs()

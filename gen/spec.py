@@ -573,6 +573,69 @@ def repack_of(fmt, isa):
     raise SpecError(f"no repacked layout of {fmt} on {isa}")
 
 
+# ---- GPU compute shaders (src/gpu, Vulkan) -------------------------------------------------------
+# One row per generated shader: templates/gpu/<template> rendered with `params` into
+# generated/gpu/<name>.comp (GLSL 450), compiled by glslc at build time and listed with its metadata
+# in generated/gpu/oxl_gpu_shader_list.inc for the runtime. `push` names the push-constant fields in
+# order ("uint name" or "float name", 4 bytes each): the template declares that block and the C caller
+# a struct of the same fields (the runtime checks the size). `bindings`: storage buffers 0..n-1.
+# mul_mat shaders: `rows`/`cols` output rows / columns per workgroup (oxl_gpu_mul_mat reads them).
+
+
+@dataclass(frozen=True)
+class GpuShader:
+    name: str
+    template: str             # file name under templates/gpu/
+    params: tuple = ()        # ((key, value), ...) passed to the template
+    local: int = 64           # local_size_x
+    push: tuple = ()          # push-constant fields, in order
+    bindings: int = 3
+    rows: int = 1             # mul_mat: output rows per workgroup
+    cols: int = 1             # mul_mat: output columns per workgroup
+
+    @property
+    def push_size(self):
+        return 4 * len(self.push)
+
+    @property
+    def param(self):
+        return dict(self.params)
+
+
+# The mul_mat convention (every format): Y (nrows, ncols) = W (K, nrows) . X (K, ncols).
+GPU_MUL_MAT_PUSH = ("uint nrows", "uint ncols", "uint K", "uint w_off", "uint w_row", "uint x_off",
+                    "uint x_col", "uint y_off", "uint y_col")
+# Elementwise ops over n elements: y[i] = a[i] op b[i % nb] (b broadcast by repetition; scale: a * s).
+GPU_BINARY_PUSH = ("uint n", "uint nb", "uint a_off", "uint b_off", "uint y_off", "float s")
+GPU_NORM_PUSH = ("uint d", "uint n", "uint x_off", "uint y_off", "uint w_off", "uint b_off",
+                 "uint w_rows", "uint flags", "float eps")
+GPU_ROPE_PUSH = ("uint n_dims", "uint head_dim", "uint n_head", "uint n_tok", "uint x_off",
+                 "uint x_tok", "uint y_off", "uint y_tok", "uint cs_off")
+GPU_GLU_PUSH = ("uint n", "uint n_rows", "uint g_off", "uint g_row", "uint u_off", "uint u_row",
+                "uint y_off", "uint y_row")
+GPU_SET_ROWS_PUSH = ("uint d", "uint n", "uint x_off", "uint x_row", "uint row0", "uint dst_row",
+                     "uint dst_off")
+GPU_SOFT_MAX_PUSH = ("uint d", "uint n", "uint x_off", "uint y_off", "float scale")
+GPU_FLASH_PUSH = ("uint head_dim", "uint head_dim_v", "uint n_head", "uint n_head_kv", "uint n_tok",
+                  "uint n_kv", "uint q_off", "uint q_tok", "uint k_off", "uint k_row", "uint v_off",
+                  "uint v_row", "uint o_off", "uint o_tok", "uint pos_off", "uint flags", "int n_swa",
+                  "float scale", "float softcap", "float max_bias", "uint sink_off", "float m0",
+                  "float m1", "uint n_head_log2")
+
+GPU_SHADERS = (
+    GpuShader("mul_mat_f32", "mul_mat.comp.j2", (("fmt", "f32"),), push=GPU_MUL_MAT_PUSH, cols=4),
+    GpuShader("mul_mat_f16", "mul_mat.comp.j2", (("fmt", "f16"),), push=GPU_MUL_MAT_PUSH, cols=4),
+    GpuShader("mul_mat_bf16", "mul_mat.comp.j2", (("fmt", "bf16"),), push=GPU_MUL_MAT_PUSH, cols=4),
+    GpuShader("quantize_f16", "quantize_half.comp.j2", (("fmt", "f16"),), push=("uint n", "uint x_off", "uint y_off"),
+              bindings=2),
+    GpuShader("quantize_bf16", "quantize_half.comp.j2", (("fmt", "bf16"),),
+              push=("uint n", "uint x_off", "uint y_off"), bindings=2),
+    GpuShader("add", "binary.comp.j2", (("op", "add"),), push=GPU_BINARY_PUSH),
+    GpuShader("mul", "binary.comp.j2", (("op", "mul"),), push=GPU_BINARY_PUSH),
+    GpuShader("scale", "binary.comp.j2", (("op", "scale"),), push=GPU_BINARY_PUSH, bindings=2),
+)
+GPU_SHADER_BY_NAME = {s.name: s for s in GPU_SHADERS}
+
 FORMAT_BY_NAME = {f.name: f for f in FORMATS}
 ISA_BY_NAME = {i.name: i for i in ISAS}
 FEATURE_BY_NAME = {f.name: f for f in FEATURES}
@@ -774,46 +837,47 @@ GPU_QUANT_FORMATS = ("q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_K", "q5_K", "q6
 GPU_QUANT_PARTNERS = ("q8_0", "q8_1", "q8_K")
 
 
-@dataclass(frozen=True)
-class GpuQuantShader:
-    """One generated shader of the quantized formats. push: the push-constant fields (uint32 each,
-    in order); bindings: the storage buffers by binding number; rows, cols: the output rows and
-    columns one workgroup computes (mul_mat), or elements/blocks per workgroup along x."""
-    name: str
-    template: str
-    fmt: str
-    local: int
-    push: tuple
-    bindings: tuple
-    rows: int = 1
-    cols: int = 1
-
-    @property
-    def push_size(self):
-        return 4 * len(self.push)
-
-    @property
-    def op(self):
-        """"mul_mat", "dequant" or "quantize": the name without the format."""
-        return self.name[: -len(self.fmt) - 1]
-
-
 def gpu_quant_shaders():
+    """The GPU_SHADERS rows of the quantized formats. Template parameters: fmt (the format's name),
+    op, includes (the templates it includes, for the generated file's header)."""
     out = []
+    common = "gpu/quant_common.glsl.j2"
     for name in GPU_QUANT_FORMATS:
-        out.append(GpuQuantShader(
-            f"mul_mat_{name}", "gpu/mul_mat_q.comp.j2", name, 64,
-            ("nrows", "ncols", "K", "w_off", "w_row", "x_off", "x_col", "y_off", "y_col"),
-            ("W blocks", "X partner blocks", "Y f32")))
-        out.append(GpuQuantShader(
-            f"dequant_{name}", "gpu/dequant_q.comp.j2", name, 64,
-            ("nrows", "K", "w_off", "w_row", "y_off", "y_row"), ("W blocks", "Y f32"), rows=1, cols=64))
+        piece = f"gpu/qformats/{name}.glsl.j2"
+        out.append(GpuShader(
+            f"mul_mat_{name}", "mul_mat_q.comp.j2",
+            (("fmt", name), ("op", "mul_mat"), ("includes", (common, piece))),
+            local=64, push=GPU_MUL_MAT_PUSH, bindings=3, rows=1, cols=1))
+        out.append(GpuShader(
+            f"dequant_{name}", "dequant_q.comp.j2",
+            (("fmt", name), ("op", "dequant"), ("includes", (common, piece))),
+            local=64, push=GPU_DEQUANT_PUSH, bindings=2))
     for name in GPU_QUANT_PARTNERS:
-        out.append(GpuQuantShader(
-            f"quantize_{name}", "gpu/quantize_q8.comp.j2", name, 32,
-            ("K", "ncols", "x_off", "x_col", "y_off", "y_col"), ("X f32", "Y blocks"), rows=1,
-            cols=FORMAT_BY_NAME[name].blck))
+        out.append(GpuShader(
+            f"quantize_{name}", "quantize_q8.comp.j2",
+            (("fmt", name), ("op", "quantize"), ("includes", (common,))),
+            local=32, push=GPU_QUANTIZE_Q8_PUSH, bindings=2))
     return tuple(out)
+
+
+# dequant_<fmt>: nrows rows of K elements, w_* in bytes, y_* in floats; workgroups: x over the
+# elements (local size each), y (+ z) over the rows.
+GPU_DEQUANT_PUSH = ("uint nrows", "uint K", "uint w_off", "uint w_row", "uint y_off", "uint y_row")
+# quantize_<partner>: ncols columns of K floats, x_* in floats, y_* in bytes; workgroups: x over the
+# blocks of a column, y (+ z) over the columns.
+GPU_QUANTIZE_Q8_PUSH = ("uint K", "uint ncols", "uint x_off", "uint x_col", "uint y_off", "uint y_col")
+
+
+def gpu_quant_tables():
+    """{name: values} of QUANT_TABLES, for the shaders' lookup tables (cached)."""
+    global _GPU_QUANT_TABLES
+    if _GPU_QUANT_TABLES is None:
+        import os
+        _GPU_QUANT_TABLES = load_quant_tables(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))[0]
+    return _GPU_QUANT_TABLES
+
+
+_GPU_QUANT_TABLES = None
 
 
 def block_offsets(fmt):
@@ -825,3 +889,7 @@ def block_offsets(fmt):
     if off != fmt.size:
         raise SpecError(f"{fmt.name}: fields take {off} bytes, the block {fmt.size}")
     return out
+
+
+GPU_SHADERS = GPU_SHADERS + gpu_quant_shaders()
+GPU_SHADER_BY_NAME = {s.name: s for s in GPU_SHADERS}
