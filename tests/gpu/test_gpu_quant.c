@@ -11,6 +11,7 @@
  * OXILLAMA_REQUIRE_VULKAN=1 (CI), where they fail (gpu_test_device). */
 #include "golden_quant.h"
 #include "gpu.h"
+#include "gpu_quant.h"
 #include "gpu_test_util.h"
 #include "oxl_blocks.h"
 #include "kernels.h"
@@ -322,4 +323,75 @@ Test(gpu_quant, fp16_scales) {
     }
     gq_check_dequant(g, OXL_TYPE_Q8_0, b, 1, nb * 32, NULL);
     free(b);
+}
+
+/* oxl_gpu_mul_mat_f32: f32 activations (columns padded apart) through the partner's quantizer into
+ * scratch, then mul_mat_<fmt>, for a weight format of each partner, against the CPU's quantizer and
+ * vec_dot. */
+Test(gpu_quant, mul_mat_f32_activations) {
+    oxl_gpu *g = gq_open();
+    const oxl_kernels *k = oxl_kernels_get();
+    const char *fmts[6] = {"q4_0", "q5_1", "q4_K", "iq4_xs", "f16", "f32"};
+    const uint32_t K = 512, R = 6, C = 5, pad = 7;
+    oxl_error err = {{0}};
+    float *wf = malloc((size_t)K * R * sizeof(float)), *xf = malloc((size_t)(K + pad) * C * sizeof(float));
+    float *wd = malloc(K * sizeof(float)), *xd = malloc(K * sizeof(float));
+    cr_assert(wf && xf && wd && xd);
+    for (size_t i = 0; i < (size_t)K * R; i++) {
+        wf[i] = gq_normal();
+    }
+    for (size_t i = 0; i < (size_t)(K + pad) * C; i++) {
+        xf[i] = gq_normal();
+    }
+    for (int f = 0; f < 6; f++) {
+        const oxl_type t = (oxl_type)oxl_type_from_name(fmts[f]);
+        const oxl_type p = oxl_type_traits_get(t)->vec_dot_type;
+        const size_t wrow = oxl_row_size(t, K), xrow = oxl_row_size(p, K);
+        uint8_t *w = malloc(wrow * R), *xq = malloc(xrow);
+        cr_assert(w && xq);
+        cr_assert(oxl_quantize_rows(t, wf, w, R, K, NULL, &err) == 0, "%s", err.msg);
+        cr_assert(oxl_gpu_mul_mat_supported(t), "%s", fmts[f]);
+        oxl_gpu_buf *bw = gpu_test_buf(g, w, wrow * R);
+        oxl_gpu_buf *bx = gpu_test_buf(g, xf, (size_t)(K + pad) * C * sizeof(float));
+        const size_t scratch = oxl_gpu_mul_mat_scratch(t, K, C);
+        oxl_gpu_buf *bs = gpu_test_buf(g, NULL, scratch > 0 ? scratch : 4);
+        oxl_gpu_buf *by = gpu_test_buf(g, NULL, (size_t)(2 + R * C) * sizeof(float));
+        cr_assert(oxl_gpu_begin(g, &err) == 0, "%s", err.msg);
+        cr_assert(oxl_gpu_mul_mat_f32(g, t, bw, 0, (uint32_t)wrow, bx, pad, K + pad, bs, by, 2, R, R, C, K, &err) == 0,
+                  "%s: %s", fmts[f], err.msg);
+        cr_assert(oxl_gpu_submit(g, &err) == 0, "%s", err.msg);
+        float *y = gpu_test_read(g, by, (size_t)(2 + R * C) * sizeof(float));
+        for (uint32_t c = 0; c < C; c++) {
+            const float *xc = xf + pad + (size_t)c * (K + pad);
+            if (t == OXL_TYPE_F32) {
+                memcpy(xq, xc, xrow);
+            } else {
+                k->quant[p](xc, xq, K);
+            }
+            k->dequant[p](xq, xd, K);
+            for (uint32_t r = 0; r < R; r++) {
+                float cpu;
+                k->vec_dot[t](K, &cpu, w + r * wrow, xq);
+                k->dequant[t](w + r * wrow, wd, K);
+                double sa = 0.0;
+                for (uint32_t i = 0; i < K; i++) {
+                    sa += fabs((double)wd[i] * xd[i]);
+                }
+                const float got = y[2 + c * R + r];
+                cr_expect(fabs((double)got - cpu) <= 1e-5 * sa, "%s row %u column %u: gpu %.9g cpu %.9g", fmts[f], r, c,
+                          got, cpu);
+            }
+        }
+        free(y);
+        free(w);
+        free(xq);
+        oxl_gpu_free(g, bw);
+        oxl_gpu_free(g, bx);
+        oxl_gpu_free(g, bs);
+        oxl_gpu_free(g, by);
+    }
+    free(wf);
+    free(xf);
+    free(wd);
+    free(xd);
 }
