@@ -639,9 +639,13 @@ GPU_SHADERS = (
     GpuShader("glu_swiglu", "glu.comp.j2", (("op", "swiglu"),), push=GPU_GLU_PUSH),
     GpuShader("glu_geglu", "glu.comp.j2", (("op", "geglu"),), push=GPU_GLU_PUSH),
     GpuShader("gelu", "glu.comp.j2", (("op", "gelu"),), push=GPU_GLU_PUSH, bindings=2),
-    GpuShader("set_rows_f16", "set_rows.comp.j2", push=GPU_SET_ROWS_PUSH),
+    GpuShader("set_rows_f16", "set_rows.comp.j2", (("kv", "f16"),), push=GPU_SET_ROWS_PUSH),
+    GpuShader("set_rows_f32", "set_rows.comp.j2", (("kv", "f32"),), push=GPU_SET_ROWS_PUSH),
     GpuShader("soft_max", "soft_max.comp.j2", push=GPU_SOFT_MAX_PUSH, bindings=2),
-    GpuShader("flash_attn_f16", "flash_attn.comp.j2", (("maxd", 512),), push=GPU_FLASH_PUSH, bindings=6),
+    GpuShader("flash_attn_f16", "flash_attn.comp.j2", (("kv", "f16"), ("maxd", 512)), push=GPU_FLASH_PUSH,
+              bindings=6),
+    GpuShader("flash_attn_f32", "flash_attn.comp.j2", (("kv", "f32"), ("maxd", 512)), push=GPU_FLASH_PUSH,
+              bindings=6),
 )
 GPU_SHADER_BY_NAME = {s.name: s for s in GPU_SHADERS}
 
