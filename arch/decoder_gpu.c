@@ -135,7 +135,7 @@ static const char *layer_unsupported(const oxl_model *m, const oxl_decoder *d, c
     const oxl_tensor *mm[] = {&l->wqkv, &l->wq, &l->wk, &l->wv, &l->wo, &l->ffn_gate, &l->ffn_up, &l->ffn_down};
     for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {
         if (mm[i]->data && !mm_supported(mm[i]->type)) {
-            snprintf(buf, size, "%s weights (%s; the device multiplies f32, f16 and bf16)",
+            snprintf(buf, size, "%s weights (%s; generated/gpu has no mul_mat shader for them)",
                      oxl_type_traits_get((uint32_t)mm[i]->type)->name, mm[i]->name ? mm[i]->name : "a projection");
             return buf;
         }
