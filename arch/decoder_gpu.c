@@ -93,6 +93,10 @@ static int upload(oxl_gpu *g, const oxl_tensor *t, dtensor *out, oxl_error *err)
         return 0;
     }
     const size_t bytes = t->row_size * (size_t)(t->ne[1] > 0 ? t->ne[1] : 1);
+    if (bytes > oxl_gpu_max_bind(g)) {
+        return oxl_err_set(err, "%s: %zu bytes, more than one binding of the device reaches (%zu)",
+                           t->name ? t->name : "a tensor", bytes, oxl_gpu_max_bind(g));
+    }
     out->buf = oxl_gpu_alloc(g, bytes, err);
     if (!out->buf || oxl_gpu_write(g, out->buf, 0, t->data, bytes, err) != 0) {
         return oxl_err_prefix(err, "uploading %s", t->name ? t->name : "a tensor");
@@ -171,8 +175,7 @@ int oxl_decoder_offload(oxl_model *m, int32_t n_gpu_layers, int32_t device, oxl_
         }
     }
     /* the head stays on the CPU when the device does not cover it */
-    if (head && (!mm_supported(d->output.type) || d->o.final_softcap != 0.0f ||
-                 (d->output_norm.data && d->output_norm.type != OXL_TYPE_F32) ||
+    if (head && (!mm_supported(d->output.type) || (d->output_norm.data && d->output_norm.type != OXL_TYPE_F32) ||
                  (d->output_b.data && d->output_b.type != OXL_TYPE_F32))) {
         head = false;
     }
@@ -308,6 +311,10 @@ int oxl_decoder_gpu_first_layer(oxl_ctx *ctx) {
             why = "a KV cache type other than f16 or f32 for both K and V (-ctk/-ctv)";
         } else if (ctx->adapters) {
             why = "LoRA adapters and control vectors";
+        } else if ((size_t)ctx->n_seq_max * (size_t)ctx->n_ctx * (size_t)m->hp.n_head_kv * (size_t)m->hp.head_dim *
+                       (ctx->params.type_k == OXL_KV_F32 ? 4 : 2) >
+                   oxl_gpu_max_bind(d->gpu->g)) {
+            why = "a layer's KV cache larger than one binding of the device reaches (a smaller -c or -np)";
         }
         if (why) {
             oxl_log_msg(OXL_LOG_LEVEL_WARN, "-ngl: the Vulkan backend does not run %s: this context runs on the CPU\n",
@@ -322,6 +329,10 @@ int oxl_decoder_gpu_first_layer(oxl_ctx *ctx) {
 static int ensure(oxl_gpu *g, oxl_gpu_buf **b, size_t n, oxl_error *err) {
     if (*b && oxl_gpu_buf_size(*b) >= n) {
         return 0;
+    }
+    if (n > oxl_gpu_max_bind(g)) {
+        return oxl_err_set(err, "a pass's activations of %zu bytes pass one binding of the device (%zu): a smaller -b",
+                           n, oxl_gpu_max_bind(g));
     }
     oxl_gpu_free(g, *b);
     *b = oxl_gpu_alloc(g, n ? n : 4, err);
@@ -638,7 +649,14 @@ static int run(oxl_ctx *ctx, const oxl_ubatch *ub, int il0, float *x, float *log
     dctx *c = ctx->gpu;
     const int32_t n = ub->n;
     const bool head = d->gpu->head && !ub->embd && ub->n_out > 0;
-    if (dctx_prepare(ctx, c, n, head ? ub->n_out : 0, err) != 0) {
+    const size_t per_out = (size_t)hp->n_vocab * sizeof(float);
+    const int32_t out_chunk =
+        (int32_t)(oxl_gpu_max_bind(d->gpu->g) / per_out < (size_t)ub->n_out ? oxl_gpu_max_bind(d->gpu->g) / per_out
+                                                                            : (size_t)ub->n_out);
+    if (head && out_chunk < 1) {
+        return oxl_err_set(err, "one token's logits (%zu bytes) pass one binding of the device", per_out);
+    }
+    if (dctx_prepare(ctx, c, n, head ? out_chunk : 0, err) != 0) {
         return -1;
     }
     oxl_gpu *g = d->gpu->g;
@@ -691,23 +709,32 @@ static int run(oxl_ctx *ctx, const oxl_ubatch *ub, int il0, float *x, float *log
         rc = layer(&ps, il, ropes);
     }
     if (!rc && head) {
-        const int32_t n_out = ub->n_out;
-        for (int32_t j = 0; j < n_out && !rc; j++) {
-            rc = oxl_gpu_rec_copy(g, c->x, (size_t)ub->out_ids[j] * E * f, c->xout, (size_t)j * E * f, E * f, err);
-        }
+        /* the output tokens in chunks whose logits one binding holds */
         const uint32_t V = (uint32_t)hp->n_vocab;
-        rc = rc ? rc
-                : norm(&ps, &d->gpu->output_norm, &d->gpu->output_norm_b, c->xout, c->xb, (uint32_t)E, (uint32_t)n_out);
         const dtensor none = {0};
-        rc = rc ? rc : linear(&ps, &d->gpu->output, &none, c->xb, n_out, c->logits);
-        if (!rc && d->gpu->output_b.buf) {
-            rc = oxl_gpu_binary(g, "add", c->logits, 0, d->gpu->output_b.buf, 0, V, c->logits, 0, V * (uint32_t)n_out,
-                                0.0f, err);
+        for (int32_t j0 = 0; j0 < ub->n_out && !rc; j0 += out_chunk) {
+            const int32_t nc = ub->n_out - j0 < out_chunk ? ub->n_out - j0 : out_chunk;
+            for (int32_t j = 0; j < nc && !rc; j++) {
+                rc = oxl_gpu_rec_copy(g, c->x, (size_t)ub->out_ids[j0 + j] * E * f, c->xout, (size_t)j * E * f, E * f,
+                                      err);
+            }
+            rc =
+                rc ? rc
+                   : norm(&ps, &d->gpu->output_norm, &d->gpu->output_norm_b, c->xout, c->xb, (uint32_t)E, (uint32_t)nc);
+            rc = rc ? rc : linear(&ps, &d->gpu->output, &none, c->xb, nc, c->logits);
+            if (!rc && d->gpu->output_b.buf) {
+                rc = oxl_gpu_binary(g, "add", c->logits, 0, d->gpu->output_b.buf, 0, V, c->logits, 0, V * (uint32_t)nc,
+                                    0.0f, err);
+            }
+            if (!rc && d->o.logit_scale != 0.0f) {
+                rc = scale(&ps, c->logits, V * (uint32_t)nc, d->o.logit_scale);
+            }
+            if (!rc && d->o.final_softcap != 0.0f) {
+                rc = oxl_gpu_binary(g, "softcap", c->logits, 0, c->logits, 0, 1, c->logits, 0, V * (uint32_t)nc,
+                                    d->o.final_softcap, err);
+            }
+            rc = rc ? rc : oxl_gpu_rec_read(g, c->logits, 0, logits + (size_t)j0 * V, (size_t)V * (size_t)nc * f, err);
         }
-        if (!rc && d->o.logit_scale != 0.0f) {
-            rc = scale(&ps, c->logits, V * (uint32_t)n_out, d->o.logit_scale);
-        }
-        rc = rc ? rc : oxl_gpu_rec_read(g, c->logits, 0, logits, (size_t)V * (size_t)n_out * f, err);
     } else if (!rc) {
         rc = oxl_gpu_rec_read(g, c->x, 0, x, E * (size_t)n * f, err);
     }

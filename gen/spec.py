@@ -631,6 +631,7 @@ GPU_SHADERS = (
     GpuShader("add", "binary.comp.j2", (("op", "add"),), push=GPU_BINARY_PUSH),
     GpuShader("mul", "binary.comp.j2", (("op", "mul"),), push=GPU_BINARY_PUSH),
     GpuShader("scale", "binary.comp.j2", (("op", "scale"),), push=GPU_BINARY_PUSH, bindings=2),
+    GpuShader("softcap", "binary.comp.j2", (("op", "softcap"),), push=GPU_BINARY_PUSH, bindings=2),
     GpuShader("rms_norm", "norm.comp.j2", (("op", "rms_norm"),), push=GPU_NORM_PUSH, bindings=4),
     GpuShader("norm", "norm.comp.j2", (("op", "norm"),), push=GPU_NORM_PUSH, bindings=4),
     GpuShader("rope_norm", "rope.comp.j2", (("mode", "norm"),), push=GPU_ROPE_PUSH, bindings=2),

@@ -9,6 +9,7 @@ set(OXL_GPU_SHADER_NAMES
   add
   mul
   scale
+  softcap
   rms_norm
   norm
   rope_norm

@@ -44,7 +44,7 @@ static void rows_groups(uint32_t n, uint32_t *gx, uint32_t *gz) {
 int oxl_gpu_binary(oxl_gpu *g, const char *op, oxl_gpu_buf *a, uint32_t a_off, oxl_gpu_buf *b, uint32_t b_off,
                    uint32_t nb, oxl_gpu_buf *y, uint32_t y_off, uint32_t n, float s, oxl_error *err) {
     const binary_push pc = {n, nb ? nb : 1, a_off, b_off, y_off, s};
-    if (strcmp(op, "scale") == 0) {
+    if (strcmp(op, "scale") == 0 || strcmp(op, "softcap") == 0) {
         const oxl_gpu_bind bd[2] = {{a, 0, 0}, {y, 0, 0}};
         return run_1d(g, op, bd, 2, &pc, sizeof pc, n, err);
     }

@@ -9,8 +9,8 @@
 
 #include <stdbool.h>
 
-/* y[i] = a[i] + b[i % nb] ("add"), a[i] * b[i % nb] ("mul") for i < n; ("scale") y[i] = a[i] * s
- * (b unused). y may be a. */
+/* y[i] = a[i] + b[i % nb] ("add"), a[i] * b[i % nb] ("mul") for i < n; ("scale") y[i] = a[i] * s,
+ * ("softcap") y[i] = tanh(a[i] / s) * s (b unused). y may be a. */
 int oxl_gpu_binary(oxl_gpu *g, const char *op, oxl_gpu_buf *a, uint32_t a_off, oxl_gpu_buf *b, uint32_t b_off,
                    uint32_t nb, oxl_gpu_buf *y, uint32_t y_off, uint32_t n, float s, oxl_error *err);
 
