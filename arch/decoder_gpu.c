@@ -24,6 +24,7 @@ int oxl_decoder_gpu_forward(oxl_ctx *ctx, const oxl_ubatch *ub, int il0, float *
 #else
 
 #include "gpu_ops.h"
+#include "gpu_quant.h"
 
 #include <pthread.h>
 
@@ -87,12 +88,8 @@ void oxl_decoder_gpu_free(struct oxl_decoder_gpu *dg) {
 }
 
 /* Whether the device multiplies weights of type t: its mul_mat shader and, for a non-f32 partner,
- * the activations' conversion (quantize_f16 / quantize_bf16). */
-static bool mm_supported(oxl_type t) { return t == OXL_TYPE_F32 || t == OXL_TYPE_F16 || t == OXL_TYPE_BF16; }
-
-static const char *mm_shader(oxl_type t) {
-    return t == OXL_TYPE_F16 ? "mul_mat_f16" : t == OXL_TYPE_BF16 ? "mul_mat_bf16" : "mul_mat_f32";
-}
+ * the activations' conversion (quantize_f16 / _bf16 / _q8_0 / _q8_1 / _q8_K; gpu_quant.h). */
+static bool mm_supported(oxl_type t) { return oxl_gpu_mul_mat_supported(t); }
 
 static int upload(oxl_gpu *g, const oxl_tensor *t, dtensor *out, oxl_error *err) {
     memset(out, 0, sizeof *out);
@@ -146,7 +143,7 @@ static const char *layer_unsupported(const oxl_model *m, const oxl_decoder *d, c
     const oxl_tensor *mm[] = {&l->wqkv, &l->wq, &l->wk, &l->wv, &l->wo, &l->ffn_gate, &l->ffn_up, &l->ffn_down};
     for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {
         if (mm[i]->data && !mm_supported(mm[i]->type)) {
-            snprintf(buf, size, "%s weights (%s; the device multiplies f32, f16 and bf16)",
+            snprintf(buf, size, "%s weights (%s; generated/gpu has no mul_mat shader for them)",
                      oxl_type_traits_get((uint32_t)mm[i]->type)->name, mm[i]->name ? mm[i]->name : "a projection");
             return buf;
         }
@@ -389,6 +386,8 @@ static int dctx_prepare(oxl_ctx *ctx, dctx *c, int32_t n, int32_t n_out, oxl_err
             ensure(g, &c->vv, KV * nn * f, err) || ensure(g, &c->att, Q * nn * f, err) ||
             ensure(g, &c->ao, E * nn * f, err) || ensure(g, &c->fo, E * nn * f, err) ||
             ensure(g, &c->gate, 2 * F * nn * f, err) || ensure(g, &c->up, F * nn * f, err) ||
+            /* xh: the activations in the weights' partner format, at most 2 bytes per element (f16,
+             * bf16; q8_0, q8_1 and q8_K blocks take less) */
             ensure(g, &c->xh, widest * nn * 2 + 4, err) || ensure(g, &c->cs[0], rot * nn * f, err) ||
             ensure(g, &c->cs[1], rot * nn * f, err) || ensure(g, &c->tok[0], 4 * nn * 4, err) ||
             ensure(g, &c->tok[1], 4 * nn * 4, err) || ensure(g, &c->rows, nn * 4, err)) {
@@ -426,16 +425,9 @@ typedef struct pass {
 /* y (rows of w, n) = w . x (+ b), x being n columns of w->ne[0] floats. */
 static int linear(pass *ps, const dtensor *w, const dtensor *b, oxl_gpu_buf *x, int32_t n, oxl_gpu_buf *y) {
     const uint32_t K = (uint32_t)w->ne[0], rows = (uint32_t)w->ne[1];
-    oxl_gpu_buf *xin = x;
-    if (w->type != OXL_TYPE_F32) {
-        const char *q = w->type == OXL_TYPE_F16 ? "quantize_f16" : "quantize_bf16";
-        if (oxl_gpu_quantize(ps->g, q, x, 0, ps->c->xh, 0, K * (uint32_t)n, ps->err) != 0) {
-            return -1;
-        }
-        xin = ps->c->xh;
-    }
-    const oxl_gpu_mm_push pc = {rows, (uint32_t)n, K, 0, (uint32_t)w->row_size, 0, K, 0, rows};
-    if (oxl_gpu_mul_mat(ps->g, mm_shader(w->type), w->buf, xin, y, &pc, ps->err) != 0) {
+    /* x converted into the weights' partner format in xh, then mul_mat_<type> */
+    if (oxl_gpu_mul_mat_f32(ps->g, w->type, w->buf, 0, (uint32_t)w->row_size, x, 0, K, ps->c->xh, y, 0, rows, rows,
+                            (uint32_t)n, K, ps->err) != 0) {
         return -1;
     }
     if (b->buf) {
