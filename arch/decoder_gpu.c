@@ -3,6 +3,7 @@
 #include "decoder_gpu.h"
 
 #include "context.h"
+#include "errors.h"
 #include "log.h"
 
 #include <stdlib.h>
