@@ -20,14 +20,14 @@ layout(push_constant) uniform Push {
     float softcap;
 } p;
 
-/* Flash attention over an f16 KV cache (src/ops/attention.c's flash path; f32 accumulation): one
+/* Flash attention over an f16 KV cache (src/ops/attention.c's flash path; the CPU's accumulator steps): one
  * workgroup per (query head gl_WorkGroupID.x, token gl_WorkGroupID.y). Query head h reads KV head
  * h / (n_head / n_head_kv). Token j sees cache rows row0 + p for p in [lo, n_kv) (tok[4j..4j+3] =
  * row0, lo, n_kv, pos: the host applies causality or pos_hi, the sliding window or the chunk). Each
  * score: K.q (q rounded to f16 as the CPU converts it) * scale, soft-capped (flags 1: softcap *
  * tanh(score), the scale already divided by the cap), plus ALiBi (flags 2: slope_h * (p - pos), slopes
- * in aux[h]); an online softmax over blocks of 64 positions; a head's sink (flags 4: aux[n_head + h])
- * joins the softmax at the end. k_*, v_* count halves. head_dim <= 512. */
+ * in aux[h]); scores in blocks of 64 positions, then the online softmax position by position; a head's sink (flags 4: aux[n_head + h])
+ * joins the softmax at the end, as the CPU's attn_sink. k_*, v_* count halves. head_dim <= 512. */
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
 layout(std430, binding = 1) readonly buffer K { uint kc[]; };
 layout(std430, binding = 2) readonly buffer V { uint vc[]; };
@@ -142,28 +142,35 @@ void main() {
         }
         sc[t] = s;
         barrier();
+        /* the CPU's steps per position, in order (attn_flash): a new maximum rescales the
+         * accumulator (skipped at a scale of 1), then one fused multiply-add per value; with an f16
+         * V each result is rounded to a half, as ggml's f16 accumulator (ggml_vec_mad_f16 /
+         * ggml_vec_scale_f16) */
         const int nb = min(int(L), n_kv - p0);
-        float mb = M;
         for (int b = 0; b < nb; b++) {
-            mb = max(mb, sc[b]);
-        }
-        const float ms = exp(M - mb);
-        S *= ms;
-        for (int r = 0; r < PER; r++) {
-            acc[r] *= ms;
-        }
-        for (int b = 0; b < nb; b++) {
-            const float w = exp(sc[b] - mb);
-            S += w;
+            const float sb = sc[b];
+            float msb = 1.0, vsb = 1.0;
+            if (sb > M) {
+                msb = exp(M - sb);
+                M = sb;
+            } else {
+                vsb = exp(sb - M);
+            }
             const uint vb = p.v_off + (row0 + uint(p0 + b)) * p.v_row + hk * D;
             for (int r = 0; r < PER; r++) {
                 const uint d = t + uint(r) * L;
                 if (d < D) {
-                    acc[r] += w * load_v(vb + d);
+                    precise float a = acc[r];
+                    if (msb != 1.0) {
+                        a = oxl_h2f(oxl_f2h(a * msb));
+                    }
+                    a = fma(load_v(vb + d), vsb, a);
+                    a = oxl_h2f(oxl_f2h(a));
+                    acc[r] = a;
                 }
             }
+            S = fma(S, msb, vsb);
         }
-        M = mb;
         barrier();
     }
     if ((p.flags & 4u) != 0u) {

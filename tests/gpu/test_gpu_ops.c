@@ -387,12 +387,12 @@ static void check_attn(attn_case c) {
         worst_hand = fmax(worst_hand, fabs(out[i] - want[i]));
         worst_cpu = fmax(worst_cpu, fabs(out[i] - cpu[i]));
     }
-    /* f32 accumulation against the exact value; the CPU's f16 accumulator is within its rounding */
-    cr_assert_leq(worst_hand, 2e-5 * big, "device vs exact: %g (largest output %g)", worst_hand, big);
-    /* the CPU's f16 accumulator is within its rounding; its f32 one sums in another order */
-    const double tol_cpu = c.f32 ? 2e-5 : 8e-3;
-    cr_assert_leq(worst_cpu, tol_cpu * big, "device vs the CPU's flash attention: %g (largest output %g)", worst_cpu,
-                  big);
+    /* The device takes the CPU's steps (f16 V: the accumulator rounded to a half after each step, as
+     * ggml's), so it follows the CPU's result closely; against the exact value an f16 accumulator is
+     * within its roundings, an f32 one within float sums. */
+    cr_assert_leq(worst_hand, (c.f32 ? 2e-5 : 8e-3) * big, "device vs exact: %g (largest output %g)", worst_hand, big);
+    cr_assert_leq(worst_cpu, (c.f32 ? 2e-5 : 5e-4) * big, "device vs the CPU's flash attention: %g (largest output %g)",
+                  worst_cpu, big);
     free(out);
     oxl_gpu_free(g, bq), oxl_gpu_free(g, bk), oxl_gpu_free(g, bv), oxl_gpu_free(g, bo), oxl_gpu_free(g, ba),
         oxl_gpu_free(g, bt);
