@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")"
 
-PACKAGES="cmake ninja-build gcc python3 python3-dev python3-pytest python3-jinja2 libcjson-dev libcriterion-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev libwslay-dev nettle-dev libpng-dev libjpeg62-turbo-dev libwebp-dev libjs-marked libjs-highlight.js chromium clang clang-format libclang-rt-dev valgrind curl pkg-config haproxy"
+PACKAGES="cmake ninja-build gcc python3 python3-dev python3-pytest python3-jinja2 libcjson-dev libcriterion-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev libwslay-dev nettle-dev libpng-dev libjpeg62-turbo-dev libwebp-dev libjs-marked libjs-highlight.js chromium clang clang-format libclang-rt-dev valgrind curl pkg-config haproxy mesa-vulkan-drivers libvulkan-dev glslc"
 
 # The cross stage's toolchains and emulators (README "Other architectures")
 CROSS_PACKAGES="qemu-user-static clang-16 lld-16 gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-riscv64-linux-gnu libc6-dev-riscv64-cross wasi-libc libclang-rt-16-dev-wasm32 nodejs"

@@ -12,7 +12,7 @@ from . import spec
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATES = os.path.join(ROOT, "templates")
 # Subdirectories of the output that hold only generated files (stale ones are removed).
-OWNED_SUBDIRS = ("kernels", "isa", "tests")
+OWNED_SUBDIRS = ("kernels", "isa", "tests", "gpu")
 
 
 def header(sources, comment="c"):
@@ -252,7 +252,36 @@ class Generator:
             render(f"isa/{i.name}.h.j2", f"isa/oxl_isa_{i.name}.h", isa=i)
         render("oxl_kernels.cmake.j2", "oxl_kernels.cmake", units=units)
         render("tests/kernels.c.j2", "tests/kernels.c")
+        self.gpu_outputs(render)
         return files
+
+    def gpu_outputs(self, render):
+        """generated/gpu: one GLSL compute shader per GPU_SHADERS row, the CMake list and the
+        runtime's shader list."""
+        errors = []
+        names = set()
+        for sh in spec.GPU_SHADERS:
+            if sh.name in names:
+                errors.append(f"GPU shader {sh.name}: listed twice")
+            names.add(sh.name)
+            if not re.fullmatch(r"[a-z][a-z0-9_]*", sh.name, re.I):
+                errors.append(f"GPU shader {sh.name}: not a C identifier")
+            if sh.push_size > 128:
+                errors.append(f"GPU shader {sh.name}: {sh.push_size} bytes of push constants (at most 128)")
+            for f in sh.push:
+                if not re.fullmatch(r"(uint|int|float) [A-Za-z_][A-Za-z0-9_]*", f):
+                    errors.append(f"GPU shader {sh.name}: push field '{f}' is not 'uint|int|float name'")
+            if not os.path.exists(os.path.join(TEMPLATES, "gpu", sh.template)):
+                errors.append(f"GPU shader {sh.name}: no template templates/gpu/{sh.template}")
+            if sh.local & (sh.local - 1):
+                errors.append(f"GPU shader {sh.name}: local size {sh.local} is not a power of two")
+        if errors:
+            raise spec.SpecError("GPU shader errors:\n  " + "\n  ".join(errors))
+        for sh in spec.GPU_SHADERS:
+            tpl = f"gpu/{sh.template}"
+            render(tpl, f"gpu/{sh.name}.comp", sh=sh, sources=[tpl, "gpu/common.glsl.j2"], **sh.param)
+        render("gpu/oxl_gpu_shaders.cmake.j2", "gpu/oxl_gpu_shaders.cmake")
+        render("gpu/oxl_gpu_shader_list.inc.j2", "gpu/oxl_gpu_shader_list.inc")
 
     def write_all(self, out_dir):
         files = self.outputs()

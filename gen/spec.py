@@ -573,6 +573,69 @@ def repack_of(fmt, isa):
     raise SpecError(f"no repacked layout of {fmt} on {isa}")
 
 
+# ---- GPU compute shaders (src/gpu, Vulkan) -------------------------------------------------------
+# One row per generated shader: templates/gpu/<template> rendered with `params` into
+# generated/gpu/<name>.comp (GLSL 450), compiled by glslc at build time and listed with its metadata
+# in generated/gpu/oxl_gpu_shader_list.inc for the runtime. `push` names the push-constant fields in
+# order ("uint name" or "float name", 4 bytes each): the template declares that block and the C caller
+# a struct of the same fields (the runtime checks the size). `bindings`: storage buffers 0..n-1.
+# mul_mat shaders: `rows`/`cols` output rows / columns per workgroup (oxl_gpu_mul_mat reads them).
+
+
+@dataclass(frozen=True)
+class GpuShader:
+    name: str
+    template: str             # file name under templates/gpu/
+    params: tuple = ()        # ((key, value), ...) passed to the template
+    local: int = 64           # local_size_x
+    push: tuple = ()          # push-constant fields, in order
+    bindings: int = 3
+    rows: int = 1             # mul_mat: output rows per workgroup
+    cols: int = 1             # mul_mat: output columns per workgroup
+
+    @property
+    def push_size(self):
+        return 4 * len(self.push)
+
+    @property
+    def param(self):
+        return dict(self.params)
+
+
+# The mul_mat convention (every format): Y (nrows, ncols) = W (K, nrows) . X (K, ncols).
+GPU_MUL_MAT_PUSH = ("uint nrows", "uint ncols", "uint K", "uint w_off", "uint w_row", "uint x_off",
+                    "uint x_col", "uint y_off", "uint y_col")
+# Elementwise ops over n elements: y[i] = a[i] op b[i % nb] (b broadcast by repetition; scale: a * s).
+GPU_BINARY_PUSH = ("uint n", "uint nb", "uint a_off", "uint b_off", "uint y_off", "float s")
+GPU_NORM_PUSH = ("uint d", "uint n", "uint x_off", "uint y_off", "uint w_off", "uint b_off",
+                 "uint w_rows", "uint flags", "float eps")
+GPU_ROPE_PUSH = ("uint n_dims", "uint head_dim", "uint n_head", "uint n_tok", "uint x_off",
+                 "uint x_tok", "uint y_off", "uint y_tok", "uint cs_off")
+GPU_GLU_PUSH = ("uint n", "uint n_rows", "uint g_off", "uint g_row", "uint u_off", "uint u_row",
+                "uint y_off", "uint y_row")
+GPU_SET_ROWS_PUSH = ("uint d", "uint n", "uint x_off", "uint x_row", "uint row0", "uint dst_row",
+                     "uint dst_off")
+GPU_SOFT_MAX_PUSH = ("uint d", "uint n", "uint x_off", "uint y_off", "float scale")
+GPU_FLASH_PUSH = ("uint head_dim", "uint head_dim_v", "uint n_head", "uint n_head_kv", "uint n_tok",
+                  "uint n_kv", "uint q_off", "uint q_tok", "uint k_off", "uint k_row", "uint v_off",
+                  "uint v_row", "uint o_off", "uint o_tok", "uint pos_off", "uint flags", "int n_swa",
+                  "float scale", "float softcap", "float max_bias", "uint sink_off", "float m0",
+                  "float m1", "uint n_head_log2")
+
+GPU_SHADERS = (
+    GpuShader("mul_mat_f32", "mul_mat.comp.j2", (("fmt", "f32"),), push=GPU_MUL_MAT_PUSH, cols=4),
+    GpuShader("mul_mat_f16", "mul_mat.comp.j2", (("fmt", "f16"),), push=GPU_MUL_MAT_PUSH, cols=4),
+    GpuShader("mul_mat_bf16", "mul_mat.comp.j2", (("fmt", "bf16"),), push=GPU_MUL_MAT_PUSH, cols=4),
+    GpuShader("quantize_f16", "quantize_half.comp.j2", (("fmt", "f16"),), push=("uint n", "uint x_off", "uint y_off"),
+              bindings=2),
+    GpuShader("quantize_bf16", "quantize_half.comp.j2", (("fmt", "bf16"),),
+              push=("uint n", "uint x_off", "uint y_off"), bindings=2),
+    GpuShader("add", "binary.comp.j2", (("op", "add"),), push=GPU_BINARY_PUSH),
+    GpuShader("mul", "binary.comp.j2", (("op", "mul"),), push=GPU_BINARY_PUSH),
+    GpuShader("scale", "binary.comp.j2", (("op", "scale"),), push=GPU_BINARY_PUSH, bindings=2),
+)
+GPU_SHADER_BY_NAME = {s.name: s for s in GPU_SHADERS}
+
 FORMAT_BY_NAME = {f.name: f for f in FORMATS}
 ISA_BY_NAME = {i.name: i for i in ISAS}
 FEATURE_BY_NAME = {f.name: f for f in FEATURES}

@@ -17,15 +17,16 @@ allowed() {
     oxl_core) echo "src/core include" ;;
     oxl_kernels) echo "src/kernels src/core include GEN" ;;
     oxl_ops) echo "src/ops src/kernels src/core include GEN" ;;
+    oxl_gpu) echo "src/gpu src/core include GEN" ;;
     oxl_gguf) echo "src/gguf src/core include GEN" ;;
     oxl_text) echo "src/text src/gguf src/core include GEN" ;;
-    oxl_model) echo "src/model src/ops src/quantize src/text src/gguf src/kernels src/core include GEN" ;;
-    oxl_chat) echo "src/chat src/model src/ops src/text src/gguf src/kernels src/core include GEN" ;;
+    oxl_model) echo "src/model src/ops src/quantize src/text src/gguf src/kernels src/gpu src/core include GEN" ;;
+    oxl_chat) echo "src/chat src/model src/ops src/text src/gguf src/kernels src/gpu src/core include GEN" ;;
     oxl_quantize) echo "src/quantize src/gguf src/kernels src/core include GEN" ;;
     oxl_image) echo "src/image src/core include" ;;
-    oxl_mm) echo "src/mm src/image src/model src/ops src/quantize src/text src/gguf src/kernels src/core include GEN" ;;
-    oxl_check) echo "src/check src/mm src/image src/chat src/quantize src/model src/ops src/text src/gguf src/kernels src/core include GEN" ;;
-    oxl_arch) echo "arch src/quantize src/model src/ops src/text src/gguf src/kernels src/core include GEN" ;;
+    oxl_mm) echo "src/mm src/image src/model src/ops src/quantize src/text src/gguf src/kernels src/gpu src/core include GEN" ;;
+    oxl_check) echo "src/check src/mm src/image src/chat src/quantize src/model src/ops src/text src/gguf src/kernels src/gpu src/core include GEN" ;;
+    oxl_arch) echo "arch src/quantize src/model src/ops src/text src/gguf src/kernels src/gpu src/core include GEN" ;;
     *) echo "?" ;;
     esac
 }

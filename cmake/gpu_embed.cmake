@@ -1,0 +1,11 @@
+# Writes OUT: one C array of SPIR-V words per shader of NAMES, from DIR/<name>.words (glslc -mfmt=c).
+set(text "/* SPIR-V of the compute shaders, embedded by cmake/gpu_embed.cmake — do not edit */\n")
+string(APPEND text "#include <stddef.h>\n#include <stdint.h>\n")
+foreach(name IN LISTS NAMES)
+  file(READ ${DIR}/${name}.words words)
+  string(APPEND text "extern const uint32_t oxl_spv_${name}[];\nextern const size_t oxl_spv_${name}_words;\n")
+  string(APPEND text "const uint32_t oxl_spv_${name}[] = ${words};\n")
+  string(APPEND text "const size_t oxl_spv_${name}_words = sizeof(oxl_spv_${name}) / sizeof(uint32_t);\n")
+endforeach()
+file(WRITE ${OUT}.tmp "${text}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)
