@@ -622,7 +622,30 @@ GPU_FLASH_PUSH = ("uint head_dim", "uint head_dim_v", "uint n_head", "uint n_hea
                   "float scale", "float softcap", "float max_bias", "uint sink_off", "float m0",
                   "float m1", "uint n_head_log2")
 
-GPU_SHADERS = (
+# The mixture-of-experts block (arch/moe_gpu.c): the routing, the chosen experts' products (the
+# expert e = ids[ids_off + t * n_used + s] of token t, slot s at byte w_off + e * w_expert of the 3-D
+# tensor; the column at x_off + t * x_col + s * x_slot), their biases, gpt-oss's activation and the
+# weighted sum of the slots.
+GPU_MUL_MAT_ID_PUSH = GPU_MUL_MAT_PUSH + ("uint n_used", "uint w_expert", "uint x_slot", "uint ids_off")
+GPU_MOE_SHADERS = (
+    GpuShader("topk_moe", "topk_moe.comp.j2",
+              push=("uint n_expert", "uint n_used", "uint n_tokens", "uint gating", "uint flags", "uint n_group",
+                    "uint n_group_used", "float w_scale", "uint l_off", "uint l_col", "uint rb_off", "uint pb_off",
+                    "uint ids_off", "uint w_off"), bindings=5),
+    GpuShader("mul_mat_id_f32", "mul_mat_id.comp.j2", (("fmt", "f32"),), push=GPU_MUL_MAT_ID_PUSH, bindings=4),
+    GpuShader("mul_mat_id_f16", "mul_mat_id.comp.j2", (("fmt", "f16"),), push=GPU_MUL_MAT_ID_PUSH, bindings=4),
+    GpuShader("mul_mat_id_bf16", "mul_mat_id.comp.j2", (("fmt", "bf16"),), push=GPU_MUL_MAT_ID_PUSH, bindings=4),
+    GpuShader("add_id", "add_id.comp.j2",
+              push=("uint nrows", "uint npairs", "uint y_off", "uint y_col", "uint b_off", "uint b_row",
+                    "uint ids_off")),
+    GpuShader("glu_swiglu_oai", "glu_swiglu_oai.comp.j2",
+              push=("uint n", "uint g_off", "uint u_off", "uint y_off", "float alpha", "float limit")),
+    GpuShader("moe_sum", "moe_sum.comp.j2",
+              push=("uint n_embd", "uint n_tokens", "uint n_used", "uint flags", "uint d_off", "uint w_off",
+                    "uint sh_off", "uint gate_off", "uint o_off"), bindings=5),
+)
+
+GPU_SHADERS = GPU_MOE_SHADERS + (
     GpuShader("mul_mat_f32", "mul_mat.comp.j2", (("fmt", "f32"),), push=GPU_MUL_MAT_PUSH, cols=4),
     GpuShader("mul_mat_f16", "mul_mat.comp.j2", (("fmt", "f16"),), push=GPU_MUL_MAT_PUSH, cols=4),
     GpuShader("mul_mat_bf16", "mul_mat.comp.j2", (("fmt", "bf16"),), push=GPU_MUL_MAT_PUSH, cols=4),

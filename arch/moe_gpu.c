@@ -1,0 +1,396 @@
+/* The mixture-of-experts block on the Vulkan device (moe_gpu.h). */
+#include "moe_gpu.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/* Most experts chosen per token topk_moe keeps (its MAX_USED). */
+#define MOE_GPU_MAX_USED 64
+
+/* ---- shapes and scratch ------------------------------------------------------------------- */
+
+/* The shader suffix of a weight type that has mul_mat_id and mul_mat shaders, or NULL. */
+static const char *fmt_name(oxl_type t) {
+    switch (t) {
+    case OXL_TYPE_F32: return "f32";
+    case OXL_TYPE_F16: return "f16";
+    case OXL_TYPE_BF16: return "bf16";
+    default: return NULL;
+    }
+}
+
+/* Bytes of one activation element in a weight type's partner format (f32 itself, f16, bf16). */
+static size_t partner_bytes(oxl_type t) { return t == OXL_TYPE_F32 ? 4 : 2; }
+
+/* The scratch of one call, byte offsets from the work binding's start. */
+typedef struct moe_scratch {
+    size_t logits; /* (n_expert, n) router logits */
+    size_t ids;    /* (n_used, n) int32 chosen experts */
+    size_t w;      /* (n_used, n) their weights */
+    size_t xq;     /* (n_embd, n) x in the experts' partner format */
+    size_t up;     /* (n_ff_exp, n_used, n) */
+    size_t gate;   /* (n_ff_exp, n_used, n); the activation is written here */
+    size_t aq;     /* (n_ff_exp, n_used, n) the activation in down_exps' partner format */
+    size_t down;   /* (n_embd, n_used, n) */
+    size_t s_up;   /* (n_ff_shexp, n) shared experts */
+    size_t s_gate; /* (n_ff_shexp, n) */
+    size_t s_aq;   /* (n_ff_shexp, n) */
+    size_t s_down; /* (n_embd, n) */
+    size_t s_z;    /* (n) shared-expert gate logits */
+    size_t end;
+} moe_scratch;
+
+static moe_scratch scratch_layout(const oxl_moe_opts *o, int64_t E, int32_t n) {
+    const size_t X = (size_t)o->n_expert, K = (size_t)o->n_expert_used, F = (size_t)o->n_ff_exp;
+    const size_t S = (size_t)(o->n_ff_shexp > 0 ? o->n_ff_shexp : 0), N = (size_t)n;
+    const size_t sizes[] = {X * N, K * N, K * N, (size_t)E * N, F * K * N, F * K * N, F * K * N, (size_t)E * K * N,
+                            S * N, S * N, S * N, (size_t)E * N, N};
+    moe_scratch s;
+    size_t *dst[] = {&s.logits, &s.ids,  &s.w,      &s.xq,   &s.up,     &s.gate, &s.aq,
+                     &s.down,   &s.s_up, &s.s_gate, &s.s_aq, &s.s_down, &s.s_z};
+    size_t off = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        *dst[i] = off;
+        off += (sizes[i] * 4 + 255) & ~(size_t)255;
+    }
+    s.end = off;
+    return s;
+}
+
+size_t oxl_moe_gpu_work_size(const oxl_moe_opts *o, int64_t n_embd, int32_t n) {
+    return o->n_expert > 0 ? scratch_layout(o, n_embd, n).end : 0;
+}
+
+/* The shader of an expert activation. */
+static const char *act_shader(oxl_moe_act act) {
+    return act == OXL_MOE_SILU ? "glu_swiglu" : act == OXL_MOE_GELU ? "glu_geglu" : "glu_swiglu_oai";
+}
+
+const char *oxl_moe_gpu_unsupported(const oxl_gpu *g, const oxl_moe_opts *o, const oxl_moe_layer *l) {
+    (void)g;
+    if (!oxl_gpu_shader(act_shader(o->act))) {
+        return "no device shader for the experts' activation";
+    }
+    if (o->weight_before_ffn) {
+        return "the expert weights scale the experts' input (weight_before_ffn)";
+    }
+    if (o->n_expert_used > MOE_GPU_MAX_USED) {
+        return "more than 64 experts chosen per token";
+    }
+    const oxl_tensor *t[] = {&l->gate_inp, &l->gate_exps, &l->up_exps, &l->down_exps};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        if (!fmt_name(t[i]->type)) {
+            return "an expert or router weight type without a device mul_mat_id (f32, f16, bf16 only)";
+        }
+    }
+    if (l->up_shexp.data &&
+        (!fmt_name(l->up_shexp.type) || !fmt_name(l->gate_shexp.type) || !fmt_name(l->down_shexp.type))) {
+        return "a shared-expert weight type without a device mul_mat (f32, f16, bf16 only)";
+    }
+    return NULL;
+}
+
+/* ---- recording helpers -------------------------------------------------------------------- */
+
+/* An offset in units of `unit` bytes as a push constant; -1 when it does not fit 32 bits. */
+static int push_off(size_t bytes, size_t unit, uint32_t *out, oxl_error *err) {
+    if (bytes % unit != 0 || bytes / unit > UINT32_MAX) {
+        return oxl_err_set(err, "MoE on the device: offset %zu bytes is not a 32-bit count of %zu-byte units", bytes,
+                           unit);
+    }
+    *out = (uint32_t)(bytes / unit);
+    return 0;
+}
+
+/* Workgroups for n invocations of a 1-D shader (oxl_gpu_groups_1d); -1 when the shader is not in
+ * the list. */
+static int groups_1d(const char *shader, uint64_t n, uint32_t *gx, uint32_t *gz, oxl_error *err) {
+    const oxl_gpu_shader_info *info = oxl_gpu_shader(shader);
+    if (!info) {
+        return oxl_err_set(err, "MoE on the device: no shader %s", shader);
+    }
+    oxl_gpu_groups_1d(n, info->local, gx, gz);
+    return 0;
+}
+
+static oxl_gpu_bind whole(oxl_gpu_buf *b) { return (oxl_gpu_bind){.buf = b}; }
+
+/* Converts n floats at src (bytes) into the partner format of weight type t at dst (f32: none,
+ * dst = src). Returns dst's byte offset in *at. */
+static int to_partner(oxl_gpu *g, oxl_type t, oxl_gpu_buf *srcb, size_t src, oxl_gpu_buf *dstb, size_t dst, size_t n,
+                      size_t *at, oxl_error *err) {
+    if (t == OXL_TYPE_F32) {
+        *at = src;
+        return 0;
+    }
+    struct {
+        uint32_t n, x_off, y_off;
+    } pc = {(uint32_t)n, 0, 0};
+    if (push_off(src, 4, &pc.x_off, err) || push_off(dst, 2, &pc.y_off, err)) {
+        return -1;
+    }
+    const oxl_gpu_bind b[] = {whole(srcb), whole(dstb)};
+    uint32_t gx, gz;
+    /* two elements per invocation */
+    if (groups_1d(t == OXL_TYPE_F16 ? "quantize_f16" : "quantize_bf16", (n + 1) / 2, &gx, &gz, err)) {
+        return -1;
+    }
+    *at = dst;
+    return oxl_gpu_dispatch(g, t == OXL_TYPE_F16 ? "quantize_f16" : "quantize_bf16", b, 2, &pc, sizeof pc, gx, 1, gz,
+                            err);
+}
+
+/* Y (nrows, n) = W . X for a plain matrix w at wb; x and y byte offsets into their buffers, X in
+ * w's partner format with columns x_col elements apart, Y's columns y_col floats apart. */
+static int mul_mat(oxl_gpu *g, const oxl_tensor *w, oxl_gpu_bind wb, oxl_gpu_buf *xb, size_t x, uint32_t x_col,
+                   oxl_gpu_buf *yb, size_t y, uint32_t y_col, int32_t n, oxl_error *err) {
+    char shader[32];
+    snprintf(shader, sizeof shader, "mul_mat_%s", fmt_name(w->type));
+    oxl_gpu_mm_push pc = {.nrows = (uint32_t)w->ne[1],
+                          .ncols = (uint32_t)n,
+                          .K = (uint32_t)w->ne[0],
+                          .w_row = (uint32_t)w->row_size,
+                          .x_col = x_col,
+                          .y_col = y_col};
+    if (push_off(wb.off, 1, &pc.w_off, err) || push_off(x, partner_bytes(w->type), &pc.x_off, err) ||
+        push_off(y, 4, &pc.y_off, err)) {
+        return -1;
+    }
+    return oxl_gpu_mul_mat(g, shader, wb.buf, xb, yb, &pc, err);
+}
+
+/* The push constants of mul_mat_id_<fmt>: mul_mat's, then the expert selection. */
+typedef struct mm_id_push {
+    uint32_t nrows, ncols, K, w_off, w_row, x_off, x_col, y_off, y_col;
+    uint32_t n_used, w_expert, x_slot, ids_off;
+} mm_id_push;
+
+/* Y[:, s, t] = W_ids[s,t] . X[:, s, t] (+ B[:, ids[s, t]]) for the n tokens' n_used slots: w the
+ * 3-D expert tensor (its expert-0 view) at wb, X at byte x of xb (x_col elements between tokens,
+ * x_slot between slots: 0 when every slot reads its token's column), ids and Y at bytes of work. */
+static int mul_mat_id(oxl_gpu *g, const oxl_moe_opts *o, const oxl_tensor *w, oxl_gpu_bind wb, const oxl_tensor *bias,
+                      oxl_gpu_bind bb, oxl_gpu_buf *work, size_t ids, oxl_gpu_buf *xb, size_t x, uint32_t x_col,
+                      uint32_t x_slot, size_t y, int32_t n, oxl_error *err) {
+    const uint32_t K = (uint32_t)o->n_expert_used, rows = (uint32_t)w->ne[1];
+    char shader[32];
+    snprintf(shader, sizeof shader, "mul_mat_id_%s", fmt_name(w->type));
+    mm_id_push pc = {.nrows = rows,
+                     .K = (uint32_t)w->ne[0],
+                     .w_row = (uint32_t)w->row_size,
+                     .x_col = x_col,
+                     .y_col = rows,
+                     .n_used = K,
+                     .w_expert = (uint32_t)(w->row_size * (size_t)w->ne[1]),
+                     .x_slot = x_slot};
+    uint32_t x0 = 0, y0 = 0, ids0 = 0;
+    if (push_off(wb.off, 1, &pc.w_off, err) || push_off(x, partner_bytes(w->type), &x0, err) ||
+        push_off(y, 4, &y0, err) || push_off(ids, 4, &ids0, err) ||
+        push_off(w->row_size * (size_t)w->ne[1] * (size_t)o->n_expert, 1, &(uint32_t){0}, err)) {
+        return -1;
+    }
+    const oxl_gpu_bind b[] = {whole(wb.buf), whole(xb), whole(work), whole(work)};
+    /* the (token, slot) pairs go over y: at most 65535 per dispatch, whole tokens */
+    const int32_t per = (int32_t)(65535 / K);
+    for (int32_t t0 = 0; t0 < n; t0 += per) {
+        const int32_t m = n - t0 < per ? n - t0 : per;
+        pc.ncols = (uint32_t)m * K;
+        pc.x_off = x0 + (uint32_t)t0 * x_col;
+        pc.y_off = y0 + (uint32_t)t0 * K * rows;
+        pc.ids_off = ids0 + (uint32_t)t0 * K;
+        const uint32_t gx = rows < 65535 ? rows : 65535, gz = (rows + gx - 1) / gx;
+        if (oxl_gpu_dispatch(g, shader, b, 4, &pc, sizeof pc, gx, pc.ncols, gz, err)) {
+            return -1;
+        }
+    }
+    if (!bias->data) {
+        return 0;
+    }
+    struct {
+        uint32_t nrows, npairs, y_off, y_col, b_off, b_row, ids_off;
+    } pa = {rows, (uint32_t)n * K, y0, rows, 0, (uint32_t)bias->ne[0], ids0};
+    if (push_off(bb.off, 4, &pa.b_off, err)) {
+        return -1;
+    }
+    const oxl_gpu_bind ba[] = {whole(work), whole(bb.buf), whole(work)};
+    uint32_t gx, gz;
+    if (groups_1d("add_id", (uint64_t)rows * n * K, &gx, &gz, err)) {
+        return -1;
+    }
+    return oxl_gpu_dispatch(g, "add_id", ba, 3, &pa, sizeof pa, gx, 1, gz, err);
+}
+
+/* y = act(gate, up) over `rows` rows of `width` values (contiguous), into gate. */
+static int activation(oxl_gpu *g, oxl_moe_act act, oxl_gpu_buf *work, size_t gate, size_t up, uint32_t width,
+                      uint32_t rows, oxl_error *err) {
+    const oxl_gpu_bind b[] = {whole(work), whole(work), whole(work)};
+    uint32_t g_off = 0, u_off = 0, gx, gz;
+    if (push_off(gate, 4, &g_off, err) || push_off(up, 4, &u_off, err)) {
+        return -1;
+    }
+    if (act == OXL_MOE_SWIGLU_OAI) {
+        struct {
+            uint32_t n, g_off, u_off, y_off;
+            float alpha, limit;
+        } pc = {width * rows, g_off, u_off, g_off, 1.702f, 7.0f};
+        if (groups_1d("glu_swiglu_oai", (uint64_t)width * rows, &gx, &gz, err)) {
+            return -1;
+        }
+        return oxl_gpu_dispatch(g, "glu_swiglu_oai", b, 3, &pc, sizeof pc, gx, 1, gz, err);
+    }
+    const char *shader = act_shader(act);
+    const struct {
+        uint32_t n, n_rows, g_off, g_row, u_off, u_row, y_off, y_row;
+    } pc = {width, rows, g_off, width, u_off, width, g_off, width};
+    if (groups_1d(shader, (uint64_t)width * rows, &gx, &gz, err)) {
+        return -1;
+    }
+    return oxl_gpu_dispatch(g, shader, b, 3, &pc, sizeof pc, gx, 1, gz, err);
+}
+
+/* ---- the block ---------------------------------------------------------------------------- */
+
+/* The push constants of topk_moe. */
+typedef struct topk_push {
+    uint32_t n_expert, n_used, n_tokens, gating, flags, n_group, n_group_used;
+    float w_scale;
+    uint32_t l_off, l_col, rb_off, pb_off, ids_off, w_off;
+} topk_push;
+
+int oxl_moe_gpu_route(oxl_gpu *g, const oxl_moe_opts *o, const oxl_moe_gpu_layer *l, oxl_gpu_bind logits, int32_t n,
+                      oxl_gpu_bind ids, oxl_gpu_bind w, oxl_error *err) {
+    const oxl_moe_layer *h = l->host;
+    const uint32_t X = (uint32_t)o->n_expert, K = (uint32_t)o->n_expert_used;
+    if (K > MOE_GPU_MAX_USED) {
+        return oxl_err_set(err, "MoE on the device: %d experts chosen per token (at most %d)", (int)K,
+                           MOE_GPU_MAX_USED);
+    }
+    topk_push tk = {.n_expert = X,
+                    .n_used = K,
+                    .gating = (uint32_t)o->gating,
+                    .flags = (h->gate_inp_b.data ? 1u : 0u) | (h->exp_probs_b.data ? 2u : 0u) |
+                             (o->select_logits ? 4u : 0u) | (o->norm_w ? 8u : 0u),
+                    .n_group = (uint32_t)(o->n_group > 1 ? o->n_group : 0),
+                    .n_group_used = (uint32_t)o->n_group_used,
+                    .w_scale = o->w_scale,
+                    .l_col = X};
+    if (push_off(logits.off, 4, &tk.l_off, err) || push_off(ids.off, 4, &tk.ids_off, err) ||
+        push_off(w.off, 4, &tk.w_off, err) || (h->gate_inp_b.data && push_off(l->gate_inp_b.off, 4, &tk.rb_off, err)) ||
+        (h->exp_probs_b.data && push_off(l->exp_probs_b.off, 4, &tk.pb_off, err))) {
+        return -1;
+    }
+    const oxl_gpu_bind tb[] = {whole(logits.buf), whole(h->gate_inp_b.data ? l->gate_inp_b.buf : logits.buf),
+                               whole(h->exp_probs_b.data ? l->exp_probs_b.buf : logits.buf), whole(ids.buf),
+                               whole(w.buf)};
+    for (int32_t t0 = 0; t0 < n; t0 += 65535) { /* one workgroup per token */
+        const uint32_t m = (uint32_t)(n - t0 < 65535 ? n - t0 : 65535);
+        topk_push pc = tk;
+        pc.n_tokens = m;
+        pc.l_off += (uint32_t)t0 * X;
+        pc.ids_off += (uint32_t)t0 * K;
+        pc.w_off += (uint32_t)t0 * K;
+        if (oxl_gpu_dispatch(g, "topk_moe", tb, 5, &pc, sizeof pc, m, 1, 1, err)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The push constants of moe_sum. */
+typedef struct sum_push {
+    uint32_t n_embd, n_tokens, n_used, flags, d_off, w_off, sh_off, gate_off, o_off;
+} sum_push;
+
+/* The shared experts' SwiGLU FFN on every token into s_down, and their gate's logits into s_z. */
+static int shared_experts(oxl_gpu *g, const oxl_moe_opts *o, const oxl_moe_gpu_layer *l, const moe_scratch *s,
+                          uint32_t E, oxl_gpu_bind x, int32_t n, oxl_gpu_bind work, size_t *scratch_q, oxl_error *err) {
+    const oxl_moe_layer *h = l->host;
+    const uint32_t S = (uint32_t)o->n_ff_shexp;
+    oxl_gpu_buf *wb = work.buf;
+    const size_t w0 = work.off;
+    size_t xs, as;
+    if (to_partner(g, h->up_shexp.type, x.buf, x.off, wb, *scratch_q, (size_t)E * n, &xs, err)) {
+        return -1;
+    }
+    oxl_gpu_buf *xsb = h->up_shexp.type == OXL_TYPE_F32 ? x.buf : wb;
+    if (mul_mat(g, &h->up_shexp, l->up_shexp, xsb, xs, E, wb, w0 + s->s_up, S, n, err) ||
+        mul_mat(g, &h->gate_shexp, l->gate_shexp, xsb, xs, E, wb, w0 + s->s_gate, S, n, err) ||
+        activation(g, OXL_MOE_SILU, wb, w0 + s->s_gate, w0 + s->s_up, S, (uint32_t)n, err) ||
+        to_partner(g, h->down_shexp.type, wb, w0 + s->s_gate, wb, w0 + s->s_aq, (size_t)S * n, &as, err) ||
+        mul_mat(g, &h->down_shexp, l->down_shexp, wb, as, S, wb, w0 + s->s_down, E, n, err)) {
+        return -1;
+    }
+    if (!h->gate_inp_shexp.data) {
+        return 0;
+    }
+    /* z (1, n) = the gate vector . x: a one-row f32 matrix */
+    const oxl_tensor gv = {.name = h->gate_inp_shexp.name,
+                           .type = OXL_TYPE_F32,
+                           .ne = {E, 1},
+                           .row_size = (size_t)E * sizeof(float),
+                           .data = h->gate_inp_shexp.data};
+    return mul_mat(g, &gv, l->gate_inp_shexp, x.buf, x.off, E, wb, w0 + s->s_z, 1, n, err);
+}
+
+int oxl_moe_gpu_forward(oxl_gpu *g, const oxl_moe_opts *o, const oxl_moe_gpu_layer *l, int64_t n_embd, oxl_gpu_bind x,
+                        int32_t n, oxl_gpu_bind out, oxl_gpu_bind work, oxl_error *err) {
+    const oxl_moe_layer *h = l->host;
+    const uint32_t E = (uint32_t)n_embd, X = (uint32_t)o->n_expert, K = (uint32_t)o->n_expert_used;
+    const uint32_t F = (uint32_t)o->n_ff_exp;
+    const char *why = oxl_moe_gpu_unsupported(g, o, h);
+    if (why) {
+        return oxl_err_set(err, "MoE on the device: %s", why);
+    }
+    const moe_scratch s = scratch_layout(o, n_embd, n);
+    oxl_gpu_buf *wb = work.buf;
+    const size_t w0 = work.off;
+
+    /* router logits, then each token's experts and weights */
+    if (mul_mat(g, &h->gate_inp, l->gate_inp, x.buf, x.off, E, wb, w0 + s.logits, X, n, err)) {
+        return -1;
+    }
+    if (oxl_moe_gpu_route(g, o, l, (oxl_gpu_bind){wb, w0 + s.logits, 0}, n, (oxl_gpu_bind){wb, w0 + s.ids, 0},
+                          (oxl_gpu_bind){wb, w0 + s.w, 0}, err)) {
+        return -1;
+    }
+
+    /* the chosen experts: up and gate on the token's input, the activation, down on that */
+    size_t xe, ae;
+    if (to_partner(g, h->up_exps.type, x.buf, x.off, wb, w0 + s.xq, (size_t)E * n, &xe, err)) {
+        return -1;
+    }
+    oxl_gpu_buf *xeb = h->up_exps.type == OXL_TYPE_F32 ? x.buf : wb;
+    if (h->gate_exps.type != h->up_exps.type) {
+        return oxl_err_set(err, "MoE on the device: %s and %s differ in type", h->gate_exps.name, h->up_exps.name);
+    }
+    if (mul_mat_id(g, o, &h->up_exps, l->up_exps, &h->up_exps_b, l->up_exps_b, wb, w0 + s.ids, xeb, xe, E, 0, w0 + s.up,
+                   n, err) ||
+        mul_mat_id(g, o, &h->gate_exps, l->gate_exps, &h->gate_exps_b, l->gate_exps_b, wb, w0 + s.ids, xeb, xe, E, 0,
+                   w0 + s.gate, n, err) ||
+        activation(g, o->act, wb, w0 + s.gate, w0 + s.up, F, K * (uint32_t)n, err) ||
+        to_partner(g, h->down_exps.type, wb, w0 + s.gate, wb, w0 + s.aq, (size_t)F * K * n, &ae, err) ||
+        mul_mat_id(g, o, &h->down_exps, l->down_exps, &h->down_exps_b, l->down_exps_b, wb, w0 + s.ids, wb, ae, K * F, F,
+                   w0 + s.down, n, err)) {
+        return -1;
+    }
+
+    /* the shared experts, then the weighted sum of the slots (+ the shared output) into out */
+    size_t q = w0 + s.xq;
+    if (h->up_shexp.data && shared_experts(g, o, l, &s, E, x, n, work, &q, err)) {
+        return -1;
+    }
+    sum_push sp = {.n_embd = E,
+                   .n_tokens = (uint32_t)n,
+                   .n_used = K,
+                   .flags = (h->up_shexp.data ? 1u : 0u) | (h->gate_inp_shexp.data ? 2u : 0u)};
+    if (push_off(w0 + s.down, 4, &sp.d_off, err) || push_off(w0 + s.w, 4, &sp.w_off, err) ||
+        push_off(w0 + s.s_down, 4, &sp.sh_off, err) || push_off(w0 + s.s_z, 4, &sp.gate_off, err) ||
+        push_off(out.off, 4, &sp.o_off, err)) {
+        return -1;
+    }
+    const oxl_gpu_bind sb[] = {whole(wb), whole(wb), whole(wb), whole(wb), whole(out.buf)};
+    uint32_t gx, gz;
+    if (groups_1d("moe_sum", (uint64_t)E * n, &gx, &gz, err)) {
+        return -1;
+    }
+    return oxl_gpu_dispatch(g, "moe_sum", sb, 5, &sp, sizeof sp, gx, 1, gz, err);
+}
