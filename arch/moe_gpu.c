@@ -115,35 +115,35 @@ static int groups_1d(const char *shader, uint64_t n, uint32_t *gx, uint32_t *gz,
 
 static oxl_gpu_bind whole(oxl_gpu_buf *b) { return (oxl_gpu_bind){.buf = b}; }
 
-/* Converts n floats at src (bytes) into the partner format of weight type t at dst (f32: none,
- * dst = src). Returns dst's byte offset in *at. */
-static int to_partner(oxl_gpu *g, oxl_type t, oxl_gpu_buf *srcb, size_t src, oxl_gpu_buf *dstb, size_t dst, size_t n,
-                      size_t *at, oxl_error *err) {
+/* The scratch region `off` bytes into work. */
+static oxl_gpu_bind at(oxl_gpu_bind work, size_t off) { return (oxl_gpu_bind){.buf = work.buf, .off = work.off + off}; }
+
+/* n floats at src in the partner format of weight type t: src itself for f32, else converted into
+ * dst (quantize_f16 / quantize_bf16) and *out = dst. */
+static int to_partner(oxl_gpu *g, oxl_type t, oxl_gpu_bind src, oxl_gpu_bind dst, size_t n, oxl_gpu_bind *out,
+                      oxl_error *err) {
     if (t == OXL_TYPE_F32) {
-        *at = src;
+        *out = src;
         return 0;
     }
+    const char *shader = t == OXL_TYPE_F16 ? "quantize_f16" : "quantize_bf16";
     struct {
         uint32_t n, x_off, y_off;
     } pc = {(uint32_t)n, 0, 0};
-    if (push_off(src, 4, &pc.x_off, err) || push_off(dst, 2, &pc.y_off, err)) {
-        return -1;
-    }
-    const oxl_gpu_bind b[] = {whole(srcb), whole(dstb)};
     uint32_t gx, gz;
-    /* two elements per invocation */
-    if (groups_1d(t == OXL_TYPE_F16 ? "quantize_f16" : "quantize_bf16", (n + 1) / 2, &gx, &gz, err)) {
+    if (push_off(src.off, 4, &pc.x_off, err) || push_off(dst.off, 2, &pc.y_off, err) ||
+        groups_1d(shader, (n + 1) / 2, &gx, &gz, err)) { /* two elements per invocation */
         return -1;
     }
-    *at = dst;
-    return oxl_gpu_dispatch(g, t == OXL_TYPE_F16 ? "quantize_f16" : "quantize_bf16", b, 2, &pc, sizeof pc, gx, 1, gz,
-                            err);
+    const oxl_gpu_bind b[] = {whole(src.buf), whole(dst.buf)};
+    *out = dst;
+    return oxl_gpu_dispatch(g, shader, b, 2, &pc, sizeof pc, gx, 1, gz, err);
 }
 
-/* Y (nrows, n) = W . X for a plain matrix w at wb; x and y byte offsets into their buffers, X in
- * w's partner format with columns x_col elements apart, Y's columns y_col floats apart. */
-static int mul_mat(oxl_gpu *g, const oxl_tensor *w, oxl_gpu_bind wb, oxl_gpu_buf *xb, size_t x, uint32_t x_col,
-                   oxl_gpu_buf *yb, size_t y, uint32_t y_col, int32_t n, oxl_error *err) {
+/* Y (nrows, n) = W . X for a plain matrix w at wb: X at x in w's partner format, columns x_col
+ * elements apart; Y at y, columns y_col floats apart. */
+static int mul_mat(oxl_gpu *g, const oxl_tensor *w, oxl_gpu_bind wb, oxl_gpu_bind x, uint32_t x_col, oxl_gpu_bind y,
+                   uint32_t y_col, int32_t n, oxl_error *err) {
     char shader[32];
     snprintf(shader, sizeof shader, "mul_mat_%s", fmt_name(w->type));
     oxl_gpu_mm_push pc = {.nrows = (uint32_t)w->ne[1],
@@ -152,11 +152,11 @@ static int mul_mat(oxl_gpu *g, const oxl_tensor *w, oxl_gpu_bind wb, oxl_gpu_buf
                           .w_row = (uint32_t)w->row_size,
                           .x_col = x_col,
                           .y_col = y_col};
-    if (push_off(wb.off, 1, &pc.w_off, err) || push_off(x, partner_bytes(w->type), &pc.x_off, err) ||
-        push_off(y, 4, &pc.y_off, err)) {
+    if (push_off(wb.off, 1, &pc.w_off, err) || push_off(x.off, partner_bytes(w->type), &pc.x_off, err) ||
+        push_off(y.off, 4, &pc.y_off, err)) {
         return -1;
     }
-    return oxl_gpu_mul_mat(g, shader, wb.buf, xb, yb, &pc, err);
+    return oxl_gpu_mul_mat(g, shader, wb.buf, x.buf, y.buf, &pc, err);
 }
 
 /* The push constants of mul_mat_id_<fmt>: mul_mat's, then the expert selection. */
@@ -166,11 +166,11 @@ typedef struct mm_id_push {
 } mm_id_push;
 
 /* Y[:, s, t] = W_ids[s,t] . X[:, s, t] (+ B[:, ids[s, t]]) for the n tokens' n_used slots: w the
- * 3-D expert tensor (its expert-0 view) at wb, X at byte x of xb (x_col elements between tokens,
+ * 3-D expert tensor (its expert-0 view) at wb, X at x (x_col elements between tokens,
  * x_slot between slots: 0 when every slot reads its token's column), ids and Y at bytes of work. */
 static int mul_mat_id(oxl_gpu *g, const oxl_moe_opts *o, const oxl_tensor *w, oxl_gpu_bind wb, const oxl_tensor *bias,
-                      oxl_gpu_bind bb, oxl_gpu_buf *work, size_t ids, oxl_gpu_buf *xb, size_t x, uint32_t x_col,
-                      uint32_t x_slot, size_t y, int32_t n, oxl_error *err) {
+                      oxl_gpu_bind bb, oxl_gpu_buf *work, size_t ids, oxl_gpu_bind x, uint32_t x_col, uint32_t x_slot,
+                      size_t y, int32_t n, oxl_error *err) {
     const uint32_t K = (uint32_t)o->n_expert_used, rows = (uint32_t)w->ne[1];
     char shader[32];
     snprintf(shader, sizeof shader, "mul_mat_id_%s", fmt_name(w->type));
@@ -183,12 +183,12 @@ static int mul_mat_id(oxl_gpu *g, const oxl_moe_opts *o, const oxl_tensor *w, ox
                      .w_expert = (uint32_t)(w->row_size * (size_t)w->ne[1]),
                      .x_slot = x_slot};
     uint32_t x0 = 0, y0 = 0, ids0 = 0;
-    if (push_off(wb.off, 1, &pc.w_off, err) || push_off(x, partner_bytes(w->type), &x0, err) ||
+    if (push_off(wb.off, 1, &pc.w_off, err) || push_off(x.off, partner_bytes(w->type), &x0, err) ||
         push_off(y, 4, &y0, err) || push_off(ids, 4, &ids0, err) ||
         push_off(w->row_size * (size_t)w->ne[1] * (size_t)o->n_expert, 1, &(uint32_t){0}, err)) {
         return -1;
     }
-    const oxl_gpu_bind b[] = {whole(wb.buf), whole(xb), whole(work), whole(work)};
+    const oxl_gpu_bind b[] = {whole(wb.buf), whole(x.buf), whole(work), whole(work)};
     /* the (token, slot) pairs go over y: at most 65535 per dispatch, whole tokens */
     const int32_t per = (int32_t)(65535 / K);
     for (int32_t t0 = 0; t0 < n; t0 += per) {
@@ -302,21 +302,17 @@ typedef struct sum_push {
 
 /* The shared experts' SwiGLU FFN on every token into s_down, and their gate's logits into s_z. */
 static int shared_experts(oxl_gpu *g, const oxl_moe_opts *o, const oxl_moe_gpu_layer *l, const moe_scratch *s,
-                          uint32_t E, oxl_gpu_bind x, int32_t n, oxl_gpu_bind work, size_t *scratch_q, oxl_error *err) {
+                          uint32_t E, oxl_gpu_bind x, int32_t n, oxl_gpu_bind work, oxl_error *err) {
     const oxl_moe_layer *h = l->host;
     const uint32_t S = (uint32_t)o->n_ff_shexp;
-    oxl_gpu_buf *wb = work.buf;
-    const size_t w0 = work.off;
-    size_t xs, as;
-    if (to_partner(g, h->up_shexp.type, x.buf, x.off, wb, *scratch_q, (size_t)E * n, &xs, err)) {
-        return -1;
-    }
-    oxl_gpu_buf *xsb = h->up_shexp.type == OXL_TYPE_F32 ? x.buf : wb;
-    if (mul_mat(g, &h->up_shexp, l->up_shexp, xsb, xs, E, wb, w0 + s->s_up, S, n, err) ||
-        mul_mat(g, &h->gate_shexp, l->gate_shexp, xsb, xs, E, wb, w0 + s->s_gate, S, n, err) ||
-        activation(g, OXL_MOE_SILU, wb, w0 + s->s_gate, w0 + s->s_up, S, (uint32_t)n, err) ||
-        to_partner(g, h->down_shexp.type, wb, w0 + s->s_gate, wb, w0 + s->s_aq, (size_t)S * n, &as, err) ||
-        mul_mat(g, &h->down_shexp, l->down_shexp, wb, as, S, wb, w0 + s->s_down, E, n, err)) {
+    const oxl_gpu_bind up = at(work, s->s_up), gate = at(work, s->s_gate), down = at(work, s->s_down);
+    oxl_gpu_bind xs, as;
+    if (to_partner(g, h->up_shexp.type, x, at(work, s->xq), (size_t)E * n, &xs, err) ||
+        mul_mat(g, &h->up_shexp, l->up_shexp, xs, E, up, S, n, err) ||
+        mul_mat(g, &h->gate_shexp, l->gate_shexp, xs, E, gate, S, n, err) ||
+        activation(g, OXL_MOE_SILU, work.buf, gate.off, up.off, S, (uint32_t)n, err) ||
+        to_partner(g, h->down_shexp.type, gate, at(work, s->s_aq), (size_t)S * n, &as, err) ||
+        mul_mat(g, &h->down_shexp, l->down_shexp, as, S, down, E, n, err)) {
         return -1;
     }
     if (!h->gate_inp_shexp.data) {
@@ -328,7 +324,7 @@ static int shared_experts(oxl_gpu *g, const oxl_moe_opts *o, const oxl_moe_gpu_l
                            .ne = {E, 1},
                            .row_size = (size_t)E * sizeof(float),
                            .data = h->gate_inp_shexp.data};
-    return mul_mat(g, &gv, l->gate_inp_shexp, x.buf, x.off, E, wb, w0 + s->s_z, 1, n, err);
+    return mul_mat(g, &gv, l->gate_inp_shexp, x, E, at(work, s->s_z), 1, n, err);
 }
 
 int oxl_moe_gpu_forward(oxl_gpu *g, const oxl_moe_opts *o, const oxl_moe_gpu_layer *l, int64_t n_embd, oxl_gpu_bind x,
@@ -342,55 +338,43 @@ int oxl_moe_gpu_forward(oxl_gpu *g, const oxl_moe_opts *o, const oxl_moe_gpu_lay
     }
     const moe_scratch s = scratch_layout(o, n_embd, n);
     oxl_gpu_buf *wb = work.buf;
-    const size_t w0 = work.off;
 
     /* router logits, then each token's experts and weights */
-    if (mul_mat(g, &h->gate_inp, l->gate_inp, x.buf, x.off, E, wb, w0 + s.logits, X, n, err)) {
-        return -1;
-    }
-    if (oxl_moe_gpu_route(g, o, l, (oxl_gpu_bind){wb, w0 + s.logits, 0}, n, (oxl_gpu_bind){wb, w0 + s.ids, 0},
-                          (oxl_gpu_bind){wb, w0 + s.w, 0}, err)) {
+    oxl_gpu_bind xr, xe, ae;
+    if (to_partner(g, h->gate_inp.type, x, at(work, s.xq), (size_t)E * n, &xr, err) ||
+        mul_mat(g, &h->gate_inp, l->gate_inp, xr, E, at(work, s.logits), X, n, err) ||
+        oxl_moe_gpu_route(g, o, l, at(work, s.logits), n, at(work, s.ids), at(work, s.w), err)) {
         return -1;
     }
 
     /* the chosen experts: up and gate on the token's input, the activation, down on that */
-    size_t xe, ae;
-    if (to_partner(g, h->up_exps.type, x.buf, x.off, wb, w0 + s.xq, (size_t)E * n, &xe, err)) {
-        return -1;
-    }
-    oxl_gpu_buf *xeb = h->up_exps.type == OXL_TYPE_F32 ? x.buf : wb;
-    if (h->gate_exps.type != h->up_exps.type) {
-        return oxl_err_set(err, "MoE on the device: %s and %s differ in type", h->gate_exps.name, h->up_exps.name);
-    }
-    if (mul_mat_id(g, o, &h->up_exps, l->up_exps, &h->up_exps_b, l->up_exps_b, wb, w0 + s.ids, xeb, xe, E, 0, w0 + s.up,
-                   n, err) ||
-        mul_mat_id(g, o, &h->gate_exps, l->gate_exps, &h->gate_exps_b, l->gate_exps_b, wb, w0 + s.ids, xeb, xe, E, 0,
-                   w0 + s.gate, n, err) ||
-        activation(g, o->act, wb, w0 + s.gate, w0 + s.up, F, K * (uint32_t)n, err) ||
-        to_partner(g, h->down_exps.type, wb, w0 + s.gate, wb, w0 + s.aq, (size_t)F * K * n, &ae, err) ||
-        mul_mat_id(g, o, &h->down_exps, l->down_exps, &h->down_exps_b, l->down_exps_b, wb, w0 + s.ids, wb, ae, K * F, F,
-                   w0 + s.down, n, err)) {
+    const size_t ids = work.off + s.ids;
+    if (to_partner(g, h->up_exps.type, x, at(work, s.xq), (size_t)E * n, &xe, err) ||
+        mul_mat_id(g, o, &h->up_exps, l->up_exps, &h->up_exps_b, l->up_exps_b, wb, ids, xe, E, 0, work.off + s.up, n,
+                   err) ||
+        mul_mat_id(g, o, &h->gate_exps, l->gate_exps, &h->gate_exps_b, l->gate_exps_b, wb, ids, xe, E, 0,
+                   work.off + s.gate, n, err) ||
+        activation(g, o->act, wb, work.off + s.gate, work.off + s.up, F, K * (uint32_t)n, err) ||
+        to_partner(g, h->down_exps.type, at(work, s.gate), at(work, s.aq), (size_t)F * K * n, &ae, err) ||
+        mul_mat_id(g, o, &h->down_exps, l->down_exps, &h->down_exps_b, l->down_exps_b, wb, ids, ae, K * F, F,
+                   work.off + s.down, n, err)) {
         return -1;
     }
 
     /* the shared experts, then the weighted sum of the slots (+ the shared output) into out */
-    size_t q = w0 + s.xq;
-    if (h->up_shexp.data && shared_experts(g, o, l, &s, E, x, n, work, &q, err)) {
+    if (h->up_shexp.data && shared_experts(g, o, l, &s, E, x, n, work, err)) {
         return -1;
     }
     sum_push sp = {.n_embd = E,
                    .n_tokens = (uint32_t)n,
                    .n_used = K,
                    .flags = (h->up_shexp.data ? 1u : 0u) | (h->gate_inp_shexp.data ? 2u : 0u)};
-    if (push_off(w0 + s.down, 4, &sp.d_off, err) || push_off(w0 + s.w, 4, &sp.w_off, err) ||
-        push_off(w0 + s.s_down, 4, &sp.sh_off, err) || push_off(w0 + s.s_z, 4, &sp.gate_off, err) ||
-        push_off(out.off, 4, &sp.o_off, err)) {
+    uint32_t gx, gz;
+    if (push_off(work.off + s.down, 4, &sp.d_off, err) || push_off(work.off + s.w, 4, &sp.w_off, err) ||
+        push_off(work.off + s.s_down, 4, &sp.sh_off, err) || push_off(work.off + s.s_z, 4, &sp.gate_off, err) ||
+        push_off(out.off, 4, &sp.o_off, err) || groups_1d("moe_sum", (uint64_t)E * n, &gx, &gz, err)) {
         return -1;
     }
     const oxl_gpu_bind sb[] = {whole(wb), whole(wb), whole(wb), whole(wb), whole(out.buf)};
-    uint32_t gx, gz;
-    if (groups_1d("moe_sum", (uint64_t)E * n, &gx, &gz, err)) {
-        return -1;
-    }
     return oxl_gpu_dispatch(g, "moe_sum", sb, 5, &sp, sizeof sp, gx, 1, gz, err);
 }

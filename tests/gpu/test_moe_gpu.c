@@ -8,6 +8,7 @@
 #include "gpu_test_util.h"
 #include "model.h"
 #include "moe_gpu.h"
+#include "oxl_fp16.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -140,9 +141,26 @@ static oxl_gpu_bind dev_tensor(oxl_gpu *g, const oxl_tensor *t, oxl_gpu_buf **ow
     return (oxl_gpu_bind){.buf = *own};
 }
 
-/* The block of layer il of model id on n tokens of random values in [-scale, scale): the device's
- * output against the CPU's, the largest difference within 1e-5 of the CPU output's range. */
-static void check_block(oxl_gpu *g, const char *id, int il, int32_t n, float scale) {
+/* t's values rounded to f16 or bf16: a new tensor of that type over a new array (in *own). */
+static oxl_tensor to_half(const oxl_tensor *t, oxl_type type, int32_t n_mat, uint16_t **own) {
+    const size_t n = (size_t)t->ne[0] * (size_t)t->ne[1] * (size_t)n_mat;
+    const float *src = t->data;
+    *own = malloc(n * sizeof(uint16_t));
+    for (size_t i = 0; i < n; i++) {
+        (*own)[i] = type == OXL_TYPE_F16 ? oxl_fp32_to_fp16(src[i]) : oxl_fp32_to_bf16(src[i]);
+    }
+    oxl_tensor h = *t;
+    h.type = type;
+    h.row_size = (size_t)t->ne[0] * sizeof(uint16_t);
+    h.data = *own;
+    h.rp = NULL;
+    return h;
+}
+
+/* The block of layer il of model id on n tokens of random values in [-scale, scale), its router and
+ * experts in `type` (f32: as in the file; f16 / bf16: rounded to it): the device's output against the
+ * CPU's, the largest difference within 1e-5 of the CPU output's range. */
+static void check_block_as(oxl_gpu *g, const char *id, int il, int32_t n, float scale, oxl_type type) {
     char path[512];
     oxl_error err = {0};
     snprintf(path, sizeof path, ARCH_DIR "%s.gguf", id);
@@ -160,7 +178,15 @@ static void check_block(oxl_gpu *g, const char *id, int il, int32_t n, float sca
         il++;
     }
     cr_assert(il < m->hp.n_layer, "%s: no MoE layer", id);
-    const oxl_moe_layer *h = &d->layers[il].moe;
+    oxl_moe_layer hl = d->layers[il].moe;
+    const oxl_moe_layer *h = &hl;
+    uint16_t *halves[4] = {0};
+    if (type != OXL_TYPE_F32) {
+        hl.gate_inp = to_half(&hl.gate_inp, type, 1, &halves[0]);
+        hl.gate_exps = to_half(&hl.gate_exps, type, d->o.moe.n_expert, &halves[1]);
+        hl.up_exps = to_half(&hl.up_exps, type, d->o.moe.n_expert, &halves[2]);
+        hl.down_exps = to_half(&hl.down_exps, type, d->o.moe.n_expert, &halves[3]);
+    }
     const oxl_moe_opts *o = &d->o.moe;
     const int64_t E = m->hp.n_embd;
 
@@ -224,8 +250,15 @@ static void check_block(oxl_gpu *g, const char *id, int il, int32_t n, float sca
     free(x);
     free(ref);
     free(got);
+    for (size_t i = 0; i < sizeof halves / sizeof halves[0]; i++) {
+        free(halves[i]);
+    }
     oxl_ctx_free(ctx);
     oxl_model_free(m);
+}
+
+static void check_block(oxl_gpu *g, const char *id, int il, int32_t n, float scale) {
+    check_block_as(g, id, il, n, scale, OXL_TYPE_F32);
 }
 
 Test(moe_gpu, mixtral_block_equals_cpu) {
@@ -239,6 +272,16 @@ Test(moe_gpu, gpt_oss_block_equals_cpu) {
     check_block(g, "gpt-oss", 0, 7, 1.0f);
     check_block(g, "gpt-oss", 1, 1, 1.0f);
     check_block(g, "gpt-oss", 1, 6, 60.0f); /* gate and up beyond the clamp of 7 */
+}
+
+/* Router and experts in f16 and bf16: the activations rounded to the partner format as the CPU's
+ * oxl_matmul rounds them (quantize_f16 / quantize_bf16), then mul_mat_id_f16 / _bf16. */
+Test(moe_gpu, half_experts_equal_cpu) {
+    oxl_gpu *g = gpu_test_device();
+    check_block_as(g, "gpt-oss", 0, 5, 1.0f, OXL_TYPE_F16);
+    check_block_as(g, "gpt-oss", 1, 3, 1.0f, OXL_TYPE_BF16);
+    check_block_as(g, "mixtral", 0, 5, 1.0f, OXL_TYPE_F16);
+    check_block_as(g, "mixtral", 1, 3, 1.0f, OXL_TYPE_BF16);
 }
 
 Test(moe_gpu, shared_expert_blocks_equal_cpu) {
