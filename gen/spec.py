@@ -610,17 +610,15 @@ GPU_BINARY_PUSH = ("uint n", "uint nb", "uint a_off", "uint b_off", "uint y_off"
 GPU_NORM_PUSH = ("uint d", "uint n", "uint x_off", "uint y_off", "uint w_off", "uint b_off",
                  "uint w_rows", "uint flags", "float eps")
 GPU_ROPE_PUSH = ("uint n_dims", "uint head_dim", "uint n_head", "uint n_tok", "uint x_off",
-                 "uint x_tok", "uint y_off", "uint y_tok", "uint cs_off")
+                 "uint x_tok", "uint cs_off", "uint flags")
 GPU_GLU_PUSH = ("uint n", "uint n_rows", "uint g_off", "uint g_row", "uint u_off", "uint u_row",
                 "uint y_off", "uint y_row")
-GPU_SET_ROWS_PUSH = ("uint d", "uint n", "uint x_off", "uint x_row", "uint row0", "uint dst_row",
-                     "uint dst_off")
+GPU_SET_ROWS_PUSH = ("uint d", "uint n", "uint x_off", "uint x_row", "uint row0", "uint dst_off",
+                     "uint dst_row")
 GPU_SOFT_MAX_PUSH = ("uint d", "uint n", "uint x_off", "uint y_off", "float scale")
-GPU_FLASH_PUSH = ("uint head_dim", "uint head_dim_v", "uint n_head", "uint n_head_kv", "uint n_tok",
-                  "uint n_kv", "uint q_off", "uint q_tok", "uint k_off", "uint k_row", "uint v_off",
-                  "uint v_row", "uint o_off", "uint o_tok", "uint pos_off", "uint flags", "int n_swa",
-                  "float scale", "float softcap", "float max_bias", "uint sink_off", "float m0",
-                  "float m1", "uint n_head_log2")
+GPU_FLASH_PUSH = ("uint head_dim", "uint n_head", "uint n_head_kv", "uint n_tok", "uint q_off",
+                  "uint q_tok", "uint k_off", "uint k_row", "uint v_off", "uint v_row", "uint o_off",
+                  "uint o_tok", "uint flags", "float scale", "float softcap")
 
 # The mixture-of-experts block (arch/moe_gpu.c): the routing, the chosen experts' products (the
 # expert e = ids[ids_off + t * n_used + s] of token t, slot s at byte w_off + e * w_expert of the 3-D
@@ -656,6 +654,17 @@ GPU_SHADERS = GPU_MOE_SHADERS + (
     GpuShader("add", "binary.comp.j2", (("op", "add"),), push=GPU_BINARY_PUSH),
     GpuShader("mul", "binary.comp.j2", (("op", "mul"),), push=GPU_BINARY_PUSH),
     GpuShader("scale", "binary.comp.j2", (("op", "scale"),), push=GPU_BINARY_PUSH, bindings=2),
+    GpuShader("rms_norm", "norm.comp.j2", (("op", "rms_norm"),), push=GPU_NORM_PUSH, bindings=4),
+    GpuShader("norm", "norm.comp.j2", (("op", "norm"),), push=GPU_NORM_PUSH, bindings=4),
+    GpuShader("rope_norm", "rope.comp.j2", (("mode", "norm"),), push=GPU_ROPE_PUSH, bindings=2),
+    GpuShader("rope_neox", "rope.comp.j2", (("mode", "neox"),), push=GPU_ROPE_PUSH, bindings=2),
+    GpuShader("rope_multi", "rope.comp.j2", (("mode", "multi"),), push=GPU_ROPE_PUSH, bindings=2),
+    GpuShader("glu_swiglu", "glu.comp.j2", (("op", "swiglu"),), push=GPU_GLU_PUSH),
+    GpuShader("glu_geglu", "glu.comp.j2", (("op", "geglu"),), push=GPU_GLU_PUSH),
+    GpuShader("gelu", "glu.comp.j2", (("op", "gelu"),), push=GPU_GLU_PUSH, bindings=2),
+    GpuShader("set_rows_f16", "set_rows.comp.j2", push=GPU_SET_ROWS_PUSH),
+    GpuShader("soft_max", "soft_max.comp.j2", push=GPU_SOFT_MAX_PUSH, bindings=2),
+    GpuShader("flash_attn_f16", "flash_attn.comp.j2", (("maxd", 512),), push=GPU_FLASH_PUSH, bindings=6),
 )
 GPU_SHADER_BY_NAME = {s.name: s for s in GPU_SHADERS}
 

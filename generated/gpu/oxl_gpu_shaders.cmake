@@ -16,4 +16,15 @@ set(OXL_GPU_SHADER_NAMES
   add
   mul
   scale
+  rms_norm
+  norm
+  rope_norm
+  rope_neox
+  rope_multi
+  glu_swiglu
+  glu_geglu
+  gelu
+  set_rows_f16
+  soft_max
+  flash_attn_f16
 )

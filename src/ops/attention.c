@@ -79,6 +79,13 @@ static attn_item attn_item_at(const attn_task *t, int32_t j, int hk) {
     };
 }
 
+void oxl_attention_range(const oxl_kv_view *kv, const oxl_attn_params *p, int32_t j, int32_t *lo, int32_t *n_kv) {
+    const attn_task t = {.kv = *kv, .p = *p};
+    const attn_item it = attn_item_at(&t, j, 0);
+    *lo = it.lo;
+    *n_kv = it.n_kv;
+}
+
 /* Query head h of token j, converted to K's vec_dot_type in buf when K is not f32 (ggml converts q
  * with the from_float of K's vec_dot_type: f16, bf16, q8_0 for q8_0, q4_0, q5_0 and iq4_nl caches,
  * q8_1 for q4_1 and q5_1). */
@@ -98,6 +105,16 @@ static float attn_slope(const attn_task *t, int h) {
     }
     const uint32_t hu = (uint32_t)h;
     return hu < t->n_head_log2 ? powf(t->m0, (float)(hu + 1)) : powf(t->m1, (float)(2 * (hu - t->n_head_log2) + 1));
+}
+
+float oxl_attention_slope(const oxl_attn_params *p, int h) {
+    attn_task t = {.p = *p};
+    if (p->max_bias > 0.0f) {
+        t.n_head_log2 = 1u << (uint32_t)floor(log2((double)p->n_head));
+        t.m0 = powf(2.0f, -(p->max_bias) / (float)t.n_head_log2);
+        t.m1 = powf(2.0f, -(p->max_bias / 2.0f) / (float)t.n_head_log2);
+    }
+    return attn_slope(&t, h);
 }
 
 static const char *attn_key(const attn_task *t, const attn_item *it, int32_t p) {

@@ -57,6 +57,12 @@ typedef struct oxl_attn_params {
 void oxl_attention(oxl_pool *pool, const oxl_kv_view *kv, const float *q, float *out, const oxl_attn_params *p,
                    bool flash, float *scores);
 
+/* The positions token j of kv sees: [*lo, *n_kv) of its sequence (the causal or pos_hi end, the
+ * sliding window or the chunk of p), as oxl_attention reads them (the GPU's attention takes them). */
+/* Head h's ALiBi slope (ggml's m0 / m1 powers; 1 without ALiBi, whose bias is then 0). */
+float oxl_attention_slope(const oxl_attn_params *p, int h);
+void oxl_attention_range(const oxl_kv_view *kv, const oxl_attn_params *p, int32_t j, int32_t *lo, int32_t *n_kv);
+
 /* The unfused attention of an f32 cache in ggml's summation order over llama.cpp's cells
  * (attention_cells.c), for graphs that show the last bit: cell c holds position c of a single
  * sequence, and the pass spans n_kv = oxl_attention_cells_n_kv cells (the used ones padded to 256,

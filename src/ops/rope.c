@@ -28,8 +28,7 @@ static int mrope_section(const oxl_rope *r, int s) {
     return s < sec[0] ? 0 : s < sec[0] + sec[1] ? 1 : s < sec[0] + sec[1] + sec[2] ? 2 : 3;
 }
 
-void oxl_rope_apply_multi(float *x, int n_head, int head_dim, const int32_t pos[4], const oxl_rope *r) {
-    float cs[1024]; /* cos, sin of each pair; n_rot <= head_dim <= 1024 is checked at load */
+void oxl_rope_cos_sin(const int32_t pos[4], const oxl_rope *r, float *cs) {
     const int n_pairs = r->n_rot / 2;
     const float theta_scale = powf(r->freq_base, -2.0f / (float)r->n_rot);
     float corr[2] = {0.0f, 0.0f};
@@ -59,6 +58,12 @@ void oxl_rope_apply_multi(float *x, int n_head, int head_dim, const int32_t pos[
             theta[k] *= theta_scale;
         }
     }
+}
+
+void oxl_rope_apply_multi(float *x, int n_head, int head_dim, const int32_t pos[4], const oxl_rope *r) {
+    float cs[1024]; /* cos, sin of each pair; n_rot <= head_dim <= 1024 is checked at load */
+    const int n_pairs = r->n_rot / 2;
+    oxl_rope_cos_sin(pos, r, cs);
     /* normal mode pairs neighbours (2i, 2i+1); NeoX pairs the halves (i, i + n_rot/2) */
     const bool neox = r->mode == OXL_ROPE_NEOX || r->mode == OXL_ROPE_MROPE || r->mode == OXL_ROPE_IMROPE;
     const int stride = neox ? n_pairs : 1;

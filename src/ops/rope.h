@@ -44,5 +44,8 @@ void oxl_rope_apply(float *x, int n_head, int head_dim, int32_t pos, const oxl_r
  * multiplied by theta_scale pair by pair); the other modes take pos[0]. oxl_rope_apply(pos) is this
  * at (pos, pos, pos, 0), llama.cpp's positions for a text token (llm_graph_input_pos::set_input). */
 void oxl_rope_apply_multi(float *x, int n_head, int head_dim, const int32_t pos[4], const oxl_rope *r);
+/* The table oxl_rope_apply_multi rotates by: cs[2i], cs[2i+1] = cos, sin of pair i's angle times the
+ * attention factor (YaRN's mscale included), for the n_rot / 2 pairs (the GPU's RoPE reads it). */
+void oxl_rope_cos_sin(const int32_t pos[4], const oxl_rope *r, float *cs);
 
 #endif
