@@ -159,7 +159,10 @@ static oxl_tensor to_half(const oxl_tensor *t, oxl_type type, int32_t n_mat, uin
 
 /* The block of layer il of model id on n tokens of random values in [-scale, scale), its router and
  * experts in `type` (f32: as in the file; f16 / bf16: rounded to it): the device's output against the
- * CPU's, the largest difference within 1e-5 of the CPU output's range. */
+ * CPU's, the largest difference within 1e-5 of the CPU output's range for f32. With half experts the
+ * activation is rounded to the partner format before down: where the device's float activation
+ * differs from the CPU's in its last bit, the rounding can move by a half's unit (2^-11 relative), so
+ * those get 1e-4. */
 static void check_block_as(oxl_gpu *g, const char *id, int il, int32_t n, float scale, oxl_type type) {
     char path[512];
     oxl_error err = {0};
@@ -237,7 +240,8 @@ static void check_block_as(oxl_gpu *g, const char *id, int il, int32_t n, float 
         hi = fmaxf(hi, ref[i]);
         dmax = fmax(dmax, fabs((double)got[i] - ref[i]));
     }
-    cr_expect(dmax <= 1e-5 * (hi - lo), "%s layer %d: the device's block differs by %.3g over a range of %.3g", id, il,
+    const double tol = type == OXL_TYPE_F32 ? 1e-5 : 1e-4;
+    cr_expect(dmax <= tol * (hi - lo), "%s layer %d: the device's block differs by %.3g over a range of %.3g", id, il,
               dmax, (double)(hi - lo));
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
         if (own[i]) {
