@@ -1,6 +1,7 @@
 /* The mixture-of-experts block on the Vulkan device (moe_gpu.h). */
 #include "moe_gpu.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -88,6 +89,48 @@ const char *oxl_moe_gpu_unsupported(const oxl_gpu *g, const oxl_moe_opts *o, con
         return "a shared-expert weight type without a device mul_mat (f32, f16, bf16 only)";
     }
     return NULL;
+}
+
+/* ---- weights ------------------------------------------------------------------------------ */
+
+/* The tensors of a layer, as (host tensor, device bind) member offsets. */
+#define MOE_PART(f)                                                                                                    \
+    { offsetof(oxl_moe_layer, f), offsetof(oxl_moe_gpu_layer, f) }
+static const size_t moe_parts[][2] = {
+    MOE_PART(gate_inp),   MOE_PART(gate_inp_b),  MOE_PART(exp_probs_b), MOE_PART(gate_exps),   MOE_PART(up_exps),
+    MOE_PART(down_exps),  MOE_PART(gate_exps_b), MOE_PART(up_exps_b),   MOE_PART(down_exps_b), MOE_PART(gate_inp_shexp),
+    MOE_PART(gate_shexp), MOE_PART(up_shexp),    MOE_PART(down_shexp),
+};
+#undef MOE_PART
+
+int oxl_moe_gpu_upload(oxl_gpu *g, const oxl_moe_layer *host, oxl_moe_gpu_layer *l, oxl_error *err) {
+    memset(l, 0, sizeof *l);
+    l->host = host;
+    for (size_t i = 0; i < sizeof moe_parts / sizeof moe_parts[0]; i++) {
+        const oxl_tensor *t = (const oxl_tensor *)((const char *)host + moe_parts[i][0]);
+        oxl_gpu_bind *b = (oxl_gpu_bind *)((char *)l + moe_parts[i][1]);
+        if (!t->data) {
+            continue;
+        }
+        /* a 3-D expert tensor: all n_slice experts of it */
+        const size_t bytes = t->row_size * (size_t)t->ne[1] * (size_t)(t->n_slice > 0 ? t->n_slice : 1);
+        b->buf = oxl_gpu_alloc(g, bytes, err);
+        if (!b->buf || oxl_gpu_write(g, b->buf, 0, t->data, bytes, err)) {
+            oxl_moe_gpu_layer_free(g, l);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void oxl_moe_gpu_layer_free(oxl_gpu *g, oxl_moe_gpu_layer *l) {
+    for (size_t i = 0; i < sizeof moe_parts / sizeof moe_parts[0]; i++) {
+        oxl_gpu_bind *b = (oxl_gpu_bind *)((char *)l + moe_parts[i][1]);
+        if (b->buf) {
+            oxl_gpu_free(g, b->buf);
+        }
+    }
+    memset(l, 0, sizeof *l);
 }
 
 /* ---- recording helpers -------------------------------------------------------------------- */

@@ -27,6 +27,13 @@ typedef struct oxl_moe_gpu_layer {
     oxl_gpu_bind gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
 } oxl_moe_gpu_layer;
 
+/* Uploads the tensors host binds (router, experts, their biases, shared experts) to g, one buffer
+ * each: l->host = host and l's binds own the buffers (oxl_moe_gpu_layer_free). -1 + err (out of
+ * device memory) with nothing left allocated. */
+int oxl_moe_gpu_upload(oxl_gpu *g, const oxl_moe_layer *host, oxl_moe_gpu_layer *l, oxl_error *err);
+/* Frees the buffers oxl_moe_gpu_upload made (a zeroed l: nothing). */
+void oxl_moe_gpu_layer_free(oxl_gpu *g, oxl_moe_gpu_layer *l);
+
 /* Whether the device block computes o's layers: NULL when it does, else a line naming what it lacks
  * (a weight type without a mul_mat_id shader, the k weights scaling the experts' input). */
 const char *oxl_moe_gpu_unsupported(const oxl_gpu *g, const oxl_moe_opts *o, const oxl_moe_layer *l);

@@ -130,17 +130,6 @@ Test(moe_gpu, topk_equals_cpu_routing) {
 
 /* ---- the whole block on the golden models' MoE layers --------------------------------------- */
 
-/* A copy of tensor t's bytes (all n_slice experts of a 3-D one) on the device; {0} when t is absent. */
-static oxl_gpu_bind dev_tensor(oxl_gpu *g, const oxl_tensor *t, oxl_gpu_buf **own) {
-    if (!t->data) {
-        return (oxl_gpu_bind){0};
-    }
-    const size_t row = t->row_size ? t->row_size : sizeof(float) * (size_t)t->ne[0];
-    const size_t n = row * (size_t)(t->ne[1] > 0 ? t->ne[1] : 1) * (size_t)(t->n_slice > 0 ? t->n_slice : 1);
-    *own = gpu_test_buf(g, t->data, n);
-    return (oxl_gpu_bind){.buf = *own};
-}
-
 /* t's values rounded to f16 or bf16: a new tensor of that type over a new array (in *own). */
 static oxl_tensor to_half(const oxl_tensor *t, oxl_type type, int32_t n_mat, uint16_t **own) {
     const size_t n = (size_t)t->ne[0] * (size_t)t->ne[1] * (size_t)n_mat;
@@ -205,23 +194,8 @@ static void check_block_as(oxl_gpu *g, const char *id, int il, int32_t n, float 
 
     const char *why = oxl_moe_gpu_unsupported(g, o, h);
     cr_assert_null(why, "%s: %s", id, why);
-    oxl_gpu_buf *own[13] = {0};
-    const oxl_moe_gpu_layer l = {
-        .host = h,
-        .gate_inp = dev_tensor(g, &h->gate_inp, &own[0]),
-        .gate_inp_b = dev_tensor(g, &h->gate_inp_b, &own[1]),
-        .exp_probs_b = dev_tensor(g, &h->exp_probs_b, &own[2]),
-        .gate_exps = dev_tensor(g, &h->gate_exps, &own[3]),
-        .up_exps = dev_tensor(g, &h->up_exps, &own[4]),
-        .down_exps = dev_tensor(g, &h->down_exps, &own[5]),
-        .gate_exps_b = dev_tensor(g, &h->gate_exps_b, &own[6]),
-        .up_exps_b = dev_tensor(g, &h->up_exps_b, &own[7]),
-        .down_exps_b = dev_tensor(g, &h->down_exps_b, &own[8]),
-        .gate_inp_shexp = dev_tensor(g, &h->gate_inp_shexp, &own[9]),
-        .gate_shexp = dev_tensor(g, &h->gate_shexp, &own[10]),
-        .up_shexp = dev_tensor(g, &h->up_shexp, &own[11]),
-        .down_shexp = dev_tensor(g, &h->down_shexp, &own[12]),
-    };
+    oxl_moe_gpu_layer l;
+    cr_assert_eq(oxl_moe_gpu_upload(g, h, &l, &err), 0, "%s", err.msg);
     oxl_gpu_buf *xb = gpu_test_buf(g, x, sizeof(float) * E * n);
     oxl_gpu_buf *ob = oxl_gpu_alloc(g, sizeof(float) * E * n, &err);
     oxl_gpu_buf *wb = oxl_gpu_alloc(g, oxl_moe_gpu_work_size(o, E, n), &err);
@@ -243,11 +217,7 @@ static void check_block_as(oxl_gpu *g, const char *id, int il, int32_t n, float 
     const double tol = type == OXL_TYPE_F32 ? 1e-5 : 1e-4;
     cr_expect(dmax <= tol * (hi - lo), "%s layer %d: the device's block differs by %.3g over a range of %.3g", id, il,
               dmax, (double)(hi - lo));
-    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
-        if (own[i]) {
-            oxl_gpu_free(g, own[i]);
-        }
-    }
+    oxl_moe_gpu_layer_free(g, &l);
     oxl_gpu_free(g, xb);
     oxl_gpu_free(g, ob);
     oxl_gpu_free(g, wb);
