@@ -279,7 +279,10 @@ class Generator:
             raise spec.SpecError("GPU shader errors:\n  " + "\n  ".join(errors))
         for sh in spec.GPU_SHADERS:
             tpl = f"gpu/{sh.template}"
-            render(tpl, f"gpu/{sh.name}.comp", sh=sh, sources=[tpl, "gpu/common.glsl.j2"], **sh.param)
+            params = sh.param
+            # the templates it includes, for the header ("includes": the quantized formats' rows)
+            sources = [tpl] + list(params.pop("includes", ("gpu/common.glsl.j2",)))
+            render(tpl, f"gpu/{sh.name}.comp", sh=sh, sources=sources, **params)
         render("gpu/oxl_gpu_shaders.cmake.j2", "gpu/oxl_gpu_shaders.cmake")
         render("gpu/oxl_gpu_shader_list.inc.j2", "gpu/oxl_gpu_shader_list.inc")
 

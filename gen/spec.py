@@ -855,3 +855,73 @@ def load_quant_tables(root):
     if errors:
         raise SpecError("table errors:\n  " + "\n  ".join(errors))
     return out, data.get("_source", "")
+
+
+# --- GPU shaders of the quantized formats ------------------------------------------------------
+# For each format of GPU_QUANT_FORMATS: dequant_<fmt> (blocks to f32, bit-exact with the CPU's
+# dequant kernel) and mul_mat_<fmt> (the contract's mul_mat over W in the GGUF layout and X in the
+# format's partner, each block's dot as the CPU's scalar vec_dot); for each partner of
+# GPU_QUANT_PARTNERS, quantize_<partner> (f32 columns to partner blocks, bytes equal to the CPU's
+# activation quantizer). Templates: templates/gpu/{mul_mat_q,dequant_q,quantize_q8}.comp.j2 with
+# the per-format decode pieces templates/gpu/qformats/<fmt>.glsl.j2.
+GPU_QUANT_FORMATS = ("q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_K", "q5_K", "q6_K", "iq4_nl",
+                     "iq4_xs", "mxfp4", "q2_K", "q3_K", "nvfp4", "q1_0")
+GPU_QUANT_PARTNERS = ("q8_0", "q8_1", "q8_K")
+
+
+def gpu_quant_shaders():
+    """The GPU_SHADERS rows of the quantized formats. Template parameters: fmt (the format's name),
+    op, includes (the templates it includes, for the generated file's header)."""
+    out = []
+    common = "gpu/quant_common.glsl.j2"
+    for name in GPU_QUANT_FORMATS:
+        piece = f"gpu/qformats/{name}.glsl.j2"
+        out.append(GpuShader(
+            f"mul_mat_{name}", "mul_mat_q.comp.j2",
+            (("fmt", name), ("op", "mul_mat"), ("includes", (common, piece))),
+            local=64, push=GPU_MUL_MAT_PUSH, bindings=3, rows=1, cols=1))
+        out.append(GpuShader(
+            f"dequant_{name}", "dequant_q.comp.j2",
+            (("fmt", name), ("op", "dequant"), ("includes", (common, piece))),
+            local=64, push=GPU_DEQUANT_PUSH, bindings=2))
+    for name in GPU_QUANT_PARTNERS:
+        out.append(GpuShader(
+            f"quantize_{name}", "quantize_q8.comp.j2",
+            (("fmt", name), ("op", "quantize"), ("includes", (common,))),
+            local=32, push=GPU_QUANTIZE_Q8_PUSH, bindings=2))
+    return tuple(out)
+
+
+# dequant_<fmt>: nrows rows of K elements, w_* in bytes, y_* in floats; workgroups: x over the
+# elements (local size each), y (+ z) over the rows.
+GPU_DEQUANT_PUSH = ("uint nrows", "uint K", "uint w_off", "uint w_row", "uint y_off", "uint y_row")
+# quantize_<partner>: ncols columns of K floats, x_* in floats, y_* in bytes; workgroups: x over the
+# blocks of a column, y (+ z) over the columns.
+GPU_QUANTIZE_Q8_PUSH = ("uint K", "uint ncols", "uint x_off", "uint x_col", "uint y_off", "uint y_col")
+
+
+def gpu_quant_tables():
+    """{name: values} of QUANT_TABLES, for the shaders' lookup tables (cached)."""
+    global _GPU_QUANT_TABLES
+    if _GPU_QUANT_TABLES is None:
+        import os
+        _GPU_QUANT_TABLES = load_quant_tables(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))[0]
+    return _GPU_QUANT_TABLES
+
+
+_GPU_QUANT_TABLES = None
+
+
+def block_offsets(fmt):
+    """[(field name, byte offset)] of fmt's block layout, in memory order."""
+    out, off = [], 0
+    for name, ftype, count in fmt.fields:
+        out.append((name, off))
+        off += FIELD_TYPES[ftype][1] * count
+    if off != fmt.size:
+        raise SpecError(f"{fmt.name}: fields take {off} bytes, the block {fmt.size}")
+    return out
+
+
+GPU_SHADERS = GPU_SHADERS + gpu_quant_shaders()
+GPU_SHADER_BY_NAME = {s.name: s for s in GPU_SHADERS}

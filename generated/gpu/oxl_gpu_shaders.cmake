@@ -27,4 +27,37 @@ set(OXL_GPU_SHADER_NAMES
   set_rows_f16
   soft_max
   flash_attn_f16
+  mul_mat_q8_0
+  dequant_q8_0
+  mul_mat_q4_0
+  dequant_q4_0
+  mul_mat_q4_1
+  dequant_q4_1
+  mul_mat_q5_0
+  dequant_q5_0
+  mul_mat_q5_1
+  dequant_q5_1
+  mul_mat_q4_K
+  dequant_q4_K
+  mul_mat_q5_K
+  dequant_q5_K
+  mul_mat_q6_K
+  dequant_q6_K
+  mul_mat_iq4_nl
+  dequant_iq4_nl
+  mul_mat_iq4_xs
+  dequant_iq4_xs
+  mul_mat_mxfp4
+  dequant_mxfp4
+  mul_mat_q2_K
+  dequant_q2_K
+  mul_mat_q3_K
+  dequant_q3_K
+  mul_mat_nvfp4
+  dequant_nvfp4
+  mul_mat_q1_0
+  dequant_q1_0
+  quantize_q8_0
+  quantize_q8_1
+  quantize_q8_K
 )
