@@ -1,7 +1,11 @@
 /* The mixture-of-experts block on the Vulkan device (moe_gpu.h). */
 #include "moe_gpu.h"
 
+#include "gpu_ops.h"
+#include "gpu_quant.h"
+
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -10,18 +14,36 @@
 
 /* ---- shapes and scratch ------------------------------------------------------------------- */
 
-/* The shader suffix of a weight type that has mul_mat_id and mul_mat shaders, or NULL. */
-static const char *fmt_name(oxl_type t) {
-    switch (t) {
-    case OXL_TYPE_F32: return "f32";
-    case OXL_TYPE_F16: return "f16";
-    case OXL_TYPE_BF16: return "bf16";
-    default: return NULL;
-    }
+/* The activation format a weight type pairs with (the CPU's vec_dot_type; f32 with itself). */
+static oxl_type partner(oxl_type t) {
+    return t == OXL_TYPE_F32 ? OXL_TYPE_F32 : oxl_type_traits_get((uint32_t)t)->vec_dot_type;
 }
 
-/* Bytes of one activation element in a weight type's partner format (f32 itself, f16, bf16). */
-static size_t partner_bytes(oxl_type t) { return t == OXL_TYPE_F32 ? 4 : 2; }
+/* Bytes a push-constant offset into t's activations counts: floats, halves, or bytes of blocks. */
+static size_t partner_unit(oxl_type t) {
+    const oxl_type p = partner(t);
+    return p == OXL_TYPE_F32 ? 4 : p == OXL_TYPE_F16 || p == OXL_TYPE_BF16 ? 2 : 1;
+}
+
+/* One column of K activations of t, in partner_unit units. */
+static uint32_t partner_col(oxl_type t, uint32_t K) {
+    return partner_unit(t) == 1 ? (uint32_t)oxl_row_size(partner(t), K) : K;
+}
+
+/* Whether the build has shader `op`_<t> and the quantize shader of t's partner. */
+static bool has_shaders(const char *op, oxl_type t) {
+    const oxl_type_traits *tr = oxl_type_traits_get((uint32_t)t);
+    char name[64];
+    if (!tr) {
+        return false;
+    }
+    snprintf(name, sizeof name, "%s_%s", op, tr->name);
+    if (!oxl_gpu_shader(name)) {
+        return false;
+    }
+    snprintf(name, sizeof name, "quantize_%s", oxl_type_traits_get((uint32_t)partner(t))->name);
+    return t == OXL_TYPE_F32 || oxl_gpu_shader(name);
+}
 
 /* The scratch of one call, byte offsets from the work binding's start. */
 typedef struct moe_scratch {
@@ -78,15 +100,20 @@ const char *oxl_moe_gpu_unsupported(const oxl_gpu *g, const oxl_moe_opts *o, con
     if (o->n_expert_used > MOE_GPU_MAX_USED) {
         return "more than 64 experts chosen per token";
     }
-    const oxl_tensor *t[] = {&l->gate_inp, &l->gate_exps, &l->up_exps, &l->down_exps};
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        if (!fmt_name(t[i]->type)) {
-            return "an expert or router weight type without a device mul_mat_id (f32, f16, bf16 only)";
+    const oxl_tensor *ex[] = {&l->gate_exps, &l->up_exps, &l->down_exps};
+    for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
+        if (!has_shaders("mul_mat_id", ex[i]->type)) {
+            return "an expert weight type without a device mul_mat_id";
         }
     }
-    if (l->up_shexp.data &&
-        (!fmt_name(l->up_shexp.type) || !fmt_name(l->gate_shexp.type) || !fmt_name(l->down_shexp.type))) {
-        return "a shared-expert weight type without a device mul_mat (f32, f16, bf16 only)";
+    const oxl_tensor *mm[] = {&l->gate_inp, &l->gate_shexp, &l->up_shexp, &l->down_shexp};
+    for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {
+        if (mm[i]->data && !has_shaders("mul_mat", mm[i]->type)) {
+            return "a router or shared-expert weight type without a device mul_mat";
+        }
+    }
+    if (l->gate_exps.type != l->up_exps.type || (l->up_shexp.data && l->gate_shexp.type != l->up_shexp.type)) {
+        return "gate and up weights of different types";
     }
     return NULL;
 }
@@ -161,26 +188,26 @@ static oxl_gpu_bind whole(oxl_gpu_buf *b) { return (oxl_gpu_bind){.buf = b}; }
 /* The scratch region `off` bytes into work. */
 static oxl_gpu_bind at(oxl_gpu_bind work, size_t off) { return (oxl_gpu_bind){.buf = work.buf, .off = work.off + off}; }
 
-/* n floats at src in the partner format of weight type t: src itself for f32, else converted into
- * dst (quantize_f16 / quantize_bf16) and *out = dst. */
-static int to_partner(oxl_gpu *g, oxl_type t, oxl_gpu_bind src, oxl_gpu_bind dst, size_t n, oxl_gpu_bind *out,
-                      oxl_error *err) {
-    if (t == OXL_TYPE_F32) {
+/* ncols columns of K floats at src (contiguous) in the partner format of weight type t: src itself
+ * for f32, else converted into dst (quantize_f16 / _bf16 / _q8_0 / _q8_1 / _q8_K, columns
+ * partner_col apart) and *out = dst. */
+static int to_partner(oxl_gpu *g, oxl_type t, oxl_gpu_bind src, uint32_t K, uint32_t ncols, oxl_gpu_bind dst,
+                      oxl_gpu_bind *out, oxl_error *err) {
+    const oxl_type p = partner(t);
+    *out = dst;
+    if (p == OXL_TYPE_F32) {
         *out = src;
         return 0;
     }
-    const char *shader = t == OXL_TYPE_F16 ? "quantize_f16" : "quantize_bf16";
-    struct {
-        uint32_t n, x_off, y_off;
-    } pc = {(uint32_t)n, 0, 0};
-    uint32_t gx, gz;
-    if (push_off(src.off, 4, &pc.x_off, err) || push_off(dst.off, 2, &pc.y_off, err) ||
-        groups_1d(shader, (n + 1) / 2, &gx, &gz, err)) { /* two elements per invocation */
+    uint32_t x_off = 0, y_off = 0;
+    if (push_off(src.off, 4, &x_off, err) || push_off(dst.off, partner_unit(t), &y_off, err)) {
         return -1;
     }
-    const oxl_gpu_bind b[] = {whole(src.buf), whole(dst.buf)};
-    *out = dst;
-    return oxl_gpu_dispatch(g, shader, b, 2, &pc, sizeof pc, gx, 1, gz, err);
+    if (p == OXL_TYPE_F16 || p == OXL_TYPE_BF16) {
+        return oxl_gpu_quantize(g, p == OXL_TYPE_F16 ? "quantize_f16" : "quantize_bf16", src.buf, x_off, dst.buf, y_off,
+                                K * ncols, err);
+    }
+    return oxl_gpu_quantize_q8(g, p, src.buf, x_off, K, dst.buf, y_off, partner_col(t, K), K, ncols, err);
 }
 
 /* Y (nrows, n) = W . X for a plain matrix w at wb: X at x in w's partner format, columns x_col
@@ -188,14 +215,14 @@ static int to_partner(oxl_gpu *g, oxl_type t, oxl_gpu_bind src, oxl_gpu_bind dst
 static int mul_mat(oxl_gpu *g, const oxl_tensor *w, oxl_gpu_bind wb, oxl_gpu_bind x, uint32_t x_col, oxl_gpu_bind y,
                    uint32_t y_col, int32_t n, oxl_error *err) {
     char shader[32];
-    snprintf(shader, sizeof shader, "mul_mat_%s", fmt_name(w->type));
+    snprintf(shader, sizeof shader, "mul_mat_%s", oxl_type_traits_get((uint32_t)w->type)->name);
     oxl_gpu_mm_push pc = {.nrows = (uint32_t)w->ne[1],
                           .ncols = (uint32_t)n,
                           .K = (uint32_t)w->ne[0],
                           .w_row = (uint32_t)w->row_size,
                           .x_col = x_col,
                           .y_col = y_col};
-    if (push_off(wb.off, 1, &pc.w_off, err) || push_off(x.off, partner_bytes(w->type), &pc.x_off, err) ||
+    if (push_off(wb.off, 1, &pc.w_off, err) || push_off(x.off, partner_unit(w->type), &pc.x_off, err) ||
         push_off(y.off, 4, &pc.y_off, err)) {
         return -1;
     }
@@ -216,7 +243,7 @@ static int mul_mat_id(oxl_gpu *g, const oxl_moe_opts *o, const oxl_tensor *w, ox
                       size_t y, int32_t n, oxl_error *err) {
     const uint32_t K = (uint32_t)o->n_expert_used, rows = (uint32_t)w->ne[1];
     char shader[32];
-    snprintf(shader, sizeof shader, "mul_mat_id_%s", fmt_name(w->type));
+    snprintf(shader, sizeof shader, "mul_mat_id_%s", oxl_type_traits_get((uint32_t)w->type)->name);
     mm_id_push pc = {.nrows = rows,
                      .K = (uint32_t)w->ne[0],
                      .w_row = (uint32_t)w->row_size,
@@ -226,7 +253,7 @@ static int mul_mat_id(oxl_gpu *g, const oxl_moe_opts *o, const oxl_tensor *w, ox
                      .w_expert = (uint32_t)(w->row_size * (size_t)w->ne[1]),
                      .x_slot = x_slot};
     uint32_t x0 = 0, y0 = 0, ids0 = 0;
-    if (push_off(wb.off, 1, &pc.w_off, err) || push_off(x.off, partner_bytes(w->type), &x0, err) ||
+    if (push_off(wb.off, 1, &pc.w_off, err) || push_off(x.off, partner_unit(w->type), &x0, err) ||
         push_off(y, 4, &y0, err) || push_off(ids, 4, &ids0, err) ||
         push_off(w->row_size * (size_t)w->ne[1] * (size_t)o->n_expert, 1, &(uint32_t){0}, err)) {
         return -1;
@@ -350,12 +377,12 @@ static int shared_experts(oxl_gpu *g, const oxl_moe_opts *o, const oxl_moe_gpu_l
     const uint32_t S = (uint32_t)o->n_ff_shexp;
     const oxl_gpu_bind up = at(work, s->s_up), gate = at(work, s->s_gate), down = at(work, s->s_down);
     oxl_gpu_bind xs, as;
-    if (to_partner(g, h->up_shexp.type, x, at(work, s->xq), (size_t)E * n, &xs, err) ||
-        mul_mat(g, &h->up_shexp, l->up_shexp, xs, E, up, S, n, err) ||
-        mul_mat(g, &h->gate_shexp, l->gate_shexp, xs, E, gate, S, n, err) ||
+    if (to_partner(g, h->up_shexp.type, x, E, (uint32_t)n, at(work, s->xq), &xs, err) ||
+        mul_mat(g, &h->up_shexp, l->up_shexp, xs, partner_col(h->up_shexp.type, E), up, S, n, err) ||
+        mul_mat(g, &h->gate_shexp, l->gate_shexp, xs, partner_col(h->up_shexp.type, E), gate, S, n, err) ||
         activation(g, OXL_MOE_SILU, work.buf, gate.off, up.off, S, (uint32_t)n, err) ||
-        to_partner(g, h->down_shexp.type, gate, at(work, s->s_aq), (size_t)S * n, &as, err) ||
-        mul_mat(g, &h->down_shexp, l->down_shexp, as, S, down, E, n, err)) {
+        to_partner(g, h->down_shexp.type, gate, S, (uint32_t)n, at(work, s->s_aq), &as, err) ||
+        mul_mat(g, &h->down_shexp, l->down_shexp, as, partner_col(h->down_shexp.type, S), down, E, n, err)) {
         return -1;
     }
     if (!h->gate_inp_shexp.data) {
@@ -384,22 +411,23 @@ int oxl_moe_gpu_forward(oxl_gpu *g, const oxl_moe_opts *o, const oxl_moe_gpu_lay
 
     /* router logits, then each token's experts and weights */
     oxl_gpu_bind xr, xe, ae;
-    if (to_partner(g, h->gate_inp.type, x, at(work, s.xq), (size_t)E * n, &xr, err) ||
-        mul_mat(g, &h->gate_inp, l->gate_inp, xr, E, at(work, s.logits), X, n, err) ||
+    if (to_partner(g, h->gate_inp.type, x, E, (uint32_t)n, at(work, s.xq), &xr, err) ||
+        mul_mat(g, &h->gate_inp, l->gate_inp, xr, partner_col(h->gate_inp.type, E), at(work, s.logits), X, n, err) ||
         oxl_moe_gpu_route(g, o, l, at(work, s.logits), n, at(work, s.ids), at(work, s.w), err)) {
         return -1;
     }
 
     /* the chosen experts: up and gate on the token's input, the activation, down on that */
     const size_t ids = work.off + s.ids;
-    if (to_partner(g, h->up_exps.type, x, at(work, s.xq), (size_t)E * n, &xe, err) ||
-        mul_mat_id(g, o, &h->up_exps, l->up_exps, &h->up_exps_b, l->up_exps_b, wb, ids, xe, E, 0, work.off + s.up, n,
+    const uint32_t xcol = partner_col(h->up_exps.type, E), acol = partner_col(h->down_exps.type, F);
+    if (to_partner(g, h->up_exps.type, x, E, (uint32_t)n, at(work, s.xq), &xe, err) ||
+        mul_mat_id(g, o, &h->up_exps, l->up_exps, &h->up_exps_b, l->up_exps_b, wb, ids, xe, xcol, 0, work.off + s.up, n,
                    err) ||
-        mul_mat_id(g, o, &h->gate_exps, l->gate_exps, &h->gate_exps_b, l->gate_exps_b, wb, ids, xe, E, 0,
+        mul_mat_id(g, o, &h->gate_exps, l->gate_exps, &h->gate_exps_b, l->gate_exps_b, wb, ids, xe, xcol, 0,
                    work.off + s.gate, n, err) ||
         activation(g, o->act, wb, work.off + s.gate, work.off + s.up, F, K * (uint32_t)n, err) ||
-        to_partner(g, h->down_exps.type, at(work, s.gate), at(work, s.aq), (size_t)F * K * n, &ae, err) ||
-        mul_mat_id(g, o, &h->down_exps, l->down_exps, &h->down_exps_b, l->down_exps_b, wb, ids, ae, K * F, F,
+        to_partner(g, h->down_exps.type, at(work, s.gate), F, K * (uint32_t)n, at(work, s.aq), &ae, err) ||
+        mul_mat_id(g, o, &h->down_exps, l->down_exps, &h->down_exps_b, l->down_exps_b, wb, ids, ae, K * acol, acol,
                    work.off + s.down, n, err)) {
         return -1;
     }

@@ -924,4 +924,19 @@ def block_offsets(fmt):
 
 
 GPU_SHADERS = GPU_SHADERS + gpu_quant_shaders()
+
+
+def gpu_moe_quant_shaders():
+    """mul_mat_id_<fmt> for each format of GPU_QUANT_FORMATS: the chosen experts' products (the MoE
+    block, arch/moe_gpu.c) with each block's dot as mul_mat_<fmt>'s; X in the format's partner,
+    offsets and strides of X in bytes."""
+    common = "gpu/quant_common.glsl.j2"
+    return tuple(GpuShader(f"mul_mat_id_{name}", "mul_mat_id_q.comp.j2",
+                           (("fmt", name), ("op", "mul_mat"),
+                            ("includes", (common, f"gpu/qformats/{name}.glsl.j2"))),
+                           push=GPU_MUL_MAT_ID_PUSH, bindings=4)
+                 for name in GPU_QUANT_FORMATS)
+
+
+GPU_SHADERS = GPU_SHADERS + gpu_moe_quant_shaders()
 GPU_SHADER_BY_NAME = {s.name: s for s in GPU_SHADERS}

@@ -60,4 +60,19 @@ set(OXL_GPU_SHADER_NAMES
   quantize_q8_0
   quantize_q8_1
   quantize_q8_K
+  mul_mat_id_q8_0
+  mul_mat_id_q4_0
+  mul_mat_id_q4_1
+  mul_mat_id_q5_0
+  mul_mat_id_q5_1
+  mul_mat_id_q4_K
+  mul_mat_id_q5_K
+  mul_mat_id_q6_K
+  mul_mat_id_iq4_nl
+  mul_mat_id_iq4_xs
+  mul_mat_id_mxfp4
+  mul_mat_id_q2_K
+  mul_mat_id_q3_K
+  mul_mat_id_nvfp4
+  mul_mat_id_q1_0
 )

@@ -8,7 +8,7 @@
 #include "gpu_test_util.h"
 #include "model.h"
 #include "moe_gpu.h"
-#include "oxl_fp16.h"
+#include "quantize.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -130,17 +130,17 @@ Test(moe_gpu, topk_equals_cpu_routing) {
 
 /* ---- the whole block on the golden models' MoE layers --------------------------------------- */
 
-/* t's values rounded to f16 or bf16: a new tensor of that type over a new array (in *own). */
-static oxl_tensor to_half(const oxl_tensor *t, oxl_type type, int32_t n_mat, uint16_t **own) {
-    const size_t n = (size_t)t->ne[0] * (size_t)t->ne[1] * (size_t)n_mat;
-    const float *src = t->data;
-    *own = malloc(n * sizeof(uint16_t));
-    for (size_t i = 0; i < n; i++) {
-        (*own)[i] = type == OXL_TYPE_F16 ? oxl_fp32_to_fp16(src[i]) : oxl_fp32_to_bf16(src[i]);
-    }
+/* t's values in format `type` (oxl_quantize_rows: the CPU's rounding / reference quantizer): a new
+ * tensor over a new array (in *own). */
+static oxl_tensor to_type(const oxl_tensor *t, oxl_type type, int32_t n_mat, void **own) {
+    const int64_t rows = t->ne[1] * n_mat;
+    const size_t row = oxl_row_size(type, t->ne[0]);
+    oxl_error err = {0};
+    *own = malloc(row * (size_t)rows);
+    cr_assert_eq(oxl_quantize_rows(type, t->data, *own, rows, t->ne[0], NULL, &err), 0, "%s", err.msg);
     oxl_tensor h = *t;
     h.type = type;
-    h.row_size = (size_t)t->ne[0] * sizeof(uint16_t);
+    h.row_size = row;
     h.data = *own;
     h.rp = NULL;
     return h;
@@ -172,12 +172,12 @@ static void check_block_as(oxl_gpu *g, const char *id, int il, int32_t n, float 
     cr_assert(il < m->hp.n_layer, "%s: no MoE layer", id);
     oxl_moe_layer hl = d->layers[il].moe;
     const oxl_moe_layer *h = &hl;
-    uint16_t *halves[4] = {0};
+    void *halves[4] = {0};
     if (type != OXL_TYPE_F32) {
-        hl.gate_inp = to_half(&hl.gate_inp, type, 1, &halves[0]);
-        hl.gate_exps = to_half(&hl.gate_exps, type, d->o.moe.n_expert, &halves[1]);
-        hl.up_exps = to_half(&hl.up_exps, type, d->o.moe.n_expert, &halves[2]);
-        hl.down_exps = to_half(&hl.down_exps, type, d->o.moe.n_expert, &halves[3]);
+        hl.gate_inp = to_type(&hl.gate_inp, type, 1, &halves[0]);
+        hl.gate_exps = to_type(&hl.gate_exps, type, d->o.moe.n_expert, &halves[1]);
+        hl.up_exps = to_type(&hl.up_exps, type, d->o.moe.n_expert, &halves[2]);
+        hl.down_exps = to_type(&hl.down_exps, type, d->o.moe.n_expert, &halves[3]);
     }
     const oxl_moe_opts *o = &d->o.moe;
     const int64_t E = m->hp.n_embd;
@@ -256,6 +256,18 @@ Test(moe_gpu, half_experts_equal_cpu) {
     check_block_as(g, "gpt-oss", 1, 3, 1.0f, OXL_TYPE_BF16);
     check_block_as(g, "mixtral", 0, 5, 1.0f, OXL_TYPE_F16);
     check_block_as(g, "mixtral", 1, 3, 1.0f, OXL_TYPE_BF16);
+}
+
+/* Router and experts quantized (the CPU's reference quantizers), the activations in the partner
+ * format (quantize_q8_0 / _q8_1): mul_mat_id_<fmt> with each block's dot as mul_mat_<fmt>'s. */
+Test(moe_gpu, quantized_experts_equal_cpu) {
+    oxl_gpu *g = gpu_test_device();
+    const oxl_type types[] = {OXL_TYPE_Q8_0, OXL_TYPE_Q4_0,   OXL_TYPE_Q4_1,
+                              OXL_TYPE_Q5_0, OXL_TYPE_IQ4_NL, OXL_TYPE_MXFP4};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        check_block_as(g, "gpt-oss", 0, 5, 1.0f, types[i]);
+        check_block_as(g, "mixtral", 1, 5, 1.0f, types[i]);
+    }
 }
 
 Test(moe_gpu, shared_expert_blocks_equal_cpu) {
