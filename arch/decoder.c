@@ -1,6 +1,7 @@
 /* The shared decoder graph (decoder.h): hyper-parameters, the tensor table and binding, the forward
  * pass and the description `oxillama info` prints. */
 #include "decoder.h"
+#include "decoder_gpu.h"
 
 #include "adapter.h"
 #include "errors.h"
@@ -357,6 +358,7 @@ static int bind_qkv(const oxl_model *m, oxl_decoder_layer *l, int il, oxl_error 
 void oxl_decoder_free(void *weights) {
     oxl_decoder *d = weights;
     if (d) {
+        oxl_decoder_gpu_free(d->gpu);
         free(d->layers);
         free(d);
     }
@@ -807,7 +809,9 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
 
     oxl_rope rope[2] = {o->rope, o->rope_swa};
     rope[0].factors = rope[1].factors = rope_factors(ctx, d);
-    for (int il = 0; il < hp->n_layer; il++) {
+    /* with -ngl the last layers (and the head) run on the Vulkan device (decoder_gpu.c) */
+    const int il_gpu = d->gpu ? oxl_decoder_gpu_first_layer(ctx) : hp->n_layer;
+    for (int il = 0; il < il_gpu; il++) {
         const oxl_decoder_layer *l = &d->layers[il];
         const bool swa = oxl_decoder_is_swa(o, il);
         /* attention */
@@ -886,6 +890,10 @@ void oxl_decoder_forward(oxl_ctx *ctx, const oxl_ubatch *ub, float *logits) {
         }
         oxl_add(b.x, b.fo, E * n);
         oxl_cvec_apply(ctx, il, b.x, n); /* llama.cpp's build_cvec: a control vector's direction */
+    }
+
+    if (il_gpu < hp->n_layer && oxl_decoder_gpu_forward(ctx, ub, il_gpu, b.x, logits) == 1) {
+        return; /* the head ran on the device */
     }
 
     /* the final norm: of every token when the context keeps embeddings (llama.cpp's result_norm,

@@ -219,6 +219,7 @@ typedef struct oxl_decoder {
     oxl_tensor rope_long;         /* (n_rot/2) LongRoPE divisors past n_ctx_orig */
     oxl_tensor rope_short;        /* (n_rot/2) LongRoPE divisors within n_ctx_orig */
     oxl_decoder_layer *layers;    /* [n_layer] */
+    struct oxl_decoder_gpu *gpu;  /* the offloaded layers' weights on the Vulkan device (decoder_gpu.h), or NULL */
 } oxl_decoder;
 
 /* ---- loading ----------------------------------------------------------------------------- */
@@ -273,12 +274,15 @@ void oxl_decoder_repack(oxl_model *m, bool evict);
  * for recurrent layers, latent attention and M-RoPE. */
 int oxl_decoder_k_rope(const oxl_ctx *ctx, int il, oxl_rope *rope, oxl_error *err);
 
+/* oxl_arch.offload of the decoder families (arch/decoder_gpu.c). */
+int oxl_decoder_offload(oxl_model *m, int32_t n_gpu_layers, int32_t device, oxl_error *err);
+
 /* An oxl_arch entry for a decoder architecture with its load function. */
 #define OXL_DECODER_ARCH(arch_name, load_fn)                                                                           \
     {                                                                                                                  \
         .name = (arch_name), .load = (load_fn), .free_weights = oxl_decoder_free, .work_size = oxl_decoder_work_size,  \
         .forward = oxl_decoder_forward, .describe = oxl_decoder_describe, .repack = oxl_decoder_repack,                \
-        .k_rope = oxl_decoder_k_rope, .embd_input = true                                                               \
+        .k_rope = oxl_decoder_k_rope, .embd_input = true, .offload = oxl_decoder_offload                               \
     }
 
 #endif

@@ -100,6 +100,15 @@ typedef struct oxl_model_params {
      * NULL (the default): no calls. */
     bool (*progress_callback)(float progress, void *user);
     void *progress_callback_user_data; /* passed to progress_callback as user; not used otherwise */
+    /* GPU offload through Vulkan (llama_model_params.n_gpu_layers, main_gpu): the last n_gpu_layers
+     * repeating layers run on the device, their weights uploaded at load and their KV cache (f16)
+     * kept there; more than the model's layers (or a negative value: all) also puts the output norm
+     * and head there. Default 0: everything on the CPU. A build without Vulkan, no device, or a model
+     * or feature the device path does not cover prints one line saying so (oxl_log_set) and loads
+     * for the CPU. Families covered: those of arch/decoder.c's forward without recurrent, latent-
+     * attention or expert layers (README "GPU offload (Vulkan)"). */
+    int32_t n_gpu_layers;
+    int32_t main_gpu; /* Vulkan device index (oxillama --list-devices); -1 (default): OXILLAMA_VK_DEVICE, else 0 */
 } oxl_model_params;
 
 OXL_API oxl_model_params oxl_model_default_params(void);

@@ -677,6 +677,8 @@ int oxl_srv_load_engine(oxl_srv *srv, const char *path) {
     double t0 = oxl_now();
     oxl_model_params mp = oxl_model_default_params();
     mp.repack = !cfg->no_repack;
+    mp.n_gpu_layers = cfg->n_gpu_layers;
+    mp.main_gpu = cfg->main_gpu;
     mp.use_mmap = !cfg->no_mmap;
     mp.use_mlock = cfg->mlock;
     srv->model = oxl_model_load(path, &mp, &err);

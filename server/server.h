@@ -71,12 +71,13 @@ typedef struct oxl_server_config {
     oxl_kv_type type_k, type_v; /* -ctk, -ctv */
     oxl_flash_attn flash_attn;  /* -fa */
     bool no_mmap, mlock, no_repack;
-    char *chat_template; /* --chat-template, or the text of --chat-template-file (NULL: the model's) */
-    bool reasoning_none; /* --reasoning-format none: thoughts stay in content (default deepseek) */
-    int log_level;       /* 0 --log-disable: errors only (no request log); 1 default; 2 -v */
-    bool log_json;       /* --log-format json: the request log as one JSON object per line */
-    bool ctx_shift;      /* --context-shift (default off, as llama-server) */
-    int n_keep;          /* --keep: tokens a context shift keeps (-1: the prompt; BOS added) */
+    int n_gpu_layers, main_gpu; /* -ngl, --device (oxl_model_params) */
+    char *chat_template;        /* --chat-template, or the text of --chat-template-file (NULL: the model's) */
+    bool reasoning_none;        /* --reasoning-format none: thoughts stay in content (default deepseek) */
+    int log_level;              /* 0 --log-disable: errors only (no request log); 1 default; 2 -v */
+    bool log_json;              /* --log-format json: the request log as one JSON object per line */
+    bool ctx_shift;             /* --context-shift (default off, as llama-server) */
+    int n_keep;                 /* --keep: tokens a context shift keeps (-1: the prompt; BOS added) */
     bool help;
     bool rerank;   /* --rerank, --reranking: /v1/rerank with the model's classifier head (rank pooling) */
     bool no_webui; /* --no-webui: no web page at / (404), as llama-server */

@@ -168,6 +168,13 @@ static int golden_adapters(const oxl_gguf *g, oxl_model *model, oxl_ctx *ctx, ox
     return rc;
 }
 
+static int32_t gpu_layers, gpu_device = -1;
+
+void oxl_golden_set_gpu(int32_t n_gpu_layers, int32_t main_gpu) {
+    gpu_layers = n_gpu_layers;
+    gpu_device = main_gpu;
+}
+
 int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err) {
     double bound;
     const int have_bound = golden_bound(oxl_gguf_path(g), NULL, OXL_GOLDEN_DEFAULT_BOUND, &bound, err);
@@ -175,6 +182,8 @@ int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_repo
         return -1;
     }
     oxl_model_params mp = oxl_model_default_params();
+    mp.n_gpu_layers = gpu_layers;
+    mp.main_gpu = gpu_device;
     oxl_model *model = oxl_model_load(model_path, &mp, err);
     if (!model) {
         return -1;
@@ -297,6 +306,8 @@ int oxl_golden_embeddings(const oxl_gguf *g, const char *model_path, oxl_golden_
     }
     const char *no_table = have_tokens ? "" : ", default: no tolerances.tsv beside the file";
     oxl_model_params mp = oxl_model_default_params();
+    mp.n_gpu_layers = gpu_layers;
+    mp.main_gpu = gpu_device;
     oxl_model *model = oxl_model_load(model_path, &mp, err);
     if (!model) {
         return -1;

@@ -19,6 +19,9 @@
  * max |Δ| relative to the logit range) and the greedy continuation `greedy`. The bound on
  * max|Δ|/range is the golden file's line in tolerances.tsv beside it (golden/README.md,
  * "Tolerances"); without such a table, 1e-3; a table without a line for the file is an error. */
+/* The offload of the models the golden checks load (oxillama golden -ngl, --device): oxl_model_params
+ * n_gpu_layers and main_gpu; default 0 and -1. */
+void oxl_golden_set_gpu(int32_t n_gpu_layers, int32_t main_gpu);
 int oxl_golden_logits(const oxl_gguf *g, const char *model_path, oxl_golden_report *r, oxl_error *err);
 
 /* golden.kind = embeddings (an encoder model of golden/arch: bert, nomic-bert): runs model_path on

@@ -6,6 +6,9 @@
 #include "chat.h"
 #endif
 #include "oxl_types.h"
+#ifdef OXL_VULKAN
+#include "gpu.h"
+#endif
 
 #include <ctype.h>
 #include <errno.h>
@@ -28,6 +31,8 @@ typedef enum opt_kind {
     OPT_FLAG,
     OPT_NOFLAG, /* sets a bool false: the --no- form of an OPT_FLAG */
     OPT_GPU,
+    OPT_NGL,         /* N or all */
+    OPT_DEVICE,      /* N, VulkanN or none */
     OPT_IMAGE,       /* FILE, repeatable */
     OPT_LORA,        /* FNAME[,FNAME...] */
     OPT_LORA_SCALED, /* FNAME:SCALE[,...], or FNAME SCALE */
@@ -51,7 +56,7 @@ typedef struct opt_def {
 #define P OXL_VERB_PERPLEXITY
 #define G OXL_VERB_GOLDEN
 #define S OXL_VERB_SERVE
-#define GPU_HELP "ignored: llama.cpp's GPU option (this engine runs on the CPU)"
+#define GPU_HELP "ignored: llama.cpp's multi-GPU option (one Vulkan device is used)"
 
 static const opt_def opt_table[] = {
     {"-m", "--model", OPT_STR, F(model), R | T | P | G, "GGUF model file (default: the bundled stories260K)"},
@@ -165,11 +170,16 @@ static const opt_def opt_table[] = {
     {NULL, "--no-context-shift", OPT_NOFLAG, F(ctx_shift), R | S, "stop when the context is full (the default)"},
     {NULL, "--keep", OPT_INT, F(n_keep), R | S,
      "context shift: prompt tokens kept at the start, BOS aside (default 0; -1: the whole prompt)"},
-    {"-ngl", "--n-gpu-layers", OPT_GPU, 0, R | P | S, GPU_HELP},
-    {NULL, "--gpu-layers", OPT_GPU, 0, R | P | S, GPU_HELP},
+    {"-ngl", "--n-gpu-layers", OPT_NGL, F(n_gpu_layers), R | P | S | G,
+     "layers to run on the Vulkan device: the last N repeating layers; more than the model has (or all) also the "
+     "output layer (default 0)"},
+    {NULL, "--gpu-layers", OPT_NGL, F(n_gpu_layers), R | P | S | G, "the same as -ngl"},
+    {"-dev", "--device", OPT_DEVICE, F(main_gpu), R | P | S | G,
+     "Vulkan device for -ngl: an index, VulkanN, or none (default: OXILLAMA_VK_DEVICE, else 0)"},
+    {"-mg", "--main-gpu", OPT_DEVICE, F(main_gpu), R | P | S | G, "the same as --device"},
+    {NULL, "--list-devices", OPT_FLAG, F(list_devices), R | P | S | G, "print the Vulkan devices and exit"},
     {"-sm", "--split-mode", OPT_GPU, 0, R | P | S, GPU_HELP},
     {"-ts", "--tensor-split", OPT_GPU, 0, R | P | S, GPU_HELP},
-    {"-mg", "--main-gpu", OPT_GPU, 0, R | P | S, GPU_HELP},
     {NULL, "--prompt-cache", OPT_STR, F(prompt_cache), R,
      "state file: reuse the prompt prefix it holds, save the state after the prompt"},
     {NULL, "--prompt-cache-ro", OPT_FLAG, F(prompt_cache_ro), R, "with --prompt-cache: read the file, never write it"},
@@ -266,6 +276,8 @@ static int parse_value(const opt_def *d, const char *v, oxl_opts *o) {
         }
         break;
     }
+    case OPT_NGL: return oxl_opts_parse_ngl(d->long_name, v, (int *)field);
+    case OPT_DEVICE: return oxl_opts_parse_device(d->long_name, v, (int *)field, &o->device_none);
     case OPT_FLAG:
     case OPT_NOFLAG:
     case OPT_GPU:
@@ -327,12 +339,70 @@ static int check_chat_template(const char *v) {
 }
 #endif
 
+int oxl_opts_parse_ngl(const char *opt, const char *v, int *out) {
+    if (!strcmp(v, "all")) {
+        *out = -1;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    const long n = strtol(v, &end, 10);
+    if (end == v || *end || errno || n < -1 || n > 1000000) {
+        fprintf(stderr, "error: %s: invalid value '%s' (a number of layers, or all)\n", opt, v);
+        return -1;
+    }
+    *out = (int)n;
+    return 0;
+}
+
+int oxl_opts_parse_device(const char *opt, const char *v, int *out, bool *none) {
+    if (!strcmp(v, "none")) {
+        *none = true;
+        return 0;
+    }
+    const char *num = !strncmp(v, "Vulkan", 6) ? v + 6 : v;
+    char *end;
+    errno = 0;
+    const long n = strtol(num, &end, 10);
+    if (end == num || *end || errno || n < 0 || n > 1000000) {
+        fprintf(stderr, "error: %s: invalid value '%s' (a device index, VulkanN or none: --list-devices)\n", opt, v);
+        return -1;
+    }
+    *out = (int)n;
+    *none = false;
+    return 0;
+}
+
+void oxl_opts_list_devices(void) {
+#ifdef OXL_VULKAN
+    const int n = oxl_gpu_device_count();
+    if (n == 0) {
+        printf("Available devices: none (no Vulkan device)\n");
+        return;
+    }
+    printf("Available devices:\n");
+    for (int i = 0; i < n; i++) {
+        char name[256];
+        if (oxl_gpu_device_name(i, name, sizeof name, NULL) == 0) {
+            printf("  Vulkan%d: %s\n", i, name);
+        }
+    }
+#else
+    printf("Available devices: none (this build has no Vulkan backend)\n");
+#endif
+}
+
+void oxl_opts_gpu_params(const oxl_opts *o, oxl_model_params *mp) {
+    mp->n_gpu_layers = o->device_none ? 0 : o->n_gpu_layers;
+    mp->main_gpu = o->main_gpu;
+}
+
 bool oxl_opts_gpu_notice(const char *a, const char *value) {
     const opt_def *d = find_opt(a);
     if (!d || d->kind != OPT_GPU) {
         return false;
     }
-    fprintf(stderr, "oxillama: %s %s ignored: this engine runs on the CPU (no GPU offload)\n", a, value);
+    fprintf(stderr, "oxillama: %s %s ignored: one Vulkan device is used (no multi-GPU split)\n", a, value);
     return true;
 }
 
@@ -566,6 +636,7 @@ int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
     o->ngram_size_n = 12;
     o->ngram_size_m = 48;
     o->log_verbosity = -1;
+    o->main_gpu = -1;
     const char *verb = argc > 0 ? argv[0] : "oxillama";
     const bool pass = (verbs & OXL_OPTS_PASS_UNKNOWN) != 0;
     int str_value_i = -1; /* argv index of the last text option's value */
@@ -679,6 +750,10 @@ int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv) {
         return -1;
     }
 #endif
+    if (o->list_devices) {
+        oxl_opts_list_devices();
+        exit(0);
+    }
     if (o->no_mmproj_offload) {
         fprintf(stderr, "oxillama: --no-mmproj-offload ignored: this engine runs on the CPU (no GPU offload)\n");
     }
@@ -718,6 +793,8 @@ void oxl_opts_usage_table(unsigned verbs) {
             [OPT_FLAG] = "",
             [OPT_NOFLAG] = "",
             [OPT_GPU] = " V",
+            [OPT_NGL] = " N|all",
+            [OPT_DEVICE] = " N",
             [OPT_IMAGE] = " FILE",
             [OPT_LORA] = " FILE",
             [OPT_LORA_SCALED] = " FILE:SCALE",

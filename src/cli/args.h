@@ -51,6 +51,10 @@ typedef struct oxl_opts {
     oxl_kv_type type_v;             /* -ctv, --cache-type-v */
     oxl_flash_attn flash_attn;      /* -fa, --flash-attn */
     bool no_mmap;                   /* --no-mmap */
+    int n_gpu_layers;               /* -ngl, --n-gpu-layers, --gpu-layers (all: -1; default 0) */
+    int main_gpu;                   /* -mg, --main-gpu, -dev, --device (-1: OXILLAMA_VK_DEVICE or 0) */
+    bool device_none;               /* --device none: nothing offloaded */
+    bool list_devices;              /* --list-devices */
     bool no_repack;                 /* -nr, --no-repack */
     bool mlock;                     /* --mlock */
     const char *kld_base;           /* --kl-divergence-base */
@@ -116,6 +120,15 @@ int oxl_kv_type_parse(const char *v, oxl_kv_type *out);
  * options (-ngl, -sm, -ts, -mg and their long names) are accepted by every verb that loads a model,
  * with a one-line notice on stderr. */
 int oxl_opts_parse(oxl_opts *o, unsigned verbs, int argc, char **argv);
+/* -ngl's value: a count of layers or "all" (-1); -1 + a message naming the option when it is neither. */
+int oxl_opts_parse_ngl(const char *opt, const char *v, int *out);
+/* --device's value: an index, VulkanN (llama.cpp's device names) or "none" (*none set). */
+int oxl_opts_parse_device(const char *opt, const char *v, int *out, bool *none);
+/* --list-devices: prints the Vulkan devices as llama.cpp does ("Available devices:" then one line
+ * each, or a line saying there are none). */
+void oxl_opts_list_devices(void);
+/* The model parameters of -ngl / -mg / --device. */
+void oxl_opts_gpu_params(const oxl_opts *o, oxl_model_params *mp);
 /* When a is one of llama.cpp's GPU options: prints the one-line notice that it is ignored and
  * returns true (for the verbs with their own parser, bench). */
 bool oxl_opts_gpu_notice(const char *a, const char *value);

@@ -53,6 +53,10 @@ typedef struct bench_opts {
     bool roofline;
     bool no_mmap;
     bool no_repack;
+    int n_gpu_layers; /* -ngl (all: -1) */
+    bool ngl_set;     /* -ngl given: the CSV/JSON n_gpu_layers field is its value */
+    int main_gpu;     /* -mg, --device */
+    bool device_none;
     int log_level;     /* OXL_LOG_*: --log-disable, -v */
     const char *draft; /* --draft: the generation tests run with speculative decoding */
     int draft_max;
@@ -87,8 +91,9 @@ static void usage(void) {
            "                      [--draft FILE [--draft-max 16] [--draft-p-min 0.75]]\n"
            "       oxillama bench --batched -m FILE [-npp 128[,N...]] [-ntg 128[,N...]] [-npl 1[,N...]]\n"
            "                      [-c N] [-b 2048] [-ub 512] [-t N] [-ctk T] [-ctv T] [-fa on|off|auto]\n"
-           "  -ngl, --n-gpu-layers, --gpu-layers, -sm, --split-mode, -ts, --tensor-split, -mg, --main-gpu:\n"
-           "     llama-bench's GPU options, ignored (this engine runs on the CPU)\n"
+           "  -ngl, --n-gpu-layers, --gpu-layers N|all: layers to run on the Vulkan device (as run's -ngl)\n"
+           "  -dev, --device, -mg, --main-gpu N: the Vulkan device (an index, VulkanN or none)\n"
+           "  -sm, --split-mode, -ts, --tensor-split: llama-bench's multi-GPU options, ignored\n"
            "  -d, --n-depth: tokens already in the KV cache when each test starts (filled untimed)\n"
            "  --draft FILE (-md, --model-draft): tgN generates N tokens greedily with speculative decoding,\n"
            "     drafting with FILE up to --draft-max tokens a round while its top token's probability is at\n"
@@ -102,6 +107,7 @@ static void usage(void) {
 static int parse_opts(bench_opts *o, int argc, char **argv) {
     memset(o, 0, sizeof *o);
     o->reps = 5;
+    o->main_gpu = -1;
     o->n_batch = 2048;
     o->n_ubatch = 512;
     o->type_k = o->type_v = OXL_KV_F16;
@@ -204,6 +210,15 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
             char *end;
             o->draft_p_min = strtof(v, &end);
             bad = *end || !(o->draft_p_min >= 0.0f && o->draft_p_min <= 1.0f);
+        } else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers") || !strcmp(a, "--gpu-layers")) {
+            if (oxl_opts_parse_ngl(a, v, &o->n_gpu_layers) != 0) {
+                return -1;
+            }
+            o->ngl_set = true;
+        } else if (!strcmp(a, "-mg") || !strcmp(a, "--main-gpu") || !strcmp(a, "-dev") || !strcmp(a, "--device")) {
+            if (oxl_opts_parse_device(a, v, &o->main_gpu, &o->device_none) != 0) {
+                return -1;
+            }
         } else if (oxl_opts_gpu_notice(a, v)) {
             /* llama-bench's -ngl and the other GPU options: ignored with a notice */
         } else {
@@ -578,6 +593,7 @@ typedef struct bench_row {
     char type[96];
     uint64_t size, n_params;
     int n_batch, n_ubatch, n_threads, n_prompt, n_gen, n_depth, flash_attn;
+    int n_gpu_layers, main_gpu; /* -ngl (-1 when not given, as before), the device */
     const char *type_k, *type_v, *load_mode;
     int n_samples;
     const double *samples_ns;
@@ -618,10 +634,10 @@ static void print_fields(const bench_row *r, const char *cpu, bool json, bool ro
     N("poll", "50");
     S("type_k", r->type_k);
     S("type_v", r->type_v);
-    N("n_gpu_layers", "-1");
+    N("n_gpu_layers", "%d", r->n_gpu_layers);
     N("n_cpu_moe", "0");
     S("split_mode", "layer");
-    N("main_gpu", "0");
+    N("main_gpu", "%d", r->main_gpu);
     B("no_kv_offload", false);
     N("flash_attn", "%d", r->flash_attn);
     S("devices", "auto");
@@ -812,6 +828,8 @@ int oxl_cmd_bench(int argc, char **argv) {
         oxl_model_params mp = oxl_model_default_params();
         mp.use_mmap = !o.no_mmap;
         mp.repack = !o.no_repack;
+        mp.n_gpu_layers = o.device_none ? 0 : o.n_gpu_layers;
+        mp.main_gpu = o.main_gpu;
         const double t_load = oxl_clock_s();
         oxl_model *m = oxl_model_load(o.models[im], &mp, &err);
         if (!m) {
@@ -932,6 +950,8 @@ int oxl_cmd_bench(int argc, char **argv) {
                                  .n_prompt = t->n_prompt,
                                  .n_gen = t->n_gen,
                                  .n_depth = t->n_depth,
+                                 .n_gpu_layers = o.ngl_set ? o.n_gpu_layers : -1,
+                                 .main_gpu = o.main_gpu < 0 ? 0 : o.main_gpu,
                                  .type_k = kv_name(o.type_k),
                                  .type_v = kv_name(o.type_v),
                                  .flash_attn = o.flash_attn == OXL_FLASH_ATTN_OFF  ? 0

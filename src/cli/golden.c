@@ -16,6 +16,7 @@ int oxl_cmd_golden(int argc, char **argv) {
         oxl_opts_usage("golden", OXL_VERB_GOLDEN, "[-m MODEL] FILE...");
         return o.help ? 0 : 1;
     }
+    oxl_golden_set_gpu(o.device_none ? 0 : o.n_gpu_layers, o.main_gpu);
     oxl_golden_report r = {.out = stdout};
     int n_errors = 0;
     printf("# ISA cap: %s\n", oxl_isa_name(oxl_isa_cap()));

@@ -45,6 +45,7 @@ int oxl_cmd_perplexity(int argc, char **argv) {
     oxl_model_params mp = oxl_model_default_params();
     mp.repack = !o.no_repack;
     mp.use_mmap = !o.no_mmap;
+    oxl_opts_gpu_params(&o, &mp);
     mp.use_mlock = o.mlock;
     oxl_log(&o, OXL_LOG_VERBOSE, "oxillama: model %s\n", oxl_opts_model(&o));
     oxl_log_settings(&o);

@@ -162,6 +162,7 @@ int oxl_cmd_run(int argc, char **argv) {
     oxl_model_params mp = oxl_model_default_params();
     mp.repack = !o.no_repack;
     mp.use_mmap = !o.no_mmap;
+    oxl_opts_gpu_params(&o, &mp);
     mp.use_mlock = o.mlock;
     model = oxl_model_load(oxl_opts_model(&o), &mp, &err);
     if (!model) {

@@ -43,6 +43,8 @@ int oxl_cmd_serve(int argc, char **argv) {
     cfg.no_mmap = o.no_mmap;
     cfg.mlock = o.mlock;
     cfg.no_repack = o.no_repack;
+    cfg.n_gpu_layers = o.device_none ? 0 : o.n_gpu_layers;
+    cfg.main_gpu = o.main_gpu;
     cfg.log_level = o.log_level;
     cfg.log_json = o.log_format && !strcmp(o.log_format, "json");
     cfg.ctx_shift = o.ctx_shift;

@@ -38,6 +38,12 @@ typedef struct oxl_arch {
     /* forward takes a pass's input as embeddings (oxl_ubatch.inp_embd) as well as token ids; false:
      * token ids only (an encoder, or per-layer inputs computed from the ids, as gemma3n's) */
     bool embd_input;
+    /* Optional: puts the last n_gpu_layers repeating layers (negative or more than the layers: all,
+     * and the output head) on Vulkan device `device` (-1: the default one): uploads their weights and
+     * sets m->gpu_layers; it prints the line naming the device. -1 with err naming what the device
+     * path does not cover (the model then runs on the CPU). NULL: the family's forward has no device
+     * path. */
+    int (*offload)(oxl_model *m, int32_t n_gpu_layers, int32_t device, oxl_error *err);
 } oxl_arch;
 
 /* The registry: declared here, defined by arch/registry.c (one entry per family file of arch/), so the

@@ -107,6 +107,9 @@ void oxl_ctx_free(oxl_ctx *ctx) {
     if (!ctx) {
         return;
     }
+    if (ctx->gpu && ctx->gpu_free) {
+        ctx->gpu_free(ctx->gpu);
+    }
     oxl_memory_free(ctx->mem);
     oxl_adapters_free(ctx->adapters);
     free(ctx->work);
@@ -289,6 +292,12 @@ int oxl_seq_add(oxl_ctx *ctx, int32_t seq, int32_t p0, int32_t p1, int32_t delta
     }
     if (p0 < 0 || p0 > p1) {
         return oxl_err_set(err, "position shift: p0 %d outside 0..%d", p0, p1);
+    }
+    if (ctx->model->gpu_layers > 0) {
+        return oxl_err_set(err,
+                           "position shift: the KV cache of %d layers is on the Vulkan device (-ngl), where shifting "
+                           "it is not supported",
+                           ctx->model->gpu_layers);
     }
     if (delta > 0) {
         return oxl_err_set(err, "position shift: delta %d > 0 would leave positions %d..%d empty", delta, p0,

@@ -53,6 +53,9 @@ struct oxl_ctx {
     int32_t seq0_cap;
     oxl_moe_stats moe_stats;
     struct oxl_adapters *adapters; /* LoRA adapters and control vector set on it (adapter.h), or NULL */
+    void *gpu;                     /* the device side of an offloaded model (KV cache and activations on the
+                                    * device: arch/decoder_gpu.c), made at the first pass; NULL */
+    void (*gpu_free)(void *gpu);
 };
 
 /* oxl_decode_image_embd with the image's attention chosen by the caller, as mtmd_helper_decode_image_chunk

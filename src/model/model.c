@@ -19,7 +19,7 @@
 #endif
 
 oxl_model_params oxl_model_default_params(void) {
-    return (oxl_model_params){.use_mmap = true, .use_mlock = false, .repack = true};
+    return (oxl_model_params){.use_mmap = true, .use_mlock = false, .repack = true, .main_gpu = -1};
 }
 
 oxl_model *oxl_model_from_gguf(oxl_gguf *g, oxl_error *err) {
@@ -255,6 +255,18 @@ oxl_model *oxl_model_load(const char *path, const oxl_model_params *params, oxl_
                 return NULL;
             }
             done += oxl_gguf_tensor_at(gg, i)->nbytes;
+        }
+    }
+    if (p.n_gpu_layers != 0) {
+        /* before repacking, which may release the plain rows the device copies */
+        oxl_error oerr = {0};
+        if (!m->arch->offload) {
+            oxl_log_msg(OXL_LOG_LEVEL_WARN,
+                        "-ngl %d: architecture %s runs its own forward pass, which the Vulkan backend does not cover: "
+                        "running on the CPU\n",
+                        p.n_gpu_layers, m->arch->name);
+        } else if (m->arch->offload(m, p.n_gpu_layers, p.main_gpu, &oerr) != 0) {
+            oxl_log_msg(OXL_LOG_LEVEL_WARN, "-ngl %d: %s: running on the CPU\n", p.n_gpu_layers, oerr.msg);
         }
     }
     if (p.repack && m->arch->repack) {

@@ -45,7 +45,9 @@ struct oxl_model {
     oxl_vocab *vocab;
     const struct oxl_arch *arch;
     oxl_hparams hp;
-    void *weights; /* the architecture's weight struct (arch->free_weights) */
+    void *weights;      /* the architecture's weight struct (arch->free_weights) */
+    int32_t gpu_layers; /* the last repeating layers whose weights and KV cache are on the Vulkan device
+                         * (oxl_model_params.n_gpu_layers, set by arch->offload); 0: none */
     int64_t n_params;
     int64_t n_bytes; /* tensor data */
     char desc[160];

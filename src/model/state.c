@@ -136,6 +136,12 @@ static int check_save_args(const oxl_ctx *ctx, int32_t seq, const oxl_token *tok
     if (seq < 0 || seq >= ctx->n_seq_max) {
         return oxl_err_set(err, "state save: sequence %d; the context has %d (n_seq_max)", seq, ctx->n_seq_max);
     }
+    if (ctx->model->gpu_layers > 0) {
+        return oxl_err_set(err,
+                           "state save: the KV cache of %d layers is on the Vulkan device (-ngl), where saving it is "
+                           "not supported",
+                           ctx->model->gpu_layers);
+    }
     if (n_tokens != ctx->n_past[seq] || (n_tokens > 0 && !tokens)) {
         return oxl_err_set(err, "state save: %d token ids given; sequence %d holds %d (oxl_seq_n_past)", n_tokens, seq,
                            ctx->n_past[seq]);
@@ -345,6 +351,12 @@ static int check_load_args(const oxl_ctx *ctx, int32_t seq, oxl_error *err) {
     }
     if (seq < 0 || seq >= ctx->n_seq_max) {
         return oxl_err_set(err, "state load: sequence %d; the context has %d (n_seq_max)", seq, ctx->n_seq_max);
+    }
+    if (ctx->model->gpu_layers > 0) {
+        return oxl_err_set(err,
+                           "state load: the KV cache of %d layers is on the Vulkan device (-ngl), where loading it is "
+                           "not supported",
+                           ctx->model->gpu_layers);
     }
     return 0;
 }
