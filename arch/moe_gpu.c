@@ -1,4 +1,6 @@
-/* The mixture-of-experts block on the Vulkan device (moe_gpu.h). */
+/* The mixture-of-experts block on the Vulkan device (moe_gpu.h); nothing without OXL_VULKAN. */
+#ifdef OXL_VULKAN
+
 #include "moe_gpu.h"
 
 #include "gpu_ops.h"
@@ -449,3 +451,5 @@ int oxl_moe_gpu_forward(oxl_gpu *g, const oxl_moe_opts *o, const oxl_moe_gpu_lay
     const oxl_gpu_bind sb[] = {whole(wb), whole(wb), whole(wb), whole(wb), whole(out.buf)};
     return oxl_gpu_dispatch(g, "moe_sum", sb, 5, &sp, sizeof sp, gx, 1, gz, err);
 }
+
+#endif
