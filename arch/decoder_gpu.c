@@ -180,8 +180,7 @@ int oxl_decoder_offload(oxl_model *m, int32_t n_gpu_layers, int32_t device, oxl_
         }
     }
     /* the head stays on the CPU when the device does not cover it */
-    if (head && (!mm_supported(d->output.type) || d->o.final_softcap != 0.0f ||
-                 (d->output_norm.data && d->output_norm.type != OXL_TYPE_F32) ||
+    if (head && (!mm_supported(d->output.type) || (d->output_norm.data && d->output_norm.type != OXL_TYPE_F32) ||
                  (d->output_b.data && d->output_b.type != OXL_TYPE_F32))) {
         head = false;
     }
@@ -251,6 +250,7 @@ int oxl_decoder_offload(oxl_model *m, int32_t n_gpu_layers, int32_t device, oxl_
 
 typedef struct dctx {
     bool disabled;        /* the context's settings are not covered: the CPU runs every layer */
+    bool f32;             /* an f32 KV cache (else f16) */
     oxl_gpu_buf **k, **v; /* [n_layer - il0] f16 caches: n_seq_max * n_ctx rows of n_head_kv * head_dim */
     int n_dev;
     int32_t cap; /* tokens the activation buffers hold */
@@ -317,8 +317,9 @@ int oxl_decoder_gpu_first_layer(oxl_ctx *ctx) {
         ctx->gpu = c;
         ctx->gpu_free = dctx_free;
         const char *why = NULL;
-        if (ctx->params.type_k != OXL_KV_F16 || ctx->params.type_v != OXL_KV_F16) {
-            why = "a KV cache type other than f16 (-ctk/-ctv)";
+        if (ctx->params.type_k != ctx->params.type_v ||
+            (ctx->params.type_k != OXL_KV_F16 && ctx->params.type_k != OXL_KV_F32)) {
+            why = "a KV cache type other than f16 or f32 for both K and V (-ctk/-ctv)";
         } else if (ctx->adapters) {
             why = "LoRA adapters and control vectors";
         }
@@ -356,7 +357,8 @@ static int dctx_prepare(oxl_ctx *ctx, dctx *c, int32_t n, int32_t n_out, oxl_err
         if (!c->k || !c->v) {
             return oxl_err_set(err, "out of memory");
         }
-        const size_t bytes = (size_t)ctx->n_seq_max * (size_t)ctx->n_ctx * KV * 2;
+        c->f32 = ctx->params.type_k == OXL_KV_F32;
+        const size_t bytes = (size_t)ctx->n_seq_max * (size_t)ctx->n_ctx * KV * (c->f32 ? 4 : 2);
         for (int i = 0; i < c->n_dev; i++) {
             if (!(c->k[i] = oxl_gpu_alloc(g, bytes, err)) || !(c->v[i] = oxl_gpu_alloc(g, bytes, err)) ||
                 oxl_gpu_fill(g, c->k[i], 0, (bytes + 3) & ~(size_t)3, 0, err) != 0 ||
@@ -598,8 +600,8 @@ static int layer(pass *ps, int il, const oxl_rope *ropes) {
         return -1;
     }
     /* the cache rows, then attention over them */
-    if (oxl_gpu_set_rows_f16(ps->g, c->kk, 0, KV, c->rows, 0, c->k[li], 0, KV, KV, n, ps->err) ||
-        oxl_gpu_set_rows_f16(ps->g, c->vv, 0, KV, c->rows, 0, c->v[li], 0, KV, KV, n, ps->err)) {
+    if (oxl_gpu_set_rows(ps->g, c->f32, c->kk, 0, KV, c->rows, 0, c->k[li], 0, KV, KV, n, ps->err) ||
+        oxl_gpu_set_rows(ps->g, c->f32, c->vv, 0, KV, c->rows, 0, c->v[li], 0, KV, KV, n, ps->err)) {
         return -1;
     }
     const float cap = o->attn_softcap;
@@ -616,7 +618,7 @@ static int layer(pass *ps, int il, const oxl_rope *ropes) {
         .scale = cap != 0.0f ? o->kq_scale / cap : o->kq_scale,
         .softcap = cap,
     };
-    if (oxl_gpu_flash_attn_f16(ps->g, c->q, c->k[li], c->v[li], c->att, l->aux, c->tok[swa], &fp, ps->err) ||
+    if (oxl_gpu_flash_attn(ps->g, c->f32, c->q, c->k[li], c->v[li], c->att, l->aux, c->tok[swa], &fp, ps->err) ||
         linear(ps, &l->wo, &l->bo, c->att, ps->n, c->ao)) {
         return -1;
     }
@@ -745,6 +747,10 @@ static int run(oxl_ctx *ctx, const oxl_ubatch *ub, int il0, float *x, float *log
         }
         if (!rc && d->o.logit_scale != 0.0f) {
             rc = scale(&ps, c->logits, V * (uint32_t)n_out, d->o.logit_scale);
+        }
+        if (!rc && d->o.final_softcap != 0.0f) {
+            rc = oxl_gpu_binary(g, "softcap", c->logits, 0, c->logits, 0, 1, c->logits, 0, V * (uint32_t)n_out,
+                                d->o.final_softcap, err);
         }
         rc = rc ? rc : oxl_gpu_rec_read(g, c->logits, 0, logits, (size_t)V * (size_t)n_out * f, err);
     } else if (!rc) {

@@ -654,6 +654,7 @@ GPU_SHADERS = GPU_MOE_SHADERS + (
     GpuShader("add", "binary.comp.j2", (("op", "add"),), push=GPU_BINARY_PUSH),
     GpuShader("mul", "binary.comp.j2", (("op", "mul"),), push=GPU_BINARY_PUSH),
     GpuShader("scale", "binary.comp.j2", (("op", "scale"),), push=GPU_BINARY_PUSH, bindings=2),
+    GpuShader("softcap", "binary.comp.j2", (("op", "softcap"),), push=GPU_BINARY_PUSH, bindings=2),
     GpuShader("rms_norm", "norm.comp.j2", (("op", "rms_norm"),), push=GPU_NORM_PUSH, bindings=4),
     GpuShader("norm", "norm.comp.j2", (("op", "norm"),), push=GPU_NORM_PUSH, bindings=4),
     GpuShader("rope_norm", "rope.comp.j2", (("mode", "norm"),), push=GPU_ROPE_PUSH, bindings=2),
@@ -662,9 +663,13 @@ GPU_SHADERS = GPU_MOE_SHADERS + (
     GpuShader("glu_swiglu", "glu.comp.j2", (("op", "swiglu"),), push=GPU_GLU_PUSH),
     GpuShader("glu_geglu", "glu.comp.j2", (("op", "geglu"),), push=GPU_GLU_PUSH),
     GpuShader("gelu", "glu.comp.j2", (("op", "gelu"),), push=GPU_GLU_PUSH, bindings=2),
-    GpuShader("set_rows_f16", "set_rows.comp.j2", push=GPU_SET_ROWS_PUSH),
+    GpuShader("set_rows_f16", "set_rows.comp.j2", (("kv", "f16"),), push=GPU_SET_ROWS_PUSH),
+    GpuShader("set_rows_f32", "set_rows.comp.j2", (("kv", "f32"),), push=GPU_SET_ROWS_PUSH),
     GpuShader("soft_max", "soft_max.comp.j2", push=GPU_SOFT_MAX_PUSH, bindings=2),
-    GpuShader("flash_attn_f16", "flash_attn.comp.j2", (("maxd", 512),), push=GPU_FLASH_PUSH, bindings=6),
+    GpuShader("flash_attn_f16", "flash_attn.comp.j2", (("kv", "f16"), ("maxd", 512)), push=GPU_FLASH_PUSH,
+              bindings=6),
+    GpuShader("flash_attn_f32", "flash_attn.comp.j2", (("kv", "f32"), ("maxd", 512)), push=GPU_FLASH_PUSH,
+              bindings=6),
 )
 GPU_SHADER_BY_NAME = {s.name: s for s in GPU_SHADERS}
 

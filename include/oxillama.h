@@ -123,6 +123,9 @@ OXL_API int32_t oxl_model_n_vocab(const oxl_model *model);
 OXL_API int32_t oxl_model_n_ctx_train(const oxl_model *model);
 OXL_API int32_t oxl_model_n_embd(const oxl_model *model);
 OXL_API int32_t oxl_model_n_layer(const oxl_model *model); /* <arch>.block_count */
+/* The repeating layers whose weights are on the Vulkan device (oxl_model_params.n_gpu_layers after
+ * what the device path and the build cover; the last ones); 0 when the model runs on the CPU. */
+OXL_API int32_t oxl_model_n_gpu_layers(const oxl_model *model);
 /* false for an encoder-only embedding model (bert, nomic-bert: no output head, so no logits and no
  * text generation), as llama.cpp's llama_model_has_decoder; true for every generative model. */
 OXL_API bool oxl_model_has_decoder(const oxl_model *model);

@@ -100,8 +100,11 @@ uint oxl_f2bf(float f) {
 shared float qs[MAXD];
 shared float sc[64];
 
-float kv_half(uint w, uint e) {
-    return oxl_h2f(w >> ((e & 1u) * 16u));
+float load_k(uint e) {
+    return oxl_h2f(kc[e >> 1] >> ((e & 1u) * 16u));
+}
+float load_v(uint e) {
+    return oxl_h2f(vc[e >> 1] >> ((e & 1u) * 16u));
 }
 
 void main() {
@@ -127,8 +130,7 @@ void main() {
             const uint kb = p.k_off + (row0 + uint(pp)) * p.k_row + hk * D;
             float dot = 0.0;
             for (uint d = 0u; d < D; d++) {
-                const uint e = kb + d;
-                dot += kv_half(kc[e >> 1], e) * qs[d];
+                dot += load_k(kb + d) * qs[d];
             }
             s = dot * p.scale;
             if ((p.flags & 1u) != 0u) {
@@ -157,8 +159,7 @@ void main() {
             for (int r = 0; r < PER; r++) {
                 const uint d = t + uint(r) * L;
                 if (d < D) {
-                    const uint e = vb + d;
-                    acc[r] += w * kv_half(vc[e >> 1], e);
+                    acc[r] += w * load_v(vb + d);
                 }
             }
         }

@@ -16,6 +16,7 @@ set(OXL_GPU_SHADER_NAMES
   add
   mul
   scale
+  softcap
   rms_norm
   norm
   rope_norm
@@ -25,8 +26,10 @@ set(OXL_GPU_SHADER_NAMES
   glu_geglu
   gelu
   set_rows_f16
+  set_rows_f32
   soft_max
   flash_attn_f16
+  flash_attn_f32
   mul_mat_q8_0
   dequant_q8_0
   mul_mat_q4_0

@@ -13,8 +13,8 @@ layout(push_constant) uniform Push {
 } p;
 
 /* KV cache rows: column j of x (d floats from x_off + j * x_row) rounded to f16 (the CPU's rounding)
- * into cache row rows[j] (dst_off + rows[j] * dst_row halves); d, dst_off and dst_row even: one
- * invocation writes one 32-bit word (two halves). */
+ * into cache row rows[row0 + j] (dst_off + rows[row0 + j] * dst_row halves); d, dst_off and dst_row
+ * even: one invocation writes one 32-bit word (two halves). */
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer R { uint rows[]; };
 layout(std430, binding = 2) buffer D { uint dst[]; };

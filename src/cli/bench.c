@@ -594,6 +594,7 @@ typedef struct bench_row {
     uint64_t size, n_params;
     int n_batch, n_ubatch, n_threads, n_prompt, n_gen, n_depth, flash_attn;
     int n_gpu_layers, main_gpu; /* -ngl (-1 when not given, as before), the device */
+    bool on_device;             /* layers ran on the Vulkan device: backends "Vulkan,CPU" */
     const char *type_k, *type_v, *load_mode;
     int n_samples;
     const double *samples_ns;
@@ -621,7 +622,7 @@ static void print_fields(const bench_row *r, const char *cpu, bool json, bool ro
     N("build_number", "0");
     S("cpu_info", cpu);
     S("gpu_info", "");
-    S("backends", "CPU");
+    S("backends", r->on_device ? "Vulkan,CPU" : "CPU");
     S("model_filename", r->filename);
     S("model_type", r->type);
     N("model_size", "%llu", (unsigned long long)r->size);
@@ -951,6 +952,7 @@ int oxl_cmd_bench(int argc, char **argv) {
                                  .n_gen = t->n_gen,
                                  .n_depth = t->n_depth,
                                  .n_gpu_layers = o.ngl_set ? o.n_gpu_layers : -1,
+                                 .on_device = oxl_model_n_gpu_layers(m) > 0,
                                  .main_gpu = o.main_gpu < 0 ? 0 : o.main_gpu,
                                  .type_k = kv_name(o.type_k),
                                  .type_v = kv_name(o.type_v),

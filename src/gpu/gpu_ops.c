@@ -44,7 +44,7 @@ static void rows_groups(uint32_t n, uint32_t *gx, uint32_t *gz) {
 int oxl_gpu_binary(oxl_gpu *g, const char *op, oxl_gpu_buf *a, uint32_t a_off, oxl_gpu_buf *b, uint32_t b_off,
                    uint32_t nb, oxl_gpu_buf *y, uint32_t y_off, uint32_t n, float s, oxl_error *err) {
     const binary_push pc = {n, nb ? nb : 1, a_off, b_off, y_off, s};
-    if (strcmp(op, "scale") == 0) {
+    if (strcmp(op, "scale") == 0 || strcmp(op, "softcap") == 0) {
         const oxl_gpu_bind bd[2] = {{a, 0, 0}, {y, 0, 0}};
         return run_1d(g, op, bd, 2, &pc, sizeof pc, n, err);
     }
@@ -91,8 +91,14 @@ int oxl_gpu_quantize(oxl_gpu *g, const char *shader, oxl_gpu_buf *x, uint32_t x_
     return run_1d(g, shader, bd, 2, pc, sizeof pc, ((uint64_t)n + 1) / 2, err);
 }
 
-int oxl_gpu_set_rows_f16(oxl_gpu *g, oxl_gpu_buf *x, uint32_t x_off, uint32_t x_row, oxl_gpu_buf *rows, uint32_t row0,
-                         oxl_gpu_buf *dst, uint32_t dst_off, uint32_t dst_row, uint32_t d, uint32_t n, oxl_error *err) {
+int oxl_gpu_set_rows(oxl_gpu *g, bool f32, oxl_gpu_buf *x, uint32_t x_off, uint32_t x_row, oxl_gpu_buf *rows,
+                     uint32_t row0, oxl_gpu_buf *dst, uint32_t dst_off, uint32_t dst_row, uint32_t d, uint32_t n,
+                     oxl_error *err) {
+    if (f32) {
+        const set_rows_push pc = {d, n, x_off, x_row, row0, dst_off, dst_row};
+        const oxl_gpu_bind bd[3] = {{x, 0, 0}, {rows, 0, 0}, {dst, 0, 0}};
+        return run_1d(g, "set_rows_f32", bd, 3, &pc, sizeof pc, (uint64_t)d * n, err);
+    }
     if (d % 2 || dst_off % 2 || dst_row % 2) {
         return oxl_err_set(err, "Vulkan: set_rows_f16: rows of %u halves at %u, stride %u: not even", d, dst_off,
                            dst_row);
@@ -111,16 +117,17 @@ int oxl_gpu_soft_max(oxl_gpu *g, oxl_gpu_buf *x, uint32_t x_off, oxl_gpu_buf *y,
     return oxl_gpu_dispatch(g, "soft_max", bd, 2, &pc, sizeof pc, gx, 1, gz, err);
 }
 
-int oxl_gpu_flash_attn_f16(oxl_gpu *g, oxl_gpu_buf *q, oxl_gpu_buf *k, oxl_gpu_buf *v, oxl_gpu_buf *o, oxl_gpu_buf *aux,
-                           oxl_gpu_buf *tok, const oxl_gpu_flash_push *pc, oxl_error *err) {
+int oxl_gpu_flash_attn(oxl_gpu *g, bool f32, oxl_gpu_buf *q, oxl_gpu_buf *k, oxl_gpu_buf *v, oxl_gpu_buf *o,
+                       oxl_gpu_buf *aux, oxl_gpu_buf *tok, const oxl_gpu_flash_push *pc, oxl_error *err) {
+    const char *shader = f32 ? "flash_attn_f32" : "flash_attn_f16";
     if (pc->head_dim == 0 || pc->head_dim > OXL_GPU_FLASH_MAX_HEAD_DIM || pc->n_head_kv == 0 ||
         pc->n_head % pc->n_head_kv) {
-        return oxl_err_set(err, "Vulkan: flash_attn_f16: head_dim %u (at most %d), %u heads over %u KV heads",
-                           pc->head_dim, OXL_GPU_FLASH_MAX_HEAD_DIM, pc->n_head, pc->n_head_kv);
+        return oxl_err_set(err, "Vulkan: %s: head_dim %u (at most %d), %u heads over %u KV heads", shader, pc->head_dim,
+                           OXL_GPU_FLASH_MAX_HEAD_DIM, pc->n_head, pc->n_head_kv);
     }
     if (pc->n_tok > 65535) {
-        return oxl_err_set(err, "Vulkan: flash_attn_f16: %u tokens in one pass (at most 65535)", pc->n_tok);
+        return oxl_err_set(err, "Vulkan: %s: %u tokens in one pass (at most 65535)", shader, pc->n_tok);
     }
     const oxl_gpu_bind bd[6] = {{q, 0, 0}, {k, 0, 0}, {v, 0, 0}, {o, 0, 0}, {aux ? aux : q, 0, 0}, {tok, 0, 0}};
-    return oxl_gpu_dispatch(g, "flash_attn_f16", bd, 6, pc, sizeof *pc, pc->n_head, pc->n_tok, 1, err);
+    return oxl_gpu_dispatch(g, shader, bd, 6, pc, sizeof *pc, pc->n_head, pc->n_tok, 1, err);
 }

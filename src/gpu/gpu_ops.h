@@ -9,8 +9,8 @@
 
 #include <stdbool.h>
 
-/* y[i] = a[i] + b[i % nb] ("add"), a[i] * b[i % nb] ("mul") for i < n; ("scale") y[i] = a[i] * s
- * (b unused). y may be a. */
+/* y[i] = a[i] + b[i % nb] ("add"), a[i] * b[i % nb] ("mul") for i < n; ("scale") y[i] = a[i] * s,
+ * ("softcap") y[i] = tanh(a[i] / s) * s (b unused). y may be a. */
 int oxl_gpu_binary(oxl_gpu *g, const char *op, oxl_gpu_buf *a, uint32_t a_off, oxl_gpu_buf *b, uint32_t b_off,
                    uint32_t nb, oxl_gpu_buf *y, uint32_t y_off, uint32_t n, float s, oxl_error *err);
 
@@ -37,16 +37,19 @@ int oxl_gpu_glu(oxl_gpu *g, const char *shader, oxl_gpu_buf *gb, oxl_gpu_buf *ub
 int oxl_gpu_quantize(oxl_gpu *g, const char *shader, oxl_gpu_buf *x, uint32_t x_off, oxl_gpu_buf *y, uint32_t y_off,
                      uint32_t n, oxl_error *err);
 
-/* Cache rows (set_rows_f16): column j of x (d floats at x_off + j * x_row) into f16 row
- * rows[row0 + j] of dst (dst_off + row * dst_row halves); d, dst_off, dst_row even. */
-int oxl_gpu_set_rows_f16(oxl_gpu *g, oxl_gpu_buf *x, uint32_t x_off, uint32_t x_row, oxl_gpu_buf *rows, uint32_t row0,
-                         oxl_gpu_buf *dst, uint32_t dst_off, uint32_t dst_row, uint32_t d, uint32_t n, oxl_error *err);
+/* Cache rows (set_rows_f16, or set_rows_f32 with f32): column j of x (d floats at x_off + j * x_row)
+ * into row rows[row0 + j] of dst (dst_off + row * dst_row halves or floats); for f16 d, dst_off,
+ * dst_row even. */
+int oxl_gpu_set_rows(oxl_gpu *g, bool f32, oxl_gpu_buf *x, uint32_t x_off, uint32_t x_row, oxl_gpu_buf *rows,
+                     uint32_t row0, oxl_gpu_buf *dst, uint32_t dst_off, uint32_t dst_row, uint32_t d, uint32_t n,
+                     oxl_error *err);
 
 /* y = softmax(x * scale) per row of d floats, n rows. */
 int oxl_gpu_soft_max(oxl_gpu *g, oxl_gpu_buf *x, uint32_t x_off, oxl_gpu_buf *y, uint32_t y_off, uint32_t d, uint32_t n,
                      float scale, oxl_error *err);
 
-/* Flash attention over an f16 cache (flash_attn_f16; the shader's comment). flags: 1 soft-cap (scale
+/* Flash attention over an f16 cache (flash_attn_f16), or with f32 an f32 one (flash_attn_f32; the
+ * shader's comment); k_*, v_* in halves or floats. flags: 1 soft-cap (scale
  * then already divided by softcap), 2 ALiBi (aux[h] = slope), 4 sinks (aux[n_head + h]). tok: 4 ints per
  * token (row0, lo, n_kv, pos). aux may be NULL without flags 2 and 4. */
 typedef struct oxl_gpu_flash_push {
@@ -54,7 +57,7 @@ typedef struct oxl_gpu_flash_push {
     float scale, softcap;
 } oxl_gpu_flash_push;
 #define OXL_GPU_FLASH_MAX_HEAD_DIM 512
-int oxl_gpu_flash_attn_f16(oxl_gpu *g, oxl_gpu_buf *q, oxl_gpu_buf *k, oxl_gpu_buf *v, oxl_gpu_buf *o, oxl_gpu_buf *aux,
-                           oxl_gpu_buf *tok, const oxl_gpu_flash_push *pc, oxl_error *err);
+int oxl_gpu_flash_attn(oxl_gpu *g, bool f32, oxl_gpu_buf *q, oxl_gpu_buf *k, oxl_gpu_buf *v, oxl_gpu_buf *o,
+                       oxl_gpu_buf *aux, oxl_gpu_buf *tok, const oxl_gpu_flash_push *pc, oxl_error *err);
 
 #endif

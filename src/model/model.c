@@ -325,6 +325,8 @@ int32_t oxl_model_n_vocab(const oxl_model *m) { return m->hp.n_vocab; }
 int32_t oxl_model_n_ctx_train(const oxl_model *m) { return m->hp.n_ctx_train; }
 int32_t oxl_model_n_embd(const oxl_model *m) { return m->hp.n_embd; }
 int32_t oxl_model_n_layer(const oxl_model *m) { return m->hp.n_layer; }
+
+int32_t oxl_model_n_gpu_layers(const oxl_model *m) { return m->gpu_layers; }
 bool oxl_model_has_decoder(const oxl_model *m) { return !m->arch->encoder_only; }
 
 /* `<arch>.classifier.output_labels` (an array of strings), or -1 when absent or of another type. */

@@ -113,21 +113,31 @@ chat-template)
 gpu-flags)
     expect 0 "plain" "$bin" run -m "$m" -p "Once upon a time" -n 8 --temp 0
     cp "$work/out" "$work/plain"
+    # -ngl and the device run the layers on a Vulkan device where there is one (tests/cli/vulkan.sh),
+    # else on the CPU after one line: the same greedy text either way
     expect 0 "gpu flags" "$bin" run -m "$m" -p "Once upon a time" -n 8 --temp 0 -ngl 99 --n-gpu-layers 99 --gpu-layers 1 \
-        -sm layer --split-mode none -ts 1,1 --tensor-split 3,1 -mg 0 --main-gpu 1
+        -sm layer --split-mode none -ts 1,1 --tensor-split 3,1 -mg 0 --main-gpu 0 --device 0
     cmp -s "$work/out" "$work/plain" || fail "gpu flags changed the output: '$(cat "$work/out")'"
-    n=$(grep -c "ignored: this engine runs on the CPU (no GPU offload)" "$work/err")
-    [ "$n" -eq 9 ] || fail "gpu flags: $n notices, expected 9: $(cat "$work/err")"
-    has "$work/err" "oxillama: -ngl 99 ignored: this engine runs on the CPU (no GPU offload)" "-ngl notice"
+    n=$(grep -c "ignored: one Vulkan device is used (no multi-GPU split)" "$work/err")
+    [ "$n" -eq 4 ] || fail "gpu flags: $n notices, expected 4: $(cat "$work/err")"
     has "$work/err" "oxillama: --tensor-split 3,1 ignored" "--tensor-split notice"
-    expect 0 "perplexity -ngl" "$bin" perplexity -m "$m" -f "$work/text.txt" -c 128 -ngl 99 --log-disable
-    has "$work/out" "Final estimate: PPL = " "perplexity -ngl"
-    same "$work/err" "oxillama: -ngl 99 ignored: this engine runs on the CPU (no GPU offload)" "perplexity -ngl stderr"
-    expect 0 "bench -ngl" "$bin" bench -m "$m" -p 8 -n 0 -r 1 -o csv -ngl 99
-    has "$work/err" "oxillama: -ngl 99 ignored" "bench -ngl"
-    has "$work/out" "build_commit," "bench -ngl"
+    grep -qE "^offloading 1 of 5 repeating layers to Vulkan device 0|^-ngl 1: .*: running on the CPU$" "$work/err" ||
+        fail "gpu flags: neither the offload line nor the CPU line: $(cat "$work/err")"
+    expect 0 "perplexity -sm" "$bin" perplexity -m "$m" -f "$work/text.txt" -c 128 -ngl 0 -sm row --log-disable
+    has "$work/out" "Final estimate: PPL = " "perplexity -sm"
+    same "$work/err" "oxillama: -sm row ignored: one Vulkan device is used (no multi-GPU split)" "perplexity -sm stderr"
+    expect 0 "bench -sm" "$bin" bench -m "$m" -p 8 -n 0 -r 1 -o csv -ngl 0 -sm row
+    has "$work/err" "oxillama: -sm row ignored" "bench -sm"
+    has "$work/out" "build_commit," "bench -sm"
     expect 1 "-ngl without value" "$bin" run -m "$m" -p Once -ngl
     has "$work/err" "error: -ngl needs a value" "-ngl without value"
+    expect 1 "-ngl lots" "$bin" run -m "$m" -p Once -ngl lots
+    has "$work/err" "error: --n-gpu-layers: invalid value 'lots' (a number of layers, or all)" "-ngl lots"
+    expect 1 "--device gpu" "$bin" run -m "$m" -p Once --device gpu
+    has "$work/err" "error: --device: invalid value 'gpu' (a device index, VulkanN or none: --list-devices)" \
+        "--device gpu"
+    expect 0 "--list-devices" "$bin" run --list-devices
+    has "$work/out" "Available devices:" "--list-devices"
     ;;
 log)
     expect 0 "plain" "$bin" run -m "$m" -p "Once upon a time" -n 8 --temp 0
@@ -178,7 +188,8 @@ serve-options)
     if [ -z "$port" ]; then
         fail "server did not start: $(cat "$work/log")"
     else
-        has "$work/log" "oxillama: -ngl 99 ignored" "serve -ngl"
+        grep -qE "^offloading 5 of 5 repeating layers|^-ngl 99: .*: running on the CPU$" "$work/log" ||
+            fail "serve -ngl: neither the offload line nor the CPU line: $(head -c 600 "$work/log")"
         has "$work/log" "; threads 1 (0: physical cores); batch 64; cache K bf16, V f32; flash attention off; repacking off; model read" "serve -v"
         status=$(curl -s -o "$work/body" -w '%{http_code}' "http://127.0.0.1:$port/v1/chat/completions" \
             -H 'Content-Type: application/json' \
