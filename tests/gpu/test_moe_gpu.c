@@ -294,8 +294,8 @@ Test(moe_gpu, every_decoder_moe_family_equals_cpu) {
 /* ---- whole models: the decoder's device path with the MoE layers ------------------------------- */
 
 /* The logits of golden/arch/<id>'s prompt (n_vocab, n_tok) with every layer and the head on the device
- * (n_gpu_layers -1), else on the CPU; both with the f16 KV cache the device keeps (the CPU's attention
- * unfused: of its paths the nearer to the device's). Returns n_tok; *n_vocab set. */
+ * (n_gpu_layers -1), else on the CPU; both with an f32 KV cache and unfused attention, as the goldens
+ * are made. Returns n_tok; *n_vocab set. */
 static int32_t model_logits(const char *id, int32_t n_gpu_layers, float **out, int32_t *n_vocab) {
     char path[512];
     oxl_error err = {0};
@@ -315,7 +315,7 @@ static int32_t model_logits(const char *id, int32_t n_gpu_layers, float **out, i
     cp.n_ctx = n + 1;
     cp.n_batch = n;
     cp.n_threads = 2;
-    cp.type_k = cp.type_v = OXL_KV_F16;
+    cp.type_k = cp.type_v = OXL_KV_F32;
     cp.flash_attn = OXL_FLASH_ATTN_OFF;
     oxl_ctx *ctx = oxl_ctx_new(m, &cp, &err);
     cr_assert_not_null(ctx, "%s", err.msg);
@@ -331,11 +331,10 @@ static int32_t model_logits(const char *id, int32_t n_gpu_layers, float **out, i
     return n;
 }
 
-/* The golden prompt through the whole model on the device against the CPU's run with the same cache
- * type: the same argmax at every position, the logits within 1e-3 of their range. The dense families
- * differ by as much (about 3e-4 for llama and qwen2: the f16 rounding of the cache rows and of q moves
- * where the two sides' last bits differ); a wrong expert or weight moves them by 1e-2 and more. */
-static void check_model(const char *id) {
+/* The golden prompt through the whole model on the device against the CPU's run: the same argmax at
+ * every position (near ties within the tolerance excepted), the logits within tol of their range. A
+ * 1% error in one slot's weight moves them by 1e-3 and more. */
+static void check_model(const char *id, double tol) {
     float *dev, *cpu;
     int32_t nv, nv2;
     gpu_test_device();
@@ -360,26 +359,27 @@ static void check_model(const char *id) {
     /* the same argmax, unless the CPU's two best are nearer than the tolerance (a near tie) */
     for (int32_t j = 0; j < n; j++) {
         const float *b = cpu + (size_t)j * nv;
-        cr_expect(argmax[j][0] == argmax[j][1] || b[argmax[j][1]] - b[argmax[j][0]] <= 1e-3 * (hi - lo),
+        cr_expect(argmax[j][0] == argmax[j][1] || b[argmax[j][1]] - b[argmax[j][0]] <= tol * (hi - lo),
                   "%s position %d: the device's argmax %d, the CPU's %d (logits %g, %g)", id, j, argmax[j][0],
                   argmax[j][1], (double)b[argmax[j][0]], (double)b[argmax[j][1]]);
     }
-    cr_expect(dmax <= 1e-3 * (hi - lo), "%s: the device's logits differ by %.3g over a range of %.3g", id, dmax,
+    cr_expect(dmax <= tol * (hi - lo), "%s: the device's logits differ by %.3g over a range of %.3g", id, dmax,
               (double)(hi - lo));
     free(argmax);
     free(dev);
     free(cpu);
 }
 
-Test(moe_gpu, mixtral_model_equals_cpu) { check_model("mixtral"); }
+Test(moe_gpu, mixtral_model_equals_cpu) { check_model("mixtral", 1e-5); }
 
-Test(moe_gpu, gpt_oss_model_equals_cpu) { check_model("gpt-oss"); }
+Test(moe_gpu, gpt_oss_model_equals_cpu) { check_model("gpt-oss", 1e-5); }
 
-/* The other MoE families whose every layer the device path runs. */
+/* The other MoE families whose every layer the device path runs; grok's GELU rounds to f16, where a
+ * last-bit difference moves by a half's unit, so 1e-4 there. */
 Test(moe_gpu, moe_family_models_equal_cpu) {
     static const char *const ids[] = {"qwen2moe",     "qwen3moe",    "olmoe",      "phimoe",
                                       "ernie4_5-moe", "hunyuan-moe", "minimax-m2", "grok"};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
-        check_model(ids[i]);
+        check_model(ids[i], strcmp(ids[i], "grok") == 0 ? 1e-4 : 1e-5);
     }
 }
