@@ -25,6 +25,7 @@ int oxl_decoder_gpu_forward(oxl_ctx *ctx, const oxl_ubatch *ub, int il0, float *
 #else
 
 #include "gpu_ops.h"
+#include "gpu_quant.h"
 #include "moe_gpu.h"
 
 /* ---- weights ------------------------------------------------------------------------------- */
@@ -87,12 +88,8 @@ void oxl_decoder_gpu_free(struct oxl_decoder_gpu *dg) {
 }
 
 /* Whether the device multiplies weights of type t: its mul_mat shader and, for a non-f32 partner,
- * the activations' conversion (quantize_f16 / quantize_bf16). */
-static bool mm_supported(oxl_type t) { return t == OXL_TYPE_F32 || t == OXL_TYPE_F16 || t == OXL_TYPE_BF16; }
-
-static const char *mm_shader(oxl_type t) {
-    return t == OXL_TYPE_F16 ? "mul_mat_f16" : t == OXL_TYPE_BF16 ? "mul_mat_bf16" : "mul_mat_f32";
-}
+ * the activations' conversion (quantize_f16 / _bf16 / _q8_0 / _q8_1 / _q8_K; gpu_quant.h). */
+static bool mm_supported(oxl_type t) { return oxl_gpu_mul_mat_supported(t); }
 
 static int upload(oxl_gpu *g, const oxl_tensor *t, dtensor *out, oxl_error *err) {
     memset(out, 0, sizeof *out);
@@ -100,6 +97,10 @@ static int upload(oxl_gpu *g, const oxl_tensor *t, dtensor *out, oxl_error *err)
         return 0;
     }
     const size_t bytes = t->row_size * (size_t)(t->ne[1] > 0 ? t->ne[1] : 1);
+    if (bytes > oxl_gpu_max_bind(g)) {
+        return oxl_err_set(err, "%s: %zu bytes, more than one binding of the device reaches (%zu)",
+                           t->name ? t->name : "a tensor", bytes, oxl_gpu_max_bind(g));
+    }
     out->buf = oxl_gpu_alloc(g, bytes, err);
     if (!out->buf || oxl_gpu_write(g, out->buf, 0, t->data, bytes, err) != 0) {
         return oxl_err_prefix(err, "uploading %s", t->name ? t->name : "a tensor");
@@ -144,7 +145,7 @@ static const char *layer_unsupported(const oxl_model *m, const oxl_decoder *d, c
     const oxl_tensor *mm[] = {&l->wqkv, &l->wq, &l->wk, &l->wv, &l->wo, &l->ffn_gate, &l->ffn_up, &l->ffn_down};
     for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {
         if (mm[i]->data && !mm_supported(mm[i]->type)) {
-            snprintf(buf, size, "%s weights (%s; the device multiplies f32, f16 and bf16)",
+            snprintf(buf, size, "%s weights (%s; generated/gpu has no mul_mat shader for them)",
                      oxl_type_traits_get((uint32_t)mm[i]->type)->name, mm[i]->name ? mm[i]->name : "a projection");
             return buf;
         }
@@ -322,6 +323,10 @@ int oxl_decoder_gpu_first_layer(oxl_ctx *ctx) {
             why = "a KV cache type other than f16 or f32 for both K and V (-ctk/-ctv)";
         } else if (ctx->adapters) {
             why = "LoRA adapters and control vectors";
+        } else if ((size_t)ctx->n_seq_max * (size_t)ctx->n_ctx * (size_t)m->hp.n_head_kv * (size_t)m->hp.head_dim *
+                       (ctx->params.type_k == OXL_KV_F32 ? 4 : 2) >
+                   oxl_gpu_max_bind(d->gpu->g)) {
+            why = "a layer's KV cache larger than one binding of the device reaches (a smaller -c or -np)";
         }
         if (why) {
             oxl_log_msg(OXL_LOG_LEVEL_WARN, "-ngl: the Vulkan backend does not run %s: this context runs on the CPU\n",
@@ -336,6 +341,10 @@ int oxl_decoder_gpu_first_layer(oxl_ctx *ctx) {
 static int ensure(oxl_gpu *g, oxl_gpu_buf **b, size_t n, oxl_error *err) {
     if (*b && oxl_gpu_buf_size(*b) >= n) {
         return 0;
+    }
+    if (n > oxl_gpu_max_bind(g)) {
+        return oxl_err_set(err, "a pass's activations of %zu bytes pass one binding of the device (%zu): a smaller -b",
+                           n, oxl_gpu_max_bind(g));
     }
     oxl_gpu_free(g, *b);
     *b = oxl_gpu_alloc(g, n ? n : 4, err);
@@ -382,6 +391,8 @@ static int dctx_prepare(oxl_ctx *ctx, dctx *c, int32_t n, int32_t n_out, oxl_err
             (d->o.moe.n_expert > 0 && (ensure(g, &c->fo2, E * nn * f, err) ||
                                        ensure(g, &c->moe, oxl_moe_gpu_work_size(&d->o.moe, hp->n_embd, n), err))) ||
             ensure(g, &c->gate, 2 * F * nn * f, err) || ensure(g, &c->up, F * nn * f, err) ||
+            /* xh: the activations in the weights' partner format, at most 2 bytes per element (f16,
+             * bf16; q8_0, q8_1 and q8_K blocks take less) */
             ensure(g, &c->xh, widest * nn * 2 + 4, err) || ensure(g, &c->cs[0], rot * nn * f, err) ||
             ensure(g, &c->cs[1], rot * nn * f, err) || ensure(g, &c->tok[0], 4 * nn * 4, err) ||
             ensure(g, &c->tok[1], 4 * nn * 4, err) || ensure(g, &c->rows, nn * 4, err)) {
@@ -419,16 +430,9 @@ typedef struct pass {
 /* y (rows of w, n) = w . x (+ b), x being n columns of w->ne[0] floats. */
 static int linear(pass *ps, const dtensor *w, const dtensor *b, oxl_gpu_buf *x, int32_t n, oxl_gpu_buf *y) {
     const uint32_t K = (uint32_t)w->ne[0], rows = (uint32_t)w->ne[1];
-    oxl_gpu_buf *xin = x;
-    if (w->type != OXL_TYPE_F32) {
-        const char *q = w->type == OXL_TYPE_F16 ? "quantize_f16" : "quantize_bf16";
-        if (oxl_gpu_quantize(ps->g, q, x, 0, ps->c->xh, 0, K * (uint32_t)n, ps->err) != 0) {
-            return -1;
-        }
-        xin = ps->c->xh;
-    }
-    const oxl_gpu_mm_push pc = {rows, (uint32_t)n, K, 0, (uint32_t)w->row_size, 0, K, 0, rows};
-    if (oxl_gpu_mul_mat(ps->g, mm_shader(w->type), w->buf, xin, y, &pc, ps->err) != 0) {
+    /* x converted into the weights' partner format in xh, then mul_mat_<type> */
+    if (oxl_gpu_mul_mat_f32(ps->g, w->type, w->buf, 0, (uint32_t)w->row_size, x, 0, K, ps->c->xh, y, 0, rows, rows,
+                            (uint32_t)n, K, ps->err) != 0) {
         return -1;
     }
     if (b->buf) {
@@ -679,7 +683,14 @@ static int run(oxl_ctx *ctx, const oxl_ubatch *ub, int il0, float *x, float *log
     dctx *c = ctx->gpu;
     const int32_t n = ub->n;
     const bool head = d->gpu->head && !ub->embd && ub->n_out > 0;
-    if (dctx_prepare(ctx, c, n, head ? ub->n_out : 0, err) != 0) {
+    const size_t per_out = (size_t)hp->n_vocab * sizeof(float);
+    const int32_t out_chunk =
+        (int32_t)(oxl_gpu_max_bind(d->gpu->g) / per_out < (size_t)ub->n_out ? oxl_gpu_max_bind(d->gpu->g) / per_out
+                                                                            : (size_t)ub->n_out);
+    if (head && out_chunk < 1) {
+        return oxl_err_set(err, "one token's logits (%zu bytes) pass one binding of the device", per_out);
+    }
+    if (dctx_prepare(ctx, c, n, head ? out_chunk : 0, err) != 0) {
         return -1;
     }
     oxl_gpu *g = d->gpu->g;
@@ -732,27 +743,32 @@ static int run(oxl_ctx *ctx, const oxl_ubatch *ub, int il0, float *x, float *log
         rc = layer(&ps, il, ropes);
     }
     if (!rc && head) {
-        const int32_t n_out = ub->n_out;
-        for (int32_t j = 0; j < n_out && !rc; j++) {
-            rc = oxl_gpu_rec_copy(g, c->x, (size_t)ub->out_ids[j] * E * f, c->xout, (size_t)j * E * f, E * f, err);
-        }
+        /* the output tokens in chunks whose logits one binding holds */
         const uint32_t V = (uint32_t)hp->n_vocab;
-        rc = rc ? rc
-                : norm(&ps, &d->gpu->output_norm, &d->gpu->output_norm_b, c->xout, c->xb, (uint32_t)E, (uint32_t)n_out);
         const dtensor none = {0};
-        rc = rc ? rc : linear(&ps, &d->gpu->output, &none, c->xb, n_out, c->logits);
-        if (!rc && d->gpu->output_b.buf) {
-            rc = oxl_gpu_binary(g, "add", c->logits, 0, d->gpu->output_b.buf, 0, V, c->logits, 0, V * (uint32_t)n_out,
-                                0.0f, err);
+        for (int32_t j0 = 0; j0 < ub->n_out && !rc; j0 += out_chunk) {
+            const int32_t nc = ub->n_out - j0 < out_chunk ? ub->n_out - j0 : out_chunk;
+            for (int32_t j = 0; j < nc && !rc; j++) {
+                rc = oxl_gpu_rec_copy(g, c->x, (size_t)ub->out_ids[j0 + j] * E * f, c->xout, (size_t)j * E * f, E * f,
+                                      err);
+            }
+            rc =
+                rc ? rc
+                   : norm(&ps, &d->gpu->output_norm, &d->gpu->output_norm_b, c->xout, c->xb, (uint32_t)E, (uint32_t)nc);
+            rc = rc ? rc : linear(&ps, &d->gpu->output, &none, c->xb, nc, c->logits);
+            if (!rc && d->gpu->output_b.buf) {
+                rc = oxl_gpu_binary(g, "add", c->logits, 0, d->gpu->output_b.buf, 0, V, c->logits, 0, V * (uint32_t)nc,
+                                    0.0f, err);
+            }
+            if (!rc && d->o.logit_scale != 0.0f) {
+                rc = scale(&ps, c->logits, V * (uint32_t)nc, d->o.logit_scale);
+            }
+            if (!rc && d->o.final_softcap != 0.0f) {
+                rc = oxl_gpu_binary(g, "softcap", c->logits, 0, c->logits, 0, 1, c->logits, 0, V * (uint32_t)nc,
+                                    d->o.final_softcap, err);
+            }
+            rc = rc ? rc : oxl_gpu_rec_read(g, c->logits, 0, logits + (size_t)j0 * V, (size_t)V * (size_t)nc * f, err);
         }
-        if (!rc && d->o.logit_scale != 0.0f) {
-            rc = scale(&ps, c->logits, V * (uint32_t)n_out, d->o.logit_scale);
-        }
-        if (!rc && d->o.final_softcap != 0.0f) {
-            rc = oxl_gpu_binary(g, "softcap", c->logits, 0, c->logits, 0, 1, c->logits, 0, V * (uint32_t)n_out,
-                                d->o.final_softcap, err);
-        }
-        rc = rc ? rc : oxl_gpu_rec_read(g, c->logits, 0, logits, (size_t)V * (size_t)n_out * f, err);
     } else if (!rc) {
         rc = oxl_gpu_rec_read(g, c->x, 0, x, E * (size_t)n * f, err);
     }

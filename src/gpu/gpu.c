@@ -519,6 +519,8 @@ int oxl_gpu_index(const oxl_gpu *g) { return g->index; }
 
 size_t oxl_gpu_bind_align(const oxl_gpu *g) { return g->bind_align; }
 
+size_t oxl_gpu_max_bind(const oxl_gpu *g) { return g->max_range; }
+
 size_t oxl_gpu_allocated(const oxl_gpu *g) { return g->allocated; }
 
 oxl_gpu_buf *oxl_gpu_alloc(oxl_gpu *g, size_t bytes, oxl_error *err) {

@@ -72,6 +72,8 @@ int oxl_gpu_submit(oxl_gpu *g, oxl_error *err);
 
 /* The storage-buffer offset alignment of binds (minStorageBufferOffsetAlignment). */
 size_t oxl_gpu_bind_align(const oxl_gpu *g);
+/* The most bytes one binding reaches (maxStorageBufferRange): a shader sees no further. */
+size_t oxl_gpu_max_bind(const oxl_gpu *g);
 
 /* A shader of the list: whether it exists, and its metadata. */
 typedef struct oxl_gpu_shader_info {

@@ -142,6 +142,11 @@ tools)
         curl -s "http://127.0.0.1:$port/completion" -H 'Content-Type: application/json' \
             -d '{"prompt":"Once upon a time","n_predict":64,"temperature":0}' >"$work/body"
         has "$work/body" "$(head -c 60 "$g/run/once.expected" | tr -d '\n')" "serve -ngl text"
+        # the same prompt again: the slot keeps the cached prefix (oxl_seq_truncate) and rewrites the rest
+        curl -s "http://127.0.0.1:$port/completion" -H 'Content-Type: application/json' \
+            -d '{"prompt":"Once upon a time","n_predict":64,"temperature":0}' >"$work/body2"
+        has "$work/body2" "$(head -c 60 "$g/run/once.expected" | tr -d '\n')" "serve -ngl text, prefix reused"
+        has "$work/body2" '"cache_n":4' "serve -ngl second request: 4 prompt tokens from the cache"
     fi
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null

@@ -361,6 +361,22 @@ Test(gpu_quant, mul_mat_f32_activations) {
                   "%s: %s", fmts[f], err.msg);
         cr_assert(oxl_gpu_submit(g, &err) == 0, "%s", err.msg);
         float *y = gpu_test_read(g, by, (size_t)(2 + R * C) * sizeof(float));
+        if (oxl_type_traits_get(t)->is_quantized) {
+            /* oxl_gpu_dequant of rows 1.. at a row stride of K + 1 floats: the CPU's dequant */
+            oxl_gpu_buf *bd = gpu_test_buf(g, NULL, (size_t)(K + 1) * R * sizeof(float));
+            cr_assert(oxl_gpu_begin(g, &err) == 0, "%s", err.msg);
+            cr_assert(oxl_gpu_dequant(g, t, bw, (uint32_t)wrow, (uint32_t)wrow, bd, 1, K + 1, K, R - 1, &err) == 0,
+                      "%s", err.msg);
+            cr_assert(oxl_gpu_submit(g, &err) == 0, "%s", err.msg);
+            float *dg = gpu_test_read(g, bd, (size_t)(K + 1) * R * sizeof(float));
+            for (uint32_t r = 1; r < R; r++) {
+                k->dequant[t](w + r * wrow, wd, K);
+                cr_expect(memcmp(dg + 1 + (r - 1) * (K + 1), wd, K * sizeof(float)) == 0, "oxl_gpu_dequant %s row %u",
+                          fmts[f], r);
+            }
+            free(dg);
+            oxl_gpu_free(g, bd);
+        }
         for (uint32_t c = 0; c < C; c++) {
             const float *xc = xf + pad + (size_t)c * (K + pad);
             if (t == OXL_TYPE_F32) {
