@@ -254,10 +254,12 @@ static int mul_mat_id(oxl_gpu *g, const oxl_moe_opts *o, const oxl_tensor *w, ox
                      .n_used = K,
                      .w_expert = (uint32_t)(w->row_size * (size_t)w->ne[1]),
                      .x_slot = x_slot};
+    if (wb.off + w->row_size * (size_t)w->ne[1] * (size_t)o->n_expert > UINT32_MAX) {
+        return oxl_err_set(err, "MoE on the device: %s ends past 4 GiB of its buffer (32-bit byte offsets)", w->name);
+    }
     uint32_t x0 = 0, y0 = 0, ids0 = 0;
     if (push_off(wb.off, 1, &pc.w_off, err) || push_off(x.off, partner_unit(w->type), &x0, err) ||
-        push_off(y, 4, &y0, err) || push_off(ids, 4, &ids0, err) ||
-        push_off(w->row_size * (size_t)w->ne[1] * (size_t)o->n_expert, 1, &(uint32_t){0}, err)) {
+        push_off(y, 4, &y0, err) || push_off(ids, 4, &ids0, err)) {
         return -1;
     }
     const oxl_gpu_bind b[] = {whole(wb.buf), whole(x.buf), whole(work), whole(work)};
