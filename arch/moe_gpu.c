@@ -107,6 +107,9 @@ const char *oxl_moe_gpu_unsupported(const oxl_gpu *g, const oxl_moe_opts *o, con
         if (!has_shaders("mul_mat_id", ex[i]->type)) {
             return "an expert weight type without a device mul_mat_id";
         }
+        if (ex[i]->row_size * (size_t)ex[i]->ne[1] * (size_t)o->n_expert > UINT32_MAX) {
+            return "an expert tensor over 4 GiB (mul_mat_id's byte offsets are 32-bit)";
+        }
     }
     const oxl_tensor *mm[] = {&l->gate_inp, &l->gate_shexp, &l->up_shexp, &l->down_shexp};
     for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {
