@@ -28,6 +28,8 @@ int oxl_decoder_gpu_forward(oxl_ctx *ctx, const oxl_ubatch *ub, int il0, float *
 #include "gpu_quant.h"
 #include "moe_gpu.h"
 
+#include <pthread.h>
+
 /* ---- weights ------------------------------------------------------------------------------- */
 
 /* One tensor on the device: its buffer (NULL: unbound) and what the products need. */
@@ -49,10 +51,11 @@ typedef struct dlayer {
 
 struct oxl_decoder_gpu {
     oxl_gpu *g;
-    int il0;        /* first offloaded layer */
-    int n_layers;   /* layers offloaded */
-    bool head;      /* the output norm and head are on the device */
-    dlayer *layers; /* [n_layers] */
+    pthread_mutex_t lock; /* one command stream at a time: contexts of the model may decode concurrently */
+    int il0;              /* first offloaded layer */
+    int n_layers;         /* layers offloaded */
+    bool head;            /* the output norm and head are on the device */
+    dlayer *layers;       /* [n_layers] */
     dtensor output_norm, output_norm_b, output, output_b;
 };
 
@@ -84,6 +87,7 @@ void oxl_decoder_gpu_free(struct oxl_decoder_gpu *dg) {
     }
     free(dg->layers);
     oxl_gpu_close(dg->g);
+    pthread_mutex_destroy(&dg->lock);
     free(dg);
 }
 
@@ -196,6 +200,7 @@ int oxl_decoder_offload(oxl_model *m, int32_t n_gpu_layers, int32_t device, oxl_
         return oxl_err_set(err, "out of memory");
     }
     dg->g = g;
+    pthread_mutex_init(&dg->lock, NULL);
     dg->il0 = il0;
     dg->n_layers = nl;
     dg->head = head;
@@ -265,6 +270,7 @@ typedef struct dctx {
     int32_t *h_tok;
     uint32_t *h_rows;
     oxl_gpu *g;
+    struct oxl_decoder_gpu *dg; /* the model's device side (its lock) */
 } dctx;
 
 static void free_acts(dctx *c) {
@@ -290,6 +296,7 @@ static void dctx_free(void *p) {
         return;
     }
     if (c->g) {
+        pthread_mutex_lock(&c->dg->lock);
         free_acts(c);
         for (int i = 0; i < c->n_dev; i++) {
             oxl_gpu_free(c->g, c->k ? c->k[i] : NULL);
@@ -297,6 +304,7 @@ static void dctx_free(void *p) {
         }
         oxl_gpu_free(c->g, c->xout);
         oxl_gpu_free(c->g, c->logits);
+        pthread_mutex_unlock(&c->dg->lock);
     }
     free(c->k);
     free(c->v);
@@ -317,6 +325,7 @@ int oxl_decoder_gpu_first_layer(oxl_ctx *ctx) {
         }
         ctx->gpu = c;
         ctx->gpu_free = dctx_free;
+        c->dg = d->gpu;
         const char *why = NULL;
         if (ctx->params.type_k != ctx->params.type_v ||
             (ctx->params.type_k != OXL_KV_F16 && ctx->params.type_k != OXL_KV_F32)) {
@@ -784,7 +793,10 @@ static int run(oxl_ctx *ctx, const oxl_ubatch *ub, int il0, float *x, float *log
 
 int oxl_decoder_gpu_forward(oxl_ctx *ctx, const oxl_ubatch *ub, int il0, float *x, float *logits) {
     oxl_error err = {0};
+    struct oxl_decoder_gpu *dg = ((const oxl_decoder *)ctx->model->weights)->gpu;
+    pthread_mutex_lock(&dg->lock);
     const int r = run(ctx, ub, il0, x, logits, &err);
+    pthread_mutex_unlock(&dg->lock);
     if (r >= 0) {
         return r;
     }

@@ -65,6 +65,10 @@ class Generator:
             if fmt not in self.base_templates or isa not in spec.ISA_BY_NAME:
                 raise spec.SpecError(f"templates/formats/{fmt}__{isa}.c.j2: no such format template or ISA")
         spec.validate(self.base_templates)
+        qdir = os.path.join(TEMPLATES, "gpu", "qformats")
+        if os.path.isdir(qdir):
+            spec.validate_gpu_quant({n[:-len(".glsl.j2")] for n in os.listdir(qdir)
+                                     if n.endswith(".glsl.j2") and n != "kquant_scales.glsl.j2"})
         for i in spec.ISAS:
             if not os.path.exists(os.path.join(TEMPLATES, "isa", f"{i.name}.h.j2")):
                 raise spec.SpecError(f"ISA {i.name}: no primitives template templates/isa/{i.name}.h.j2")

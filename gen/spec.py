@@ -917,6 +917,29 @@ def gpu_quant_tables():
 _GPU_QUANT_TABLES = None
 
 
+def validate_gpu_quant(pieces):
+    """Stops the generator when GPU_QUANT_FORMATS and the decode pieces of templates/gpu/qformats
+    (pieces: their format names; kquant_scales, shared by q4_K and q5_K, is not one) disagree, or a
+    format's partner has no quantize shader."""
+    errors = []
+    for name in GPU_QUANT_FORMATS:
+        f = FORMAT_BY_NAME.get(name)
+        if f is None or not f.quantized:
+            errors.append(f"GPU_QUANT_FORMATS: {name} is not a quantized format")
+            continue
+        if name not in pieces:
+            errors.append(f"GPU_QUANT_FORMATS: {name} has no templates/gpu/qformats/{name}.glsl.j2")
+        if f.partner not in GPU_QUANT_PARTNERS:
+            errors.append(f"GPU_QUANT_FORMATS: {name}'s partner {f.partner} is not in GPU_QUANT_PARTNERS")
+    for name in sorted(set(pieces) - set(GPU_QUANT_FORMATS)):
+        errors.append(f"templates/gpu/qformats/{name}.glsl.j2: {name} is not in GPU_QUANT_FORMATS")
+    for name in GPU_QUANT_PARTNERS:
+        if FORMAT_BY_NAME[name].partner != name:
+            errors.append(f"GPU_QUANT_PARTNERS: {name} is not an activation format (its partner is itself)")
+    if errors:
+        raise SpecError("GPU quantized-format errors:\n  " + "\n  ".join(errors))
+
+
 def block_offsets(fmt):
     """[(field name, byte offset)] of fmt's block layout, in memory order."""
     out, off = [], 0

@@ -173,6 +173,8 @@ class Llama:
         type_v=None,
         pooling_type=-1,
         repack=True,
+        n_gpu_layers=0,
+        main_gpu=None,
     ):
         self.model_path = os.fspath(model_path)
         self.verbose = bool(verbose)
@@ -184,7 +186,8 @@ class Llama:
                                  % (chat_format, ", ".join(sorted(_BUILTIN_CHAT_FORMATS | set(_CHAT_FORMAT_ALIASES)))))
             chat_format = fmt
         self.chat_format = chat_format
-        self._model = Model(self.model_path, use_mmap=use_mmap, use_mlock=use_mlock, repack=repack)
+        self._model = Model(self.model_path, use_mmap=use_mmap, use_mlock=use_mlock, repack=repack,
+                            n_gpu_layers=int(n_gpu_layers), main_gpu=-1 if main_gpu is None else int(main_gpu))
         self._embedding = bool(embedding)
         ctx_kw = dict(n_ctx=int(n_ctx), n_batch=int(n_batch), n_threads=int(n_threads or 0),
                       embeddings=self._embedding, pooling=int(pooling_type))

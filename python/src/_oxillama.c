@@ -2,7 +2,7 @@
  *
  * Low-level types, one per library object; oxillama/__init__.py builds the llama-cpp-python-shaped
  * Llama class on top of them:
- *   Model(path, use_mmap=True, use_mlock=False, repack=True)   oxl_model
+ *   Model(path, use_mmap=True, use_mlock=False, repack=True, n_gpu_layers=0, main_gpu=-1)   oxl_model
  *   Context(model, n_ctx=0, n_batch=512, n_threads=0, ...)    oxl_ctx (keeps its Model alive)
  *   Sampler(temp, top_k, top_p, min_p, seed, penalties, ...)   oxl_sampler (the whole chain)
  *   Detok(model)                                              oxl_detok (streaming, whole characters)
@@ -99,11 +99,11 @@ typedef struct {
 static PyTypeObject ModelType;
 
 static int model_init(ModelObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"path", "use_mmap", "use_mlock", "repack", NULL};
+    static char *kwlist[] = {"path", "use_mmap", "use_mlock", "repack", "n_gpu_layers", "main_gpu", NULL};
     PyObject *path_obj = NULL;
-    int use_mmap = 1, use_mlock = 0, repack = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|ppp:Model", kwlist, PyUnicode_FSConverter, &path_obj, &use_mmap,
-                                     &use_mlock, &repack)) {
+    int use_mmap = 1, use_mlock = 0, repack = 1, n_gpu_layers = 0, main_gpu = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|pppii:Model", kwlist, PyUnicode_FSConverter, &path_obj, &use_mmap,
+                                     &use_mlock, &repack, &n_gpu_layers, &main_gpu)) {
         return -1;
     }
     if (self->model) {
@@ -116,6 +116,8 @@ static int model_init(ModelObject *self, PyObject *args, PyObject *kw) {
     mp.use_mmap = use_mmap != 0;
     mp.use_mlock = use_mlock != 0;
     mp.repack = repack != 0;
+    mp.n_gpu_layers = n_gpu_layers;
+    mp.main_gpu = main_gpu;
     oxl_error err = {{0}};
     oxl_model *m;
     int missing;
@@ -435,7 +437,8 @@ static PyTypeObject ModelType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "oxillama._oxillama.Model",
     .tp_basicsize = sizeof(ModelObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Model(path, use_mmap=True, use_mlock=False, repack=True): a loaded GGUF model (oxl_model).",
+    .tp_doc = "Model(path, use_mmap=True, use_mlock=False, repack=True, n_gpu_layers=0, main_gpu=-1): a loaded GGUF "
+              "model (oxl_model); n_gpu_layers layers on the Vulkan device (-1: all).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)model_init,
     .tp_dealloc = (destructor)model_dealloc,

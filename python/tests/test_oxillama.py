@@ -380,8 +380,15 @@ def test_not_a_model_raises_library_message(tmp_path):
 
 
 def test_unknown_keyword_raises():
-    with pytest.raises(TypeError, match="n_gpu_layers"):
-        Llama(MODEL, n_gpu_layers=99)
+    with pytest.raises(TypeError, match="tensor_split"):
+        Llama(MODEL, tensor_split=[1.0])
+
+
+def test_n_gpu_layers_keeps_the_greedy_text(llm):
+    # on a Vulkan device when there is one (README "GPU offload (Vulkan)"), else on the CPU after one line
+    want = llm(PROMPT, max_tokens=16, temperature=0)["choices"][0]["text"]
+    gpu = Llama(MODEL, n_gpu_layers=99)
+    assert gpu(PROMPT, max_tokens=16, temperature=0)["choices"][0]["text"] == want
 
 
 def test_unknown_completion_keyword_raises(llm):

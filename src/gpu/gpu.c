@@ -183,7 +183,8 @@ static int compute_devices(const vk_api *api, VkInstance inst, VkPhysicalDevice 
         return 0;
     }
     int k = 0;
-    if (api->vkEnumeratePhysicalDevices(inst, &n, all) == VK_SUCCESS || n > 0) {
+    const VkResult r = api->vkEnumeratePhysicalDevices(inst, &n, all);
+    if (r == VK_SUCCESS || r == VK_INCOMPLETE) {
         for (uint32_t i = 0; i < n && k < cap; i++) {
             uint32_t nq = 0;
             api->vkGetPhysicalDeviceQueueFamilyProperties(all[i], &nq, NULL);

@@ -102,3 +102,29 @@ Test(gpu_offload, truncate_shift_state, .timeout = 120) {
     oxl_ctx_free(c);
     oxl_model_free(dev);
 }
+
+/* A context that keeps embeddings: the residual stream comes back from the device and the CPU runs
+ * the final norm; embeddings and logits stay within the device bound of the CPU's. */
+Test(gpu_offload, embeddings_come_back, .timeout = 120) {
+    gpu_test_device();
+    oxl_model *cpu = load(0), *dev = load(99);
+    oxl_error err = {0};
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = 64;
+    cp.n_threads = 2;
+    cp.embeddings = true;
+    oxl_ctx *a = oxl_ctx_new(cpu, &cp, &err), *b = oxl_ctx_new(dev, &cp, &err);
+    cr_assert(a && b, "%s", err.msg);
+    cr_assert_eq(oxl_decode(a, prompt, 5, true, &err), 0, "%s", err.msg);
+    cr_assert_eq(oxl_decode(b, prompt, 5, true, &err), 0, "%s", err.msg);
+    const int32_t n_embd = oxl_model_n_embd(cpu), n_vocab = oxl_model_n_vocab(cpu);
+    for (int32_t j = 0; j < 5; j++) {
+        const float *ea = oxl_get_embeddings_ith(a, j), *eb = oxl_get_embeddings_ith(b, j);
+        cr_assert(ea && eb);
+        const double de = rel_diff(eb, ea, n_embd), dl = rel_diff(oxl_get_logits(b, j), oxl_get_logits(a, j), n_vocab);
+        cr_assert_leq(de, 1e-3, "position %d: embeddings max|d|/range %g", j, de);
+        cr_assert_leq(dl, 1e-3, "position %d: logits max|d|/range %g", j, dl);
+    }
+    oxl_ctx_free(a), oxl_ctx_free(b);
+    oxl_model_free(cpu), oxl_model_free(dev);
+}
