@@ -1,8 +1,10 @@
 /* The mixture-of-experts block on the Vulkan device (arch/moe_gpu.h) against the CPU's
  * (arch/moe.c): topk_moe's experts equal oxl_moe_route's for every gating variant, ties included,
- * and their weights agree; the whole block (router, mul_mat_id, expert biases, activations, shared
- * experts, the weighted sum) on the MoE layers of the golden models equals oxl_moe_forward within
- * 1e-5 of the output's range. Skipped without a Vulkan device (gpu_test_device). */
+ * and their weights agree within 1e-5 (Vulkan allows exp 3 + 2|x| ulp, so they cannot be bit-exact;
+ * lavapipe's differ from the CPU's by about 1e-7); the whole block (router, mul_mat_id, expert
+ * biases, activations, shared experts, the weighted sum) on the MoE layers of the golden models
+ * equals oxl_moe_forward within 1e-5 of the output's range; whole models on the device equal the
+ * CPU's run. Skipped without a Vulkan device (gpu_test_device). */
 #include "context.h"
 #include "decoder.h"
 #include "gpu_test_util.h"
@@ -108,7 +110,7 @@ Test(moe_gpu, topk_equals_cpu_routing) {
         for (int i = 0; i < K * N; i++) {
             cr_expect_eq(ids_gpu[i], ids_cpu[i], "%s: token %d slot %d: expert %d, the CPU chose %d", rc->what, i / K,
                          i % K, ids_gpu[i], ids_cpu[i]);
-            cr_expect(fabsf(w_gpu[i] - w_cpu[i]) <= 1e-6f * fabsf(w_cpu[i]),
+            cr_expect(fabsf(w_gpu[i] - w_cpu[i]) <= 1e-5f * fabsf(w_cpu[i]),
                       "%s: token %d slot %d: weight %.9g, the CPU's %.9g", rc->what, i / K, i % K, (double)w_gpu[i],
                       (double)w_cpu[i]);
         }
