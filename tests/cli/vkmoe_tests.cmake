@@ -7,7 +7,8 @@ if(OXL_GPU_ENABLED)
   add_test(NAME golden-vulkan-moe COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/gpu_golden.sh ${OXL_BIN} 2e-6
     ${G}/arch/mixtral.logits.gguf ${G}/arch/gpt-oss.logits.gguf ${G}/arch/qwen2moe.logits.gguf
     ${G}/arch/qwen3moe.logits.gguf ${G}/arch/olmoe.logits.gguf ${G}/arch/phimoe.logits.gguf
-    ${G}/arch/ernie4_5-moe.logits.gguf ${G}/arch/hunyuan-moe.logits.gguf ${G}/arch/minimax-m2.logits.gguf)
+    ${G}/arch/ernie4_5-moe.logits.gguf ${G}/arch/hunyuan-moe.logits.gguf ${G}/arch/minimax-m2.logits.gguf
+    ${G}/arch/glm4moe.logits.gguf)
   add_test(NAME golden-vulkan-moe-grok COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/gpu_golden.sh ${OXL_BIN} 1e-4
     ${G}/arch/grok.logits.gguf)
   add_test(NAME golden-vulkan-moe-mxfp4 COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/gpu_golden.sh ${OXL_BIN} 1.5e-2
