@@ -26,6 +26,7 @@ int oxl_decoder_gpu_forward(oxl_ctx *ctx, const oxl_ubatch *ub, int il0, float *
 
 #include "gpu_ops.h"
 #include "gpu_quant.h"
+#include "moe_gpu.h"
 
 #include <pthread.h>
 
@@ -43,7 +44,8 @@ typedef struct dlayer {
     dtensor attn_norm, attn_norm_b, attn_norm_2, attn_norm_2_b, wqkv, bqkv, wq, bq, wk, bk, wv, bv, q_norm, k_norm, wo,
         bo, attn_post_norm, ffn_norm, ffn_norm_b, ffn_gate, ffn_gate_b, ffn_up, ffn_up_b, ffn_down, ffn_down_b,
         ffn_post_norm;
-    oxl_gpu_buf *aux; /* (2 n_head) floats: ALiBi slopes, then the attention sinks */
+    oxl_gpu_buf *aux;      /* (2 n_head) floats: ALiBi slopes, then the attention sinks */
+    oxl_moe_gpu_layer moe; /* router and experts (moe_gpu.h); moe.host NULL on dense layers */
     bool has_sinks;
 } dlayer;
 
@@ -77,6 +79,7 @@ void oxl_decoder_gpu_free(struct oxl_decoder_gpu *dg) {
             oxl_gpu_free(dg->g, ts[k]->buf);
         }
         oxl_gpu_free(dg->g, l->aux);
+        oxl_moe_gpu_layer_free(dg->g, &l->moe);
     }
     dtensor *head[] = {&dg->output_norm, &dg->output_norm_b, &dg->output, &dg->output_b};
     for (size_t k = 0; k < 4; k++) {
@@ -123,8 +126,10 @@ static const char *layer_unsupported(const oxl_model *m, const oxl_decoder *d, c
     if (l->mla.wkv_a.data) {
         return "latent attention (MLA)";
     }
-    if (l->moe.gate_inp.data) {
-        return "mixture-of-experts layers";
+    const char *moe = l->moe.gate_inp.data ? oxl_moe_gpu_unsupported(NULL, &o->moe, &l->moe) : NULL;
+    if (moe) {
+        snprintf(buf, size, "these experts (%s)", moe);
+        return buf;
     }
     if (o->ffn == OXL_FFN_XIELU) {
         return "the xIELU activation";
@@ -222,6 +227,10 @@ int oxl_decoder_offload(oxl_model *m, int32_t n_gpu_layers, int32_t device, oxl_
             aux[hp->n_head + h] = l->attn_sinks.data ? ((const float *)l->attn_sinks.data)[h] : 0.0f;
         }
         dl->has_sinks = l->attn_sinks.data != NULL;
+        if (l->moe.gate_inp.data && oxl_moe_gpu_upload(g, &l->moe, &dl->moe, err) != 0) {
+            oxl_decoder_gpu_free(dg);
+            return oxl_err_prefix(err, "the experts of layer %d", il);
+        }
         dl->aux = oxl_gpu_alloc(g, 2 * (size_t)hp->n_head * sizeof(float), err);
         const int rc = dl->aux ? oxl_gpu_write(g, dl->aux, 0, aux, 2 * (size_t)hp->n_head * sizeof(float), err) : -1;
         free(aux);
@@ -253,6 +262,7 @@ typedef struct dctx {
     int32_t cap; /* tokens the activation buffers hold */
     int32_t cap_out;
     oxl_gpu_buf *x, *xb, *xb2, *qkv, *q, *kk, *vv, *att, *ao, *fo, *gate, *up, *xh;
+    oxl_gpu_buf *fo2, *moe; /* MoE layers: the experts' output beside a dense FFN's (grok); the block's scratch */
     oxl_gpu_buf *cs[2], *tok[2], *rows;
     oxl_gpu_buf *xout, *logits;
     /* host staging of the pass's tables */
@@ -264,8 +274,9 @@ typedef struct dctx {
 } dctx;
 
 static void free_acts(dctx *c) {
-    oxl_gpu_buf **b[] = {&c->x,  &c->xb,   &c->xb2, &c->qkv, &c->q,     &c->kk,    &c->vv,     &c->att,    &c->ao,
-                         &c->fo, &c->gate, &c->up,  &c->xh,  &c->cs[0], &c->cs[1], &c->tok[0], &c->tok[1], &c->rows};
+    oxl_gpu_buf **b[] = {&c->x,     &c->xb,     &c->xb2,    &c->qkv,  &c->q,   &c->kk, &c->vv,
+                         &c->att,   &c->ao,     &c->fo,     &c->gate, &c->up,  &c->xh, &c->cs[0],
+                         &c->cs[1], &c->tok[0], &c->tok[1], &c->rows, &c->fo2, &c->moe};
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) {
         oxl_gpu_free(c->g, *b[i]);
         *b[i] = NULL;
@@ -386,6 +397,8 @@ static int dctx_prepare(oxl_ctx *ctx, dctx *c, int32_t n, int32_t n_out, oxl_err
             ensure(g, &c->q, Q * nn * f, err) || ensure(g, &c->kk, KV * nn * f, err) ||
             ensure(g, &c->vv, KV * nn * f, err) || ensure(g, &c->att, Q * nn * f, err) ||
             ensure(g, &c->ao, E * nn * f, err) || ensure(g, &c->fo, E * nn * f, err) ||
+            (d->o.moe.n_expert > 0 && (ensure(g, &c->fo2, E * nn * f, err) ||
+                                       ensure(g, &c->moe, oxl_moe_gpu_work_size(&d->o.moe, hp->n_embd, n), err))) ||
             ensure(g, &c->gate, 2 * F * nn * f, err) || ensure(g, &c->up, F * nn * f, err) ||
             /* xh: the activations in the weights' partner format, at most 2 bytes per element (f16,
              * bf16; q8_0, q8_1 and q8_K blocks take less) */
@@ -463,8 +476,8 @@ static int rope(pass *ps, const oxl_rope *r, int swa, oxl_gpu_buf *x, uint32_t n
                         (uint32_t)r->n_rot, (uint32_t)hp->head_dim, n_head, (uint32_t)ps->n, r->fused, ps->err);
 }
 
-/* The dense FFN on f_in into c->fo, then the post-FFN norm. */
-static int ffn(pass *ps, const dlayer *l, oxl_gpu_buf *f_in) {
+/* The dense FFN on f_in into c->fo. */
+static int dense_ffn(pass *ps, const dlayer *l, oxl_gpu_buf *f_in) {
     dctx *c = ps->c;
     const oxl_hparams *hp = &ps->ctx->model->hp;
     const uint32_t F = (uint32_t)hp->n_ff, n = (uint32_t)ps->n;
@@ -498,11 +511,31 @@ static int ffn(pass *ps, const dlayer *l, oxl_gpu_buf *f_in) {
     }
     case OXL_FFN_XIELU: return oxl_err_set(ps->err, "the xIELU activation is not on the device");
     }
-    if (linear(ps, &l->ffn_down, &l->ffn_down_b, h, ps->n, c->fo)) {
-        return -1;
+    return linear(ps, &l->ffn_down, &l->ffn_down_b, h, ps->n, c->fo);
+}
+
+/* The layer's FFN on f_in into c->fo, as decoder.c's ffn: the dense FFN, the experts (moe_gpu.h),
+ * or both summed and scaled by moe_dense_scale (grok); then the post-FFN norm. */
+static int ffn(pass *ps, const dlayer *l, oxl_gpu_buf *f_in) {
+    dctx *c = ps->c;
+    const oxl_decoder_opts *o = &ps->d->o;
+    const uint32_t E = (uint32_t)ps->ctx->model->hp.n_embd, n = (uint32_t)ps->n;
+    if (!l->moe.host) {
+        if (dense_ffn(ps, l, f_in)) {
+            return -1;
+        }
+    } else {
+        const bool dense = l->ffn_up.buf != NULL;
+        if (oxl_moe_gpu_forward(ps->g, &o->moe, &l->moe, E, (oxl_gpu_bind){.buf = f_in}, ps->n,
+                                (oxl_gpu_bind){.buf = dense ? c->fo2 : c->fo}, (oxl_gpu_bind){.buf = c->moe},
+                                ps->err) ||
+            (dense && (dense_ffn(ps, l, f_in) || add(ps, c->fo, c->fo2, E * n) ||
+                       scale(ps, c->fo, E * n, o->moe_dense_scale)))) {
+            return -1;
+        }
     }
     if (l->ffn_post_norm.buf) {
-        return norm(ps, &l->ffn_post_norm, NULL, c->fo, c->fo, (uint32_t)hp->n_embd, n);
+        return norm(ps, &l->ffn_post_norm, NULL, c->fo, c->fo, E, n);
     }
     return 0;
 }
@@ -620,7 +653,7 @@ static int layer(pass *ps, int il, const oxl_rope *ropes) {
         if (ffn(ps, l, f_in) || add(ps, c->x, c->ao, E * n)) {
             return -1;
         }
-    } else if (!l->ffn_down.buf) {
+    } else if (!l->ffn_down.buf && !l->moe.host) {
         return add(ps, c->x, c->ao, E * n);
     } else {
         if (add(ps, c->x, c->ao, E * n)) {

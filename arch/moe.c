@@ -187,9 +187,10 @@ static void top_k(const float *v, int n, int k, int32_t *idx) {
 }
 
 /* Routing of token j: selected experts and their weights. */
-static void route(const oxl_moe_opts *o, const oxl_moe_layer *l, moe_work *w, int32_t j) {
+static void route(const oxl_moe_opts *o, const oxl_moe_layer *l, float *probs_all, int32_t *topk_all, float *w_all,
+                  float *sel, int32_t j) {
     const int X = o->n_expert, K = o->n_expert_used;
-    float *probs = w->probs + (size_t)j * X, *sel = w->sel;
+    float *probs = probs_all + (size_t)j * X;
     if (l->gate_inp_b.data) {
         oxl_add(probs, l->gate_inp_b.data, X);
     }
@@ -230,8 +231,8 @@ static void route(const oxl_moe_opts *o, const oxl_moe_layer *l, moe_work *w, in
             }
         }
     }
-    int32_t *topk = w->topk + (size_t)j * K;
-    float *wt = w->w + (size_t)j * K;
+    int32_t *topk = topk_all + (size_t)j * K;
+    float *wt = w_all + (size_t)j * K;
     top_k(sel, X, K, topk);
     for (int s = 0; s < K; s++) {
         wt[s] = probs[topk[s]];
@@ -251,6 +252,13 @@ static void route(const oxl_moe_opts *o, const oxl_moe_layer *l, moe_work *w, in
     }
     if (o->w_scale != 0.0f && o->w_scale != 1.0f) {
         oxl_scale(wt, K, o->w_scale);
+    }
+}
+
+void oxl_moe_route(const oxl_moe_opts *o, const oxl_moe_layer *l, float *probs, int32_t n, int32_t *topk, float *w,
+                   float *sel) {
+    for (int32_t j = 0; j < n; j++) {
+        route(o, l, probs, topk, w, sel, j);
     }
 }
 
@@ -291,9 +299,7 @@ void oxl_moe_forward(oxl_ctx *ctx, const oxl_moe_opts *o, const oxl_moe_layer *l
 
     /* router logits, then each token's experts and weights */
     oxl_matmul(pool, &l->gate_inp, x, n, w.probs, X, w.scratch);
-    for (int32_t j = 0; j < n; j++) {
-        route(o, l, &w, j);
-    }
+    oxl_moe_route(o, l, w.probs, n, w.topk, w.w, w.sel);
 
     /* bucket the (token, slot) entries by expert, keeping token order within an expert */
     memset(w.count, 0, (size_t)(X + 1) * sizeof(int32_t));

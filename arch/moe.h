@@ -105,6 +105,13 @@ size_t oxl_moe_work_size(const oxl_moe_opts *o, int64_t n_embd, int32_t n);
 void oxl_moe_forward(oxl_ctx *ctx, const oxl_moe_opts *o, const oxl_moe_layer *l, const float *x, int32_t n, float *out,
                      void *work);
 
+/* The routing step of oxl_moe_forward for n tokens: probs (n_expert, n) holds the router logits
+ * (without l's router bias) and becomes the gating's output; topk (n_expert_used, n) receives each
+ * token's experts best first (ties: the lower index, as ggml_argsort_top_k) and w (n_expert_used, n)
+ * their weights. Reads l's gate_inp_b and exp_probs_b only; sel is n_expert floats of scratch. */
+void oxl_moe_route(const oxl_moe_opts *o, const oxl_moe_layer *l, float *probs, int32_t n, int32_t *topk, float *w,
+                   float *sel);
+
 /* Prints the routing of o (oxillama info). */
 void oxl_moe_describe(const oxl_moe_opts *o, FILE *out);
 

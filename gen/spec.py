@@ -628,7 +628,30 @@ GPU_FLASH_PUSH = ("uint head_dim", "uint n_head", "uint n_head_kv", "uint n_tok"
                   "uint q_tok", "uint k_off", "uint k_row", "uint v_off", "uint v_row", "uint o_off",
                   "uint o_tok", "uint flags", "float scale", "float softcap")
 
-GPU_SHADERS = (
+# The mixture-of-experts block (arch/moe_gpu.c): the routing, the chosen experts' products (the
+# expert e = ids[ids_off + t * n_used + s] of token t, slot s at byte w_off + e * w_expert of the 3-D
+# tensor; the column at x_off + t * x_col + s * x_slot), their biases, gpt-oss's activation and the
+# weighted sum of the slots.
+GPU_MUL_MAT_ID_PUSH = GPU_MUL_MAT_PUSH + ("uint n_used", "uint w_expert", "uint x_slot", "uint ids_off")
+GPU_MOE_SHADERS = (
+    GpuShader("topk_moe", "topk_moe.comp.j2",
+              push=("uint n_expert", "uint n_used", "uint n_tokens", "uint gating", "uint flags", "uint n_group",
+                    "uint n_group_used", "float w_scale", "uint l_off", "uint l_col", "uint rb_off", "uint pb_off",
+                    "uint ids_off", "uint w_off"), bindings=5),
+    GpuShader("mul_mat_id_f32", "mul_mat_id.comp.j2", (("fmt", "f32"),), push=GPU_MUL_MAT_ID_PUSH, bindings=4),
+    GpuShader("mul_mat_id_f16", "mul_mat_id.comp.j2", (("fmt", "f16"),), push=GPU_MUL_MAT_ID_PUSH, bindings=4),
+    GpuShader("mul_mat_id_bf16", "mul_mat_id.comp.j2", (("fmt", "bf16"),), push=GPU_MUL_MAT_ID_PUSH, bindings=4),
+    GpuShader("add_id", "add_id.comp.j2",
+              push=("uint nrows", "uint npairs", "uint y_off", "uint y_col", "uint b_off", "uint b_row",
+                    "uint ids_off")),
+    GpuShader("glu_swiglu_oai", "glu_swiglu_oai.comp.j2",
+              push=("uint n", "uint g_off", "uint u_off", "uint y_off", "float alpha", "float limit")),
+    GpuShader("moe_sum", "moe_sum.comp.j2",
+              push=("uint n_embd", "uint n_tokens", "uint n_used", "uint flags", "uint d_off", "uint w_off",
+                    "uint sh_off", "uint gate_off", "uint o_off"), bindings=5),
+)
+
+GPU_SHADERS = GPU_MOE_SHADERS + (
     GpuShader("mul_mat_f32", "mul_mat.comp.j2", (("fmt", "f32"),), push=GPU_MUL_MAT_PUSH, cols=4),
     GpuShader("mul_mat_f16", "mul_mat.comp.j2", (("fmt", "f16"),), push=GPU_MUL_MAT_PUSH, cols=4),
     GpuShader("mul_mat_bf16", "mul_mat.comp.j2", (("fmt", "bf16"),), push=GPU_MUL_MAT_PUSH, cols=4),
@@ -938,4 +961,19 @@ def block_offsets(fmt):
 
 
 GPU_SHADERS = GPU_SHADERS + gpu_quant_shaders()
+
+
+def gpu_moe_quant_shaders():
+    """mul_mat_id_<fmt> for each format of GPU_QUANT_FORMATS: the chosen experts' products (the MoE
+    block, arch/moe_gpu.c) with each block's dot as mul_mat_<fmt>'s; X in the format's partner,
+    offsets and strides of X in bytes."""
+    common = "gpu/quant_common.glsl.j2"
+    return tuple(GpuShader(f"mul_mat_id_{name}", "mul_mat_id_q.comp.j2",
+                           (("fmt", name), ("op", "mul_mat"),
+                            ("includes", (common, f"gpu/qformats/{name}.glsl.j2"))),
+                           push=GPU_MUL_MAT_ID_PUSH, bindings=4)
+                 for name in GPU_QUANT_FORMATS)
+
+
+GPU_SHADERS = GPU_SHADERS + gpu_moe_quant_shaders()
 GPU_SHADER_BY_NAME = {s.name: s for s in GPU_SHADERS}

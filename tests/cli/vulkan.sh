@@ -84,8 +84,8 @@ fallback)
     # a cache type and features the device path does not cover: one line naming them, the CPU's text
     greedy "-ctk bf16" -ngl 99 -ctk bf16 -ctv bf16
     count "$work/err" "does not run a KV cache type other than f16 or f32" 1 "-ctk bf16"
-    expect 0 "mixtral" "$bin" golden -ngl 99 -m "$g/arch/mixtral.gguf" "$g/arch/mixtral.logits.gguf"
-    count "$work/err" "the Vulkan backend does not run mixture-of-experts layers" 1 "mixtral"
+    expect 0 "llama4" "$bin" golden -ngl 99 -m "$g/arch/llama4.gguf" "$g/arch/llama4.logits.gguf"
+    count "$work/err" "the Vulkan backend does not run the attention temperature" 1 "llama4"
     expect 0 "mamba" "$bin" golden -ngl 99 -m "$g/arch/mamba.gguf" "$g/arch/mamba.logits.gguf"
     count "$work/err" "does not run recurrent (Mamba) layers" 1 "mamba"
     expect 0 "deepseek2" "$bin" golden -ngl 99 -m "$g/arch/deepseek2.gguf" "$g/arch/deepseek2.logits.gguf"
