@@ -960,7 +960,42 @@ def block_offsets(fmt):
     return out
 
 
+# mul_mat_tiled_<fmt> (templates/gpu/mul_mat_tiled.comp.j2), for every format with a mul_mat_<fmt>:
+# the same product and push constants, one workgroup per tile of GPU_TILE rows x columns, K walked
+# one block of the format at a time (f32/f16/bf16: GPU_TILE_BK elements) through shared memory.
+# 32 x 32 over 256 invocations (4 outputs each): within Vulkan's minimum limits (256 invocations,
+# 16 KiB of shared memory: at most 32 * (210 + 292) bytes, q6_K against q8_K). The host takes it for
+# passes of at least OXL_GPU_TILED_MIN_COLS columns (src/gpu/gpu_quant.h).
+GPU_TILE = (32, 32)
+GPU_TILE_LOCAL = 256
+GPU_TILE_BK = 32
+
+
+def gpu_tiled_shaders(shaders):
+    """A mul_mat_tiled_<fmt> row for each mul_mat_<fmt> row of shaders."""
+    out = []
+    common = "gpu/quant_common.glsl.j2"
+    for sh in shaders:
+        if not sh.name.startswith("mul_mat_") or sh.name.startswith(("mul_mat_id_", "mul_mat_tiled_")):
+            continue
+        name = sh.param["fmt"]
+        if name in ("f32", "f16", "bf16"):
+            params = (("fmt", name), ("bk", GPU_TILE_BK), ("includes", ("gpu/common.glsl.j2",)))
+        else:
+            f = FORMAT_BY_NAME[name]
+            pf = FORMAT_BY_NAME[f.partner]
+            shared = GPU_TILE[0] * f.size + GPU_TILE[1] * (f.blck // pf.blck) * pf.size
+            if shared > 16384:
+                raise SpecError(f"mul_mat_tiled_{name}: {shared} bytes of shared memory (Vulkan's minimum is 16384)")
+            params = (("fmt", name), ("op", "mul_mat"),
+                      ("includes", (common, f"gpu/qformats/{name}.glsl.j2")))
+        out.append(GpuShader(f"mul_mat_tiled_{name}", "mul_mat_tiled.comp.j2", params, local=GPU_TILE_LOCAL,
+                             push=GPU_MUL_MAT_PUSH, bindings=3, rows=GPU_TILE[0], cols=GPU_TILE[1]))
+    return tuple(out)
+
+
 GPU_SHADERS = GPU_SHADERS + gpu_quant_shaders()
+GPU_SHADERS = GPU_SHADERS + gpu_tiled_shaders(GPU_SHADERS)
 
 
 def gpu_moe_quant_shaders():

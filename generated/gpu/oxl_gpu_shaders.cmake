@@ -63,6 +63,24 @@ set(OXL_GPU_SHADER_NAMES
   quantize_q8_0
   quantize_q8_1
   quantize_q8_K
+  mul_mat_tiled_f32
+  mul_mat_tiled_f16
+  mul_mat_tiled_bf16
+  mul_mat_tiled_q8_0
+  mul_mat_tiled_q4_0
+  mul_mat_tiled_q4_1
+  mul_mat_tiled_q5_0
+  mul_mat_tiled_q5_1
+  mul_mat_tiled_q4_K
+  mul_mat_tiled_q5_K
+  mul_mat_tiled_q6_K
+  mul_mat_tiled_iq4_nl
+  mul_mat_tiled_iq4_xs
+  mul_mat_tiled_mxfp4
+  mul_mat_tiled_q2_K
+  mul_mat_tiled_q3_K
+  mul_mat_tiled_nvfp4
+  mul_mat_tiled_q1_0
   mul_mat_id_q8_0
   mul_mat_id_q4_0
   mul_mat_id_q4_1

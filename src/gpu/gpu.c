@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,14 @@ static int shader_index(const char *name) {
         }
     }
     return -1;
+}
+
+/* dispatches recorded per shader, over every device of the process (oxl_gpu_dispatch_count) */
+static _Atomic uint64_t dispatch_counts[N_SHADERS > 0 ? N_SHADERS : 1];
+
+uint64_t oxl_gpu_dispatch_count(const char *name) {
+    const int i = name ? shader_index(name) : -1;
+    return i < 0 ? 0 : atomic_load(&dispatch_counts[i]);
 }
 
 const oxl_gpu_shader_info *oxl_gpu_shader(const char *name) {
@@ -892,6 +901,7 @@ int oxl_gpu_dispatch(oxl_gpu *g, const char *shader, const oxl_gpu_bind *binds, 
         g->api.vkCmdPushConstants(g->cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)push_size, push);
     }
     g->api.vkCmdDispatch(g->cmd, gx, gy, gz);
+    atomic_fetch_add(&dispatch_counts[i], 1);
     barrier(g);
     return immediate ? flush(g, err) : 0;
 }

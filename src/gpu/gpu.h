@@ -82,6 +82,10 @@ typedef struct oxl_gpu_shader_info {
 } oxl_gpu_shader_info;
 const oxl_gpu_shader_info *oxl_gpu_shader(const char *name);
 
+/* How many dispatches of shader `name` this process has recorded, on any device (0 for a name not
+ * in the list): which shaders a pass took. */
+uint64_t oxl_gpu_dispatch_count(const char *name);
+
 /* The push constants of every mul_mat_<fmt> shader (gpu_api convention), in this order. */
 typedef struct oxl_gpu_mm_push {
     uint32_t nrows, ncols, K, w_off, w_row, x_off, x_col, y_off, y_col;

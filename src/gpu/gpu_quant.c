@@ -4,6 +4,7 @@
 #include "gpu_ops.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* The name of shader `op`_<format name of t> into buf; -1 + err when t is not a type. */
 static int shader_name(char *buf, size_t size, const char *op, oxl_type t, oxl_error *err) {
@@ -107,6 +108,14 @@ int oxl_gpu_mul_mat_f32(oxl_gpu *g, oxl_type t, oxl_gpu_buf *w, uint32_t w_off, 
     const int64_t pblck = oxl_type_traits_get((uint32_t)p)->blck_size;
     if (K % tr->blck_size != 0 || K % pblck != 0) {
         return oxl_err_set(err, "Vulkan: mul_mat_%s: K %u is not a multiple of the block", tr->name, K);
+    }
+    /* many columns: the tiled product, which reads each weight block once per tile of columns */
+    if (ncols >= OXL_GPU_TILED_MIN_COLS) {
+        char tiled[64];
+        snprintf(tiled, sizeof tiled, "mul_mat_tiled_%s", tr->name);
+        if (oxl_gpu_shader(tiled) != NULL) {
+            memcpy(name, tiled, sizeof tiled);
+        }
     }
     oxl_gpu_mm_push pc = {nrows, ncols, K, w_off, w_row, x_off, x_col, y_off, y_col};
     if (t == OXL_TYPE_F32) {

@@ -22,10 +22,16 @@ bool oxl_gpu_mul_mat_supported(oxl_type t);
  * format t: 0 for f32 (the activations are read as they are), else ncols rows of t's partner. */
 size_t oxl_gpu_mul_mat_scratch(oxl_type t, uint32_t K, uint32_t ncols);
 
+/* The fewest columns for which oxl_gpu_mul_mat_f32 takes mul_mat_tiled_<t> (tiles of rows x columns
+ * through shared memory, each weight block read once per tile) over mul_mat_<t> (a few columns per
+ * workgroup, each weight block read again for every column group). */
+#define OXL_GPU_TILED_MIN_COLS 8
+
 /* Records Y (nrows, ncols) = W (K, nrows) . X (K, ncols): W of format t, row r at w_off + r * w_row
  * bytes; X f32, column c at x_off + c * x_col floats; Y column c at y_off + c * y_col floats. X goes
  * through quantize_<partner> into scratch (oxl_gpu_mul_mat_scratch bytes from its start; unused
- * for f32), then mul_mat_<t> (oxl_gpu_mul_mat). K a multiple of t's and its partner's block. */
+ * for f32), then mul_mat_<t> (oxl_gpu_mul_mat), or mul_mat_tiled_<t> from OXL_GPU_TILED_MIN_COLS
+ * columns on. K a multiple of t's and its partner's block. */
 int oxl_gpu_mul_mat_f32(oxl_gpu *g, oxl_type t, oxl_gpu_buf *w, uint32_t w_off, uint32_t w_row, oxl_gpu_buf *x,
                         uint32_t x_off, uint32_t x_col, oxl_gpu_buf *scratch, oxl_gpu_buf *y, uint32_t y_off,
                         uint32_t y_col, uint32_t nrows, uint32_t ncols, uint32_t K, oxl_error *err);

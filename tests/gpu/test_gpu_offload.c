@@ -2,9 +2,14 @@
  * layers on the device equal the CPU's within 1e-3 of their range, for a prompt and for single
  * steps (the f16 cache: the CPU accumulates V in f16, the device in f32; 1e-3, the golden runner's
  * device bound), with every layer and with two; oxl_seq_truncate rewinds the device cache; a position shift
- * and a state save are named errors. */
+ * and a state save are named errors. A prompt of 12 tokens (at least OXL_GPU_TILED_MIN_COLS)
+ * goes through the tiled mul_mat shaders, within the same bound. */
+#include "gpu.h"
 #include "gpu_test_util.h"
 #include "oxillama.h"
+#include "oxl_types.h"
+
+#include <stdio.h>
 
 #include <string.h>
 
@@ -124,6 +129,40 @@ Test(gpu_offload, embeddings_come_back, .timeout = 120) {
         const double de = rel_diff(eb, ea, n_embd), dl = rel_diff(oxl_get_logits(b, j), oxl_get_logits(a, j), n_vocab);
         cr_assert_leq(de, 1e-3, "position %d: embeddings max|d|/range %g", j, de);
         cr_assert_leq(dl, 1e-3, "position %d: logits max|d|/range %g", j, dl);
+    }
+    oxl_ctx_free(a), oxl_ctx_free(b);
+    oxl_model_free(cpu), oxl_model_free(dev);
+}
+
+/* dispatches of mul_mat_tiled_<fmt>, over the formats */
+static uint64_t tiled_dispatches(void) {
+    uint64_t n = 0;
+    for (uint32_t id = 0; id < 64; id++) {
+        const oxl_type_traits *tr = oxl_type_traits_get(id);
+        char buf[64];
+        if (tr != NULL && tr->name != NULL) {
+            snprintf(buf, sizeof buf, "mul_mat_tiled_%s", tr->name);
+            n += oxl_gpu_dispatch_count(buf);
+        }
+    }
+    return n;
+}
+
+Test(gpu_offload, prompt_batch_tiled, .timeout = 120) {
+    gpu_test_device();
+    static const oxl_token batch[] = {1, 403, 407, 261, 378, 319, 286, 260, 403, 407, 261, 378};
+    const int32_t n = (int32_t)(sizeof batch / sizeof batch[0]);
+    oxl_model *cpu = load(0), *dev = load(99);
+    oxl_ctx *a = new_ctx(cpu), *b = new_ctx(dev);
+    const int32_t n_vocab = oxl_model_n_vocab(cpu);
+    oxl_error err = {0};
+    cr_assert_eq(oxl_decode(a, batch, n, true, &err), 0, "%s", err.msg);
+    const uint64_t before = tiled_dispatches();
+    cr_assert_eq(oxl_decode(b, batch, n, true, &err), 0, "%s", err.msg);
+    cr_assert_gt(tiled_dispatches(), before, "a prompt of %d tokens dispatched no mul_mat_tiled shader", n);
+    for (int32_t j = 0; j < n; j++) {
+        const double d = rel_diff(oxl_get_logits(b, j), oxl_get_logits(a, j), n_vocab);
+        cr_assert_leq(d, 1e-3, "prompt position %d: max|d|/range %g", j, d);
     }
     oxl_ctx_free(a), oxl_ctx_free(b);
     oxl_model_free(cpu), oxl_model_free(dev);
