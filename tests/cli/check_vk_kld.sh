@@ -32,10 +32,15 @@ if [ "$rc" -ne 0 ]; then
 fi
 kld=$(sed -n 's/^Mean    KLD: *\([-0-9.e]*\).*/\1/p' "$tmp/out")
 top=$(sed -n 's/^Same top p: *\([0-9.]*\).*/\1/p' "$tmp/out")
-if awk -v k="$kld" -v t="$top" 'BEGIN { exit (k != "" && k + 0 <= 1e-5 && t == "100.000") ? 0 : 1 }'; then
-    echo "PASS  mean KLD $kld (<= 1e-5), same top $top %"
+rms=$(sed -n 's/^RMS Δp *: *\([0-9.]*\).*/\1/p' "$tmp/out")
+# The device's sums run in another order than the CPU's, so a near-tie may flip the top token at
+# one position of the 635 (0.16 %); the probabilities themselves stay within 0.05 % (RMS; the
+# CPU's own run is 0.004 % from llama.cpp's, the device's 0.016-0.033 %).
+if awk -v k="$kld" -v t="$top" -v r="$rms" \
+    'BEGIN { exit (k != "" && t != "" && r != "" && k + 0 <= 1e-5 && t + 0 >= 99.5 && r + 0 <= 0.05) ? 0 : 1 }'; then
+    echo "PASS  mean KLD $kld (<= 1e-5), same top $top % (>= 99.5), RMS dp $rms % (<= 0.05)"
     exit 0
 fi
-echo "FAIL  mean KLD '$kld' (<= 1e-5), same top '$top' % (100)"
+echo "FAIL  mean KLD '$kld' (<= 1e-5), same top '$top' % (>= 99.5), RMS dp '$rms' % (<= 0.05)"
 cat "$tmp/out"
 exit 1
