@@ -988,7 +988,8 @@ int oxl_cmd_bench(int argc, char **argv) {
                             snprintf(bnd, sizeof bnd, "       |");
                         }
                     }
-                    printf("| %-30.30s | %10s | %10s | %-10s | %7d |", row.type, size, params, "CPU", o.threads[it]);
+                    printf("| %-30.30s | %10s | %10s | %-10s | %7d |", row.type, size, params,
+                           row.on_device ? "Vulkan" : "CPU", o.threads[it]);
                     if (col_tk) {
                         printf(" %6s |", row.type_k);
                     }
