@@ -932,9 +932,8 @@ int oxl_gpu_mul_mat(oxl_gpu *g, const char *shader, oxl_gpu_buf *w, oxl_gpu_buf 
     if (col_groups > 65535) {
         return oxl_err_set(err, "Vulkan: %s: %u columns exceed 65535 column groups", shader, pc->ncols);
     }
-    const uint64_t gz = (row_groups + 65534) / 65535;
-    const uint64_t gx = gz ? (row_groups + gz - 1) / gz : 0;
+    uint32_t gx, gz;
+    oxl_gpu_groups_1d(row_groups, 1, &gx, &gz);
     oxl_gpu_bind b[3] = {{w, 0, 0}, {x, 0, 0}, {y, 0, 0}};
-    return oxl_gpu_dispatch(g, shader, b, 3, pc, sizeof *pc, (uint32_t)gx, (uint32_t)col_groups,
-                            (uint32_t)(gz ? gz : 1), err);
+    return oxl_gpu_dispatch(g, shader, b, 3, pc, sizeof *pc, gx, (uint32_t)col_groups, gz, err);
 }

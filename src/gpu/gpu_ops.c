@@ -34,13 +34,6 @@ static int run_1d(oxl_gpu *g, const char *shader, const oxl_gpu_bind *b, int nb,
     return oxl_gpu_dispatch(g, shader, b, nb, pc, pc_size, gx, 1, gz, err);
 }
 
-/* Workgroups for n rows of one workgroup each: x, and z past 65535. */
-static void rows_groups(uint32_t n, uint32_t *gx, uint32_t *gz) {
-    *gz = (n + 65534) / 65535;
-    *gz = *gz ? *gz : 1;
-    *gx = (n + *gz - 1) / *gz;
-}
-
 int oxl_gpu_binary(oxl_gpu *g, const char *op, oxl_gpu_buf *a, uint32_t a_off, oxl_gpu_buf *b, uint32_t b_off,
                    uint32_t nb, oxl_gpu_buf *y, uint32_t y_off, uint32_t n, float s, oxl_error *err) {
     const binary_push pc = {n, nb ? nb : 1, a_off, b_off, y_off, s};
@@ -58,7 +51,7 @@ int oxl_gpu_norm(oxl_gpu *g, bool rms, oxl_gpu_buf *x, uint32_t x_off, oxl_gpu_b
     const norm_push pc = {d, n, x_off, y_off, w_off, b_off, w ? w_rows : 0, (w ? 1u : 0u) | (b ? 2u : 0u), eps};
     const oxl_gpu_bind bd[4] = {{x, 0, 0}, {w ? w : x, 0, 0}, {b ? b : x, 0, 0}, {y, 0, 0}};
     uint32_t gx, gz;
-    rows_groups(n, &gx, &gz);
+    oxl_gpu_groups_1d(n, 1, &gx, &gz); /* one workgroup per row */
     return oxl_gpu_dispatch(g, rms ? "rms_norm" : "norm", bd, 4, &pc, sizeof pc, gx, 1, gz, err);
 }
 
@@ -113,7 +106,7 @@ int oxl_gpu_soft_max(oxl_gpu *g, oxl_gpu_buf *x, uint32_t x_off, oxl_gpu_buf *y,
     const soft_max_push pc = {d, n, x_off, y_off, scale};
     const oxl_gpu_bind bd[2] = {{x, 0, 0}, {y, 0, 0}};
     uint32_t gx, gz;
-    rows_groups(n, &gx, &gz);
+    oxl_gpu_groups_1d(n, 1, &gx, &gz); /* one workgroup per row */
     return oxl_gpu_dispatch(g, "soft_max", bd, 2, &pc, sizeof pc, gx, 1, gz, err);
 }
 

@@ -16,13 +16,6 @@ static int shader_name(char *buf, size_t size, const char *op, oxl_type t, oxl_e
     return 0;
 }
 
-/* The workgroups of a grid of n groups along one axis that the shaders extend with z: x and z. */
-static void split_groups(uint64_t n, uint32_t *gx, uint32_t *gz) {
-    const uint64_t z = (n + 65534) / 65535;
-    *gz = (uint32_t)(z ? z : 1);
-    *gx = (uint32_t)(z ? (n + z - 1) / z : 0);
-}
-
 bool oxl_gpu_mul_mat_supported(oxl_type t) {
     const oxl_type_traits *tr = oxl_type_traits_get((uint32_t)t);
     if (tr == NULL) {
@@ -69,7 +62,7 @@ int oxl_gpu_quantize_q8(oxl_gpu *g, oxl_type p, oxl_gpu_buf *x, uint32_t x_off, 
     const uint32_t push[6] = {K, ncols, x_off, x_col, y_off, y_col};
     const oxl_gpu_bind b[2] = {{x, 0, 0}, {y, 0, 0}};
     uint32_t gy, gz;
-    split_groups(ncols, &gy, &gz);
+    oxl_gpu_groups_1d(ncols, 1, &gy, &gz);
     return oxl_gpu_dispatch(g, name, b, 2, push, sizeof push, (uint32_t)(K / blck), gy, gz, err);
 }
 
@@ -89,7 +82,7 @@ int oxl_gpu_dequant(oxl_gpu *g, oxl_type t, oxl_gpu_buf *w, uint32_t w_off, uint
     const uint32_t push[6] = {nrows, K, w_off, w_row, y_off, y_row};
     const oxl_gpu_bind b[2] = {{w, 0, 0}, {y, 0, 0}};
     uint32_t gy, gz;
-    split_groups(nrows, &gy, &gz);
+    oxl_gpu_groups_1d(nrows, 1, &gy, &gz);
     return oxl_gpu_dispatch(g, name, b, 2, push, sizeof push, (K + s->local - 1) / s->local, gy, gz, err);
 }
 
