@@ -652,9 +652,12 @@ GPU_MOE_SHADERS = (
 )
 
 GPU_SHADERS = GPU_MOE_SHADERS + (
-    GpuShader("mul_mat_f32", "mul_mat.comp.j2", (("fmt", "f32"),), push=GPU_MUL_MAT_PUSH, cols=4),
-    GpuShader("mul_mat_f16", "mul_mat.comp.j2", (("fmt", "f16"),), push=GPU_MUL_MAT_PUSH, cols=4),
-    GpuShader("mul_mat_bf16", "mul_mat.comp.j2", (("fmt", "bf16"),), push=GPU_MUL_MAT_PUSH, cols=4),
+    GpuShader("mul_mat_f32", "mul_mat.comp.j2", (("fmt", "f32"), ("includes", ("gpu/common.glsl.j2", "gpu/ggml_order.glsl.j2"))),
+              push=GPU_MUL_MAT_PUSH, cols=4),
+    GpuShader("mul_mat_f16", "mul_mat.comp.j2", (("fmt", "f16"), ("includes", ("gpu/common.glsl.j2", "gpu/ggml_order.glsl.j2"))),
+              push=GPU_MUL_MAT_PUSH, cols=4),
+    GpuShader("mul_mat_bf16", "mul_mat.comp.j2", (("fmt", "bf16"), ("includes", ("gpu/common.glsl.j2", "gpu/ggml_order.glsl.j2"))),
+              push=GPU_MUL_MAT_PUSH, cols=4),
     GpuShader("quantize_f16", "quantize_half.comp.j2", (("fmt", "f16"),), push=("uint n", "uint x_off", "uint y_off"),
               bindings=2),
     GpuShader("quantize_bf16", "quantize_half.comp.j2", (("fmt", "bf16"),),
@@ -980,7 +983,8 @@ def gpu_tiled_shaders(shaders):
             continue
         name = sh.param["fmt"]
         if name in ("f32", "f16", "bf16"):
-            params = (("fmt", name), ("bk", GPU_TILE_BK), ("includes", ("gpu/common.glsl.j2",)))
+            params = (("fmt", name), ("bk", GPU_TILE_BK),
+                      ("includes", ("gpu/common.glsl.j2", "gpu/ggml_order.glsl.j2")))
         else:
             f = FORMAT_BY_NAME[name]
             pf = FORMAT_BY_NAME[f.partner]

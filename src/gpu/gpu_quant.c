@@ -102,8 +102,13 @@ int oxl_gpu_mul_mat_f32(oxl_gpu *g, oxl_type t, oxl_gpu_buf *w, uint32_t w_off, 
     if (K % tr->blck_size != 0 || K % pblck != 0) {
         return oxl_err_set(err, "Vulkan: mul_mat_%s: K %u is not a multiple of the block", tr->name, K);
     }
-    /* many columns: the tiled product, which reads each weight block once per tile of columns */
-    if (ncols >= OXL_GPU_TILED_MIN_COLS) {
+    /* many columns: the tiled product, which reads each weight block once per tile of columns. For
+     * f32, f16 and bf16 it sums in tinyBLAS's order, which the CPU takes only when k is a multiple
+     * of its step and the rows of 4 (src/kernels/matmul.c use_gemm); otherwise mul_mat_<t>, which
+     * picks ggml's vec_dot order itself. */
+    const bool ggml_order = t == OXL_TYPE_F32 || t == OXL_TYPE_F16 || t == OXL_TYPE_BF16;
+    const uint32_t k_step = t == OXL_TYPE_BF16 ? 32 : 16;
+    if (ncols >= OXL_GPU_TILED_MIN_COLS && (!ggml_order || (K % k_step == 0 && nrows % 4 == 0))) {
         char tiled[64];
         snprintf(tiled, sizeof tiled, "mul_mat_tiled_%s", tr->name);
         if (oxl_gpu_shader(tiled) != NULL) {

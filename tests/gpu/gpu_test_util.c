@@ -1,5 +1,7 @@
 #include "gpu_test_util.h"
 
+#include "kernels.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +74,32 @@ void gpu_test_close(const float *a, const float *b, size_t n, float rel, float f
         if (!(fabsf(a[i] - b[i]) <= rel * m)) {
             cr_assert_fail("%s: element %zu: device %.9g, CPU %.9g (tolerance %g x %g)", what, i, (double)a[i],
                            (double)b[i], (double)rel, (double)m);
+        }
+    }
+}
+
+bool gpu_test_cpu_product(oxl_type t, int64_t K, int64_t nrows, int64_t ncols, const void *w, size_t wrow,
+                          const void *x, size_t xrow, float *y) {
+    const oxl_kernels *k = oxl_kernels_get();
+    cr_assert(t == OXL_TYPE_F32 || t == OXL_TYPE_F16 || t == OXL_TYPE_BF16, "type %d has no ggml order", (int)t);
+    cr_assert(k->gemm[t] != NULL, "no gemm kernel for type %d", (int)t);
+    if (ncols >= 2 && K % oxl_gemm_k_step(t) == 0 && nrows % 4 == 0) {
+        k->gemm[t](K, nrows, ncols, w, wrow, x, xrow, y, nrows);
+        return true;
+    }
+    for (int64_t c = 0; c < ncols; c++) {
+        for (int64_t r = 0; r < nrows; r++) {
+            k->vec_dot[t](K, &y[c * nrows + r], (const char *)w + (size_t)r * wrow, (const char *)x + (size_t)c * xrow);
+        }
+    }
+    return false;
+}
+
+void gpu_test_same_bits(const float *a, const float *b, size_t n, const char *what) {
+    for (size_t i = 0; i < n; i++) {
+        if (memcmp(&a[i], &b[i], sizeof(float)) != 0) {
+            cr_assert_fail("%s: element %zu: device %.9g, CPU %.9g (not the same bits)", what, i, (double)a[i],
+                           (double)b[i]);
         }
     }
 }

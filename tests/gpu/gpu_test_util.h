@@ -4,8 +4,10 @@
 #define OXL_GPU_TEST_UTIL_H
 
 #include "gpu.h"
+#include "oxl_types.h"
 
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,5 +23,14 @@ void *gpu_test_read(oxl_gpu *g, oxl_gpu_buf *b, size_t n);
 void gpu_test_fill(float *x, size_t n, float lo, float hi, uint32_t seed);
 /* |a-b| <= rel * max(|b|, floor) for every element; reports the first that is not. */
 void gpu_test_close(const float *a, const float *b, size_t n, float rel, float floor, const char *what);
+/* The CPU's product Y (nrows, ncols) = W . X for f32, f16 or bf16 weights, as src/kernels/matmul.c
+ * computes it (ggml's choice): the gemm kernel (tinyBLAS's order) when ncols >= 2, K is a multiple of
+ * oxl_gemm_k_step(t) and nrows of 4, else one vec_dot per output. w: nrows rows of K elements, wrow
+ * bytes apart; x: ncols columns in t's vec_dot_type, xrow bytes apart; y[c * nrows + r]. Returns
+ * whether it took the gemm order. */
+bool gpu_test_cpu_product(oxl_type t, int64_t K, int64_t nrows, int64_t ncols, const void *w, size_t wrow,
+                          const void *x, size_t xrow, float *y);
+/* Every a[i] has b[i]'s bits (the device summed in the CPU's order); reports the first that has not. */
+void gpu_test_same_bits(const float *a, const float *b, size_t n, const char *what);
 
 #endif

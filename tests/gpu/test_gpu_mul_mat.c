@@ -1,5 +1,8 @@
 /* mul_mat_f32 / _f16 / _bf16 and quantize_f16 / _bf16 against the CPU kernels: the activations'
- * bytes equal the CPU quantizer's; each output within 1e-5 relative of the CPU vec_dot. */
+ * bytes equal the CPU quantizer's; every f16 and bf16 output has the bits of the CPU's product (its
+ * gemm or vec_dot order, as src/kernels/matmul.c chooses), so shapes cover both orders and the
+ * leftovers past the last 64 elements. f32's FMAs may be a rounded multiply and add on a device
+ * (Vulkan allows it; lavapipe does): f32 outputs within 1e-5 relative of the CPU's, the same order. */
 #include "gpu_test_util.h"
 #include "kernels.h"
 #include "oxl_fp16.h"
@@ -8,8 +11,9 @@
 #include <string.h>
 
 /* Y = W . X on the device from f32 W (converted on the host to fmt as a GGUF stores it) and f32 X
- * (converted on the device by quantize_<fmt>), against the CPU's quant + vec_dot. */
-static void check_mul_mat(oxl_type t, const char *fmt, int K, int nrows, int ncols, float lo, float hi) {
+ * (converted on the device by quantize_<fmt>), against the CPU's quant and product; `gemm`: whether
+ * the shape is one the CPU sums in tinyBLAS's order. */
+static void check_mul_mat(oxl_type t, const char *fmt, int K, int nrows, int ncols, float lo, float hi, bool gemm) {
     oxl_gpu *g = gpu_test_device();
     const oxl_kernels *kern = oxl_kernels_get();
     const size_t es = t == OXL_TYPE_F32 ? 4 : 2;
@@ -31,11 +35,8 @@ static void check_mul_mat(oxl_type t, const char *fmt, int K, int nrows, int nco
         }
     }
     float *ref = malloc(sizeof(float) * (size_t)nrows * ncols);
-    for (int c = 0; c < ncols; c++) {
-        for (int r = 0; r < nrows; r++) {
-            kern->vec_dot[t](K, &ref[(size_t)c * nrows + r], w + es * (size_t)r * K, x + es * (size_t)c * K);
-        }
-    }
+    cr_assert_eq(gpu_test_cpu_product(t, K, nrows, ncols, w, es * (size_t)K, x, es * (size_t)K, ref), gemm,
+                 "%s K %d, %d x %d: the CPU's order is not the one the test means", fmt, K, nrows, ncols);
     oxl_error err = {0};
     oxl_gpu_buf *bw = gpu_test_buf(g, w, es * (size_t)K * nrows);
     oxl_gpu_buf *bxf = gpu_test_buf(g, xf, 4 * (size_t)K * ncols);
@@ -64,12 +65,19 @@ static void check_mul_mat(oxl_type t, const char *fmt, int K, int nrows, int nco
     float *y = malloc(sizeof(float) * (size_t)nrows * ncols);
     cr_assert_eq(oxl_gpu_rec_read(g, by, 0, y, sizeof(float) * (size_t)nrows * ncols, &err), 0, "%s", err.msg);
     cr_assert_eq(oxl_gpu_submit(g, &err), 0, "%s", err.msg);
-    float floor = 0;
-    for (size_t i = 0; i < (size_t)nrows * ncols; i++) {
-        floor = fabsf(ref[i]) > floor ? fabsf(ref[i]) : floor;
+    char what[96];
+    snprintf(what, sizeof what, "%s K %d, %d rows x %d columns (%s order)", name, K, nrows, ncols,
+             gemm ? "gemm" : "vec_dot");
+    if (t == OXL_TYPE_F32) {
+        float floor = 0;
+        for (size_t i = 0; i < (size_t)nrows * ncols; i++) {
+            floor = fabsf(ref[i]) > floor ? fabsf(ref[i]) : floor;
+        }
+        /* positive inputs: relative to each output; signed ones: relative to the largest output */
+        gpu_test_close(y, ref, (size_t)nrows * ncols, 1e-5f, lo >= 0 ? 0.0f : floor, what);
+    } else {
+        gpu_test_same_bits(y, ref, (size_t)nrows * ncols, what);
     }
-    /* positive inputs: relative to each output; signed ones: relative to the largest output */
-    gpu_test_close(y, ref, (size_t)nrows * ncols, 1e-5f, lo >= 0 ? 0.0f : floor, name);
     oxl_gpu_free(g, bw);
     oxl_gpu_free(g, by);
     if (bx != bxf) {
@@ -79,23 +87,23 @@ static void check_mul_mat(oxl_type t, const char *fmt, int K, int nrows, int nco
     free(wf), free(xf), free(w), free(x), free(ref), free(y);
 }
 
-Test(gpu_mul_mat, f32) {
-    check_mul_mat(OXL_TYPE_F32, "f32", 256, 33, 7, 0.1f, 1.0f);
-    check_mul_mat(OXL_TYPE_F32, "f32", 67, 5, 1, -1.0f, 1.0f);
-}
+/* Shapes: the gemm order (K a multiple of the step, rows of 4, >= 2 columns); vec_dot with K a
+ * multiple of 64, with leftovers (as a model's n_ff = 172), odd K (rows start mid-word) and one column. */
+#define ORDERS(t, f)                                                                                                   \
+    check_mul_mat(t, f, 256, 32, 7, -1.0f, 1.0f, true);                                                                \
+    check_mul_mat(t, f, 256, 33, 7, 0.1f, 1.0f, false);                                                                \
+    check_mul_mat(t, f, 172, 64, 5, -1.0f, 1.0f, false);                                                               \
+    check_mul_mat(t, f, 96, 8, 3, -1.0f, 1.0f, true);                                                                  \
+    check_mul_mat(t, f, 129, 9, 3, -1.0f, 1.0f, false);                                                                \
+    check_mul_mat(t, f, 67, 5, 1, -1.0f, 1.0f, false);                                                                 \
+    check_mul_mat(t, f, 4096, 4, 1, -1.0f, 1.0f, false)
 
-Test(gpu_mul_mat, f16) {
-    check_mul_mat(OXL_TYPE_F16, "f16", 256, 33, 7, 0.1f, 1.0f);
-    check_mul_mat(OXL_TYPE_F16, "f16", 129, 9, 3, -1.0f, 1.0f); /* odd K: rows start mid-word */
-}
-
-Test(gpu_mul_mat, bf16) {
-    check_mul_mat(OXL_TYPE_BF16, "bf16", 256, 33, 7, 0.1f, 1.0f);
-    check_mul_mat(OXL_TYPE_BF16, "bf16", 129, 9, 3, -1.0f, 1.0f);
-}
+Test(gpu_mul_mat, f32) { ORDERS(OXL_TYPE_F32, "f32"); }
+Test(gpu_mul_mat, f16) { ORDERS(OXL_TYPE_F16, "f16"); }
+Test(gpu_mul_mat, bf16) { ORDERS(OXL_TYPE_BF16, "bf16"); }
 
 /* More than 65535 row groups: the host splits them over z. */
-Test(gpu_mul_mat, rows_split_over_z) { check_mul_mat(OXL_TYPE_F32, "f32", 4, 70001, 1, 0.1f, 1.0f); }
+Test(gpu_mul_mat, rows_split_over_z) { check_mul_mat(OXL_TYPE_F32, "f32", 4, 70001, 1, 0.1f, 1.0f, false); }
 
 /* The rounding of special values: subnormal halves, ties, overflow to infinity, NaN. */
 Test(gpu_mul_mat, quantize_rounding) {

@@ -1,10 +1,12 @@
 /* mul_mat_tiled_<fmt> (templates/gpu/mul_mat_tiled.comp.j2) through oxl_gpu_mul_mat_f32, which takes
  * it from OXL_GPU_TILED_MIN_COLS columns on: for every format with a mul_mat_<fmt>, 8, 33 and 64
- * columns (one tile, a partial second, two whole), 45 rows (a whole tile and a partial one), K of one
- * block and of many, against the CPU's activation quantizer and vec_dot: every output within
- * 1e-5 * sum |w x| (mul_mat_<fmt>'s bound in test_gpu_quant.c). The pass must have dispatched the
- * tiled shader, and fewer columns the plain one. Without a Vulkan device the tests skip, unless
- * OXILLAMA_REQUIRE_VULKAN=1 (gpu_test_device). */
+ * columns (one tile, a partial second, two whole), 45 rows (a whole tile and a partial one; 44 for
+ * f32, f16 and bf16), K of one block and of many, against the CPU's activation quantizer and
+ * vec_dot: every output within 1e-5 * sum |w x| (mul_mat_<fmt>'s bound in test_gpu_quant.c); f16
+ * and bf16 against the CPU's product with the same bits (its gemm order, which the tiled shader sums
+ * in; shapes the CPU sums in vec_dot's order go to the plain shader). The pass must have
+ * dispatched the tiled shader, and fewer columns the plain one. Without a Vulkan device the tests
+ * skip, unless OXILLAMA_REQUIRE_VULKAN=1 (gpu_test_device). */
 #include "gpu.h"
 #include "gpu_quant.h"
 #include "gpu_test_util.h"
@@ -67,14 +69,38 @@ static int tt_check(oxl_gpu *g, oxl_type t, uint32_t K, uint32_t R, uint32_t C) 
     cr_assert(oxl_gpu_mul_mat_f32(g, t, bw, 0, (uint32_t)wrow, bx, pad, K + pad, bs, by, yoff, R, R, C, K, &err) == 0,
               "%s: %s", tw->name, err.msg);
     cr_assert(oxl_gpu_submit(g, &err) == 0, "%s", err.msg);
-    const bool want_tiled = C >= OXL_GPU_TILED_MIN_COLS;
+    const bool ordered = t == OXL_TYPE_F32 || t == OXL_TYPE_F16 || t == OXL_TYPE_BF16;
+    const bool want_tiled =
+        C >= OXL_GPU_TILED_MIN_COLS && (!ordered || (K % (t == OXL_TYPE_BF16 ? 32 : 16) == 0 && R % 4 == 0));
+    /* the same bits for f16 and bf16, whose products are exact in float; f32's FMAs may be a
+     * rounded multiply and add (Vulkan allows it; lavapipe does), so f32 keeps the bound below */
+    const bool ggml = t == OXL_TYPE_F16 || t == OXL_TYPE_BF16;
     cr_expect_eq(oxl_gpu_dispatch_count(tiled) - n_tiled, want_tiled ? 1u : 0u, "%s, %u columns: %s dispatches",
                  tw->name, C, tiled);
     cr_expect_eq(oxl_gpu_dispatch_count(plain) - n_plain, want_tiled ? 0u : 1u, "%s, %u columns: %s dispatches",
                  tw->name, C, plain);
     float *y = gpu_test_read(g, by, (size_t)(yoff + R * C) * sizeof(float));
     int bad = 0;
-    for (uint32_t c = 0; c < C; c++) {
+    if (ggml) {
+        uint8_t *xall = malloc(xrow * C);
+        float *ref = malloc(sizeof(float) * R * C);
+        cr_assert(xall && ref);
+        for (uint32_t c = 0; c < C; c++) {
+            const float *xc = xf + pad + (size_t)c * (K + pad);
+            if (t == OXL_TYPE_F32) {
+                memcpy(xall + c * xrow, xc, xrow);
+            } else {
+                k->quant[p](xc, xall + c * xrow, K);
+            }
+        }
+        const bool gemm = gpu_test_cpu_product(t, K, R, C, w, wrow, xall, xrow, ref);
+        char what[96];
+        snprintf(what, sizeof what, "%s K %u, %u x %u (%s order)", want_tiled ? tiled : plain, K, R, C,
+                 gemm ? "gemm" : "vec_dot");
+        gpu_test_same_bits(y + yoff, ref, (size_t)R * C, what);
+        free(xall), free(ref);
+    }
+    for (uint32_t c = 0; !ggml && c < C; c++) {
         const float *xc = xf + pad + (size_t)c * (K + pad);
         if (t == OXL_TYPE_F32) {
             memcpy(xq, xc, xrow);
@@ -116,14 +142,20 @@ static void tt_format(const char *fmt) {
     cr_assert(oxl_gpu_shader(name) != NULL, "%s is not in the shader list", name);
     const int64_t pblck = oxl_type_traits_get((uint32_t)tw->vec_dot_type)->blck_size;
     const uint32_t blk = (uint32_t)(tw->blck_size > pblck ? tw->blck_size : pblck);
-    /* f32/f16/bf16 step 32 elements along K: 6 is a partial step, 1000 ends in one (even: the f16
-     * and bf16 activations are converted at even offsets) */
-    const uint32_t ks[2] = {blk == 1 ? 6 : blk, blk == 1 ? 1000 : (blk < 256 ? 37 * blk : 9 * blk)};
+    /* f32/f16/bf16 step 32 elements along K: 48 ends in a partial step (and is no multiple of
+     * bf16's 32: the plain shader), 992 is 31 whole steps; 6 and 45 rows are shapes the CPU sums in
+     * vec_dot's order (the plain shader) */
+    const bool ordered = blk == 1;
+    const uint32_t ks[2] = {ordered ? 48 : blk, ordered ? 992 : (blk < 256 ? 37 * blk : 9 * blk)};
     const uint32_t cols[4] = {8, 33, 64, OXL_GPU_TILED_MIN_COLS - 1};
     for (int ki = 0; ki < 2; ki++) {
         for (int ci = 0; ci < 4; ci++) {
-            tt_check(g, t, ks[ki], 45, cols[ci]);
+            tt_check(g, t, ks[ki], ordered ? 44 : 45, cols[ci]);
         }
+    }
+    if (ordered) {
+        tt_check(g, t, 6, 44, 33);
+        tt_check(g, t, 992, 45, 33);
     }
 }
 
