@@ -109,6 +109,35 @@ void oxl_dd_add(inout float hi, inout float lo, float b) {
     hi = h;
 }
 
+/* (ahi, alo) += (bhi, blo): two such sums added, to about 2^-47 relative */
+void oxl_dd_add_dd(inout float ahi, inout float alo, float bhi, float blo) {
+    precise float s = ahi + bhi;
+    precise float bb = s - ahi;
+    precise float e = (ahi - (s - bb)) + (bhi - bb);
+    precise float t = e + (alo + blo);
+    precise float h = s + t;
+    alo = t - (h - s);
+    ahi = h;
+}
+
+/* (hi + lo) / n rounded to float, as ggml's (float)(sum / (double)n) for the double sum hi + lo:
+ * the float quotient, then its remainder (the product q * n exact by Dekker's split, as a device's
+ * fma may be a rounded multiply and add) corrects it */
+float oxl_dd_div(float hi, float lo, float n) {
+    precise float q = hi / n;
+    precise float p = q * n;
+    precise float cq = 4097.0 * q;
+    precise float qh = cq - (cq - q);
+    precise float ql = q - qh;
+    precise float cn = 4097.0 * n;
+    precise float nh = cn - (cn - n);
+    precise float nl = n - nh;
+    precise float e = ((qh * nh - p) + qh * nl + ql * nh) + ql * nl;
+    precise float r = ((hi - p) - e) + lo;
+    precise float res = q + r / n;
+    return res;
+}
+
 /* one lane of AVX512-BF16's vdpbf16ps (Intel's pseudo-code): inputs denormal read as zero, the odd
  * pair's product added first, then the even one's, each add rounded and flushed to zero below 2^-126 */
 float oxl_daz(float v) {

@@ -103,3 +103,5 @@ void gpu_test_same_bits(const float *a, const float *b, size_t n, const char *wh
         }
     }
 }
+
+bool gpu_test_exact_math(const oxl_gpu *g) { return strstr(oxl_gpu_name(g), "llvmpipe") != NULL; }

@@ -30,6 +30,10 @@ void gpu_test_close(const float *a, const float *b, size_t n, float rel, float f
  * whether it took the gemm order. */
 bool gpu_test_cpu_product(oxl_type t, int64_t K, int64_t nrows, int64_t ncols, const void *w, size_t wrow,
                           const void *x, size_t xrow, float *y);
+/* Whether g is Mesa's lavapipe (llvmpipe), whose float division and square root are correctly
+ * rounded as the CPU's: ops built from them are checked for the CPU's bits there, within a bound
+ * elsewhere (Vulkan allows 2.5 ulp for a division). */
+bool gpu_test_exact_math(const oxl_gpu *g);
 /* Every a[i] has b[i]'s bits (the device summed in the CPU's order); reports the first that has not. */
 void gpu_test_same_bits(const float *a, const float *b, size_t n, const char *what);
 
