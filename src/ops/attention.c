@@ -21,6 +21,9 @@
  * over several parts (merged afterwards), rather than its query heads; ggml splits a one-token
  * pass's cache over its threads from 512 cells on (ggml_compute_forward_flash_attn_ext_f16). */
 #define OXL_ATTN_SPLIT_MIN 512
+/* Most items of one flash part interleaved block by block (f16 V): for a one-token pass, the KV
+ * heads of a thread's share read as adjacent columns of each cache row. */
+#define OXL_ATTN_GROUP 8
 
 typedef struct attn_task {
     oxl_kv_view kv; /* the layer's cache and the pass's tokens */
@@ -39,6 +42,7 @@ typedef struct attn_task {
     oxl_dot_rows_fn dot_rows;  /* f16 K with vec_dot's ISA: a block's scores of one head, NULL otherwise */
     int group;                 /* query heads per KV head */
     int chunk;                 /* flash: query heads per item (a group is split into group/chunk items) */
+    int flash_group;           /* flash: consecutive items per part, their blocks interleaved (f16 V) */
     int n_chunks;
     /* split flash items: each item's visible positions in n_split runs of split_len, each run's
      * running max, sum and accumulator ((2 + head_dim) floats per head) in partials, then merged */
@@ -219,57 +223,55 @@ static float attn_score(const attn_task *t, const attn_item *it, const char *kp,
     return attn_finish(t, it, s, scale, slope, p);
 }
 
-/* The positions [p_lo, p_hi) of an f16-V flash item, for its nh query heads (q, slopes, accumulators
- * acc of head_dim each, sums S and maxima M): block by block, the scores of every head (each K row
+/* The block of nb positions from p0 of an f16-V flash item, for its nh query heads (q, slopes,
+ * accumulators acc of head_dim each, sums S and maxima M): the scores of every head (each K row
  * read once for all), then per head the online softmax's steps over the block in order, and one
- * mad_rows over the block's value rows for all heads (each V row converted once). Per head, the same operations in the
- * same order as attn_flash's position-by-position loop. */
-static void attn_flash_rows(const attn_task *t, const attn_item *it, int32_t p_lo, int32_t p_hi, int nh,
-                            const void *const *q, const float *slope, float *acc, float *S, float *M) {
+ * mad_rows over the block's value rows for all heads (each V row converted once). Per head, the
+ * same operations in the same order as attn_flash's position-by-position loop, so the blocks of an
+ * item taken in order, interleaved with other items' blocks or not, give its bits. */
+static void attn_flash_block(const attn_task *t, const attn_item *it, int32_t p0, int nb, int nh, const void *const *q,
+                             const float *slope, float *acc, float *S, float *M) {
     const int D = t->p.head_dim;
     const float cap = t->p.softcap;
     const float scale = cap != 0.0f ? t->p.scale / cap : t->p.scale;
     float sc[OXL_ATTN_HEADS * OXL_ATTN_BLOCK], ms[OXL_ATTN_HEADS * OXL_ATTN_BLOCK], vs[OXL_ATTN_HEADS * OXL_ATTN_BLOCK];
-    for (int32_t p0 = p_lo; p0 < p_hi; p0 += OXL_ATTN_BLOCK) {
-        const int nb = p_hi - p0 < OXL_ATTN_BLOCK ? (int)(p_hi - p0) : OXL_ATTN_BLOCK;
-        if (t->dot_rows) {
-            /* the block's raw dots per head (vec_dot's sums, four rows at a time), then each finished */
-            for (int i = 0; i < nh; i++) {
-                float *si = sc + i * OXL_ATTN_BLOCK;
-                t->dot_rows(D, nb, 1, si, attn_key(t, it, p0), t->kv.k_row, q[i], 0);
-                for (int b = 0; b < nb; b++) {
-                    si[b] = attn_finish(t, it, si[b], scale, slope[i], p0 + b);
-                }
-            }
-        } else {
-            for (int b = 0; b < nb; b++) {
-                const char *kp = attn_key(t, it, p0 + b);
-                for (int i = 0; i < nh; i++) {
-                    sc[i * OXL_ATTN_BLOCK + b] = attn_score(t, it, kp, q[i], scale, slope[i], p0 + b);
-                }
-            }
-        }
+    if (t->dot_rows) {
+        /* the block's raw dots per head (vec_dot's sums, four rows at a time), then each finished */
         for (int i = 0; i < nh; i++) {
-            const float *si = sc + i * OXL_ATTN_BLOCK;
-            float *msi = ms + i * nb, *vsi = vs + i * nb;
-            float m = M[i], sum = S[i];
+            float *si = sc + i * OXL_ATTN_BLOCK;
+            t->dot_rows(D, nb, 1, si, attn_key(t, it, p0), t->kv.k_row, q[i], 0);
             for (int b = 0; b < nb; b++) {
-                float msb = 1.0f, vsb = 1.0f;
-                if (si[b] > m) {
-                    msb = expf(m - si[b]);
-                    m = si[b];
-                } else {
-                    vsb = expf(si[b] - m);
-                }
-                msi[b] = msb;
-                vsi[b] = vsb;
-                sum = fmaf(sum, msb, vsb); /* contracted in ggml's build */
+                si[b] = attn_finish(t, it, si[b], scale, slope[i], p0 + b);
             }
-            M[i] = m;
-            S[i] = sum;
         }
-        t->mad_rows(D, nb, nh, acc, attn_value(t, it, p0), t->kv.v_row, ms, vs);
+    } else {
+        for (int b = 0; b < nb; b++) {
+            const char *kp = attn_key(t, it, p0 + b);
+            for (int i = 0; i < nh; i++) {
+                sc[i * OXL_ATTN_BLOCK + b] = attn_score(t, it, kp, q[i], scale, slope[i], p0 + b);
+            }
+        }
     }
+    for (int i = 0; i < nh; i++) {
+        const float *si = sc + i * OXL_ATTN_BLOCK;
+        float *msi = ms + i * nb, *vsi = vs + i * nb;
+        float m = M[i], sum = S[i];
+        for (int b = 0; b < nb; b++) {
+            float msb = 1.0f, vsb = 1.0f;
+            if (si[b] > m) {
+                msb = expf(m - si[b]);
+                m = si[b];
+            } else {
+                vsb = expf(si[b] - m);
+            }
+            msi[b] = msb;
+            vsi[b] = vsb;
+            sum = fmaf(sum, msb, vsb); /* contracted in ggml's build */
+        }
+        M[i] = m;
+        S[i] = sum;
+    }
+    t->mad_rows(D, nb, nh, acc, attn_value(t, it, p0), t->kv.v_row, ms, vs);
 }
 
 /* A head's learned sink joins its running softmax after the values, in f32 (flash-attn's sinks). */
@@ -301,77 +303,116 @@ static void attn_flash(void *arg, int ith, int nth) {
     const float cap = t->p.softcap;
     const float scale = cap != 0.0f ? t->p.scale / cap : t->p.scale;
     _Alignas(64) float acc[OXL_ATTN_ACC];
-    _Alignas(64) char qbuf[OXL_ATTN_ACC * sizeof(float)]; /* chunk * q_row <= chunk * head_dim * 4 */
+    _Alignas(64) char qbuf[OXL_ATTN_ACC * sizeof(float)]; /* heads * q_row <= heads * head_dim * 4 */
     _Alignas(64) float vbuf[1024];
     const void *q[OXL_ATTN_HEADS];
     float S[OXL_ATTN_HEADS], M[OXL_ATTN_HEADS], slope[OXL_ATTN_HEADS];
-    /* items dealt round-robin to the parts: causal rows grow with the position, so contiguous ranges
-     * would leave the part holding the last tokens with most of the work */
+    /* the items of one group: their cache rows, ranges, first query head, heads and first state slot */
+    attn_item its[OXL_ATTN_GROUP];
+    int32_t g_lo[OXL_ATTN_GROUP], g_hi[OXL_ATTN_GROUP], g_j[OXL_ATTN_GROUP];
+    int g_h0[OXL_ATTN_GROUP], g_nh[OXL_ATTN_GROUP], g_off[OXL_ATTN_GROUP], g_sp[OXL_ATTN_GROUP];
+    int64_t g_part[OXL_ATTN_GROUP];
+    /* groups of flash_group consecutive items dealt round-robin to the parts: causal rows grow with
+     * the position, so contiguous ranges would leave the part holding the last tokens with most of
+     * the work */
     const int64_t per_token = (int64_t)t->p.n_head_kv * t->n_chunks;
     const int64_t n_items = (int64_t)t->kv.n_tokens * per_token * t->n_split;
-    for (int64_t part = ith; part < n_items; part += nth) {
-        const int64_t item = part / t->n_split;
-        const int sp = (int)(part % t->n_split);
-        const int32_t j = (int32_t)(item / per_token);
-        const int hk = (int)(item % per_token / t->n_chunks);
-        const int h0 = hk * t->group + (int)(item % t->n_chunks) * t->chunk;
-        const int nh = (hk + 1) * t->group - h0 < t->chunk ? (hk + 1) * t->group - h0 : t->chunk;
-        const attn_item it = attn_item_at(t, j, hk);
-        for (int i = 0; i < nh; i++) {
-            q[i] = attn_query(t, j, h0 + i, qbuf + (size_t)i * t->q_row);
-            slope[i] = attn_slope(t, h0 + i);
-            S[i] = 0.0f;
-            M[i] = -INFINITY;
-        }
-        memset(acc, 0, (size_t)nh * D * sizeof(float));
-        int32_t p_lo = it.lo, p_hi = it.n_kv;
-        if (t->n_split > 1) {
-            const int64_t lo = (int64_t)it.lo + (int64_t)sp * t->split_len;
-            p_lo = lo < it.n_kv ? (int32_t)lo : it.n_kv;
-            p_hi = it.n_kv - p_lo > t->split_len ? p_lo + t->split_len : it.n_kv;
+    const int G = t->flash_group;
+    const int64_t n_groups = (n_items + G - 1) / G;
+    for (int64_t grp = ith; grp < n_groups; grp += nth) {
+        const int ng = n_items - grp * G < G ? (int)(n_items - grp * G) : G;
+        int off = 0;
+        for (int g = 0; g < ng; g++) {
+            const int64_t part = grp * G + g;
+            const int64_t item = part / t->n_split;
+            const int sp = (int)(part % t->n_split);
+            const int32_t j = (int32_t)(item / per_token);
+            const int hk = (int)(item % per_token / t->n_chunks);
+            const int h0 = hk * t->group + (int)(item % t->n_chunks) * t->chunk;
+            const int nh = (hk + 1) * t->group - h0 < t->chunk ? (hk + 1) * t->group - h0 : t->chunk;
+            its[g] = attn_item_at(t, j, hk);
+            for (int i = 0; i < nh; i++) {
+                q[off + i] = attn_query(t, j, h0 + i, qbuf + (size_t)(off + i) * t->q_row);
+                slope[off + i] = attn_slope(t, h0 + i);
+                S[off + i] = 0.0f;
+                M[off + i] = -INFINITY;
+            }
+            memset(acc + (size_t)off * D, 0, (size_t)nh * D * sizeof(float));
+            int32_t p_lo = its[g].lo, p_hi = its[g].n_kv;
+            if (t->n_split > 1) {
+                const int64_t lo = (int64_t)its[g].lo + (int64_t)sp * t->split_len;
+                p_lo = lo < its[g].n_kv ? (int32_t)lo : its[g].n_kv;
+                p_hi = its[g].n_kv - p_lo > t->split_len ? p_lo + t->split_len : its[g].n_kv;
+            }
+            g_lo[g] = p_lo, g_hi[g] = p_hi, g_j[g] = j, g_h0[g] = h0, g_nh[g] = nh, g_off[g] = off, g_sp[g] = sp;
+            g_part[g] = part;
+            off += nh;
         }
         if (t->mad_rows) {
-            attn_flash_rows(t, &it, p_lo, p_hi, nh, q, slope, acc, S, M);
+            /* block k of every item of the group, then block k + 1: the items' K and V columns of a
+             * cache row are adjacent, so the group streams whole stretches of rows */
+            for (int32_t k = 0;; k++) {
+                bool any = false;
+                for (int g = 0; g < ng; g++) {
+                    const int32_t p0 = g_lo[g] + k * OXL_ATTN_BLOCK;
+                    if (p0 >= g_hi[g]) {
+                        continue;
+                    }
+                    any = true;
+                    const int nb = g_hi[g] - p0 < OXL_ATTN_BLOCK ? (int)(g_hi[g] - p0) : OXL_ATTN_BLOCK;
+                    const int o = g_off[g];
+                    attn_flash_block(t, &its[g], p0, nb, g_nh[g], q + o, slope + o, acc + (size_t)o * D, S + o, M + o);
+                }
+                if (!any) {
+                    break;
+                }
+            }
         } else {
             /* f32 or quantized V: position by position, an f32 accumulator */
-            for (int32_t p = p_lo; p < p_hi; p++) {
-                const char *kp = attn_key(t, &it, p);
-                const void *vp = attn_value(t, &it, p);
-                if (t->v_to_float) {
-                    t->v_to_float(vp, vbuf, D);
-                    vp = vbuf;
-                }
-                for (int i = 0; i < nh; i++) {
-                    const float s = attn_score(t, &it, kp, q[i], scale, slope[i], p);
-                    float ms = 1.0f, vs = 1.0f;
-                    if (s > M[i]) {
-                        ms = expf(M[i] - s);
-                        M[i] = s;
-                        oxl_scale(acc + (size_t)i * D, D, ms);
-                    } else {
-                        vs = expf(s - M[i]);
+            for (int g = 0; g < ng; g++) {
+                const int o = g_off[g];
+                for (int32_t p = g_lo[g]; p < g_hi[g]; p++) {
+                    const char *kp = attn_key(t, &its[g], p);
+                    const void *vp = attn_value(t, &its[g], p);
+                    if (t->v_to_float) {
+                        t->v_to_float(vp, vbuf, D);
+                        vp = vbuf;
                     }
-                    t->mad(D, acc + (size_t)i * D, vp, vs);
-                    S[i] = fmaf(S[i], ms, vs); /* contracted in ggml's build */
+                    for (int i = o; i < o + g_nh[g]; i++) {
+                        const float s = attn_score(t, &its[g], kp, q[i], scale, slope[i], p);
+                        float ms = 1.0f, vs = 1.0f;
+                        if (s > M[i]) {
+                            ms = expf(M[i] - s);
+                            M[i] = s;
+                            oxl_scale(acc + (size_t)i * D, D, ms);
+                        } else {
+                            vs = expf(s - M[i]);
+                        }
+                        t->mad(D, acc + (size_t)i * D, vp, vs);
+                        S[i] = fmaf(S[i], ms, vs); /* contracted in ggml's build */
+                    }
                 }
             }
         }
-        for (int i = 0; i < nh; i++) {
-            float *a = acc + (size_t)i * D;
-            if (t->p.sinks && sp == 0) {
-                attn_sink(t->p.sinks[h0 + i], a, D, &S[i], &M[i]); /* in the first run only */
-            }
-            if (t->n_split > 1) {
-                float *part_out = t->partials + ((size_t)part * t->chunk + (size_t)i) * (size_t)(D + 2);
-                part_out[0] = M[i];
-                part_out[1] = S[i];
-                memcpy(part_out + 2, a, (size_t)D * sizeof(float));
-                continue;
-            }
-            const float s_inv = S[i] == 0.0f ? 0.0f : 1.0f / S[i];
-            float *out = t->out + ((size_t)j * t->p.n_head + h0 + i) * D;
-            for (int d = 0; d < D; d++) {
-                out[d] = a[d] * s_inv;
+        for (int g = 0; g < ng; g++) {
+            for (int i = 0; i < g_nh[g]; i++) {
+                const int si = g_off[g] + i;
+                float *a = acc + (size_t)si * D;
+                if (t->p.sinks && g_sp[g] == 0) {
+                    attn_sink(t->p.sinks[g_h0[g] + i], a, D, &S[si], &M[si]); /* in the first run only */
+                }
+                if (t->n_split > 1) {
+                    float *part_out = t->partials + ((size_t)g_part[g] * t->chunk + (size_t)i) * (size_t)(D + 2);
+                    part_out[0] = M[si];
+                    part_out[1] = S[si];
+                    memcpy(part_out + 2, a, (size_t)D * sizeof(float));
+                    continue;
+                }
+                const float s_inv = S[si] == 0.0f ? 0.0f : 1.0f / S[si];
+                float *out = t->out + ((size_t)g_j[g] * t->p.n_head + g_h0[g] + i) * D;
+                for (int d = 0; d < D; d++) {
+                    out[d] = a[d] * s_inv;
+                }
             }
         }
     }
@@ -672,9 +713,23 @@ void oxl_attention(oxl_pool *pool, const oxl_kv_view *kv, const float *q, float 
         oxl_pool_run(pool, attn_unfused, &t); /* one part per thread: scores are per part */
     } else {
         /* flash keeps its state on the stack: several parts per thread, so a descheduled thread
-         * holds back only a few items */
+         * holds back only a few items; except with an f16 V, where one part per thread takes its
+         * items as a group (a decode step: each thread's KV heads block by block, streaming
+         * adjacent columns of the cache rows; alternated with one head per part on the same
+         * machine, tg128 @ d4096 of the Q4_K_M reference shape gave 1.27x median per pair) */
         const int64_t n_items = groups * t.n_chunks * t.n_split, parts = 4 * (int64_t)nth;
-        oxl_pool_run_parts(pool, attn_flash, &t, (int)(n_items < parts ? n_items : parts));
+        t.flash_group = 1;
+        if (t.mad_rows && t.n_split == 1) {
+            /* as many items per part as leave each thread one part, within the stack state */
+            int64_t g = n_items / nth;
+            g = g < 1 ? 1 : g > OXL_ATTN_GROUP ? OXL_ATTN_GROUP : g;
+            while (g > 1 && (g * t.chunk > OXL_ATTN_HEADS || g * t.chunk * p->head_dim > OXL_ATTN_ACC)) {
+                g--;
+            }
+            t.flash_group = (int)g;
+        }
+        const int64_t n_groups = (n_items + t.flash_group - 1) / t.flash_group;
+        oxl_pool_run_parts(pool, attn_flash, &t, (int)(n_groups < parts ? n_groups : parts));
         if (t.n_split > 1) {
             oxl_pool_run(pool, attn_merge, &t);
         }
