@@ -266,7 +266,9 @@ static void attn_flash_block(const attn_task *t, const attn_item *it, int32_t p0
             }
             msi[b] = msb;
             vsi[b] = vsb;
-            sum = fmaf(sum, msb, vsb); /* contracted in ggml's build */
+            /* contracted in ggml's build; fma(sum, 1, v) is sum + v rounded once, so only a new maximum
+             * (rare) calls libm's fmaf, which this portable file cannot inline */
+            sum = msb == 1.0f ? sum + vsb : fmaf(sum, msb, vsb);
         }
         M[i] = m;
         S[i] = sum;
@@ -389,7 +391,7 @@ static void attn_flash(void *arg, int ith, int nth) {
                             vs = expf(s - M[i]);
                         }
                         t->mad(D, acc + (size_t)i * D, vp, vs);
-                        S[i] = fmaf(S[i], ms, vs); /* contracted in ggml's build */
+                        S[i] = ms == 1.0f ? S[i] + vs : fmaf(S[i], ms, vs); /* as attn_flash_block */
                     }
                 }
             }
