@@ -13,5 +13,6 @@ if(OXL_GPU_ENABLED)
     ${G}/arch/grok.logits.gguf)
   add_test(NAME golden-vulkan-moe-mxfp4 COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/gpu_golden.sh ${OXL_BIN} 1.5e-2
     ${G}/arch/gpt-oss-MXFP4_MOE.logits.gguf)
-  set_tests_properties(golden-vulkan-moe golden-vulkan-moe-grok golden-vulkan-moe-mxfp4 PROPERTIES SKIP_RETURN_CODE 77)
+  set_tests_properties(golden-vulkan-moe golden-vulkan-moe-grok golden-vulkan-moe-mxfp4 PROPERTIES SKIP_RETURN_CODE 77
+                       LABELS gpu-sweep)
 endif()

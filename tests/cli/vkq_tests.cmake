@@ -5,7 +5,7 @@ if(OXL_GPU_ENABLED)
            ${M}/stories260K-Q8_0.gguf ${M}/stories260K-Q4_0.gguf ${M}/stories260K-Q4_1.gguf
            ${M}/stories260K-Q5_0.gguf ${M}/stories260K-Q5_1.gguf ${M}/stories260K-IQ4_NL.gguf
            ${M}/synth-small-IQ4_XS.gguf ${M}/synth-small-Q1_0.gguf)
-  set_tests_properties(vk-quant-greedy PROPERTIES SKIP_RETURN_CODE 77)
+  set_tests_properties(vk-quant-greedy PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu-sweep)
 endif()
 # The same models (and synth-small Q1_0 and IQ4_XS) against llama.cpp's logits goldens with every layer and the
 # head on the device.
@@ -15,5 +15,5 @@ if(OXL_GPU_ENABLED)
            ${G}/models/stories260K-Q4_1.once.gguf ${G}/models/stories260K-Q5_0.once.gguf
            ${G}/models/stories260K-Q5_1.once.gguf ${G}/models/stories260K-IQ4_NL.once.gguf
            ${G}/models/synth-small-Q1_0.once.gguf ${G}/models/synth-small-IQ4_XS.once.gguf)
-  set_tests_properties(vk-quant-golden PROPERTIES SKIP_RETURN_CODE 77)
+  set_tests_properties(vk-quant-golden PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu-sweep)
 endif()

@@ -12,4 +12,7 @@ if(OXL_GPU_ENABLED)
     add_test(NAME vulkan-${case} COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/vulkan.sh ${case} ${OXL_BIN} ${PROJECT_SOURCE_DIR})
     set_tests_properties(vulkan-${case} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
   endforeach()
+  # the sweeps over many models (label gpu-sweep) repeat one host path; the sanitizer stage leaves
+  # them out (build.sh sanitize), its Vulkan host code runs there in gpu-unit and vulkan-run/-fallback/-tools
+  set_tests_properties(vulkan-golden-arch PROPERTIES LABELS gpu-sweep)
 endif()
