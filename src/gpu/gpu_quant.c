@@ -2,6 +2,7 @@
 #include "gpu_quant.h"
 
 #include "gpu_ops.h"
+#include "oxl_kernel_decls.h" /* generated: oxl_gemm_k_step */
 
 #include <stdio.h>
 #include <string.h>
@@ -107,8 +108,7 @@ int oxl_gpu_mul_mat_f32(oxl_gpu *g, oxl_type t, oxl_gpu_buf *w, uint32_t w_off, 
      * of its step and the rows of 4 (src/kernels/matmul.c use_gemm); otherwise mul_mat_<t>, which
      * picks ggml's vec_dot order itself. */
     const bool ggml_order = t == OXL_TYPE_F32 || t == OXL_TYPE_F16 || t == OXL_TYPE_BF16;
-    const uint32_t k_step = t == OXL_TYPE_BF16 ? 32 : 16;
-    if (ncols >= OXL_GPU_TILED_MIN_COLS && (!ggml_order || (K % k_step == 0 && nrows % 4 == 0))) {
+    if (ncols >= OXL_GPU_TILED_MIN_COLS && (!ggml_order || (K % oxl_gemm_k_step(t) == 0 && nrows % 4 == 0))) {
         char tiled[64];
         snprintf(tiled, sizeof tiled, "mul_mat_tiled_%s", tr->name);
         if (oxl_gpu_shader(tiled) != NULL) {
