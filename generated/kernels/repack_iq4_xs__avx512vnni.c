@@ -377,8 +377,9 @@ OXL_KERNEL_SIG_gemm_rp(oxl_gemm_rp_iq4_xs_q8_K_16x4__avx512vnni) {
 #endif
 #ifdef OXL_RP_EXACT_COLS
         if (n <= OXL_RP_EXACT_COLS) {
-            for (int64_t j = 0; j < n; j += 8) {
-                oxl_rp_gemv_cols(w, nb, (int)(n - j < 8 ? n - j : 8), (const char *)b + (size_t)j * ldb, ldb,
+            for (int64_t j = 0; j < n; j += OXL_RP_EXACT_STEP) {
+                oxl_rp_gemv_cols(w, nb, (int)(n - j < OXL_RP_EXACT_STEP ? n - j : OXL_RP_EXACT_STEP),
+                                 (const char *)b + (size_t)j * ldb, ldb,
                                  bsum + j * bstride, bstride, c + j * ldc + g * 16, ldc);
             }
             continue;

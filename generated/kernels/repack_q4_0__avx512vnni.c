@@ -703,18 +703,17 @@ for (int v = 0; v < 8; v++) {
 
 /* A few columns, each in exactly oxl_rp_gemv's order (so a small batch gives every column the bits
  * one column alone gets: a speculative draft verified in one batch is scored as decoding token by
- * token scores it), reading the weights once for all of them. Batches of up to OXL_RP_EXACT_COLS
- * columns take this path, in groups of 8; the lane accumulators of the columns live on the stack. */
+ * token scores it). Batches of up to OXL_RP_EXACT_COLS columns take this path, OXL_RP_EXACT_STEP
+ * columns at a time: their 8 lane accumulators each stay in registers while the weights of the
+ * row group stream past once per step (from the core's cache after the first). */
 #define OXL_RP_EXACT_COLS 32
-static inline void oxl_rp_gemv_cols(const oxl_rp_q4_0 *w, int64_t nb, int nc, const char *b, size_t ldb,
-                                    const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
+#define OXL_RP_EXACT_STEP 2
+static inline void oxl_rp_exact_1(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb,
+                                     const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
-    __m512 acc[8][8];
-    for (int j = 0; j < nc; j++) {
-        for (int v = 0; v < 8; v++) {
-            acc[j][v] = _mm512_setzero_ps();
-        }
-    }
+    const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
+    const int32_t *g0 = bsum + 0 * bstride + nb;
+    __m512 a0_0 = _mm512_setzero_ps(), a0_1 = _mm512_setzero_ps(), a0_2 = _mm512_setzero_ps(), a0_3 = _mm512_setzero_ps(), a0_4 = _mm512_setzero_ps(), a0_5 = _mm512_setzero_ps(), a0_6 = _mm512_setzero_ps(), a0_7 = _mm512_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
         __m512i q[8];
@@ -723,20 +722,87 @@ static inline void oxl_rp_gemv_cols(const oxl_rp_q4_0 *w, int64_t nb, int nc, co
             q[v] = _mm512_and_si512(p, m4);
             q[v + 4] = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
         }
-for (int j = 0; j < nc; j++) {
-            const oxl_block_q8_0 *x = (const oxl_block_q8_0 *)(b + (size_t)j * ldb) + ib;
-            const int32_t *gsum = bsum + j * bstride + nb + 8 * ib;
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x->d)));
-            for (int v = 0; v < 8; v++) {
-                acc[j][v] = oxl_rp_lane(acc[j][v], d, q[v], x,
-                                        gsum, v);
-            }
+        {
+            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d)));
+            a0_0 = oxl_rp_lane(a0_0, d, q[0], x0 + ib, g0 + 8 * ib, 0);
+            a0_1 = oxl_rp_lane(a0_1, d, q[1], x0 + ib, g0 + 8 * ib, 1);
+            a0_2 = oxl_rp_lane(a0_2, d, q[2], x0 + ib, g0 + 8 * ib, 2);
+            a0_3 = oxl_rp_lane(a0_3, d, q[3], x0 + ib, g0 + 8 * ib, 3);
+            a0_4 = oxl_rp_lane(a0_4, d, q[4], x0 + ib, g0 + 8 * ib, 4);
+            a0_5 = oxl_rp_lane(a0_5, d, q[5], x0 + ib, g0 + 8 * ib, 5);
+            a0_6 = oxl_rp_lane(a0_6, d, q[6], x0 + ib, g0 + 8 * ib, 6);
+            a0_7 = oxl_rp_lane(a0_7, d, q[7], x0 + ib, g0 + 8 * ib, 7);
         }
     }
-    for (int j = 0; j < nc; j++) {
-        const __m512 lo = _mm512_add_ps(_mm512_add_ps(acc[j][0], acc[j][4]), _mm512_add_ps(acc[j][2], acc[j][6]));
-        const __m512 hi = _mm512_add_ps(_mm512_add_ps(acc[j][1], acc[j][5]), _mm512_add_ps(acc[j][3], acc[j][7]));
-        _mm512_storeu_ps(c + j * ldc, _mm512_add_ps(lo, hi));
+    {
+        const __m512 lo = _mm512_add_ps(_mm512_add_ps(a0_0, a0_4), _mm512_add_ps(a0_2, a0_6));
+        const __m512 hi = _mm512_add_ps(_mm512_add_ps(a0_1, a0_5), _mm512_add_ps(a0_3, a0_7));
+        _mm512_storeu_ps(c + 0 * ldc, _mm512_add_ps(lo, hi));
+    }
+}
+static inline void oxl_rp_exact_2(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb,
+                                     const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
+    const int32_t *g0 = bsum + 0 * bstride + nb;
+    __m512 a0_0 = _mm512_setzero_ps(), a0_1 = _mm512_setzero_ps(), a0_2 = _mm512_setzero_ps(), a0_3 = _mm512_setzero_ps(), a0_4 = _mm512_setzero_ps(), a0_5 = _mm512_setzero_ps(), a0_6 = _mm512_setzero_ps(), a0_7 = _mm512_setzero_ps();
+    const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
+    const int32_t *g1 = bsum + 1 * bstride + nb;
+    __m512 a1_0 = _mm512_setzero_ps(), a1_1 = _mm512_setzero_ps(), a1_2 = _mm512_setzero_ps(), a1_3 = _mm512_setzero_ps(), a1_4 = _mm512_setzero_ps(), a1_5 = _mm512_setzero_ps(), a1_6 = _mm512_setzero_ps(), a1_7 = _mm512_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ib++) {
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
+        __m512i q[8];
+        for (int v = 0; v < 4; v++) {
+            const __m512i p = _mm512_loadu_si512(w[ib].qs[v]);
+            q[v] = _mm512_and_si512(p, m4);
+            q[v + 4] = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
+        }
+        {
+            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d)));
+            a0_0 = oxl_rp_lane(a0_0, d, q[0], x0 + ib, g0 + 8 * ib, 0);
+            a0_1 = oxl_rp_lane(a0_1, d, q[1], x0 + ib, g0 + 8 * ib, 1);
+            a0_2 = oxl_rp_lane(a0_2, d, q[2], x0 + ib, g0 + 8 * ib, 2);
+            a0_3 = oxl_rp_lane(a0_3, d, q[3], x0 + ib, g0 + 8 * ib, 3);
+            a0_4 = oxl_rp_lane(a0_4, d, q[4], x0 + ib, g0 + 8 * ib, 4);
+            a0_5 = oxl_rp_lane(a0_5, d, q[5], x0 + ib, g0 + 8 * ib, 5);
+            a0_6 = oxl_rp_lane(a0_6, d, q[6], x0 + ib, g0 + 8 * ib, 6);
+            a0_7 = oxl_rp_lane(a0_7, d, q[7], x0 + ib, g0 + 8 * ib, 7);
+        }
+        {
+            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d)));
+            a1_0 = oxl_rp_lane(a1_0, d, q[0], x1 + ib, g1 + 8 * ib, 0);
+            a1_1 = oxl_rp_lane(a1_1, d, q[1], x1 + ib, g1 + 8 * ib, 1);
+            a1_2 = oxl_rp_lane(a1_2, d, q[2], x1 + ib, g1 + 8 * ib, 2);
+            a1_3 = oxl_rp_lane(a1_3, d, q[3], x1 + ib, g1 + 8 * ib, 3);
+            a1_4 = oxl_rp_lane(a1_4, d, q[4], x1 + ib, g1 + 8 * ib, 4);
+            a1_5 = oxl_rp_lane(a1_5, d, q[5], x1 + ib, g1 + 8 * ib, 5);
+            a1_6 = oxl_rp_lane(a1_6, d, q[6], x1 + ib, g1 + 8 * ib, 6);
+            a1_7 = oxl_rp_lane(a1_7, d, q[7], x1 + ib, g1 + 8 * ib, 7);
+        }
+    }
+    {
+        const __m512 lo = _mm512_add_ps(_mm512_add_ps(a0_0, a0_4), _mm512_add_ps(a0_2, a0_6));
+        const __m512 hi = _mm512_add_ps(_mm512_add_ps(a0_1, a0_5), _mm512_add_ps(a0_3, a0_7));
+        _mm512_storeu_ps(c + 0 * ldc, _mm512_add_ps(lo, hi));
+    }
+    {
+        const __m512 lo = _mm512_add_ps(_mm512_add_ps(a1_0, a1_4), _mm512_add_ps(a1_2, a1_6));
+        const __m512 hi = _mm512_add_ps(_mm512_add_ps(a1_1, a1_5), _mm512_add_ps(a1_3, a1_7));
+        _mm512_storeu_ps(c + 1 * ldc, _mm512_add_ps(lo, hi));
+    }
+}
+
+static inline void oxl_rp_gemv_cols(const oxl_rp_q4_0 *w, int64_t nb, int nc, const char *b, size_t ldb,
+                                    const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
+    switch (nc) {
+    case 1:
+        oxl_rp_exact_1(w, nb, b, ldb, bsum, bstride, c, ldc);
+        break;
+    case 2:
+        oxl_rp_exact_2(w, nb, b, ldb, bsum, bstride, c, ldc);
+        break;
+    default:
+        break;
     }
 }
 
@@ -756,8 +822,9 @@ OXL_KERNEL_SIG_gemm_rp(oxl_gemm_rp_q4_0_q8_0_16x8__avx512vnni) {
 #endif
 #ifdef OXL_RP_EXACT_COLS
         if (n <= OXL_RP_EXACT_COLS) {
-            for (int64_t j = 0; j < n; j += 8) {
-                oxl_rp_gemv_cols(w, nb, (int)(n - j < 8 ? n - j : 8), (const char *)b + (size_t)j * ldb, ldb,
+            for (int64_t j = 0; j < n; j += OXL_RP_EXACT_STEP) {
+                oxl_rp_gemv_cols(w, nb, (int)(n - j < OXL_RP_EXACT_STEP ? n - j : OXL_RP_EXACT_STEP),
+                                 (const char *)b + (size_t)j * ldb, ldb,
                                  bsum + j * bstride, bstride, c + j * ldc + g * 16, ldc);
             }
             continue;

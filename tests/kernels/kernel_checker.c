@@ -718,9 +718,9 @@ static void oxl_check_repacked(oxl_type type, oxl_isa isa, const char *name) {
      * 4128 (129 blocks) and 32800 (1025) past the block chunks of 64 and the 1024 blocks of a
      * decode step that MXFP4's layout prepares at once */
     const int64_t ks_list[] = {256, 512, 1024, 288, 4128, 32800};
-    const int64_t ns_list[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 17};
+    const int64_t ns_list[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 17, 32, 33}; /* 33: past the exact path */
     for (size_t ki = 0; ki < sizeof ks_list / sizeof ks_list[0]; ki++) {
-        const int64_t k = ks_list[ki], m = 3 * rows, nmax = 17, ldc = m + 5;
+        const int64_t k = ks_list[ki], m = 3 * rows, nmax = 33, ldc = m + 5;
         if (k % tr->blck_size != 0) {
             continue;
         }
