@@ -12,11 +12,18 @@
  * so those layers add only small residual contributions and the first K layers decide most greedy
  * tokens: a target on which such a draft is mostly accepted. --tied writes no output matrix (the
  * head is token_embd, as llama.cpp falls back to): each token's own embedding then dominates its
- * logits, so greedy generation repeats the last token, a loop for n-gram drafting.
+ * logits, so greedy generation repeats the last token, a loop for n-gram drafting. --recite IDS
+ * (token ids, as `oxillama tokenize --ids --no-bos` prints them) makes the output head recite that
+ * passage: for each pair of consecutive ids a, b the head's row b becomes token a's embedding (the
+ * sum of them where b follows several ids), so a context ending in a passage token continues with
+ * the token after it, as a model that had memorised the passage would: the case of n-gram
+ * drafting from a prompt that quotes the text the model goes on to write. The other rows stay
+ * random; with --tail-from 0 --tail-scale S (every layer's output projections scaled) the layers'
+ * small contributions leave each token's own embedding in charge of its logits.
  *
  *   oxl-make-synthetic --vocab VOCAB.gguf [--n-embd N] [--n-layer N] [--n-ff N] [--n-head N]
  *                      [--n-head-kv N] [--ctx N] [--type f16|f32] [--seed S]
- *                      [--tail-from K --tail-scale S] [--tied] OUT.gguf
+ *                      [--tail-from K --tail-scale S] [--tied] [--recite IDS] OUT.gguf
  */
 #include "gguf.h"
 #include "gguf_write.h"
@@ -75,6 +82,69 @@ static bool in_tail(const char *name, int from) {
     return !strcmp(name + off, "attn_output.weight") || !strcmp(name + off, "ffn_down.weight");
 }
 
+/* The ids of a --recite list: every run of digits in s, in order (brackets, commas and spaces
+ * separate them). Returns their number, or -1 when one is not below n_vocab or memory is short;
+ * *out is malloc'ed. */
+static int64_t parse_ids(const char *s, int64_t n_vocab, int64_t **out) {
+    int64_t n = 0, cap = 0, *ids = NULL;
+    while (*s) {
+        if (*s < '0' || *s > '9') {
+            s++;
+            continue;
+        }
+        char *end;
+        const long long v = strtoll(s, &end, 10);
+        s = end;
+        if (v >= n_vocab) {
+            free(ids);
+            return -1;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            int64_t *g = realloc(ids, (size_t)cap * sizeof *ids);
+            if (!g) {
+                free(ids);
+                return -1;
+            }
+            ids = g;
+        }
+        ids[n++] = v;
+    }
+    *out = ids;
+    return n;
+}
+
+/* --recite: row b of the output head (n_embd values of type t per row) becomes the sum of the
+ * embeddings of the ids that precede b in ids[0..n). */
+static void recite_rows(void *head, const void *embd, oxl_type t, int64_t n_embd, int64_t n_vocab, const int64_t *ids,
+                        int64_t n) {
+    unsigned char *set = calloc((size_t)n_vocab, 1);
+    if (!set) {
+        return;
+    }
+    const size_t es = t == OXL_TYPE_F16 ? 2 : 4;
+    for (int64_t i = 0; i + 1 < n; i++) {
+        const int64_t a = ids[i], b = ids[i + 1];
+        for (int64_t e = 0; e < n_embd; e++) {
+            const size_t ob = ((size_t)b * (size_t)n_embd + (size_t)e) * es,
+                         oa = ((size_t)a * (size_t)n_embd + (size_t)e) * es;
+            float v = t == OXL_TYPE_F16 ? oxl_fp16_to_fp32(*(const uint16_t *)((const char *)embd + oa))
+                                        : *(const float *)((const char *)embd + oa);
+            if (set[b]) {
+                v += t == OXL_TYPE_F16 ? oxl_fp16_to_fp32(*(const uint16_t *)((char *)head + ob))
+                                       : *(const float *)((char *)head + ob);
+            }
+            if (t == OXL_TYPE_F16) {
+                *(uint16_t *)((char *)head + ob) = oxl_fp32_to_fp16(v);
+            } else {
+                *(float *)((char *)head + ob) = v;
+            }
+        }
+        set[b] = 1;
+    }
+    free(set);
+}
+
 static int parse_int(const char *s, int *out) {
     char *end;
     long v = strtol(s, &end, 10);
@@ -89,16 +159,16 @@ int main(int argc, char **argv) {
     shape sh = {1024, 16, 2816, 16, 8, 4096};
     const char *vocab_path = NULL, *out = NULL;
     oxl_type wtype = OXL_TYPE_F16;
-    int tail_from = 0;
+    int tail_from = -1; /* -1: no --tail-from */
     bool tied = false;
+    const char *recite = NULL;
     float tail_scale = 1.0f;
     rng_state = 0x9E3779B97F4A7C15ull;
     struct {
         const char *flag;
         int *field;
-    } ints[] = {{"--n-embd", &sh.n_embd},   {"--n-layer", &sh.n_layer},     {"--n-ff", &sh.n_ff},
-                {"--n-head", &sh.n_head},   {"--n-head-kv", &sh.n_head_kv}, {"--ctx", &sh.ctx},
-                {"--tail-from", &tail_from}};
+    } ints[] = {{"--n-embd", &sh.n_embd}, {"--n-layer", &sh.n_layer},     {"--n-ff", &sh.n_ff},
+                {"--n-head", &sh.n_head}, {"--n-head-kv", &sh.n_head_kv}, {"--ctx", &sh.ctx}};
     for (int i = 1; i < argc; i++) {
         bool used = false;
         for (size_t k = 0; k < sizeof ints / sizeof ints[0] && i + 1 < argc; k++) {
@@ -124,6 +194,16 @@ int main(int argc, char **argv) {
             wtype = !strcmp(t, "f16") ? OXL_TYPE_F16 : OXL_TYPE_F32;
         } else if (!strcmp(argv[i], "--tied")) {
             tied = true;
+        } else if (!strcmp(argv[i], "--tail-from") && i + 1 < argc) {
+            char *end;
+            const long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 0 || v > (1 << 20)) {
+                fprintf(stderr, "error: --tail-from %s: expected a layer index (0 for every layer)\n", argv[i]);
+                return 1;
+            }
+            tail_from = (int)v;
+        } else if (!strcmp(argv[i], "--recite") && i + 1 < argc) {
+            recite = argv[++i];
         } else if (!strcmp(argv[i], "--tail-scale") && i + 1 < argc) {
             char *end;
             tail_scale = strtof(argv[++i], &end);
@@ -141,11 +221,12 @@ int main(int argc, char **argv) {
         }
     }
     if (!vocab_path || !out || sh.n_embd % sh.n_head || sh.n_head % sh.n_head_kv ||
-        (tail_scale != 1.0f && tail_from == 0)) {
+        (tail_scale != 1.0f && tail_from < 0) || (recite && tied)) {
         fprintf(stderr, "usage: oxl-make-synthetic --vocab VOCAB.gguf [--n-embd N] [--n-layer N] [--n-ff N]\n"
                         "       [--n-head N] [--n-head-kv N] [--ctx N] [--type f16|f32] [--seed S]\n"
-                        "       [--tail-from K --tail-scale S] [--tied] OUT.gguf\n"
-                        "(n_embd must divide by n_head, n_head by n_head_kv; --tail-scale needs --tail-from)\n");
+                        "       [--tail-from K --tail-scale S] [--tied] [--recite IDS] OUT.gguf\n"
+                        "(n_embd must divide by n_head, n_head by n_head_kv; --tail-scale needs --tail-from;\n"
+                        " --recite needs an output matrix, so not --tied)\n");
         return 1;
     }
     oxl_error err = {0};
@@ -168,6 +249,12 @@ int main(int argc, char **argv) {
         rc = -1;
         snprintf(err.msg, sizeof err.msg, "%s: no tokenizer.ggml.tokens array", vocab_path);
     }
+    int64_t *recite_ids = NULL, n_recite = 0;
+    if (rc == 0 && recite && (n_recite = parse_ids(recite, n_vocab, &recite_ids)) < 2) {
+        rc = -1;
+        snprintf(err.msg, sizeof err.msg, "--recite: expected at least two token ids below %lld", (long long)n_vocab);
+    }
+    void *embd = NULL; /* token_embd's data, kept for --recite */
     const int head_dim = sh.n_embd / sh.n_head, kv = head_dim * sh.n_head_kv;
     rc = rc ? rc
          : (oxl_gguf_writer_set_str(w, "general.architecture", "llama", &err) ||
@@ -231,11 +318,18 @@ int main(int argc, char **argv) {
             snprintf(err.msg, sizeof err.msg, "out of memory for %s", specs[i].name);
             break;
         }
-        const float tail = tail_from > 0 && in_tail(specs[i].name, tail_from) ? tail_scale : 1.0f;
+        const float tail = tail_from >= 0 && in_tail(specs[i].name, tail_from) ? tail_scale : 1.0f;
         fill(data, t, (size_t)(specs[i].ne[0] * specs[i].ne[1]),
              specs[i].n_dims == 1 ? 0.0f : 1.0f / sqrtf((float)specs[i].ne[0]), tail);
+        if (recite && embd && !strcmp(specs[i].name, "output.weight")) {
+            recite_rows(data, embd, t, sh.n_embd, n_vocab, recite_ids, n_recite);
+        }
         rc = oxl_gguf_writer_write_data(w, data, nbytes, &err);
-        free(data);
+        if (recite && !embd && !strcmp(specs[i].name, "token_embd.weight")) {
+            embd = data;
+        } else {
+            free(data);
+        }
     }
     rc = rc ? rc : oxl_gguf_writer_finish(w, &err);
     if (rc != 0) {
@@ -244,6 +338,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: %.1f MiB\n", out, (double)oxl_gguf_writer_bytes_written(w) / (1024.0 * 1024.0));
     }
     free(specs);
+    free(embd);
+    free(recite_ids);
     oxl_gguf_writer_free(w);
     oxl_gguf_close(vocab);
     return rc == 0 ? 0 : 1;

@@ -12,6 +12,11 @@ decoding"), on a small shape (n_embd 256, 6 layers, f32, llama-spm's 32000-token
    scaled pair, more than with the unscaled target (whose tail layers decide its tokens).
    --tied writes no output matrix (the same token_embd as without it); greedy generation of that
    model repeats itself, and n-gram drafting (2/8) on it is accepted, with the plain text.
+   --recite IDS (every layer's output projections scaled by 0.002): output.weight's row b is the
+   embedding row of the id before b in the passage, every other row the unscaled model's; greedy
+   generation after a prompt that quotes the passage and starts its summary with the passage's
+   first word continues with the passage, and ngram-simple (4/16) prints that text
+   with most of its drafts accepted.
 3. `oxillama bench --draft`: tg16 with the draft, -o json / csv / md: the fields model_draft,
    n_drafted (> 0) and n_accepted (at least half of them on the scaled pair, at most 15 a run), the CSV header's field count equal to each row's, the md column
    "draft acc %"; a draft of another vocabulary (stories260K), --draft-max 0 and --draft-p-min 2
@@ -115,7 +120,9 @@ if not made:
 # refused option values, each with its named error
 for bad, needle in ((["--tail-scale", "0.5"], "--tail-scale needs --tail-from"),
                     (["--tail-from", "2", "--tail-scale", "2"], "--tail-scale 2: expected a number in [0, 1]"),
-                    (["--tail-from", "0", "--tail-scale", "0.5"], "--tail-from 0: expected a positive integer")):
+                    (["--tail-from", "-1", "--tail-scale", "0.5"], "--tail-from -1: expected a layer index"),
+                    (["--tied", "--recite", "450,8580"], "--recite needs an output matrix"),
+                    (["--recite", "450,32000"], "--recite: expected at least two token ids below 32000")):
     p = subprocess.run([make, "--vocab", vocab] + bad + [os.path.join(work, "bad.gguf")], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=60)
     err = p.stderr.decode()
@@ -176,6 +183,45 @@ if synth(tied, ["--n-layer", "6", "--tied"]):
     check(rc == 0 and out == plain and accepted > 0,
           "tied model, ngram-simple 2/8: exit 0, the plain text, drafts accepted (%d of %d)" % (accepted, drafted),
           "exit %d\nplain: %r\nspec:  %r\n%s" % (rc, plain, out, err[-600:]))
+
+# --recite: a model that goes on with a passage the prompt quotes (n-gram drafting's case)
+passage = ("The river rises among granite hills above a quiet village where melting snow gathers every spring "
+           "before winding past orchards near old stone bridges")
+p = subprocess.run([oxl, "tokenize", "-m", target, "--ids", "--no-bos", "-p", passage], stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, timeout=60)
+ids = [int(v) for v in re.findall(r"\d+", p.stdout.decode())]
+check(p.returncode == 0 and len(ids) > 20 and len({a: b for a, b in zip(ids, ids[1:])}) == len(ids) - 1,
+      "the passage: %d tokens, each followed by one token only" % len(ids), p.stderr.decode())
+recite = os.path.join(work, "pair-recite.gguf")
+if synth(recite, ["--n-layer", "6", "--tail-from", "0", "--tail-scale", "0.002", "--recite", str(ids)]):
+    R = tensors(recite)
+    n_embd = 256
+    row = 4 * n_embd
+    emb, out_r, out_u = R["token_embd.weight"][1], R["output.weight"][1], U["output.weight"][1]
+    succ = {b: a for a, b in zip(ids, ids[1:])}
+    bad_rows = [b for b in range(len(out_r) // row)
+                if out_r[b * row:(b + 1) * row] != (emb[succ[b] * row:(succ[b] + 1) * row] if b in succ
+                                                    else out_u[b * row:(b + 1) * row])]
+    check(emb == U["token_embd.weight"][1] and not bad_rows,
+          "--recite: output row b = the embedding of the id before b in the passage, the others unchanged",
+          "rows differing: %s" % bad_rows[:10])
+    prompt = "Summarise the following text. Text: %s Summary: The" % passage
+    args = [oxl, "run", "-m", recite, "-p", prompt, "-n", "40", "--temp", "0", "-t", "2", "-c", "512", "-fa", "off",
+            "-ctk", "f32", "-ctv", "f32"]
+    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    plain = p.stdout.decode("utf-8", "replace")
+    check(p.returncode == 0 and plain.startswith(prompt + passage[len("The"):]),
+          "--recite model: greedy generation goes on with the quoted passage", plain[-400:])
+    # 4/16: llama.cpp's default 12/48 drafts only once the history exceeds 61 tokens
+    p = subprocess.run(args + ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "4",
+                               "--spec-ngram-simple-size-m", "16"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=300)
+    err = p.stderr.decode("utf-8", "replace")
+    drafted, accepted = counts(err)
+    check(p.returncode == 0 and p.stdout.decode("utf-8", "replace") == plain and accepted >= 20 and
+          2 * accepted >= drafted,
+          "--recite model, ngram-simple 4/16: the plain text, %d of %d drafts accepted" % (accepted, drafted),
+          err[-600:])
 
 rates = {}
 for model, name in ((target, "scaled"), (plain_target, "unscaled")):
