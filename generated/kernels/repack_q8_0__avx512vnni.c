@@ -610,11 +610,22 @@ static inline void oxl_rp_tile(const oxl_rp_q8_0 *w, int64_t nb, int nc, const c
 }
 
 /* lane v of ggml's per-block products: the exact sum of the 4 products of group v, scaled by the
- * block's d and added with one FMA (ggml: acc = fmadd(d, q, acc)) */
-static inline __m512 oxl_rp_lane(__m512 acc, __m512 d, __m512i q, const oxl_block_q8_0 *x, const int32_t *gsum, int v) {
-    const __m512i s =
-        _mm512_dpbusd_epi32(_mm512_set1_epi32(-128 * gsum[v]), q, _mm512_set1_epi32(oxl_load_i32(x->qs + 4 * v)));
+ * block's d and added with one FMA (ggml: acc = fmadd(d, q, acc)); off = -128 * (the column's
+ * sum of group v), which takes away the weights' offset before the conversion */
+static inline __m512 oxl_rp_lane(__m512 acc, __m512 d, __m512i q, const oxl_block_q8_0 *x, const int32_t *off, int v) {
+    const __m512i s = _mm512_dpbusd_epi32(_mm512_set1_epi32(off[v]), q, _mm512_set1_epi32(oxl_load_i32(x->qs + 4 * v)));
     return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc);
+}
+
+/* The one-column and few-column paths walk the blocks in chunks of OXL_RP_CHUNK: per chunk, each
+ * column's group sums times -128 go to a small array first, so each lane's correction is one
+ * broadcast load. */
+#define OXL_RP_CHUNK 32
+static inline void oxl_rp_offsets(const int32_t *gsum, int64_t n, int32_t *off) {
+    const __m256i f = _mm256_set1_epi32(-128);
+    for (int64_t i = 0; i < n; i++) {
+        _mm256_storeu_si256((__m256i *)(off + 8 * i), _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(gsum + 8 * i)), f));
+    }
 }
 
 #define OXL_RP_GEMV 1
@@ -624,12 +635,17 @@ static inline void oxl_rp_gemv(const oxl_rp_q8_0 *w, int64_t nb, const char *b, 
     for (int v = 0; v < 8; v++) {
         acc[v] = _mm512_setzero_ps();
     }
-    for (int64_t ib = 0; ib < nb; ib++) {
-        const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d)),
-                                       _mm512_set1_ps(_cvtsh_ss(x[ib].d)));
+    int32_t off[8 * OXL_RP_CHUNK];
+    for (int64_t i0 = 0; i0 < nb; i0 += OXL_RP_CHUNK) {
+        const int64_t i1 = nb - i0 < OXL_RP_CHUNK ? nb : i0 + OXL_RP_CHUNK;
+        oxl_rp_offsets(gsum + 8 * i0, i1 - i0, off);
+        for (int64_t ib = i0; ib < i1; ib++) {
+            const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d)),
+                                           _mm512_set1_ps(_cvtsh_ss(x[ib].d)));
 for (int v = 0; v < 8; v++) {
-            acc[v] = oxl_rp_lane(acc[v], d, _mm512_loadu_si512(w[ib].qs[v]), x + ib,
-                                 gsum + 8 * ib, v);
+                acc[v] = oxl_rp_lane(acc[v], d, _mm512_loadu_si512(w[ib].qs[v]), x + ib,
+                                     off + 8 * (ib - i0), v);
+            }
         }
     }
     const __m512 lo = _mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6]));
@@ -648,19 +664,25 @@ static inline void oxl_rp_exact_1(const oxl_rp_q8_0 *w, int64_t nb, const char *
                                      const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
     const int32_t *g0 = bsum + 0 * bstride + nb;
+    int32_t o0[8 * OXL_RP_CHUNK];
     __m512 a0_0 = _mm512_setzero_ps(), a0_1 = _mm512_setzero_ps(), a0_2 = _mm512_setzero_ps(), a0_3 = _mm512_setzero_ps(), a0_4 = _mm512_setzero_ps(), a0_5 = _mm512_setzero_ps(), a0_6 = _mm512_setzero_ps(), a0_7 = _mm512_setzero_ps();
-    for (int64_t ib = 0; ib < nb; ib++) {
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
-        {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d)));
-            a0_0 = oxl_rp_lane(a0_0, d, _mm512_loadu_si512(w[ib].qs[0]), x0 + ib, g0 + 8 * ib, 0);
-            a0_1 = oxl_rp_lane(a0_1, d, _mm512_loadu_si512(w[ib].qs[1]), x0 + ib, g0 + 8 * ib, 1);
-            a0_2 = oxl_rp_lane(a0_2, d, _mm512_loadu_si512(w[ib].qs[2]), x0 + ib, g0 + 8 * ib, 2);
-            a0_3 = oxl_rp_lane(a0_3, d, _mm512_loadu_si512(w[ib].qs[3]), x0 + ib, g0 + 8 * ib, 3);
-            a0_4 = oxl_rp_lane(a0_4, d, _mm512_loadu_si512(w[ib].qs[4]), x0 + ib, g0 + 8 * ib, 4);
-            a0_5 = oxl_rp_lane(a0_5, d, _mm512_loadu_si512(w[ib].qs[5]), x0 + ib, g0 + 8 * ib, 5);
-            a0_6 = oxl_rp_lane(a0_6, d, _mm512_loadu_si512(w[ib].qs[6]), x0 + ib, g0 + 8 * ib, 6);
-            a0_7 = oxl_rp_lane(a0_7, d, _mm512_loadu_si512(w[ib].qs[7]), x0 + ib, g0 + 8 * ib, 7);
+    for (int64_t i0 = 0; i0 < nb; i0 += OXL_RP_CHUNK) {
+        const int64_t i1 = nb - i0 < OXL_RP_CHUNK ? nb : i0 + OXL_RP_CHUNK;
+        oxl_rp_offsets(g0 + 8 * i0, i1 - i0, o0);
+        for (int64_t ib = i0; ib < i1; ib++) {
+            const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
+                {
+                const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d)));
+                const int32_t *off = o0 + 8 * (ib - i0);
+                a0_0 = oxl_rp_lane(a0_0, d, _mm512_loadu_si512(w[ib].qs[0]), x0 + ib, off, 0);
+                a0_1 = oxl_rp_lane(a0_1, d, _mm512_loadu_si512(w[ib].qs[1]), x0 + ib, off, 1);
+                a0_2 = oxl_rp_lane(a0_2, d, _mm512_loadu_si512(w[ib].qs[2]), x0 + ib, off, 2);
+                a0_3 = oxl_rp_lane(a0_3, d, _mm512_loadu_si512(w[ib].qs[3]), x0 + ib, off, 3);
+                a0_4 = oxl_rp_lane(a0_4, d, _mm512_loadu_si512(w[ib].qs[4]), x0 + ib, off, 4);
+                a0_5 = oxl_rp_lane(a0_5, d, _mm512_loadu_si512(w[ib].qs[5]), x0 + ib, off, 5);
+                a0_6 = oxl_rp_lane(a0_6, d, _mm512_loadu_si512(w[ib].qs[6]), x0 + ib, off, 6);
+                a0_7 = oxl_rp_lane(a0_7, d, _mm512_loadu_si512(w[ib].qs[7]), x0 + ib, off, 7);
+            }
         }
     }
     {
@@ -673,33 +695,42 @@ static inline void oxl_rp_exact_2(const oxl_rp_q8_0 *w, int64_t nb, const char *
                                      const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
     const int32_t *g0 = bsum + 0 * bstride + nb;
+    int32_t o0[8 * OXL_RP_CHUNK];
     __m512 a0_0 = _mm512_setzero_ps(), a0_1 = _mm512_setzero_ps(), a0_2 = _mm512_setzero_ps(), a0_3 = _mm512_setzero_ps(), a0_4 = _mm512_setzero_ps(), a0_5 = _mm512_setzero_ps(), a0_6 = _mm512_setzero_ps(), a0_7 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
     const int32_t *g1 = bsum + 1 * bstride + nb;
+    int32_t o1[8 * OXL_RP_CHUNK];
     __m512 a1_0 = _mm512_setzero_ps(), a1_1 = _mm512_setzero_ps(), a1_2 = _mm512_setzero_ps(), a1_3 = _mm512_setzero_ps(), a1_4 = _mm512_setzero_ps(), a1_5 = _mm512_setzero_ps(), a1_6 = _mm512_setzero_ps(), a1_7 = _mm512_setzero_ps();
-    for (int64_t ib = 0; ib < nb; ib++) {
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
-        {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d)));
-            a0_0 = oxl_rp_lane(a0_0, d, _mm512_loadu_si512(w[ib].qs[0]), x0 + ib, g0 + 8 * ib, 0);
-            a0_1 = oxl_rp_lane(a0_1, d, _mm512_loadu_si512(w[ib].qs[1]), x0 + ib, g0 + 8 * ib, 1);
-            a0_2 = oxl_rp_lane(a0_2, d, _mm512_loadu_si512(w[ib].qs[2]), x0 + ib, g0 + 8 * ib, 2);
-            a0_3 = oxl_rp_lane(a0_3, d, _mm512_loadu_si512(w[ib].qs[3]), x0 + ib, g0 + 8 * ib, 3);
-            a0_4 = oxl_rp_lane(a0_4, d, _mm512_loadu_si512(w[ib].qs[4]), x0 + ib, g0 + 8 * ib, 4);
-            a0_5 = oxl_rp_lane(a0_5, d, _mm512_loadu_si512(w[ib].qs[5]), x0 + ib, g0 + 8 * ib, 5);
-            a0_6 = oxl_rp_lane(a0_6, d, _mm512_loadu_si512(w[ib].qs[6]), x0 + ib, g0 + 8 * ib, 6);
-            a0_7 = oxl_rp_lane(a0_7, d, _mm512_loadu_si512(w[ib].qs[7]), x0 + ib, g0 + 8 * ib, 7);
-        }
-        {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d)));
-            a1_0 = oxl_rp_lane(a1_0, d, _mm512_loadu_si512(w[ib].qs[0]), x1 + ib, g1 + 8 * ib, 0);
-            a1_1 = oxl_rp_lane(a1_1, d, _mm512_loadu_si512(w[ib].qs[1]), x1 + ib, g1 + 8 * ib, 1);
-            a1_2 = oxl_rp_lane(a1_2, d, _mm512_loadu_si512(w[ib].qs[2]), x1 + ib, g1 + 8 * ib, 2);
-            a1_3 = oxl_rp_lane(a1_3, d, _mm512_loadu_si512(w[ib].qs[3]), x1 + ib, g1 + 8 * ib, 3);
-            a1_4 = oxl_rp_lane(a1_4, d, _mm512_loadu_si512(w[ib].qs[4]), x1 + ib, g1 + 8 * ib, 4);
-            a1_5 = oxl_rp_lane(a1_5, d, _mm512_loadu_si512(w[ib].qs[5]), x1 + ib, g1 + 8 * ib, 5);
-            a1_6 = oxl_rp_lane(a1_6, d, _mm512_loadu_si512(w[ib].qs[6]), x1 + ib, g1 + 8 * ib, 6);
-            a1_7 = oxl_rp_lane(a1_7, d, _mm512_loadu_si512(w[ib].qs[7]), x1 + ib, g1 + 8 * ib, 7);
+    for (int64_t i0 = 0; i0 < nb; i0 += OXL_RP_CHUNK) {
+        const int64_t i1 = nb - i0 < OXL_RP_CHUNK ? nb : i0 + OXL_RP_CHUNK;
+        oxl_rp_offsets(g0 + 8 * i0, i1 - i0, o0);
+        oxl_rp_offsets(g1 + 8 * i0, i1 - i0, o1);
+        for (int64_t ib = i0; ib < i1; ib++) {
+            const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
+                {
+                const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d)));
+                const int32_t *off = o0 + 8 * (ib - i0);
+                a0_0 = oxl_rp_lane(a0_0, d, _mm512_loadu_si512(w[ib].qs[0]), x0 + ib, off, 0);
+                a0_1 = oxl_rp_lane(a0_1, d, _mm512_loadu_si512(w[ib].qs[1]), x0 + ib, off, 1);
+                a0_2 = oxl_rp_lane(a0_2, d, _mm512_loadu_si512(w[ib].qs[2]), x0 + ib, off, 2);
+                a0_3 = oxl_rp_lane(a0_3, d, _mm512_loadu_si512(w[ib].qs[3]), x0 + ib, off, 3);
+                a0_4 = oxl_rp_lane(a0_4, d, _mm512_loadu_si512(w[ib].qs[4]), x0 + ib, off, 4);
+                a0_5 = oxl_rp_lane(a0_5, d, _mm512_loadu_si512(w[ib].qs[5]), x0 + ib, off, 5);
+                a0_6 = oxl_rp_lane(a0_6, d, _mm512_loadu_si512(w[ib].qs[6]), x0 + ib, off, 6);
+                a0_7 = oxl_rp_lane(a0_7, d, _mm512_loadu_si512(w[ib].qs[7]), x0 + ib, off, 7);
+            }
+            {
+                const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d)));
+                const int32_t *off = o1 + 8 * (ib - i0);
+                a1_0 = oxl_rp_lane(a1_0, d, _mm512_loadu_si512(w[ib].qs[0]), x1 + ib, off, 0);
+                a1_1 = oxl_rp_lane(a1_1, d, _mm512_loadu_si512(w[ib].qs[1]), x1 + ib, off, 1);
+                a1_2 = oxl_rp_lane(a1_2, d, _mm512_loadu_si512(w[ib].qs[2]), x1 + ib, off, 2);
+                a1_3 = oxl_rp_lane(a1_3, d, _mm512_loadu_si512(w[ib].qs[3]), x1 + ib, off, 3);
+                a1_4 = oxl_rp_lane(a1_4, d, _mm512_loadu_si512(w[ib].qs[4]), x1 + ib, off, 4);
+                a1_5 = oxl_rp_lane(a1_5, d, _mm512_loadu_si512(w[ib].qs[5]), x1 + ib, off, 5);
+                a1_6 = oxl_rp_lane(a1_6, d, _mm512_loadu_si512(w[ib].qs[6]), x1 + ib, off, 6);
+                a1_7 = oxl_rp_lane(a1_7, d, _mm512_loadu_si512(w[ib].qs[7]), x1 + ib, off, 7);
+            }
         }
     }
     {
@@ -717,47 +748,59 @@ static inline void oxl_rp_exact_3(const oxl_rp_q8_0 *w, int64_t nb, const char *
                                      const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
     const oxl_block_q8_0 *x0 = (const oxl_block_q8_0 *)(b + 0 * ldb);
     const int32_t *g0 = bsum + 0 * bstride + nb;
+    int32_t o0[8 * OXL_RP_CHUNK];
     __m512 a0_0 = _mm512_setzero_ps(), a0_1 = _mm512_setzero_ps(), a0_2 = _mm512_setzero_ps(), a0_3 = _mm512_setzero_ps(), a0_4 = _mm512_setzero_ps(), a0_5 = _mm512_setzero_ps(), a0_6 = _mm512_setzero_ps(), a0_7 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x1 = (const oxl_block_q8_0 *)(b + 1 * ldb);
     const int32_t *g1 = bsum + 1 * bstride + nb;
+    int32_t o1[8 * OXL_RP_CHUNK];
     __m512 a1_0 = _mm512_setzero_ps(), a1_1 = _mm512_setzero_ps(), a1_2 = _mm512_setzero_ps(), a1_3 = _mm512_setzero_ps(), a1_4 = _mm512_setzero_ps(), a1_5 = _mm512_setzero_ps(), a1_6 = _mm512_setzero_ps(), a1_7 = _mm512_setzero_ps();
     const oxl_block_q8_0 *x2 = (const oxl_block_q8_0 *)(b + 2 * ldb);
     const int32_t *g2 = bsum + 2 * bstride + nb;
+    int32_t o2[8 * OXL_RP_CHUNK];
     __m512 a2_0 = _mm512_setzero_ps(), a2_1 = _mm512_setzero_ps(), a2_2 = _mm512_setzero_ps(), a2_3 = _mm512_setzero_ps(), a2_4 = _mm512_setzero_ps(), a2_5 = _mm512_setzero_ps(), a2_6 = _mm512_setzero_ps(), a2_7 = _mm512_setzero_ps();
-    for (int64_t ib = 0; ib < nb; ib++) {
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
-        {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d)));
-            a0_0 = oxl_rp_lane(a0_0, d, _mm512_loadu_si512(w[ib].qs[0]), x0 + ib, g0 + 8 * ib, 0);
-            a0_1 = oxl_rp_lane(a0_1, d, _mm512_loadu_si512(w[ib].qs[1]), x0 + ib, g0 + 8 * ib, 1);
-            a0_2 = oxl_rp_lane(a0_2, d, _mm512_loadu_si512(w[ib].qs[2]), x0 + ib, g0 + 8 * ib, 2);
-            a0_3 = oxl_rp_lane(a0_3, d, _mm512_loadu_si512(w[ib].qs[3]), x0 + ib, g0 + 8 * ib, 3);
-            a0_4 = oxl_rp_lane(a0_4, d, _mm512_loadu_si512(w[ib].qs[4]), x0 + ib, g0 + 8 * ib, 4);
-            a0_5 = oxl_rp_lane(a0_5, d, _mm512_loadu_si512(w[ib].qs[5]), x0 + ib, g0 + 8 * ib, 5);
-            a0_6 = oxl_rp_lane(a0_6, d, _mm512_loadu_si512(w[ib].qs[6]), x0 + ib, g0 + 8 * ib, 6);
-            a0_7 = oxl_rp_lane(a0_7, d, _mm512_loadu_si512(w[ib].qs[7]), x0 + ib, g0 + 8 * ib, 7);
-        }
-        {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d)));
-            a1_0 = oxl_rp_lane(a1_0, d, _mm512_loadu_si512(w[ib].qs[0]), x1 + ib, g1 + 8 * ib, 0);
-            a1_1 = oxl_rp_lane(a1_1, d, _mm512_loadu_si512(w[ib].qs[1]), x1 + ib, g1 + 8 * ib, 1);
-            a1_2 = oxl_rp_lane(a1_2, d, _mm512_loadu_si512(w[ib].qs[2]), x1 + ib, g1 + 8 * ib, 2);
-            a1_3 = oxl_rp_lane(a1_3, d, _mm512_loadu_si512(w[ib].qs[3]), x1 + ib, g1 + 8 * ib, 3);
-            a1_4 = oxl_rp_lane(a1_4, d, _mm512_loadu_si512(w[ib].qs[4]), x1 + ib, g1 + 8 * ib, 4);
-            a1_5 = oxl_rp_lane(a1_5, d, _mm512_loadu_si512(w[ib].qs[5]), x1 + ib, g1 + 8 * ib, 5);
-            a1_6 = oxl_rp_lane(a1_6, d, _mm512_loadu_si512(w[ib].qs[6]), x1 + ib, g1 + 8 * ib, 6);
-            a1_7 = oxl_rp_lane(a1_7, d, _mm512_loadu_si512(w[ib].qs[7]), x1 + ib, g1 + 8 * ib, 7);
-        }
-        {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d)));
-            a2_0 = oxl_rp_lane(a2_0, d, _mm512_loadu_si512(w[ib].qs[0]), x2 + ib, g2 + 8 * ib, 0);
-            a2_1 = oxl_rp_lane(a2_1, d, _mm512_loadu_si512(w[ib].qs[1]), x2 + ib, g2 + 8 * ib, 1);
-            a2_2 = oxl_rp_lane(a2_2, d, _mm512_loadu_si512(w[ib].qs[2]), x2 + ib, g2 + 8 * ib, 2);
-            a2_3 = oxl_rp_lane(a2_3, d, _mm512_loadu_si512(w[ib].qs[3]), x2 + ib, g2 + 8 * ib, 3);
-            a2_4 = oxl_rp_lane(a2_4, d, _mm512_loadu_si512(w[ib].qs[4]), x2 + ib, g2 + 8 * ib, 4);
-            a2_5 = oxl_rp_lane(a2_5, d, _mm512_loadu_si512(w[ib].qs[5]), x2 + ib, g2 + 8 * ib, 5);
-            a2_6 = oxl_rp_lane(a2_6, d, _mm512_loadu_si512(w[ib].qs[6]), x2 + ib, g2 + 8 * ib, 6);
-            a2_7 = oxl_rp_lane(a2_7, d, _mm512_loadu_si512(w[ib].qs[7]), x2 + ib, g2 + 8 * ib, 7);
+    for (int64_t i0 = 0; i0 < nb; i0 += OXL_RP_CHUNK) {
+        const int64_t i1 = nb - i0 < OXL_RP_CHUNK ? nb : i0 + OXL_RP_CHUNK;
+        oxl_rp_offsets(g0 + 8 * i0, i1 - i0, o0);
+        oxl_rp_offsets(g1 + 8 * i0, i1 - i0, o1);
+        oxl_rp_offsets(g2 + 8 * i0, i1 - i0, o2);
+        for (int64_t ib = i0; ib < i1; ib++) {
+            const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[ib].d));
+                {
+                const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x0[ib].d)));
+                const int32_t *off = o0 + 8 * (ib - i0);
+                a0_0 = oxl_rp_lane(a0_0, d, _mm512_loadu_si512(w[ib].qs[0]), x0 + ib, off, 0);
+                a0_1 = oxl_rp_lane(a0_1, d, _mm512_loadu_si512(w[ib].qs[1]), x0 + ib, off, 1);
+                a0_2 = oxl_rp_lane(a0_2, d, _mm512_loadu_si512(w[ib].qs[2]), x0 + ib, off, 2);
+                a0_3 = oxl_rp_lane(a0_3, d, _mm512_loadu_si512(w[ib].qs[3]), x0 + ib, off, 3);
+                a0_4 = oxl_rp_lane(a0_4, d, _mm512_loadu_si512(w[ib].qs[4]), x0 + ib, off, 4);
+                a0_5 = oxl_rp_lane(a0_5, d, _mm512_loadu_si512(w[ib].qs[5]), x0 + ib, off, 5);
+                a0_6 = oxl_rp_lane(a0_6, d, _mm512_loadu_si512(w[ib].qs[6]), x0 + ib, off, 6);
+                a0_7 = oxl_rp_lane(a0_7, d, _mm512_loadu_si512(w[ib].qs[7]), x0 + ib, off, 7);
+            }
+            {
+                const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x1[ib].d)));
+                const int32_t *off = o1 + 8 * (ib - i0);
+                a1_0 = oxl_rp_lane(a1_0, d, _mm512_loadu_si512(w[ib].qs[0]), x1 + ib, off, 0);
+                a1_1 = oxl_rp_lane(a1_1, d, _mm512_loadu_si512(w[ib].qs[1]), x1 + ib, off, 1);
+                a1_2 = oxl_rp_lane(a1_2, d, _mm512_loadu_si512(w[ib].qs[2]), x1 + ib, off, 2);
+                a1_3 = oxl_rp_lane(a1_3, d, _mm512_loadu_si512(w[ib].qs[3]), x1 + ib, off, 3);
+                a1_4 = oxl_rp_lane(a1_4, d, _mm512_loadu_si512(w[ib].qs[4]), x1 + ib, off, 4);
+                a1_5 = oxl_rp_lane(a1_5, d, _mm512_loadu_si512(w[ib].qs[5]), x1 + ib, off, 5);
+                a1_6 = oxl_rp_lane(a1_6, d, _mm512_loadu_si512(w[ib].qs[6]), x1 + ib, off, 6);
+                a1_7 = oxl_rp_lane(a1_7, d, _mm512_loadu_si512(w[ib].qs[7]), x1 + ib, off, 7);
+            }
+            {
+                const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(x2[ib].d)));
+                const int32_t *off = o2 + 8 * (ib - i0);
+                a2_0 = oxl_rp_lane(a2_0, d, _mm512_loadu_si512(w[ib].qs[0]), x2 + ib, off, 0);
+                a2_1 = oxl_rp_lane(a2_1, d, _mm512_loadu_si512(w[ib].qs[1]), x2 + ib, off, 1);
+                a2_2 = oxl_rp_lane(a2_2, d, _mm512_loadu_si512(w[ib].qs[2]), x2 + ib, off, 2);
+                a2_3 = oxl_rp_lane(a2_3, d, _mm512_loadu_si512(w[ib].qs[3]), x2 + ib, off, 3);
+                a2_4 = oxl_rp_lane(a2_4, d, _mm512_loadu_si512(w[ib].qs[4]), x2 + ib, off, 4);
+                a2_5 = oxl_rp_lane(a2_5, d, _mm512_loadu_si512(w[ib].qs[5]), x2 + ib, off, 5);
+                a2_6 = oxl_rp_lane(a2_6, d, _mm512_loadu_si512(w[ib].qs[6]), x2 + ib, off, 6);
+                a2_7 = oxl_rp_lane(a2_7, d, _mm512_loadu_si512(w[ib].qs[7]), x2 + ib, off, 7);
+            }
         }
     }
     {
