@@ -218,6 +218,13 @@ OXL_API oxl_ctx_params oxl_ctx_default_params(void);
 
 OXL_API oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_error *err);
 OXL_API void oxl_ctx_free(oxl_ctx *ctx);
+/* Runs ctx's work on the worker threads of other from now on, as a draft model's context beside
+ * its target's in speculative decoding: two pools whose idle workers spin for a while after each
+ * task would otherwise take cores from each other's next task (ggml's CPU backend, built with
+ * OpenMP as by default, runs every context's graphs on the process's one OpenMP team). Both contexts must have the same
+ * thread count and must not decode at the same time (one thread drives both); either may be freed first. Returns 0, or
+ * -1 with err when ctx or other is NULL, they are the same or their thread counts differ. */
+OXL_API int oxl_ctx_share_threads(oxl_ctx *ctx, oxl_ctx *other, oxl_error *err);
 /* KV cache length of one sequence, in tokens. */
 OXL_API int32_t oxl_ctx_n_ctx(const oxl_ctx *ctx);
 OXL_API int32_t oxl_ctx_n_seq_max(const oxl_ctx *ctx);

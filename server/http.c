@@ -762,7 +762,8 @@ int oxl_srv_load_engine(oxl_srv *srv, const char *path) {
         oxl_ctx_params dp = cp;
         dp.n_ctx = oxl_ctx_n_ctx(srv->ctx) * oxl_ctx_n_seq_max(srv->ctx);
         srv->dctx = oxl_ctx_new(srv->dmodel, &dp, &err);
-        if (!srv->dctx) {
+        /* the scheduler's thread drives both contexts, one decode at a time */
+        if (!srv->dctx || oxl_ctx_share_threads(srv->dctx, srv->ctx, &err) != 0) {
             load_fail(srv, "draft model: %s\n", err.msg);
             return -1;
         }

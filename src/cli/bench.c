@@ -880,6 +880,10 @@ int oxl_cmd_bench(int argc, char **argv) {
                 if (spec && ctx && toks) {
                     const size_t room = (size_t)t->n_depth + (size_t)t->n_gen + 2;
                     dr.dctx = oxl_ctx_new(dm, &cp, &err);
+                    if (dr.dctx && oxl_ctx_share_threads(dr.dctx, ctx, &err) != 0) {
+                        oxl_ctx_free(dr.dctx);
+                        dr.dctx = NULL;
+                    }
                     dr.hist = malloc(sizeof(oxl_token) * room);
                     /* the draft sequence's mirror for oxl_draft_propose: its context's length + 1 */
                     const size_t n_mirror = dr.dctx ? (size_t)oxl_ctx_n_ctx(dr.dctx) + 1 : 1;

@@ -217,7 +217,7 @@ int oxl_cmd_run(int argc, char **argv) {
         }
         cp.n_ctx = oxl_ctx_n_ctx(ctx);
         dctx = oxl_ctx_new(dmodel, &cp, &err);
-        if (!dctx) {
+        if (!dctx || oxl_ctx_share_threads(dctx, ctx, &err) != 0) {
             fprintf(stderr, "error: draft model: %s\n", err.msg);
             goto done;
         }

@@ -28,6 +28,7 @@
  * The caller's fields, the claim word and the finish counter each sit on their own cache line. */
 struct oxl_pool {
     int n_threads;
+    atomic_int refs; /* owners (oxl_pool_retain); the threads stop when the last one frees it */
     pthread_t *threads;
     pthread_mutex_t mutex;
     pthread_cond_t cond;
@@ -112,6 +113,7 @@ oxl_pool *oxl_pool_new(int n_threads, oxl_error *err) {
     }
     memset(pool, 0, sizeof *pool);
     pool->n_threads = n_threads;
+    atomic_init(&pool->refs, 1);
     pthread_mutex_init(&pool->mutex, NULL);
     pthread_cond_init(&pool->cond, NULL);
     pool->threads = calloc((size_t)n_threads, sizeof(pthread_t));
@@ -131,8 +133,15 @@ oxl_pool *oxl_pool_new(int n_threads, oxl_error *err) {
     return pool;
 }
 
+oxl_pool *oxl_pool_retain(oxl_pool *pool) {
+    if (pool) {
+        atomic_fetch_add(&pool->refs, 1);
+    }
+    return pool;
+}
+
 void oxl_pool_free(oxl_pool *pool) {
-    if (!pool) {
+    if (!pool || atomic_fetch_sub(&pool->refs, 1) > 1) {
         return;
     }
     pthread_mutex_lock(&pool->mutex);

@@ -18,8 +18,11 @@ typedef void (*oxl_task_fn)(void *arg, int ith, int nth);
 /* Most parts of one task. */
 #define OXL_POOL_MAX_PARTS 4096
 
-/* n_threads >= 1 (including the caller). NULL with err on failure to start threads. */
+/* n_threads >= 1 (including the caller). NULL with err on failure to start threads. The pool has
+ * one owner; oxl_pool_retain adds one (returning pool) and oxl_pool_free drops one, stopping the
+ * threads when the last goes. Owners must not run tasks at the same time (not reentrant). */
 oxl_pool *oxl_pool_new(int n_threads, oxl_error *err);
+oxl_pool *oxl_pool_retain(oxl_pool *pool);
 void oxl_pool_free(oxl_pool *pool);
 int oxl_pool_size(const oxl_pool *pool);
 /* Runs fn as n_parts parts (clamped to 1 .. OXL_POOL_MAX_PARTS) and returns when all have finished.

@@ -103,6 +103,21 @@ static int resolve_pooling(const oxl_model *m, const oxl_ctx_params *p, oxl_pool
     return 0;
 }
 
+int oxl_ctx_share_threads(oxl_ctx *ctx, oxl_ctx *other, oxl_error *err) {
+    if (!ctx || !other || ctx == other) {
+        return oxl_err_set(err, "oxl_ctx_share_threads: two different contexts are needed");
+    }
+    if (oxl_pool_size(ctx->pool) != oxl_pool_size(other->pool)) {
+        return oxl_err_set(err, "oxl_ctx_share_threads: %d threads, the other context's %d", oxl_pool_size(ctx->pool),
+                           oxl_pool_size(other->pool));
+    }
+    if (ctx->pool != other->pool) {
+        oxl_pool_free(ctx->pool);
+        ctx->pool = oxl_pool_retain(other->pool);
+    }
+    return 0;
+}
+
 void oxl_ctx_free(oxl_ctx *ctx) {
     if (!ctx) {
         return;

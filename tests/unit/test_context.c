@@ -112,3 +112,40 @@ Test(context, a_full_sequence_is_refused) {
     cr_assert_eq(oxl_decode(ctx, toks, 64, false, &err), 0, "%s", err.msg);
     oxl_ctx_free(ctx);
 }
+
+/* oxl_ctx_share_threads: a context on another's worker threads decodes as on its own (the same
+ * logits to the bit), keeps working after the context it borrowed them from is freed, and the
+ * calls it cannot serve are refused with a message. */
+Test(context, shared_threads) {
+    const int32_t n_vocab = oxl_model_n_vocab(model);
+    oxl_error err = {0};
+    static float want[5][512];
+    oxl_ctx *solo = new_ctx(1);
+    cr_assert_eq(oxl_decode(solo, prompt_a, 5, true, &err), 0, "%s", err.msg);
+    for (int i = 0; i < 5; i++) {
+        memcpy(want[i], oxl_get_logits(solo, i), sizeof(float) * (size_t)n_vocab);
+    }
+    oxl_ctx *owner = new_ctx(1), *borrower = new_ctx(1);
+    cr_assert_eq(oxl_ctx_share_threads(borrower, owner, &err), 0, "%s", err.msg);
+    cr_assert_eq(oxl_ctx_share_threads(borrower, owner, &err), 0, "sharing twice: %s", err.msg);
+    cr_assert_eq(oxl_decode(owner, prompt_b, 7, false, &err), 0, "%s", err.msg);
+    oxl_ctx_free(owner);
+    cr_assert_eq(oxl_decode(borrower, prompt_a, 5, true, &err), 0, "%s", err.msg);
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(memcmp(oxl_get_logits(borrower, i), want[i], sizeof(float) * (size_t)n_vocab), 0,
+                     "position %d: logits on shared threads differ", i);
+    }
+    cr_assert_eq(oxl_ctx_share_threads(solo, solo, &err), -1);
+    cr_assert(strstr(err.msg, "two different contexts") != NULL, "%s", err.msg);
+    cr_assert_eq(oxl_ctx_share_threads(NULL, solo, &err), -1);
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = 64;
+    cp.n_threads = 1;
+    oxl_ctx *one = oxl_ctx_new(model, &cp, &err);
+    cr_assert_not_null(one, "%s", err.msg);
+    cr_assert_eq(oxl_ctx_share_threads(one, solo, &err), -1);
+    cr_assert(strstr(err.msg, "1 threads, the other context's 2") != NULL, "%s", err.msg);
+    oxl_ctx_free(one);
+    oxl_ctx_free(borrower);
+    oxl_ctx_free(solo);
+}
