@@ -618,6 +618,20 @@ static void linear(oxl_pool *pool, const oxl_tensor *w, const oxl_tensor *b, con
     oxl_add_bias(y, b, w->ne[1], n);
 }
 
+/* y_i = W_i x + b_i for weights that read the same n columns (oxl_matmul_many: the same results as
+ * linear on each, with one meeting of the threads). */
+static void linear_many(oxl_pool *pool, int nw, const oxl_tensor *const *w, const oxl_tensor *const *b, const float *x,
+                        int32_t n, float *const *y, void *scratch) {
+    int64_t ldy[OXL_MATMUL_MANY_MAX];
+    for (int i = 0; i < nw; i++) {
+        ldy[i] = w[i]->ne[1];
+    }
+    oxl_matmul_many(pool, nw, w, x, n, y, ldy, scratch);
+    for (int i = 0; i < nw; i++) {
+        oxl_add_bias(y[i], b[i], w[i]->ne[1], n);
+    }
+}
+
 /* Q, K, V of the pass from the attention input a: fused (views of one product, as build_qkv) or
  * separate projections, then q/k norms, RoPE and the query pre-scale. */
 static void attn_qkv(oxl_ctx *ctx, const oxl_ubatch *ub, const oxl_decoder *d, const oxl_decoder_layer *l,
@@ -635,9 +649,9 @@ static void attn_qkv(oxl_ctx *ctx, const oxl_ubatch *ub, const oxl_decoder *d, c
             memcpy(b->v + (size_t)j * KV, src + Q + KV, (size_t)KV * sizeof(float));
         }
     } else {
-        linear(ctx->pool, &l->wq, &l->bq, a, n, b->q, b->scratch);
-        linear(ctx->pool, &l->wk, &l->bk, a, n, b->k, b->scratch);
-        linear(ctx->pool, &l->wv, &l->bv, a, n, b->v, b->scratch);
+        const oxl_tensor *w[] = {&l->wq, &l->wk, &l->wv}, *bias[] = {&l->bq, &l->bk, &l->bv};
+        float *y[] = {b->q, b->k, b->v};
+        linear_many(ctx->pool, 3, w, bias, a, n, y, b->scratch);
     }
     if (o->clamp_kqv > 0.0f) {
         const float c = o->clamp_kqv;
@@ -692,9 +706,11 @@ static void dense_ffn(oxl_ctx *ctx, const oxl_decoder *d, const oxl_decoder_laye
     const int64_t F = ctx->model->hp.n_ff;
     switch (d->o.ffn) {
     case OXL_FFN_SWIGLU:
-    case OXL_FFN_GEGLU:
-        linear(pool, &l->ffn_gate, &l->ffn_gate_b, x, n, b->gate, b->scratch);
-        linear(pool, &l->ffn_up, &l->ffn_up_b, x, n, b->up, b->scratch);
+    case OXL_FFN_GEGLU: {
+        const oxl_tensor *w[] = {&l->ffn_gate, &l->ffn_up}, *bias[] = {&l->ffn_gate_b, &l->ffn_up_b};
+        float *y[] = {b->gate, b->up};
+        linear_many(pool, 2, w, bias, x, n, y, b->scratch);
+    }
         if (d->o.ffn == OXL_FFN_SWIGLU) {
             oxl_swiglu(b->gate, b->up, F, n);
         } else {

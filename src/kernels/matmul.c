@@ -284,6 +284,89 @@ static void matmul_plain(oxl_pool *pool, const oxl_tensor *w, const float *x, in
     }
 }
 
+/* oxl_matmul_many's task: the parts of each weight's own split (as matmul_plain makes it), numbered
+ * one after another. */
+typedef struct many_task {
+    matmul_task t[OXL_MATMUL_MANY_MAX];
+    oxl_task_fn fn[OXL_MATMUL_MANY_MAX];
+    int parts[OXL_MATMUL_MANY_MAX];
+    int nw;
+} many_task;
+
+static void many_parts(void *arg, int ith, int nth) {
+    many_task *m = arg;
+    (void)nth;
+    int i = 0;
+    while (i + 1 < m->nw && ith >= m->parts[i]) {
+        ith -= m->parts[i++];
+    }
+    m->fn[i](&m->t[i], ith, m->parts[i]);
+}
+
+void oxl_matmul_many(oxl_pool *pool, int nw, const oxl_tensor *const *w, const float *x, int64_t n, float *const *y,
+                     const int64_t *ldy, void *scratch) {
+    const oxl_kernels *kern = oxl_kernels_get();
+    const oxl_type vt = oxl_type_traits_get(w[0]->type)->vec_dot_type;
+    bool fuse = nw >= 2 && nw <= OXL_MATMUL_MANY_MAX && !observer && !addend && vt != OXL_TYPE_F32;
+    bool any_rp = false;
+    for (int i = 0; fuse && i < nw; i++) {
+        fuse = w[i]->ne[0] == w[0]->ne[0] && oxl_type_traits_get(w[i]->type)->vec_dot_type == vt &&
+               (vt != OXL_TYPE_Q8_0 || w[i]->type == w[0]->type) && (w[i]->rp != NULL || !use_gemm(kern, w[i], n));
+        any_rp |= w[i]->rp != NULL;
+    }
+    if (!fuse) {
+        for (int i = 0; i < nw; i++) {
+            oxl_matmul(pool, w[i], x, n, y[i], ldy[i], scratch);
+        }
+        return;
+    }
+    const int64_t k = w[0]->ne[0];
+    many_task m = {.nw = nw};
+    int total = 0;
+    int64_t work = 0;
+    for (int i = 0; i < nw; i++) {
+        m.t[i] = (matmul_task){
+            .kern = kern,
+            .w = w[i],
+            .x = x,
+            .n = n,
+            .y = y[i],
+            .ldy = ldy[i],
+            .scratch = scratch,
+            .xq = scratch,
+            .xq_row = oxl_row_size(vt, k),
+            .bsum = any_rp && vt == OXL_TYPE_Q8_0 ? (int32_t *)((char *)scratch + bsum_offset(vt, k, n)) : NULL,
+        };
+        int64_t units, per;
+        if (w[i]->rp != NULL) {
+            m.fn[i] = gemm_rp_rows;
+            units = w[i]->ne[1] / kern->repack_rows[w[i]->type];
+            per = n == 1 ? OXL_PARTS_PER_THREAD : 1;
+        } else {
+            m.fn[i] = dot_rows;
+            units = (w[i]->ne[1] + OXL_ROW_ALIGN - 1) / OXL_ROW_ALIGN;
+            per = OXL_PARTS_PER_THREAD;
+        }
+        const int64_t want = per * (int64_t)oxl_pool_size(pool);
+        m.parts[i] = (int)(units < want ? units : want);
+        total += m.parts[i];
+        work += w[i]->ne[0] * w[i]->ne[1] * n;
+    }
+    /* the columns, converted once (matmul_plain's phase 1) */
+    if (n == 1 || n * k <= OXL_CONVERT_INLINE) {
+        convert_columns(&m.t[0], 0, 1);
+    } else {
+        oxl_pool_run_parts(pool, convert_columns, &m.t[0], OXL_PARTS_PER_THREAD * oxl_pool_size(pool));
+    }
+    if (work <= OXL_DOT_INLINE) {
+        for (int p = 0; p < total; p++) {
+            many_parts(&m, p, total);
+        }
+    } else {
+        oxl_pool_run_parts(pool, many_parts, &m, total);
+    }
+}
+
 void oxl_tensor_get_row(const oxl_tensor *w, int64_t r, float *out) {
     const char *row = (const char *)w->data + (size_t)r * w->row_size;
     if (w->type == OXL_TYPE_F32) {

@@ -36,6 +36,18 @@ size_t oxl_matmul_scratch_size(oxl_type t, int64_t k, int64_t n);
  * column stride ldy (>= m). scratch holds oxl_matmul_scratch_size(W->type, k, n) bytes. */
 void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy, void *scratch);
 
+/* The products y[i] = W[i] x (i < nw, 1 <= nw <= OXL_MATMUL_MANY_MAX) of weights that read the same n
+ * columns x (k = W[i]->ne[0] for all; Q, K and V of one input; a FFN's gate and up): each y[i]
+ * (W[i]->ne[1], n), column stride ldy[i], bit for bit what oxl_matmul writes, but the columns are
+ * converted once and the rows of all the weights are one task of the pool, so the threads meet
+ * once instead of nw times (a decode step of a small model spends much of its time on those
+ * meetings). scratch as for oxl_matmul with W[0]. Weights with different vec_dot types (or, for
+ * q8_0 partners, different types), any that oxl_matmul hands to the tiled gemm, and products with
+ * an observer or addend set on this thread are computed one oxl_matmul after another. */
+#define OXL_MATMUL_MANY_MAX 4
+void oxl_matmul_many(oxl_pool *pool, int nw, const oxl_tensor *const *w, const float *x, int64_t n, float *const *y,
+                     const int64_t *ldy, void *scratch);
+
 /* An observer of the products' inputs, for statistics over the activations each weight meets
  * (llama-imatrix's collection, src/quantize/imatrix_collect.h). While one is set on a thread, every
  * oxl_matmul called from that thread first calls fn(user, w, x, n) with the weight and its n input
