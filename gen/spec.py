@@ -548,6 +548,12 @@ REPACKS = (
 # Other formats' dots only promise ggml's value to within summation noise.
 GGML_ORDER_FORMATS = ("f32", "f16", "bf16")
 # gemm's reduction dimension must be a multiple of this (the lanes of one accumulator).
+# Batches of up to this many columns of a repacked Q4_0/Q8_0 product on AVX-512 VNNI are summed
+# column by column in the one-column order (templates/repack_ops.j2, oxl_rp_exact_*): a speculative
+# draft verified in one batch gets the bits decoding token by token gets. Larger batches take the
+# tiles, unless oxl_matmul runs them in chunks of this size (oxl_matmul_set_exact).
+RP_EXACT_COLS = 32
+
 GEMM_K_STEP = 16
 # Formats whose gemm steps k by another amount: bf16's tinyBLAS<32, __m512, __m512bh> consumes 32
 # elements (16 lanes of vdpbf16ps pairs) per accumulator update.

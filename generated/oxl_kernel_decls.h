@@ -82,6 +82,10 @@ typedef void (*oxl_repack_fn)(int64_t k, int64_t m, const void *restrict src, si
 typedef void (*oxl_gemm_rp_fn)(int64_t k, int64_t m, int64_t n, const void *restrict a, const void *restrict b, size_t ldb, const int32_t *restrict bsum, float *restrict c, int64_t ldc);
 #define OXL_KERNEL_SIG_gemm_rp(fn) void fn(int64_t k, int64_t m, int64_t n, const void *restrict a, const void *restrict b, size_t ldb, const int32_t *restrict bsum, float *restrict c, int64_t ldc)
 
+/* gemm_rp of repacked Q4_0/Q8_0 on AVX-512 VNNI sums batches of up to this many columns column by
+ * column in the one-column order (bit-identical to n = 1); larger batches take register tiles */
+#define OXL_RP_EXACT_COLS 32
+
 /* gemm's k must be a multiple of this: the lanes of one accumulator */
 #define OXL_GEMM_K_STEP 16
 

@@ -218,6 +218,15 @@ OXL_API oxl_ctx_params oxl_ctx_default_params(void);
 
 OXL_API oxl_ctx *oxl_ctx_new(const oxl_model *model, const oxl_ctx_params *params, oxl_error *err);
 OXL_API void oxl_ctx_free(oxl_ctx *ctx);
+/* With on, ctx's later decodes give every position of a batch the logits decoding it alone (with
+ * the same cache before it) gives, to the bit, wherever the weights' kernels can: repacked Q4_0 and
+ * Q8_0 on AVX-512 VNNI sum batches of up to 32 tokens column by column in the one-token order anyway
+ * and now run larger ones in chunks of 32 instead of register tiles; the file's own layouts are
+ * exact for any batch; the tiled f32/f16/bf16 products of batches (llamafile's order, as ggml) and
+ * the K-quants' repacked tiles are not changed. Speculative decoding turns it on for its
+ * verification batches, so that a draft of any length is scored as decoding token by token
+ * scores it. Costs compute on batches of more than 32 tokens. Default off. */
+OXL_API void oxl_ctx_set_exact_batch(oxl_ctx *ctx, bool on);
 /* Runs ctx's work on the worker threads of other from now on, as a draft model's context beside
  * its target's in speculative decoding: two pools whose idle workers spin for a while after each
  * task would otherwise take cores from each other's next task (ggml's CPU backend, built with

@@ -1177,6 +1177,12 @@ static void *sched_main(void *arg) {
         oxl_batch b = {n, s->b_tok, s->b_pos, s->b_seq, s->b_logits, NULL};
         oxl_error err = {0};
         double t0 = oxl_now();
+        /* a step that verifies drafts scores each drafted position as a single-token step would */
+        bool drafts = false;
+        for (int32_t i = 0; i < s->n_slots; i++) {
+            drafts |= s->slots[i].n_draft_step > 0;
+        }
+        oxl_ctx_set_exact_batch(s->ctx, drafts);
         int rc = apply_lora(s, &err) == 0 ? oxl_decode_batch(s->ctx, &b, &err) : -1;
         double dt = oxl_now() - t0;
         pthread_mutex_lock(&s->mu);

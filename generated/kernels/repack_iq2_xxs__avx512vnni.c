@@ -150,7 +150,7 @@ OXL_KERNEL_SIG_gemm_rp(oxl_gemm_rp_iq2_xxs_q8_K_16x8__avx512vnni) {
             continue;
         }
 #endif
-#ifdef OXL_RP_EXACT_COLS
+#ifdef OXL_RP_EXACT
         if (n <= OXL_RP_EXACT_COLS) {
             for (int64_t j = 0; j < n; j += OXL_RP_EXACT_STEP) {
                 oxl_rp_gemv_cols(w, nb, (int)(n - j < OXL_RP_EXACT_STEP ? n - j : OXL_RP_EXACT_STEP),

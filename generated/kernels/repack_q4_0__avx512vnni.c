@@ -722,7 +722,7 @@ for (int v = 0; v < 8; v++) {
  * token scores it). Batches of up to OXL_RP_EXACT_COLS columns take this path, OXL_RP_EXACT_STEP
  * columns at a time: their 8 lane accumulators each stay in registers while the weights of the
  * row group stream past once per step (from the core's cache after the first). */
-#define OXL_RP_EXACT_COLS 32
+#define OXL_RP_EXACT 1
 #define OXL_RP_EXACT_STEP 2
 static inline void oxl_rp_exact_1(const oxl_rp_q4_0 *w, int64_t nb, const char *b, size_t ldb,
                                      const int32_t *bsum, int64_t bstride, float *c, int64_t ldc) {
@@ -851,7 +851,7 @@ OXL_KERNEL_SIG_gemm_rp(oxl_gemm_rp_q4_0_q8_0_16x8__avx512vnni) {
             continue;
         }
 #endif
-#ifdef OXL_RP_EXACT_COLS
+#ifdef OXL_RP_EXACT
         if (n <= OXL_RP_EXACT_COLS) {
             for (int64_t j = 0; j < n; j += OXL_RP_EXACT_STEP) {
                 oxl_rp_gemv_cols(w, nb, (int)(n - j < OXL_RP_EXACT_STEP ? n - j : OXL_RP_EXACT_STEP),

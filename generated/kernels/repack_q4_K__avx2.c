@@ -156,7 +156,7 @@ OXL_KERNEL_SIG_gemm_rp(oxl_gemm_rp_q4_K_q8_K_8x4__avx2) {
             continue;
         }
 #endif
-#ifdef OXL_RP_EXACT_COLS
+#ifdef OXL_RP_EXACT
         if (n <= OXL_RP_EXACT_COLS) {
             for (int64_t j = 0; j < n; j += OXL_RP_EXACT_STEP) {
                 oxl_rp_gemv_cols(w, nb, (int)(n - j < OXL_RP_EXACT_STEP ? n - j : OXL_RP_EXACT_STEP),

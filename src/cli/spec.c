@@ -88,6 +88,8 @@ int oxl_spec_generate(const oxl_opts *o, const oxl_model *model, oxl_ctx *ctx, o
         goto done;
     }
     memcpy(hist, prompt, sizeof(oxl_token) * (size_t)n_prompt);
+    /* verification batches score every drafted position as a single-token decode would */
+    oxl_ctx_set_exact_batch(ctx, true);
     int32_t n_hist = n_prompt; /* the tokens in the target's cache */
     oxl_detok detok = {0};
     char piece[4096];
@@ -183,6 +185,7 @@ int oxl_spec_generate(const oxl_opts *o, const oxl_model *model, oxl_ctx *ctx, o
             n_drafted > 0 ? 100.0 * (double)n_accept / (double)n_drafted : 0.0);
     status = 0;
 done:
+    oxl_ctx_set_exact_batch(ctx, false);
     free(hist);
     free(dtoks);
     free(batch);

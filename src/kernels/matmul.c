@@ -1,7 +1,7 @@
 #include "matmul.h"
 
 #include "oxl_blocks.h"       /* generated: oxl_block_q8_0 */
-#include "oxl_kernel_decls.h" /* generated: oxl_gemm_k_step */
+#include "oxl_kernel_decls.h" /* generated: oxl_gemm_k_step, OXL_RP_EXACT_COLS */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -213,6 +213,10 @@ void oxl_matmul_set_observer(oxl_matmul_observer_fn fn, void *user) {
     observer_user = fn ? user : NULL;
 }
 
+static _Thread_local bool exact;
+
+void oxl_matmul_set_exact(bool on) { exact = on; }
+
 static _Thread_local oxl_matmul_addend_fn addend;
 static _Thread_local void *addend_user;
 
@@ -265,7 +269,19 @@ static void matmul_plain(oxl_pool *pool, const oxl_tensor *w, const float *x, in
             oxl_pool_run_parts(pool, convert_columns, &t, OXL_PARTS_PER_THREAD * oxl_pool_size(pool));
         }
     }
-    if (w->rp != NULL) {
+    if (w->rp != NULL && exact && n > OXL_RP_EXACT_COLS) {
+        /* chunks the kernel sums column by column (the columns are converted already) */
+        for (int64_t j = 0; j < n; j += OXL_RP_EXACT_COLS) {
+            matmul_task c = t;
+            c.n = n - j < OXL_RP_EXACT_COLS ? n - j : OXL_RP_EXACT_COLS;
+            c.xq = (const char *)t.xq + (size_t)j * t.xq_row;
+            c.bsum = t.bsum ? t.bsum + j * (w->ne[0] / 32 + w->ne[0] / 4) : NULL;
+            c.y = y + j * ldy;
+            const int64_t groups = w->ne[1] / t.kern->repack_rows[w->type];
+            const int64_t parts = oxl_pool_size(pool);
+            oxl_pool_run_parts(pool, gemm_rp_rows, &c, (int)(groups < parts ? groups : parts));
+        }
+    } else if (w->rp != NULL) {
         const int64_t groups = w->ne[1] / t.kern->repack_rows[w->type];
         const int64_t parts = n == 1 ? OXL_PARTS_PER_THREAD * (int64_t)oxl_pool_size(pool) : oxl_pool_size(pool);
         if (w->ne[0] * w->ne[1] * n <= OXL_DOT_INLINE) {
@@ -307,7 +323,8 @@ void oxl_matmul_many(oxl_pool *pool, int nw, const oxl_tensor *const *w, const f
                      const int64_t *ldy, void *scratch) {
     const oxl_kernels *kern = oxl_kernels_get();
     const oxl_type vt = oxl_type_traits_get(w[0]->type)->vec_dot_type;
-    bool fuse = nw >= 2 && nw <= OXL_MATMUL_MANY_MAX && !observer && !addend && vt != OXL_TYPE_F32;
+    bool fuse = nw >= 2 && nw <= OXL_MATMUL_MANY_MAX && !observer && !addend && vt != OXL_TYPE_F32 &&
+                !(exact && n > OXL_RP_EXACT_COLS);
     bool any_rp = false;
     for (int i = 0; fuse && i < nw; i++) {
         fuse = w[i]->ne[0] == w[0]->ne[0] && oxl_type_traits_get(w[i]->type)->vec_dot_type == vt &&

@@ -11,6 +11,7 @@
 #include "kernels.h"
 #include "pool.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,14 @@ void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, 
 #define OXL_MATMUL_MANY_MAX 4
 void oxl_matmul_many(oxl_pool *pool, int nw, const oxl_tensor *const *w, const float *x, int64_t n, float *const *y,
                      const int64_t *ldy, void *scratch);
+
+/* Exact batches: while on (per thread), every oxl_matmul from this thread gives each column of a
+ * batch the bits a product of that column alone gets wherever the weights' kernels can
+ * (repacked Q4_0/Q8_0 on AVX-512 VNNI: batches of more than OXL_RP_EXACT_COLS columns, which the
+ * kernel would multiply in register tiles summing in another order, run in chunks of that many;
+ * the plain layouts are exact for any batch; f32/f16/bf16 products of the tiled gemm are not
+ * changed). Speculative decoding's verification turns it on. Off by default. */
+void oxl_matmul_set_exact(bool on);
 
 /* An observer of the products' inputs, for statistics over the activations each weight meets
  * (llama-imatrix's collection, src/quantize/imatrix_collect.h). While one is set on a thread, every

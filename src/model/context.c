@@ -8,6 +8,7 @@
 #include "adapter.h"
 #include "arch_iface.h"
 #include "errors.h"
+#include "matmul.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -101,6 +102,12 @@ static int resolve_pooling(const oxl_model *m, const oxl_ctx_params *p, oxl_pool
     }
     *out = (oxl_pooling)v;
     return 0;
+}
+
+void oxl_ctx_set_exact_batch(oxl_ctx *ctx, bool on) {
+    if (ctx) {
+        ctx->exact_batch = on;
+    }
 }
 
 int oxl_ctx_share_threads(oxl_ctx *ctx, oxl_ctx *other, oxl_error *err) {
@@ -582,6 +589,7 @@ static int decode(oxl_ctx *ctx, const oxl_batch *b, const image_at *img, oxl_err
     }
     /* Passes of at most n_batch tokens; each writes its kept rows after the previous ones. */
     oxl_adapters_begin(ctx);
+    oxl_matmul_set_exact(ctx->exact_batch);
     int32_t row = 0;
     for (int32_t done = 0; done < n;) {
         const int32_t nb = n - done < ctx->params.n_batch ? n - done : ctx->params.n_batch;
@@ -621,6 +629,7 @@ static int decode(oxl_ctx *ctx, const oxl_batch *b, const image_at *img, oxl_err
         row += ub.n_out;
         done += nb;
     }
+    oxl_matmul_set_exact(false);
     oxl_adapters_end(ctx);
     ctx->last_n = n;
     if (ctx->pooling != OXL_POOLING_NONE) {

@@ -29,7 +29,8 @@ struct oxl_ctx {
     const oxl_model *model;
     oxl_ctx_params params;
     oxl_pool *pool;
-    int32_t n_ctx; /* per sequence */
+    bool exact_batch; /* oxl_ctx_set_exact_batch: decodes run with oxl_matmul_set_exact on */
+    int32_t n_ctx;    /* per sequence */
     int32_t n_seq_max;
     int32_t *n_past;  /* [n_seq_max] */
     oxl_seq_lag *lag; /* [n_seq_max] image breakpoints of each sequence (none without M-RoPE) */

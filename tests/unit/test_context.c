@@ -149,3 +149,38 @@ Test(context, shared_threads) {
     oxl_ctx_free(borrower);
     oxl_ctx_free(solo);
 }
+
+/* oxl_ctx_set_exact_batch: with it on, every position of a 40-token batch (more than the 32
+ * columns the repacked Q8_0 kernel sums column by column by itself) gets, to the bit, the logits
+ * of decoding the same tokens one at a time (what speculative decoding's verification needs). */
+Test(context, exact_batch_equals_single_tokens) {
+    oxl_error err = {0};
+    oxl_model_params mp = oxl_model_default_params();
+    oxl_model *q8 = oxl_model_load(OXL_SOURCE_DIR "/models/stories260K-Q8_0.gguf", &mp, &err);
+    cr_assert_not_null(q8, "%s", err.msg);
+    const int32_t n_vocab = oxl_model_n_vocab(q8);
+    oxl_ctx_params cp = oxl_ctx_default_params();
+    cp.n_ctx = 128;
+    cp.n_threads = 2;
+    oxl_ctx *one = oxl_ctx_new(q8, &cp, &err), *batch = oxl_ctx_new(q8, &cp, &err);
+    cr_assert(one && batch, "%s", err.msg);
+    enum { N = 40 };
+    oxl_token toks[N];
+    for (int i = 0; i < N; i++) {
+        toks[i] = i == 0 ? 1 : 259 + (i * 37) % 240;
+    }
+    static float want[N][512];
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(oxl_decode(one, &toks[i], 1, false, &err), 0, "%s", err.msg);
+        memcpy(want[i], oxl_get_logits(one, -1), sizeof(float) * (size_t)n_vocab);
+    }
+    oxl_ctx_set_exact_batch(batch, true);
+    cr_assert_eq(oxl_decode(batch, toks, N, true, &err), 0, "%s", err.msg);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(memcmp(oxl_get_logits(batch, i), want[i], sizeof(float) * (size_t)n_vocab), 0,
+                     "position %d: the exact batch's logits differ from single-token decoding", i);
+    }
+    oxl_ctx_free(one);
+    oxl_ctx_free(batch);
+    oxl_model_free(q8);
+}
