@@ -92,6 +92,7 @@ struct oxl_stream {
     void *state; /* the route's, released with free_state */
     void (*free_state)(void *state);
     bool messages; /* events as lines of {"event", "data"} for the WebSocket route (ws.c), else SSE frames */
+    void *conn;    /* the SSE reply's libmicrohttpd connection (http.c), for its inactivity timer */
 };
 
 typedef struct oxl_reply {

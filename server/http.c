@@ -26,10 +26,26 @@
 
 /* --- server-sent events ------------------------------------------------------------------------ */
 
+/* libmicrohttpd's connection timeout counts the time stream_read spends waiting for the next tokens
+ * as silence, so a stream queued behind other requests for longer than --idle-timeout was cut
+ * after its first event. Setting the timeout again after setting it to 0 restarts its timer
+ * (microhttpd.h, MHD_CONNECTION_OPTION_TIMEOUT), so the wait for the server is not counted; a
+ * client that stops reading still is (no data leaves while it does not). */
+static void stream_restart_timer(const oxl_stream *st) {
+    if (st->conn) {
+        MHD_set_connection_option(st->conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+        MHD_set_connection_option(st->conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)st->srv->cfg->idle_timeout);
+    }
+}
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     oxl_stream *st = cls;
+    bool waited = false;
     for (;;) {
         if (st->off < st->len) {
+            if (waited) {
+                stream_restart_timer(st);
+            }
             size_t n = st->len - st->off < max ? st->len - st->off : max;
             memcpy(buf, st->out + st->off, n);
             st->off += n;
@@ -50,6 +66,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
         oxl_stream_fill(st, STREAM_WAIT_MS);
+        waited = true;
     }
 }
 
@@ -313,6 +330,7 @@ static enum MHD_Result send_reply(oxl_srv *srv, struct MHD_Connection *c, oxl_re
     if (rp->response) {
         resp = rp->response;
     } else if (rp->stream) {
+        rp->stream->conn = c;
         resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, rp->stream, stream_free);
         if (!resp) {
             stream_free(rp->stream);

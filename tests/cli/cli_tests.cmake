@@ -154,6 +154,10 @@ add_test(NAME arch-converted COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/ch
 # mid-stream; greedy answers = llama.cpp's, RSS back within 10 % (tests/server/load.sh, ~5 s).
 add_test(NAME server-load COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/server/load.sh ${OXL_BIN} ${M}/stories260K.gguf ${G}/run)
 set_tests_properties(server-load PROPERTIES TIMEOUT 180)
+# A stream queued longer than --idle-timeout arrives whole (tests/server/stream_queued.py).
+add_test(NAME server-stream-queued COMMAND ${OXL_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/server/stream_queued.py ${OXL_BIN}
+         ${M}/stories260K.gguf)
+set_tests_properties(server-stream-queued PROPERTIES TIMEOUT 300)
 
 # Leak checks of run, quantize and a short server session under valgrind (tests/cli/leak.sh). The
 # sanitizer build (build-asan) runs the same commands under LeakSanitizer instead.
