@@ -763,6 +763,9 @@ static void oxl_check_repacked(oxl_type type, oxl_isa isa, const char *name) {
         kk.repack[type](k, m, w, wrow, wrp);
         for (size_t ni = 0; ni < sizeof ns_list / sizeof ns_list[0]; ni++) {
             const int64_t n = ns_list[ni];
+            if (n > 17 && type != OXL_TYPE_Q4_0 && type != OXL_TYPE_Q8_0) {
+                continue; /* 32 and 33: the edges of Q4_0/Q8_0's exact path (OXL_RP_EXACT_COLS) */
+            }
             for (int64_t i = 0; i < ldc * nmax; i++) {
                 c[i] = -12345.0f;
             }
