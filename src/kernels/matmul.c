@@ -36,13 +36,16 @@ static size_t bsum_offset(oxl_type vt, int64_t k, int64_t n) {
     return (oxl_row_size(vt, k) * (size_t)n + 63) & ~(size_t)63;
 }
 
+/* int32 sums per q8_0 column of k elements: one per block of 32, then one per group of 4. */
+static int64_t bsum_stride(int64_t k) { return k / 32 + k / 4; }
+
 size_t oxl_matmul_scratch_size(oxl_type t, int64_t k, int64_t n) {
     oxl_type vt = oxl_type_traits_get(t)->vec_dot_type;
     if (vt == OXL_TYPE_F32) {
         return 0;
     }
     if (oxl_kernels_get()->repack[t] != NULL && vt == OXL_TYPE_Q8_0) {
-        return bsum_offset(vt, k, n) + (size_t)(k / 32 + k / 4) * (size_t)n * sizeof(int32_t);
+        return bsum_offset(vt, k, n) + (size_t)bsum_stride(k) * (size_t)n * sizeof(int32_t);
     }
     return oxl_row_size(vt, k) * (size_t)n;
 }
@@ -71,7 +74,7 @@ static void convert_columns(void *arg, int ith, int nth) {
         const oxl_block_q8_0 *q = (const void *)((char *)t->scratch + (size_t)j * t->xq_row);
         t->kern->quant[vt](t->x + j * k, (void *)q, k);
         if (t->bsum) {
-            oxl_q8_0_sums(q, k, t->bsum + j * (k / 32 + k / 4));
+            oxl_q8_0_sums(q, k, t->bsum + j * bsum_stride(k));
         }
     }
 }
@@ -228,6 +231,35 @@ void oxl_matmul_set_addend(oxl_matmul_addend_fn fn, void *user) {
 static void matmul_plain(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy,
                          void *scratch);
 
+/* Phase 2's split of W's rows for n columns outside the tiled gemm: the part function (row groups
+ * of the repacked layout, else vec_dot rows) and the part count (whole groups or blocks of
+ * OXL_ROW_ALIGN rows; OXL_PARTS_PER_THREAD per thread, except repacked products of several
+ * columns, which take one part per thread). */
+static int split_parts(const oxl_kernels *kern, const oxl_tensor *w, int64_t n, oxl_pool *pool, oxl_task_fn *fn) {
+    int64_t units, per;
+    if (w->rp != NULL) {
+        *fn = gemm_rp_rows;
+        units = w->ne[1] / kern->repack_rows[w->type];
+        per = n == 1 ? OXL_PARTS_PER_THREAD : 1;
+    } else {
+        *fn = dot_rows;
+        units = (w->ne[1] + OXL_ROW_ALIGN - 1) / OXL_ROW_ALIGN;
+        per = OXL_PARTS_PER_THREAD;
+    }
+    const int64_t want = per * (int64_t)oxl_pool_size(pool);
+    return (int)(units < want ? units : want);
+}
+
+/* Phase 1 for all of t's columns: on the calling thread for one column or little work (a decode
+ * step's single column would keep one thread busy and the others waiting), else split. */
+static void convert_all(oxl_pool *pool, matmul_task *t) {
+    if (t->n == 1 || t->n * t->w->ne[0] <= OXL_CONVERT_INLINE) {
+        convert_columns(t, 0, 1);
+    } else {
+        oxl_pool_run_parts(pool, convert_columns, t, OXL_PARTS_PER_THREAD * oxl_pool_size(pool));
+    }
+}
+
 void oxl_matmul(oxl_pool *pool, const oxl_tensor *w, const float *x, int64_t n, float *y, int64_t ldy, void *scratch) {
     matmul_plain(pool, w, x, n, y, ldy, scratch);
     if (addend) {
@@ -262,41 +294,29 @@ static void matmul_plain(oxl_pool *pool, const oxl_tensor *w, const float *x, in
         if (w->rp != NULL && vt == OXL_TYPE_Q8_0) {
             t.bsum = (int32_t *)((char *)scratch + bsum_offset(vt, w->ne[0], n));
         }
-        /* a decode step's single column would keep one thread busy and the others waiting */
-        if (n == 1 || n * w->ne[0] <= OXL_CONVERT_INLINE) {
-            convert_columns(&t, 0, 1);
-        } else {
-            oxl_pool_run_parts(pool, convert_columns, &t, OXL_PARTS_PER_THREAD * oxl_pool_size(pool));
-        }
+        convert_all(pool, &t);
     }
+    oxl_task_fn fn;
     if (w->rp != NULL && exact && n > OXL_RP_EXACT_COLS) {
         /* chunks the kernel sums column by column (the columns are converted already) */
         for (int64_t j = 0; j < n; j += OXL_RP_EXACT_COLS) {
             matmul_task c = t;
             c.n = n - j < OXL_RP_EXACT_COLS ? n - j : OXL_RP_EXACT_COLS;
             c.xq = (const char *)t.xq + (size_t)j * t.xq_row;
-            c.bsum = t.bsum ? t.bsum + j * (w->ne[0] / 32 + w->ne[0] / 4) : NULL;
+            c.bsum = t.bsum ? t.bsum + j * bsum_stride(w->ne[0]) : NULL;
             c.y = y + j * ldy;
-            const int64_t groups = w->ne[1] / t.kern->repack_rows[w->type];
-            const int64_t parts = oxl_pool_size(pool);
-            oxl_pool_run_parts(pool, gemm_rp_rows, &c, (int)(groups < parts ? groups : parts));
+            const int parts = split_parts(t.kern, w, OXL_RP_EXACT_COLS, pool, &fn);
+            oxl_pool_run_parts(pool, fn, &c, parts);
         }
-    } else if (w->rp != NULL) {
-        const int64_t groups = w->ne[1] / t.kern->repack_rows[w->type];
-        const int64_t parts = n == 1 ? OXL_PARTS_PER_THREAD * (int64_t)oxl_pool_size(pool) : oxl_pool_size(pool);
-        if (w->ne[0] * w->ne[1] * n <= OXL_DOT_INLINE) {
-            gemm_rp_rows(&t, 0, 1);
-        } else {
-            oxl_pool_run_parts(pool, gemm_rp_rows, &t, (int)(groups < parts ? groups : parts));
-        }
-    } else if (use_gemm(t.kern, w, n)) {
+    } else if (w->rp == NULL && use_gemm(t.kern, w, n)) {
         oxl_pool_run(pool, gemm_rows, &t);
-    } else if (w->ne[0] * w->ne[1] * n <= OXL_DOT_INLINE) {
-        dot_rows(&t, 0, 1);
     } else {
-        const int64_t blocks = (w->ne[1] + OXL_ROW_ALIGN - 1) / OXL_ROW_ALIGN;
-        const int64_t parts = OXL_PARTS_PER_THREAD * (int64_t)oxl_pool_size(pool);
-        oxl_pool_run_parts(pool, dot_rows, &t, (int)(blocks < parts ? blocks : parts));
+        const int parts = split_parts(t.kern, w, n, pool, &fn);
+        if (w->ne[0] * w->ne[1] * n <= OXL_DOT_INLINE) {
+            fn(&t, 0, 1);
+        } else {
+            oxl_pool_run_parts(pool, fn, &t, parts);
+        }
     }
 }
 
@@ -354,27 +374,11 @@ void oxl_matmul_many(oxl_pool *pool, int nw, const oxl_tensor *const *w, const f
             .xq_row = oxl_row_size(vt, k),
             .bsum = any_rp && vt == OXL_TYPE_Q8_0 ? (int32_t *)((char *)scratch + bsum_offset(vt, k, n)) : NULL,
         };
-        int64_t units, per;
-        if (w[i]->rp != NULL) {
-            m.fn[i] = gemm_rp_rows;
-            units = w[i]->ne[1] / kern->repack_rows[w[i]->type];
-            per = n == 1 ? OXL_PARTS_PER_THREAD : 1;
-        } else {
-            m.fn[i] = dot_rows;
-            units = (w[i]->ne[1] + OXL_ROW_ALIGN - 1) / OXL_ROW_ALIGN;
-            per = OXL_PARTS_PER_THREAD;
-        }
-        const int64_t want = per * (int64_t)oxl_pool_size(pool);
-        m.parts[i] = (int)(units < want ? units : want);
+        m.parts[i] = split_parts(kern, w[i], n, pool, &m.fn[i]);
         total += m.parts[i];
         work += w[i]->ne[0] * w[i]->ne[1] * n;
     }
-    /* the columns, converted once (matmul_plain's phase 1) */
-    if (n == 1 || n * k <= OXL_CONVERT_INLINE) {
-        convert_columns(&m.t[0], 0, 1);
-    } else {
-        oxl_pool_run_parts(pool, convert_columns, &m.t[0], OXL_PARTS_PER_THREAD * oxl_pool_size(pool));
-    }
+    convert_all(pool, &m.t[0]); /* the columns, converted once */
     if (work <= OXL_DOT_INLINE) {
         for (int p = 0; p < total; p++) {
             many_parts(&m, p, total);
